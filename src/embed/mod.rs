@@ -1,0 +1,1 @@
+//! Embedders (work in progress).

@@ -1,0 +1,1 @@
+//! The derived ANN index (work in progress).
