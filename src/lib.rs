@@ -1,5 +1,38 @@
 //! ratchetdb: an embedded, single-file chunk-and-vector store for RAG whose index never
 //! moves backwards.
+//!
+//! Ingestion work arrives at least once and in no guaranteed order. Every document write
+//! here is one ACID transaction in one redb file: the version comparison, the generation
+//! stamp on every chunk, the removal of the chunks a revision no longer has, the vectors, and
+//! the counters that say why a write was refused. See `ARCHITECTURE.md` for the map.
+//!
+//! Start with [`Store`].
 
+mod counters;
+mod document;
 mod embed;
+mod error;
+mod guard;
 mod index;
+mod options;
+mod prepare;
+mod read;
+mod schema;
+mod stats;
+mod store;
+mod verify;
+mod version;
+mod write;
+
+pub use crate::{
+    counters::Counters,
+    document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+    error::{Error, InputError, OpenError, ReadError, WriteError},
+    guard::{ConflictPolicy, SkipReason},
+    options::{Durability, Limits, Metric, Options},
+    read::{Documents, Snapshot, StoredChunk, StoredDocument},
+    stats::{SkipRecord, Stats},
+    store::{Plan, PlannedAction, Store},
+    verify::{VerifyReport, Violation},
+    version::{Version, VersionKind},
+};

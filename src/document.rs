@@ -1,0 +1,204 @@
+//! What goes in (documents, chunks, operations) and what comes out (outcomes).
+
+use crate::guard::SkipReason;
+use crate::version::Version;
+use serde::{Deserialize, Serialize};
+
+/// One revision of a source document, cut into chunks.
+///
+/// `(source, id)` names the document; `version` says how new this revision is. The chunks are
+/// the whole document: a revision with fewer chunks than the stored one removes the surplus.
+///
+/// ```
+/// use ratchetdb::{Chunk, Document, Version};
+/// let doc = Document::new("wiki", "pages/intro.md", Version::number(3))
+///     .with_chunk(Chunk::new("Ratchets turn one way.", vec![1.0, 0.0, 0.0]));
+/// assert_eq!(doc.chunks.len(), 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// The source (a connector, a folder root, a tenant).
+    pub source: String,
+    /// The document's id within its source.
+    pub id: String,
+    /// The revision's version.
+    pub version: Version,
+    /// The chunks, in order; position `i` is `chunks[i]`.
+    pub chunks: Vec<Chunk>,
+    /// Document-level metadata (any JSON; `null` for none). Part of the content hash.
+    #[serde(default)]
+    pub meta: serde_json::Value,
+}
+
+impl Document {
+    /// A document with no chunks and no metadata.
+    pub fn new(source: impl Into<String>, id: impl Into<String>, version: Version) -> Document {
+        Document {
+            source: source.into(),
+            id: id.into(),
+            version,
+            chunks: Vec::new(),
+            meta: serde_json::Value::Null,
+        }
+    }
+
+    /// Appends a chunk.
+    pub fn with_chunk(mut self, chunk: Chunk) -> Document {
+        self.chunks.push(chunk);
+        self
+    }
+
+    /// Sets the document metadata.
+    pub fn with_meta(mut self, meta: serde_json::Value) -> Document {
+        self.meta = meta;
+        self
+    }
+}
+
+/// One chunk of a document: its text, its embedding and its metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The text.
+    pub text: String,
+    /// The embedding. `None` asks the store to reuse the vector it already holds for
+    /// identical text in this document (see [`Store::plan`](crate::Store::plan)).
+    #[serde(default)]
+    pub vector: Option<Vec<f32>>,
+    /// Chunk metadata (any JSON; `null` for none). Part of the content hash.
+    #[serde(default)]
+    pub meta: serde_json::Value,
+}
+
+impl Chunk {
+    /// A chunk with a vector and no metadata.
+    pub fn new(text: impl Into<String>, vector: Vec<f32>) -> Chunk {
+        Chunk {
+            text: text.into(),
+            vector: Some(vector),
+            meta: serde_json::Value::Null,
+        }
+    }
+
+    /// A chunk without a vector: the store fills it from an identical stored text.
+    pub fn without_vector(text: impl Into<String>) -> Chunk {
+        Chunk {
+            text: text.into(),
+            vector: None,
+            meta: serde_json::Value::Null,
+        }
+    }
+
+    /// Sets the chunk metadata.
+    pub fn with_meta(mut self, meta: serde_json::Value) -> Chunk {
+        self.meta = meta;
+        self
+    }
+}
+
+/// One operation of a batch.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Op {
+    /// Write a revision (guarded).
+    Upsert(Document),
+    /// Delete a document at a version (a versioned tombstone; guarded).
+    Delete {
+        /// The source.
+        source: String,
+        /// The document id.
+        id: String,
+        /// The version of the delete.
+        version: Version,
+    },
+    /// A listing of what exists in `source` at `version`: a versioned delete of every id it
+    /// omits, seen or not yet seen.
+    Retain {
+        /// The source.
+        source: String,
+        /// The ids that exist.
+        present: Vec<String>,
+        /// The listing's version.
+        version: Version,
+    },
+}
+
+/// What one upsert or delete did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The revision was written.
+    Written {
+        /// The generation stamped on every chunk of this revision.
+        generation: u64,
+        /// Chunks written with a new vector.
+        chunks_written: u64,
+        /// Chunks whose stored vector was kept (same text).
+        chunks_reused: u64,
+        /// Surplus chunks of the previous revision removed.
+        chunks_removed: u64,
+    },
+    /// A newer version with identical content: the version was raised, no chunk touched.
+    Unchanged {
+        /// The version now stored.
+        version: Version,
+    },
+    /// The document was deleted (a tombstone written or raised).
+    Deleted {
+        /// Chunks removed.
+        chunks_removed: u64,
+    },
+    /// The write was refused; nothing but a counter changed.
+    Skipped {
+        /// Why.
+        reason: SkipReason,
+        /// What is stored (for a listing that blocks an unseen id: the listing's version).
+        stored_version: Version,
+        /// What arrived.
+        incoming_version: Version,
+    },
+}
+
+impl Outcome {
+    /// The skip reason, if the write was refused.
+    pub fn skip_reason(&self) -> Option<SkipReason> {
+        match self {
+            Outcome::Skipped { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// What a [`Store::retain`](crate::Store::retain) listing did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetainOutcome {
+    /// `Some` when the listing itself was refused: `Duplicate` (this exact listing is already
+    /// recorded) or `Conflict` (another listing with the same version and other ids is).
+    pub skipped: Option<SkipReason>,
+    /// Live documents the listing omitted, now tombstoned at the listing's version.
+    pub documents_removed: u64,
+    /// Chunks those documents had.
+    pub chunks_removed: u64,
+    /// Omitted documents left alone because they are newer than the listing.
+    pub newer_kept: u64,
+}
+
+/// What one operation of a batch did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum OpOutcome {
+    /// An upsert's or delete's outcome.
+    Document(Outcome),
+    /// A retain's outcome.
+    Retain(RetainOutcome),
+}
+
+/// What a [`Store::purge`](crate::Store::purge) removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeOutcome {
+    /// Tombstone rows removed.
+    pub tombstones_purged: u64,
+    /// Listings removed.
+    pub listings_purged: u64,
+}

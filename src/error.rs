@@ -1,0 +1,244 @@
+//! Errors, one enum per operation, each converting into the crate-wide [`Error`].
+
+use crate::version::VersionKind;
+use std::path::PathBuf;
+
+/// A piece of input that the store refuses, naming the field.
+///
+/// Returned before any transaction starts, so the store is exactly as before (invariant I9).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {problem}")]
+pub struct InputError {
+    /// The field, as a path: `id`, `chunks[3].vector[17]`, `chunks[0].meta`.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl InputError {
+    pub(crate) fn new(field: impl Into<String>, problem: impl Into<String>) -> InputError {
+        InputError {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Errors from [`Store::open`](crate::Store::open) and [`Store::create`](crate::Store::create).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Another process (or another `Store` in this process) has the file open.
+    #[error("the database {path} is open in another process (or another Store in this one); close it and retry")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file does not exist and the options do not allow creating it.
+    #[error("no database at {path}; use Store::create, or `ratchet ingest` to make one")]
+    NotFound {
+        /// The file.
+        path: PathBuf,
+    },
+    /// [`Store::create`](crate::Store::create) found a non-empty file at the path.
+    #[error("{path} already exists; open it with Store::open or choose another path")]
+    AlreadyExists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is a redb database but not a ratchetdb store.
+    #[error("{path} is not a ratchetdb store ({detail})")]
+    NotAStore {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// The file was written by a newer ratchetdb whose format this build does not know.
+    #[error(
+        "{path} has schema version {found}; this build reads up to {supported}: upgrade ratchetdb"
+    )]
+    SchemaTooNew {
+        /// The file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+    /// The options disagree with what the store recorded when it was created.
+    #[error("the store was created with {field} {stored}, but {requested} was requested; open it with the same {field} or use another file")]
+    Mismatch {
+        /// `dimension`, `metric` or `model`.
+        field: &'static str,
+        /// What the file records.
+        stored: String,
+        /// What the options asked for.
+        requested: String,
+    },
+    /// The options themselves are invalid.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The file's contents are damaged.
+    #[error("{path} is corrupted: {what}: {detail}")]
+    Corrupted {
+        /// The file.
+        path: PathBuf,
+        /// Which structure.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// An I/O or storage-engine error.
+    #[error("storage error opening {path}: {source}")]
+    Storage {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: redb::Error,
+    },
+}
+
+/// Errors from writes: upserts, deletes, retains, purges, batches and tickets.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The input is invalid; nothing was written.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A vector has another length than the store's dimension; nothing was written.
+    #[error("chunks[{position}].vector has {found} dimensions; this store holds {expected}-dimensional vectors")]
+    DimensionMismatch {
+        /// The chunk position.
+        position: usize,
+        /// The store's dimension.
+        expected: usize,
+        /// The vector's length.
+        found: usize,
+    },
+    /// The incoming version is of another kind than the stored one; versions of different
+    /// kinds cannot be compared, so nothing was written.
+    #[error("document {source_name}/{id} is versioned by {stored}, but this write carries a {incoming} version")]
+    VersionKindMismatch {
+        /// The document's source.
+        source_name: String,
+        /// The document id.
+        id: String,
+        /// The stored kind.
+        stored: VersionKind,
+        /// The incoming kind.
+        incoming: VersionKind,
+    },
+    /// A chunk came without a vector, and the store has no vector for identical text to
+    /// reuse (see [`Store::plan`](crate::Store::plan)); nothing was written. Embed the chunk
+    /// and retry.
+    #[error("chunks[{position}] has no vector and the store holds none for its text any more; embed it and retry")]
+    MissingVector {
+        /// The chunk position.
+        position: usize,
+    },
+    /// An earlier commit failed; the store refuses writes until it is reopened.
+    #[error("an earlier commit failed ({cause}); the store refuses writes until it is reopened")]
+    Poisoned {
+        /// The first failure.
+        cause: String,
+    },
+    /// The file's contents are damaged.
+    #[error("corrupted {what}: {detail}")]
+    Corrupted {
+        /// Which structure.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// An I/O or storage-engine error; the write did not happen (the store is now poisoned).
+    #[error("storage error: {0}")]
+    Storage(#[from] redb::Error),
+    /// The concurrent writer has shut down.
+    #[error("the writer has shut down")]
+    Closed,
+    /// The writer's queue is full (only from `try_submit`).
+    #[error("the writer's queue is full; retry later or use submit, which waits")]
+    Full,
+}
+
+impl WriteError {
+    pub(crate) fn storage(error: impl Into<redb::Error>) -> WriteError {
+        WriteError::Storage(error.into())
+    }
+}
+
+/// Errors from reads: `get`, `export`, `stats`, `verify`, `search`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The input is invalid.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The file's contents are damaged.
+    #[error("corrupted {what}: {detail}")]
+    Corrupted {
+        /// Which structure.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// An I/O or storage-engine error.
+    #[error("storage error: {0}")]
+    Storage(#[from] redb::Error),
+}
+
+impl ReadError {
+    pub(crate) fn storage(error: impl Into<redb::Error>) -> ReadError {
+        ReadError::Storage(error.into())
+    }
+}
+
+/// Decoding a row failed: the file's contents are damaged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Corruption {
+    pub what: String,
+    pub detail: String,
+}
+
+impl Corruption {
+    pub(crate) fn new(what: impl Into<String>, detail: impl Into<String>) -> Corruption {
+        Corruption {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<Corruption> for WriteError {
+    fn from(c: Corruption) -> WriteError {
+        WriteError::Corrupted {
+            what: c.what,
+            detail: c.detail,
+        }
+    }
+}
+
+impl From<Corruption> for ReadError {
+    fn from(c: Corruption) -> ReadError {
+        ReadError::Corrupted {
+            what: c.what,
+            detail: c.detail,
+        }
+    }
+}
+
+/// Any ratchetdb error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Opening or creating a store failed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A write failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A read failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}

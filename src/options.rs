@@ -1,0 +1,181 @@
+//! Options for opening a store, with documented defaults.
+
+use crate::guard::ConflictPolicy;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How vectors are compared. Fixed per store when it is created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Metric {
+    /// Cosine similarity. Vectors are normalised to unit length on write, so a stored vector
+    /// is the direction only. Search scores are similarities (higher is closer).
+    #[default]
+    Cosine,
+    /// Euclidean distance on the vectors as given. Search scores are distances (lower is
+    /// closer).
+    L2,
+}
+
+impl Metric {
+    /// The name recorded in the file and used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Cosine => "cosine",
+            Metric::L2 => "l2",
+        }
+    }
+
+    /// Parses [`Metric::as_str`]'s names.
+    pub fn parse(name: &str) -> Option<Metric> {
+        match name {
+            "cosine" => Some(Metric::Cosine),
+            "l2" => Some(Metric::L2),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// When an acknowledged write is on disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Durability {
+    /// Every commit is fsynced before it is acknowledged: an acknowledged write survives a
+    /// crash or power loss (given a disk that honours fsync). The default.
+    #[default]
+    Immediate,
+    /// Commits are not fsynced; a crash may lose the writes since the last durable commit
+    /// (they are lost whole, never half-applied). For bulk loads: call
+    /// [`Store::sync`](crate::Store::sync) (the concurrent writer does it periodically).
+    None,
+}
+
+/// Size limits on input. Anything larger gets an [`InputError`](crate::InputError) naming the
+/// field. The defaults suit text chunks of RAG pipelines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Bytes in a source name or document id. Default 1024.
+    pub max_id_bytes: usize,
+    /// Chunks in one document. Default 10,000.
+    pub max_chunks_per_document: usize,
+    /// Bytes of text in one chunk. Default 1 MiB; at most 16 MiB.
+    pub max_chunk_text_bytes: usize,
+    /// Bytes of canonical JSON metadata, per document and per chunk. Default 64 KiB.
+    pub max_meta_bytes: usize,
+    /// Vector dimensions. Default 8192.
+    pub max_dimension: usize,
+    /// Ids in one listing given to `retain`. Default 10,000,000.
+    pub max_listing_ids: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_id_bytes: 1024,
+            max_chunks_per_document: 10_000,
+            max_chunk_text_bytes: 1 << 20,
+            max_meta_bytes: 64 << 10,
+            max_dimension: 8192,
+            max_listing_ids: 10_000_000,
+        }
+    }
+}
+
+/// How to open or create a store. `Options::default()` opens an existing store with whatever
+/// it recorded, or creates one (cosine, dimension fixed by the first vector written).
+///
+/// ```
+/// use ratchetdb::{Metric, Options};
+/// let options = Options::default().dimension(384).metric(Metric::Cosine).model("all-MiniLM-L6-v2");
+/// assert_eq!(options.dimension, Some(384));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Options {
+    /// The vector dimension. `None`: whatever the store recorded, or fixed by the first
+    /// vector written. A store records it once; opening with another is an error.
+    pub dimension: Option<usize>,
+    /// The metric. `None`: whatever the store recorded, or cosine for a new store.
+    pub metric: Option<Metric>,
+    /// The embedding model's name. `None`: whatever the store recorded. A store records it
+    /// once; opening with another is an error (two models are two embedding spaces).
+    pub model: Option<String>,
+    /// When an acknowledged write is on disk. Default [`Durability::Immediate`].
+    pub durability: Durability,
+    /// Equal versions with different content. Default [`ConflictPolicy::Refuse`].
+    pub conflict_policy: ConflictPolicy,
+    /// Input size limits.
+    pub limits: Limits,
+    /// How many recent refusals the skip log keeps. Default 1000.
+    pub skip_log_capacity: u64,
+    /// Create the file if it does not exist. Default `true`.
+    pub create_if_missing: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            dimension: None,
+            metric: None,
+            model: None,
+            durability: Durability::Immediate,
+            conflict_policy: ConflictPolicy::Refuse,
+            limits: Limits::default(),
+            skip_log_capacity: 1000,
+            create_if_missing: true,
+        }
+    }
+}
+
+impl Options {
+    /// Sets the vector dimension.
+    pub fn dimension(mut self, dimension: usize) -> Options {
+        self.dimension = Some(dimension);
+        self
+    }
+
+    /// Sets the metric.
+    pub fn metric(mut self, metric: Metric) -> Options {
+        self.metric = Some(metric);
+        self
+    }
+
+    /// Sets the embedding model's name.
+    pub fn model(mut self, model: impl Into<String>) -> Options {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the durability.
+    pub fn durability(mut self, durability: Durability) -> Options {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the conflict policy.
+    pub fn conflict_policy(mut self, policy: ConflictPolicy) -> Options {
+        self.conflict_policy = policy;
+        self
+    }
+
+    /// Sets the input limits.
+    pub fn limits(mut self, limits: Limits) -> Options {
+        self.limits = limits;
+        self
+    }
+
+    /// Refuses to create a missing file.
+    pub fn must_exist(mut self) -> Options {
+        self.create_if_missing = false;
+        self
+    }
+}

@@ -1,0 +1,289 @@
+//! Validation and hashing, done before any transaction starts.
+//!
+//! Invariant: everything about an operation that depends only on its input is checked here,
+//! so a bad input is refused with an [`InputError`] naming the field and the store is left
+//! exactly as it was (I9).
+
+use crate::document::{Document, Op};
+use crate::error::{InputError, WriteError};
+use crate::guard::ContentHash;
+use crate::options::{Limits, Metric};
+use crate::schema::canonical_json;
+use crate::version::Version;
+
+/// A validated upsert: canonical metadata, hashes, normalised vectors.
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedDoc {
+    pub source: String,
+    pub id: String,
+    pub version: Version,
+    pub meta: String,
+    pub content_hash: ContentHash,
+    pub chunks: Vec<PreparedChunk>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedChunk {
+    pub text: String,
+    pub meta: String,
+    pub text_hash: ContentHash,
+    pub vector: Option<Vec<f32>>,
+}
+
+/// A validated operation.
+#[derive(Clone, Debug)]
+pub(crate) enum PreparedOp {
+    Upsert(PreparedDoc),
+    Delete {
+        source: String,
+        id: String,
+        version: Version,
+    },
+    Retain {
+        source: String,
+        /// Sorted, without duplicates.
+        present: Vec<String>,
+        version: Version,
+        members_hash: ContentHash,
+    },
+}
+
+/// Checks a source name or document id.
+pub(crate) fn check_name(field: &str, value: &str, limits: &Limits) -> Result<(), InputError> {
+    if value.is_empty() {
+        return Err(InputError::new(field, "must not be empty"));
+    }
+    if value.len() > limits.max_id_bytes {
+        return Err(InputError::new(
+            field,
+            format!(
+                "is {} bytes; the limit is {}",
+                value.len(),
+                limits.max_id_bytes
+            ),
+        ));
+    }
+    if value.contains('\0') {
+        return Err(InputError::new(field, "must not contain a NUL character"));
+    }
+    Ok(())
+}
+
+fn check_meta(
+    field: &str,
+    value: &serde_json::Value,
+    limits: &Limits,
+) -> Result<String, InputError> {
+    let json = canonical_json(value);
+    if json.len() > limits.max_meta_bytes {
+        return Err(InputError::new(
+            field,
+            format!(
+                "is {} bytes of JSON; the limit is {}",
+                json.len(),
+                limits.max_meta_bytes
+            ),
+        ));
+    }
+    Ok(json)
+}
+
+/// Validates a vector and, for cosine, normalises it to unit length.
+pub(crate) fn prepare_vector(
+    position: usize,
+    mut vector: Vec<f32>,
+    metric: Metric,
+    limits: &Limits,
+) -> Result<Vec<f32>, InputError> {
+    let field = || format!("chunks[{position}].vector");
+    if vector.is_empty() {
+        return Err(InputError::new(field(), "must not be empty"));
+    }
+    if vector.len() > limits.max_dimension {
+        return Err(InputError::new(
+            field(),
+            format!(
+                "has {} dimensions; the limit is {}",
+                vector.len(),
+                limits.max_dimension
+            ),
+        ));
+    }
+    if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+        return Err(InputError::new(
+            format!("chunks[{position}].vector[{i}]"),
+            format!("is {}; vectors must be finite", vector[i]),
+        ));
+    }
+    if metric == Metric::Cosine {
+        let norm = vector
+            .iter()
+            .map(|x| f64::from(*x) * f64::from(*x))
+            .sum::<f64>()
+            .sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            return Err(InputError::new(
+                field(),
+                "has zero length and cannot be normalised for cosine",
+            ));
+        }
+        for x in &mut vector {
+            *x = (f64::from(*x) / norm) as f32;
+        }
+    }
+    Ok(vector)
+}
+
+/// The content hash: blake3 over the document metadata and the ordered chunk texts and
+/// metadata, each length-prefixed. Vectors are not part of it: one store is one embedding
+/// space, so the same text has the same meaning.
+pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"ratchetdb content v1\0");
+    let mut field = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    field(meta.as_bytes());
+    for chunk in chunks {
+        field(chunk.text.as_bytes());
+        field(chunk.meta.as_bytes());
+    }
+    *hasher.finalize().as_bytes()
+}
+
+pub(crate) fn text_hash(text: &str) -> ContentHash {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
+/// Validates and hashes a document. `dimension` is the store's, if it has one yet.
+pub(crate) fn prepare_document(
+    doc: Document,
+    metric: Metric,
+    dimension: Option<usize>,
+    limits: &Limits,
+) -> Result<PreparedDoc, WriteError> {
+    check_name("source", &doc.source, limits)?;
+    check_name("id", &doc.id, limits)?;
+    if doc.chunks.len() > limits.max_chunks_per_document {
+        return Err(InputError::new(
+            "chunks",
+            format!(
+                "has {} chunks; the limit is {}",
+                doc.chunks.len(),
+                limits.max_chunks_per_document
+            ),
+        )
+        .into());
+    }
+    let meta = check_meta("meta", &doc.meta, limits)?;
+    let mut expected = dimension;
+    let mut chunks = Vec::with_capacity(doc.chunks.len());
+    for (position, chunk) in doc.chunks.into_iter().enumerate() {
+        if chunk.text.len() > limits.max_chunk_text_bytes {
+            return Err(InputError::new(
+                format!("chunks[{position}].text"),
+                format!(
+                    "is {} bytes; the limit is {}",
+                    chunk.text.len(),
+                    limits.max_chunk_text_bytes
+                ),
+            )
+            .into());
+        }
+        let chunk_meta = check_meta(&format!("chunks[{position}].meta"), &chunk.meta, limits)?;
+        let vector = match chunk.vector {
+            None => None,
+            Some(vector) => {
+                let found = vector.len();
+                match expected {
+                    Some(dim) if dim != found => {
+                        return Err(WriteError::DimensionMismatch {
+                            position,
+                            expected: dim,
+                            found,
+                        })
+                    }
+                    _ => expected = Some(found),
+                }
+                Some(prepare_vector(position, vector, metric, limits)?)
+            }
+        };
+        chunks.push(PreparedChunk {
+            text_hash: text_hash(&chunk.text),
+            text: chunk.text,
+            meta: chunk_meta,
+            vector,
+        });
+    }
+    let content_hash = content_hash(&meta, &chunks);
+    Ok(PreparedDoc {
+        source: doc.source,
+        id: doc.id,
+        version: doc.version,
+        meta,
+        content_hash,
+        chunks,
+    })
+}
+
+/// Validates any operation.
+pub(crate) fn prepare_op(
+    op: Op,
+    metric: Metric,
+    dimension: Option<usize>,
+    limits: &Limits,
+) -> Result<PreparedOp, WriteError> {
+    match op {
+        Op::Upsert(doc) => Ok(PreparedOp::Upsert(prepare_document(
+            doc, metric, dimension, limits,
+        )?)),
+        Op::Delete {
+            source,
+            id,
+            version,
+        } => {
+            check_name("source", &source, limits)?;
+            check_name("id", &id, limits)?;
+            Ok(PreparedOp::Delete {
+                source,
+                id,
+                version,
+            })
+        }
+        Op::Retain {
+            source,
+            mut present,
+            version,
+        } => {
+            check_name("source", &source, limits)?;
+            if present.len() > limits.max_listing_ids {
+                return Err(InputError::new(
+                    "ids",
+                    format!(
+                        "has {} ids; the limit is {}",
+                        present.len(),
+                        limits.max_listing_ids
+                    ),
+                )
+                .into());
+            }
+            for (i, id) in present.iter().enumerate() {
+                check_name(&format!("ids[{i}]"), id, limits)?;
+            }
+            present.sort_unstable();
+            present.dedup();
+            let mut hasher = blake3::Hasher::new();
+            for id in &present {
+                hasher.update(&(id.len() as u64).to_le_bytes());
+                hasher.update(id.as_bytes());
+            }
+            Ok(PreparedOp::Retain {
+                source,
+                present,
+                version,
+                members_hash: *hasher.finalize().as_bytes(),
+            })
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Reading from one MVCC snapshot: documents, the export stream, and what `plan` needs.
+
+use crate::error::{Corruption, ReadError};
+use crate::guard::{ContentHash, Stored};
+use crate::options::Metric;
+use crate::schema::{
+    self, ChunkRow, DocRow, ListingRow, VectorRow, CHUNKS, DOCS, LISTINGS, LISTING_MEMBERS, VECTORS,
+};
+use crate::version::{Version, VersionKind};
+use redb::{ReadOnlyTable, ReadTransaction};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// A document as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredDocument {
+    /// The source.
+    pub source: String,
+    /// The id.
+    pub id: String,
+    /// The stored version (of the revision, or of the tombstone).
+    pub version: Version,
+    /// Whether this is a tombstone.
+    pub deleted: bool,
+    /// The generation every chunk carries (0 for tombstones).
+    pub generation: u64,
+    /// The content hash, hex.
+    pub content_hash: String,
+    /// Document metadata.
+    pub meta: serde_json::Value,
+    /// The chunks in position order.
+    pub chunks: Vec<StoredChunk>,
+}
+
+/// A chunk as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredChunk {
+    /// Its position, `0..chunk_count`.
+    pub position: u32,
+    /// The text.
+    pub text: String,
+    /// Chunk metadata.
+    pub meta: serde_json::Value,
+    /// The generation it was stamped with.
+    pub generation: u64,
+    /// The id of its vector.
+    pub vector_id: u64,
+    /// The vector (as stored: unit length for cosine), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Vec<f32>>,
+}
+
+/// A consistent, read-only view of the store at one commit. Every read through it sees the
+/// same committed state, however many writes commit meanwhile; no reader ever sees half a
+/// write (invariant I4).
+pub struct Snapshot {
+    pub(crate) txn: ReadTransaction,
+    pub(crate) metric: Metric,
+    pub(crate) dimension: Option<usize>,
+    pub(crate) model: Option<String>,
+    docs: ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
+    chunks: ReadOnlyTable<(u64, u32), &'static [u8]>,
+    vectors: ReadOnlyTable<u64, &'static [u8]>,
+}
+
+fn parse_meta(json: &str) -> Result<serde_json::Value, Corruption> {
+    serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Snapshot {
+    pub(crate) fn new(
+        txn: ReadTransaction,
+        metric: Metric,
+        dimension: Option<usize>,
+        model: Option<String>,
+    ) -> Result<Snapshot, ReadError> {
+        Ok(Snapshot {
+            docs: txn.open_table(DOCS).map_err(ReadError::storage)?,
+            chunks: txn.open_table(CHUNKS).map_err(ReadError::storage)?,
+            vectors: txn.open_table(VECTORS).map_err(ReadError::storage)?,
+            txn,
+            metric,
+            dimension,
+            model,
+        })
+    }
+
+    pub(crate) fn doc_row(&self, source: &str, id: &str) -> Result<Option<DocRow>, ReadError> {
+        match self.docs.get((source, id)).map_err(ReadError::storage)? {
+            Some(bytes) => Ok(Some(schema::decode("document row", bytes.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn chunk_rows(&self, row: &DocRow) -> Result<Vec<ChunkRow>, ReadError> {
+        let mut rows = Vec::with_capacity(row.chunk_count as usize);
+        for position in 0..row.chunk_count {
+            match self
+                .chunks
+                .get((row.internal_id, position))
+                .map_err(ReadError::storage)?
+            {
+                Some(bytes) => rows.push(schema::decode("chunk row", bytes.value())?),
+                None => {
+                    return Err(Corruption::new(
+                        "chunk table",
+                        format!("document {} lacks chunk {position}", row.internal_id),
+                    )
+                    .into())
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    pub(crate) fn vector(&self, vector_id: u64) -> Result<Option<VectorRow>, ReadError> {
+        match self.vectors.get(vector_id).map_err(ReadError::storage)? {
+            Some(bytes) => Ok(Some(VectorRow::decode(bytes.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn assemble(
+        &self,
+        source: &str,
+        id: &str,
+        row: &DocRow,
+        with_vectors: bool,
+    ) -> Result<StoredDocument, ReadError> {
+        let mut chunks = Vec::with_capacity(row.chunk_count as usize);
+        if !row.deleted {
+            for (position, chunk) in self.chunk_rows(row)?.into_iter().enumerate() {
+                let vector = if with_vectors {
+                    match self.vector(chunk.vector_id)? {
+                        Some(v) => Some(v.vector),
+                        None => {
+                            return Err(Corruption::new(
+                                "vector table",
+                                format!("vector {} of {source}/{id} is missing", chunk.vector_id),
+                            )
+                            .into())
+                        }
+                    }
+                } else {
+                    None
+                };
+                chunks.push(StoredChunk {
+                    position: position as u32,
+                    meta: parse_meta(&chunk.meta)?,
+                    text: chunk.text,
+                    generation: chunk.generation,
+                    vector_id: chunk.vector_id,
+                    vector,
+                });
+            }
+        }
+        Ok(StoredDocument {
+            source: source.to_string(),
+            id: id.to_string(),
+            version: row.version()?,
+            deleted: row.deleted,
+            generation: row.generation,
+            content_hash: hex(&row.content_hash),
+            meta: parse_meta(&row.meta)?,
+            chunks,
+        })
+    }
+
+    /// A document and its chunks in order; tombstones have `deleted: true` and no chunks.
+    pub fn get(&self, source: &str, id: &str) -> Result<Option<StoredDocument>, ReadError> {
+        self.get_inner(source, id, false)
+    }
+
+    /// Like [`Snapshot::get`], with each chunk's vector.
+    pub fn get_with_vectors(
+        &self,
+        source: &str,
+        id: &str,
+    ) -> Result<Option<StoredDocument>, ReadError> {
+        self.get_inner(source, id, true)
+    }
+
+    fn get_inner(
+        &self,
+        source: &str,
+        id: &str,
+        with_vectors: bool,
+    ) -> Result<Option<StoredDocument>, ReadError> {
+        match self.doc_row(source, id)? {
+            Some(row) => Ok(Some(self.assemble(source, id, &row, with_vectors)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every document (tombstones included), sorted by `(source, id)`, streamed from this
+    /// snapshot.
+    pub fn documents(&self, with_vectors: bool) -> Result<Documents<'_>, ReadError> {
+        Ok(Documents {
+            snapshot: self,
+            range: self
+                .docs
+                .range::<(&str, &str)>(..)
+                .map_err(ReadError::storage)?,
+            with_vectors,
+        })
+    }
+
+    /// What `plan` needs: the stored state (or a listing's tombstone) and the text hashes
+    /// that already have a vector.
+    pub(crate) fn plan_state(
+        &self,
+        source: &str,
+        id: &str,
+        incoming: Version,
+    ) -> Result<(Option<Stored>, HashSet<ContentHash>), ReadError> {
+        match self.doc_row(source, id)? {
+            Some(row) => {
+                let stored = row.stored()?;
+                let texts = if row.deleted {
+                    HashSet::new()
+                } else {
+                    self.chunk_rows(&row)?
+                        .into_iter()
+                        .map(|c| c.text_hash)
+                        .collect()
+                };
+                Ok((Some(stored), texts))
+            }
+            None => {
+                let listings = self.txn.open_table(LISTINGS).map_err(ReadError::storage)?;
+                let members = self
+                    .txn
+                    .open_table(LISTING_MEMBERS)
+                    .map_err(ReadError::storage)?;
+                for entry in listings
+                    .range((source, incoming.value)..=(source, u64::MAX))
+                    .map_err(ReadError::storage)?
+                    .rev()
+                {
+                    let (key, value) = entry.map_err(ReadError::storage)?;
+                    let listing_version = key.value().1;
+                    let row: ListingRow = schema::decode("listing row", value.value())?;
+                    if members
+                        .get((source, listing_version, id))
+                        .map_err(ReadError::storage)?
+                        .is_none()
+                    {
+                        let kind = VersionKind::from_byte(row.version_kind).ok_or_else(|| {
+                            Corruption::new(
+                                "listing row",
+                                format!("unknown version kind {}", row.version_kind),
+                            )
+                        })?;
+                        return Ok((
+                            Some(Stored::tombstone(Version {
+                                kind,
+                                value: listing_version,
+                            })),
+                            HashSet::new(),
+                        ));
+                    }
+                }
+                Ok((None, HashSet::new()))
+            }
+        }
+    }
+}
+
+/// The stream of [`Snapshot::documents`].
+pub struct Documents<'s> {
+    snapshot: &'s Snapshot,
+    range: redb::Range<'static, (&'static str, &'static str), &'static [u8]>,
+    with_vectors: bool,
+}
+
+impl Iterator for Documents<'_> {
+    type Item = Result<StoredDocument, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entry = self.range.next()?;
+        Some((|| {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let (source, id) = key.value();
+            let row: DocRow = schema::decode("document row", value.value())?;
+            self.snapshot.assemble(source, id, &row, self.with_vectors)
+        })())
+    }
+}

@@ -1,0 +1,800 @@
+//! The store: opening the file, the write entry points, tickets, and snapshots for reading.
+
+use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::error::{InputError, OpenError, ReadError, WriteError};
+use crate::guard::{self, Decision, Incoming, SkipReason};
+use crate::options::{Durability, Metric, Options};
+use crate::prepare::{self, check_name, PreparedOp};
+use crate::read::Snapshot;
+use crate::schema::{self, meta_key, seq_key, COUNTERS, META};
+use crate::stats::Stats;
+use crate::verify::VerifyReport;
+use crate::version::Version;
+use crate::write::{is_op_error, Batch, BatchEffects, BatchSettings};
+use parking_lot::{Mutex, RwLock};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How many tickets one durable commit reserves. After a crash the next block starts above
+/// every ticket ever issued, so a ticket is never issued twice.
+const TICKET_BLOCK: u64 = 4096;
+
+/// An embedded, single-file chunk-and-vector store whose index never moves backwards.
+///
+/// Every write is decided by the version guard and applied in one redb transaction: the
+/// version comparison, the generation stamp on every chunk, the removal of surplus chunks,
+/// the vectors and the counters commit together or not at all. `Store` is cheap to clone and
+/// can be shared between threads; writes are serialised by the file's single writer, reads
+/// run concurrently on MVCC snapshots.
+///
+/// ```
+/// use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
+/// # let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+///
+/// let v2 = Document::new("wiki", "intro", Version::number(2))
+///     .with_chunk(Chunk::new("Ratchets turn one way.", vec![1.0, 0.0]));
+/// assert!(matches!(store.upsert(v2)?, Outcome::Written { .. }));
+///
+/// // A late retry of an older revision is refused, and counted.
+/// let v1 = Document::new("wiki", "intro", Version::number(1))
+///     .with_chunk(Chunk::new("Old text.", vec![0.0, 1.0]));
+/// assert_eq!(store.upsert(v1)?.skip_reason(), Some(SkipReason::Older));
+/// assert_eq!(store.get("wiki", "intro")?.map(|d| d.chunks[0].text.clone()), Some("Ratchets turn one way.".into()));
+/// assert!(store.verify()?.is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    path: PathBuf,
+    options: Options,
+    metric: Metric,
+    model: Option<String>,
+    dimension: RwLock<Option<usize>>,
+    tickets: Mutex<Tickets>,
+    poisoned: Mutex<Option<String>>,
+}
+
+#[derive(Debug)]
+struct Tickets {
+    next: u64,
+    reserved_until: u64,
+}
+
+/// Before any embedding is paid for: what a write of this revision would do, and which
+/// chunks need a vector.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// What the guard would decide now (it decides again at write time; a plan is advice).
+    pub action: PlannedAction,
+    /// Positions whose text already has a vector in the stored revision: send these chunks
+    /// without a vector and the store reuses it.
+    pub reusable: Vec<usize>,
+    /// Positions that need embedding (empty unless `action` is `Write`).
+    pub to_embed: Vec<usize>,
+}
+
+/// The guard's decision as a plan reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlannedAction {
+    /// The revision would be written.
+    Write,
+    /// The content is identical; only the version would be raised. Nothing to embed.
+    BumpVersion,
+    /// The revision would be refused. Nothing to embed.
+    Skip {
+        /// Why.
+        reason: SkipReason,
+        /// What is stored.
+        stored_version: Version,
+    },
+}
+
+fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
+    match error.into() {
+        redb::Error::DatabaseAlreadyOpen => OpenError::Locked {
+            path: path.to_path_buf(),
+        },
+        redb::Error::Corrupted(detail) => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "redb file".to_string(),
+            detail,
+        },
+        source => OpenError::Storage {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+fn meta_string(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<String>, redb::Error> {
+    Ok(table
+        .get(key)?
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+}
+
+fn meta_u64(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<Result<u64, usize>>, redb::Error> {
+    Ok(table.get(key)?.map(|v| {
+        let bytes = v.value();
+        <[u8; 8]>::try_from(bytes)
+            .map(u64::from_le_bytes)
+            .map_err(|_| bytes.len())
+    }))
+}
+
+/// Every table, so that a new store has them all and reads never meet a missing table.
+fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
+        txn: &redb::WriteTransaction,
+        def: TableDefinition<K, V>,
+    ) -> Result<(), redb::Error> {
+        txn.open_table(def)?;
+        Ok(())
+    }
+    open(txn, schema::META)?;
+    open(txn, schema::COUNTERS)?;
+    open(txn, schema::DOCS)?;
+    open(txn, schema::DOC_KEYS)?;
+    open(txn, schema::CHUNKS)?;
+    open(txn, schema::VECTORS)?;
+    open(txn, schema::CHANGELOG)?;
+    open(txn, schema::SKIP_LOG)?;
+    open(txn, schema::LISTINGS)?;
+    open(txn, schema::LISTING_MEMBERS)?;
+    Ok(())
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it if it does not exist (unless
+    /// [`Options::must_exist`]). The options must agree with what the store recorded when it
+    /// was created (dimension, metric, model); what they leave `None` is taken from the file.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
+        let path = path.as_ref();
+        let exists = path.exists();
+        if !exists && !options.create_if_missing {
+            return Err(OpenError::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        if let Some(model) = &options.model {
+            check_name("model", model, &options.limits)?;
+        }
+        if let Some(dimension) = options.dimension {
+            if dimension == 0 || dimension > options.limits.max_dimension {
+                return Err(InputError::new(
+                    "dimension",
+                    format!("must be between 1 and {}", options.limits.max_dimension),
+                )
+                .into());
+            }
+        }
+        let db = Database::builder()
+            .create(path)
+            .map_err(|e| open_error(path, e))?;
+        Store::from_database(db, path, options)
+    }
+
+    /// Creates a new store at `path`; an error if a non-empty file is already there.
+    pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
+        let path = path.as_ref();
+        if std::fs::metadata(path)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false)
+        {
+            return Err(OpenError::AlreadyExists {
+                path: path.to_path_buf(),
+            });
+        }
+        Store::open(path, options)
+    }
+
+    /// Opens a store on a caller-supplied redb storage backend (for tests that inject faults,
+    /// or in-memory stores via `redb::backends::InMemoryBackend`).
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        options: Options,
+    ) -> Result<Store, OpenError> {
+        let path = PathBuf::from("<backend>");
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(|e| open_error(&path, e))?;
+        Store::from_database(db, &path, options)
+    }
+
+    fn from_database(db: Database, path: &Path, options: Options) -> Result<Store, OpenError> {
+        let err = |e: redb::Error| open_error(path, e);
+        let mismatch =
+            |field: &'static str, stored: String, requested: String| OpenError::Mismatch {
+                field,
+                stored,
+                requested,
+            };
+        // A new store: no meta table yet. Refuse a redb file that holds someone else's tables.
+        let is_new = {
+            let txn = db.begin_read().map_err(|e| err(e.into()))?;
+            let tables: Vec<String> = txn
+                .list_tables()
+                .map_err(|e| err(e.into()))?
+                .map(|t| t.name().to_string())
+                .collect();
+            if tables.is_empty() {
+                true
+            } else if !tables.iter().any(|t| t == META.name()) {
+                return Err(OpenError::NotAStore {
+                    path: path.to_path_buf(),
+                    detail: format!("it holds the tables {tables:?} and no ratchetdb metadata"),
+                });
+            } else {
+                false
+            }
+        };
+        if is_new {
+            let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(|e| err(e.into()))?;
+            create_tables(&txn).map_err(err)?;
+            {
+                let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+                let metric = options.metric.unwrap_or_default();
+                meta.insert(meta_key::FORMAT, schema::FORMAT_MAGIC)
+                    .map_err(|e| err(e.into()))?;
+                meta.insert(
+                    meta_key::SCHEMA_VERSION,
+                    u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
+                )
+                .map_err(|e| err(e.into()))?;
+                meta.insert(meta_key::METRIC, metric.as_str().as_bytes())
+                    .map_err(|e| err(e.into()))?;
+            }
+            txn.commit().map_err(|e| err(e.into()))?;
+        }
+
+        let txn = db.begin_read().map_err(|e| err(e.into()))?;
+        let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+        let format = meta.get(meta_key::FORMAT).map_err(|e| err(e.into()))?;
+        if format.as_ref().map(|f| f.value()) != Some(schema::FORMAT_MAGIC) {
+            return Err(OpenError::NotAStore {
+                path: path.to_path_buf(),
+                detail: "its metadata lacks the ratchetdb format marker".to_string(),
+            });
+        }
+        let corrupted = |what: &str, detail: String| OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: what.to_string(),
+            detail,
+        };
+        let schema_version = match meta_u64(&meta, meta_key::SCHEMA_VERSION).map_err(err)? {
+            Some(Ok(v)) => v,
+            Some(Err(len)) => {
+                return Err(corrupted(
+                    "schema version",
+                    format!("{len} bytes, expected 8"),
+                ))
+            }
+            None => return Err(corrupted("schema version", "missing".to_string())),
+        };
+        if schema_version > u64::from(schema::SCHEMA_VERSION) {
+            return Err(OpenError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found: u32::try_from(schema_version).unwrap_or(u32::MAX),
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
+        let stored_metric = match meta_string(&meta, meta_key::METRIC).map_err(err)? {
+            Some(name) => Metric::parse(&name)
+                .ok_or_else(|| corrupted("metric", format!("unknown metric {name:?}")))?,
+            None => return Err(corrupted("metric", "missing".to_string())),
+        };
+        if let Some(requested) = options.metric {
+            if requested != stored_metric {
+                return Err(mismatch(
+                    "metric",
+                    stored_metric.to_string(),
+                    requested.to_string(),
+                ));
+            }
+        }
+        let stored_dimension = match meta_u64(&meta, meta_key::DIMENSION).map_err(err)? {
+            Some(Ok(v)) => Some(
+                usize::try_from(v)
+                    .map_err(|_| corrupted("dimension", format!("{v} is too large")))?,
+            ),
+            Some(Err(len)) => {
+                return Err(corrupted("dimension", format!("{len} bytes, expected 8")))
+            }
+            None => None,
+        };
+        let stored_model = meta_string(&meta, meta_key::MODEL).map_err(err)?;
+        if let (Some(stored), Some(requested)) = (stored_dimension, options.dimension) {
+            if stored != requested {
+                return Err(mismatch(
+                    "dimension",
+                    stored.to_string(),
+                    requested.to_string(),
+                ));
+            }
+        }
+        if let (Some(stored), Some(requested)) = (&stored_model, &options.model) {
+            if stored != requested {
+                return Err(mismatch("model", stored.clone(), requested.clone()));
+            }
+        }
+        let high_water = {
+            let counters = txn.open_table(COUNTERS).map_err(|e| err(e.into()))?;
+            counters
+                .get(seq_key::TICKET_HIGH_WATER)
+                .map_err(|e| err(e.into()))?
+                .map(|v| v.value())
+                .unwrap_or(0)
+        };
+        drop(meta);
+        drop(txn);
+
+        // Record what the options add to what the file knew.
+        let record_dimension = stored_dimension.is_none() && options.dimension.is_some();
+        let record_model = stored_model.is_none() && options.model.is_some();
+        if record_dimension || record_model {
+            let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(|e| err(e.into()))?;
+            {
+                let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+                if let (true, Some(dimension)) = (record_dimension, options.dimension) {
+                    meta.insert(
+                        meta_key::DIMENSION,
+                        (dimension as u64).to_le_bytes().as_slice(),
+                    )
+                    .map_err(|e| err(e.into()))?;
+                }
+                if let (true, Some(model)) = (record_model, &options.model) {
+                    meta.insert(meta_key::MODEL, model.as_bytes())
+                        .map_err(|e| err(e.into()))?;
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))?;
+        }
+        let model = stored_model.or_else(|| options.model.clone());
+        let dimension = stored_dimension.or(options.dimension);
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                path: path.to_path_buf(),
+                metric: stored_metric,
+                model,
+                dimension: RwLock::new(dimension),
+                tickets: Mutex::new(Tickets {
+                    next: high_water,
+                    reserved_until: high_water,
+                }),
+                poisoned: Mutex::new(None),
+                options,
+            }),
+        })
+    }
+
+    /// The file this store lives in (`<backend>` for a custom backend).
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The vector dimension, once fixed (by the options or the first vector written).
+    pub fn dimension(&self) -> Option<usize> {
+        *self.inner.dimension.read()
+    }
+
+    /// The metric.
+    pub fn metric(&self) -> Metric {
+        self.inner.metric
+    }
+
+    /// The embedding model's name, if one was recorded.
+    pub fn model(&self) -> Option<&str> {
+        self.inner.model.as_deref()
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    fn check_poisoned(&self) -> Result<(), WriteError> {
+        match &*self.inner.poisoned.lock() {
+            Some(cause) => Err(WriteError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, error: &WriteError) {
+        let mut poisoned = self.inner.poisoned.lock();
+        if poisoned.is_none() {
+            *poisoned = Some(error.to_string());
+        }
+    }
+
+    /// Validates an operation against this store's settings.
+    pub(crate) fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        prepare::prepare_op(
+            op,
+            self.inner.metric,
+            self.dimension(),
+            &self.inner.options.limits,
+        )
+    }
+
+    /// Runs prepared operations in one write transaction. The outer error is the batch's
+    /// (storage: nothing of the batch is visible, and the store is poisoned); the inner ones
+    /// are each operation's own.
+    pub(crate) fn run_batch(
+        &self,
+        ops: &[PreparedOp],
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        self.run_batch_with(ops, self.inner.options.durability)
+    }
+
+    pub(crate) fn run_batch_with(
+        &self,
+        ops: &[PreparedOp],
+        durability: Durability,
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        self.check_poisoned()?;
+        let result = self.run_batch_unpoisoned(ops, durability);
+        if let Err(error) = &result {
+            if matches!(error, WriteError::Storage(_)) {
+                self.poison(error);
+            }
+        }
+        result
+    }
+
+    fn run_batch_unpoisoned(
+        &self,
+        ops: &[PreparedOp],
+        durability: Durability,
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+        txn.set_durability(match durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::None => redb::Durability::None,
+        })
+        .map_err(WriteError::storage)?;
+        let settings = BatchSettings {
+            policy: self.inner.options.conflict_policy,
+            skip_log_capacity: self.inner.options.skip_log_capacity,
+        };
+        let mut results = Vec::with_capacity(ops.len());
+        let effects: BatchEffects = {
+            let mut batch = Batch::begin(&txn, settings, self.dimension())?;
+            for op in ops {
+                match batch.apply(op) {
+                    Ok(outcome) => results.push(Ok(outcome)),
+                    Err(error) if is_op_error(&error) => results.push(Err(error)),
+                    Err(error) => return Err(error),
+                }
+            }
+            batch.finish()?
+        };
+        txn.commit().map_err(WriteError::storage)?;
+        if let Some(dimension) = effects.dimension_fixed {
+            *self.inner.dimension.write() = Some(dimension);
+        }
+        Ok(results)
+    }
+
+    fn run_one(&self, op: Op) -> Result<OpOutcome, WriteError> {
+        let prepared = self.prepare(op)?;
+        let mut results = self.run_batch(std::slice::from_ref(&prepared))?;
+        results.pop().unwrap_or_else(|| {
+            Err(WriteError::Corrupted {
+                what: "batch".into(),
+                detail: "no outcome for the operation".into(),
+            })
+        })
+    }
+
+    /// Writes a revision of a document, guarded: refused (and counted) unless it is newer
+    /// than what is stored. Generation stamp, chunks, surplus removal, vectors and counters
+    /// commit in one transaction.
+    pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
+        match self.run_one(Op::Upsert(doc))? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
+                what: "batch".into(),
+                detail: "retain outcome for an upsert".into(),
+            }),
+        }
+    }
+
+    /// Deletes a document at `version`: a tombstone that refuses every later write not newer
+    /// than it. Works for a document never seen, so a delete that overtakes its upsert still
+    /// blocks it. A delete meeting a live revision of the same version wins (and is counted).
+    pub fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+        let op = Op::Delete {
+            source: source.to_string(),
+            id: id.to_string(),
+            version,
+        };
+        match self.run_one(op)? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
+                what: "batch".into(),
+                detail: "retain outcome for a delete".into(),
+            }),
+        }
+    }
+
+    /// The sync sweep: `present` is everything that exists in `source` at `version`. Every id
+    /// of the source it omits is deleted at `version` — including ids not seen yet, so a late
+    /// upsert not newer than the listing is refused as `Tombstoned` whatever the delivery
+    /// order. Documents newer than the listing are left alone. The listing is kept until
+    /// [`Store::purge`].
+    pub fn retain<I, S>(
+        &self,
+        source: &str,
+        present: I,
+        version: Version,
+    ) -> Result<RetainOutcome, WriteError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let op = Op::Retain {
+            source: source.to_string(),
+            present: present.into_iter().map(Into::into).collect(),
+            version,
+        };
+        match self.run_one(op)? {
+            OpOutcome::Retain(outcome) => Ok(outcome),
+            OpOutcome::Document(_) => Err(WriteError::Corrupted {
+                what: "batch".into(),
+                detail: "document outcome for a retain".into(),
+            }),
+        }
+    }
+
+    /// Removes the tombstones and listings of `source` older than `before` (same version kind).
+    ///
+    /// The trade-off: a tombstone is what refuses a stale revision of a deleted document.
+    /// Once purged, a revision older than `before` that is still in flight somewhere (a retry
+    /// queue, a dead-letter queue, a backfill snapshot) would bring the document back. Purge
+    /// only below a version older than anything that can still be delivered.
+    pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+        check_name("source", source, &self.inner.options.limits)?;
+        self.check_poisoned()?;
+        let result = (|| {
+            let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(WriteError::storage)?;
+            let settings = BatchSettings {
+                policy: self.inner.options.conflict_policy,
+                skip_log_capacity: self.inner.options.skip_log_capacity,
+            };
+            let outcome = {
+                let mut batch = Batch::begin(&txn, settings, self.dimension())?;
+                let outcome = batch.purge(source, before)?;
+                batch.finish()?;
+                outcome
+            };
+            txn.commit().map_err(WriteError::storage)?;
+            Ok(outcome)
+        })();
+        if let Err(error @ WriteError::Storage(_)) = &result {
+            self.poison(error);
+        }
+        result
+    }
+
+    /// Applies many operations in one transaction: each is guarded on its own, in order (a
+    /// later operation sees what an earlier one left), and the batch becomes visible at once.
+    ///
+    /// The outer `Err` is a storage failure: nothing of the batch was written. Otherwise each
+    /// operation has its own result; one refused for its input changed nothing and did not
+    /// stop the others.
+    pub fn write_batch(
+        &self,
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        let mut prepared = Vec::with_capacity(ops.len());
+        let mut slots = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.prepare(op) {
+                Ok(op) => {
+                    slots.push(None);
+                    prepared.push(op);
+                }
+                Err(error) => slots.push(Some(error)),
+            }
+        }
+        let mut applied = self.run_batch(&prepared)?.into_iter();
+        Ok(slots
+            .into_iter()
+            .map(|slot| match slot {
+                Some(error) => Err(error),
+                None => applied.next().unwrap_or_else(|| {
+                    Err(WriteError::Corrupted {
+                        what: "batch".into(),
+                        detail: "fewer outcomes than operations".into(),
+                    })
+                }),
+            })
+            .collect())
+    }
+
+    /// Makes every write so far durable (needed only with [`Durability::None`]).
+    pub fn sync(&self) -> Result<(), WriteError> {
+        self.check_poisoned()?;
+        let result = (|| {
+            let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(WriteError::storage)?;
+            txn.commit().map_err(WriteError::storage)
+        })();
+        if let Err(error) = &result {
+            self.poison(error);
+        }
+        result
+    }
+
+    /// A new ticket: a store-issued version, strictly greater than every ticket this store
+    /// has issued before, across restarts and crashes. Take it when a job is enqueued and
+    /// let every retry carry it unchanged (failure F12). Tickets are reserved in blocks, so
+    /// a ticket costs no fsync; a crash skips the rest of a block.
+    pub fn ticket(&self) -> Result<Version, WriteError> {
+        let mut tickets = self.inner.tickets.lock();
+        if tickets.next >= tickets.reserved_until {
+            self.check_poisoned()?;
+            let until = tickets.reserved_until + TICKET_BLOCK;
+            let result = (|| {
+                let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+                txn.set_durability(redb::Durability::Immediate)
+                    .map_err(WriteError::storage)?;
+                {
+                    let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+                    counters
+                        .insert(seq_key::TICKET_HIGH_WATER, until)
+                        .map_err(WriteError::storage)?;
+                }
+                txn.commit().map_err(WriteError::storage)
+            })();
+            if let Err(error) = &result {
+                self.poison(error);
+            }
+            result?;
+            tickets.reserved_until = until;
+        }
+        // Ticket 0 is never issued, so any ticket is newer than "nothing".
+        tickets.next += 1;
+        Ok(Version::ticket(tickets.next))
+    }
+
+    /// Says, before any embedding is paid for, whether this revision would be written, and
+    /// which chunks need a vector: chunks whose text the stored revision already has a vector
+    /// for can be sent without one. Vectors in `doc` are ignored.
+    pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
+        let draft = Document {
+            source: doc.source.clone(),
+            id: doc.id.clone(),
+            version: doc.version,
+            meta: doc.meta.clone(),
+            chunks: doc
+                .chunks
+                .iter()
+                .map(|c| crate::document::Chunk {
+                    text: c.text.clone(),
+                    vector: None,
+                    meta: c.meta.clone(),
+                })
+                .collect(),
+        };
+        let prepared = prepare::prepare_document(
+            draft,
+            self.inner.metric,
+            self.dimension(),
+            &self.inner.options.limits,
+        )
+        .map_err(|e| match e {
+            WriteError::Input(input) => ReadError::Input(input),
+            other => ReadError::Input(InputError::new("document", other.to_string())),
+        })?;
+        let snapshot = self.snapshot()?;
+        let (stored, known_texts) =
+            snapshot.plan_state(&prepared.source, &prepared.id, prepared.version)?;
+        let incoming = Incoming::Upsert {
+            version: prepared.version,
+            content_hash: prepared.content_hash,
+        };
+        let action = match guard::decide(
+            stored.as_ref(),
+            &incoming,
+            self.inner.options.conflict_policy,
+        ) {
+            Decision::Insert | Decision::Replace | Decision::ReplaceOnTie => PlannedAction::Write,
+            Decision::BumpVersion => PlannedAction::BumpVersion,
+            Decision::Skip { reason, .. } => PlannedAction::Skip {
+                reason,
+                stored_version: stored.map(|s| s.version).unwrap_or(prepared.version),
+            },
+            Decision::KindMismatch { stored } => {
+                return Err(ReadError::Input(InputError::new(
+                    "version",
+                    format!(
+                        "is a {} version; the document is versioned by {stored}",
+                        prepared.version.kind
+                    ),
+                )))
+            }
+            Decision::Tombstone { .. } => PlannedAction::Write,
+        };
+        let (mut reusable, mut to_embed) = (Vec::new(), Vec::new());
+        for (position, chunk) in prepared.chunks.iter().enumerate() {
+            if known_texts.contains(&chunk.text_hash) {
+                reusable.push(position);
+            } else if action == PlannedAction::Write {
+                to_embed.push(position);
+            }
+        }
+        Ok(Plan {
+            action,
+            reusable,
+            to_embed,
+        })
+    }
+
+    /// A consistent read view: everything read through it comes from one committed state.
+    pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
+        let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;
+        Snapshot::new(
+            txn,
+            self.inner.metric,
+            self.dimension(),
+            self.inner.model.clone(),
+        )
+    }
+
+    /// A document and its chunks in order (from one snapshot). Tombstones are returned with
+    /// `deleted: true` and no chunks.
+    pub fn get(
+        &self,
+        source: &str,
+        id: &str,
+    ) -> Result<Option<crate::read::StoredDocument>, ReadError> {
+        self.snapshot()?.get(source, id)
+    }
+
+    /// Counters, totals and recent refusals (from one snapshot).
+    pub fn stats(&self) -> Result<Stats, ReadError> {
+        self.snapshot()?.stats()
+    }
+
+    /// Checks every invariant the rows can show (from one snapshot).
+    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        self.snapshot()?.verify()
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .field("metric", &self.inner.metric)
+            .field("dimension", &self.dimension())
+            .field("model", &self.inner.model)
+            .finish()
+    }
+}

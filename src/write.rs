@@ -1,0 +1,960 @@
+//! Carrying the guard's decisions out inside one write transaction.
+//!
+//! A [`Batch`] holds the open tables of one redb write transaction and the in-memory state
+//! of the batch (sequences, counter deltas, the changelog entry, new skip-log rows). Each
+//! operation first reads and decides, and only then mutates: an operation refused for its
+//! input (kind mismatch, dimension, missing vector) has changed nothing when it returns its
+//! error, so the rest of the batch goes on. A storage error fails the whole batch; the caller
+//! drops the transaction, so nothing of it is visible.
+
+use crate::counters::name as counter;
+use crate::document::{OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::error::{Corruption, WriteError};
+use crate::guard::{self, ConflictPolicy, ContentHash, Decision, Incoming, SkipReason, Stored};
+use crate::prepare::{PreparedDoc, PreparedOp};
+use crate::schema::{
+    self, seq_key, ChangelogRow, ChunkRow, DocRow, ListingRow, SkipRow, VectorRow, CHANGELOG,
+    CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+};
+use crate::version::Version;
+use redb::{ReadableTable, Table, WriteTransaction};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The sequences a batch allocates from.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sequences {
+    next_doc: u64,
+    next_generation: u64,
+    next_vector: u64,
+    next_skip: u64,
+    commit: u64,
+}
+
+/// Store-wide settings a batch needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchSettings {
+    pub policy: ConflictPolicy,
+    pub skip_log_capacity: u64,
+}
+
+/// One write transaction's worth of guarded operations.
+pub(crate) struct Batch<'txn> {
+    docs: Table<'txn, (&'static str, &'static str), &'static [u8]>,
+    doc_keys: Table<'txn, u64, (&'static str, &'static str)>,
+    chunks: Table<'txn, (u64, u32), &'static [u8]>,
+    vectors: Table<'txn, u64, &'static [u8]>,
+    listings: Table<'txn, (&'static str, u64), &'static [u8]>,
+    listing_members: Table<'txn, (&'static str, u64, &'static str), ()>,
+    counters: Table<'txn, &'static str, u64>,
+    meta: Table<'txn, &'static str, &'static [u8]>,
+    changelog: Table<'txn, u64, &'static [u8]>,
+    skip_log: Table<'txn, u64, &'static [u8]>,
+    settings: BatchSettings,
+    seq: Sequences,
+    deltas: BTreeMap<&'static str, i64>,
+    change: ChangelogRow,
+    skips: Vec<SkipRow>,
+    dimension: Option<usize>,
+    dimension_fixed_here: bool,
+}
+
+/// What a committed batch changed that the in-memory side must learn.
+#[derive(Debug, Default)]
+pub(crate) struct BatchEffects {
+    /// The dimension, if this batch fixed it.
+    pub dimension_fixed: Option<usize>,
+    /// The commit sequence of this batch's changelog entry, and the entry.
+    pub changelog: Option<(u64, ChangelogRow)>,
+}
+
+fn read_counter(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, WriteError> {
+    Ok(table
+        .get(key)
+        .map_err(WriteError::storage)?
+        .map(|v| v.value())
+        .unwrap_or(0))
+}
+
+impl<'txn> Batch<'txn> {
+    /// Opens every table of the transaction and loads the sequences.
+    pub fn begin(
+        txn: &'txn WriteTransaction,
+        settings: BatchSettings,
+        dimension: Option<usize>,
+    ) -> Result<Batch<'txn>, WriteError> {
+        let open_err = WriteError::storage;
+        let counters = txn.open_table(COUNTERS).map_err(open_err)?;
+        let seq = Sequences {
+            next_doc: read_counter(&counters, seq_key::NEXT_DOC)?,
+            next_generation: read_counter(&counters, seq_key::NEXT_GENERATION)?.max(1),
+            next_vector: read_counter(&counters, seq_key::NEXT_VECTOR)?,
+            next_skip: read_counter(&counters, seq_key::NEXT_SKIP)?,
+            commit: read_counter(&counters, seq_key::COMMIT)?,
+        };
+        Ok(Batch {
+            docs: txn.open_table(DOCS).map_err(open_err)?,
+            doc_keys: txn.open_table(DOC_KEYS).map_err(open_err)?,
+            chunks: txn.open_table(CHUNKS).map_err(open_err)?,
+            vectors: txn.open_table(VECTORS).map_err(open_err)?,
+            listings: txn.open_table(LISTINGS).map_err(open_err)?,
+            listing_members: txn.open_table(LISTING_MEMBERS).map_err(open_err)?,
+            meta: txn.open_table(META).map_err(open_err)?,
+            changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
+            skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
+            counters,
+            settings,
+            seq,
+            deltas: BTreeMap::new(),
+            change: ChangelogRow::default(),
+            skips: Vec::new(),
+            dimension,
+            dimension_fixed_here: false,
+        })
+    }
+
+    fn bump(&mut self, name: &'static str, by: i64) {
+        *self.deltas.entry(name).or_insert(0) += by;
+    }
+
+    /// Applies one operation.
+    pub fn apply(&mut self, op: &PreparedOp) -> Result<OpOutcome, WriteError> {
+        match op {
+            PreparedOp::Upsert(doc) => self.upsert(doc).map(OpOutcome::Document),
+            PreparedOp::Delete {
+                source,
+                id,
+                version,
+            } => self.delete(source, id, *version).map(OpOutcome::Document),
+            PreparedOp::Retain {
+                source,
+                present,
+                version,
+                members_hash,
+            } => self
+                .retain(source, present, *version, *members_hash)
+                .map(OpOutcome::Retain),
+        }
+    }
+
+    fn doc_row(&self, source: &str, id: &str) -> Result<Option<DocRow>, WriteError> {
+        match self.docs.get((source, id)).map_err(WriteError::storage)? {
+            Some(bytes) => Ok(Some(schema::decode("document row", bytes.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// For an id with no row: the highest listing of its source, at a version not older
+    /// than `incoming`, that omits it — seen as a tombstone at the listing's version.
+    fn listing_tombstone(
+        &self,
+        source: &str,
+        id: &str,
+        incoming: Version,
+    ) -> Result<Option<Stored>, WriteError> {
+        let range = self
+            .listings
+            .range((source, incoming.value)..=(source, u64::MAX))
+            .map_err(WriteError::storage)?;
+        for entry in range.rev() {
+            let (key, value) = entry.map_err(WriteError::storage)?;
+            let listing_version = key.value().1;
+            let row: ListingRow = schema::decode("listing row", value.value())?;
+            let member = self
+                .listing_members
+                .get((source, listing_version, id))
+                .map_err(WriteError::storage)?;
+            if member.is_none() {
+                let kind =
+                    crate::version::VersionKind::from_byte(row.version_kind).ok_or_else(|| {
+                        Corruption::new(
+                            "listing row",
+                            format!("unknown version kind {}", row.version_kind),
+                        )
+                    })?;
+                return Ok(Some(Stored::tombstone(Version {
+                    kind,
+                    value: listing_version,
+                })));
+            }
+        }
+        Ok(None)
+    }
+
+    /// What the guard compares against: the document's row, or a listing that omitted it.
+    fn stored_state(
+        &self,
+        source: &str,
+        id: &str,
+        incoming: Version,
+    ) -> Result<(Option<DocRow>, Option<Stored>), WriteError> {
+        match self.doc_row(source, id)? {
+            Some(row) => {
+                let stored = row.stored()?;
+                Ok((Some(row), Some(stored)))
+            }
+            None => Ok((None, self.listing_tombstone(source, id, incoming)?)),
+        }
+    }
+
+    fn skip(
+        &mut self,
+        source: &str,
+        id: &str,
+        reason: SkipReason,
+        equal_version: bool,
+        stored: Version,
+        incoming: Version,
+    ) -> Outcome {
+        self.bump(
+            match reason {
+                SkipReason::Older => counter::SKIPPED_OLDER,
+                SkipReason::Duplicate => counter::SKIPPED_DUPLICATE,
+                SkipReason::Conflict => counter::SKIPPED_CONFLICT,
+                SkipReason::Tombstoned => counter::SKIPPED_TOMBSTONED,
+            },
+            1,
+        );
+        if equal_version {
+            self.bump(counter::SKIPPED_EQUAL_VERSION, 1);
+        }
+        self.skips.push(SkipRow {
+            source: source.to_string(),
+            id: id.to_string(),
+            reason: reason.to_byte(),
+            stored_kind: stored.kind.to_byte(),
+            stored_value: stored.value,
+            incoming_kind: incoming.kind.to_byte(),
+            incoming_value: incoming.value,
+        });
+        Outcome::Skipped {
+            reason,
+            stored_version: stored,
+            incoming_version: incoming,
+        }
+    }
+
+    fn kind_mismatch(
+        source: &str,
+        id: &str,
+        stored: crate::version::VersionKind,
+        incoming: Version,
+    ) -> WriteError {
+        WriteError::VersionKindMismatch {
+            source_name: source.to_string(),
+            id: id.to_string(),
+            stored,
+            incoming: incoming.kind,
+        }
+    }
+
+    fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
+        let (row, stored) = self.stored_state(&doc.source, &doc.id, doc.version)?;
+        let incoming = Incoming::Upsert {
+            version: doc.version,
+            content_hash: doc.content_hash,
+        };
+        match guard::decide(stored.as_ref(), &incoming, self.settings.policy) {
+            Decision::KindMismatch { stored } => Err(Self::kind_mismatch(
+                &doc.source,
+                &doc.id,
+                stored,
+                doc.version,
+            )),
+            Decision::Skip {
+                reason,
+                equal_version,
+            } => {
+                let stored_version = stored.map(|s| s.version).unwrap_or(doc.version);
+                Ok(self.skip(
+                    &doc.source,
+                    &doc.id,
+                    reason,
+                    equal_version,
+                    stored_version,
+                    doc.version,
+                ))
+            }
+            Decision::BumpVersion => {
+                let Some(mut row) = row else {
+                    return Err(
+                        Corruption::new("guard", "version bump without a stored row").into(),
+                    );
+                };
+                row.version = doc.version.value;
+                self.docs
+                    .insert(
+                        (doc.source.as_str(), doc.id.as_str()),
+                        schema::encode(&row).as_slice(),
+                    )
+                    .map_err(WriteError::storage)?;
+                self.bump(counter::UNCHANGED, 1);
+                Ok(Outcome::Unchanged {
+                    version: doc.version,
+                })
+            }
+            decision @ (Decision::Insert | Decision::Replace | Decision::ReplaceOnTie) => {
+                let counter_name = match (decision, &row) {
+                    (Decision::ReplaceOnTie, _) => counter::WRITTEN_TIE_BROKEN,
+                    (_, Some(row)) if !row.deleted => counter::WRITTEN_NEWER,
+                    _ => counter::WRITTEN_NEW,
+                };
+                let outcome = self.write_revision(row, doc)?;
+                self.bump(counter_name, 1);
+                Ok(outcome)
+            }
+            Decision::Tombstone { .. } => {
+                Err(Corruption::new("guard", "tombstone decided for an upsert").into())
+            }
+        }
+    }
+
+    fn vector_bytes(&self, vector_id: u64) -> Result<Vec<u8>, WriteError> {
+        match self.vectors.get(vector_id).map_err(WriteError::storage)? {
+            Some(bytes) => Ok(bytes.value().to_vec()),
+            None => Err(Corruption::new(
+                "vector table",
+                format!("vector {vector_id} referenced by a chunk is missing"),
+            )
+            .into()),
+        }
+    }
+
+    fn same_vector(&self, vector_id: u64, vector: &[f32]) -> Result<bool, WriteError> {
+        let stored = self.vector_bytes(vector_id)?;
+        let stored = VectorRow::vector_bytes(&stored);
+        Ok(stored.len() == vector.len() * 4
+            && stored
+                .chunks_exact(4)
+                .zip(vector)
+                .all(|(b, x)| b == x.to_le_bytes()))
+    }
+
+    fn old_chunks(&self, internal_id: u64, count: u32) -> Result<Vec<ChunkRow>, WriteError> {
+        let mut rows = Vec::with_capacity(count as usize);
+        for position in 0..count {
+            match self
+                .chunks
+                .get((internal_id, position))
+                .map_err(WriteError::storage)?
+            {
+                Some(bytes) => rows.push(schema::decode("chunk row", bytes.value())?),
+                None => {
+                    return Err(Corruption::new(
+                        "chunk table",
+                        format!("document {internal_id} lacks chunk {position} of {count}"),
+                    )
+                    .into())
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    fn write_revision(
+        &mut self,
+        row: Option<DocRow>,
+        doc: &PreparedDoc,
+    ) -> Result<Outcome, WriteError> {
+        // Read and plan; nothing is mutated until every check has passed.
+        let mut dimension = self.dimension;
+        for (position, chunk) in doc.chunks.iter().enumerate() {
+            if let Some(vector) = &chunk.vector {
+                match dimension {
+                    Some(expected) if expected != vector.len() => {
+                        return Err(WriteError::DimensionMismatch {
+                            position,
+                            expected,
+                            found: vector.len(),
+                        })
+                    }
+                    _ => dimension = Some(vector.len()),
+                }
+            }
+        }
+        let old: Vec<ChunkRow> = match &row {
+            Some(row) if !row.deleted => self.old_chunks(row.internal_id, row.chunk_count)?,
+            _ => Vec::new(),
+        };
+        let plan = self.plan_vectors(&old, doc)?;
+
+        // Mutate.
+        let internal_id = match &row {
+            Some(row) => row.internal_id,
+            None => {
+                let id = self.seq.next_doc;
+                self.seq.next_doc += 1;
+                self.doc_keys
+                    .insert(id, (doc.source.as_str(), doc.id.as_str()))
+                    .map_err(WriteError::storage)?;
+                id
+            }
+        };
+        if dimension != self.dimension {
+            self.dimension = dimension;
+            self.dimension_fixed_here = true;
+        }
+        let generation = self.seq.next_generation;
+        self.seq.next_generation += 1;
+        let (mut written, mut reused) = (0u64, 0u64);
+        let mut kept: HashSet<u64> = HashSet::new();
+        for (position, (chunk, source)) in doc.chunks.iter().zip(&plan).enumerate() {
+            let position = position as u32;
+            let vector_id = match source {
+                VectorSource::Keep {
+                    vector_id,
+                    old_position,
+                } => {
+                    if *old_position != position {
+                        let bytes = self.vector_bytes(*vector_id)?;
+                        let mut moved = bytes;
+                        moved[8..12].copy_from_slice(&position.to_le_bytes());
+                        self.vectors
+                            .insert(*vector_id, moved.as_slice())
+                            .map_err(WriteError::storage)?;
+                    }
+                    kept.insert(*vector_id);
+                    reused += 1;
+                    *vector_id
+                }
+                VectorSource::Copy { from } => {
+                    let bytes = self.vector_bytes(*from)?;
+                    let vector_id = self.new_vector_id();
+                    let mut copied = bytes;
+                    copied[0..8].copy_from_slice(&internal_id.to_le_bytes());
+                    copied[8..12].copy_from_slice(&position.to_le_bytes());
+                    self.vectors
+                        .insert(vector_id, copied.as_slice())
+                        .map_err(WriteError::storage)?;
+                    self.change.added.push(vector_id);
+                    reused += 1;
+                    vector_id
+                }
+                VectorSource::New => {
+                    let Some(vector) = &chunk.vector else {
+                        return Err(WriteError::MissingVector {
+                            position: position as usize,
+                        });
+                    };
+                    let vector_id = self.new_vector_id();
+                    let bytes = VectorRow::encode(internal_id, position, vector);
+                    self.vectors
+                        .insert(vector_id, bytes.as_slice())
+                        .map_err(WriteError::storage)?;
+                    self.change.added.push(vector_id);
+                    written += 1;
+                    vector_id
+                }
+            };
+            let chunk_row = ChunkRow {
+                generation,
+                text_hash: chunk.text_hash,
+                vector_id,
+                text: chunk.text.clone(),
+                meta: chunk.meta.clone(),
+            };
+            self.chunks
+                .insert(
+                    (internal_id, position),
+                    schema::encode(&chunk_row).as_slice(),
+                )
+                .map_err(WriteError::storage)?;
+        }
+        // Remove what this revision no longer has: vectors nobody kept, positions past the end.
+        let mut removed_vectors = 0i64;
+        for old_chunk in &old {
+            if !kept.contains(&old_chunk.vector_id) {
+                self.vectors
+                    .remove(old_chunk.vector_id)
+                    .map_err(WriteError::storage)?;
+                self.change.removed.push(old_chunk.vector_id);
+                removed_vectors += 1;
+            }
+        }
+        let new_count = doc.chunks.len() as u32;
+        let old_count = old.len() as u32;
+        for position in new_count..old_count {
+            self.chunks
+                .remove((internal_id, position))
+                .map_err(WriteError::storage)?;
+        }
+        let chunks_removed = u64::from(old_count.saturating_sub(new_count));
+        let was_tombstone = matches!(&row, Some(r) if r.deleted);
+        let new_row = DocRow {
+            internal_id,
+            version_kind: doc.version.kind.to_byte(),
+            version: doc.version.value,
+            generation,
+            chunk_count: new_count,
+            content_hash: doc.content_hash,
+            deleted: false,
+            meta: doc.meta.clone(),
+        };
+        self.docs
+            .insert(
+                (doc.source.as_str(), doc.id.as_str()),
+                schema::encode(&new_row).as_slice(),
+            )
+            .map_err(WriteError::storage)?;
+
+        if row.is_none() || was_tombstone {
+            self.bump(counter::LIVE_DOCUMENTS, 1);
+        }
+        if was_tombstone {
+            self.bump(counter::LIVE_TOMBSTONES, -1);
+        }
+        self.bump(
+            counter::LIVE_CHUNKS,
+            i64::from(new_count) - i64::from(old_count),
+        );
+        self.bump(
+            counter::LIVE_VECTORS,
+            written as i64 + reused as i64 - (kept.len() as i64) - removed_vectors,
+        );
+        self.bump(counter::CHUNKS_WRITTEN, written as i64);
+        self.bump(counter::CHUNKS_REUSED, reused as i64);
+        self.bump(counter::CHUNKS_REMOVED, chunks_removed as i64);
+        Ok(Outcome::Written {
+            generation,
+            chunks_written: written,
+            chunks_reused: reused,
+            chunks_removed,
+        })
+    }
+
+    fn new_vector_id(&mut self) -> u64 {
+        let id = self.seq.next_vector;
+        self.seq.next_vector += 1;
+        id
+    }
+
+    /// Where each new position's vector comes from. An old vector is kept for a position with
+    /// identical text (in place first, then moved from another position), each old vector by
+    /// at most one position; a chunk without a vector may also copy one. Checks only; no
+    /// mutation.
+    fn plan_vectors(
+        &self,
+        old: &[ChunkRow],
+        doc: &PreparedDoc,
+    ) -> Result<Vec<VectorSource>, WriteError> {
+        let mut plan: Vec<Option<VectorSource>> = vec![None; doc.chunks.len()];
+        let mut claimed: HashSet<u64> = HashSet::new();
+        for (position, chunk) in doc.chunks.iter().enumerate() {
+            let Some(old_chunk) = old.get(position) else {
+                continue;
+            };
+            if old_chunk.text_hash != chunk.text_hash {
+                continue;
+            }
+            let same = match &chunk.vector {
+                None => true,
+                Some(vector) => self.same_vector(old_chunk.vector_id, vector)?,
+            };
+            if same {
+                claimed.insert(old_chunk.vector_id);
+                plan[position] = Some(VectorSource::Keep {
+                    vector_id: old_chunk.vector_id,
+                    old_position: position as u32,
+                });
+            }
+        }
+        let mut by_text: HashMap<ContentHash, Vec<(u32, u64)>> = HashMap::new();
+        for (old_position, old_chunk) in old.iter().enumerate() {
+            by_text
+                .entry(old_chunk.text_hash)
+                .or_default()
+                .push((old_position as u32, old_chunk.vector_id));
+        }
+        for (position, chunk) in doc.chunks.iter().enumerate() {
+            if plan[position].is_some() {
+                continue;
+            }
+            let candidates = by_text
+                .get(&chunk.text_hash)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let mut chosen = None;
+            for &(old_position, vector_id) in candidates {
+                if claimed.contains(&vector_id) {
+                    continue;
+                }
+                let same = match &chunk.vector {
+                    None => true,
+                    Some(vector) => self.same_vector(vector_id, vector)?,
+                };
+                if same {
+                    chosen = Some(VectorSource::Keep {
+                        vector_id,
+                        old_position,
+                    });
+                    claimed.insert(vector_id);
+                    break;
+                }
+            }
+            plan[position] = Some(match (chosen, &chunk.vector) {
+                (Some(source), _) => source,
+                (None, Some(_)) => VectorSource::New,
+                (None, None) => match candidates.first() {
+                    Some(&(_, from)) => VectorSource::Copy { from },
+                    None => return Err(WriteError::MissingVector { position }),
+                },
+            });
+        }
+        Ok(plan
+            .into_iter()
+            .map(|p| p.unwrap_or(VectorSource::New))
+            .collect())
+    }
+
+    fn delete(&mut self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+        let (row, stored) = self.stored_state(source, id, version)?;
+        match guard::decide(
+            stored.as_ref(),
+            &Incoming::Delete { version },
+            self.settings.policy,
+        ) {
+            Decision::KindMismatch { stored } => {
+                Err(Self::kind_mismatch(source, id, stored, version))
+            }
+            Decision::Skip {
+                reason,
+                equal_version,
+            } => {
+                let stored_version = stored.map(|s| s.version).unwrap_or(version);
+                Ok(self.skip(source, id, reason, equal_version, stored_version, version))
+            }
+            Decision::Tombstone { over_equal_live } => {
+                let chunks_removed = self.tombstone(source, id, row, version)?;
+                self.bump(counter::DELETED, 1);
+                if over_equal_live {
+                    self.bump(counter::DELETED_OVER_EQUAL_LIVE, 1);
+                }
+                Ok(Outcome::Deleted { chunks_removed })
+            }
+            other => {
+                Err(Corruption::new("guard", format!("{other:?} decided for a delete")).into())
+            }
+        }
+    }
+
+    /// Writes (or raises) a tombstone, removing every chunk and vector. Returns chunks removed.
+    fn tombstone(
+        &mut self,
+        source: &str,
+        id: &str,
+        row: Option<DocRow>,
+        version: Version,
+    ) -> Result<u64, WriteError> {
+        let (internal_id, removed) = match &row {
+            Some(row) => {
+                let mut removed = 0u64;
+                if !row.deleted {
+                    for old_chunk in self.old_chunks(row.internal_id, row.chunk_count)? {
+                        self.vectors
+                            .remove(old_chunk.vector_id)
+                            .map_err(WriteError::storage)?;
+                        self.change.removed.push(old_chunk.vector_id);
+                    }
+                    for position in 0..row.chunk_count {
+                        self.chunks
+                            .remove((row.internal_id, position))
+                            .map_err(WriteError::storage)?;
+                    }
+                    removed = u64::from(row.chunk_count);
+                    self.bump(counter::LIVE_DOCUMENTS, -1);
+                    self.bump(counter::LIVE_TOMBSTONES, 1);
+                    self.bump(counter::LIVE_CHUNKS, -(removed as i64));
+                    self.bump(counter::LIVE_VECTORS, -(removed as i64));
+                    self.bump(counter::CHUNKS_REMOVED, removed as i64);
+                }
+                (row.internal_id, removed)
+            }
+            None => {
+                let internal_id = self.seq.next_doc;
+                self.seq.next_doc += 1;
+                self.doc_keys
+                    .insert(internal_id, (source, id))
+                    .map_err(WriteError::storage)?;
+                self.bump(counter::LIVE_TOMBSTONES, 1);
+                (internal_id, 0)
+            }
+        };
+        let tomb = DocRow {
+            internal_id,
+            version_kind: version.kind.to_byte(),
+            version: version.value,
+            generation: 0,
+            chunk_count: 0,
+            content_hash: [0; 32],
+            deleted: true,
+            meta: "null".to_string(),
+        };
+        self.docs
+            .insert((source, id), schema::encode(&tomb).as_slice())
+            .map_err(WriteError::storage)?;
+        Ok(removed)
+    }
+
+    fn retain(
+        &mut self,
+        source: &str,
+        present: &[String],
+        version: Version,
+        members_hash: ContentHash,
+    ) -> Result<RetainOutcome, WriteError> {
+        // A listing already recorded at this version: a redelivery, or a conflicting listing.
+        let existing: Option<ListingRow> = match self
+            .listings
+            .get((source, version.value))
+            .map_err(WriteError::storage)?
+        {
+            Some(bytes) => Some(schema::decode("listing row", bytes.value())?),
+            None => None,
+        };
+        if let Some(existing) = existing {
+            let reason = if existing.members_hash == members_hash
+                && existing.version_kind == version.kind.to_byte()
+            {
+                SkipReason::Duplicate
+            } else {
+                SkipReason::Conflict
+            };
+            self.skip(source, "(listing)", reason, true, version, version);
+            return Ok(RetainOutcome {
+                skipped: Some(reason),
+                ..RetainOutcome::default()
+            });
+        }
+        // Decide for every omitted document first; mutate only when none is refused.
+        let mut omitted: Vec<(String, DocRow, bool)> = Vec::new();
+        let mut newer_kept = 0u64;
+        {
+            let range = self
+                .docs
+                .range((source, "")..)
+                .map_err(WriteError::storage)?;
+            for entry in range {
+                let (key, value) = entry.map_err(WriteError::storage)?;
+                let (row_source, row_id) = key.value();
+                if row_source != source {
+                    break;
+                }
+                if present.binary_search_by(|p| p.as_str().cmp(row_id)).is_ok() {
+                    continue;
+                }
+                let row: DocRow = schema::decode("document row", value.value())?;
+                let stored = row.stored()?;
+                match guard::decide(
+                    Some(&stored),
+                    &Incoming::Delete { version },
+                    self.settings.policy,
+                ) {
+                    Decision::KindMismatch { stored } => {
+                        return Err(Self::kind_mismatch(source, row_id, stored, version))
+                    }
+                    Decision::Tombstone { .. } => {
+                        let live = !row.deleted;
+                        omitted.push((row_id.to_string(), row, live));
+                    }
+                    Decision::Skip {
+                        reason: SkipReason::Older,
+                        ..
+                    } if !stored.deleted => newer_kept += 1,
+                    _ => {}
+                }
+            }
+        }
+        let mut outcome = RetainOutcome {
+            newer_kept,
+            ..RetainOutcome::default()
+        };
+        for (id, row, live) in omitted {
+            outcome.chunks_removed += self.tombstone(source, &id, Some(row), version)?;
+            if live {
+                outcome.documents_removed += 1;
+            }
+        }
+        let listing = ListingRow {
+            version_kind: version.kind.to_byte(),
+            present_count: present.len() as u64,
+            members_hash,
+        };
+        self.listings
+            .insert((source, version.value), schema::encode(&listing).as_slice())
+            .map_err(WriteError::storage)?;
+        for id in present {
+            self.listing_members
+                .insert((source, version.value, id.as_str()), ())
+                .map_err(WriteError::storage)?;
+        }
+        self.bump(counter::RETAIN_LISTINGS, 1);
+        self.bump(
+            counter::RETAIN_DOCUMENTS_REMOVED,
+            outcome.documents_removed as i64,
+        );
+        Ok(outcome)
+    }
+
+    /// Removes tombstones and listings of `source` older than `before`.
+    pub fn purge(&mut self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+        let mut outcome = PurgeOutcome::default();
+        let mut dead: Vec<(String, u64)> = Vec::new();
+        for entry in self
+            .docs
+            .range((source, "")..)
+            .map_err(WriteError::storage)?
+        {
+            let (key, value) = entry.map_err(WriteError::storage)?;
+            let (row_source, row_id) = key.value();
+            if row_source != source {
+                break;
+            }
+            let row: DocRow = schema::decode("document row", value.value())?;
+            if row.deleted
+                && row.version_kind == before.kind.to_byte()
+                && row.version < before.value
+            {
+                dead.push((row_id.to_string(), row.internal_id));
+            }
+        }
+        for (id, internal_id) in dead {
+            self.docs
+                .remove((source, id.as_str()))
+                .map_err(WriteError::storage)?;
+            self.doc_keys
+                .remove(internal_id)
+                .map_err(WriteError::storage)?;
+            outcome.tombstones_purged += 1;
+        }
+        let mut old_listings: Vec<u64> = Vec::new();
+        for entry in self
+            .listings
+            .range((source, 0u64)..(source, before.value))
+            .map_err(WriteError::storage)?
+        {
+            let (key, value) = entry.map_err(WriteError::storage)?;
+            let row: ListingRow = schema::decode("listing row", value.value())?;
+            if row.version_kind == before.kind.to_byte() {
+                old_listings.push(key.value().1);
+            }
+        }
+        for listing_version in old_listings {
+            self.listings
+                .remove((source, listing_version))
+                .map_err(WriteError::storage)?;
+            let mut members: Vec<String> = Vec::new();
+            for entry in self
+                .listing_members
+                .range((source, listing_version, "")..)
+                .map_err(WriteError::storage)?
+            {
+                let (key, _) = entry.map_err(WriteError::storage)?;
+                let (s, v, id) = key.value();
+                if s != source || v != listing_version {
+                    break;
+                }
+                members.push(id.to_string());
+            }
+            for id in members {
+                self.listing_members
+                    .remove((source, listing_version, id.as_str()))
+                    .map_err(WriteError::storage)?;
+            }
+            outcome.listings_purged += 1;
+        }
+        self.bump(
+            counter::LIVE_TOMBSTONES,
+            -(outcome.tombstones_purged as i64),
+        );
+        self.bump(counter::PURGED_TOMBSTONES, outcome.tombstones_purged as i64);
+        self.bump(counter::PURGED_LISTINGS, outcome.listings_purged as i64);
+        Ok(outcome)
+    }
+
+    /// Writes the batch's bookkeeping: sequences, counters, the changelog entry, the skip log
+    /// and a newly fixed dimension. The caller commits the transaction.
+    pub fn finish(mut self) -> Result<BatchEffects, WriteError> {
+        let mut effects = BatchEffects::default();
+        if !self.change.added.is_empty() || !self.change.removed.is_empty() {
+            let commit = self.seq.commit + 1;
+            self.seq.commit = commit;
+            self.changelog
+                .insert(commit, schema::encode(&self.change).as_slice())
+                .map_err(WriteError::storage)?;
+            effects.changelog = Some((commit, std::mem::take(&mut self.change)));
+        }
+        let capacity = self.settings.skip_log_capacity;
+        for skip in std::mem::take(&mut self.skips) {
+            let seq = self.seq.next_skip;
+            self.seq.next_skip += 1;
+            if capacity > 0 {
+                self.skip_log
+                    .insert(seq, schema::encode(&skip).as_slice())
+                    .map_err(WriteError::storage)?;
+            }
+        }
+        let keep_from = self.seq.next_skip.saturating_sub(capacity);
+        self.skip_log
+            .retain_in(..keep_from, |_, _| false)
+            .map_err(WriteError::storage)?;
+        self.bump(counter::COMMITS, 1);
+        let sequences = [
+            (seq_key::NEXT_DOC, self.seq.next_doc),
+            (seq_key::NEXT_GENERATION, self.seq.next_generation),
+            (seq_key::NEXT_VECTOR, self.seq.next_vector),
+            (seq_key::NEXT_SKIP, self.seq.next_skip),
+            (seq_key::COMMIT, self.seq.commit),
+        ];
+        for (key, value) in sequences {
+            self.counters
+                .insert(key, value)
+                .map_err(WriteError::storage)?;
+        }
+        for (key, delta) in std::mem::take(&mut self.deltas) {
+            if delta == 0 {
+                continue;
+            }
+            let current = read_counter(&self.counters, key)?;
+            let updated = current.checked_add_signed(delta).ok_or_else(|| {
+                Corruption::new(
+                    "counters",
+                    format!("{key} = {current} cannot change by {delta}"),
+                )
+            })?;
+            self.counters
+                .insert(key, updated)
+                .map_err(WriteError::storage)?;
+        }
+        if self.dimension_fixed_here {
+            if let Some(dimension) = self.dimension {
+                let bytes = (dimension as u64).to_le_bytes();
+                self.meta
+                    .insert(schema::meta_key::DIMENSION, bytes.as_slice())
+                    .map_err(WriteError::storage)?;
+                effects.dimension_fixed = Some(dimension);
+            }
+        }
+        Ok(effects)
+    }
+}
+
+/// Where a new chunk's vector comes from.
+#[derive(Clone, Copy, Debug)]
+enum VectorSource {
+    /// Keep an old vector (same text, same or no incoming vector); move it if its position changed.
+    Keep { vector_id: u64, old_position: u32 },
+    /// Copy an old vector for identical text that another position already keeps.
+    Copy { from: u64 },
+    /// Write the incoming vector under a new id.
+    New,
+}
+
+/// Whether this error is one operation's own (its input) rather than the batch's (storage).
+pub(crate) fn is_op_error(error: &WriteError) -> bool {
+    matches!(
+        error,
+        WriteError::Input(_)
+            | WriteError::DimensionMismatch { .. }
+            | WriteError::VersionKindMismatch { .. }
+            | WriteError::MissingVector { .. }
+    )
+}
