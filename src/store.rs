@@ -266,8 +266,14 @@ impl Store {
 
         let txn = db.begin_read().map_err(|e| err(e.into()))?;
         let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
-        let format = meta.get(meta_key::FORMAT).map_err(|e| err(e.into()))?;
-        if format.as_ref().map(|f| f.value()) != Some(schema::FORMAT_MAGIC) {
+        // Compare without keeping the AccessGuard: a guard outliving the read transaction
+        // pins its page, and the write transaction below that records the dimension or model
+        // would free that page under it (redb asserts on this in debug builds).
+        let is_store = meta
+            .get(meta_key::FORMAT)
+            .map_err(|e| err(e.into()))?
+            .is_some_and(|f| f.value() == schema::FORMAT_MAGIC);
+        if !is_store {
             return Err(OpenError::NotAStore {
                 path: path.to_path_buf(),
                 detail: "its metadata lacks the ratchetdb format marker".to_string(),
