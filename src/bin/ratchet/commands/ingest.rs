@@ -1,0 +1,523 @@
+//! `ratchet ingest`: apply a JSONL stream of operations, batch by batch.
+//!
+//! The input is streamed line by line (never held whole); parsed operations are applied
+//! through `Store::write_batch`, one transaction per batch. A bad line is rejected alone: the
+//! lines around it, in its batch or not, are still applied. Reports go out in input order
+//! after each batch commits, so a report line always describes a committed outcome.
+
+use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
+use crate::output::Output;
+use crate::{exit, DbArg, Failure, MetricArg, VersionKindArg};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ratchetdb::{Op, OpOutcome, Options, Outcome, RetainOutcome, Store, VersionKind, WriteError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// `ratchet ingest --help`: the line format is the contract, so the help shows it whole.
+pub const LONG_ABOUT: &str = r#"Apply upserts, deletes and retains from a JSONL file (one operation per line).
+
+Line formats:
+  {"op":"upsert","source":"s","id":"d","version":7,"chunks":[{"text":"…","vector":[0.1,…],"meta":{…}}],"meta":{…}}
+  {"op":"delete","source":"s","id":"d","version":8}
+  {"op":"retain","source":"s","ids":["d1","d2"],"version":9}
+Any line may add "version_kind": "number" | "timestamp_micros" | "ticket" (default:
+--version-kind). A chunk's "vector" may be omitted or null to reuse the stored vector of
+identical text. Unknown fields are rejected.
+
+A bad line is rejected alone (stderr: `line N: FIELD: problem`) and every other line is still
+applied; the exit code is then 3. Blank lines are ignored. Lines are applied in batches, one
+transaction each; a storage failure stops the run with exit code 1.
+
+With --report, stdout has one JSON object per input line, in input order:
+  {"line":N,"op":"upsert","source":…,"id":…,"outcome":"written"|"unchanged"|"deleted"|"skipped",…}
+  {"line":N,"op":"retain","source":…,"outcome":"retained"|"skipped",…}
+  {"line":N,"outcome":"blank"}
+  {"line":N,"error":"…","field":"…"|null}
+A skip carries its "reason": older, duplicate, conflict or tombstoned.
+
+Creates the database if it does not exist."#;
+
+/// Bytes of input lines held for one batch before it is applied, whatever the op count.
+const BATCH_BYTES: usize = 64 << 20;
+
+#[derive(Args, Debug)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The JSONL input; `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    jsonl: PathBuf,
+    /// The version kind of lines that carry no "version_kind".
+    #[arg(long, value_enum, default_value_t = VersionKindArg::Number)]
+    version_kind: VersionKindArg,
+    /// The vector dimension of a new store (default: fixed by the first vector written).
+    #[arg(long, value_name = "N")]
+    dim: Option<usize>,
+    /// The metric of a new store (default cosine). An existing store must match.
+    #[arg(long, value_enum)]
+    metric: Option<MetricArg>,
+    /// The embedding model's name, recorded in a new store. An existing store must match.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// Print one JSON object per input line on stdout, in input order.
+    #[arg(long)]
+    report: bool,
+    /// Operations per write transaction.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    batch_size: u32,
+    /// Longest accepted line, in bytes; a longer line is rejected without being held in memory.
+    #[arg(long, value_name = "BYTES", default_value_t = jsonl::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+}
+
+pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
+    let started = Instant::now();
+    // The input first: a missing input file must not leave a new empty database behind.
+    let (input, input_name): (Box<dyn BufRead>, String) = if args.jsonl.as_os_str() == "-" {
+        (Box::new(io::stdin().lock()), "standard input".to_string())
+    } else {
+        let file = File::open(&args.jsonl)
+            .map_err(|e| Failure(format!("cannot read {}: {e}", args.jsonl.display())))?;
+        (
+            Box::new(BufReader::with_capacity(1 << 20, file)),
+            args.jsonl.display().to_string(),
+        )
+    };
+    let mut options = Options::default();
+    if let Some(dim) = args.dim {
+        options = options.dimension(dim);
+    }
+    if let Some(metric) = args.metric {
+        options = options.metric(metric.into());
+    }
+    if let Some(model) = &args.model {
+        options = options.model(model.clone());
+    }
+    let store = Store::open(&args.db.db, options)?;
+
+    let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {pos} lines ({per_sec}) {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let mut ingest = Ingest {
+        store,
+        report: args.report.then(Output::stdout),
+        progress,
+        batch_size: args.batch_size as usize,
+        pending: Vec::new(),
+        ops: Vec::new(),
+        pending_bytes: 0,
+        tally: Tally::default(),
+    };
+    let default_kind = VersionKind::from(args.version_kind);
+    let mut reader = LineReader::new(input, args.max_line_bytes);
+    let mut buf = Vec::new();
+    let mut line: u64 = 0;
+    let mut fatal = None;
+    loop {
+        let read = match reader.read_line(&mut buf) {
+            Ok(Some(read)) => read,
+            Ok(None) => break,
+            Err(e) => {
+                fatal = Some(format!(
+                    "reading {input_name} after line {line}: {e}; the lines before were applied"
+                ));
+                break;
+            }
+        };
+        line += 1;
+        ingest.progress.inc(1);
+        match read {
+            ReadLine::TooLong { bytes } => ingest.reject(
+                line,
+                LineError::whole(format!(
+                    "is {bytes} bytes long; the limit is {} (--max-line-bytes)",
+                    args.max_line_bytes
+                )),
+            ),
+            ReadLine::Complete if jsonl::is_blank(&buf) => ingest.blank(line),
+            ReadLine::Complete => match jsonl::parse_line(&buf, default_kind) {
+                Ok(parsed) => ingest.push_op(line, parsed.header, parsed.op, buf.len()),
+                Err(error) => ingest.reject(line, error),
+            },
+        }
+        if ingest.batch_is_full() {
+            if let Err(Failure(message)) = ingest.flush() {
+                fatal = Some(message);
+                break;
+            }
+        }
+    }
+    // After a failed batch nothing is pending; after a failed read, the lines before it are
+    // complete operations and are applied.
+    if let Err(Failure(message)) = ingest.flush() {
+        fatal.get_or_insert(message);
+    }
+    ingest.progress.finish_and_clear();
+    if let Some(report) = ingest.report.take() {
+        if let Err(Failure(message)) = report.finish() {
+            fatal.get_or_insert(message);
+        }
+    }
+    ingest.tally.lines = line;
+    eprintln!("{}", ingest.tally.summary(started.elapsed().as_secs_f64()));
+    if let Some(message) = fatal {
+        return Err(Failure(message));
+    }
+    Ok(if ingest.tally.rejected > 0 {
+        exit::lines_rejected()
+    } else {
+        exit::ok()
+    })
+}
+
+/// One input line waiting for its batch to commit, so that reports keep input order.
+enum Entry {
+    Blank,
+    Rejected(LineError),
+    Op(Header),
+}
+
+struct Ingest {
+    store: Store,
+    report: Option<Output>,
+    progress: ProgressBar,
+    batch_size: usize,
+    pending: Vec<(u64, Entry)>,
+    ops: Vec<Op>,
+    pending_bytes: usize,
+    tally: Tally,
+}
+
+impl Ingest {
+    fn blank(&mut self, line: u64) {
+        self.pending.push((line, Entry::Blank));
+    }
+
+    fn reject(&mut self, line: u64, error: LineError) {
+        self.pending.push((line, Entry::Rejected(error)));
+    }
+
+    fn push_op(&mut self, line: u64, header: Header, op: Op, bytes: usize) {
+        self.pending.push((line, Entry::Op(header)));
+        self.ops.push(op);
+        self.pending_bytes += bytes;
+    }
+
+    fn batch_is_full(&self) -> bool {
+        self.ops.len() >= self.batch_size
+            || self.pending_bytes >= BATCH_BYTES
+            || self.pending.len() >= self.batch_size.saturating_mul(4)
+    }
+
+    /// Applies the pending operations in one transaction and reports every pending line.
+    fn flush(&mut self) -> Result<(), Failure> {
+        let pending = std::mem::take(&mut self.pending);
+        let ops = std::mem::take(&mut self.ops);
+        self.pending_bytes = 0;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut results = if ops.is_empty() {
+            Vec::new().into_iter()
+        } else {
+            match self.store.write_batch(ops) {
+                Ok(results) => results.into_iter(),
+                Err(error) => return self.batch_failed(pending, &error),
+            }
+        };
+        for (line, entry) in pending {
+            match entry {
+                Entry::Blank => self.report_blank(line)?,
+                Entry::Rejected(error) => self.report_rejected(line, None, &error)?,
+                Entry::Op(header) => match results.next() {
+                    Some(Ok(outcome)) => self.report_outcome(line, &header, &outcome)?,
+                    Some(Err(error)) => {
+                        self.report_rejected(line, Some(&header), &op_error(&error))?
+                    }
+                    None => {
+                        return Err(Failure(format!(
+                            "the store returned no result for line {line}; stopping"
+                        )))
+                    }
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// A storage failure: nothing of the batch was written, and the store refuses further
+    /// writes. Report every line of the batch, then stop.
+    fn batch_failed(
+        &mut self,
+        pending: Vec<(u64, Entry)>,
+        error: &WriteError,
+    ) -> Result<(), Failure> {
+        let first = pending.first().map(|(line, _)| *line).unwrap_or(0);
+        let last = pending.last().map(|(line, _)| *line).unwrap_or(0);
+        let not_applied = LineError::whole(format!(
+            "not applied: the batch's transaction failed: {error}"
+        ));
+        for (line, entry) in pending {
+            match entry {
+                Entry::Blank => self.report_blank(line)?,
+                Entry::Rejected(error) => self.report_rejected(line, None, &error)?,
+                Entry::Op(header) => {
+                    self.tally.not_applied += 1;
+                    self.emit(&ErrorLine::new(line, Some(&header), &not_applied))?;
+                }
+            }
+        }
+        Err(Failure(format!(
+            "{error}; nothing of lines {first}..={last} was written, and no later line was read"
+        )))
+    }
+
+    fn report_blank(&mut self, line: u64) -> Result<(), Failure> {
+        self.tally.blank += 1;
+        self.emit(&BlankLine {
+            line,
+            outcome: "blank",
+        })
+    }
+
+    fn report_rejected(
+        &mut self,
+        line: u64,
+        header: Option<&Header>,
+        error: &LineError,
+    ) -> Result<(), Failure> {
+        self.tally.rejected += 1;
+        self.progress.suspend(|| eprintln!("line {line}: {error}"));
+        self.emit(&ErrorLine::new(line, header, error))
+    }
+
+    fn report_outcome(
+        &mut self,
+        line: u64,
+        header: &Header,
+        outcome: &OpOutcome,
+    ) -> Result<(), Failure> {
+        let op = header.kind.as_str();
+        let source = header.source.as_str();
+        let id = header.id.as_deref();
+        match outcome {
+            OpOutcome::Document(outcome) => {
+                self.tally.document(outcome);
+                self.emit(&OutcomeLine {
+                    line,
+                    op,
+                    source,
+                    id,
+                    outcome,
+                })
+            }
+            OpOutcome::Retain(result) => {
+                self.tally.retain(result);
+                self.emit(&RetainLine {
+                    line,
+                    op,
+                    source,
+                    outcome: if result.skipped.is_some() {
+                        "skipped"
+                    } else {
+                        "retained"
+                    },
+                    reason: result.skipped.map(|reason| reason.as_str()),
+                    result,
+                })
+            }
+            other => {
+                self.tally.other += 1;
+                self.emit(&OtherLine {
+                    line,
+                    op,
+                    source,
+                    id,
+                    outcome: "other",
+                    result: other,
+                })
+            }
+        }
+    }
+
+    fn emit(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+        match &mut self.report {
+            Some(report) => report.json_line(value),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An operation the store refused for its input, as a line error naming the field.
+fn op_error(error: &WriteError) -> LineError {
+    match error {
+        WriteError::Input(input) => LineError::at(&input.field, &input.problem),
+        WriteError::DimensionMismatch {
+            position,
+            expected,
+            found,
+        } => LineError::at(
+            format!("chunks[{position}].vector"),
+            format!("has {found} dimensions; this store holds {expected}-dimensional vectors"),
+        ),
+        WriteError::VersionKindMismatch {
+            stored, incoming, ..
+        } => LineError::at(
+            "version_kind",
+            format!("is {incoming}, but the document is versioned by {stored}; versions of different kinds cannot be compared"),
+        ),
+        WriteError::MissingVector { position } => LineError::at(
+            format!("chunks[{position}].vector"),
+            "is missing and the store holds no vector for this text; embed it and send the vector",
+        ),
+        other => LineError::whole(other.to_string()),
+    }
+}
+
+#[derive(Serialize)]
+struct OutcomeLine<'a> {
+    line: u64,
+    op: &'static str,
+    source: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(flatten)]
+    outcome: &'a Outcome,
+}
+
+#[derive(Serialize)]
+struct RetainLine<'a> {
+    line: u64,
+    op: &'static str,
+    source: &'a str,
+    outcome: &'static str,
+    /// As for a skipped upsert or delete, so every skip has a `reason`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(flatten)]
+    result: &'a RetainOutcome,
+}
+
+#[derive(Serialize)]
+struct OtherLine<'a> {
+    line: u64,
+    op: &'static str,
+    source: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    outcome: &'static str,
+    result: &'a OpOutcome,
+}
+
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    op: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    error: &'a str,
+    field: Option<&'a str>,
+}
+
+impl<'a> ErrorLine<'a> {
+    fn new(line: u64, header: Option<&'a Header>, error: &'a LineError) -> ErrorLine<'a> {
+        ErrorLine {
+            line,
+            op: header.map(|h| h.kind.as_str()),
+            source: header.map(|h| h.source.as_str()),
+            id: header.and_then(|h| h.id.as_deref()),
+            error: &error.message,
+            field: error.field.as_deref(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct BlankLine {
+    line: u64,
+    outcome: &'static str,
+}
+
+/// What the run did, for the summary on stderr.
+#[derive(Default)]
+struct Tally {
+    lines: u64,
+    written: u64,
+    unchanged: u64,
+    deleted: u64,
+    listings: u64,
+    listing_documents_removed: u64,
+    skipped: BTreeMap<&'static str, u64>,
+    rejected: u64,
+    blank: u64,
+    not_applied: u64,
+    other: u64,
+}
+
+impl Tally {
+    fn document(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Written { .. } => self.written += 1,
+            Outcome::Unchanged { .. } => self.unchanged += 1,
+            Outcome::Deleted { .. } => self.deleted += 1,
+            Outcome::Skipped { reason, .. } => {
+                *self.skipped.entry(reason.as_str()).or_default() += 1
+            }
+            _ => self.other += 1,
+        }
+    }
+
+    fn retain(&mut self, result: &RetainOutcome) {
+        match result.skipped {
+            Some(reason) => *self.skipped.entry(reason.as_str()).or_default() += 1,
+            None => {
+                self.listings += 1;
+                self.listing_documents_removed += result.documents_removed;
+            }
+        }
+    }
+
+    fn summary(&self, elapsed_s: f64) -> String {
+        let skipped: u64 = self.skipped.values().sum();
+        let mut out = format!(
+            "ingest: {} lines in {elapsed_s:.2}s: {} written, {} unchanged, {} deleted, {} retained ({} documents removed), {skipped} skipped",
+            self.lines,
+            self.written,
+            self.unchanged,
+            self.deleted,
+            self.listings,
+            self.listing_documents_removed,
+        );
+        if skipped > 0 {
+            let reasons: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            out.push_str(&format!(" ({})", reasons.join(", ")));
+        }
+        out.push_str(&format!(
+            ", {} rejected, {} blank",
+            self.rejected, self.blank
+        ));
+        if self.not_applied > 0 {
+            out.push_str(&format!(", {} not applied", self.not_applied));
+        }
+        if self.other > 0 {
+            out.push_str(&format!(", {} other", self.other));
+        }
+        out
+    }
+}

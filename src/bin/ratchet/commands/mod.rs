@@ -1,0 +1,6 @@
+//! One module per subcommand. Each has its clap `Args` and a `run` returning the exit code.
+
+pub mod export;
+pub mod ingest;
+pub mod stats;
+pub mod verify;

@@ -1,0 +1,819 @@
+//! The `ingest` line format: reading lines under a size bound, and parsing one line into a
+//! [`ratchetdb::Op`] with errors that name the field (`chunks[0].vector[2]`).
+//!
+//! Lines are deserialized straight into typed fields through seeds that track the path, so a
+//! problem found anywhere (a string where a number belongs, a number too large for a float,
+//! an unknown key, nesting past serde_json's limit of 128 levels) is reported at the field
+//! where the parser met it. What the library checks itself (empty ids, size limits, the
+//! dimension) it reports with its own field names.
+
+use ratchetdb::{Chunk, Document, Op, Version, VersionKind};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::cell::RefCell;
+use std::fmt;
+use std::io::{self, BufRead};
+use std::marker::PhantomData;
+
+/// The default bound on one line, in bytes (without its newline).
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// A rejected line: what is wrong and, when it belongs to one, the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    /// A path such as `chunks[0].vector[2]`; `None` when the line as a whole is wrong.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl LineError {
+    pub fn whole(message: impl Into<String>) -> LineError {
+        LineError {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at(field: impl Into<String>, message: impl Into<String>) -> LineError {
+        LineError {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{field}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Which operation a line asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Upsert,
+    Delete,
+    Retain,
+}
+
+impl OpKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Upsert => "upsert",
+            OpKind::Delete => "delete",
+            OpKind::Retain => "retain",
+        }
+    }
+}
+
+/// What a report needs to name a line's operation after the operation itself was handed to
+/// the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub kind: OpKind,
+    pub source: String,
+    /// `None` for a retain.
+    pub id: Option<String>,
+}
+
+/// A line parsed into an operation.
+#[derive(Debug)]
+pub struct Parsed {
+    pub header: Header,
+    pub op: Op,
+}
+
+/// Whether a line holds nothing but whitespace (such lines are skipped, not rejected).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Parses one line. `default_kind` is the version kind of a line without `version_kind`.
+pub fn parse_line(line: &[u8], default_kind: VersionKind) -> Result<Parsed, LineError> {
+    let text = std::str::from_utf8(line).map_err(|e| {
+        LineError::whole(format!(
+            "not valid UTF-8 (at byte {} of the line)",
+            e.valid_up_to()
+        ))
+    })?;
+    let path = Path::default();
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let fields = LineSeed { path: &path }
+        .deserialize(&mut deserializer)
+        .and_then(|fields| deserializer.end().map(|()| fields))
+        .map_err(|e| json_error(&e, path.failed_at.take()))?;
+    build(fields, default_kind)
+}
+
+/// Turns a serde_json error into a line error: the position suffix goes (a line is one line),
+/// syntax errors say so and keep the column.
+fn json_error(error: &serde_json::Error, field: Option<String>) -> LineError {
+    let mut message = error.to_string();
+    if error.line() != 0 {
+        let suffix = format!(" at line {} column {}", error.line(), error.column());
+        if let Some(stripped) = message.strip_suffix(&suffix) {
+            message = stripped.to_string();
+        }
+    }
+    let message = match error.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            let what = match message.as_str() {
+                "recursion limit exceeded" => {
+                    "nested too deeply (the limit is 128 levels)".to_string()
+                }
+                _ => message,
+            };
+            format!("invalid JSON: {what} at column {}", error.column())
+        }
+        _ => message,
+    };
+    LineError { field, message }
+}
+
+/// The fields of a line as they arrived, before the operation decides which it needs.
+#[derive(Default)]
+struct Fields {
+    op: Option<String>,
+    source: Option<String>,
+    id: Option<String>,
+    version: Option<u64>,
+    version_kind: Option<VersionKind>,
+    chunks: Option<Vec<Chunk>>,
+    meta: Option<serde_json::Value>,
+    ids: Option<Vec<String>>,
+}
+
+const LINE_FIELDS: &str = "op, source, id, version, version_kind, chunks, meta, ids";
+
+fn build(fields: Fields, default_kind: VersionKind) -> Result<Parsed, LineError> {
+    let required = |name: &str| LineError::at(name, "is required");
+    let op = fields.op.ok_or_else(|| required("op"))?;
+    let kind = match op.as_str() {
+        "upsert" => OpKind::Upsert,
+        "delete" => OpKind::Delete,
+        "retain" => OpKind::Retain,
+        other => {
+            return Err(LineError::at(
+                "op",
+                format!("unknown op {other:?}; expected upsert, delete or retain"),
+            ))
+        }
+    };
+    let allowed: &[&str] = match kind {
+        OpKind::Upsert => &["id", "chunks", "meta"],
+        OpKind::Delete => &["id"],
+        OpKind::Retain => &["ids"],
+    };
+    let optional = [
+        ("id", fields.id.is_some()),
+        ("chunks", fields.chunks.is_some()),
+        ("meta", fields.meta.is_some()),
+        ("ids", fields.ids.is_some()),
+    ];
+    for (name, present) in optional {
+        if present && !allowed.contains(&name) {
+            return Err(LineError::at(
+                name,
+                format!("is not a field of a {}", kind.as_str()),
+            ));
+        }
+    }
+    let source = fields.source.ok_or_else(|| required("source"))?;
+    let id = match kind {
+        OpKind::Retain => None,
+        OpKind::Upsert | OpKind::Delete => Some(fields.id.ok_or_else(|| required("id"))?),
+    };
+    let ids = match kind {
+        OpKind::Retain => Some(fields.ids.ok_or_else(|| required("ids"))?),
+        OpKind::Upsert | OpKind::Delete => None,
+    };
+    let version = Version {
+        kind: fields.version_kind.unwrap_or(default_kind),
+        value: fields.version.ok_or_else(|| required("version"))?,
+    };
+    let header = Header {
+        kind,
+        source: source.clone(),
+        id: id.clone(),
+    };
+    let op = match kind {
+        OpKind::Upsert => Op::Upsert(Document {
+            source,
+            id: id.unwrap_or_default(),
+            version,
+            chunks: fields.chunks.ok_or_else(|| required("chunks"))?,
+            meta: fields.meta.unwrap_or(serde_json::Value::Null),
+        }),
+        OpKind::Delete => Op::Delete {
+            source,
+            id: id.unwrap_or_default(),
+            version,
+        },
+        OpKind::Retain => Op::Retain {
+            source,
+            present: ids.unwrap_or_default(),
+            version,
+        },
+    };
+    Ok(Parsed { header, op })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path-tracking deserialization.
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// The path of the value being deserialized, and where the first failure happened. The
+/// innermost failing value records itself; the outer ones see the record taken.
+#[derive(Default)]
+struct Path {
+    segments: RefCell<Vec<Segment>>,
+    failed_at: RefCell<Option<String>>,
+}
+
+impl Path {
+    fn record(&self) {
+        let mut failed_at = self.failed_at.borrow_mut();
+        if failed_at.is_none() {
+            *failed_at = Some(self.render());
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for segment in self.segments.borrow().iter() {
+            match segment {
+                Segment::Key(key) => {
+                    let simple = !key.is_empty()
+                        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    match (out.is_empty(), simple) {
+                        (true, true) => out.push_str(key),
+                        (false, true) => {
+                            out.push('.');
+                            out.push_str(key);
+                        }
+                        (_, false) => out.push_str(&format!("[{key:?}]")),
+                    }
+                }
+                Segment::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    }
+
+    /// An error belonging to `segment` under the current path.
+    fn fail<E: de::Error>(&self, segment: Segment, message: impl fmt::Display) -> E {
+        self.segments.borrow_mut().push(segment);
+        self.record();
+        self.segments.borrow_mut().pop();
+        E::custom(message)
+    }
+}
+
+/// Deserializes `seed` one segment deeper, recording the path if it fails.
+struct At<'p, S> {
+    path: &'p Path,
+    segment: Segment,
+    seed: S,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for At<'_, S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
+        self.path.segments.borrow_mut().push(self.segment);
+        let result = self.seed.deserialize(deserializer);
+        if result.is_err() {
+            self.path.record();
+        }
+        self.path.segments.borrow_mut().pop();
+        result
+    }
+}
+
+fn at<'p, S>(path: &'p Path, key: &str, seed: S) -> At<'p, S> {
+    At {
+        path,
+        segment: Segment::Key(key.to_string()),
+        seed,
+    }
+}
+
+/// An array whose elements are each deserialized by a seed from `element`, at their index.
+struct ArrayOf<'p, S> {
+    path: &'p Path,
+    element: fn(&'p Path) -> S,
+}
+
+impl<'de, 'p, S: DeserializeSeed<'de>> DeserializeSeed<'de> for ArrayOf<'p, S> {
+    type Value = Vec<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, 'p, S: DeserializeSeed<'de>> Visitor<'de> for ArrayOf<'p, S> {
+    type Value = Vec<S::Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(value) = seq.next_element_seed(At {
+            path: self.path,
+            segment: Segment::Index(out.len()),
+            seed: (self.element)(self.path),
+        })? {
+            out.push(value);
+        }
+        Ok(out)
+    }
+}
+
+/// `null` or a value.
+struct Nullable<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Nullable<S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Nullable<S> {
+    type Value = Option<S::Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or a value")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(deserializer).map(Some)
+    }
+}
+
+/// A vector component: any JSON number that is finite as an `f32`.
+struct FiniteF32;
+
+impl<'de> DeserializeSeed<'de> for FiniteF32 {
+    type Value = f32;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<f32, D::Error> {
+        deserializer.deserialize_f64(self).map_err(|e| {
+            // serde_json refuses numbers beyond f64 (1e999) before any visitor sees them.
+            if e.to_string().starts_with("number out of range") {
+                de::Error::custom("must be finite (the number is out of range)")
+            } else {
+                e
+            }
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for FiniteF32 {
+    type Value = f32;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number")
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f32, E> {
+        let narrowed = v as f32;
+        if narrowed.is_finite() {
+            Ok(narrowed)
+        } else {
+            Err(E::custom(format!(
+                "must be finite ({v:e} is beyond the range of a 32-bit float)"
+            )))
+        }
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f32, E> {
+        Ok(v as f32)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f32, E> {
+        Ok(v as f32)
+    }
+}
+
+/// One element of `chunks`.
+struct ChunkSeed<'p> {
+    path: &'p Path,
+}
+
+impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
+    type Value = Chunk;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Chunk, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChunkSeed<'_> {
+    type Value = Chunk;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a chunk object with text, vector and meta")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Chunk, A::Error> {
+        let path = self.path;
+        let mut text = None;
+        let mut vector = None;
+        let mut meta = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let duplicate = match key.as_str() {
+                "text" => text
+                    .replace(map.next_value_seed(at(path, "text", PhantomData::<String>))?)
+                    .is_some(),
+                "vector" => vector
+                    .replace(map.next_value_seed(at(
+                        path,
+                        "vector",
+                        Nullable(ArrayOf {
+                            path,
+                            element: |_| FiniteF32,
+                        }),
+                    ))?)
+                    .is_some(),
+                "meta" => meta
+                    .replace(map.next_value_seed(at(
+                        path,
+                        "meta",
+                        PhantomData::<serde_json::Value>,
+                    ))?)
+                    .is_some(),
+                _ => {
+                    return Err(path.fail(
+                        Segment::Key(key),
+                        "unknown field; a chunk has text, vector and meta",
+                    ))
+                }
+            };
+            if duplicate {
+                return Err(path.fail(Segment::Key(key), "appears twice"));
+            }
+        }
+        let text = text.ok_or_else(|| path.fail(Segment::Key("text".into()), "is required"))?;
+        Ok(Chunk {
+            text,
+            vector: vector.flatten(),
+            meta: meta.unwrap_or(serde_json::Value::Null),
+        })
+    }
+}
+
+/// A whole line.
+struct LineSeed<'p> {
+    path: &'p Path,
+}
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = Fields;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Fields, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LineSeed<'_> {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object with an \"op\" field")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+        let path = self.path;
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let string = || at(path, &key, PhantomData::<String>);
+            let duplicate = match key.as_str() {
+                "op" => fields.op.replace(map.next_value_seed(string())?).is_some(),
+                "source" => fields
+                    .source
+                    .replace(map.next_value_seed(string())?)
+                    .is_some(),
+                "id" => fields.id.replace(map.next_value_seed(string())?).is_some(),
+                "version" => fields
+                    .version
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<u64>))?)
+                    .is_some(),
+                "version_kind" => fields
+                    .version_kind
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<VersionKind>))?)
+                    .is_some(),
+                "chunks" => fields
+                    .chunks
+                    .replace(map.next_value_seed(at(
+                        path,
+                        &key,
+                        ArrayOf {
+                            path,
+                            element: |path| ChunkSeed { path },
+                        },
+                    ))?)
+                    .is_some(),
+                "meta" => fields
+                    .meta
+                    .replace(map.next_value_seed(at(
+                        path,
+                        &key,
+                        PhantomData::<serde_json::Value>,
+                    ))?)
+                    .is_some(),
+                "ids" => fields
+                    .ids
+                    .replace(map.next_value_seed(at(
+                        path,
+                        &key,
+                        ArrayOf {
+                            path,
+                            element: |_| PhantomData::<String>,
+                        },
+                    ))?)
+                    .is_some(),
+                _ => {
+                    return Err(path.fail(
+                        Segment::Key(key),
+                        format!("unknown field; a line has {LINE_FIELDS}"),
+                    ))
+                }
+            };
+            if duplicate {
+                return Err(path.fail(Segment::Key(key), "appears twice"));
+            }
+        }
+        Ok(fields)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading lines.
+
+/// How reading one line went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadLine {
+    /// The line is in the buffer (without its `\n` or `\r\n`).
+    Complete,
+    /// The line was longer than the bound; it was skipped without being held in memory.
+    TooLong { bytes: u64 },
+}
+
+/// Reads lines one at a time, never holding more than `max_bytes` of one line.
+pub struct LineReader<R> {
+    inner: R,
+    max_bytes: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    pub fn new(inner: R, max_bytes: usize) -> LineReader<R> {
+        LineReader { inner, max_bytes }
+    }
+
+    /// The next line into `buf` (cleared first); `None` at the end of the input.
+    pub fn read_line(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<ReadLine>> {
+        buf.clear();
+        let mut started = false;
+        let mut total: u64 = 0;
+        let mut too_long = false;
+        loop {
+            let available = match self.inner.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if !started {
+                    return Ok(None);
+                }
+                break;
+            }
+            started = true;
+            let (piece, consumed, end_of_line) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (&available[..i], i + 1, true),
+                None => (available, available.len(), false),
+            };
+            total += piece.len() as u64;
+            if !too_long {
+                if buf.len() + piece.len() > self.max_bytes {
+                    too_long = true;
+                    buf.clear();
+                    buf.shrink_to(1 << 16);
+                } else {
+                    buf.extend_from_slice(piece);
+                }
+            }
+            self.inner.consume(consumed);
+            if end_of_line {
+                break;
+            }
+        }
+        if too_long {
+            return Ok(Some(ReadLine::TooLong { bytes: total }));
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        Ok(Some(ReadLine::Complete))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(line: &str) -> LineError {
+        parse_line(line.as_bytes(), VersionKind::Number).expect_err("should be rejected")
+    }
+
+    fn field(line: &str) -> Option<String> {
+        error(line).field
+    }
+
+    #[test]
+    fn parses_the_three_ops() {
+        let upsert = parse_line(
+            br#"{"op":"upsert","source":"s","id":"d","version":7,"chunks":[{"text":"t","vector":[1,0.5],"meta":{"k":1}}],"meta":{"a":true}}"#,
+            VersionKind::Number,
+        )
+        .unwrap();
+        assert_eq!(upsert.header.kind, OpKind::Upsert);
+        let Op::Upsert(doc) = upsert.op else {
+            panic!("not an upsert")
+        };
+        assert_eq!(doc.version, Version::number(7));
+        assert_eq!(doc.chunks[0].vector, Some(vec![1.0, 0.5]));
+        let delete = parse_line(
+            br#"{"op":"delete","source":"s","id":"d","version":8,"version_kind":"ticket"}"#,
+            VersionKind::Number,
+        )
+        .unwrap();
+        assert!(matches!(delete.op, Op::Delete { version, .. } if version == Version::ticket(8)));
+        let retain = parse_line(
+            br#"{"op":"retain","source":"s","ids":["a","b"],"version":9}"#,
+            VersionKind::TimestampMicros,
+        )
+        .unwrap();
+        assert!(
+            matches!(retain.op, Op::Retain { version, ref present, .. } if version == Version::timestamp_micros(9) && present.len() == 2)
+        );
+    }
+
+    #[test]
+    fn a_missing_vector_means_reuse() {
+        let parsed = parse_line(
+            br#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a"},{"text":"b","vector":null}]}"#,
+            VersionKind::Number,
+        )
+        .unwrap();
+        let Op::Upsert(doc) = parsed.op else {
+            panic!("not an upsert")
+        };
+        assert_eq!(doc.chunks[0].vector, None);
+        assert_eq!(doc.chunks[1].vector, None);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let upsert = |chunks: &str| {
+            format!(r#"{{"op":"upsert","source":"s","id":"d","version":1,"chunks":{chunks}}}"#)
+        };
+        assert_eq!(
+            field(&upsert(r#"[{"text":"a","vector":[0.1,0.2,1e999]}]"#)).as_deref(),
+            Some("chunks[0].vector[2]")
+        );
+        assert!(error(&upsert(r#"[{"text":"a","vector":[0.1,0.2,1e999]}]"#))
+            .message
+            .contains("must be finite"));
+        assert_eq!(
+            field(&upsert(
+                r#"[{"text":"a","vector":[1]},{"text":"b","vector":[1e300]}]"#
+            ))
+            .as_deref(),
+            Some("chunks[1].vector[0]")
+        );
+        assert_eq!(
+            field(&upsert(r#"[{"text":"a","vector":[0.1,"x"]}]"#)).as_deref(),
+            Some("chunks[0].vector[1]")
+        );
+        assert_eq!(
+            field(&upsert(r#"[{"text":5}]"#)).as_deref(),
+            Some("chunks[0].text")
+        );
+        assert_eq!(
+            field(&upsert(r#"[{"vector":[1]}]"#)).as_deref(),
+            Some("chunks[0].text")
+        );
+        assert_eq!(
+            field(&upsert(r#"[{"text":"a","colour":1}]"#)).as_deref(),
+            Some("chunks[0].colour")
+        );
+        assert_eq!(field(&upsert(r#"{}"#)).as_deref(), Some("chunks"));
+        assert_eq!(
+            field(r#"{"op":"upsert","source":"s","id":"d","version":"7","chunks":[]}"#).as_deref(),
+            Some("version")
+        );
+        assert_eq!(
+            field(r#"{"op":"upsert","source":"s","id":"d","version":-1,"chunks":[]}"#).as_deref(),
+            Some("version")
+        );
+        assert_eq!(
+            field(r#"{"op":"delete","source":"s","id":"d","version":1,"version_kind":"etag"}"#)
+                .as_deref(),
+            Some("version_kind")
+        );
+        assert_eq!(
+            field(r#"{"op":"delete","source":"s","id":"d"}"#).as_deref(),
+            Some("version")
+        );
+        assert_eq!(
+            field(r#"{"op":"delete","source":"s","id":"d","version":1,"chunks":[]}"#).as_deref(),
+            Some("chunks")
+        );
+        assert_eq!(
+            field(r#"{"op":"merge","source":"s","id":"d","version":1}"#).as_deref(),
+            Some("op")
+        );
+        assert_eq!(
+            field(r#"{"op":"delete","source":"s","id":"d","id":"e","version":1}"#).as_deref(),
+            Some("id")
+        );
+        assert_eq!(
+            field(r#"{"op":"retain","source":"s","ids":["a",2],"version":1}"#).as_deref(),
+            Some("ids[1]")
+        );
+        assert_eq!(
+            field(r#"{"op":"delete","source":"s","id":"d","version":1,"a b":1}"#).as_deref(),
+            Some(r#"["a b"]"#)
+        );
+    }
+
+    #[test]
+    fn whole_line_errors() {
+        assert_eq!(error(r#"{"op":"delete""#).field, None);
+        assert!(error(r#"{"op":"delete""#)
+            .message
+            .starts_with("invalid JSON"));
+        assert!(error("[1,2]").message.contains("JSON object"));
+        assert!(
+            error(r#"{"op":"delete","source":"s","id":"d","version":1} x"#)
+                .message
+                .contains("trailing characters")
+        );
+        let bad_utf8 = parse_line(b"{\"op\":\"\xff\"}", VersionKind::Number).unwrap_err();
+        assert!(bad_utf8.message.starts_with("not valid UTF-8"));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!(
+            r#"{{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{}1{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let e = error(&deep);
+        assert_eq!(e.field.as_deref(), Some("meta"));
+        assert!(e.message.contains("nested too deeply"), "{e}");
+    }
+
+    #[test]
+    fn lines_are_bounded() {
+        let input = b"short\r\n0123456789abcdef\nlast".as_slice();
+        let mut reader = LineReader::new(input, 10);
+        let mut buf = Vec::new();
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        assert_eq!(buf, b"short");
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::TooLong { bytes: 16 })
+        );
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        assert_eq!(buf, b"last");
+        assert_eq!(reader.read_line(&mut buf).unwrap(), None);
+    }
+}

@@ -1,0 +1,68 @@
+//! Standard output that survives its reader going away.
+//!
+//! `ratchet export | head` closes the pipe early. Rust ignores SIGPIPE, so the next write
+//! fails with `BrokenPipe`; that is the reader's choice, not an error. The writer notes it,
+//! drops everything after, and lets the command finish with success.
+
+use crate::Failure;
+use serde::Serialize;
+use std::io::{self, BufWriter, StdoutLock, Write};
+
+pub struct Output {
+    out: BufWriter<StdoutLock<'static>>,
+    closed: bool,
+}
+
+impl Output {
+    pub fn stdout() -> Output {
+        Output {
+            out: BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+            closed: false,
+        }
+    }
+
+    /// Whether the reader has gone away (everything written since was dropped).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// One JSON value on its own line.
+    pub fn json_line(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = serde_json::to_writer(&mut self.out, value)
+            .map_err(io::Error::from)
+            .and_then(|()| self.out.write_all(b"\n"));
+        self.settle(result)
+    }
+
+    /// One line of text.
+    pub fn text_line(&mut self, text: &str) -> Result<(), Failure> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = writeln!(self.out, "{text}");
+        self.settle(result)
+    }
+
+    /// Flushes what is buffered.
+    pub fn finish(mut self) -> Result<(), Failure> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.out.flush();
+        self.settle(result)
+    }
+
+    fn settle(&mut self, result: io::Result<()>) -> Result<(), Failure> {
+        match result {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            Err(error) => Err(Failure(format!("writing to stdout: {error}"))),
+        }
+    }
+}
