@@ -485,7 +485,7 @@ impl Store {
             skip_log_capacity: self.inner.options.skip_log_capacity,
         };
         let mut results = Vec::with_capacity(ops.len());
-        let effects: BatchEffects = {
+        let effects: Option<BatchEffects> = {
             let mut batch = Batch::begin(&txn, settings, self.dimension())?;
             for op in ops {
                 match batch.apply(op) {
@@ -494,7 +494,17 @@ impl Store {
                     Err(error) => return Err(error),
                 }
             }
-            batch.finish()?
+            // Every operation refused for its input (or none at all): commit nothing, so
+            // that not even the commit counter moves (I9).
+            if results.iter().all(Result::is_err) {
+                None
+            } else {
+                Some(batch.finish()?)
+            }
+        };
+        let Some(effects) = effects else {
+            txn.abort().map_err(WriteError::storage)?;
+            return Ok(results);
         };
         txn.commit().map_err(WriteError::storage)?;
         if let Some(dimension) = effects.dimension_fixed {
