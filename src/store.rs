@@ -266,8 +266,12 @@ impl Store {
 
         let txn = db.begin_read().map_err(|e| err(e.into()))?;
         let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
-        let format = meta.get(meta_key::FORMAT).map_err(|e| err(e.into()))?;
-        if format.as_ref().map(|f| f.value()) != Some(schema::FORMAT_MAGIC) {
+        // Guards from a read-only table pin their page; never keep one past its use.
+        let is_store = meta
+            .get(meta_key::FORMAT)
+            .map_err(|e| err(e.into()))?
+            .is_some_and(|f| f.value() == schema::FORMAT_MAGIC);
+        if !is_store {
             return Err(OpenError::NotAStore {
                 path: path.to_path_buf(),
                 detail: "its metadata lacks the ratchetdb format marker".to_string(),
@@ -754,6 +758,16 @@ impl Store {
             reusable,
             to_embed,
         })
+    }
+
+    /// A concurrent writer with group commit and default [`WriterOptions`](crate::WriterOptions).
+    pub fn writer(&self) -> crate::writer::Writer {
+        crate::writer::Writer::start(self.clone(), crate::writer::WriterOptions::for_store(self))
+    }
+
+    /// A concurrent writer with the given options.
+    pub fn writer_with(&self, options: crate::writer::WriterOptions) -> crate::writer::Writer {
+        crate::writer::Writer::start(self.clone(), options)
     }
 
     /// A consistent read view: everything read through it comes from one committed state.
