@@ -154,6 +154,13 @@ pub enum WriteError {
     /// An I/O or storage-engine error; the write did not happen (the store is now poisoned).
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// The batch this operation was part of failed to commit; nothing of the batch was
+    /// written, and the store refuses writes until it is reopened. Retry after reopening.
+    #[error("the batch failed to commit, nothing of it was written ({cause}); reopen the store and retry")]
+    BatchFailed {
+        /// The batch's error.
+        cause: String,
+    },
     /// The concurrent writer has shut down.
     #[error("the writer has shut down")]
     Closed,

@@ -23,6 +23,7 @@ mod store;
 mod verify;
 mod version;
 mod write;
+mod writer;
 
 pub use crate::{
     counters::Counters,
@@ -35,4 +36,5 @@ pub use crate::{
     store::{Plan, PlannedAction, Store},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},
+    writer::{Pending, Writer, WriterOptions, WriterStats},
 };

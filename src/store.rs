@@ -772,6 +772,16 @@ impl Store {
         })
     }
 
+    /// A concurrent writer with group commit and default [`WriterOptions`](crate::WriterOptions).
+    pub fn writer(&self) -> crate::writer::Writer {
+        crate::writer::Writer::start(self.clone(), crate::writer::WriterOptions::for_store(self))
+    }
+
+    /// A concurrent writer with the given options.
+    pub fn writer_with(&self, options: crate::writer::WriterOptions) -> crate::writer::Writer {
+        crate::writer::Writer::start(self.clone(), options)
+    }
+
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
         let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;

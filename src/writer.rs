@@ -1,0 +1,394 @@
+//! The concurrent writer: many producers, one committer, one transaction and one fsync per
+//! batch (group commit), and an exact outcome for every producer.
+//!
+//! Producers validate and hash their own operations (in their own threads), then queue them
+//! on a bounded crossbeam channel. One committer thread drains what is queued (up to
+//! [`WriterOptions::max_batch_ops`]) into one redb write transaction, decides each operation
+//! with the same guard as [`Store::upsert`], in submission order, commits once, and then
+//! answers each producer with its own outcome.
+//!
+//! Invariant: a producer is answered only after the commit that contains its operation has
+//! returned; under [`Durability::Immediate`] an answer means the operation is on disk.
+
+use crate::document::{Document, Op, OpOutcome, Outcome};
+use crate::error::WriteError;
+use crate::options::Durability;
+use crate::prepare::PreparedOp;
+use crate::store::Store;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Settings of a [`Writer`], with documented defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriterOptions {
+    /// Operations the queue holds before producers wait (`submit`) or get
+    /// [`WriteError::Full`] (`try_submit`). Bounds memory. Default 4096.
+    pub queue_capacity: usize,
+    /// The most operations one transaction takes. Default 1024.
+    pub max_batch_ops: usize,
+    /// How long the committer waits for more operations after the first of a batch, when
+    /// the queue is empty. `0` (the default) commits whatever is queued at once: under load
+    /// the queue fills while the previous batch commits, which is what batches the writes.
+    pub max_batch_wait: Duration,
+    /// The durability of each batch. Default: the store's.
+    pub durability: Durability,
+    /// With [`Durability::None`], how often the committer makes everything durable.
+    /// Default 1 s.
+    pub sync_interval: Duration,
+}
+
+impl WriterOptions {
+    /// The defaults, with the store's durability.
+    pub fn for_store(store: &Store) -> WriterOptions {
+        WriterOptions {
+            queue_capacity: 4096,
+            max_batch_ops: 1024,
+            max_batch_wait: Duration::ZERO,
+            durability: store.options().durability,
+            sync_interval: Duration::from_secs(1),
+        }
+    }
+
+    /// Sets the queue capacity (at least 1).
+    pub fn queue_capacity(mut self, capacity: usize) -> WriterOptions {
+        self.queue_capacity = capacity.max(1);
+        self
+    }
+
+    /// Sets the largest batch (at least 1).
+    pub fn max_batch_ops(mut self, ops: usize) -> WriterOptions {
+        self.max_batch_ops = ops.max(1);
+        self
+    }
+
+    /// Sets how long a batch waits for company.
+    pub fn max_batch_wait(mut self, wait: Duration) -> WriterOptions {
+        self.max_batch_wait = wait;
+        self
+    }
+
+    /// Sets the durability.
+    pub fn durability(mut self, durability: Durability) -> WriterOptions {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the periodic sync interval for [`Durability::None`].
+    pub fn sync_interval(mut self, interval: Duration) -> WriterOptions {
+        self.sync_interval = interval;
+        self
+    }
+}
+
+/// What the writer has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriterStats {
+    /// Transactions committed.
+    pub batches: u64,
+    /// Operations committed in them.
+    pub ops: u64,
+    /// The largest batch.
+    pub max_batch_ops: u64,
+}
+
+type Reply = Result<OpOutcome, WriteError>;
+
+enum Message {
+    Op(PreparedOp, Sender<Reply>),
+    Stop,
+}
+
+/// The answer to one submitted operation, to wait for or poll.
+#[derive(Debug)]
+pub struct Pending {
+    reply: Receiver<Reply>,
+}
+
+impl Pending {
+    /// Waits for the outcome.
+    pub fn wait(self) -> Result<OpOutcome, WriteError> {
+        self.reply.recv().unwrap_or(Err(WriteError::Closed))
+    }
+
+    /// The outcome if it is there, else `self` back.
+    pub fn poll(self) -> Result<Result<OpOutcome, WriteError>, Pending> {
+        match self.reply.try_recv() {
+            Ok(reply) => Ok(reply),
+            Err(crossbeam_channel::TryRecvError::Empty) => Err(self),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Ok(Err(WriteError::Closed)),
+        }
+    }
+}
+
+struct Shared {
+    queue: Sender<Message>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    batches: AtomicU64,
+    ops: AtomicU64,
+    max_batch_ops: AtomicU64,
+}
+
+impl Shared {
+    fn stop(&self) {
+        let handle = self.committer.lock().take();
+        if let Some(handle) = handle {
+            // Everything queued before Stop is committed first (the queue is FIFO).
+            let _ = self.queue.send(Message::Stop);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A cloneable handle for writing from many threads with group commit.
+///
+/// ```
+/// use ratchetdb::{Chunk, Document, Options, Outcome, Store, Version};
+/// # let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+/// let writer = store.writer();
+/// let handles: Vec<_> = (0..4)
+///     .map(|t| {
+///         let writer = writer.clone();
+///         std::thread::spawn(move || {
+///             let doc = Document::new("s", format!("doc{t}"), Version::number(1))
+///                 .with_chunk(Chunk::new(format!("text {t}"), vec![1.0, t as f32]));
+///             writer.upsert(doc)
+///         })
+///     })
+///     .collect();
+/// for handle in handles {
+///     assert!(matches!(handle.join().unwrap()?, Outcome::Written { .. }));
+/// }
+/// writer.shutdown();
+/// assert_eq!(store.stats()?.documents, 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Writer {
+    store: Store,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Starts the committer thread.
+    pub(crate) fn start(store: Store, options: WriterOptions) -> Writer {
+        let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
+        let shared = Arc::new(Shared {
+            queue,
+            committer: Mutex::new(None),
+            batches: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
+            max_batch_ops: AtomicU64::new(0),
+        });
+        let committer = Committer {
+            store: store.clone(),
+            incoming,
+            options,
+            shared: Arc::downgrade(&shared),
+        };
+        let handle = std::thread::Builder::new()
+            .name("ratchetdb-committer".into())
+            .spawn(move || committer.run());
+        // Without a thread every submit is answered `Closed`: the receiver is gone.
+        if let Ok(handle) = handle {
+            *shared.committer.lock() = Some(handle);
+        }
+        Writer { store, shared }
+    }
+
+    fn queue(&self, op: Op, wait: bool) -> Result<Pending, WriteError> {
+        let prepared = self.store.prepare(op)?;
+        let (reply, pending) = crossbeam_channel::bounded(1);
+        let message = Message::Op(prepared, reply);
+        if wait {
+            self.shared
+                .queue
+                .send(message)
+                .map_err(|_| WriteError::Closed)?;
+        } else {
+            self.shared.queue.try_send(message).map_err(|e| match e {
+                TrySendError::Full(_) => WriteError::Full,
+                TrySendError::Disconnected(_) => WriteError::Closed,
+            })?;
+        }
+        Ok(Pending { reply: pending })
+    }
+
+    /// Validates `op` here, in the caller's thread, and queues it, waiting while the queue is
+    /// full. A validation error is returned at once and never reaches a batch.
+    pub fn submit(&self, op: Op) -> Result<Pending, WriteError> {
+        self.queue(op, true)
+    }
+
+    /// Like [`Writer::submit`], but returns [`WriteError::Full`] instead of waiting.
+    pub fn try_submit(&self, op: Op) -> Result<Pending, WriteError> {
+        self.queue(op, false)
+    }
+
+    /// Submits an upsert and waits for its outcome.
+    pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
+        match self.submit(Op::Upsert(doc))?.wait()? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
+                what: "writer".into(),
+                detail: "retain outcome for an upsert".into(),
+            }),
+        }
+    }
+
+    /// Submits a delete and waits for its outcome.
+    pub fn delete(
+        &self,
+        source: &str,
+        id: &str,
+        version: crate::Version,
+    ) -> Result<Outcome, WriteError> {
+        let op = Op::Delete {
+            source: source.to_string(),
+            id: id.to_string(),
+            version,
+        };
+        match self.submit(op)?.wait()? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
+                what: "writer".into(),
+                detail: "retain outcome for a delete".into(),
+            }),
+        }
+    }
+
+    /// What the writer has committed so far.
+    pub fn stats(&self) -> WriterStats {
+        WriterStats {
+            batches: self.shared.batches.load(Ordering::Relaxed),
+            ops: self.shared.ops.load(Ordering::Relaxed),
+            max_batch_ops: self.shared.max_batch_ops.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Commits everything accepted so far and stops the committer. Later submissions, from
+    /// this or any clone, get [`WriteError::Closed`]. Dropping the last handle does the same.
+    pub fn shutdown(&self) {
+        self.shared.stop();
+    }
+}
+
+struct Committer {
+    store: Store,
+    incoming: Receiver<Message>,
+    options: WriterOptions,
+    shared: std::sync::Weak<Shared>,
+}
+
+impl Committer {
+    fn run(self) {
+        let mut unsynced = false;
+        let mut last_sync = Instant::now();
+        loop {
+            let first = if self.options.durability == Durability::None {
+                let wait = self
+                    .options
+                    .sync_interval
+                    .saturating_sub(last_sync.elapsed());
+                match self.incoming.recv_timeout(wait) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if unsynced && self.store.sync().is_ok() {
+                            unsynced = false;
+                        }
+                        last_sync = Instant::now();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match self.incoming.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                }
+            };
+            let mut ops = Vec::new();
+            let mut replies = Vec::new();
+            let mut stop = false;
+            let mut next = Some(first);
+            let deadline = Instant::now() + self.options.max_batch_wait;
+            while let Some(message) = next.take() {
+                match message {
+                    Message::Op(op, reply) => {
+                        ops.push(op);
+                        replies.push(reply);
+                    }
+                    Message::Stop => stop = true,
+                }
+                if stop || ops.len() >= self.options.max_batch_ops {
+                    break;
+                }
+                next = if self.options.max_batch_wait.is_zero() {
+                    self.incoming.try_recv().ok()
+                } else {
+                    self.incoming.recv_deadline(deadline).ok()
+                };
+            }
+            if !ops.is_empty() {
+                self.commit(ops, replies);
+                unsynced = self.options.durability == Durability::None;
+            }
+            if stop {
+                break;
+            }
+        }
+        // Anything that raced past Stop is refused; what was accepted before it is committed.
+        while let Ok(message) = self.incoming.try_recv() {
+            if let Message::Op(_, reply) = message {
+                let _ = reply.send(Err(WriteError::Closed));
+            }
+        }
+        if unsynced {
+            let _ = self.store.sync();
+        }
+    }
+
+    fn commit(&self, ops: Vec<PreparedOp>, replies: Vec<Sender<Reply>>) {
+        match self.store.run_batch_with(&ops, self.options.durability) {
+            Ok(results) => {
+                if let Some(shared) = self.shared.upgrade() {
+                    let n = ops.len() as u64;
+                    shared.batches.fetch_add(1, Ordering::Relaxed);
+                    shared.ops.fetch_add(n, Ordering::Relaxed);
+                    shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
+                }
+                for (reply, result) in replies.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(error) => {
+                let cause = error.to_string();
+                for reply in replies {
+                    let _ = reply.send(Err(WriteError::BatchFailed {
+                        cause: cause.clone(),
+                    }));
+                }
+            }
+        }
+    }
+}
