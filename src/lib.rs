@@ -12,6 +12,8 @@ mod counters;
 mod document;
 mod embed;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod index;
 mod options;

@@ -1,0 +1,1104 @@
+//! The shared harness of the fuzz targets (`fuzz/`) and of the crash, fault and corruption
+//! tests: a simulated disk with fault injection and power loss, a reference model of the
+//! guard, and one entry point per fuzz target. Not part of the stable API.
+//!
+//! It lives in the library because the row decoders it drives are crate-private, and because
+//! the fuzz targets and `tests/fuzz_corpus_replay.rs` must run exactly the same code: the fuzzer
+//! when cargo-fuzz and a nightly toolchain are there, the replay test always.
+//!
+//! Every entry point returns `Err(description)` when a guarantee is broken; a panic anywhere
+//! under it is a bug too (the callers run it under `catch_unwind` or libFuzzer).
+
+use crate::document::{Chunk, Document, Op, OpOutcome, Outcome};
+use crate::error::WriteError;
+use crate::guard::SkipReason;
+use crate::options::Options;
+use crate::schema::{self, ChangelogRow, ChunkRow, DocRow, ListingRow, SkipRow, VectorRow};
+use crate::store::Store;
+use crate::version::{Version, VersionKind};
+use crate::writer::WriterOptions;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+// ---------------------------------------------------------------------------------------------
+// A small deterministic random number generator (no dependency, same sequence everywhere).
+
+/// SplitMix64: enough randomness for choosing fault points and subsets, reproducible by seed.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..bound` (0 when `bound` is 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        if bound == 0 {
+            0
+        } else {
+            self.next_u64() % bound
+        }
+    }
+
+    /// True with probability `1/n`.
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulated disk.
+
+/// Which storage calls a fault may hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    /// `StorageBackend::write`.
+    Write,
+    /// `StorageBackend::set_len`.
+    SetLen,
+    /// `StorageBackend::sync_data`.
+    Sync,
+}
+
+/// How long an injected fault lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultMode {
+    /// Only the chosen call fails (a transient error).
+    Once,
+    /// The chosen call and every later write, set_len and sync fail (a dead disk). Reads work.
+    Forever,
+}
+
+#[derive(Clone, Debug)]
+enum Unsynced {
+    Write { offset: u64, data: Vec<u8> },
+    SetLen(u64),
+}
+
+#[derive(Debug, Default)]
+struct DiskState {
+    /// What reads see: the file as the OS page cache holds it.
+    image: Vec<u8>,
+    /// What a power loss keeps for sure: the image at the last successful `sync_data`.
+    durable: Vec<u8>,
+    /// Writes and length changes since that sync, in order.
+    unsynced: Vec<Unsynced>,
+    /// Mutating calls (write, set_len, sync_data) so far, failed ones included.
+    io_ops: u64,
+    /// The call number (in `io_ops`) that fails, and how.
+    fault: Option<(u64, FaultMode)>,
+    /// Calls failed so far.
+    faults_hit: u64,
+    /// Every mutating call, when tracing (kind, ok).
+    trace: Option<Vec<(IoKind, bool)>>,
+}
+
+/// A simulated disk: an in-memory file image that knows what is durable, fails chosen calls,
+/// and produces what a power loss would leave. Cheap to clone (shared state).
+#[derive(Clone, Debug, Default)]
+pub struct Disk {
+    state: Arc<Mutex<DiskState>>,
+}
+
+impl Disk {
+    /// An empty disk (a new file).
+    pub fn new() -> Disk {
+        Disk::default()
+    }
+
+    /// A disk holding `image`, all of it durable (a file found on disk after a restart).
+    pub fn from_image(image: Vec<u8>) -> Disk {
+        let disk = Disk::default();
+        {
+            let mut state = disk.state.lock();
+            state.durable = image.clone();
+            state.image = image;
+        }
+        disk
+    }
+
+    /// A redb storage backend on this disk. Hand it to [`Store::open_with_backend`].
+    pub fn backend(&self) -> DiskBackend {
+        DiskBackend { disk: self.clone() }
+    }
+
+    /// The file as reads see it (what a process crash without power loss leaves).
+    pub fn image(&self) -> Vec<u8> {
+        self.state.lock().image.clone()
+    }
+
+    /// The file at the last successful sync.
+    pub fn durable_image(&self) -> Vec<u8> {
+        self.state.lock().durable.clone()
+    }
+
+    /// What a power loss now leaves: the durable image plus a random subset (chosen by `seed`)
+    /// of the writes and length changes made since, applied in order.
+    pub fn power_loss_image(&self, seed: u64) -> Vec<u8> {
+        let state = self.state.lock();
+        let mut rng = SplitMix64::new(seed);
+        let mut image = state.durable.clone();
+        for entry in &state.unsynced {
+            if rng.one_in(2) {
+                continue;
+            }
+            match entry {
+                Unsynced::SetLen(len) => image.resize(usize::try_from(*len).unwrap_or(0), 0),
+                Unsynced::Write { offset, data } => {
+                    let start = usize::try_from(*offset).unwrap_or(usize::MAX);
+                    let end = start.saturating_add(data.len());
+                    if end == usize::MAX {
+                        continue;
+                    }
+                    if image.len() < end {
+                        image.resize(end, 0);
+                    }
+                    image[start..end].copy_from_slice(data);
+                }
+            }
+        }
+        image
+    }
+
+    /// How many writes and length changes are not yet durable.
+    pub fn unsynced_ops(&self) -> usize {
+        self.state.lock().unsynced.len()
+    }
+
+    /// Mutating calls (write, set_len, sync_data) so far.
+    pub fn io_ops(&self) -> u64 {
+        self.state.lock().io_ops
+    }
+
+    /// Calls failed by an injected fault so far.
+    pub fn faults_hit(&self) -> u64 {
+        self.state.lock().faults_hit
+    }
+
+    /// Fails the mutating call number `at` (counted from 0 since the disk was made), in `mode`.
+    pub fn fail_at(&self, at: u64, mode: FaultMode) {
+        self.state.lock().fault = Some((at, mode));
+    }
+
+    /// Fails the `n`-th mutating call from now (0: the next one).
+    pub fn fail_after(&self, n: u64, mode: FaultMode) {
+        let mut state = self.state.lock();
+        state.fault = Some((state.io_ops + n, mode));
+    }
+
+    /// Removes any injected fault (the disk works again).
+    pub fn heal(&self) {
+        self.state.lock().fault = None;
+    }
+
+    /// Starts recording every mutating call.
+    pub fn start_trace(&self) {
+        self.state.lock().trace = Some(Vec::new());
+    }
+
+    /// The recorded calls.
+    pub fn trace(&self) -> Vec<(IoKind, bool)> {
+        self.state.lock().trace.clone().unwrap_or_default()
+    }
+
+    /// Counts a mutating call and says whether it fails.
+    fn check(state: &mut DiskState, kind: IoKind) -> std::io::Result<()> {
+        let n = state.io_ops;
+        state.io_ops += 1;
+        let fails = match state.fault {
+            Some((at, FaultMode::Once)) => n == at,
+            Some((at, FaultMode::Forever)) => n >= at,
+            None => false,
+        };
+        if let Some(trace) = &mut state.trace {
+            trace.push((kind, !fails));
+        }
+        if fails {
+            state.faults_hit += 1;
+            Err(std::io::Error::other(format!(
+                "injected fault on {kind:?} (call {n})"
+            )))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The [`redb::StorageBackend`] of a [`Disk`].
+#[derive(Debug)]
+pub struct DiskBackend {
+    disk: Disk,
+}
+
+fn out_of_range() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "read past the end of the file",
+    )
+}
+
+impl redb::StorageBackend for DiskBackend {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        Ok(self.disk.state.lock().image.len() as u64)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+        let state = self.disk.state.lock();
+        let start = usize::try_from(offset).map_err(|_| out_of_range())?;
+        let source = start
+            .checked_add(out.len())
+            .and_then(|end| state.image.get(start..end))
+            .ok_or_else(out_of_range)?;
+        out.copy_from_slice(source);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+        let mut state = self.disk.state.lock();
+        Disk::check(&mut state, IoKind::SetLen)?;
+        let new_len = usize::try_from(len).map_err(|_| out_of_range())?;
+        state.image.resize(new_len, 0);
+        state.unsynced.push(Unsynced::SetLen(len));
+        Ok(())
+    }
+
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        let mut state = self.disk.state.lock();
+        Disk::check(&mut state, IoKind::Sync)?;
+        state.durable = state.image.clone();
+        state.unsynced.clear();
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        let mut state = self.disk.state.lock();
+        Disk::check(&mut state, IoKind::Write)?;
+        let start = usize::try_from(offset).map_err(|_| out_of_range())?;
+        let end = start.checked_add(data.len()).ok_or_else(out_of_range)?;
+        let target = state.image.get_mut(start..end).ok_or_else(out_of_range)?;
+        target.copy_from_slice(data);
+        state.unsynced.push(Unsynced::Write {
+            offset,
+            data: data.to_vec(),
+        });
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference model.
+
+/// A document row as the model (and, read back, the store) holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelRow {
+    /// The version value (the model uses `Number` versions only).
+    pub version: u64,
+    /// A tombstone.
+    pub deleted: bool,
+    /// Canonical JSON of the document metadata and the chunks' texts and metadata (what the
+    /// content hash covers); `null` for a tombstone.
+    pub content: String,
+}
+
+/// What the model says an operation does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelOutcome {
+    /// Written (new, newer, or brought back from a tombstone).
+    Written,
+    /// Same content at a newer version: the version was raised.
+    Unchanged,
+    /// A tombstone written or raised.
+    Deleted,
+    /// Refused.
+    Skipped(SkipReason),
+    /// A listing: refused as a whole, or recorded with this many live documents removed.
+    Retained {
+        /// `Some` when the listing itself was refused.
+        skipped: Option<SkipReason>,
+        /// Live documents it tombstoned.
+        documents_removed: u64,
+    },
+}
+
+impl ModelOutcome {
+    /// The model's outcome in the terms of the store's answer.
+    pub fn of(outcome: &OpOutcome) -> ModelOutcome {
+        match outcome {
+            OpOutcome::Document(Outcome::Written { .. }) => ModelOutcome::Written,
+            OpOutcome::Document(Outcome::Unchanged { .. }) => ModelOutcome::Unchanged,
+            OpOutcome::Document(Outcome::Deleted { .. }) => ModelOutcome::Deleted,
+            OpOutcome::Document(Outcome::Skipped { reason, .. }) => ModelOutcome::Skipped(*reason),
+            OpOutcome::Retain(r) => ModelOutcome::Retained {
+                skipped: r.skipped,
+                documents_removed: r.documents_removed,
+            },
+        }
+    }
+}
+
+/// The content of a revision as the model and the comparison see it.
+pub fn content_of(meta: &serde_json::Value, chunks: &[(String, serde_json::Value)]) -> String {
+    let chunks: Vec<serde_json::Value> = chunks
+        .iter()
+        .map(|(text, meta)| serde_json::json!({ "text": text, "meta": meta }))
+        .collect();
+    schema::canonical_json(&serde_json::json!({ "meta": meta, "chunks": chunks }))
+}
+
+/// The guard as a plain, sequential reference: document rows and recorded listings, `Number`
+/// versions, [`ConflictPolicy::Refuse`](crate::ConflictPolicy::Refuse). Written apart from
+/// `guard` and `write` on purpose, from the rules in DESIGN.md.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    /// `(source, id)` -> row.
+    pub rows: BTreeMap<(String, String), ModelRow>,
+    /// `(source, version)` -> the ids the listing says exist.
+    pub listings: BTreeMap<(String, u64), BTreeSet<String>>,
+}
+
+impl Model {
+    /// An empty store.
+    pub fn new() -> Model {
+        Model::default()
+    }
+
+    /// The row, or the tombstone of the highest listing not older than `version` that omits
+    /// the id (a listing deletes ids never seen).
+    fn stored(&self, source: &str, id: &str, version: u64) -> Option<(u64, bool, String)> {
+        if let Some(row) = self.rows.get(&(source.to_string(), id.to_string())) {
+            return Some((row.version, row.deleted, row.content.clone()));
+        }
+        self.listings
+            .range((source.to_string(), version)..=(source.to_string(), u64::MAX))
+            .rev()
+            .find(|(_, members)| !members.contains(id))
+            .map(|((_, listing), _)| (*listing, true, "null".to_string()))
+    }
+
+    fn tombstone(&mut self, source: &str, id: &str, version: u64) {
+        self.rows.insert(
+            (source.to_string(), id.to_string()),
+            ModelRow {
+                version,
+                deleted: true,
+                content: "null".to_string(),
+            },
+        );
+    }
+
+    /// Applies one operation; `Err` for what the model does not cover (other version kinds).
+    pub fn apply(&mut self, op: &Op) -> Result<ModelOutcome, String> {
+        let number = |v: &Version| {
+            if v.kind == VersionKind::Number {
+                Ok(v.value)
+            } else {
+                Err(format!("the model covers Number versions only, not {v}"))
+            }
+        };
+        match op {
+            Op::Upsert(doc) => {
+                let version = number(&doc.version)?;
+                let chunks: Vec<(String, serde_json::Value)> = doc
+                    .chunks
+                    .iter()
+                    .map(|c| (c.text.clone(), c.meta.clone()))
+                    .collect();
+                let content = content_of(&doc.meta, &chunks);
+                let write = |model: &mut Model| {
+                    model.rows.insert(
+                        (doc.source.clone(), doc.id.clone()),
+                        ModelRow {
+                            version,
+                            deleted: false,
+                            content: content.clone(),
+                        },
+                    );
+                };
+                Ok(match self.stored(&doc.source, &doc.id, version) {
+                    None => {
+                        write(self);
+                        ModelOutcome::Written
+                    }
+                    Some((stored, true, _)) => {
+                        if version > stored {
+                            write(self);
+                            ModelOutcome::Written
+                        } else {
+                            ModelOutcome::Skipped(SkipReason::Tombstoned)
+                        }
+                    }
+                    Some((stored, false, stored_content)) => {
+                        if version > stored && content == stored_content {
+                            if let Some(row) =
+                                self.rows.get_mut(&(doc.source.clone(), doc.id.clone()))
+                            {
+                                row.version = version;
+                            }
+                            ModelOutcome::Unchanged
+                        } else if version > stored {
+                            write(self);
+                            ModelOutcome::Written
+                        } else if version == stored && content == stored_content {
+                            ModelOutcome::Skipped(SkipReason::Duplicate)
+                        } else if version == stored {
+                            ModelOutcome::Skipped(SkipReason::Conflict)
+                        } else {
+                            ModelOutcome::Skipped(SkipReason::Older)
+                        }
+                    }
+                })
+            }
+            Op::Delete {
+                source,
+                id,
+                version,
+            } => {
+                let version = number(version)?;
+                Ok(match self.stored(source, id, version) {
+                    None => {
+                        self.tombstone(source, id, version);
+                        ModelOutcome::Deleted
+                    }
+                    Some((stored, deleted, _)) => {
+                        if version > stored || (version == stored && !deleted) {
+                            self.tombstone(source, id, version);
+                            ModelOutcome::Deleted
+                        } else if version == stored {
+                            ModelOutcome::Skipped(SkipReason::Duplicate)
+                        } else {
+                            ModelOutcome::Skipped(SkipReason::Older)
+                        }
+                    }
+                })
+            }
+            Op::Retain {
+                source,
+                present,
+                version,
+            } => {
+                let version = number(version)?;
+                let members: BTreeSet<String> = present.iter().cloned().collect();
+                if let Some(existing) = self.listings.get(&(source.clone(), version)) {
+                    let reason = if *existing == members {
+                        SkipReason::Duplicate
+                    } else {
+                        SkipReason::Conflict
+                    };
+                    return Ok(ModelOutcome::Retained {
+                        skipped: Some(reason),
+                        documents_removed: 0,
+                    });
+                }
+                let omitted: Vec<(String, bool)> = self
+                    .rows
+                    .iter()
+                    .filter(|((s, id), row)| {
+                        s == source
+                            && !members.contains(id)
+                            && (version > row.version || (version == row.version && !row.deleted))
+                    })
+                    .map(|((_, id), row)| (id.clone(), !row.deleted))
+                    .collect();
+                let mut documents_removed = 0;
+                for (id, live) in omitted {
+                    self.tombstone(source, &id, version);
+                    documents_removed += u64::from(live);
+                }
+                self.listings.insert((source.clone(), version), members);
+                Ok(ModelOutcome::Retained {
+                    skipped: None,
+                    documents_removed,
+                })
+            }
+        }
+    }
+
+    /// The live documents: `(source, id)` -> `(version, content)`.
+    pub fn live(&self) -> BTreeMap<(String, String), (u64, String)> {
+        self.rows
+            .iter()
+            .filter(|(_, row)| !row.deleted)
+            .map(|(key, row)| (key.clone(), (row.version, row.content.clone())))
+            .collect()
+    }
+}
+
+/// Every document row of the store as the model represents it, read from one snapshot.
+pub fn store_rows(store: &Store) -> Result<BTreeMap<(String, String), ModelRow>, String> {
+    let snapshot = store.snapshot().map_err(|e| format!("snapshot: {e}"))?;
+    let mut rows = BTreeMap::new();
+    for doc in snapshot
+        .documents(false)
+        .map_err(|e| format!("documents: {e}"))?
+    {
+        let doc = doc.map_err(|e| format!("reading a document: {e}"))?;
+        let content = if doc.deleted {
+            "null".to_string()
+        } else {
+            let chunks: Vec<(String, serde_json::Value)> = doc
+                .chunks
+                .iter()
+                .map(|c| (c.text.clone(), c.meta.clone()))
+                .collect();
+            content_of(&doc.meta, &chunks)
+        };
+        rows.insert(
+            (doc.source, doc.id),
+            ModelRow {
+                version: doc.version.value,
+                deleted: doc.deleted,
+                content,
+            },
+        );
+    }
+    Ok(rows)
+}
+
+/// `Ok` when `verify()` finds nothing, else the violations.
+pub fn verify_clean(store: &Store) -> Result<(), String> {
+    let report = store.verify().map_err(|e| format!("verify failed: {e}"))?;
+    if report.is_ok() {
+        Ok(())
+    } else {
+        let list: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
+        Err(format!("verify found violations: {list:?}"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Target 1: row decoding.
+
+/// Runs every row decoder of the file format on `data` (and on the row types' accessors when a
+/// decode succeeds). Each must return a value or a `Corruption`, never panic; a decoded row
+/// must survive an encode/decode round trip. Returns how many decoders accepted the bytes.
+pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
+    fn round_trip<T>(what: &str, row: &T) -> Result<(), String>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let again: T = schema::decode(what, &schema::encode(row))
+            .map_err(|c| format!("{what}: re-decoding an encoded row failed: {}", c.detail))?;
+        if &again == row {
+            Ok(())
+        } else {
+            Err(format!("{what}: round trip changed {row:?} into {again:?}"))
+        }
+    }
+    let mut accepted = 0;
+    if let Ok(row) = schema::decode::<DocRow>("document row", data) {
+        accepted += 1;
+        let _ = row.version();
+        let _ = row.stored();
+        round_trip("document row", &row)?;
+    }
+    if let Ok(row) = schema::decode::<ChunkRow>("chunk row", data) {
+        accepted += 1;
+        round_trip("chunk row", &row)?;
+    }
+    if let Ok(row) = schema::decode::<ChangelogRow>("changelog row", data) {
+        accepted += 1;
+        round_trip("changelog row", &row)?;
+    }
+    if let Ok(row) = schema::decode::<SkipRow>("skip log row", data) {
+        accepted += 1;
+        let _ = row.reason();
+        let _ = row.versions();
+        round_trip("skip log row", &row)?;
+    }
+    if let Ok(row) = schema::decode::<ListingRow>("listing row", data) {
+        accepted += 1;
+        round_trip("listing row", &row)?;
+    }
+    let _ = VectorRow::decode_owner(data);
+    let _ = VectorRow::vector_bytes(data);
+    if let Ok(row) = VectorRow::decode(data) {
+        accepted += 1;
+        let bytes = VectorRow::encode(row.owner_doc, row.position, &row.vector);
+        if bytes != data {
+            return Err("vector row: re-encoding changed the bytes".to_string());
+        }
+    }
+    Ok(accepted)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Target 2: opening a mutated file.
+
+/// The options every harness store uses.
+pub fn harness_options() -> Options {
+    Options::default().dimension(4)
+}
+
+/// A small document for harness workloads: `chunks` chunks whose text depends on `variant`.
+pub fn harness_doc(source: &str, id: &str, version: u64, chunks: usize, variant: u64) -> Document {
+    let mut doc = Document::new(source, id, Version::number(version));
+    for position in 0..chunks {
+        let x = (variant % 7) as f32 + position as f32;
+        doc = doc.with_chunk(Chunk::new(
+            format!("{source}/{id} text {variant} part {position}"),
+            vec![1.0 + x, 0.5, -0.25 * x, 2.0],
+        ));
+    }
+    if variant % 3 == 1 {
+        doc = doc.with_meta(serde_json::json!({ "variant": variant }));
+    }
+    doc
+}
+
+/// The base images `open_mutated_file` mutates: 0, a cleanly closed store with a few
+/// documents, a tombstone and a listing; 1, the same store after a power loss in the middle
+/// of a commit that kept a random part of its writes (a file that needs redb's repair).
+pub fn base_image(which: u8) -> Result<Vec<u8>, String> {
+    static IMAGES: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
+    let images = IMAGES.get_or_init(|| {
+        let disk = Disk::new();
+        let store = Store::open_with_backend(disk.backend(), harness_options())
+            .map_err(|e| format!("creating the base store: {e}"))?;
+        let write = |op: Op| -> Result<(), String> {
+            store
+                .write_batch(vec![op])
+                .map_err(|e| format!("base workload: {e}"))?
+                .into_iter()
+                .try_for_each(|r| r.map(|_| ()).map_err(|e| format!("base workload: {e}")))
+        };
+        write(Op::Upsert(harness_doc("wiki", "a", 1, 3, 1)))?;
+        write(Op::Upsert(harness_doc("wiki", "b", 2, 2, 2)))?;
+        write(Op::Upsert(harness_doc("docs", "c", 1, 1, 3)))?;
+        write(Op::Delete {
+            source: "wiki".into(),
+            id: "b".into(),
+            version: Version::number(3),
+        })?;
+        write(Op::Retain {
+            source: "docs".into(),
+            present: vec!["c".into()],
+            version: Version::number(2),
+        })?;
+        drop(store);
+        let clean = disk.image();
+        // The same store, then a commit cut short by a power loss before its sync: the
+        // durable image plus some of the commit's writes.
+        let crash_disk = Disk::from_image(clean.clone());
+        let store = Store::open_with_backend(crash_disk.backend(), harness_options())
+            .map_err(|e| format!("reopening the base store: {e}"))?;
+        crash_disk.start_trace();
+        let before = crash_disk.io_ops();
+        store
+            .upsert(harness_doc("wiki", "a", 4, 2, 4))
+            .map_err(|e| format!("base workload: {e}"))?;
+        let commit = crash_disk.io_ops() - before;
+        drop(store);
+        let crash_disk = Disk::from_image(clean.clone());
+        let store = Store::open_with_backend(crash_disk.backend(), harness_options())
+            .map_err(|e| format!("reopening the base store: {e}"))?;
+        // Everything up to the commit's final sync lands in the page cache; the sync fails.
+        crash_disk.fail_after(commit.saturating_sub(1), FaultMode::Forever);
+        let _ = store.upsert(harness_doc("wiki", "a", 4, 2, 4));
+        let crashed = crash_disk.power_loss_image(7);
+        drop(store);
+        Ok([clean, crashed])
+    });
+    match images {
+        Ok(images) => Ok(images[usize::from(which % 2)].clone()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// What opening a file image did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// The open error's message, when opening failed.
+    pub open_error: Option<String>,
+    /// `verify` violations found (when it ran).
+    pub violations: usize,
+    /// `verify`'s own error, if it returned one.
+    pub verify_error: Option<String>,
+    /// Documents read back without error.
+    pub documents_read: usize,
+    /// Read errors met (typed).
+    pub read_errors: usize,
+    /// Whether a write after opening succeeded.
+    pub write_ok: bool,
+}
+
+/// Opens `image` as a store on a simulated disk and uses it: verify, read every document,
+/// stats, one write, verify again. Every failure must be a typed error; a panic is a bug.
+pub fn open_image(image: Vec<u8>, options: Options) -> OpenReport {
+    let mut report = OpenReport::default();
+    let store = match Store::open_with_backend(Disk::from_image(image).backend(), options) {
+        Ok(store) => store,
+        Err(e) => {
+            report.open_error = Some(e.to_string());
+            return report;
+        }
+    };
+    exercise(&store, &mut report);
+    report
+}
+
+/// What `open_image` does with a store that opened.
+pub fn exercise(store: &Store, report: &mut OpenReport) {
+    match store.verify() {
+        Ok(v) => report.violations = v.violations.len(),
+        Err(e) => report.verify_error = Some(e.to_string()),
+    }
+    match store.snapshot() {
+        Ok(snapshot) => match snapshot.documents(true) {
+            Ok(documents) => {
+                for doc in documents {
+                    match doc {
+                        Ok(_) => report.documents_read += 1,
+                        Err(_) => report.read_errors += 1,
+                    }
+                }
+            }
+            Err(_) => report.read_errors += 1,
+        },
+        Err(_) => report.read_errors += 1,
+    }
+    if store.stats().is_err() {
+        report.read_errors += 1;
+    }
+    for (source, id) in [("wiki", "a"), ("wiki", "b"), ("docs", "c")] {
+        if store.get(source, id).is_err() {
+            report.read_errors += 1;
+        }
+    }
+    report.write_ok = store.upsert(harness_doc("wiki", "a", 100, 2, 5)).is_ok();
+    if report.write_ok {
+        let _ = store.verify();
+    }
+    let _ = store.ticket();
+}
+
+/// Fuzz target `open_mutated_file`. The first byte chooses the file: `0` takes the rest of the
+/// input as the whole file; otherwise a base image (see [`base_image`]) mutated by 5-byte
+/// records `offset (u32 LE, modulo the length) | xor`, where an xor of 0 truncates the file
+/// at the offset. Opening must give a typed error or a store that can be read, verified and
+/// written without a panic.
+pub fn open_mutated_file(data: &[u8]) -> Result<OpenReport, String> {
+    let Some((&tag, rest)) = data.split_first() else {
+        return Ok(open_image(Vec::new(), harness_options()));
+    };
+    let image = if tag == 0 {
+        rest.to_vec()
+    } else {
+        mutate(base_image(tag - 1)?, rest)
+    };
+    Ok(open_image(image, harness_options()))
+}
+
+/// Applies `open_mutated_file`'s mutation records to `image`.
+pub fn mutate(mut image: Vec<u8>, records: &[u8]) -> Vec<u8> {
+    for record in records.chunks_exact(5).take(64) {
+        if image.is_empty() {
+            break;
+        }
+        let offset =
+            u32::from_le_bytes([record[0], record[1], record[2], record[3]]) as usize % image.len();
+        match record[4] {
+            0 => image.truncate(offset),
+            xor => image[offset] ^= xor,
+        }
+    }
+    image
+}
+
+// ---------------------------------------------------------------------------------------------
+// Target 3: operation sequences against the model, with crashes and faults.
+
+/// What an `ops_vs_model` run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpsReport {
+    /// Operations acknowledged.
+    pub acknowledged: usize,
+    /// Reopens (clean or after a power loss).
+    pub reopens: usize,
+    /// Injected faults that failed an operation.
+    pub faults: usize,
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.data.split_first()?;
+        self.data = rest;
+        Some(b)
+    }
+    fn byte_or_zero(&mut self) -> u8 {
+        self.byte().unwrap_or(0)
+    }
+}
+
+const SOURCES: [&str; 2] = ["wiki", "docs"];
+const IDS: [&str; 4] = ["a", "b", "c", "d"];
+
+/// Decodes one plain operation (upsert, delete or retain) from `tag` and the bytes after it.
+fn decode_op(tag: u8, reader: &mut Reader<'_>) -> Op {
+    let b = reader.byte_or_zero();
+    let source = SOURCES[usize::from(b & 1)];
+    let id = IDS[usize::from((b >> 1) & 3)];
+    let version = u64::from(reader.byte_or_zero() % 8);
+    match tag % 5 {
+        0..=2 => {
+            let variant = reader.byte_or_zero();
+            Op::Upsert(harness_doc(
+                source,
+                id,
+                version,
+                usize::from(variant % 4),
+                u64::from(variant >> 2) % 5,
+            ))
+        }
+        3 => Op::Delete {
+            source: source.to_string(),
+            id: id.to_string(),
+            version: Version::number(version),
+        },
+        _ => Op::Retain {
+            source: source.to_string(),
+            present: IDS
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| (b >> (3 + i)) & 1 == 1)
+                .map(|(_, id)| id.to_string())
+                .collect(),
+            version: Version::number(version),
+        },
+    }
+}
+
+struct Run {
+    disk: Disk,
+    store: Option<Store>,
+    model: Model,
+    /// Operations answered with a storage error since the last reopen, in order: each may
+    /// or may not be on disk (a commit whose sync failed may still have reached the file).
+    uncertain: Vec<Op>,
+    poisoned: bool,
+    report: OpsReport,
+}
+
+impl Run {
+    fn store(&self) -> Result<&Store, String> {
+        self.store
+            .as_ref()
+            .ok_or_else(|| "no open store".to_string())
+    }
+
+    /// Checks one answer against the model.
+    fn answer(&mut self, op: Op, result: Result<OpOutcome, WriteError>) -> Result<(), String> {
+        match result {
+            Ok(outcome) => {
+                if self.poisoned {
+                    return Err(format!(
+                        "{op:?} was acknowledged after a storage failure poisoned the store"
+                    ));
+                }
+                let expected = self.model.apply(&op)?;
+                let got = ModelOutcome::of(&outcome);
+                if expected != got {
+                    return Err(format!(
+                        "{op:?}: the store answered {got:?}, the model {expected:?}"
+                    ));
+                }
+                self.report.acknowledged += 1;
+                Ok(())
+            }
+            Err(WriteError::Poisoned { .. }) if self.poisoned => Ok(()),
+            Err(e @ (WriteError::Storage(_) | WriteError::BatchFailed { .. })) => {
+                if self.disk.faults_hit() == 0 {
+                    return Err(format!("{op:?} failed without an injected fault: {e}"));
+                }
+                if !self.poisoned {
+                    self.report.faults += 1;
+                }
+                self.poisoned = true;
+                self.uncertain.push(op);
+                Ok(())
+            }
+            Err(e) => Err(format!("{op:?} failed with an unexpected error: {e}")),
+        }
+    }
+
+    /// Closes the store (or, for a power loss, abandons it) and reopens what the disk kept;
+    /// the state must be the model's, possibly plus a prefix of the uncertain operations.
+    fn reopen(&mut self, power_loss: Option<u64>) -> Result<(), String> {
+        let image = match (self.store.take(), power_loss) {
+            (Some(store), Some(seed)) => {
+                let image = self.disk.power_loss_image(seed);
+                // Nothing more reaches this disk: the process is gone.
+                drop(store);
+                image
+            }
+            (store, _) => {
+                drop(store);
+                self.disk.image()
+            }
+        };
+        self.disk = Disk::from_image(image);
+        let store = Store::open_with_backend(self.disk.backend(), harness_options())
+            .map_err(|e| format!("reopening after a crash failed: {e}"))?;
+        verify_clean(&store)?;
+        let rows = store_rows(&store)?;
+        let mut candidate = self.model.clone();
+        let mut matched = rows == candidate.rows;
+        for op in std::mem::take(&mut self.uncertain) {
+            if matched {
+                break;
+            }
+            candidate.apply(&op)?;
+            if rows == candidate.rows {
+                matched = true;
+                self.model = candidate.clone();
+            }
+        }
+        if !matched {
+            return Err(format!(
+                "after reopening, the store holds {rows:?}; the model holds {:?}",
+                self.model.rows
+            ));
+        }
+        // The listings are not readable through the API; the model keeps what it has.
+        self.poisoned = false;
+        self.report.reopens += 1;
+        self.store = Some(store);
+        Ok(())
+    }
+}
+
+/// Fuzz target `ops_vs_model`: the input is a program of operations on a small key space
+/// (2 sources, 4 ids, versions 0..8, a few contents), single or batched through
+/// `write_batch` or the concurrent `Writer`, with clean reopens, power losses and injected
+/// I/O faults between them. Every answer must match the reference [`Model`]; after every
+/// reopen `verify()` is clean and the rows are the model's (plus, after a fault, possibly the
+/// failed operations, never a part of one).
+pub fn ops_vs_model(data: &[u8]) -> Result<OpsReport, String> {
+    let disk = Disk::new();
+    let store = Store::open_with_backend(disk.backend(), harness_options())
+        .map_err(|e| format!("creating the store: {e}"))?;
+    let mut run = Run {
+        disk,
+        store: Some(store),
+        model: Model::new(),
+        uncertain: Vec::new(),
+        poisoned: false,
+        report: OpsReport::default(),
+    };
+    let mut reader = Reader { data };
+    let mut steps = 0;
+    while let Some(tag) = reader.byte() {
+        steps += 1;
+        if steps > 48 {
+            break;
+        }
+        match tag % 11 {
+            0..=4 => {
+                let op = decode_op(tag % 11, &mut reader);
+                let store = run.store()?.clone();
+                let result = match &op {
+                    Op::Upsert(doc) => store.upsert(doc.clone()).map(OpOutcome::Document),
+                    Op::Delete {
+                        source,
+                        id,
+                        version,
+                    } => store.delete(source, id, *version).map(OpOutcome::Document),
+                    Op::Retain {
+                        source,
+                        present,
+                        version,
+                    } => store
+                        .retain(source, present.clone(), *version)
+                        .map(OpOutcome::Retain),
+                };
+                run.answer(op, result)?;
+            }
+            5 | 6 => {
+                let count = 1 + usize::from(reader.byte_or_zero() % 4);
+                let ops: Vec<Op> = (0..count)
+                    .map(|_| {
+                        let tag = reader.byte_or_zero();
+                        decode_op(tag, &mut reader)
+                    })
+                    .collect();
+                let store = run.store()?.clone();
+                if tag % 11 == 5 {
+                    match store.write_batch(ops.clone()) {
+                        Ok(results) => {
+                            for (op, result) in ops.into_iter().zip(results) {
+                                run.answer(op, result)?;
+                            }
+                        }
+                        Err(e) => {
+                            for op in ops {
+                                let e = match &e {
+                                    WriteError::Poisoned { cause } => WriteError::Poisoned {
+                                        cause: cause.clone(),
+                                    },
+                                    other => WriteError::BatchFailed {
+                                        cause: other.to_string(),
+                                    },
+                                };
+                                run.answer(op, Err(e))?;
+                            }
+                        }
+                    }
+                } else {
+                    let writer = store.writer_with(WriterOptions::for_store(&store));
+                    let pending: Vec<_> = ops
+                        .into_iter()
+                        .map(|op| (op.clone(), writer.submit(op)))
+                        .collect();
+                    for (op, submitted) in pending {
+                        let result = submitted.and_then(|p| p.wait());
+                        let result = match result {
+                            // After a poisoning, the writer says so as a failed batch.
+                            Err(WriteError::BatchFailed { cause })
+                                if run.poisoned && cause.contains("refuses writes") =>
+                            {
+                                Err(WriteError::Poisoned { cause })
+                            }
+                            other => other,
+                        };
+                        run.answer(op, result)?;
+                    }
+                    writer.shutdown();
+                }
+            }
+            7 => run.reopen(None)?,
+            8 => {
+                let seed = u64::from(reader.byte_or_zero());
+                run.reopen(Some(seed))?;
+            }
+            _ => {
+                let b = reader.byte_or_zero();
+                let mode = if b & 0x80 != 0 {
+                    FaultMode::Forever
+                } else {
+                    FaultMode::Once
+                };
+                run.disk.fail_after(u64::from(b % 24), mode);
+            }
+        }
+        if !run.poisoned {
+            verify_clean(run.store()?)?;
+        }
+    }
+    run.reopen(None)?;
+    Ok(run.report)
+}

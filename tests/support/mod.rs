@@ -1,0 +1,100 @@
+//! Shared code of the crash, fault, corruption and hostile-input tests: running code under
+//! `catch_unwind` while remembering where a panic came from, and reading the seeds and counts
+//! the environment may set.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+/// A caught panic: its message and where it was raised.
+#[derive(Clone, Debug)]
+pub struct Panic {
+    pub message: String,
+    pub location: String,
+}
+
+impl Panic {
+    /// Whether it was raised inside redb (rather than in ratchetdb or the test).
+    pub fn in_redb(&self) -> bool {
+        self.location.contains("/redb-")
+    }
+}
+
+impl std::fmt::Display for Panic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "panicked at {}: {}", self.location, self.message)
+    }
+}
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<Panic>> = const { RefCell::new(None) };
+    static QUIET: RefCell<bool> = const { RefCell::new(false) };
+}
+
+static HOOK: Once = Once::new();
+
+fn install_hook() {
+    HOOK.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let message = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "(non-string payload)".to_string()
+            };
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(Panic { message, location }));
+            if !QUIET.with(|q| *q.borrow()) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic into `Err` with its message and location (printed only when the
+/// caller does not handle it).
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panic> {
+    install_hook();
+    QUIET.with(|q| *q.borrow_mut() = true);
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| *q.borrow_mut() = false);
+    result.map_err(|_| {
+        LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or(Panic {
+            message: "(unknown)".into(),
+            location: "(unknown)".into(),
+        })
+    })
+}
+
+/// Runs `f` and fails the test, naming `what`, if it panics.
+pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    match catch(f) {
+        Ok(value) => value,
+        Err(p) => panic!("{what}: {p}"),
+    }
+}
+
+/// A number from the environment, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A seed from the environment, or one from the clock (printed so a failure can be replayed).
+pub fn seed(name: &str) -> u64 {
+    match std::env::var(name).ok().and_then(|v| v.parse().ok()) {
+        Some(seed) => seed,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+    }
+}
