@@ -1,0 +1,72 @@
+//! Workload generators shared by the benches: RAG-shaped documents (chunks of about 1 KB of
+//! text and a 384-d f32 vector each), deterministic so that every run measures the same work.
+
+#![allow(dead_code)]
+
+use ratchetdb::{Chunk, Document, Version};
+
+pub const DIMENSION: usize = 384;
+pub const CHUNKS_PER_DOC: usize = 8;
+
+const WORDS: &[&str] = &[
+    "index",
+    "ratchet",
+    "version",
+    "chunk",
+    "vector",
+    "retrieval",
+    "document",
+    "source",
+    "pipeline",
+    "commit",
+    "durable",
+    "replay",
+    "backfill",
+    "tombstone",
+    "generation",
+    "guard",
+    "embedding",
+    "query",
+    "snapshot",
+    "writer",
+    "reader",
+    "stale",
+    "fresh",
+    "order",
+];
+
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// About 1 KB of words.
+pub fn text(seed: u64) -> String {
+    let mut state = seed;
+    let mut out = String::with_capacity(1100);
+    while out.len() < 1000 {
+        out.push_str(WORDS[(splitmix(&mut state) % WORDS.len() as u64) as usize]);
+        out.push(' ');
+    }
+    out
+}
+
+pub fn vector(seed: u64) -> Vec<f32> {
+    let mut state = seed ^ 0xABCD;
+    (0..DIMENSION)
+        .map(|_| (splitmix(&mut state) % 2000) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
+/// Revision `version` of document `doc`: 8 chunks whose text and vectors depend on both.
+pub fn document(doc: u64, version: u64) -> Document {
+    let mut d = Document::new("bench", format!("doc-{doc}"), Version::number(version));
+    for c in 0..CHUNKS_PER_DOC as u64 {
+        let seed = doc.wrapping_mul(1_000_003) ^ version.wrapping_mul(7919) ^ c;
+        d = d.with_chunk(Chunk::new(text(seed), vector(seed)));
+    }
+    d
+}

@@ -1,0 +1,255 @@
+//! Many writers, one fsync: durable ingestion throughput.
+//!
+//! Documents of 8 chunks (about 1 KB of text and a 384-d f32 vector each), all durable
+//! (ratchetdb `Durability::Immediate`; SQLite WAL with `synchronous=FULL`), measured side by
+//! side in one run:
+//!
+//! - `ratchet_one_commit_per_doc`: `Store::upsert`, one transaction and fsync per document.
+//! - `ratchet_writer_8_producers`: 8 threads through one `Writer` (group commit), each keeping
+//!   up to 64 operations in flight, as a consumer that acknowledges on outcome does.
+//! - `ratchet_write_batch_256` / `sqlite_batch_256`: 256 documents per transaction from one
+//!   thread; SQLite does the conditional upsert of the document row
+//!   (`INSERT … ON CONFLICT DO UPDATE … WHERE excluded.version > version RETURNING`), the
+//!   chunk replace and the surplus delete in one transaction, vectors as BLOBs.
+//! - `ratchet_write_batch_256_stale`: the same batch where every revision is older than the
+//!   stored one, for the cost of a refused write relative to an accepted one.
+
+mod common;
+
+use common::{document, CHUNKS_PER_DOC};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ratchetdb::{Document, Op, Options, Store, WriterOptions};
+use rusqlite::{params, Connection};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
+
+/// `n` documents never written before.
+fn fresh(n: u64) -> Vec<Document> {
+    let start = NEXT_DOC.fetch_add(n, Ordering::Relaxed);
+    (start..start + n).map(|d| document(d, 1)).collect()
+}
+
+fn sqlite_open(path: &std::path::Path) -> Connection {
+    let conn = Connection::open(path).expect("sqlite open");
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=FULL;
+         CREATE TABLE IF NOT EXISTS documents (
+             source TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL,
+             generation INTEGER NOT NULL, chunk_count INTEGER NOT NULL, content_hash BLOB NOT NULL,
+             PRIMARY KEY (source, id));
+         CREATE TABLE IF NOT EXISTS chunks (
+             source TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL,
+             generation INTEGER NOT NULL, text TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL,
+             PRIMARY KEY (source, id, position));
+         CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+         INSERT OR IGNORE INTO sequences VALUES ('generation', 0);",
+    )
+    .expect("sqlite schema");
+    conn
+}
+
+/// The same guarded write in SQLite: conditional upsert, chunk replace, surplus delete.
+fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
+    let tx = conn.transaction().expect("begin");
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO documents (source, id, version, generation, chunk_count, content_hash)
+                 VALUES (?1, ?2, ?3, (UPDATE_GEN), ?4, ?5)
+                 ON CONFLICT (source, id) DO UPDATE SET
+                     version = excluded.version, generation = excluded.generation,
+                     chunk_count = excluded.chunk_count, content_hash = excluded.content_hash
+                 WHERE excluded.version > documents.version
+                 RETURNING generation"
+                    .replace(
+                        "(UPDATE_GEN)",
+                        "(SELECT value + 1 FROM sequences WHERE name = 'generation')",
+                    )
+                    .as_str(),
+            )
+            .expect("prepare upsert");
+        let mut bump = tx
+            .prepare_cached("UPDATE sequences SET value = value + 1 WHERE name = 'generation'")
+            .expect("prepare bump");
+        let mut chunk = tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO chunks (source, id, position, generation, text, meta, vector)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .expect("prepare chunk");
+        let mut surplus = tx
+            .prepare_cached("DELETE FROM chunks WHERE source = ?1 AND id = ?2 AND position >= ?3")
+            .expect("prepare surplus");
+        for doc in docs {
+            let mut hasher = blake3::Hasher::new();
+            for c in &doc.chunks {
+                hasher.update(c.text.as_bytes());
+            }
+            let hash = hasher.finalize();
+            let generation: Option<i64> = upsert
+                .query_row(
+                    params![
+                        doc.source,
+                        doc.id,
+                        doc.version.value as i64,
+                        doc.chunks.len() as i64,
+                        hash.as_bytes().as_slice()
+                    ],
+                    |row| row.get(0),
+                )
+                .ok();
+            let Some(generation) = generation else {
+                continue;
+            };
+            bump.execute([]).expect("bump");
+            for (position, c) in doc.chunks.iter().enumerate() {
+                let vector = c.vector.as_deref().unwrap_or(&[]);
+                let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+                chunk
+                    .execute(params![
+                        doc.source,
+                        doc.id,
+                        position as i64,
+                        generation,
+                        c.text,
+                        "null",
+                        bytes
+                    ])
+                    .expect("chunk");
+            }
+            surplus
+                .execute(params![doc.source, doc.id, doc.chunks.len() as i64])
+                .expect("surplus");
+        }
+    }
+    tx.commit().expect("commit");
+}
+
+fn group_commit(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("bench.redb"), Options::default()).expect("open");
+    let mut sqlite = sqlite_open(&dir.path().join("bench.sqlite"));
+    println!("chunks per document: {CHUNKS_PER_DOC}");
+
+    let mut group = c.benchmark_group("durable_ingest");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.warm_up_time(Duration::from_secs(2));
+
+    group.throughput(Throughput::Elements(32));
+    group.bench_function("ratchet_one_commit_per_doc", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let docs = fresh(32);
+                let start = Instant::now();
+                for doc in docs {
+                    store.upsert(doc).expect("upsert");
+                }
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+
+    const PER_RUN: u64 = 2048;
+    group.throughput(Throughput::Elements(PER_RUN));
+    let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(1024));
+    group.bench_function("ratchet_writer_8_producers", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let shares: Vec<Vec<Document>> = (0..8).map(|_| fresh(PER_RUN / 8)).collect();
+                let start = Instant::now();
+                std::thread::scope(|scope| {
+                    for share in shares {
+                        let writer = writer.clone();
+                        scope.spawn(move || {
+                            let mut in_flight = std::collections::VecDeque::new();
+                            for doc in share {
+                                if in_flight.len() >= 64 {
+                                    let pending: ratchetdb::Pending =
+                                        in_flight.pop_front().expect("pending");
+                                    pending.wait().expect("outcome");
+                                }
+                                in_flight
+                                    .push_back(writer.submit(Op::Upsert(doc)).expect("submit"));
+                            }
+                            for pending in in_flight {
+                                pending.wait().expect("outcome");
+                            }
+                        });
+                    }
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    let stats = writer.stats();
+    println!(
+        "writer: {} ops in {} transactions, {:.1} ops per transaction, largest {}",
+        stats.ops,
+        stats.batches,
+        stats.ops as f64 / stats.batches.max(1) as f64,
+        stats.max_batch_ops
+    );
+    writer.shutdown();
+
+    const BATCH: u64 = 256;
+    group.throughput(Throughput::Elements(BATCH));
+    group.bench_function("ratchet_write_batch_256", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let ops: Vec<Op> = fresh(BATCH).into_iter().map(Op::Upsert).collect();
+                let start = Instant::now();
+                store.write_batch(ops).expect("batch");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.bench_function("sqlite_batch_256", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let docs = fresh(BATCH);
+                let start = Instant::now();
+                sqlite_write(&mut sqlite, &docs);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+
+    // Stale: the stored revisions are newer than every one in the batch.
+    let stale_ids: Vec<u64> = (0..BATCH).map(|i| 50_000_000 + i).collect();
+    let newer: Vec<Op> = stale_ids
+        .iter()
+        .map(|&d| Op::Upsert(document(d, 1_000_000)))
+        .collect();
+    store.write_batch(newer).expect("newer");
+    group.bench_function("ratchet_write_batch_256_stale", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let ops: Vec<Op> = stale_ids
+                    .iter()
+                    .map(|&d| Op::Upsert(document(d, 1 + i % 1000)))
+                    .collect();
+                let start = Instant::now();
+                store.write_batch(ops).expect("batch");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, group_commit);
+criterion_main!(benches);
