@@ -159,7 +159,10 @@ mod tests {
         for n in 0..70 {
             let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
-            assert!((dot(&a, &b) as f64 - naive_dot(&a, &b)).abs() < 1e-4, "n={n}");
+            assert!(
+                (dot(&a, &b) as f64 - naive_dot(&a, &b)).abs() < 1e-4,
+                "n={n}"
+            );
             assert!((l2_squared(&a, &b) as f64 - naive_l2(&a, &b)).abs() < 1e-4);
             // The dispatched and the baseline bodies agree to the bit.
             assert_eq!(dot(&a, &b).to_bits(), dot_body(&a, &b).to_bits());

@@ -158,7 +158,11 @@ impl ExactStore {
             Some(&slot) => {
                 let range = slot * self.dim..(slot + 1) * self.dim;
                 let row = &mut self.data[range];
-                if row.iter().zip(vector).all(|(a, b)| a.to_bits() == b.to_bits()) {
+                if row
+                    .iter()
+                    .zip(vector)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                {
                     InsertOutcome::Unchanged
                 } else {
                     row.copy_from_slice(vector);
@@ -264,6 +268,25 @@ impl ExactStore {
             });
         }
         top
+    }
+
+    /// Checks the storage invariants (see the module doc).
+    pub(crate) fn verify(&self) -> Result<(), String> {
+        if self.ids.len() * self.dim != self.data.len() || self.slots.len() != self.ids.len() {
+            return Err(format!(
+                "{} ids, {} slots, {} floats for dimension {}",
+                self.ids.len(),
+                self.slots.len(),
+                self.data.len(),
+                self.dim
+            ));
+        }
+        for (slot, id) in self.ids.iter().enumerate() {
+            if self.slots.get(id) != Some(&slot) {
+                return Err(format!("id {id} at row {slot} is not mapped to it"));
+            }
+        }
+        Ok(())
     }
 
     /// Internal distances from `query` to each live id of `ids` (others are skipped).

@@ -31,8 +31,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use serde::{Deserialize, Serialize};
 
-pub(crate) use exact::{IdFilter, InsertOutcome};
 use exact::{Candidate, ExactStore};
+pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
 
 /// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
@@ -275,7 +275,10 @@ impl VectorIndex {
     /// vector changes nothing (so replaying a change log is harmless).
     pub(crate) fn insert(&self, id: u64, vector: &[f32]) -> Result<InsertOutcome, IndexError> {
         let outcomes = self.insert_many(&[(id, vector)])?;
-        Ok(outcomes.first().copied().unwrap_or(InsertOutcome::Unchanged))
+        Ok(outcomes
+            .first()
+            .copied()
+            .unwrap_or(InsertOutcome::Unchanged))
     }
 
     /// Inserts a batch (one lock round trip; large batches go into the graph in
@@ -388,11 +391,7 @@ impl VectorIndex {
             SearchMode::Exact => None,
             SearchMode::Ann { ef } => self.graph.read().clone().map(|g| (g, ef)),
             SearchMode::Auto if exact.len() < EXACT_THRESHOLD => None,
-            SearchMode::Auto => self
-                .graph
-                .read()
-                .clone()
-                .map(|g| (g, DEFAULT_EF_SEARCH)),
+            SearchMode::Auto => self.graph.read().clone().map(|g| (g, DEFAULT_EF_SEARCH)),
         };
         let candidates: Vec<Candidate> = match graph_and_ef {
             Some((graph, ef)) => graph.search(&exact, query, k, ef, filter),
@@ -402,6 +401,18 @@ impl VectorIndex {
             .into_iter()
             .map(|c| (c.id, self.metric.score(c.distance)))
             .collect())
+    }
+
+    /// Checks the index's invariants (exact store layout; graph membership agrees with
+    /// the live set: every live id is reachable by a search, no other id is). For the
+    /// store's `verify()` and the tests; costs a pass over all ids.
+    pub(crate) fn verify(&self) -> Result<(), String> {
+        let exact = self.exact.read();
+        exact.verify()?;
+        match self.graph.read().as_ref() {
+            Some(graph) => graph.verify(&exact),
+            None => Ok(()),
+        }
     }
 
     /// Whether a graph is ready (searches in ANN mode use it).
@@ -474,12 +485,8 @@ impl VectorIndex {
     /// [`Self::build_graph`]).
     pub(crate) fn load_snapshot<B: AsRef<[u8]>>(&self, blobs: &[B]) -> Result<(), IndexError> {
         let _build = self.build.lock();
-        let loaded = snapshot::from_blobs(
-            blobs,
-            self.metric,
-            self.dim,
-            self.scratch_dir.as_deref(),
-        )?;
+        let loaded =
+            snapshot::from_blobs(blobs, self.metric, self.dim, self.scratch_dir.as_deref())?;
         let journal = self.start_journal();
         let (graph, missing) = {
             let exact = self.exact.read();
@@ -522,7 +529,11 @@ impl VectorIndex {
 
     /// Replays journalled changes onto `graph` until few are left, then replays the rest
     /// and swaps the graph in under the mutation lock.
-    fn catch_up_and_install(&self, graph: Graph, journal: JournalGuard<'_>) -> Result<(), IndexError> {
+    fn catch_up_and_install(
+        &self,
+        graph: Graph,
+        journal: JournalGuard<'_>,
+    ) -> Result<(), IndexError> {
         for _ in 0..CATCH_UP_ROUNDS {
             let changed = self
                 .journal

@@ -262,7 +262,9 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     if header[0..8] != MAGIC {
         return Err(corrupted("bad magic"));
     }
-    let le_u32 = |at: usize| u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let le_u32 = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
     let le_u64 = |at: usize| {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(&header[at..at + 8]);
@@ -300,7 +302,9 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         )));
     }
     if header[12] as usize != USIZE || header[13] != byte_order_tag() {
-        return Err(incompatible("written on a platform with another usize width or byte order"));
+        return Err(incompatible(
+            "written on a platform with another usize width or byte order",
+        ));
     }
     let saved_metric = Metric::from_tag(header[14])
         .ok_or_else(|| incompatible(format!("unknown metric tag {}", header[14])))?;
@@ -344,7 +348,10 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     }
 
     let dir = scratch_dir(scratch)?;
-    std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")), &graph_bytes)?;
+    std::fs::write(
+        dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")),
+        &graph_bytes,
+    )?;
     std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.data")), &data)?;
     drop(graph_bytes);
     let loader = HnswIo::new(dir.path(), DUMP_BASENAME);
@@ -560,7 +567,9 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
             }
             d.expect_u32(MAGIC_DATA, "vector magic")?;
             if d.u64()? != origin {
-                return Err(corrupted(format!("data and graph disagree at point {origin}")));
+                return Err(corrupted(format!(
+                    "data and graph disagree at point {origin}"
+                )));
             }
             if d.u64()? != vector_bytes as u64 {
                 return Err(corrupted(format!("vector {origin} has a wrong length")));
