@@ -403,10 +403,14 @@ impl VectorIndex {
             .collect())
     }
 
-    /// Checks the index's invariants (exact store layout; graph membership agrees with
-    /// the live set: every live id is reachable by a search, no other id is). For the
-    /// store's `verify()` and the tests; costs a pass over all ids.
+    /// Checks the index's invariants: the exact store's layout, and that the graph's
+    /// membership agrees with the live set (every live id is a live graph point or is
+    /// scored outside the graph; no other id can be returned). For the store's
+    /// `verify()` and the tests; costs a pass over all ids.
     pub(crate) fn verify(&self) -> Result<(), String> {
+        // Under the mutation lock: an insert briefly has ids live in the exact store
+        // before their graph points are marked live (searches may miss them meanwhile).
+        let _mutation = self.mutation.lock();
         let exact = self.exact.read();
         exact.verify()?;
         match self.graph.read().as_ref() {
