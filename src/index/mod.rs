@@ -1,1 +1,659 @@
-//! The derived ANN index (work in progress).
+//! The derived ANN index: exact scan always, an HNSW graph when one is built.
+//!
+//! Invariant: the index is derived state. It is never the source of truth; the store
+//! can always rebuild it from the `vectors` table (insert every live vector, then
+//! [`VectorIndex::build_graph`]).
+//!
+//! Layout:
+//! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
+//! - [`hnsw`]: an `hnsw_rs` graph over (a superset of) the live vectors; deletion by
+//!   filtering dead points at query time.
+//! - [`snapshot`]: a graph to/from checksummed byte blobs.
+//! - [`distance`]: the distance kernels both paths share.
+//!
+//! Invariant: a search returns only live ids, scored against their current vector. A
+//! graph point is marked live only while the exact store holds the same vector for its
+//! id; removals and replacements update that mark under the exact store's write lock,
+//! and a search holds its read lock throughout.
+//!
+//! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` ->
+//! a graph's membership -> `journal`.
+#![allow(dead_code)] // Driven by the store, which is not wired to it yet.
+
+mod distance;
+mod exact;
+mod hnsw;
+mod snapshot;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
+use serde::{Deserialize, Serialize};
+
+use exact::{Candidate, ExactStore};
+pub(crate) use exact::{IdFilter, InsertOutcome};
+use hnsw::Graph;
+
+/// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
+/// graph exists. PLACEHOLDER: to be chosen by measurement (the crossover where a scan
+/// at the target dimensions gets slower than an ANN search at the default `ef`).
+pub(crate) const EXACT_THRESHOLD: usize = 20_000;
+
+/// `ef` (search width) used by [`SearchMode::Auto`] when it searches the graph.
+pub(crate) const DEFAULT_EF_SEARCH: usize = 64;
+
+/// Ids per chunk copied out of the exact store while a graph is built (bounds the extra
+/// memory of a build and how long a build holds the exact store's read lock).
+const BUILD_CHUNK: usize = 8192;
+
+/// While a build catches up with concurrent changes, it stops letting writers run and
+/// finishes under the mutation lock once this few changes are left (or after
+/// [`CATCH_UP_ROUNDS`] rounds).
+const CATCH_UP_FINAL: usize = 256;
+const CATCH_UP_ROUNDS: usize = 8;
+
+/// Largest deviation of a cosine vector's squared norm from 1 that is accepted.
+const UNIT_NORM_TOLERANCE: f32 = 1e-3;
+
+/// How vectors are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Metric {
+    /// Cosine similarity. Vectors are L2-normalised by the store before they reach the
+    /// index (see [`normalize`]), so the distance is `1 - dot`. Search results report
+    /// the cosine **similarity**, in [-1, 1]: **higher is better**.
+    Cosine,
+    /// Euclidean distance. Search results report the L2 **distance**: **lower is better**.
+    L2,
+}
+
+impl Metric {
+    /// The user-facing score of an internal distance (see [`distance::distance`]):
+    /// cosine similarity for `Cosine`, Euclidean distance for `L2`.
+    pub(crate) fn score(self, distance: f32) -> f32 {
+        match self {
+            Metric::Cosine => 1.0 - distance,
+            Metric::L2 => distance.sqrt(),
+        }
+    }
+
+    /// Stable one-byte tag (snapshot header).
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            Metric::Cosine => 0,
+            Metric::L2 => 1,
+        }
+    }
+
+    /// The metric of a tag written by [`Metric::tag`].
+    pub(crate) fn from_tag(tag: u8) -> Option<Metric> {
+        match tag {
+            0 => Some(Metric::Cosine),
+            1 => Some(Metric::L2),
+            _ => None,
+        }
+    }
+}
+
+/// Errors of the vector index.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// An index needs at least one dimension.
+    #[error("vector dimension must be at least 1")]
+    ZeroDimension,
+    /// A vector or query of the wrong length.
+    #[error("vector has {got} dimensions, the index has {expected}")]
+    DimensionMismatch {
+        /// The index's dimension.
+        expected: usize,
+        /// The vector's length.
+        got: usize,
+    },
+    /// A NaN or infinite component.
+    #[error("vector component {position} is not finite")]
+    NonFinite {
+        /// Index of the first bad component.
+        position: usize,
+    },
+    /// A cosine-index vector that is not unit length (the store normalises first).
+    #[error("cosine vectors must be unit length, this one has squared norm {norm_squared}")]
+    NotNormalized {
+        /// The vector's squared L2 norm.
+        norm_squared: f32,
+    },
+    /// A vector id the graph cannot address (`usize` narrower than 64 bits).
+    #[error("vector id {id} does not fit in usize on this platform")]
+    IdOutOfRange {
+        /// The id.
+        id: u64,
+    },
+    /// A snapshot is damaged: torn, truncated, bit-flipped or malformed.
+    #[error("corrupted index snapshot: {detail}")]
+    Corrupted {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A snapshot is intact but cannot be used here (other format version, platform,
+    /// dimension, metric or distance).
+    #[error("incompatible index snapshot: {detail}")]
+    Incompatible {
+        /// What differs.
+        detail: String,
+    },
+    /// `hnsw_rs` failed (or panicked) while dumping or loading a graph.
+    #[error("hnsw graph: {detail}")]
+    Graph {
+        /// Its message.
+        detail: String,
+    },
+    /// A scratch file of a snapshot could not be written or read.
+    #[error("index snapshot scratch I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Scales `vector` to unit L2 norm in place. Returns `false`, leaving it unchanged, when
+/// the norm is zero or not finite. The norm is summed in f64 so that the result is as
+/// close to unit length as f32 rounding allows.
+pub(crate) fn normalize(vector: &mut [f32]) -> bool {
+    let norm = vector
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return false;
+    }
+    for x in vector.iter_mut() {
+        *x = (f64::from(*x) / norm) as f32;
+    }
+    true
+}
+
+/// How a search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SearchMode {
+    /// Exact below [`EXACT_THRESHOLD`] live vectors or when no graph is ready, else the
+    /// graph with [`DEFAULT_EF_SEARCH`].
+    #[default]
+    Auto,
+    /// Always the exact scan.
+    Exact,
+    /// The graph with search width `ef` (raised to `k` if smaller); exact when no
+    /// graph is ready.
+    Ann {
+        /// Candidate list width: higher is slower and more accurate.
+        ef: usize,
+    },
+}
+
+/// The vector index the store drives: exact store (ground truth) plus an optional HNSW
+/// graph, swapped atomically when a new one is built or loaded.
+///
+/// Every method takes `&self`; share it in an `Arc`. Mutations are serialised among
+/// themselves; searches run concurrently with them and with a graph build.
+pub(crate) struct VectorIndex {
+    dim: usize,
+    metric: Metric,
+    /// Where snapshot scratch files go (`None`: the system temp directory).
+    scratch_dir: Option<PathBuf>,
+    exact: RwLock<ExactStore>,
+    graph: RwLock<Option<Arc<Graph>>>,
+    /// Serialises insert/remove (and the last step of a build).
+    mutation: Mutex<()>,
+    /// Serialises graph builds and snapshot loads.
+    build: Mutex<()>,
+    /// While a build runs: ids changed since it started, to replay onto the new graph.
+    journal: Mutex<Option<Vec<u64>>>,
+}
+
+/// Stops journalling when a build ends, however it ends.
+struct JournalGuard<'a>(&'a Mutex<Option<Vec<u64>>>);
+
+impl Drop for JournalGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() = None;
+    }
+}
+
+impl VectorIndex {
+    /// An empty index of `dim`-dimensional vectors compared with `metric`.
+    pub(crate) fn new(dim: usize, metric: Metric) -> Result<Self, IndexError> {
+        if dim == 0 {
+            return Err(IndexError::ZeroDimension);
+        }
+        Ok(VectorIndex {
+            dim,
+            metric,
+            scratch_dir: None,
+            exact: RwLock::new(ExactStore::new(dim, metric)),
+            graph: RwLock::new(None),
+            mutation: Mutex::new(()),
+            build: Mutex::new(()),
+            journal: Mutex::new(None),
+        })
+    }
+
+    /// Puts snapshot scratch files under `dir` (e.g. beside the database file) instead
+    /// of the system temp directory.
+    pub(crate) fn set_scratch_dir(&mut self, dir: PathBuf) {
+        self.scratch_dir = Some(dir);
+    }
+
+    /// The vector dimension.
+    pub(crate) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The metric.
+    pub(crate) fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Checks a vector or query: length, finiteness, unit norm for cosine.
+    pub(crate) fn validate(&self, vector: &[f32]) -> Result<(), IndexError> {
+        if vector.len() != self.dim {
+            return Err(IndexError::DimensionMismatch {
+                expected: self.dim,
+                got: vector.len(),
+            });
+        }
+        if let Some(position) = vector.iter().position(|x| !x.is_finite()) {
+            return Err(IndexError::NonFinite { position });
+        }
+        if self.metric == Metric::Cosine {
+            let norm_squared = distance::dot(vector, vector);
+            if (norm_squared - 1.0).abs() > UNIT_NORM_TOLERANCE {
+                return Err(IndexError::NotNormalized { norm_squared });
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts `id` with `vector`, or replaces its vector. Re-inserting the identical
+    /// vector changes nothing (so replaying a change log is harmless).
+    pub(crate) fn insert(&self, id: u64, vector: &[f32]) -> Result<InsertOutcome, IndexError> {
+        let outcomes = self.insert_many(&[(id, vector)])?;
+        Ok(outcomes
+            .first()
+            .copied()
+            .unwrap_or(InsertOutcome::Unchanged))
+    }
+
+    /// Inserts a batch (one lock round trip; large batches go into the graph in
+    /// parallel). Every vector is validated first: on error nothing changes. A later
+    /// entry for the same id wins.
+    pub(crate) fn insert_batch(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
+        self.insert_many(items).map(|_| ())
+    }
+
+    fn insert_many(&self, items: &[(u64, &[f32])]) -> Result<Vec<InsertOutcome>, IndexError> {
+        for &(id, vector) in items {
+            self.validate(vector)?;
+            hnsw::data_id(id)?;
+        }
+        let _mutation = self.mutation.lock();
+        let mut exact = self.exact.write();
+        let outcomes: Vec<InsertOutcome> = items
+            .iter()
+            .map(|&(id, vector)| exact.insert(id, vector))
+            .collect();
+        let mut changed: Vec<u64> = items
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| **outcome != InsertOutcome::Unchanged)
+            .map(|((id, _), _)| *id)
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        if changed.is_empty() {
+            return Ok(outcomes);
+        }
+        if let Some(journal) = self.journal.lock().as_mut() {
+            journal.extend_from_slice(&changed);
+        }
+        let Some(graph) = self.graph.read().clone() else {
+            return Ok(outcomes);
+        };
+        // Ids with a point already (an outdated vector) are scored outside the graph;
+        // this must happen before the exact store's write lock is released.
+        let mut new_points = Vec::with_capacity(changed.len());
+        for id in changed {
+            if graph.has_point(id) {
+                graph.mark_outside(id);
+            } else {
+                new_points.push(id);
+            }
+        }
+        // Searches may run while the graph grows; other mutations may not.
+        let exact = RwLockWriteGuard::downgrade(exact);
+        let items: Vec<(u64, &[f32])> = new_points
+            .iter()
+            .filter_map(|&id| exact.get(id).map(|v| (id, v)))
+            .collect();
+        graph.insert_points(&items)?;
+        Ok(outcomes)
+    }
+
+    /// Removes `id`; returns whether it was live. Its graph point (if any) turns dead.
+    pub(crate) fn remove(&self, id: u64) -> bool {
+        let _mutation = self.mutation.lock();
+        let mut exact = self.exact.write();
+        if !exact.remove(id) {
+            return false;
+        }
+        if let Some(journal) = self.journal.lock().as_mut() {
+            journal.push(id);
+        }
+        if let Some(graph) = self.graph.read().as_ref() {
+            graph.mark_removed(id);
+        }
+        true
+    }
+
+    /// Number of live vectors.
+    pub(crate) fn len_live(&self) -> usize {
+        self.exact.read().len()
+    }
+
+    /// Whether `id` is live.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.exact.read().contains(id)
+    }
+
+    /// The live ids, sorted.
+    pub(crate) fn live_ids(&self) -> Vec<u64> {
+        let mut ids = self.exact.read().ids().to_vec();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The current vector of `id`, if live.
+    pub(crate) fn vector(&self, id: u64) -> Option<Vec<f32>> {
+        self.exact.read().get(id).map(<[f32]>::to_vec)
+    }
+
+    /// The `k` live vectors nearest to `query` that pass `filter`, best first, as
+    /// `(id, score)`: cosine similarity (higher is better) or L2 distance (lower is
+    /// better), see [`Metric`]. Ties are broken by id. Fewer than `k` hits only when
+    /// fewer live vectors pass the filter (or, for ANN, when the graph misses them).
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        mode: SearchMode,
+        filter: IdFilter<'_>,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.validate(query)?;
+        let exact = self.exact.read();
+        let graph_and_ef = match mode {
+            SearchMode::Exact => None,
+            SearchMode::Ann { ef } => self.graph.read().clone().map(|g| (g, ef)),
+            SearchMode::Auto if exact.len() < EXACT_THRESHOLD => None,
+            SearchMode::Auto => self.graph.read().clone().map(|g| (g, DEFAULT_EF_SEARCH)),
+        };
+        let candidates: Vec<Candidate> = match graph_and_ef {
+            Some((graph, ef)) => graph.search(&exact, query, k, ef, filter),
+            None => exact.search(query, k, filter),
+        };
+        Ok(candidates
+            .into_iter()
+            .map(|c| (c.id, self.metric.score(c.distance)))
+            .collect())
+    }
+
+    /// Checks the index's invariants: the exact store's layout, and that the graph's
+    /// membership agrees with the live set (every live id is a live graph point or is
+    /// scored outside the graph; no other id can be returned). For the store's
+    /// `verify()` and the tests; costs a pass over all ids.
+    pub(crate) fn verify(&self) -> Result<(), String> {
+        // Under the mutation lock: an insert briefly has ids live in the exact store
+        // before their graph points are marked live (searches may miss them meanwhile).
+        let _mutation = self.mutation.lock();
+        let exact = self.exact.read();
+        exact.verify()?;
+        match self.graph.read().as_ref() {
+            Some(graph) => graph.verify(&exact),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a graph is ready (searches in ANN mode use it).
+    pub(crate) fn graph_ready(&self) -> bool {
+        self.graph.read().is_some()
+    }
+
+    /// Fraction of the graph's points that are dead (removed or superseded); 0 without
+    /// a graph. Dead points cost memory and search time, never correctness.
+    pub(crate) fn dead_fraction(&self) -> f64 {
+        match self.graph.read().as_ref() {
+            Some(graph) => {
+                let points = graph.point_count();
+                if points == 0 {
+                    0.0
+                } else {
+                    graph.dead_count() as f64 / points as f64
+                }
+            }
+            None => 0.0,
+        }
+    }
+
+    /// Whether [`Self::build_graph`] is worth calling: no graph yet while there are at
+    /// least [`EXACT_THRESHOLD`] live vectors, or more than `threshold` (a fraction, e.g.
+    /// 0.2) of the graph's points dead, or more than `threshold` of the live vectors
+    /// scored outside the graph.
+    pub(crate) fn needs_rebuild(&self, threshold: f64) -> bool {
+        let live = self.len_live();
+        let graph = self.graph.read().clone();
+        match graph {
+            None => live >= EXACT_THRESHOLD,
+            Some(graph) => {
+                self.dead_fraction() > threshold
+                    || graph.outside_count() as f64 > threshold * live.max(1) as f64
+            }
+        }
+    }
+
+    /// Builds a fresh graph from the current live vectors and swaps it in; the old one
+    /// keeps serving searches meanwhile. Meant for a background thread; inserts and
+    /// removals may continue during the build: they are journalled and replayed onto
+    /// the new graph before the swap, which happens under the mutation lock, so none is
+    /// lost. One build (or snapshot load) runs at a time.
+    pub(crate) fn build_graph(&self) -> Result<(), IndexError> {
+        let _build = self.build.lock();
+        let journal = self.start_journal();
+        let ids = self.exact.read().ids().to_vec();
+        let graph = Graph::new(self.metric, self.dim, ids.len());
+        self.populate(&graph, &ids)?;
+        self.catch_up_and_install(graph, journal)
+    }
+
+    /// Serialises the current graph into blobs (see [`snapshot`]); `None` without a
+    /// graph. Holds the mutation lock while `hnsw_rs` dumps (the dump must be one
+    /// state), so run it off the write path.
+    pub(crate) fn snapshot_blobs(&self) -> Result<Option<Vec<Vec<u8>>>, IndexError> {
+        let _mutation = self.mutation.lock();
+        let Some(graph) = self.graph.read().clone() else {
+            return Ok(None);
+        };
+        snapshot::to_blobs(&graph, self.scratch_dir.as_deref()).map(Some)
+    }
+
+    /// Loads a graph from blobs made by [`Self::snapshot_blobs`] and swaps it in. Every
+    /// point is checked against the live vectors: a point is used only if its id is live
+    /// with a bit-identical vector; live ids the snapshot lacks are inserted. So an old
+    /// snapshot is still correct, only slower to catch up. A damaged or incompatible
+    /// snapshot is an error and changes nothing (the caller then calls
+    /// [`Self::build_graph`]).
+    pub(crate) fn load_snapshot<B: AsRef<[u8]>>(&self, blobs: &[B]) -> Result<(), IndexError> {
+        let _build = self.build.lock();
+        let loaded =
+            snapshot::from_blobs(blobs, self.metric, self.dim, self.scratch_dir.as_deref())?;
+        let journal = self.start_journal();
+        let (graph, missing) = {
+            let exact = self.exact.read();
+            loaded.reconcile(exact.ids(), |id| exact.get(id))
+        };
+        self.populate(&graph, &missing)?;
+        self.catch_up_and_install(graph, journal)
+    }
+
+    fn start_journal(&self) -> JournalGuard<'_> {
+        let _mutation = self.mutation.lock();
+        *self.journal.lock() = Some(Vec::new());
+        JournalGuard(&self.journal)
+    }
+
+    /// Inserts the still-live ids of `ids` into `graph`, a chunk at a time, from copies
+    /// (the exact store is not locked while the graph grows).
+    fn populate(&self, graph: &Graph, ids: &[u64]) -> Result<(), IndexError> {
+        for chunk in ids.chunks(BUILD_CHUNK) {
+            let mut chunk_ids = Vec::with_capacity(chunk.len());
+            let mut chunk_data = Vec::with_capacity(chunk.len() * self.dim);
+            {
+                let exact = self.exact.read();
+                for &id in chunk {
+                    if let Some(vector) = exact.get(id) {
+                        chunk_ids.push(id);
+                        chunk_data.extend_from_slice(vector);
+                    }
+                }
+            }
+            let items: Vec<(u64, &[f32])> = chunk_ids
+                .iter()
+                .copied()
+                .zip(chunk_data.chunks_exact(self.dim))
+                .collect();
+            graph.insert_points(&items)?;
+        }
+        Ok(())
+    }
+
+    /// Replays journalled changes onto `graph` until few are left, then replays the rest
+    /// and swaps the graph in under the mutation lock.
+    fn catch_up_and_install(
+        &self,
+        graph: Graph,
+        journal: JournalGuard<'_>,
+    ) -> Result<(), IndexError> {
+        for _ in 0..CATCH_UP_ROUNDS {
+            let changed = self
+                .journal
+                .lock()
+                .as_mut()
+                .map(std::mem::take)
+                .unwrap_or_default();
+            if changed.len() <= CATCH_UP_FINAL {
+                if let Some(journal) = self.journal.lock().as_mut() {
+                    journal.extend_from_slice(&changed);
+                }
+                break;
+            }
+            self.replay(&graph, changed)?;
+        }
+        let _mutation = self.mutation.lock();
+        let changed = self.journal.lock().take().unwrap_or_default();
+        self.replay(&graph, changed)?;
+        *self.graph.write() = Some(Arc::new(graph));
+        drop(journal);
+        Ok(())
+    }
+
+    /// Brings the membership of `graph` up to date for the ids in `changed`.
+    /// Conservative: a changed id that already has a point is scored outside the graph
+    /// (the point may hold the vector from before the change).
+    fn replay(&self, graph: &Graph, mut changed: Vec<u64>) -> Result<(), IndexError> {
+        changed.sort_unstable();
+        changed.dedup();
+        let mut new_ids = Vec::new();
+        let mut new_data = Vec::new();
+        {
+            let exact = self.exact.read();
+            for id in changed {
+                match exact.get(id) {
+                    None => graph.mark_removed(id),
+                    Some(_) if graph.has_point(id) => graph.mark_outside(id),
+                    Some(vector) => {
+                        new_ids.push(id);
+                        new_data.extend_from_slice(vector);
+                    }
+                }
+            }
+        }
+        let items: Vec<(u64, &[f32])> = new_ids
+            .iter()
+            .copied()
+            .zip(new_data.chunks_exact(self.dim))
+            .collect();
+        graph.insert_points(&items)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Deterministic data for the index tests.
+
+    use super::normalize;
+
+    /// splitmix64: a tiny deterministic PRNG (no `rand` dependency).
+    pub(crate) struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        pub(crate) fn new(seed: u64) -> Self {
+            SplitMix64(seed)
+        }
+        pub(crate) fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in [-1, 1).
+        pub(crate) fn unit(&mut self) -> f32 {
+            (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        }
+        /// Uniform in 0..n.
+        pub(crate) fn below(&mut self, n: usize) -> usize {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+
+    /// `n` random unit vectors.
+    pub(crate) fn random_unit_vectors(seed: u64, n: usize, dim: usize) -> Vec<Vec<f32>> {
+        let mut rng = SplitMix64::new(seed);
+        (0..n)
+            .map(|_| {
+                let mut v: Vec<f32> = (0..dim).map(|_| rng.unit()).collect();
+                assert!(normalize(&mut v));
+                v
+            })
+            .collect()
+    }
+
+    /// `n` unit vectors with low-rank structure, like embeddings: an 8-dimensional
+    /// random latent times a fixed 8 x `dim` matrix, plus small noise, normalised.
+    pub(crate) fn low_rank_vectors(seed: u64, n: usize, dim: usize) -> Vec<Vec<f32>> {
+        const LATENT: usize = 8;
+        let mut rng = SplitMix64::new(seed);
+        let basis: Vec<f32> = (0..LATENT * dim).map(|_| rng.unit()).collect();
+        (0..n)
+            .map(|_| {
+                let latent: Vec<f32> = (0..LATENT).map(|_| rng.unit()).collect();
+                let mut v: Vec<f32> = (0..dim)
+                    .map(|j| {
+                        let signal: f32 = (0..LATENT).map(|l| latent[l] * basis[l * dim + j]).sum();
+                        signal + 0.05 * rng.unit()
+                    })
+                    .collect();
+                assert!(normalize(&mut v));
+                v
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

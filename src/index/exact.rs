@@ -1,0 +1,378 @@
+//! Exact (brute-force) search over every live vector: the index's ground truth.
+//!
+//! Vectors live in ONE contiguous row-major `Vec<f32>` (row `s` is
+//! `data[s * dim..(s + 1) * dim]`) with a parallel `Vec<u64>` of ids and an id → row map.
+//! Removal swap-removes, so the rows stay dense and a scan never skips holes.
+//!
+//! Invariant: `ids.len() * dim == data.len()`, `slots.len() == ids.len()`, and
+//! `slots[ids[s]] == s` for every row `s`.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use super::{distance, Metric};
+
+/// Above this many rows a scan is split across `available_parallelism()` threads.
+pub(crate) const PARALLEL_SCAN_THRESHOLD: usize = 32 * 1024;
+
+/// An optional predicate on vector ids; `false` excludes the id from the results.
+/// It must be `Sync` because large scans call it from several threads.
+pub(crate) type IdFilter<'a> = Option<&'a (dyn Fn(u64) -> bool + Sync)>;
+
+/// A search candidate ordered by (distance, id), a total order: the top-k set is unique
+/// whatever the thread split, so exact results are deterministic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    /// Internal distance (see [`distance::distance`]): lower is nearer.
+    pub(crate) distance: f32,
+    /// Vector id.
+    pub(crate) id: u64,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.distance
+            .total_cmp(&other.distance)
+            .then(self.id.cmp(&other.id))
+    }
+}
+
+/// Keeps the `k` smallest candidates seen (a max-heap whose top is the worst kept).
+pub(crate) struct TopK {
+    k: usize,
+    heap: BinaryHeap<Candidate>,
+}
+
+impl TopK {
+    /// An empty collector for the `k` nearest.
+    pub(crate) fn new(k: usize) -> Self {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)),
+        }
+    }
+
+    /// Offers a candidate; kept only if it is among the `k` best so far.
+    #[inline]
+    pub(crate) fn push(&mut self, candidate: Candidate) {
+        if self.heap.len() < self.k {
+            self.heap.push(candidate);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if candidate < *worst {
+                *worst = candidate;
+            }
+        }
+    }
+
+    /// Merges another collector into this one.
+    pub(crate) fn merge(&mut self, other: TopK) {
+        for candidate in other.heap {
+            self.push(candidate);
+        }
+    }
+
+    /// The kept candidates, nearest first.
+    pub(crate) fn into_sorted(self) -> Vec<Candidate> {
+        self.heap.into_sorted_vec()
+    }
+}
+
+/// What [`ExactStore::insert`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InsertOutcome {
+    /// The id was not present; a row was added.
+    Added,
+    /// The id was present with a different vector, which was overwritten in place.
+    Replaced,
+    /// The id was present with a bit-identical vector; nothing changed.
+    Unchanged,
+}
+
+/// The live vectors, stored densely, with exact top-k search.
+pub(crate) struct ExactStore {
+    dim: usize,
+    metric: Metric,
+    data: Vec<f32>,
+    ids: Vec<u64>,
+    slots: HashMap<u64, usize>,
+}
+
+impl ExactStore {
+    /// An empty store of `dim`-dimensional vectors compared with `metric`.
+    pub(crate) fn new(dim: usize, metric: Metric) -> Self {
+        ExactStore {
+            dim,
+            metric,
+            data: Vec::new(),
+            ids: Vec::new(),
+            slots: HashMap::new(),
+        }
+    }
+
+    /// Number of live vectors.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when no vector is live.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Whether `id` is live.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.slots.contains_key(&id)
+    }
+
+    /// The vector of `id`, if live.
+    pub(crate) fn get(&self, id: u64) -> Option<&[f32]> {
+        self.slots.get(&id).map(|&slot| self.row(slot))
+    }
+
+    /// The live ids, in storage order (not sorted).
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    #[inline]
+    fn row(&self, slot: usize) -> &[f32] {
+        &self.data[slot * self.dim..(slot + 1) * self.dim]
+    }
+
+    /// Inserts or overwrites `id`. The caller has validated `vector` (length `dim`,
+    /// finite); a wrong length is a programmer error and is caught by a debug assertion.
+    pub(crate) fn insert(&mut self, id: u64, vector: &[f32]) -> InsertOutcome {
+        debug_assert_eq!(vector.len(), self.dim);
+        match self.slots.get(&id) {
+            Some(&slot) => {
+                let range = slot * self.dim..(slot + 1) * self.dim;
+                let row = &mut self.data[range];
+                if row
+                    .iter()
+                    .zip(vector)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                {
+                    InsertOutcome::Unchanged
+                } else {
+                    row.copy_from_slice(vector);
+                    InsertOutcome::Replaced
+                }
+            }
+            None => {
+                self.slots.insert(id, self.ids.len());
+                self.ids.push(id);
+                self.data.extend_from_slice(vector);
+                InsertOutcome::Added
+            }
+        }
+    }
+
+    /// Removes `id`; returns whether it was live. The last row moves into the hole.
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        let Some(slot) = self.slots.remove(&id) else {
+            return false;
+        };
+        let last = self.ids.len() - 1;
+        if slot != last {
+            let moved_id = self.ids[last];
+            self.data
+                .copy_within(last * self.dim..(last + 1) * self.dim, slot * self.dim);
+            self.ids[slot] = moved_id;
+            self.slots.insert(moved_id, slot);
+        }
+        self.ids.pop();
+        self.data.truncate(last * self.dim);
+        true
+    }
+
+    /// The `k` live vectors nearest to `query` that pass `filter`, nearest first, as
+    /// (id, internal distance). Ties are broken by id. Splits the scan across cores
+    /// above [`PARALLEL_SCAN_THRESHOLD`] rows.
+    pub(crate) fn search(&self, query: &[f32], k: usize, filter: IdFilter<'_>) -> Vec<Candidate> {
+        let threads = if self.len() >= PARALLEL_SCAN_THRESHOLD {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            1
+        };
+        self.search_with_threads(query, k, filter, threads)
+    }
+
+    /// [`Self::search`] with an explicit thread count (tests force the parallel path).
+    pub(crate) fn search_with_threads(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: IdFilter<'_>,
+        threads: usize,
+    ) -> Vec<Candidate> {
+        if k == 0 || self.is_empty() {
+            return Vec::new();
+        }
+        let rows = self.len();
+        let threads = threads.clamp(1, rows);
+        if threads == 1 {
+            return self.scan_rows(query, k, filter, 0..rows).into_sorted();
+        }
+        let rows_per_thread = rows.div_ceil(threads);
+        let mut top = TopK::new(k);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let start = t * rows_per_thread;
+                    let end = ((t + 1) * rows_per_thread).min(rows);
+                    scope.spawn(move || self.scan_rows(query, k, filter, start..end))
+                })
+                .collect();
+            for handle in handles {
+                match handle.join() {
+                    Ok(partial) => top.merge(partial),
+                    // A panic in a scan thread is a bug (the scan has no fallible step);
+                    // re-raise it on the caller's thread rather than answer partially.
+                    Err(payload) => std::panic::resume_unwind(payload),
+                }
+            }
+        });
+        top.into_sorted()
+    }
+
+    fn scan_rows(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: IdFilter<'_>,
+        rows: std::ops::Range<usize>,
+    ) -> TopK {
+        let mut top = TopK::new(k);
+        let data = &self.data[rows.start * self.dim..rows.end * self.dim];
+        let ids = &self.ids[rows];
+        for (row, &id) in data.chunks_exact(self.dim).zip(ids) {
+            if let Some(keep) = filter {
+                if !keep(id) {
+                    continue;
+                }
+            }
+            top.push(Candidate {
+                distance: distance::distance(self.metric, query, row),
+                id,
+            });
+        }
+        top
+    }
+
+    /// Checks the storage invariants (see the module doc).
+    pub(crate) fn verify(&self) -> Result<(), String> {
+        if self.ids.len() * self.dim != self.data.len() || self.slots.len() != self.ids.len() {
+            return Err(format!(
+                "{} ids, {} slots, {} floats for dimension {}",
+                self.ids.len(),
+                self.slots.len(),
+                self.data.len(),
+                self.dim
+            ));
+        }
+        for (slot, id) in self.ids.iter().enumerate() {
+            if self.slots.get(id) != Some(&slot) {
+                return Err(format!("id {id} at row {slot} is not mapped to it"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Internal distances from `query` to each live id of `ids` (others are skipped).
+    pub(crate) fn distances_to<'a>(
+        &'a self,
+        query: &'a [f32],
+        ids: impl IntoIterator<Item = u64> + 'a,
+    ) -> impl Iterator<Item = Candidate> + 'a {
+        ids.into_iter().filter_map(move |id| {
+            self.get(id).map(|row| Candidate {
+                distance: distance::distance(self.metric, query, row),
+                id,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::test_support::{random_unit_vectors, SplitMix64};
+
+    fn naive(store: &ExactStore, query: &[f32], k: usize, keep: &dyn Fn(u64) -> bool) -> Vec<u64> {
+        let mut all: Vec<Candidate> = store
+            .ids()
+            .iter()
+            .filter(|&&id| keep(id))
+            .map(|&id| Candidate {
+                distance: distance::distance(store.metric, query, store.get(id).unwrap_or(&[])),
+                id,
+            })
+            .collect();
+        all.sort();
+        all.truncate(k);
+        all.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn search_matches_naive_loop_sequential_and_parallel() {
+        for metric in [Metric::Cosine, Metric::L2] {
+            let dim = 37; // not a multiple of the kernel width
+            let vectors = random_unit_vectors(3, 1500, dim);
+            let mut store = ExactStore::new(dim, metric);
+            for (i, v) in vectors.iter().enumerate() {
+                assert_eq!(store.insert(i as u64 * 3, v), InsertOutcome::Added);
+            }
+            // Remove a third, so swap-remove is exercised before searching.
+            for i in (0..1500u64).step_by(3) {
+                assert!(store.remove(i * 3));
+            }
+            let mut rng = SplitMix64::new(99);
+            for _ in 0..20 {
+                let query = &vectors[rng.below(vectors.len())];
+                let k = 1 + rng.below(25);
+                let even = |id: u64| id.is_multiple_of(2);
+                for threads in [1, 2, 5] {
+                    let got: Vec<u64> = store
+                        .search_with_threads(query, k, None, threads)
+                        .iter()
+                        .map(|c| c.id)
+                        .collect();
+                    assert_eq!(got, naive(&store, query, k, &|_| true));
+                    let got: Vec<u64> = store
+                        .search_with_threads(query, k, Some(&even), threads)
+                        .iter()
+                        .map(|c| c.id)
+                        .collect();
+                    assert_eq!(got, naive(&store, query, k, &even));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn insert_replace_remove_keep_rows_dense() {
+        let mut store = ExactStore::new(2, Metric::L2);
+        assert_eq!(store.insert(7, &[1.0, 2.0]), InsertOutcome::Added);
+        assert_eq!(store.insert(8, &[3.0, 4.0]), InsertOutcome::Added);
+        assert_eq!(store.insert(7, &[1.0, 2.0]), InsertOutcome::Unchanged);
+        assert_eq!(store.insert(7, &[5.0, 6.0]), InsertOutcome::Replaced);
+        assert!(store.remove(7));
+        assert!(!store.remove(7));
+        assert_eq!(store.ids(), &[8]);
+        assert_eq!(store.get(8), Some(&[3.0, 4.0][..]));
+        assert_eq!(store.data.len(), 2);
+        assert!(store.search(&[0.0, 0.0], 0, None).is_empty());
+        assert_eq!(store.search(&[0.0, 0.0], 10, None).len(), 1);
+    }
+}

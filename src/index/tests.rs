@@ -1,0 +1,499 @@
+//! Tests of the `VectorIndex` facade: graph quality, deletion, concurrent builds,
+//! snapshots and their corruption.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::test_support::{low_rank_vectors, random_unit_vectors, SplitMix64};
+use super::*;
+
+const DIM: usize = 64;
+const N: usize = 2000;
+
+fn filled(metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
+    let index = VectorIndex::new(DIM, metric).unwrap();
+    let items: Vec<(u64, &[f32])> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.as_slice()))
+        .collect();
+    index.insert_batch(&items).unwrap();
+    index
+}
+
+fn ids(hits: &[(u64, f32)]) -> Vec<u64> {
+    hits.iter().map(|h| h.0).collect()
+}
+
+const ANN: SearchMode = SearchMode::Ann {
+    ef: DEFAULT_EF_SEARCH,
+};
+
+/// The invariants, checked after every scenario.
+fn assert_consistent(index: &VectorIndex) {
+    if let Err(problem) = index.verify() {
+        panic!("{problem}");
+    }
+}
+
+#[test]
+fn normalize_scales_to_unit_and_refuses_zero() {
+    let mut v = vec![3.0f32, 4.0];
+    assert!(normalize(&mut v));
+    assert!((v[0] - 0.6).abs() < 1e-7 && (v[1] - 0.8).abs() < 1e-7);
+    let mut zero = vec![0.0f32; 4];
+    assert!(!normalize(&mut zero));
+    let mut bad = vec![f32::NAN, 1.0];
+    assert!(!normalize(&mut bad));
+    assert!(bad[0].is_nan() && bad[1] == 1.0, "left unchanged");
+}
+
+#[test]
+fn bad_vectors_are_refused_and_change_nothing() {
+    let index = VectorIndex::new(4, Metric::Cosine).unwrap();
+    assert!(matches!(
+        VectorIndex::new(0, Metric::L2),
+        Err(IndexError::ZeroDimension)
+    ));
+    let good = [1.0f32, 0.0, 0.0, 0.0];
+    let batch: Vec<(u64, &[f32])> = vec![(1, &good), (2, &[1.0, f32::NAN, 0.0, 0.0])];
+    assert!(matches!(
+        index.insert_batch(&batch),
+        Err(IndexError::NonFinite { position: 1 })
+    ));
+    assert_eq!(
+        index.len_live(),
+        0,
+        "the good half of a bad batch is not applied"
+    );
+    assert!(matches!(
+        index.insert(3, &[1.0, 0.0]),
+        Err(IndexError::DimensionMismatch {
+            expected: 4,
+            got: 2
+        })
+    ));
+    assert!(matches!(
+        index.insert(3, &[2.0, 0.0, 0.0, 0.0]),
+        Err(IndexError::NotNormalized { .. })
+    ));
+    assert!(index
+        .search(&[0.5, 0.0, 0.0, 0.0], 1, SearchMode::Auto, None)
+        .is_err());
+    // L2 takes any finite vector.
+    let l2 = VectorIndex::new(2, Metric::L2).unwrap();
+    assert_eq!(l2.insert(1, &[2.0, 0.0]).unwrap(), InsertOutcome::Added);
+    let hits = l2.search(&[5.0, 4.0], 1, SearchMode::Exact, None).unwrap();
+    assert_eq!(
+        hits,
+        vec![(1, 5.0)],
+        "L2 reports the (non-squared) distance"
+    );
+}
+
+#[test]
+fn no_graph_means_exact_answers() {
+    let vectors = random_unit_vectors(1, 300, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    assert!(!index.graph_ready());
+    let exact = index
+        .search(&vectors[7], 5, SearchMode::Exact, None)
+        .unwrap();
+    let ann = index.search(&vectors[7], 5, ANN, None).unwrap();
+    assert_eq!(exact, ann);
+    assert_eq!(exact[0].0, 7);
+    assert!(
+        (exact[0].1 - 1.0).abs() < 1e-5,
+        "cosine similarity of a self-match"
+    );
+    assert!(exact.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+}
+
+#[test]
+fn graph_finds_every_vector_itself() {
+    for metric in [Metric::Cosine, Metric::L2] {
+        let vectors = low_rank_vectors(42, N, DIM);
+        let index = filled(metric, &vectors);
+        index.build_graph().unwrap();
+        assert!(index.graph_ready());
+        for (i, v) in vectors.iter().enumerate() {
+            let hits = index.search(v, 1, ANN, None).unwrap();
+            assert_eq!(ids(&hits), vec![i as u64], "{metric:?}: self-search of {i}");
+        }
+        assert_consistent(&index);
+    }
+}
+
+#[test]
+fn graph_recall_at_10_is_at_least_095() {
+    let vectors = low_rank_vectors(7, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    // Queries are fresh points from the same distribution.
+    let queries = low_rank_vectors(7_000, 200, DIM);
+    let mut found = 0;
+    for q in &queries {
+        let truth: HashSet<u64> = ids(&index.search(q, 10, SearchMode::Exact, None).unwrap())
+            .into_iter()
+            .collect();
+        let ann = index.search(q, 10, ANN, None).unwrap();
+        found += ann.iter().filter(|h| truth.contains(&h.0)).count();
+    }
+    let recall = found as f64 / (10 * queries.len()) as f64;
+    assert!(recall >= 0.95, "recall@10 = {recall}");
+}
+
+#[test]
+fn removed_and_replaced_ids_never_come_back() {
+    let vectors = low_rank_vectors(3, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let mut rng = SplitMix64::new(5);
+    let mut removed = HashSet::new();
+    while removed.len() < N / 2 {
+        let id = rng.below(N) as u64;
+        if removed.insert(id) {
+            assert!(index.remove(id));
+        }
+    }
+    assert!(!index.remove(*removed.iter().next().unwrap()));
+    assert!((index.dead_fraction() - 0.5).abs() < 1e-9);
+    assert!(index.needs_rebuild(0.2));
+    assert!(!index.needs_rebuild(0.6));
+    // Replace ten live vectors: their old points must never answer again, their new
+    // vectors must (scored outside the graph).
+    let fresh = low_rank_vectors(11, 10, DIM);
+    let replaced: Vec<u64> = (0..N as u64)
+        .filter(|id| !removed.contains(id))
+        .take(10)
+        .collect();
+    for (&id, v) in replaced.iter().zip(&fresh) {
+        assert_eq!(index.insert(id, v).unwrap(), InsertOutcome::Replaced);
+        assert_eq!(index.insert(id, v).unwrap(), InsertOutcome::Unchanged);
+    }
+    assert_consistent(&index);
+    for (i, v) in vectors.iter().enumerate() {
+        for mode in [ANN, SearchMode::Exact] {
+            let hits = index.search(v, 10, mode, None).unwrap();
+            assert!(hits.iter().all(|h| !removed.contains(&h.0)), "{mode:?}");
+            assert_eq!(hits.len(), 10, "{mode:?}: k live hits despite half dead");
+            let old_self = replaced.contains(&(i as u64)) && hits[0].0 == i as u64;
+            assert!(!old_self || hits[0].1 < 0.999, "an outdated point answered");
+        }
+    }
+    for (&id, v) in replaced.iter().zip(&fresh) {
+        let hits = index.search(v, 1, ANN, None).unwrap();
+        assert_eq!(hits[0].0, id);
+        assert!((hits[0].1 - 1.0).abs() < 1e-5);
+    }
+    // A rebuild drops every dead point.
+    index.build_graph().unwrap();
+    assert_eq!(index.dead_fraction(), 0.0);
+    assert_consistent(&index);
+    assert!(!index.needs_rebuild(0.2));
+}
+
+#[test]
+fn caller_filter_applies_in_both_modes() {
+    let vectors = low_rank_vectors(9, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let multiple_of_3 = |id: u64| id.is_multiple_of(3);
+    for q in vectors.iter().take(50) {
+        for mode in [ANN, SearchMode::Exact] {
+            let hits = index.search(q, 10, mode, Some(&multiple_of_3)).unwrap();
+            assert_eq!(hits.len(), 10);
+            assert!(hits.iter().all(|h| multiple_of_3(h.0)));
+        }
+    }
+    let none = |_: u64| false;
+    assert!(index
+        .search(&vectors[0], 10, ANN, Some(&none))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn changes_during_a_build_are_not_lost() {
+    let vectors = low_rank_vectors(21, N + 1000, DIM);
+    let index = Arc::new(filled(Metric::Cosine, &vectors[..N]));
+    index.build_graph().unwrap(); // the old graph keeps serving during the rebuild
+                                  // Ids removed before anything starts: no search may ever return them.
+    let gone: HashSet<u64> = (1900..N as u64).collect();
+    for &id in &gone {
+        assert!(index.remove(id));
+    }
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (index, done, gone) = (Arc::clone(&index), Arc::clone(&done), gone.clone());
+        let queries: Vec<Vec<f32>> = vectors[1900..N].to_vec();
+        std::thread::spawn(move || {
+            let mut searches = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) || searches == 0 {
+                for q in &queries {
+                    for mode in [ANN, SearchMode::Exact] {
+                        let hits = index.search(q, 5, mode, None).unwrap();
+                        assert_eq!(hits.len(), 5);
+                        assert!(hits.iter().all(|h| !gone.contains(&h.0)));
+                        searches += 1;
+                    }
+                }
+            }
+        })
+    };
+    let builder = {
+        let index = Arc::clone(&index);
+        std::thread::spawn(move || index.build_graph())
+    };
+    while index.journal.lock().is_none() {
+        std::thread::yield_now(); // wait until the build has started journalling
+    }
+    // Insert 1000 new ids and remove 500 old ones while the build runs.
+    for (i, v) in vectors.iter().enumerate().skip(N) {
+        index.insert(i as u64, v).unwrap();
+        if i % 2 == 0 {
+            assert!(index.remove((i - N) as u64));
+        }
+    }
+    builder.join().unwrap().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    assert_consistent(&index);
+    for (i, v) in vectors.iter().enumerate() {
+        let hits = index.search(v, 1, ANN, None).unwrap();
+        let was_removed = (i < 1000 && i % 2 == 0) || gone.contains(&(i as u64));
+        if was_removed {
+            assert_ne!(hits[0].0, i as u64);
+        } else {
+            assert_eq!(hits[0].0, i as u64, "id {i} lost by the build");
+        }
+    }
+}
+
+#[test]
+fn snapshot_round_trip_gives_identical_results() {
+    for metric in [Metric::Cosine, Metric::L2] {
+        let vectors = low_rank_vectors(13, N, DIM);
+        let index = filled(metric, &vectors);
+        assert!(
+            index.snapshot_blobs().unwrap().is_none(),
+            "no graph, no snapshot"
+        );
+        index.build_graph().unwrap();
+        for id in 0..100 {
+            index.remove(id);
+        }
+        let blobs = index.snapshot_blobs().unwrap().unwrap();
+        assert!(blobs.len() >= 2 && blobs[0].len() == snapshot::HEADER_LEN);
+
+        let reopened = filled(metric, &vectors);
+        for id in 0..100 {
+            reopened.remove(id);
+        }
+        reopened.load_snapshot(&blobs).unwrap();
+        assert_consistent(&reopened);
+        assert_eq!(reopened.dead_fraction(), index.dead_fraction());
+        let queries = low_rank_vectors(99, 100, DIM);
+        for q in queries.iter().chain(&vectors[..100]) {
+            assert_eq!(
+                index.search(q, 10, ANN, None).unwrap(),
+                reopened.search(q, 10, ANN, None).unwrap()
+            );
+        }
+        // A reloaded graph snapshots again to the same graph.
+        let again = reopened.snapshot_blobs().unwrap().unwrap();
+        let third = filled(metric, &vectors);
+        for id in 0..100 {
+            third.remove(id);
+        }
+        third.load_snapshot(&again).unwrap();
+        for q in queries.iter().take(20) {
+            assert_eq!(
+                index.search(q, 10, ANN, None).unwrap(),
+                third.search(q, 10, ANN, None).unwrap()
+            );
+        }
+        // And the reloaded graph keeps accepting inserts. (Same seed: the new vectors
+        // follow the data's distribution. A far outlier can be unreachable in any HNSW:
+        // its neighbours keep closer links and drop the reverse edge to it.)
+        let extra = low_rank_vectors(13, N + 20, DIM);
+        for (i, v) in extra.iter().enumerate().skip(N) {
+            reopened.insert(i as u64, v).unwrap();
+        }
+        for (i, v) in extra.iter().enumerate().skip(N) {
+            assert_eq!(reopened.search(v, 1, ANN, None).unwrap()[0].0, i as u64);
+        }
+        assert_consistent(&reopened);
+    }
+}
+
+#[test]
+fn an_old_snapshot_is_reconciled_with_the_live_vectors() {
+    let vectors = low_rank_vectors(17, N, DIM);
+    let index = filled(Metric::Cosine, &vectors[..N / 2]);
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+
+    // Since the snapshot: ids 0..100 removed, 100..110 replaced, N/2..N added.
+    let reopened = filled(Metric::Cosine, &vectors);
+    for id in 0..100 {
+        reopened.remove(id);
+    }
+    let fresh = low_rank_vectors(18, 10, DIM);
+    for (id, v) in (100..110).zip(&fresh) {
+        reopened.insert(id, v).unwrap();
+    }
+    reopened.load_snapshot(&blobs).unwrap();
+    assert_consistent(&reopened);
+    let graph = reopened.graph.read().clone().unwrap();
+    assert_eq!(graph.dead_count(), 110);
+    assert_eq!(graph.outside_count(), 10);
+    for id in 110..N as u64 {
+        assert!(graph.is_live(id), "{id}");
+    }
+    for (i, v) in vectors.iter().enumerate().skip(110) {
+        assert_eq!(reopened.search(v, 1, ANN, None).unwrap()[0].0, i as u64);
+    }
+    for (id, v) in (100..110).zip(&fresh) {
+        assert_eq!(reopened.search(v, 1, ANN, None).unwrap()[0].0, id);
+    }
+}
+
+#[test]
+fn an_empty_graph_snapshots_and_loads() {
+    let index = VectorIndex::new(DIM, Metric::L2).unwrap();
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    assert_eq!(blobs.len(), 1);
+    let vectors = random_unit_vectors(2, 10, DIM);
+    let reopened = filled(Metric::L2, &vectors);
+    reopened.load_snapshot(&blobs).unwrap();
+    assert_consistent(&reopened);
+    assert_eq!(reopened.search(&vectors[3], 1, ANN, None).unwrap()[0].0, 3);
+}
+
+fn small_snapshot() -> (VectorIndex, Vec<Vec<u8>>) {
+    let vectors = low_rank_vectors(31, 150, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    (index, blobs)
+}
+
+#[test]
+fn a_damaged_snapshot_is_an_error_not_a_panic() {
+    let (index, blobs) = small_snapshot();
+    let fresh = || filled(Metric::Cosine, &low_rank_vectors(31, 150, DIM));
+    let expect_err = |blobs: &[Vec<u8>], what: &str| {
+        let target = fresh();
+        let result = target.load_snapshot(blobs);
+        assert!(result.is_err(), "{what}: accepted");
+        assert!(
+            !target.graph_ready(),
+            "{what}: a failed load changed the index"
+        );
+        result.err()
+    };
+    // A flipped bit anywhere: header or payload.
+    let mut rng = SplitMix64::new(77);
+    for _ in 0..40 {
+        let mut damaged = blobs.clone();
+        let part = rng.below(damaged.len());
+        let at = rng.below(damaged[part].len());
+        damaged[part][at] ^= 1 << rng.below(8);
+        expect_err(&damaged, "flipped bit");
+    }
+    // Torn: truncated payload, missing part, truncated or missing header.
+    let mut torn = blobs.clone();
+    let last = torn.len() - 1;
+    let cut = torn[last].len() / 2;
+    torn[last].truncate(cut);
+    assert!(matches!(
+        expect_err(&torn, "truncated part"),
+        Some(IndexError::Corrupted { .. })
+    ));
+    expect_err(&blobs[..1], "missing part");
+    let mut short_header = blobs.clone();
+    short_header[0].truncate(40);
+    expect_err(&short_header, "short header");
+    expect_err(&Vec::<Vec<u8>>::new(), "no blob");
+    // Intact, but for another index.
+    let other_dim = VectorIndex::new(DIM + 1, Metric::Cosine).unwrap();
+    assert!(matches!(
+        other_dim.load_snapshot(&blobs),
+        Err(IndexError::Incompatible { .. })
+    ));
+    let other_metric = VectorIndex::new(DIM, Metric::L2).unwrap();
+    assert!(matches!(
+        other_metric.load_snapshot(&blobs),
+        Err(IndexError::Incompatible { .. })
+    ));
+    // The original still loads.
+    let ok = fresh();
+    ok.load_snapshot(&blobs).unwrap();
+    drop(index);
+}
+
+/// Re-seals `payload` under a valid header: what a bug in our writer, or a format
+/// change in `hnsw_rs`, would produce. The checksum passes; the parser must object.
+fn reseal(header: &[u8], payload: &[u8], graph_len: usize) -> Vec<Vec<u8>> {
+    let mut header = header[..56].to_vec();
+    header[32..40].copy_from_slice(&(graph_len as u64).to_le_bytes());
+    header[40..48].copy_from_slice(&((payload.len() - graph_len) as u64).to_le_bytes());
+    header[48..52].copy_from_slice(&1u32.to_le_bytes());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&header);
+    hasher.update(payload);
+    header.extend_from_slice(hasher.finalize().as_bytes());
+    vec![header, payload.to_vec()]
+}
+
+#[test]
+fn a_well_sealed_but_malformed_dump_never_reaches_hnsw_rs() {
+    let (_, blobs) = small_snapshot();
+    let payload: Vec<u8> = blobs[1..].concat();
+    let graph_len = u64::from_le_bytes(blobs[0][32..40].try_into().unwrap()) as usize;
+    let fresh = || filled(Metric::Cosine, &low_rank_vectors(31, 150, DIM));
+    // Sanity: resealing the untouched payload loads.
+    fresh()
+        .load_snapshot(&reseal(&blobs[0], &payload, graph_len))
+        .unwrap();
+
+    let mut rng = SplitMix64::new(1234);
+    let mut refused = 0;
+    for round in 0..300 {
+        let mut damaged = payload.clone();
+        // Mostly structural bytes early in each file (description, counts, magics),
+        // then anywhere.
+        let at = match round % 3 {
+            0 => rng.below(200.min(graph_len)),
+            1 => graph_len + rng.below(64),
+            _ => rng.below(damaged.len()),
+        };
+        damaged[at] = damaged[at].wrapping_add(1 + rng.below(255) as u8);
+        let target = fresh();
+        // Must return (Ok or Err), never panic or abort. Bytes that only change a
+        // neighbour distance or a vector value still form a valid dump.
+        if target
+            .load_snapshot(&reseal(&blobs[0], &damaged, graph_len))
+            .is_err()
+        {
+            refused += 1;
+        } else {
+            assert_consistent(&target);
+        }
+    }
+    assert!(
+        refused > 100,
+        "only {refused} of 300 malformed dumps refused"
+    );
+    // Truncations at every kind of boundary.
+    for cut in [0, 1, 4, 30, graph_len - 1, graph_len + 3, payload.len() - 1] {
+        let mut torn = payload[..cut].to_vec();
+        let torn_graph_len = graph_len.min(cut);
+        torn.truncate(cut);
+        assert!(fresh()
+            .load_snapshot(&reseal(&blobs[0], &torn, torn_graph_len))
+            .is_err());
+    }
+}
