@@ -151,12 +151,16 @@ pub enum WriteError {
         /// What is wrong with it.
         detail: String,
     },
-    /// An I/O or storage-engine error; the write did not happen (the store is now poisoned).
+    /// An I/O or storage-engine error; the write is not acknowledged, and the store is now
+    /// poisoned. It is on disk whole or not at all: a commit whose final fsync failed may
+    /// still have reached the file, so reopen and redeliver (a duplicate is refused as such).
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
-    /// The batch this operation was part of failed to commit; nothing of the batch was
-    /// written, and the store refuses writes until it is reopened. Retry after reopening.
-    #[error("the batch failed to commit, nothing of it was written ({cause}); reopen the store and retry")]
+    /// The batch this operation was part of failed to commit; nothing of it is
+    /// acknowledged, and the store refuses writes until it is reopened. The batch is on disk
+    /// whole or not at all (a commit whose final fsync failed may still have reached the
+    /// file): reopen and redeliver; what did land is refused as a duplicate.
+    #[error("the batch failed to commit ({cause}); none of it is acknowledged and it is on disk whole or not at all: reopen the store and redeliver it")]
     BatchFailed {
         /// The batch's error.
         cause: String,

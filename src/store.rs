@@ -453,7 +453,8 @@ impl Store {
     }
 
     /// Runs prepared operations in one write transaction. The outer error is the batch's
-    /// (storage: nothing of the batch is visible, and the store is poisoned); the inner ones
+    /// (storage: the batch is not acknowledged, whole or absent on disk, and the store is
+    /// poisoned); the inner ones
     /// are each operation's own.
     pub(crate) fn run_batch(
         &self,
@@ -627,7 +628,8 @@ impl Store {
     /// Applies many operations in one transaction: each is guarded on its own, in order (a
     /// later operation sees what an earlier one left), and the batch becomes visible at once.
     ///
-    /// The outer `Err` is a storage failure: nothing of the batch was written. Otherwise each
+    /// The outer `Err` is a storage failure: nothing of the batch is acknowledged (it is on
+    /// disk whole or not at all; see [`WriteError::Storage`]). Otherwise each
     /// operation has its own result; one refused for its input changed nothing and did not
     /// stop the others.
     pub fn write_batch(
