@@ -104,13 +104,20 @@ fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
         redb::Error::DatabaseAlreadyOpen => OpenError::Locked {
             path: path.to_path_buf(),
         },
-        // redb's "Not a redb database" (no magic number): someone else's file, or one whose
-        // creation never finished (redb writes the magic last, so nothing was ever stored).
+        // redb's "Not a redb database" (no magic number): someone else's file, a truncated
+        // one, or one whose creation never finished (redb writes the magic last).
         redb::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => OpenError::NotAStore {
             path: path.to_path_buf(),
             detail: format!(
-                "{e}; if it is a ratchetdb file whose first open crashed, it holds nothing: delete it"
+                "{e}: not a redb file, a truncated one, or a new store whose creation was \
+                 interrupted (such a file never held data)"
             ),
+        },
+        // A read past the end: the file is shorter than its own header says.
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "redb file".to_string(),
+            detail: format!("truncated: {e}"),
         },
         redb::Error::Corrupted(detail) => OpenError::Corrupted {
             path: path.to_path_buf(),

@@ -225,7 +225,7 @@ fn check_image(run: &Run, image: Vec<u8>, what: &str) -> bool {
                 .as_deref()
                 .is_some_and(|f| f.starts_with("open:")) =>
         {
-            assert!(e.to_string().contains("delete it"), "{e}");
+            assert!(e.to_string().contains("creation was interrupted"), "{e}");
             return false;
         }
         Err(e) => panic!("{what}: reopening failed ({:?}): {e}", run.failed),

@@ -98,3 +98,59 @@ pub fn seed(name: &str) -> u64 {
             .unwrap_or(1),
     }
 }
+
+/// What opening a damaged file did.
+#[derive(Debug)]
+pub enum Opened {
+    /// A typed open error (its variant name, and its message).
+    Refused(String, String),
+    /// It opened; what using it found, and the document rows it holds (`Err`: a typed read
+    /// error).
+    Opened(
+        ratchetdb::fuzzing::OpenReport,
+        Result<std::collections::BTreeMap<(String, String), ratchetdb::fuzzing::ModelRow>, String>,
+    ),
+}
+
+/// The variant name of an open error.
+pub fn open_error_kind(e: &ratchetdb::OpenError) -> String {
+    format!("{e:?}")
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Opens the file at `path`, then reads, verifies and writes it (see
+/// `ratchetdb::fuzzing::exercise`), catching any panic.
+pub fn open_file(path: &std::path::Path) -> Result<Opened, Panic> {
+    catch(|| {
+        match ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options().must_exist()) {
+            Err(e) => Opened::Refused(open_error_kind(&e), e.to_string()),
+            Ok(store) => {
+                let rows = ratchetdb::fuzzing::store_rows(&store);
+                let mut report = ratchetdb::fuzzing::OpenReport::default();
+                ratchetdb::fuzzing::exercise(&store, &mut report);
+                Opened::Opened(report, rows)
+            }
+        }
+    })
+}
+
+/// A cleanly closed store file with the harness's base documents; its bytes and rows.
+pub fn clean_store_file(
+    path: &std::path::Path,
+) -> (
+    Vec<u8>,
+    std::collections::BTreeMap<(String, String), ratchetdb::fuzzing::ModelRow>,
+) {
+    let image = ratchetdb::fuzzing::base_image(0).expect("base image");
+    std::fs::write(path, &image).expect("write the file");
+    // Open and close it once as a file, so that what is measured is a file redb closed.
+    let rows = {
+        let store = ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options())
+            .expect("open the clean file");
+        ratchetdb::fuzzing::store_rows(&store).expect("rows")
+    };
+    (std::fs::read(path).expect("read the file"), rows)
+}
