@@ -16,10 +16,12 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod index;
+mod live_index;
 mod options;
 mod prepare;
 mod read;
 mod schema;
+mod search;
 mod stats;
 mod store;
 mod verify;
@@ -34,8 +36,9 @@ pub use crate::{
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
+    search::{Hit, SearchOptions},
     stats::{SkipRecord, Stats},
-    store::{Plan, PlannedAction, Store},
+    store::{IndexInfo, Plan, PlannedAction, Store},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},
     writer::{Pending, Writer, WriterOptions, WriterStats},

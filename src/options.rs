@@ -27,6 +27,33 @@ impl Metric {
         }
     }
 
+    /// The user-facing score of an internal distance (see `index::distance`): cosine
+    /// similarity for `Cosine` (higher is closer), Euclidean distance for `L2` (lower is
+    /// closer).
+    pub(crate) fn score(self, distance: f32) -> f32 {
+        match self {
+            Metric::Cosine => 1.0 - distance,
+            Metric::L2 => distance.max(0.0).sqrt(),
+        }
+    }
+
+    /// Stable one-byte tag (index snapshot header).
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            Metric::Cosine => 0,
+            Metric::L2 => 1,
+        }
+    }
+
+    /// The metric of a tag written by [`Metric::tag`].
+    pub(crate) fn from_tag(tag: u8) -> Option<Metric> {
+        match tag {
+            0 => Some(Metric::Cosine),
+            1 => Some(Metric::L2),
+            _ => None,
+        }
+    }
+
     /// Parses [`Metric::as_str`]'s names.
     pub fn parse(name: &str) -> Option<Metric> {
         match name {

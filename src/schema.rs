@@ -39,6 +39,11 @@ pub(crate) const LISTINGS: TableDefinition<(&str, u64), &[u8]> = TableDefinition
 pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
     TableDefinition::new("listing_members");
 
+/// part number -> bytes: the persisted ANN graph (see `index::snapshot`), written whole in
+/// one transaction and checksummed, so it is either complete or ignored.
+pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
+    TableDefinition::new("index_snapshot");
+
 /// Names in the `meta` table.
 pub(crate) mod meta_key {
     pub const FORMAT: &str = "format";
@@ -46,6 +51,8 @@ pub(crate) mod meta_key {
     pub const DIMENSION: &str = "dimension";
     pub const METRIC: &str = "metric";
     pub const MODEL: &str = "model";
+    /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
+    pub const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
 }
 
 /// Names of the sequences in the `counters` table.

@@ -3,10 +3,13 @@
 use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
 use crate::guard::{self, Decision, Incoming, SkipReason};
+use crate::index::EXACT_THRESHOLD;
+use crate::live_index::{self, LiveIndex};
 use crate::options::{Durability, Metric, Options};
 use crate::prepare::{self, check_name, PreparedOp};
 use crate::read::Snapshot;
 use crate::schema::{self, meta_key, seq_key, COUNTERS, META};
+use crate::search::{Hit, SearchOptions};
 use crate::stats::Stats;
 use crate::verify::VerifyReport;
 use crate::version::Version;
@@ -15,7 +18,10 @@ use parking_lot::{Mutex, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::Weak;
+use std::time::{Duration, Instant};
 
 /// How many tickets one durable commit reserves. After a crash the next block starts above
 /// every ticket ever issued, so a ticket is never issued twice.
@@ -49,6 +55,54 @@ const TICKET_BLOCK: u64 = 4096;
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// `None` only for the short-lived stores background threads make inside a
+    /// [`Background::with`] section.
+    _handle: Option<Arc<Handle>>,
+}
+
+/// Closing: background threads use the store only inside sections of this gate, so when
+/// the last user handle drops, it waits for a running section and then shuts the gate;
+/// the file is closed (and its lock freed) by the time that drop returns.
+#[derive(Debug, Default)]
+struct Gate {
+    closed: RwLock<bool>,
+}
+
+/// Shared by every user-facing clone of a [`Store`].
+struct Handle {
+    gate: Arc<Gate>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        *self.gate.closed.write() = true;
+    }
+}
+
+/// What a background thread holds of a store: no strong reference, so it never keeps
+/// the file open.
+#[derive(Clone)]
+struct Background {
+    inner: Weak<Inner>,
+    gate: Arc<Gate>,
+}
+
+impl Background {
+    /// Runs `f` on the store if it is still open.
+    fn with<R>(&self, f: impl FnOnce(&Store) -> R) -> Option<R> {
+        let closed = self.gate.closed.read();
+        if *closed {
+            return None;
+        }
+        let store = Store {
+            inner: self.inner.upgrade()?,
+            _handle: None,
+        };
+        let result = f(&store);
+        drop(store);
+        drop(closed);
+        Some(result)
+    }
 }
 
 struct Inner {
@@ -60,6 +114,11 @@ struct Inner {
     dimension: RwLock<Option<usize>>,
     tickets: Mutex<Tickets>,
     poisoned: Mutex<Option<String>>,
+    /// The derived vector index, once loaded (searches scan the file until then).
+    live: RwLock<Option<Arc<LiveIndex>>>,
+    /// A background loader has been started.
+    loader_started: AtomicBool,
+    gate: Arc<Gate>,
 }
 
 #[derive(Debug)]
@@ -114,11 +173,13 @@ fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
             ),
         },
         // A read past the end: the file is shorter than its own header says.
-        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => OpenError::Corrupted {
-            path: path.to_path_buf(),
-            what: "redb file".to_string(),
-            detail: format!("truncated: {e}"),
-        },
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            OpenError::Corrupted {
+                path: path.to_path_buf(),
+                what: "redb file".to_string(),
+                detail: format!("truncated: {e}"),
+            }
+        }
         redb::Error::Corrupted(detail) => OpenError::Corrupted {
             path: path.to_path_buf(),
             what: "redb file".to_string(),
@@ -171,6 +232,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::SKIP_LOG)?;
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
+    open(txn, schema::INDEX_SNAPSHOT)?;
     Ok(())
 }
 
@@ -391,8 +453,11 @@ impl Store {
         }
         let model = stored_model.or_else(|| options.model.clone());
         let dimension = stored_dimension.or(options.dimension);
-        Ok(Store {
+        let gate = Arc::new(Gate::default());
+        let store = Store {
+            _handle: Some(Arc::new(Handle { gate: gate.clone() })),
             inner: Arc::new(Inner {
+                gate,
                 db,
                 path: path.to_path_buf(),
                 metric: stored_metric,
@@ -403,9 +468,13 @@ impl Store {
                     reserved_until: high_water,
                 }),
                 poisoned: Mutex::new(None),
+                live: RwLock::new(None),
+                loader_started: AtomicBool::new(false),
                 options,
             }),
-        })
+        };
+        store.start_index();
+        Ok(store)
     }
 
     /// The file this store lives in (`<backend>` for a custom backend).
@@ -525,6 +594,9 @@ impl Store {
         txn.commit().map_err(WriteError::storage)?;
         if let Some(dimension) = effects.dimension_fixed {
             *self.inner.dimension.write() = Some(dimension);
+        }
+        if effects.changelog.is_some() {
+            self.after_commit();
         }
         Ok(results)
     }
@@ -799,6 +871,190 @@ impl Store {
         crate::writer::Writer::start(self.clone(), options)
     }
 
+    /// Applies a commit's vector changes to the index (or starts loading it).
+    fn after_commit(&self) {
+        let Some(live) = self.live() else {
+            self.start_index();
+            return;
+        };
+        let caught_up = self
+            .snapshot()
+            .and_then(|snapshot| live.catch_up(&snapshot));
+        if !matches!(caught_up, Ok(true)) {
+            // The changelog could not bring it up to date: load it again from the vectors.
+            *self.inner.live.write() = None;
+            self.inner.loader_started.store(false, Ordering::SeqCst);
+            self.start_index();
+            return;
+        }
+        let rebuild = live.index.dead_fraction() > REBUILD_DEAD_FRACTION
+            || (!live.index.graph_ready() && live.index.needs_rebuild(REBUILD_DEAD_FRACTION));
+        let absorb = live.index.graph_ready() && live.index.outside_count() > 0;
+        if (rebuild || absorb) && !live.building.swap(true, Ordering::SeqCst) {
+            let background = self.background();
+            let worker = live.clone();
+            let spawned = std::thread::Builder::new()
+                .name("ratchetdb-index".into())
+                .spawn(move || {
+                    if rebuild {
+                        if worker.index.build_graph().is_ok() {
+                            persist_graph(&background, &worker);
+                        }
+                    } else {
+                        // New vectors are scored exactly until they are in the graph.
+                        while matches!(worker.index.absorb_outside(ABSORB_CHUNK), Ok(n) if n > 0) {}
+                    }
+                    worker.building.store(false, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                // No thread: searches stay correct (outside ids are scored exactly).
+                live.building.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn background(&self) -> Background {
+        Background {
+            inner: Arc::downgrade(&self.inner),
+            gate: self.inner.gate.clone(),
+        }
+    }
+
+    fn live(&self) -> Option<Arc<LiveIndex>> {
+        self.inner.live.read().clone()
+    }
+
+    /// Starts loading the index in the background, once the dimension is known. Opening
+    /// never waits for it: until it is loaded, searches scan the file (exact, slower).
+    fn start_index(&self) {
+        let Some(dimension) = self.dimension() else {
+            return;
+        };
+        if self.inner.loader_started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let background = self.background();
+        let metric = self.inner.metric;
+        let spawned = std::thread::Builder::new()
+            .name("ratchetdb-index-load".into())
+            .spawn(move || load_index(background, dimension, metric));
+        if spawned.is_err() {
+            self.inner.loader_started.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// k-nearest-neighbour search over the live chunks. Every hit is a live chunk of one
+    /// committed snapshot (a superseded chunk is never returned); `query` must have the
+    /// store's dimension. Small stores, and stores whose index is still loading after
+    /// open, are searched exactly.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("cats purr", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("dogs bark", vec![0.1, 1.0])))?;
+    /// let hits = store.search(&[0.9, 0.2], 1, &SearchOptions::default())?;
+    /// assert_eq!(hits[0].text, "cats purr");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        let query = crate::search::prepare_query(
+            query,
+            self.inner.metric,
+            self.dimension(),
+            &self.inner.options.limits,
+        )?;
+        let snapshot = self.snapshot()?;
+        let live = self.live();
+        let usable = match &live {
+            Some(live) => live.catch_up(&snapshot)?,
+            None => false,
+        };
+        let live = if usable { live } else { None };
+        crate::search::search(
+            &snapshot,
+            live.as_deref(),
+            &query,
+            k,
+            options,
+            self.inner.metric,
+        )
+    }
+
+    /// What the derived index is doing.
+    pub fn index_info(&self) -> IndexInfo {
+        match self.live() {
+            None => IndexInfo::default(),
+            Some(live) => IndexInfo {
+                loaded: true,
+                graph_ready: live.index.graph_ready(),
+                building: live.building.load(Ordering::SeqCst),
+                live_vectors: live.index.len_live() as u64,
+                dead_fraction: live.index.dead_fraction(),
+                applied_commit: live.applied(),
+            },
+        }
+    }
+
+    /// Waits until the index has loaded and no graph build or load is running; `false` on
+    /// timeout. Searches never need this (they answer exactly meanwhile); tests and
+    /// benchmarks do.
+    pub fn wait_for_index(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let info = self.index_info();
+            if (info.loaded && !info.building) || self.dimension().is_none() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
+    /// the file so the next open loads it instead of building it again.
+    pub fn build_index(&self) -> Result<(), ReadError> {
+        let Some(dimension) = self.dimension() else {
+            return Ok(());
+        };
+        let live = match self.live() {
+            Some(live) => live,
+            None => {
+                let snapshot = self.snapshot()?;
+                let live = Arc::new(LiveIndex::load(
+                    &snapshot,
+                    dimension,
+                    self.inner.metric,
+                    scratch_dir(&self.inner.path),
+                )?);
+                self.inner.loader_started.store(true, Ordering::SeqCst);
+                *self.inner.live.write() = Some(live.clone());
+                live
+            }
+        };
+        while live.building.swap(true, Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let built = live.index.build_graph();
+        if built.is_ok() {
+            persist_graph(&self.background(), &live);
+        }
+        live.building.store(false, Ordering::SeqCst);
+        built.map_err(|e| ReadError::Corrupted {
+            what: "vector index".into(),
+            detail: e.to_string(),
+        })
+    }
+
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
         let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;
@@ -825,10 +1081,135 @@ impl Store {
         self.snapshot()?.stats()
     }
 
-    /// Checks every invariant the rows can show (from one snapshot).
+    /// Checks every invariant the rows can show (from one snapshot), and that the vectors
+    /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
-        self.snapshot()?.verify()
+        let mut report = self.snapshot()?.verify()?;
+        if let Some(live) = self.live() {
+            for problem in live.agreement(|| self.snapshot())? {
+                report.violations.push(crate::verify::Violation {
+                    source: None,
+                    id: None,
+                    problem: format!("index: {problem}"),
+                });
+            }
+        }
+        Ok(report)
     }
+}
+
+/// Rebuild the graph in the background when more than this share of its points is dead.
+const REBUILD_DEAD_FRACTION: f64 = 0.2;
+
+/// New vectors moved into the graph per step of the background absorber.
+const ABSORB_CHUNK: usize = 2048;
+
+/// The state of the derived index, from [`Store::index_info`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// The in-memory index holds the live vectors (before that, searches scan the file).
+    pub loaded: bool,
+    /// An ANN graph is ready (searches above the exact threshold use it).
+    pub graph_ready: bool,
+    /// A graph build or snapshot load is running in the background.
+    pub building: bool,
+    /// Live vectors in the index.
+    pub live_vectors: u64,
+    /// Share of the graph's points that are dead (superseded), waiting for a rebuild.
+    pub dead_fraction: f64,
+    /// The last commit sequence the index has applied.
+    pub applied_commit: u64,
+}
+
+/// Where hnsw_rs's dump files go while a snapshot is written or read: beside the database.
+fn scratch_dir(path: &Path) -> Option<PathBuf> {
+    path.parent().filter(|p| p.is_dir()).map(Path::to_path_buf)
+}
+
+/// The background loader: every vector into memory, then the persisted graph (or a build).
+fn load_index(background: Background, dimension: usize, metric: Metric) {
+    let started = background.with(|store| match store.snapshot() {
+        Ok(snapshot) => Some((snapshot, scratch_dir(&store.inner.path))),
+        Err(_) => {
+            store.inner.loader_started.store(false, Ordering::SeqCst);
+            None
+        }
+    });
+    let Some(Some((snapshot, scratch))) = started else {
+        return;
+    };
+    // The read snapshot does not keep the file open: if the store closes meanwhile, the
+    // reads fail and this thread ends.
+    let loaded = LiveIndex::load(&snapshot, dimension, metric, scratch);
+    let parts = live_index::read_graph_snapshot(&snapshot);
+    drop(snapshot);
+    let installed = background.with(|store| {
+        let Ok(live) = loaded else {
+            store.inner.loader_started.store(false, Ordering::SeqCst);
+            return None;
+        };
+        let live = Arc::new(live);
+        live.building.store(true, Ordering::SeqCst);
+        // Commits that landed while loading.
+        if let Ok(snapshot) = store.snapshot() {
+            let _ = live.catch_up(&snapshot);
+        }
+        *store.inner.live.write() = Some(live.clone());
+        Some(live)
+    });
+    let Some(Some(live)) = installed else { return };
+    let from_snapshot = match parts {
+        Ok(parts) if !parts.is_empty() => live.index.load_snapshot(&parts).is_ok(),
+        _ => false,
+    };
+    if !from_snapshot
+        && live.index.len_live() >= EXACT_THRESHOLD
+        && live.index.build_graph().is_ok()
+    {
+        persist_graph(&background, &live);
+    }
+    live.building.store(false, Ordering::SeqCst);
+}
+
+/// Writes the current graph into the file, replacing the previous snapshot, in one
+/// transaction (a crash leaves the old snapshot or the new one, never a mix).
+fn persist_graph(background: &Background, live: &LiveIndex) {
+    let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
+        return;
+    };
+    background.with(|store| {
+        if store.check_poisoned().is_err() {
+            return;
+        }
+        let applied = live.applied();
+        let result = (|| -> Result<(), WriteError> {
+            let mut txn = store.inner.db.begin_write().map_err(WriteError::storage)?;
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(WriteError::storage)?;
+            {
+                let mut table = txn
+                    .open_table(schema::INDEX_SNAPSHOT)
+                    .map_err(WriteError::storage)?;
+                table.retain(|_, _| false).map_err(WriteError::storage)?;
+                for (part, blob) in blobs.iter().enumerate() {
+                    table
+                        .insert(part as u32, blob.as_slice())
+                        .map_err(WriteError::storage)?;
+                }
+                let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+                meta.insert(
+                    meta_key::INDEX_SNAPSHOT_SEQ,
+                    applied.to_le_bytes().as_slice(),
+                )
+                .map_err(WriteError::storage)?;
+            }
+            txn.commit().map_err(WriteError::storage)
+        })();
+        if let Err(error @ WriteError::Storage(_)) = &result {
+            store.poison(error);
+        }
+    });
 }
 
 impl std::fmt::Debug for Store {

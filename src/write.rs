@@ -20,6 +20,9 @@ use crate::version::Version;
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// Changelog rows kept behind the newest commit.
+const CHANGELOG_KEEP: u64 = 1024;
+
 /// The sequences a batch allocates from.
 #[derive(Clone, Copy, Debug, Default)]
 struct Sequences {
@@ -881,6 +884,14 @@ impl<'txn> Batch<'txn> {
                 .insert(commit, schema::encode(&self.change).as_slice())
                 .map_err(WriteError::storage)?;
             effects.changelog = Some((commit, std::mem::take(&mut self.change)));
+        }
+        // The index applies changelog rows right after each commit and reloads from the
+        // vectors if it ever finds a gap, so only a recent window is kept.
+        let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
+        if keep_from > 0 {
+            self.changelog
+                .retain_in(..=keep_from, |_, _| false)
+                .map_err(WriteError::storage)?;
         }
         let capacity = self.settings.skip_log_capacity;
         for skip in std::mem::take(&mut self.skips) {

@@ -65,6 +65,8 @@ pub(crate) struct Membership {
     /// Live ids whose current vector is not in the graph (an outdated point for the same
     /// id is, marked dead). Scored exactly at query time.
     outside: HashSet<u64>,
+    /// Entries of `points` (dead until settled) whose `hnsw_rs` insertion is in flight.
+    pending: usize,
 }
 
 impl Membership {
@@ -161,11 +163,13 @@ impl Graph {
         self.membership.read().points.contains_key(&id)
     }
 
+    #[cfg(test)]
     /// Whether `id` has a live point in the graph.
     pub(crate) fn is_live(&self, id: u64) -> bool {
         self.membership.read().is_live(id)
     }
 
+    #[cfg(test)]
     /// Whether `id` is scored outside the graph.
     pub(crate) fn is_outside(&self, id: u64) -> bool {
         self.membership.read().outside.contains(&id)
@@ -214,6 +218,67 @@ impl Graph {
         Ok(())
     }
 
+    /// Up to `max` outside ids that have no point in the graph yet.
+    pub(crate) fn outside_without_point(&self, max: usize) -> Vec<u64> {
+        let membership = self.membership.read();
+        membership
+            .outside
+            .iter()
+            .filter(|id| !membership.points.contains_key(id))
+            .take(max)
+            .copied()
+            .collect()
+    }
+
+    /// Registers points about to be inserted for outside ids: dead until settled, so
+    /// searches keep scoring them outside. Call with writers excluded.
+    pub(crate) fn register_pending(&self, ids: &[u64]) {
+        let mut membership = self.membership.write();
+        for &id in ids {
+            if membership.points.insert(id, false).is_none() {
+                membership.dead += 1;
+                membership.pending += 1;
+            }
+        }
+    }
+
+    /// Inserts registered points into `hnsw_rs` (no lock writers need is held), to be
+    /// settled with [`Graph::settle`].
+    pub(crate) fn insert_registered(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
+        let mut batch = Vec::with_capacity(items.len());
+        for &(id, vector) in items {
+            batch.push((vector, data_id(id)?));
+        }
+        self.with_hnsw(|hnsw| {
+            if batch.len() >= PARALLEL_INSERT_MIN {
+                hnsw.parallel_insert_slice(&batch);
+            } else {
+                for &item in &batch {
+                    hnsw.insert_slice(item);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Settles points inserted by [`Graph::insert_pending`]: a point whose id is still
+    /// live with the inserted vector (`still_live`) becomes live and leaves the outside
+    /// set; the others stay dead. Call with writers excluded.
+    pub(crate) fn settle(&self, ids: &[u64], still_live: impl Fn(u64) -> bool) {
+        let mut membership = self.membership.write();
+        membership.pending = membership.pending.saturating_sub(ids.len());
+        for &id in ids {
+            if still_live(id) && membership.outside.remove(&id) {
+                if let Some(live) = membership.points.get_mut(&id) {
+                    if !*live {
+                        *live = true;
+                        membership.dead -= 1;
+                    }
+                }
+            }
+        }
+    }
+
     /// Sets the membership of a freshly loaded graph (see `snapshot`): every point is
     /// live except those in `dead`; `outside` ids are scored exactly.
     pub(crate) fn set_loaded_membership(&self, all: &[u64], dead: &[u64], outside: Vec<u64>) {
@@ -249,7 +314,8 @@ impl Graph {
             return Err(format!("dead count {} != {dead}", membership.dead));
         }
         let points = self.with_hnsw(|hnsw| hnsw.get_nb_point());
-        if points != membership.points.len() {
+        if points + membership.pending < membership.points.len() || points > membership.points.len()
+        {
             return Err(format!(
                 "hnsw has {points} points, membership {}",
                 membership.points.len()

@@ -18,9 +18,8 @@
 //!
 //! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` ->
 //! a graph's membership -> `journal`.
-#![allow(dead_code)] // Driven by the store, which is not wired to it yet.
 
-mod distance;
+pub(crate) mod distance;
 mod exact;
 mod hnsw;
 mod snapshot;
@@ -28,8 +27,7 @@ mod snapshot;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
-use serde::{Deserialize, Serialize};
+use parking_lot::{Mutex, RwLock};
 
 use exact::{Candidate, ExactStore};
 pub(crate) use exact::{IdFilter, InsertOutcome};
@@ -56,45 +54,8 @@ const CATCH_UP_ROUNDS: usize = 8;
 /// Largest deviation of a cosine vector's squared norm from 1 that is accepted.
 const UNIT_NORM_TOLERANCE: f32 = 1e-3;
 
-/// How vectors are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum Metric {
-    /// Cosine similarity. Vectors are L2-normalised by the store before they reach the
-    /// index (see [`normalize`]), so the distance is `1 - dot`. Search results report
-    /// the cosine **similarity**, in [-1, 1]: **higher is better**.
-    Cosine,
-    /// Euclidean distance. Search results report the L2 **distance**: **lower is better**.
-    L2,
-}
-
-impl Metric {
-    /// The user-facing score of an internal distance (see [`distance::distance`]):
-    /// cosine similarity for `Cosine`, Euclidean distance for `L2`.
-    pub(crate) fn score(self, distance: f32) -> f32 {
-        match self {
-            Metric::Cosine => 1.0 - distance,
-            Metric::L2 => distance.sqrt(),
-        }
-    }
-
-    /// Stable one-byte tag (snapshot header).
-    pub(crate) fn tag(self) -> u8 {
-        match self {
-            Metric::Cosine => 0,
-            Metric::L2 => 1,
-        }
-    }
-
-    /// The metric of a tag written by [`Metric::tag`].
-    pub(crate) fn from_tag(tag: u8) -> Option<Metric> {
-        match tag {
-            0 => Some(Metric::Cosine),
-            1 => Some(Metric::L2),
-            _ => None,
-        }
-    }
-}
+/// The store's metric; the index reports its scores (see `Metric::score`).
+pub(crate) use crate::options::Metric;
 
 /// Errors of the vector index.
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +114,7 @@ pub enum IndexError {
     Io(#[from] std::io::Error),
 }
 
+#[cfg(test)]
 /// Scales `vector` to unit L2 norm in place. Returns `false`, leaving it unchanged, when
 /// the norm is zero or not finite. The norm is summed in f64 so that the result is as
 /// close to unit length as f32 rounding allows.
@@ -241,11 +203,13 @@ impl VectorIndex {
         self.scratch_dir = Some(dir);
     }
 
+    #[cfg(test)]
     /// The vector dimension.
     pub(crate) fn dim(&self) -> usize {
         self.dim
     }
 
+    #[cfg(test)]
     /// The metric.
     pub(crate) fn metric(&self) -> Metric {
         self.metric
@@ -271,6 +235,7 @@ impl VectorIndex {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Inserts `id` with `vector`, or replaces its vector. Re-inserting the identical
     /// vector changes nothing (so replaying a change log is harmless).
     pub(crate) fn insert(&self, id: u64, vector: &[f32]) -> Result<InsertOutcome, IndexError> {
@@ -316,24 +281,57 @@ impl VectorIndex {
         let Some(graph) = self.graph.read().clone() else {
             return Ok(outcomes);
         };
-        // Ids with a point already (an outdated vector) are scored outside the graph;
-        // this must happen before the exact store's write lock is released.
-        let mut new_points = Vec::with_capacity(changed.len());
+        // Inserting into the graph costs far more than a commit, so writers never wait for
+        // it: every changed id is scored outside the graph (exactly) until
+        // [`Self::absorb_outside`] moves it in, off the write path. This must happen before
+        // the exact store's write lock is released.
         for id in changed {
-            if graph.has_point(id) {
-                graph.mark_outside(id);
-            } else {
-                new_points.push(id);
-            }
+            graph.mark_outside(id);
         }
-        // Searches may run while the graph grows; other mutations may not.
-        let exact = RwLockWriteGuard::downgrade(exact);
-        let items: Vec<(u64, &[f32])> = new_points
-            .iter()
-            .filter_map(|&id| exact.get(id).map(|v| (id, v)))
-            .collect();
-        graph.insert_points(&items)?;
         Ok(outcomes)
+    }
+
+    /// Number of live ids scored outside the graph (waiting for [`Self::absorb_outside`]).
+    pub(crate) fn outside_count(&self) -> usize {
+        self.graph.read().as_ref().map_or(0, |g| g.outside_count())
+    }
+
+    /// Moves up to `max` outside ids into the graph; returns how many it inserted. Meant
+    /// for a background thread: the graph insertion holds no lock writers need, and the
+    /// new points become live only if their id still has the inserted vector.
+    pub(crate) fn absorb_outside(&self, max: usize) -> Result<usize, IndexError> {
+        let _build = self.build.lock();
+        let Some(graph) = self.graph.read().clone() else {
+            return Ok(0);
+        };
+        let items: Vec<(u64, Vec<f32>)> = {
+            let _mutation = self.mutation.lock();
+            let exact = self.exact.read();
+            let items: Vec<(u64, Vec<f32>)> = graph
+                .outside_without_point(max)
+                .into_iter()
+                .filter_map(|id| exact.get(id).map(|v| (id, v.to_vec())))
+                .collect();
+            let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
+            graph.register_pending(&ids);
+            items
+        };
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+        let inserted = graph.insert_registered(&refs);
+        let _mutation = self.mutation.lock();
+        let exact = self.exact.read();
+        let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
+        let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
+        // On a failed insertion every point stays dead (scored outside, as before).
+        let ok = inserted.is_ok();
+        graph.settle(&ids, |id| {
+            ok && exact.get(id).is_some() && exact.get(id) == by_id.get(&id).copied()
+        });
+        inserted?;
+        Ok(items.len())
     }
 
     /// Removes `id`; returns whether it was live. Its graph point (if any) turns dead.
@@ -357,6 +355,7 @@ impl VectorIndex {
         self.exact.read().len()
     }
 
+    #[cfg(test)]
     /// Whether `id` is live.
     pub(crate) fn contains(&self, id: u64) -> bool {
         self.exact.read().contains(id)
@@ -369,6 +368,7 @@ impl VectorIndex {
         ids
     }
 
+    #[cfg(test)]
     /// The current vector of `id`, if live.
     pub(crate) fn vector(&self, id: u64) -> Option<Vec<f32>> {
         self.exact.read().get(id).map(<[f32]>::to_vec)

@@ -1,0 +1,247 @@
+//! Keeping the derived vector index in step with the file.
+//!
+//! Invariant: the ANN index is derived; it can always be rebuilt from the `vectors` table.
+//! Each commit that changes the set of vectors writes a changelog row (vector ids added and
+//! removed) in the same transaction; the index applies those rows in commit order and
+//! records the last commit it covers. A search first brings the index up to its own read
+//! snapshot, then resolves every candidate against that snapshot, so a superseded chunk is
+//! never returned (I5).
+
+use crate::error::{Corruption, ReadError};
+use crate::index::{IndexError, Metric, VectorIndex};
+use crate::read::Snapshot;
+use crate::schema::{
+    self, seq_key, ChangelogRow, VectorRow, CHANGELOG, COUNTERS, INDEX_SNAPSHOT, VECTORS,
+};
+use parking_lot::{Mutex, RwLock};
+use redb::ReadableTable;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+
+/// Vectors inserted into the index per lock round trip while loading.
+const LOAD_CHUNK: usize = 4096;
+
+/// The in-memory index and what it covers.
+pub(crate) struct LiveIndex {
+    pub index: VectorIndex,
+    /// vector id -> internal document id, for source and document filters.
+    owners: RwLock<HashMap<u64, u64>>,
+    /// The last commit sequence applied. Held while applying, so changes apply in order.
+    applied: Mutex<u64>,
+    /// A graph build (or snapshot load) is running in the background.
+    pub building: AtomicBool,
+}
+
+fn index_error(error: IndexError) -> ReadError {
+    ReadError::Corrupted {
+        what: "vector index".into(),
+        detail: error.to_string(),
+    }
+}
+
+/// The commit sequence a snapshot covers.
+pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
+    let counters = snapshot
+        .txn
+        .open_table(COUNTERS)
+        .map_err(ReadError::storage)?;
+    let seq = counters
+        .get(seq_key::COMMIT)
+        .map_err(ReadError::storage)?
+        .map(|v| v.value());
+    Ok(seq.unwrap_or(0))
+}
+
+impl LiveIndex {
+    /// An index loaded with every vector of `snapshot`, covering its commit sequence.
+    pub fn load(
+        snapshot: &Snapshot,
+        dimension: usize,
+        metric: Metric,
+        scratch: Option<std::path::PathBuf>,
+    ) -> Result<LiveIndex, ReadError> {
+        let mut index = VectorIndex::new(dimension, metric).map_err(index_error)?;
+        if let Some(dir) = scratch {
+            index.set_scratch_dir(dir);
+        }
+        let live = LiveIndex {
+            index,
+            owners: RwLock::new(HashMap::new()),
+            applied: Mutex::new(commit_seq(snapshot)?),
+            building: AtomicBool::new(false),
+        };
+        let vectors = snapshot
+            .txn
+            .open_table(VECTORS)
+            .map_err(ReadError::storage)?;
+        let mut batch: Vec<(u64, VectorRow)> = Vec::with_capacity(LOAD_CHUNK);
+        for entry in vectors.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            batch.push((key.value(), VectorRow::decode(value.value())?));
+            if batch.len() == LOAD_CHUNK {
+                live.insert_rows(&batch)?;
+                batch.clear();
+            }
+        }
+        live.insert_rows(&batch)?;
+        Ok(live)
+    }
+
+    fn insert_rows(&self, rows: &[(u64, VectorRow)]) -> Result<(), ReadError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(u64, &[f32])> = rows
+            .iter()
+            .map(|(id, row)| (*id, row.vector.as_slice()))
+            .collect();
+        self.index.insert_batch(&items).map_err(|e| {
+            ReadError::from(Corruption::new(
+                "vector table",
+                format!("a stored vector does not fit the index: {e}"),
+            ))
+        })?;
+        let mut owners = self.owners.write();
+        for (id, row) in rows {
+            owners.insert(*id, row.owner_doc);
+        }
+        Ok(())
+    }
+
+    /// The last commit sequence applied.
+    pub fn applied(&self) -> u64 {
+        *self.applied.lock()
+    }
+
+    /// Applies every committed change up to `snapshot`'s commit sequence. Returns `false`
+    /// when the changelog no longer holds what is needed (the caller reloads).
+    pub fn catch_up(&self, snapshot: &Snapshot) -> Result<bool, ReadError> {
+        let mut applied = self.applied.lock();
+        self.catch_up_locked(snapshot, &mut applied)
+    }
+
+    fn catch_up_locked(&self, snapshot: &Snapshot, applied: &mut u64) -> Result<bool, ReadError> {
+        let target = commit_seq(snapshot)?;
+        if *applied >= target {
+            return Ok(true);
+        }
+        let changelog = snapshot
+            .txn
+            .open_table(CHANGELOG)
+            .map_err(ReadError::storage)?;
+        let vectors = snapshot
+            .txn
+            .open_table(VECTORS)
+            .map_err(ReadError::storage)?;
+        let mut expected = *applied + 1;
+        for entry in changelog
+            .range((*applied + 1)..=target)
+            .map_err(ReadError::storage)?
+        {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            if key.value() != expected {
+                return Ok(false);
+            }
+            expected += 1;
+            let change: ChangelogRow = schema::decode("changelog row", value.value())?;
+            {
+                let mut owners = self.owners.write();
+                for id in &change.removed {
+                    self.index.remove(*id);
+                    owners.remove(id);
+                }
+            }
+            let mut rows = Vec::with_capacity(change.added.len());
+            for id in &change.added {
+                // Absent: removed again by a later commit this snapshot already covers.
+                if let Some(bytes) = vectors.get(*id).map_err(ReadError::storage)? {
+                    rows.push((*id, VectorRow::decode(bytes.value())?));
+                }
+            }
+            self.insert_rows(&rows)?;
+        }
+        if expected != target + 1 {
+            return Ok(false);
+        }
+        *applied = target;
+        Ok(true)
+    }
+
+    /// The owner document of each vector id (for filters).
+    pub fn owner(&self, vector_id: u64) -> Option<u64> {
+        self.owners.read().get(&vector_id).copied()
+    }
+
+    /// Checks index agreement (I5) against a snapshot it is brought up to first: the ids
+    /// the index can return are exactly the snapshot's vector ids. Returns the problems.
+    pub fn agreement(
+        &self,
+        take_snapshot: impl Fn() -> Result<Snapshot, ReadError>,
+    ) -> Result<Vec<String>, ReadError> {
+        // Hold the apply lock, then snapshot: no commit can be applied past this snapshot.
+        let mut applied = self.applied.lock();
+        let snapshot = take_snapshot()?;
+        if !self.catch_up_locked(&snapshot, &mut applied)? {
+            return Ok(vec![
+                "the index could not catch up from the changelog".into()
+            ]);
+        }
+        let mut problems = Vec::new();
+        if *applied != commit_seq(&snapshot)? {
+            problems.push(format!(
+                "the index covers commit {} but the snapshot is at {}",
+                *applied,
+                commit_seq(&snapshot)?
+            ));
+            return Ok(problems);
+        }
+        let vectors = snapshot
+            .txn
+            .open_table(VECTORS)
+            .map_err(ReadError::storage)?;
+        let mut stored: Vec<u64> = Vec::new();
+        for entry in vectors.iter().map_err(ReadError::storage)? {
+            let (key, _) = entry.map_err(ReadError::storage)?;
+            stored.push(key.value());
+        }
+        let indexed = self.index.live_ids();
+        if indexed != stored {
+            let only_index: Vec<u64> = indexed
+                .iter()
+                .filter(|id| stored.binary_search(id).is_err())
+                .take(10)
+                .copied()
+                .collect();
+            let only_file: Vec<u64> = stored
+                .iter()
+                .filter(|id| indexed.binary_search(id).is_err())
+                .take(10)
+                .copied()
+                .collect();
+            problems.push(format!(
+                "index holds {} vectors, the file {}; only in the index: {only_index:?}, only in the file: {only_file:?}",
+                indexed.len(),
+                stored.len()
+            ));
+        }
+        if let Err(problem) = self.index.verify() {
+            problems.push(format!("index structure: {problem}"));
+        }
+        Ok(problems)
+    }
+}
+
+/// Reads a persisted graph snapshot's parts in order (empty when there is none).
+pub(crate) fn read_graph_snapshot(snapshot: &Snapshot) -> Result<Vec<Vec<u8>>, ReadError> {
+    let table = match snapshot.txn.open_table(INDEX_SNAPSHOT) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    let mut parts = Vec::new();
+    for entry in table.iter().map_err(ReadError::storage)? {
+        let (_, value) = entry.map_err(ReadError::storage)?;
+        parts.push(value.value().to_vec());
+    }
+    Ok(parts)
+}
