@@ -16,10 +16,14 @@
 #![allow(dead_code, unused_imports)]
 
 mod hashing;
+#[cfg(feature = "minilm")]
+mod minilm;
 
 use std::path::PathBuf;
 
 pub use hashing::HashingEmbedder;
+#[cfg(feature = "minilm")]
+pub use minilm::{locate_model, MiniLmEmbedder};
 
 /// What to tell a user who has no model installed.
 pub const MODEL_INSTALL_HINT: &str =
