@@ -16,9 +16,6 @@
 //! Not handled: Markdown structure beyond blank lines. A fenced code block containing blank
 //! lines is treated as several paragraphs (they are usually packed back together).
 
-// Until lib.rs re-exports this module's items, nothing outside it uses them yet.
-#![allow(dead_code)]
-
 /// Size limits for [`chunk_text`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkerOptions {

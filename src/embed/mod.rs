@@ -12,9 +12,6 @@
 //! components and an L2 norm of 1 (within f32 rounding), so cosine similarity is a dot
 //! product and the store never sees a zero vector.
 
-// Until lib.rs re-exports this module's items, nothing outside it uses them yet.
-#![allow(dead_code, unused_imports)]
-
 mod hashing;
 #[cfg(feature = "minilm")]
 mod minilm;
