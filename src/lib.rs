@@ -8,6 +8,7 @@
 //!
 //! Start with [`Store`].
 
+mod chunking;
 mod counters;
 mod document;
 mod embed;
@@ -29,9 +30,13 @@ mod version;
 mod write;
 mod writer;
 
+#[cfg(feature = "minilm")]
+pub use crate::embed::{locate_model, MiniLmEmbedder};
 pub use crate::{
+    chunking::{chunk_text, ChunkerOptions},
     counters::Counters,
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+    embed::{EmbedError, Embedder, HashingEmbedder, MODEL_INSTALL_HINT},
     error::{Error, InputError, OpenError, ReadError, WriteError},
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options},
