@@ -146,6 +146,15 @@ pub struct Options {
     pub skip_log_capacity: u64,
     /// Create the file if it does not exist. Default `true`.
     pub create_if_missing: bool,
+    /// Verify the checksum of every page of the file when opening it, not only after a crash
+    /// (redb's `check_integrity_on_open`). Default `false`: it reads the whole file.
+    ///
+    /// redb trusts a file it closed cleanly, and may panic on one damaged outside redb (a
+    /// flipped bit on disk, a bad copy); with this set, such a file is refused with
+    /// [`OpenError::Corrupted`](crate::OpenError::Corrupted) instead. Use it for files of
+    /// unknown provenance and in `verify`-style checks.
+    #[serde(default)]
+    pub check_integrity_on_open: bool,
 }
 
 impl Default for Options {
@@ -159,6 +168,7 @@ impl Default for Options {
             limits: Limits::default(),
             skip_log_capacity: 1000,
             create_if_missing: true,
+            check_integrity_on_open: false,
         }
     }
 }
@@ -197,6 +207,13 @@ impl Options {
     /// Sets the input limits.
     pub fn limits(mut self, limits: Limits) -> Options {
         self.limits = limits;
+        self
+    }
+
+    /// Verifies every page's checksum when opening (see
+    /// [`Options::check_integrity_on_open`]).
+    pub fn check_integrity_on_open(mut self, enabled: bool) -> Options {
+        self.check_integrity_on_open = enabled;
         self
     }
 

@@ -261,6 +261,7 @@ impl Store {
             }
         }
         let db = Database::builder()
+            .set_check_integrity_on_open(options.check_integrity_on_open)
             .create(path)
             .map_err(|e| open_error(path, e))?;
         Store::from_database(db, path, options)
@@ -288,6 +289,7 @@ impl Store {
     ) -> Result<Store, OpenError> {
         let path = PathBuf::from("<backend>");
         let db = Database::builder()
+            .set_check_integrity_on_open(options.check_integrity_on_open)
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
         Store::from_database(db, &path, options)

@@ -124,15 +124,20 @@ pub fn open_error_kind(e: &ratchetdb::OpenError) -> String {
 /// Opens the file at `path`, then reads, verifies and writes it (see
 /// `ratchetdb::fuzzing::exercise`), catching any panic.
 pub fn open_file(path: &std::path::Path) -> Result<Opened, Panic> {
-    catch(|| {
-        match ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options().must_exist()) {
-            Err(e) => Opened::Refused(open_error_kind(&e), e.to_string()),
-            Ok(store) => {
-                let rows = ratchetdb::fuzzing::store_rows(&store);
-                let mut report = ratchetdb::fuzzing::OpenReport::default();
-                ratchetdb::fuzzing::exercise(&store, &mut report);
-                Opened::Opened(report, rows)
-            }
+    open_with(|| ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options().must_exist()))
+}
+
+/// Like [`open_file`], for whatever `open` opens.
+pub fn open_with(
+    open: impl FnOnce() -> Result<ratchetdb::Store, ratchetdb::OpenError>,
+) -> Result<Opened, Panic> {
+    catch(|| match open() {
+        Err(e) => Opened::Refused(open_error_kind(&e), e.to_string()),
+        Ok(store) => {
+            let rows = ratchetdb::fuzzing::store_rows(&store);
+            let mut report = ratchetdb::fuzzing::OpenReport::default();
+            ratchetdb::fuzzing::exercise(&store, &mut report);
+            Opened::Opened(report, rows)
         }
     })
 }
