@@ -134,9 +134,10 @@ pub(crate) fn prepare_vector(
     Ok(vector)
 }
 
-/// The content hash: blake3 over the document metadata and the ordered chunk texts and
-/// metadata, each length-prefixed. Vectors are not part of it: one store is one embedding
-/// space, so the same text has the same meaning.
+/// The content hash: blake3 over the document metadata and, for each chunk in order, the
+/// blake3 hash of its text and its metadata; every field is length-prefixed. Hashing the
+/// text hashes (which the store keeps per chunk anyway) reads each text once. Vectors are
+/// not part of it: one store is one embedding space, so the same text has the same meaning.
 pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"ratchetdb content v1\0");
@@ -146,7 +147,7 @@ pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash 
     };
     field(meta.as_bytes());
     for chunk in chunks {
-        field(chunk.text.as_bytes());
+        field(&chunk.text_hash);
         field(chunk.meta.as_bytes());
     }
     *hasher.finalize().as_bytes()

@@ -899,12 +899,12 @@ impl Store {
                 .name("ratchetdb-index".into())
                 .spawn(move || {
                     if rebuild {
-                        if worker.index.build_graph().is_ok() {
+                        if in_background_pool(|| worker.index.build_graph()).is_ok() {
                             persist_graph(&background, &worker);
                         }
                     } else {
                         // New vectors are scored exactly until they are in the graph.
-                        while matches!(worker.index.absorb_outside(ABSORB_CHUNK), Ok(n) if n > 0) {}
+                        while matches!(in_background_pool(|| worker.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {}
                     }
                     worker.building.store(false, Ordering::SeqCst);
                 });
@@ -1122,6 +1122,25 @@ pub struct IndexInfo {
     pub dead_fraction: f64,
     /// The last commit sequence the index has applied.
     pub applied_commit: u64,
+}
+
+/// Runs background index work (graph builds, absorbing new vectors, snapshot loads) on a
+/// rayon pool one thread smaller than the machine, so a graph build never takes the core
+/// the committer needs. `Store::build_index` uses every core instead.
+fn in_background_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.saturating_sub(1).max(1))
+            .thread_name(|i| format!("ratchetdb-index-{i}"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    }
 }
 
 /// Where hnsw_rs's dump files go while a snapshot is written or read: beside the database.

@@ -13,8 +13,9 @@ use crate::error::{Corruption, WriteError};
 use crate::guard::{self, ConflictPolicy, ContentHash, Decision, Incoming, SkipReason, Stored};
 use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
-    self, seq_key, ChangelogRow, ChunkRow, DocRow, ListingRow, SkipRow, VectorRow, CHANGELOG,
-    CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+    self, seq_key, ChangelogRow, ChunkRow, ChunkRowRef, DocRow, ListingRow, SkipRow, VectorRow,
+    CHANGELOG, CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG,
+    VECTORS,
 };
 use crate::version::Version;
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -448,12 +449,12 @@ impl<'txn> Batch<'txn> {
                     vector_id
                 }
             };
-            let chunk_row = ChunkRow {
+            let chunk_row = ChunkRowRef {
                 generation,
-                text_hash: chunk.text_hash,
+                text_hash: &chunk.text_hash,
                 vector_id,
-                text: chunk.text.clone(),
-                meta: chunk.meta.clone(),
+                text: &chunk.text,
+                meta: &chunk.meta,
             };
             self.chunks
                 .insert(
