@@ -169,11 +169,6 @@ impl Graph {
         self.membership.read().is_live(id)
     }
 
-    #[cfg(test)]
-    /// Whether `id` is scored outside the graph.
-    pub(crate) fn is_outside(&self, id: u64) -> bool {
-        self.membership.read().outside.contains(&id)
-    }
 
     /// `id` is no longer live: its point (if any) is dead and it is not scored outside.
     pub(crate) fn mark_removed(&self, id: u64) {

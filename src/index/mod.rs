@@ -203,17 +203,7 @@ impl VectorIndex {
         self.scratch_dir = Some(dir);
     }
 
-    #[cfg(test)]
-    /// The vector dimension.
-    pub(crate) fn dim(&self) -> usize {
-        self.dim
-    }
 
-    #[cfg(test)]
-    /// The metric.
-    pub(crate) fn metric(&self) -> Metric {
-        self.metric
-    }
 
     /// Checks a vector or query: length, finiteness, unit norm for cosine.
     pub(crate) fn validate(&self, vector: &[f32]) -> Result<(), IndexError> {
@@ -355,11 +345,6 @@ impl VectorIndex {
         self.exact.read().len()
     }
 
-    #[cfg(test)]
-    /// Whether `id` is live.
-    pub(crate) fn contains(&self, id: u64) -> bool {
-        self.exact.read().contains(id)
-    }
 
     /// The live ids, sorted.
     pub(crate) fn live_ids(&self) -> Vec<u64> {
@@ -368,11 +353,6 @@ impl VectorIndex {
         ids
     }
 
-    #[cfg(test)]
-    /// The current vector of `id`, if live.
-    pub(crate) fn vector(&self, id: u64) -> Option<Vec<f32>> {
-        self.exact.read().get(id).map(<[f32]>::to_vec)
-    }
 
     /// The `k` live vectors nearest to `query` that pass `filter`, best first, as
     /// `(id, score)`: cosine similarity (higher is better) or L2 distance (lower is
