@@ -94,15 +94,32 @@ pub struct Limits {
     pub max_id_bytes: usize,
     /// Chunks in one document. Default 10,000.
     pub max_chunks_per_document: usize,
-    /// Bytes of text in one chunk. Default 1 MiB; at most 16 MiB.
+    /// Bytes of text in one chunk. Default 1 MiB; at most 16 MiB (a larger setting counts
+    /// as 16 MiB, so that every row stays readable).
     pub max_chunk_text_bytes: usize,
-    /// Bytes of canonical JSON metadata, per document and per chunk. Default 64 KiB.
+    /// Bytes of canonical JSON metadata, per document and per chunk. Default 64 KiB; at most
+    /// 16 MiB (as for text).
     pub max_meta_bytes: usize,
+    /// Levels of nested arrays and objects in metadata. Default 64; at most 127 (what a read
+    /// can parse back: serde_json's recursion limit is 128).
+    #[serde(default = "default_max_meta_depth")]
+    pub max_meta_depth: usize,
     /// Vector dimensions. Default 8192.
     pub max_dimension: usize,
     /// Ids in one listing given to `retain`. Default 10,000,000.
     pub max_listing_ids: usize,
 }
+
+fn default_max_meta_depth() -> usize {
+    64
+}
+
+/// The hard ceiling of `max_chunk_text_bytes` and `max_meta_bytes`: a row must stay below
+/// what a decode accepts (`schema::MAX_ROW_BYTES`).
+pub(crate) const MAX_FIELD_BYTES: usize = 16 << 20;
+
+/// The hard ceiling of `max_meta_depth`: serde_json refuses to parse deeper JSON.
+pub(crate) const MAX_META_DEPTH: usize = 127;
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -111,6 +128,7 @@ impl Default for Limits {
             max_chunks_per_document: 10_000,
             max_chunk_text_bytes: 1 << 20,
             max_meta_bytes: 64 << 10,
+            max_meta_depth: default_max_meta_depth(),
             max_dimension: 8192,
             max_listing_ids: 10_000_000,
         }

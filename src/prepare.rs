@@ -7,7 +7,7 @@
 use crate::document::{Document, Op};
 use crate::error::{InputError, WriteError};
 use crate::guard::ContentHash;
-use crate::options::{Limits, Metric};
+use crate::options::{Limits, Metric, MAX_FIELD_BYTES, MAX_META_DEPTH};
 use crate::schema::canonical_json;
 use crate::version::Version;
 
@@ -69,20 +69,81 @@ pub(crate) fn check_name(field: &str, value: &str, limits: &Limits) -> Result<()
     Ok(())
 }
 
+/// Whether `value` nests arrays and objects deeper than `limit`, found without recursion: a
+/// value built in memory can be nested far deeper than the stack allows.
+fn nested_deeper_than(value: &serde_json::Value, limit: usize) -> bool {
+    let mut pending: Vec<(&serde_json::Value, usize)> = vec![(value, 0)];
+    while let Some((value, depth)) = pending.pop() {
+        match value {
+            serde_json::Value::Array(items) if depth < limit => {
+                pending.extend(items.iter().map(|item| (item, depth + 1)));
+            }
+            serde_json::Value::Object(map) if depth < limit => {
+                pending.extend(map.values().map(|item| (item, depth + 1)));
+            }
+            serde_json::Value::Array(_) | serde_json::Value::Object(_) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Refuses metadata nested deeper than the limit, before anything recursive (cloning,
+/// canonical JSON, dropping) touches it.
+pub(crate) fn check_depths(doc: &Document, limits: &Limits) -> Result<(), InputError> {
+    let max_depth = limits.max_meta_depth.min(MAX_META_DEPTH);
+    let too_deep = |field: String| {
+        InputError::new(
+            field,
+            format!("nests arrays and objects deeper than {max_depth} levels"),
+        )
+    };
+    if nested_deeper_than(&doc.meta, max_depth) {
+        return Err(too_deep("meta".to_string()));
+    }
+    for (position, chunk) in doc.chunks.iter().enumerate() {
+        if nested_deeper_than(&chunk.meta, max_depth) {
+            return Err(too_deep(format!("chunks[{position}].meta")));
+        }
+    }
+    Ok(())
+}
+
+/// Drops a JSON value without recursion (serde_json's own drop recurses once per level, and a
+/// hostile value can be nested deeper than the stack).
+fn dismantle(value: serde_json::Value) {
+    let mut pending = vec![value];
+    while let Some(mut value) = pending.pop() {
+        match &mut value {
+            serde_json::Value::Array(items) => pending.append(items),
+            serde_json::Value::Object(map) => {
+                pending.extend(std::mem::take(map).into_iter().map(|(_, v)| v));
+            }
+            _ => {}
+        }
+    }
+}
+
 fn check_meta(
     field: &str,
     value: &serde_json::Value,
     limits: &Limits,
 ) -> Result<String, InputError> {
-    let json = canonical_json(value);
-    if json.len() > limits.max_meta_bytes {
+    // Checked before anything recursive (canonical JSON), and kept within what a read can
+    // parse back, so that accepted metadata is always readable.
+    let max_depth = limits.max_meta_depth.min(MAX_META_DEPTH);
+    if nested_deeper_than(value, max_depth) {
         return Err(InputError::new(
             field,
-            format!(
-                "is {} bytes of JSON; the limit is {}",
-                json.len(),
-                limits.max_meta_bytes
-            ),
+            format!("nests arrays and objects deeper than {max_depth} levels"),
+        ));
+    }
+    let json = canonical_json(value);
+    let max_bytes = limits.max_meta_bytes.min(MAX_FIELD_BYTES);
+    if json.len() > max_bytes {
+        return Err(InputError::new(
+            field,
+            format!("is {} bytes of JSON; the limit is {max_bytes}", json.len()),
         ));
     }
     Ok(json)
@@ -164,6 +225,13 @@ pub(crate) fn prepare_document(
     dimension: Option<usize>,
     limits: &Limits,
 ) -> Result<PreparedDoc, WriteError> {
+    if let Err(error) = check_depths(&doc, limits) {
+        dismantle(doc.meta);
+        for chunk in doc.chunks {
+            dismantle(chunk.meta);
+        }
+        return Err(error.into());
+    }
     check_name("source", &doc.source, limits)?;
     check_name("id", &doc.id, limits)?;
     if doc.chunks.len() > limits.max_chunks_per_document {
@@ -181,14 +249,11 @@ pub(crate) fn prepare_document(
     let mut expected = dimension;
     let mut chunks = Vec::with_capacity(doc.chunks.len());
     for (position, chunk) in doc.chunks.into_iter().enumerate() {
-        if chunk.text.len() > limits.max_chunk_text_bytes {
+        let max_text = limits.max_chunk_text_bytes.min(MAX_FIELD_BYTES);
+        if chunk.text.len() > max_text {
             return Err(InputError::new(
                 format!("chunks[{position}].text"),
-                format!(
-                    "is {} bytes; the limit is {}",
-                    chunk.text.len(),
-                    limits.max_chunk_text_bytes
-                ),
+                format!("is {} bytes; the limit is {max_text}", chunk.text.len()),
             )
             .into());
         }

@@ -794,6 +794,8 @@ impl Store {
     /// which chunks need a vector: chunks whose text the stored revision already has a vector
     /// for can be sent without one. Vectors in `doc` are ignored.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
+        // Before the clone below: cloning metadata nested deeper than the stack overflows it.
+        prepare::check_depths(doc, &self.inner.options.limits)?;
         let draft = Document {
             source: doc.source.clone(),
             id: doc.id.clone(),
