@@ -786,18 +786,21 @@ pub fn exercise(store: &Store, report: &mut OpenReport) {
 /// Fuzz target `open_mutated_file`. The first byte chooses the file: `0` takes the rest of the
 /// input as the whole file; otherwise a base image (see [`base_image`]) mutated by 5-byte
 /// records `offset (u32 LE, modulo the length) | xor`, where an xor of 0 truncates the file
-/// at the offset. Opening must give a typed error or a store that can be read, verified and
-/// written without a panic.
+/// at the offset. Opened with [`Options::check_integrity_on_open`], it must give a typed
+/// error or a store that can be read, verified and written without a panic. (A plain open
+/// trusts a cleanly closed file, and redb may panic on one damaged outside redb: see
+/// `tests/corrupt_flipped_bytes.rs`.)
 pub fn open_mutated_file(data: &[u8]) -> Result<OpenReport, String> {
+    let options = harness_options().check_integrity_on_open(true);
     let Some((&tag, rest)) = data.split_first() else {
-        return Ok(open_image(Vec::new(), harness_options()));
+        return Ok(open_image(Vec::new(), options));
     };
     let image = if tag == 0 {
         rest.to_vec()
     } else {
         mutate(base_image(tag - 1)?, rest)
     };
-    Ok(open_image(image, harness_options()))
+    Ok(open_image(image, options))
 }
 
 /// Applies `open_mutated_file`'s mutation records to `image`.
@@ -1101,4 +1104,154 @@ pub fn ops_vs_model(data: &[u8]) -> Result<OpsReport, String> {
     }
     run.reopen(None)?;
     Ok(run.report)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The seed corpus.
+
+/// The committed seed corpus, as `(target, file name, bytes)`: real rows from the encoders,
+/// mutation records of the base images, and operation programs that reach every opcode. The
+/// ignored test `write_seed_corpus` in `tests/fuzz_corpus_replay.rs` writes it to
+/// `fuzz/corpus/<target>/`.
+pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
+    let mut add = |target: &'static str, name: &str, bytes: Vec<u8>| {
+        seeds.push((target, name.to_string(), bytes));
+    };
+
+    // row_decoding: each row type, whole and cut short, and some garbage.
+    let doc = DocRow {
+        internal_id: 7,
+        version_kind: 0,
+        version: 1_700_000_000,
+        generation: 42,
+        chunk_count: 3,
+        content_hash: [0xab; 32],
+        deleted: false,
+        meta: "{\"title\":\"x\"}".to_string(),
+    };
+    let chunk = ChunkRow {
+        generation: 42,
+        text_hash: [0xcd; 32],
+        vector_id: 9,
+        text: "Ratchets turn one way.".to_string(),
+        meta: "null".to_string(),
+    };
+    let changelog = ChangelogRow {
+        added: vec![1, 2, 300, 70_000],
+        removed: vec![5],
+    };
+    let skip = SkipRow {
+        source: "wiki".into(),
+        id: "a".into(),
+        reason: 1,
+        stored_kind: 0,
+        stored_value: 3,
+        incoming_kind: 0,
+        incoming_value: 3,
+    };
+    let listing = ListingRow {
+        version_kind: 2,
+        present_count: 4,
+        members_hash: [0x11; 32],
+    };
+    let rows = [
+        ("doc", schema::encode(&doc)),
+        ("chunk", schema::encode(&chunk)),
+        ("changelog", schema::encode(&changelog)),
+        ("skip", schema::encode(&skip)),
+        ("listing", schema::encode(&listing)),
+        (
+            "vector",
+            VectorRow::encode(3, 1, &[0.5, -1.0, f32::MIN_POSITIVE]),
+        ),
+    ];
+    for (name, bytes) in rows {
+        add("row_decoding", &format!("{name}"), bytes.clone());
+        add(
+            "row_decoding",
+            &format!("{name}-cut"),
+            bytes[..bytes.len() / 2].to_vec(),
+        );
+    }
+    add("row_decoding", "empty", Vec::new());
+    add("row_decoding", "ff", vec![0xff; 40]);
+    add(
+        "row_decoding",
+        "huge-length",
+        vec![0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
+    );
+
+    // open_mutated_file: raw files, and mutation records of both base images.
+    add("open_mutated_file", "raw-empty", vec![0]);
+    add(
+        "open_mutated_file",
+        "raw-text",
+        b"\0hello, not a database\n".to_vec(),
+    );
+    add(
+        "open_mutated_file",
+        "raw-magic",
+        b"\0redb\x1a\x0a\xa9\x0d\x0a".to_vec(),
+    );
+    let record = |offset: u32, xor: u8| {
+        let mut r = offset.to_le_bytes().to_vec();
+        r.push(xor);
+        r
+    };
+    for base in [1u8, 2] {
+        add(
+            "open_mutated_file",
+            &format!("base{base}-intact"),
+            vec![base],
+        );
+        for (name, offset, xor) in [
+            ("header", 9u32, 0x01u8),
+            ("page1", 4096 + 17, 0x80),
+            ("page2", 8192 + 300, 0x04),
+            ("late", 100_000, 0x20),
+            ("truncate-half", 71_680, 0),
+            ("truncate-header", 300, 0),
+        ] {
+            let mut data = vec![base];
+            data.extend(record(offset, xor));
+            add("open_mutated_file", &format!("base{base}-{name}"), data);
+        }
+    }
+
+    // ops_vs_model: programs (see `ops_vs_model` for the opcodes).
+    let programs: [(&str, &[u8]); 12] = [
+        ("upserts", &[0, 0, 1, 5, 1, 2, 1, 9, 2, 4, 2, 3]),
+        ("stale", &[0, 0, 5, 1, 0, 0, 3, 2, 0, 0, 5, 1]),
+        ("conflict", &[0, 0, 4, 1, 1, 0, 4, 9]),
+        ("delete", &[0, 2, 3, 5, 3, 2, 4, 0, 2, 2, 1]),
+        (
+            "retain",
+            &[0, 0, 1, 1, 0, 2, 1, 1, 4, 0b0001_0000, 5, 0, 2, 3, 2],
+        ),
+        ("batch", &[5, 3, 0, 0, 1, 2, 3, 4, 2, 1, 0, 4, 1, 7]),
+        ("writer", &[6, 3, 0, 0, 1, 2, 0, 2, 2, 5, 3, 0, 3]),
+        ("reopen", &[0, 0, 1, 1, 7, 0, 0, 2, 2, 7, 3, 0, 3]),
+        ("power-loss", &[0, 0, 1, 1, 8, 42, 0, 2, 2, 6, 8, 7]),
+        (
+            "fault-once",
+            &[0, 0, 1, 1, 9, 3, 0, 2, 2, 6, 0, 4, 2, 9, 7, 0, 2, 3, 1],
+        ),
+        (
+            "fault-forever",
+            &[
+                0, 0, 1, 1, 9, 0x85, 0, 2, 2, 6, 5, 2, 0, 4, 2, 1, 6, 3, 3, 8, 5,
+            ],
+        ),
+        (
+            "fault-writer",
+            &[
+                9, 2, 6, 3, 0, 0, 1, 2, 0, 2, 2, 5, 3, 0, 3, 8, 1, 0, 0, 1, 1,
+            ],
+        ),
+    ];
+    for (name, program) in programs {
+        add("ops_vs_model", name, program.to_vec());
+    }
+    seeds
 }
