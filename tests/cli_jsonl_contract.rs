@@ -563,3 +563,107 @@ fn export_into_a_closed_pipe_exits_cleanly() {
     assert!(status.success(), "{status}: {stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// The summary line without its timing.
+fn summary_without_time(stderr: &str) -> String {
+    let summary = stderr.lines().last().unwrap_or_default();
+    match (summary.find(" in "), summary.find("s: ")) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{}{}", &summary[..start], &summary[end + 1..])
+        }
+        _ => summary.to_string(),
+    }
+}
+
+/// Many operations on few documents, so that one batch often holds several of a document:
+/// upserts with random versions and duplicates, deletes, retains, and bad lines.
+fn contended_input() -> Vec<u8> {
+    let mut state = 0x5eed_u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let mut input = String::new();
+    for i in 0..1500 {
+        let doc = next(12);
+        // Versions drift upwards with noise, as live traffic with late retries does.
+        let version = i / 10 + next(30);
+        let line = match next(20) {
+            0 => format!(r#"{{"op":"delete","source":"s","id":"d{doc}","version":{version}}}"#),
+            1 => format!(
+                r#"{{"op":"retain","source":"s","ids":["d1","d2","d3","d4","d5","d6"],"version":{version}}}"#
+            ),
+            2 => r#"{"op":"upsert","source":"s","id":"","version":1,"chunks":[]}"#.to_string(),
+            3 => String::new(),
+            // A vector of the wrong dimension, for a document that the guard would write
+            // (new, in a source without listings). For one the guard refuses anyway, the
+            // library's answer depends on whether the dimension was known when the line was
+            // validated, that is on batch boundaries: a refusal before the dimension is
+            // fixed, a dimension error after.
+            4 => format!(
+                r#"{{"op":"upsert","source":"t","id":"new{i}","version":{version},"chunks":[{{"text":"t","vector":[1,2]}}]}}"#
+            ),
+            _ => {
+                let chunks: Vec<String> = (0..next(4))
+                    .map(|p| {
+                        format!(
+                            r#"{{"text":"d{doc} v{version} p{p}","vector":[{},{},1]}}"#,
+                            doc + 1,
+                            version % 7
+                        )
+                    })
+                    .collect();
+                format!(
+                    r#"{{"op":"upsert","source":"s","id":"d{doc}","version":{version},"chunks":[{}]}}"#,
+                    chunks.join(",")
+                )
+            }
+        };
+        input.push_str(&line);
+        input.push('\n');
+    }
+    input.into_bytes()
+}
+
+#[test]
+fn workers_give_the_same_report_and_export_as_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fixture, _) = fixture();
+    for (name, input) in [("fixture", fixture), ("contended", contended_input())] {
+        let input_path = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&input_path, &input).unwrap();
+        let single_db = dir.path().join(format!("{name}-single.redb"));
+        let single = ingest(&single_db, &input_path, &["--report"]);
+        for workers in ["1", "4"] {
+            let db = dir.path().join(format!("{name}-workers-{workers}.redb"));
+            let run = ingest(&db, &input_path, &["--report", "--workers", workers]);
+            assert_eq!(
+                run.code, single.code,
+                "{name} --workers {workers}: {}",
+                run.stderr
+            );
+            assert_eq!(
+                run.stdout, single.stdout,
+                "{name} --workers {workers}: the --report differs"
+            );
+            let lines = |stderr: &str| -> Vec<String> {
+                let mut lines: Vec<String> = stderr.lines().map(str::to_string).collect();
+                lines.pop();
+                lines
+            };
+            assert_eq!(lines(&run.stderr), lines(&single.stderr), "{name}");
+            assert_eq!(
+                summary_without_time(&run.stderr),
+                summary_without_time(&single.stderr),
+                "{name}"
+            );
+            assert_eq!(
+                export(&db, &["--vectors"]).stdout,
+                export(&single_db, &["--vectors"]).stdout,
+                "{name} --workers {workers}: the export differs"
+            );
+        }
+    }
+}

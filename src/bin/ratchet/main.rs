@@ -5,9 +5,11 @@
 //! `ingest` lives in `jsonl.rs`.
 
 mod commands;
+mod embedder;
 mod exit;
 mod jsonl;
 mod output;
+mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratchetdb::{Metric, OpenError, Options, Store, VersionKind};
@@ -16,9 +18,12 @@ use std::process::ExitCode;
 
 /// An embedded, single-file chunk-and-vector store for RAG whose index never moves backwards.
 ///
+/// Start with `ratchet ingest --db index.redb DIR` and
+/// `ratchet search --db index.redb "question"`.
+///
 /// Exit codes: 0 success; 1 error (the database could not be opened or written, the input
-/// could not be read, `verify` found violations); 2 the command line was invalid; 3 `ingest`
-/// rejected some lines (every other line was applied).
+/// could not be read, `verify` found violations); 2 the command line was invalid;
+/// 3 `ingest` rejected some lines or files (every other one was applied).
 #[derive(Parser, Debug)]
 #[command(name = "ratchet", version, about, long_about)]
 struct Cli {
@@ -28,9 +33,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Apply upserts, deletes and retains from a JSONL file (one operation per line).
+    /// Index folders of Markdown and text files, or apply a JSONL file of operations.
     #[command(long_about = commands::ingest::LONG_ABOUT)]
     Ingest(commands::ingest::IngestArgs),
+    /// The chunks nearest a question (embedded with the store's embedder) or a raw vector.
+    Search(commands::search::SearchArgs),
     /// Write every document as JSONL to stdout, sorted by (source, id), tombstones included.
     Export(commands::export::ExportArgs),
     /// Check every invariant the rows can show; exit 0 iff all hold, 1 otherwise.
@@ -108,6 +115,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Ingest(args) => commands::ingest::run(args),
+        Command::Search(args) => commands::search::run(args),
         Command::Export(args) => commands::export::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Stats(args) => commands::stats::run(args),

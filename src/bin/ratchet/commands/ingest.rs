@@ -1,16 +1,23 @@
-//! `ratchet ingest`: apply a JSONL stream of operations, batch by batch.
+//! `ratchet ingest`: folders of documents (see `ingest/folder.rs`), or a JSONL stream of
+//! operations.
 //!
-//! The input is streamed line by line (never held whole); parsed operations are applied
-//! through `Store::write_batch`, one transaction per batch. A bad line is rejected alone: the
+//! JSONL: the input is streamed line by line (never held whole); parsed operations are
+//! applied through `Store::write_batch`, one transaction per batch, or with `--workers`
+//! through the concurrent writer (see `ingest/workers.rs`). A bad line is rejected alone: the
 //! lines around it, in its batch or not, are still applied. Reports go out in input order
-//! after each batch commits, so a report line always describes a committed outcome.
+//! after each operation commits, so a report line always describes a committed outcome.
+
+mod folder;
+mod workers;
 
 use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use crate::output::Output;
 use crate::{exit, DbArg, Failure, MetricArg, VersionKindArg};
-use clap::Args;
+use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use ratchetdb::{Op, OpOutcome, Options, Outcome, RetainOutcome, Store, VersionKind, WriteError};
+use ratchetdb::{
+    ChunkerOptions, Op, OpOutcome, Options, Outcome, RetainOutcome, Store, VersionKind, WriteError,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -20,9 +27,27 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 /// `ratchet ingest --help`: the line format is the contract, so the help shows it whole.
-pub const LONG_ABOUT: &str = r#"Apply upserts, deletes and retains from a JSONL file (one operation per line).
+pub const LONG_ABOUT: &str = r#"Index folders of Markdown and text files, or apply a JSONL file of operations.
 
-Line formats:
+Folders (ratchet ingest --db PATH DIR…):
+  Every .md, .markdown, .mdown, .txt and .text file under each DIR is one document: its id is
+  its path relative to DIR, its source is DIR's name (or --source), its version is its
+  modification time in microseconds. Other files are skipped and counted; hidden files and
+  folders (names starting with '.') are ignored. A file that cannot be read, or is not UTF-8,
+  is skipped and counted, and the run goes on (exit code 3). Each file is chunked
+  (paragraph-aware, --chunk-size, --overlap), planned before any embedding (an unchanged
+  file is not embedded at all; a changed one only for its changed chunks) and written
+  through the version guard, so a file is never set back to older text.
+  --sync also removes the documents of files that are gone, with a listing of the files
+  present. A listing deletes every id it does not list up to its version, unseen ids too, so
+  its version is the newest time among the documents that are gone (never later than the
+  run's start; newer documents are kept): a file that turns up later with a modification time
+  older than that is refused as deleted until you `touch` it.
+  Embedder: all-MiniLM-L6-v2 from --model DIR (or RATCHET_MODEL; needs a build with
+  --features minilm), else the built-in lexical hashing embedder. A store keeps the embedder
+  it was built with.
+
+JSONL (ratchet ingest --db PATH --jsonl FILE):
   {"op":"upsert","source":"s","id":"d","version":7,"chunks":[{"text":"…","vector":[0.1,…],"meta":{…}}],"meta":{…}}
   {"op":"delete","source":"s","id":"d","version":8}
   {"op":"retain","source":"s","ids":["d1","d2"],"version":9}
@@ -32,7 +57,8 @@ identical text. Unknown fields are rejected.
 
 A bad line is rejected alone (stderr: `line N: FIELD: problem`) and every other line is still
 applied; the exit code is then 3. Blank lines are ignored. Lines are applied in batches, one
-transaction each; a storage failure stops the run with exit code 1.
+transaction each (with --workers, through the concurrent writer: same outcomes, same report);
+a storage failure stops the run with exit code 1.
 
 With --report, stdout has one JSON object per input line, in input order:
   {"line":N,"op":"upsert","source":…,"id":…,"outcome":"written"|"unchanged"|"deleted"|"skipped",…}
@@ -47,47 +73,103 @@ Creates the database if it does not exist."#;
 const BATCH_BYTES: usize = 64 << 20;
 
 #[derive(Args, Debug)]
+#[command(group(ArgGroup::new("input").required(true).args(["dirs", "jsonl"])))]
 pub struct IngestArgs {
     #[command(flatten)]
     db: DbArg,
-    /// The JSONL input; `-` reads standard input.
-    #[arg(long, value_name = "FILE")]
-    jsonl: PathBuf,
-    /// The version kind of lines that carry no "version_kind".
-    #[arg(long, value_enum, default_value_t = VersionKindArg::Number)]
-    version_kind: VersionKindArg,
-    /// The vector dimension of a new store (default: fixed by the first vector written).
-    #[arg(long, value_name = "N")]
-    dim: Option<usize>,
-    /// The metric of a new store (default cosine). An existing store must match.
-    #[arg(long, value_enum)]
-    metric: Option<MetricArg>,
-    /// The embedding model's name, recorded in a new store. An existing store must match.
+    /// Folders of Markdown and text files to index.
+    #[arg(value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// A JSONL file of operations carrying their own vectors; `-` reads standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "dirs")]
+    jsonl: Option<PathBuf>,
+    /// Folders: the source name of the documents (default: the folder's name). One DIR only.
     #[arg(long, value_name = "NAME")]
-    model: Option<String>,
-    /// Print one JSON object per input line on stdout, in input order.
+    source: Option<String>,
+    /// Folders: also remove the documents of files that no longer exist.
     #[arg(long)]
+    sync: bool,
+    /// Folders: the longest chunk, in characters.
+    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().max_chars as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    chunk_size: u32,
+    /// Folders: characters repeated from the end of one chunk at the start of the next
+    /// (at most a quarter of --chunk-size).
+    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().overlap_chars)]
+    overlap: usize,
+    /// Folders: the all-MiniLM-L6-v2 model folder (default: $RATCHET_MODEL; without either,
+    /// the built-in lexical hashing embedder). JSONL: the name of the model that made the
+    /// vectors, recorded in a new store; an existing store must match.
+    #[arg(long, value_name = "DIR|NAME")]
+    model: Option<PathBuf>,
+    /// Feed the writes through the concurrent writer from N threads (group commit).
+    /// Outcomes and reports are the same as without it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    workers: Option<u32>,
+    /// JSONL: the version kind of lines that carry no "version_kind".
+    #[arg(long, value_enum, default_value_t = VersionKindArg::Number, conflicts_with = "dirs")]
+    version_kind: VersionKindArg,
+    /// JSONL: the vector dimension of a new store (default: fixed by the first vector written).
+    #[arg(long, value_name = "N", conflicts_with = "dirs")]
+    dim: Option<usize>,
+    /// JSONL: the metric of a new store (default cosine). An existing store must match.
+    #[arg(long, value_enum, conflicts_with = "dirs")]
+    metric: Option<MetricArg>,
+    /// JSONL: print one JSON object per input line on stdout, in input order.
+    #[arg(long, conflicts_with = "dirs")]
     report: bool,
-    /// Operations per write transaction.
+    /// Operations (JSONL lines, or files) per write transaction.
     #[arg(long, value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     batch_size: u32,
-    /// Longest accepted line, in bytes; a longer line is rejected without being held in memory.
-    #[arg(long, value_name = "BYTES", default_value_t = jsonl::DEFAULT_MAX_LINE_BYTES)]
+    /// JSONL: the longest accepted line, in bytes; a longer line is rejected without being
+    /// held in memory.
+    #[arg(long, value_name = "BYTES", default_value_t = jsonl::DEFAULT_MAX_LINE_BYTES,
+          conflicts_with = "dirs")]
     max_line_bytes: usize,
 }
 
 pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
+    match args.jsonl.clone() {
+        Some(jsonl) => run_jsonl(args, jsonl),
+        None => folder::run(folder::FolderArgs {
+            db: args.db.db,
+            dirs: args.dirs,
+            source: args.source,
+            sync: args.sync,
+            chunker: ChunkerOptions {
+                max_chars: args.chunk_size as usize,
+                overlap_chars: args.overlap,
+            },
+            model: args.model,
+            workers: args.workers.map(|n| n as usize),
+            batch_files: args.batch_size as usize,
+        }),
+    }
+}
+
+fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure> {
     let started = Instant::now();
+    if args.source.is_some() || args.sync {
+        return Err(Failure(
+            "--source and --sync apply to folders; a JSONL line names its own source, and a \
+             retain line is its sync"
+                .into(),
+        ));
+    }
     // The input first: a missing input file must not leave a new empty database behind.
-    let (input, input_name): (Box<dyn BufRead>, String) = if args.jsonl.as_os_str() == "-" {
-        (Box::new(io::stdin().lock()), "standard input".to_string())
+    // (Standard input unlocked: the --workers reader runs in its own thread.)
+    let (input, input_name): (Box<dyn BufRead + Send>, String) = if jsonl_path.as_os_str() == "-" {
+        (
+            Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
+            "standard input".to_string(),
+        )
     } else {
-        let file = File::open(&args.jsonl)
-            .map_err(|e| Failure(format!("cannot read {}: {e}", args.jsonl.display())))?;
+        let file = File::open(&jsonl_path)
+            .map_err(|e| Failure(format!("cannot read {}: {e}", jsonl_path.display())))?;
         (
             Box::new(BufReader::with_capacity(1 << 20, file)),
-            args.jsonl.display().to_string(),
+            jsonl_path.display().to_string(),
         )
     };
     let mut options = Options::default();
@@ -98,7 +180,10 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
         options = options.metric(metric.into());
     }
     if let Some(model) = &args.model {
-        options = options.model(model.clone());
+        let name = model.to_str().ok_or_else(|| {
+            Failure("--model with --jsonl is the model's name, and must be UTF-8".into())
+        })?;
+        options = options.model(name);
     }
     let store = Store::open(&args.db.db, options)?;
 
@@ -119,6 +204,53 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
     };
     let default_kind = VersionKind::from(args.version_kind);
     let mut reader = LineReader::new(input, args.max_line_bytes);
+    let (line, mut fatal) = match args.workers {
+        Some(workers) => workers::run(
+            &mut ingest,
+            reader,
+            &input_name,
+            default_kind,
+            args.max_line_bytes,
+            workers as usize,
+        ),
+        None => {
+            let (line, fatal) = read_in_batches(
+                &mut ingest,
+                &mut reader,
+                &input_name,
+                default_kind,
+                args.max_line_bytes,
+            );
+            (line, fatal)
+        }
+    };
+    ingest.progress.finish_and_clear();
+    if let Some(report) = ingest.report.take() {
+        if let Err(Failure(message)) = report.finish() {
+            fatal.get_or_insert(message);
+        }
+    }
+    ingest.tally.lines = line;
+    eprintln!("{}", ingest.tally.summary(started.elapsed().as_secs_f64()));
+    if let Some(message) = fatal {
+        return Err(Failure(message));
+    }
+    Ok(if ingest.tally.rejected > 0 {
+        exit::lines_rejected()
+    } else {
+        exit::ok()
+    })
+}
+
+/// The single-threaded path: reads every line, applying them a batch at a time. Returns the
+/// number of lines read and the error that stopped the run, if one did.
+fn read_in_batches(
+    ingest: &mut Ingest,
+    reader: &mut LineReader<Box<dyn BufRead + Send>>,
+    input_name: &str,
+    default_kind: VersionKind,
+    max_line_bytes: usize,
+) -> (u64, Option<String>) {
     let mut buf = Vec::new();
     let mut line: u64 = 0;
     let mut fatal = None;
@@ -127,22 +259,14 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
             Ok(Some(read)) => read,
             Ok(None) => break,
             Err(e) => {
-                fatal = Some(format!(
-                    "reading {input_name} after line {line}: {e}; the lines before were applied"
-                ));
+                fatal = Some(read_error(input_name, line, &e));
                 break;
             }
         };
         line += 1;
         ingest.progress.inc(1);
         match read {
-            ReadLine::TooLong { bytes } => ingest.reject(
-                line,
-                LineError::whole(format!(
-                    "is {bytes} bytes long; the limit is {} (--max-line-bytes)",
-                    args.max_line_bytes
-                )),
-            ),
+            ReadLine::TooLong { bytes } => ingest.reject(line, too_long(bytes, max_line_bytes)),
             ReadLine::Complete if jsonl::is_blank(&buf) => ingest.blank(line),
             ReadLine::Complete => match jsonl::parse_line(&buf, default_kind) {
                 Ok(parsed) => ingest.push_op(line, parsed.header, parsed.op, buf.len()),
@@ -161,22 +285,19 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
     if let Err(Failure(message)) = ingest.flush() {
         fatal.get_or_insert(message);
     }
-    ingest.progress.finish_and_clear();
-    if let Some(report) = ingest.report.take() {
-        if let Err(Failure(message)) = report.finish() {
-            fatal.get_or_insert(message);
-        }
-    }
-    ingest.tally.lines = line;
-    eprintln!("{}", ingest.tally.summary(started.elapsed().as_secs_f64()));
-    if let Some(message) = fatal {
-        return Err(Failure(message));
-    }
-    Ok(if ingest.tally.rejected > 0 {
-        exit::lines_rejected()
-    } else {
-        exit::ok()
-    })
+    (line, fatal)
+}
+
+/// The error for a line longer than `--max-line-bytes`.
+fn too_long(bytes: u64, max_line_bytes: usize) -> LineError {
+    LineError::whole(format!(
+        "is {bytes} bytes long; the limit is {max_line_bytes} (--max-line-bytes)"
+    ))
+}
+
+/// The error that stops a run whose input could not be read.
+fn read_error(input_name: &str, line: u64, error: &io::Error) -> String {
+    format!("reading {input_name} after line {line}: {error}; the lines before were applied")
 }
 
 /// One input line waiting for its batch to commit, so that reports keep input order.
@@ -263,22 +384,30 @@ impl Ingest {
     ) -> Result<(), Failure> {
         let first = pending.first().map(|(line, _)| *line).unwrap_or(0);
         let last = pending.last().map(|(line, _)| *line).unwrap_or(0);
-        let not_applied = LineError::whole(format!(
-            "not applied: the batch's transaction failed: {error}"
-        ));
         for (line, entry) in pending {
             match entry {
                 Entry::Blank => self.report_blank(line)?,
                 Entry::Rejected(error) => self.report_rejected(line, None, &error)?,
-                Entry::Op(header) => {
-                    self.tally.not_applied += 1;
-                    self.emit(&ErrorLine::new(line, Some(&header), &not_applied))?;
-                }
+                Entry::Op(header) => self.report_not_applied(line, &header, error)?,
             }
         }
         Err(Failure(format!(
             "{error}; nothing of lines {first}..={last} was written, and no later line was read"
         )))
+    }
+
+    /// An operation whose batch failed to commit.
+    fn report_not_applied(
+        &mut self,
+        line: u64,
+        header: &Header,
+        error: &WriteError,
+    ) -> Result<(), Failure> {
+        self.tally.not_applied += 1;
+        let not_applied = LineError::whole(format!(
+            "not applied: the batch's transaction failed: {error}"
+        ));
+        self.emit(&ErrorLine::new(line, Some(header), &not_applied))
     }
 
     fn report_blank(&mut self, line: u64) -> Result<(), Failure> {

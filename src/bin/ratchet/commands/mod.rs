@@ -2,5 +2,6 @@
 
 pub mod export;
 pub mod ingest;
+pub mod search;
 pub mod stats;
 pub mod verify;

@@ -1,0 +1,863 @@
+//! `ratchet ingest --db PATH DIR…`: folders of Markdown and text files in, guarded writes
+//! out.
+//!
+//! Each file is one document: id = its path relative to the folder (with `/`), source = the
+//! folder's name (or `--source`), version = its modification time in microseconds. The
+//! modification time is read before the content: a file changed while it is read then gets
+//! its new time (and the same content) on the next run, which raises the version without
+//! re-embedding; read the other way round, the next run would see new content under an
+//! unchanged version, which the guard refuses as a conflict.
+//!
+//! Files go in batches: read and chunk each, ask [`Store::plan`] what a write would do, embed
+//! only the chunks the plan says need it (one `embed_batch` call per batch, spread over the
+//! cores by the embedder), then write. Without `--workers` a batch is one transaction
+//! (`Store::write_batch`); with `--workers N`, N threads each take batches and submit their
+//! writes to the concurrent writer, which group-commits them.
+//!
+//! `--sync` sends one listing per folder (`Store::retain`) after the files: the ids present,
+//! which deletes every other id of the source up to the listing's version. Which version:
+//! - never later than the run's start (taken before the walk): a file created after the
+//!   walk is absent from it, and must not be deleted for that; a document whose time is
+//!   newer than the start is kept;
+//! - and no later than needed: a listing also deletes the ids it has never seen, up to its
+//!   version, so a file that appears later with an older modification time (moved in with
+//!   `mv`, copied with `cp -p`, unpacked from an archive) would be refused as deleted. So
+//!   the version is the newest version among the stored documents the walk no longer finds
+//!   (ties go to the delete), and no listing is sent when nothing is gone.
+use crate::embedder;
+use crate::progress::Progress;
+use crate::{exit, Failure};
+use crossbeam_channel::bounded;
+use ratchetdb::{
+    chunk_text, Chunk, ChunkerOptions, Document, Embedder, Op, OpOutcome, Outcome, PlannedAction,
+    ReadError, SkipReason, Store, Version, WriteError, Writer,
+};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use walkdir::WalkDir;
+
+/// File name extensions indexed as text (compared without case).
+const TEXT_EXTENSIONS: &[&str] = &["md", "markdown", "mdown", "txt", "text"];
+
+/// A batch is written once this many chunks wait for their vectors, whatever the file count.
+const BATCH_CHUNKS_TO_EMBED: usize = 256;
+
+/// What `ingest` passes in.
+pub struct FolderArgs {
+    pub db: PathBuf,
+    pub dirs: Vec<PathBuf>,
+    pub source: Option<String>,
+    pub sync: bool,
+    pub chunker: ChunkerOptions,
+    pub model: Option<PathBuf>,
+    pub workers: Option<usize>,
+    pub batch_files: usize,
+}
+
+/// One folder given on the command line.
+struct Root {
+    path: PathBuf,
+    source: String,
+}
+
+/// One text file found by the walk.
+struct FileJob {
+    root: usize,
+    id: String,
+    path: PathBuf,
+}
+
+/// What the walk found.
+struct Walk {
+    files: Vec<FileJob>,
+    /// Per root: the ids of every text file present (readable or not), for `--sync`.
+    present: Vec<Vec<String>>,
+    /// Per root: a folder that could not be listed (a listing would then be incomplete).
+    unlisted: Vec<Option<String>>,
+}
+
+/// What the run did, for the summary.
+#[derive(Default)]
+struct Tally {
+    files_seen: u64,
+    written: u64,
+    unchanged: u64,
+    touched: u64,
+    skipped: BTreeMap<&'static str, u64>,
+    /// By the guard's reason (`older`, `tombstoned`, `conflict`).
+    refused: BTreeMap<&'static str, u64>,
+    removed_by_sync: u64,
+    kept_newer_than_listing: u64,
+    chunks_embedded: u64,
+    chunks_reused: u64,
+    chunks_removed: u64,
+}
+
+/// Why a file was skipped, as the summary names it.
+mod skip {
+    pub const NOT_TEXT: &str = "not Markdown or text";
+    pub const NAME_NOT_UTF8: &str = "name not UTF-8";
+    pub const UNREADABLE: &str = "unreadable";
+    pub const NOT_UTF8: &str = "not UTF-8";
+    pub const REJECTED: &str = "refused by the store";
+}
+
+impl Tally {
+    fn skip(&mut self, reason: &'static str) {
+        *self.skipped.entry(reason).or_default() += 1;
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.files_seen += other.files_seen;
+        self.written += other.written;
+        self.unchanged += other.unchanged;
+        self.touched += other.touched;
+        for (reason, n) in other.skipped {
+            *self.skipped.entry(reason).or_default() += n;
+        }
+        for (reason, n) in other.refused {
+            *self.refused.entry(reason).or_default() += n;
+        }
+        self.removed_by_sync += other.removed_by_sync;
+        self.kept_newer_than_listing += other.kept_newer_than_listing;
+        self.chunks_embedded += other.chunks_embedded;
+        self.chunks_reused += other.chunks_reused;
+        self.chunks_removed += other.chunks_removed;
+    }
+
+    /// Files that could not be indexed for a problem of the file itself (exit code 3).
+    fn unindexable(&self) -> u64 {
+        [
+            skip::UNREADABLE,
+            skip::NOT_UTF8,
+            skip::NAME_NOT_UTF8,
+            skip::REJECTED,
+        ]
+        .iter()
+        .filter_map(|reason| self.skipped.get(reason))
+        .sum()
+    }
+}
+
+/// Where writes go: one transaction per batch, or the concurrent writer.
+enum Sink {
+    Direct(Store),
+    Writer(Writer),
+}
+
+impl Sink {
+    /// Writes `ops`; the outer error is the whole batch's (nothing of it is acknowledged).
+    fn write(&self, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        match self {
+            Sink::Direct(store) => store.write_batch(ops),
+            Sink::Writer(writer) => {
+                let pending: Vec<_> = ops.into_iter().map(|op| writer.submit(op)).collect();
+                let results: Vec<_> = pending
+                    .into_iter()
+                    .map(|p| p.and_then(|pending| pending.wait()))
+                    .collect();
+                match results
+                    .iter()
+                    .find_map(|r| r.as_ref().err().filter(|e| is_fatal(e)))
+                {
+                    Some(error) => Err(WriteError::BatchFailed {
+                        cause: error.to_string(),
+                    }),
+                    None => Ok(results),
+                }
+            }
+        }
+    }
+}
+
+/// Whether a write error ends the run (rather than refusing one file).
+fn is_fatal(error: &WriteError) -> bool {
+    !matches!(
+        error,
+        WriteError::Input(_)
+            | WriteError::DimensionMismatch { .. }
+            | WriteError::VersionKindMismatch { .. }
+            | WriteError::MissingVector { .. }
+    )
+}
+
+/// Everything a batch needs.
+struct Context<'a> {
+    roots: &'a [Root],
+    store: &'a Store,
+    embedder: &'a dyn Embedder,
+    chunker: ChunkerOptions,
+    sink: &'a Sink,
+    progress: &'a Progress,
+    /// Running totals for the progress line.
+    embedded_so_far: &'a AtomicU64,
+}
+
+pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
+    let started = Instant::now();
+    // Taken before the walk: see the module documentation.
+    let run_start = Version::timestamp_micros(micros_since_epoch(SystemTime::now()));
+    let roots = roots(&args.dirs, args.source.as_deref())?;
+    let model_dir = embedder::configured_model_dir(args.model.as_deref());
+    let embedder = embedder::for_ingest(model_dir.as_deref())?;
+    let store = embedder::open_store(&args.db, embedder.as_ref())?;
+    let counters_before = store.stats()?.counters;
+
+    let mut tally = Tally::default();
+    let walk = walk(&roots, &mut tally, &|line| eprintln!("{line}"));
+    let progress = Progress::new("ingest", "files", walk.files.len() as u64);
+    let sink = match args.workers {
+        Some(_) => Sink::Writer(store.writer()),
+        None => Sink::Direct(store.clone()),
+    };
+    let embedded_so_far = AtomicU64::new(0);
+    let context = Context {
+        roots: &roots,
+        store: &store,
+        embedder: embedder.as_ref(),
+        chunker: args.chunker,
+        sink: &sink,
+        progress: &progress,
+        embedded_so_far: &embedded_so_far,
+    };
+    // With workers, batches small enough that every worker gets some.
+    let batch_files = match args.workers {
+        Some(workers) => args
+            .batch_files
+            .min(walk.files.len().div_ceil(workers.max(1))),
+        None => args.batch_files,
+    };
+    let batches = batches(&walk.files, batch_files.max(1));
+    let processed = match args.workers {
+        None => batches.iter().try_fold(Tally::default(), |mut sum, batch| {
+            sum.merge(process_batch(batch, &context)?);
+            Ok(sum)
+        }),
+        Some(workers) => process_concurrently(&batches, &context, workers),
+    };
+    let processed = match processed {
+        Ok(processed) => processed,
+        Err(failure) => {
+            progress.finish();
+            return Err(failure);
+        }
+    };
+    tally.merge(processed);
+    progress.finish();
+
+    if args.sync {
+        for (index, root) in roots.iter().enumerate() {
+            if let Some(folder) = &walk.unlisted[index] {
+                eprintln!(
+                    "warning: --sync skipped for source {:?}: the folder {folder} could not be \
+                     listed, so files in it would be taken for deleted; fix its permissions and \
+                     run again",
+                    root.source
+                );
+                continue;
+            }
+            sync(
+                &store,
+                &sink,
+                root,
+                &walk.present[index],
+                run_start,
+                &mut tally,
+            )?;
+        }
+    }
+    if let Sink::Writer(writer) = &sink {
+        writer.shutdown();
+    }
+    let counters = store.stats()?.counters;
+    let summary = Summary {
+        db: &args.db,
+        embedder: embedder.name(),
+        tally: &tally,
+        written_new: counters.written_new - counters_before.written_new,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    };
+    for line in summary.lines() {
+        println!("{line}");
+    }
+    Ok(if tally.unindexable() > 0 {
+        exit::lines_rejected()
+    } else {
+        exit::ok()
+    })
+}
+
+/// `--sync` for one folder: a listing of the files present, at the version of the newest
+/// stored document that is gone (see the module documentation); nothing when none is.
+fn sync(
+    store: &Store,
+    sink: &Sink,
+    root: &Root,
+    present: &[String],
+    run_start: Version,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let listed: HashSet<&str> = present.iter().map(String::as_str).collect();
+    let mut listing_version: Option<Version> = None;
+    for document in store.snapshot()?.documents(false)? {
+        let document = document?;
+        if document.source != root.source
+            || document.deleted
+            || listed.contains(document.id.as_str())
+        {
+            continue;
+        }
+        if document.version.kind != run_start.kind || document.version.value > run_start.value {
+            tally.kept_newer_than_listing += 1;
+            continue;
+        }
+        if listing_version.is_none_or(|v| v.value < document.version.value) {
+            listing_version = Some(document.version);
+        }
+    }
+    let Some(version) = listing_version else {
+        return Ok(());
+    };
+    let op = Op::Retain {
+        source: root.source.clone(),
+        present: present.to_vec(),
+        version,
+    };
+    match sink.write(vec![op])?.pop() {
+        Some(Ok(OpOutcome::Retain(outcome))) => {
+            tally.removed_by_sync += outcome.documents_removed;
+            tally.chunks_removed += outcome.chunks_removed;
+            Ok(())
+        }
+        Some(Ok(other)) => Err(Failure(format!(
+            "the store answered a listing with {other:?}"
+        ))),
+        Some(Err(error)) => Err(Failure(format!(
+            "--sync for source {:?} was refused: {error}",
+            root.source
+        ))),
+        None => Err(Failure("the store returned no outcome for --sync".into())),
+    }
+}
+
+/// Microseconds since the Unix epoch (0 for a time before it).
+fn micros_since_epoch(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Checks the folders and names their sources.
+fn roots(dirs: &[PathBuf], source: Option<&str>) -> Result<Vec<Root>, Failure> {
+    if source.is_some() && dirs.len() > 1 {
+        return Err(Failure(
+            "--source names the documents of one folder; give one DIR with --source, or drop \
+             it to name each source after its folder"
+                .into(),
+        ));
+    }
+    let mut roots: Vec<Root> = Vec::new();
+    for dir in dirs {
+        match std::fs::metadata(dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(Failure(format!(
+                    "{} is a file, not a folder: give the folder that holds your documents \
+                     (a file of operations goes with --jsonl FILE)",
+                    dir.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Failure(format!(
+                    "no folder at {}: check the path, or give the folder that holds your documents",
+                    dir.display()
+                )))
+            }
+            Err(e) => {
+                return Err(Failure(format!(
+                    "cannot open the folder {}: {e}",
+                    dir.display()
+                )))
+            }
+        }
+        let name = match source {
+            Some(source) => source.to_string(),
+            None => std::fs::canonicalize(dir)
+                .ok()
+                .and_then(|path| path.file_name()?.to_str().map(str::to_string))
+                .ok_or_else(|| {
+                    Failure(format!(
+                        "cannot name a source after {}; pass --source NAME",
+                        dir.display()
+                    ))
+                })?,
+        };
+        if let Some(other) = roots.iter().find(|r| r.source == name) {
+            return Err(Failure(format!(
+                "{} and {} would both be source {name:?}; ingest them in separate runs with \
+                 --source",
+                other.path.display(),
+                dir.display()
+            )));
+        }
+        roots.push(Root {
+            path: dir.clone(),
+            source: name,
+        });
+    }
+    Ok(roots)
+}
+
+/// Whether a walk entry is hidden (its name starts with '.'); the root itself never is.
+fn is_hidden(entry: &walkdir::DirEntry) -> bool {
+    entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
+}
+
+fn is_text(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| TEXT_EXTENSIONS.iter().any(|t| t.eq_ignore_ascii_case(e)))
+}
+
+/// The document id of `path` under `root`: its relative path with `/` separators.
+fn document_id(root: &Path, path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
+    Some(parts?.join("/"))
+}
+
+/// Lists every file under the roots, in name order.
+fn walk(roots: &[Root], tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
+    let mut files = Vec::new();
+    let mut present = vec![Vec::new(); roots.len()];
+    let mut unlisted = vec![None; roots.len()];
+    for (index, root) in roots.iter().enumerate() {
+        let entries = WalkDir::new(&root.path)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|entry| !is_hidden(entry));
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    let path = error
+                        .path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| root.path.display().to_string());
+                    warn(format!("warning: cannot list {path}: {error}; skipped"));
+                    unlisted[index].get_or_insert(path);
+                    tally.skip(skip::UNREADABLE);
+                    continue;
+                }
+            };
+            if entry.file_type().is_dir() {
+                continue;
+            }
+            tally.files_seen += 1;
+            if !is_text(entry.path()) {
+                tally.skip(skip::NOT_TEXT);
+                continue;
+            }
+            let Some(id) = document_id(&root.path, entry.path()) else {
+                warn(format!(
+                    "warning: skipped {}: its name is not UTF-8, so it cannot be a document id",
+                    entry.path().display()
+                ));
+                tally.skip(skip::NAME_NOT_UTF8);
+                continue;
+            };
+            // Present even if it turns out unreadable: a file that exists is never deleted
+            // by --sync for a read error.
+            present[index].push(id.clone());
+            files.push(FileJob {
+                root: index,
+                id,
+                path: entry.into_path(),
+            });
+        }
+    }
+    Walk {
+        files,
+        present,
+        unlisted,
+    }
+}
+
+/// Splits the files into batches of at most `max_files` (a batch embeds in calls of about
+/// [`BATCH_CHUNKS_TO_EMBED`] texts).
+fn batches(files: &[FileJob], max_files: usize) -> Vec<&[FileJob]> {
+    files.chunks(max_files).collect()
+}
+
+/// A file read, chunked and planned.
+struct Planned {
+    path: PathBuf,
+    document: Document,
+    action: PlannedAction,
+    to_embed: Vec<usize>,
+}
+
+/// What reading and planning one file gave.
+enum Read {
+    Planned(Box<Planned>),
+    Skipped(&'static str, String),
+}
+
+fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Read, Failure> {
+    let path = job.path.display();
+    // The time first: see the module documentation.
+    let modified = std::fs::metadata(&job.path).and_then(|m| m.modified());
+    let bytes = modified.and_then(|modified| Ok((modified, std::fs::read(&job.path)?)));
+    let (modified, bytes) = match bytes {
+        Ok(read) => read,
+        Err(error) => {
+            return Ok(Read::Skipped(
+                skip::UNREADABLE,
+                format!("warning: cannot read {path}: {error}; skipped (check that it exists and its permissions)"),
+            ))
+        }
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            return Ok(Read::Skipped(
+                skip::NOT_UTF8,
+                format!(
+                    "warning: {path} is not UTF-8 text (invalid byte at offset {}); skipped",
+                    error.utf8_error().valid_up_to()
+                ),
+            ))
+        }
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut document = Document::new(
+        context.roots[job.root].source.clone(),
+        job.id.clone(),
+        Version::timestamp_micros(micros_since_epoch(modified)),
+    );
+    for chunk in chunk_text(text, &context.chunker) {
+        document.chunks.push(Chunk::without_vector(chunk));
+    }
+    match context.store.plan(&document) {
+        Ok(plan) => Ok(Read::Planned(Box::new(Planned {
+            path: job.path.clone(),
+            document,
+            action: plan.action,
+            to_embed: plan.to_embed,
+        }))),
+        Err(ReadError::Input(error)) => Ok(Read::Skipped(
+            skip::REJECTED,
+            format!("warning: {path} cannot be stored: {error}; skipped"),
+        )),
+        Err(error) => Err(Failure::from(error)),
+    }
+}
+
+/// Reads, plans, embeds and writes one batch of files.
+fn process_batch(files: &[FileJob], context: &Context<'_>) -> Result<Tally, Failure> {
+    let mut tally = Tally::default();
+    let mut writes: Vec<Planned> = Vec::new();
+    let mut waiting_texts = 0;
+    let mut files_since_progress = 0;
+    let mut embedded_reported = 0;
+    for job in files {
+        files_since_progress += 1;
+        match read_and_plan(job, context)? {
+            Read::Skipped(reason, warning) => {
+                context.progress.println(&warning);
+                tally.skip(reason);
+            }
+            Read::Planned(planned) => match &planned.action {
+                PlannedAction::Skip {
+                    reason: SkipReason::Duplicate,
+                    ..
+                } => tally.unchanged += 1,
+                PlannedAction::Skip { reason, .. } => {
+                    *tally.refused.entry(reason.as_str()).or_default() += 1
+                }
+                _ => {
+                    waiting_texts += planned.to_embed.len();
+                    writes.push(*planned);
+                }
+            },
+        }
+        if waiting_texts >= BATCH_CHUNKS_TO_EMBED {
+            embed_and_write(std::mem::take(&mut writes), context, &mut tally)?;
+            waiting_texts = 0;
+            context.advance(
+                std::mem::take(&mut files_since_progress),
+                tally.chunks_embedded - embedded_reported,
+            );
+            embedded_reported = tally.chunks_embedded;
+        }
+    }
+    embed_and_write(writes, context, &mut tally)?;
+    context.advance(
+        files_since_progress,
+        tally.chunks_embedded - embedded_reported,
+    );
+    Ok(tally)
+}
+
+impl Context<'_> {
+    /// Moves the progress display on by `files`, of which `embedded` chunks were embedded.
+    fn advance(&self, files: u64, embedded: u64) {
+        let total = self.embedded_so_far.fetch_add(embedded, Ordering::Relaxed) + embedded;
+        self.progress
+            .advance(files, || format!("{total} chunks embedded"));
+    }
+}
+
+/// Embeds, in one call, every chunk the plans say has no vector yet, then writes the files.
+fn embed_and_write(
+    mut writes: Vec<Planned>,
+    context: &Context<'_>,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let texts: Vec<&str> = writes
+        .iter()
+        .flat_map(|p| {
+            p.to_embed
+                .iter()
+                .map(|&i| p.document.chunks[i].text.as_str())
+        })
+        .collect();
+    let vectors = if texts.is_empty() {
+        Vec::new()
+    } else {
+        context.embedder.embed_batch(&texts)?
+    };
+    tally.chunks_embedded += vectors.len() as u64;
+    let mut vectors = vectors.into_iter();
+    let mut ops = Vec::with_capacity(writes.len());
+    for planned in &mut writes {
+        for &position in &planned.to_embed {
+            planned.document.chunks[position].vector = vectors.next();
+        }
+        ops.push(Op::Upsert(planned.document.clone()));
+    }
+    let results = context
+        .sink
+        .write(ops)
+        .map_err(|e| Failure(format!("{e}; the files of earlier batches were written")))?;
+    for (planned, result) in writes.into_iter().zip(results) {
+        let result = match result {
+            // The stored revision changed since the plan (another writer): embed it all.
+            Err(WriteError::MissingVector { .. }) => {
+                let mut document = planned.document.clone();
+                let texts: Vec<&str> = planned
+                    .document
+                    .chunks
+                    .iter()
+                    .map(|c| c.text.as_str())
+                    .collect();
+                let vectors = context.embedder.embed_batch(&texts)?;
+                tally.chunks_embedded += vectors.len() as u64;
+                for (chunk, vector) in document.chunks.iter_mut().zip(vectors) {
+                    chunk.vector = Some(vector);
+                }
+                context
+                    .sink
+                    .write(vec![Op::Upsert(document)])?
+                    .pop()
+                    .unwrap_or(Err(WriteError::Closed))
+            }
+            other => other,
+        };
+        match result {
+            Ok(OpOutcome::Document(outcome)) => tally.document(&outcome),
+            Ok(other) => {
+                return Err(Failure(format!(
+                    "the store answered an upsert with {other:?}"
+                )))
+            }
+            Err(error) if is_fatal(&error) => return Err(Failure::from(error)),
+            Err(error) => {
+                context.progress.println(&format!(
+                    "warning: {} cannot be stored: {error}; skipped",
+                    planned.path.display()
+                ));
+                tally.skip(skip::REJECTED);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Tally {
+    fn document(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Written {
+                chunks_reused,
+                chunks_removed,
+                ..
+            } => {
+                self.written += 1;
+                self.chunks_reused += chunks_reused;
+                self.chunks_removed += chunks_removed;
+            }
+            Outcome::Unchanged { .. } => {
+                self.unchanged += 1;
+                self.touched += 1;
+            }
+            Outcome::Skipped {
+                reason: SkipReason::Duplicate,
+                ..
+            } => self.unchanged += 1,
+            Outcome::Skipped { reason, .. } => {
+                *self.refused.entry(reason.as_str()).or_default() += 1
+            }
+            Outcome::Deleted { .. } => {}
+            _ => {}
+        }
+    }
+}
+
+/// `--workers N`: N threads take batches and write through the concurrent writer.
+fn process_concurrently(
+    batches: &[&[FileJob]],
+    context: &Context<'_>,
+    workers: usize,
+) -> Result<Tally, Failure> {
+    let (queue, work) = bounded::<&[FileJob]>(workers);
+    let total = Mutex::new(Tally::default());
+    let failure: Mutex<Option<Failure>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let work = work.clone();
+            let (total, failure, stop) = (&total, &failure, &stop);
+            scope.spawn(move || {
+                for batch in work {
+                    if stop.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    match process_batch(batch, context) {
+                        Ok(tally) => total.lock().unwrap_or_else(|e| e.into_inner()).merge(tally),
+                        Err(error) => {
+                            stop.store(true, Ordering::SeqCst);
+                            failure
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(error);
+                        }
+                    }
+                }
+            });
+        }
+        drop(work);
+        for batch in batches {
+            if stop.load(Ordering::SeqCst) || queue.send(batch).is_err() {
+                break;
+            }
+        }
+        drop(queue);
+    });
+    if let Some(failure) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(failure);
+    }
+    Ok(total.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The table printed at the end.
+struct Summary<'a> {
+    db: &'a Path,
+    embedder: &'a str,
+    tally: &'a Tally,
+    written_new: u64,
+    elapsed_s: f64,
+}
+
+impl Summary<'_> {
+    fn lines(&self) -> Vec<String> {
+        let t = self.tally;
+        let mut lines = vec![format!(
+            "ingest into {}, embedder {}",
+            self.db.display(),
+            embedder::describe(self.embedder)
+        )];
+        let mut row = |name: &str, value: u64, detail: String| {
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!("  ({detail})")
+            };
+            lines.push(format!("  {name:<22}{value:>8}{detail}"));
+        };
+        let breakdown = |parts: Vec<(String, u64)>| -> String {
+            parts
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        row("files seen", t.files_seen, String::new());
+        let changed = t.written.saturating_sub(self.written_new.min(t.written));
+        row(
+            "written",
+            t.written,
+            breakdown(vec![
+                ("new".into(), self.written_new.min(t.written)),
+                ("changed".into(), changed),
+            ]),
+        );
+        row(
+            "unchanged",
+            t.unchanged,
+            if t.touched > 0 {
+                format!(
+                    "{} with a newer time but the same text: nothing embedded",
+                    t.touched
+                )
+            } else {
+                String::new()
+            },
+        );
+        let skipped: u64 = t.skipped.values().sum();
+        row(
+            "skipped",
+            skipped,
+            breakdown(t.skipped.iter().map(|(r, n)| (r.to_string(), *n)).collect()),
+        );
+        let refused: u64 = t.refused.values().sum();
+        row(
+            "refused by the guard",
+            refused,
+            breakdown(t.refused.iter().map(|(r, n)| (r.to_string(), *n)).collect()),
+        );
+        row(
+            "removed by --sync",
+            t.removed_by_sync,
+            if t.kept_newer_than_listing > 0 {
+                format!("{} kept: newer than the listing", t.kept_newer_than_listing)
+            } else {
+                String::new()
+            },
+        );
+        row("chunks embedded", t.chunks_embedded, String::new());
+        row("chunks reused", t.chunks_reused, String::new());
+        row("chunks removed", t.chunks_removed, String::new());
+        lines.push(format!("  {:<22}{:>7.2}s", "elapsed", self.elapsed_s));
+        for (reason, n) in &t.refused {
+            let hint = match *reason {
+                "older" => "are older than what the store holds (a file restored from a backup keeps its old modification time): `touch` them to index them",
+                "tombstoned" => "were deleted from the store at a time after their modification time (by an earlier --sync): `touch` them to index them again",
+                "conflict" => "changed without a new modification time (did --chunk-size or --overlap change since the last run?); the store will not pick one of two contents with one version: use the same settings, or `touch` the files",
+                _ => continue,
+            };
+            lines.push(format!("note: {n} files {hint}"));
+        }
+        lines
+    }
+}

@@ -1,0 +1,208 @@
+//! Which embedder a command uses, and the one-line errors when a store disagrees.
+//!
+//! `ingest` (folders) and `demo` use all-MiniLM-L6-v2 when a model folder is configured
+//! (`--model DIR`, else `RATCHET_MODEL`), and the built-in lexical hashing embedder otherwise.
+//! They never look for a model on their own: which embedder fills a store is the user's
+//! choice, made once. `search` follows the store: the model name it recorded says which
+//! embedder made its vectors.
+
+use crate::Failure;
+use ratchetdb::{Embedder, HashingEmbedder, Metric, OpenError, Options, Store};
+use std::path::{Path, PathBuf};
+
+/// The name the MiniLM embedder records (`MiniLmEmbedder::name`), known here even in a build
+/// without the `minilm` feature, to recognise such stores.
+pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
+
+/// The prefix of the hashing embedder's names (`hash-lexical-v1-<dimension>`).
+const HASHING_PREFIX: &str = "hash-lexical-v1-";
+
+/// How to build ratchet with MiniLM.
+const BUILD_HINT: &str = "rebuild ratchet with `cargo build --release --features minilm`";
+
+/// The model folder from `--model`, else from `RATCHET_MODEL` (unset or empty: none).
+pub fn configured_model_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("RATCHET_MODEL")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
+/// The embedder for new vectors: MiniLM from `model_dir`, or the hashing embedder.
+pub fn for_ingest(model_dir: Option<&Path>) -> Result<Box<dyn Embedder>, Failure> {
+    match model_dir {
+        Some(dir) => load_minilm(dir),
+        None => Ok(Box::new(HashingEmbedder::default())),
+    }
+}
+
+#[cfg(feature = "minilm")]
+fn load_minilm(dir: &Path) -> Result<Box<dyn Embedder>, Failure> {
+    match ratchetdb::MiniLmEmbedder::load(dir) {
+        Ok(embedder) => Ok(Box::new(embedder)),
+        Err(e) => Err(Failure(e.to_string())),
+    }
+}
+
+#[cfg(not(feature = "minilm"))]
+fn load_minilm(dir: &Path) -> Result<Box<dyn Embedder>, Failure> {
+    Err(Failure(format!(
+        "a MiniLM model folder was given ({}, from --model or RATCHET_MODEL), but this ratchet \
+         was built without MiniLM support: {BUILD_HINT}, or unset RATCHET_MODEL and drop --model \
+         to use the built-in lexical hashing embedder",
+        dir.display()
+    )))
+}
+
+/// Whether `name` is one of the built-in hashing embedders.
+pub fn is_lexical(name: &str) -> bool {
+    name.starts_with(HASHING_PREFIX)
+}
+
+/// The embedder's name with what kind of search it gives, for output.
+pub fn describe(name: &str) -> String {
+    if is_lexical(name) {
+        format!("{name} (built-in, lexical: it matches words and spellings, not meaning; --model DIR for MiniLM)")
+    } else if name == MINILM_NAME {
+        format!("{name} (semantic)")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The embedder that made a store's vectors, to embed a query the same way.
+pub fn for_store(
+    db: &Path,
+    recorded: Option<&str>,
+    model_flag: Option<&Path>,
+) -> Result<Box<dyn Embedder>, Failure> {
+    let db = db.display();
+    let Some(name) = recorded else {
+        return Err(Failure(format!(
+            "{db} records no embedding model (its vectors came from --jsonl), so a text query \
+             cannot be embedded; pass the query's vector with --vector '[…]'"
+        )));
+    };
+    if let Some(dimension) = name.strip_prefix(HASHING_PREFIX) {
+        let dimension = dimension.parse().map_err(|_| {
+            Failure(format!(
+                "{db} records the model {name:?}, which this ratchet does not know"
+            ))
+        })?;
+        return HashingEmbedder::new(dimension)
+            .map(|e| Box::new(e) as Box<dyn Embedder>)
+            .map_err(Failure::from);
+    }
+    if name == MINILM_NAME {
+        if !cfg!(feature = "minilm") {
+            return Err(Failure(format!(
+                "{db} was built with {MINILM_NAME}, but this ratchet was built without MiniLM \
+                 support: {BUILD_HINT}"
+            )));
+        }
+        return match minilm_dir_for_search(model_flag) {
+            Some(dir) => load_minilm(&dir),
+            None => Err(Failure(format!(
+                "{db} was built with {MINILM_NAME}; pass --model DIR or set RATCHET_MODEL ({})",
+                ratchetdb::MODEL_INSTALL_HINT
+            ))),
+        };
+    }
+    Err(Failure(format!(
+        "{db}'s vectors come from the model {name:?}, which ratchet cannot run; pass the \
+         query's vector with --vector '[…]'"
+    )))
+}
+
+/// For a store that says it holds MiniLM vectors, looking for the model is no guess.
+#[cfg(feature = "minilm")]
+fn minilm_dir_for_search(flag: Option<&Path>) -> Option<PathBuf> {
+    configured_model_dir(flag).or_else(|| ratchetdb::locate_model(None))
+}
+
+#[cfg(not(feature = "minilm"))]
+fn minilm_dir_for_search(flag: Option<&Path>) -> Option<PathBuf> {
+    configured_model_dir(flag)
+}
+
+/// Opens (or creates) the store at `db` for vectors from `embedder`: a new store records the
+/// embedder's name, dimension and the cosine metric; an existing one must agree, else one
+/// line saying what to do.
+pub fn open_store(db: &Path, embedder: &dyn Embedder) -> Result<Store, Failure> {
+    let name = embedder.name();
+    if db.exists() {
+        // A store written through --jsonl without --model holds vectors of unknown origin;
+        // recording this embedder's name on it would mix two embedding spaces silently.
+        let existing =
+            Store::open(db, Options::default()).map_err(|e| open_failure(db, name, e))?;
+        if existing.model().is_none() && existing.dimension().is_some() {
+            return Err(Failure(format!(
+                "{} holds vectors from an unrecorded model (written with --jsonl), so {name} \
+                 cannot be added to it; use another --db",
+                db.display()
+            )));
+        }
+        // The model first: it says more than the dimension that follows from it.
+        if let Some(stored) = existing.model().filter(|stored| *stored != name) {
+            return Err(open_failure(
+                db,
+                name,
+                OpenError::Mismatch {
+                    field: "model",
+                    stored: stored.to_string(),
+                    requested: name.to_string(),
+                },
+            ));
+        }
+        if existing.model() == Some(name) && existing.dimension() == Some(embedder.dimension()) {
+            return Ok(existing);
+        }
+    }
+    let options = Options::default()
+        .model(name)
+        .dimension(embedder.dimension())
+        .metric(Metric::Cosine);
+    Store::open(db, options).map_err(|e| open_failure(db, name, e))
+}
+
+/// One line for a store that cannot take this embedder's vectors.
+fn open_failure(db: &Path, name: &str, error: OpenError) -> Failure {
+    let db = db.display();
+    match error {
+        OpenError::Mismatch {
+            field: "model",
+            stored,
+            ..
+        } => {
+            let what_to_do = if stored == MINILM_NAME {
+                format!("pass --model DIR (or set RATCHET_MODEL) to use {MINILM_NAME}")
+            } else if is_lexical(&stored) {
+                "drop --model and unset RATCHET_MODEL to use the built-in hashing embedder"
+                    .to_string()
+            } else {
+                "ratchet cannot compute its vectors; ingest with --jsonl and your own vectors"
+                    .to_string()
+            };
+            Failure(format!(
+                "{db} was built with the embedder {stored}, not {name}: {what_to_do}, or use another --db"
+            ))
+        }
+        OpenError::Mismatch {
+            field: "dimension",
+            stored,
+            requested,
+        } => Failure(format!(
+            "{db} holds {stored}-dimensional vectors, but {name} makes {requested}-dimensional ones; \
+             use another --db (one store holds one embedding space)"
+        )),
+        OpenError::Mismatch {
+            field: "metric",
+            stored,
+            ..
+        } => Failure(format!(
+            "{db} compares vectors by {stored}, but embedders need cosine; use another --db"
+        )),
+        other => Failure(other.to_string()),
+    }
+}
