@@ -18,11 +18,11 @@ use std::process::ExitCode;
 
 /// An embedded, single-file chunk-and-vector store for RAG whose index never moves backwards.
 ///
-/// Start with `ratchet ingest --db index.redb DIR` and
+/// Start with `ratchet demo`. Then `ratchet ingest --db index.redb DIR` and
 /// `ratchet search --db index.redb "question"`.
 ///
 /// Exit codes: 0 success; 1 error (the database could not be opened or written, the input
-/// could not be read, `verify` found violations); 2 the command line was invalid;
+/// could not be read, `verify` or `demo` found violations); 2 the command line was invalid;
 /// 3 `ingest` rejected some lines or files (every other one was applied).
 #[derive(Parser, Debug)]
 #[command(name = "ratchet", version, about, long_about)]
@@ -33,6 +33,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// See the guarantee at work: a bundled handbook delivered out of order, twice, late,
+    /// concurrently, and checked.
+    #[command(long_about = commands::demo::LONG_ABOUT)]
+    Demo(commands::demo::DemoArgs),
     /// Index folders of Markdown and text files, or apply a JSONL file of operations.
     #[command(long_about = commands::ingest::LONG_ABOUT)]
     Ingest(commands::ingest::IngestArgs),
@@ -114,6 +118,7 @@ pub fn open_existing(path: &Path) -> Result<Store, OpenError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => commands::demo::run(args),
         Command::Ingest(args) => commands::ingest::run(args),
         Command::Search(args) => commands::search::run(args),
         Command::Export(args) => commands::export::run(args),

@@ -46,6 +46,15 @@ impl Output {
         self.settle(result)
     }
 
+    /// Writes out what is buffered, so far (a long command shows its progress).
+    pub fn flush(&mut self) -> Result<(), Failure> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.out.flush();
+        self.settle(result)
+    }
+
     /// Flushes what is buffered.
     pub fn finish(mut self) -> Result<(), Failure> {
         if self.closed {

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each has its clap `Args` and a `run` returning the exit code.
 
+pub mod demo;
 pub mod export;
 pub mod ingest;
 pub mod search;
