@@ -1167,7 +1167,7 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         ),
     ];
     for (name, bytes) in rows {
-        add("row_decoding", &format!("{name}"), bytes.clone());
+        add("row_decoding", name, bytes.clone());
         add(
             "row_decoding",
             &format!("{name}-cut"),
