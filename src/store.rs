@@ -593,6 +593,13 @@ impl Store {
             txn.abort().map_err(WriteError::storage)?;
             return Ok(results);
         };
+        // A batch that only refused writes changed nothing but counters and the skip log:
+        // the documents it was decided against are already durable, so it needs no fsync.
+        // Its counts become durable with the next durable commit (a crash may lose them).
+        if results.iter().all(refused_only) {
+            txn.set_durability(redb::Durability::None)
+                .map_err(WriteError::storage)?;
+        }
         txn.commit().map_err(WriteError::storage)?;
         if let Some(dimension) = effects.dimension_fixed {
             *self.inner.dimension.write() = Some(dimension);
@@ -1107,6 +1114,19 @@ const REBUILD_DEAD_FRACTION: f64 = 0.2;
 
 /// New vectors moved into the graph per step of the background absorber.
 const ABSORB_CHUNK: usize = 2048;
+
+/// Whether an operation's result changed no document, listing or vector.
+fn refused_only(result: &Result<OpOutcome, WriteError>) -> bool {
+    match result {
+        Err(_) => true,
+        Ok(OpOutcome::Document(outcome)) => outcome.skip_reason().is_some(),
+        Ok(OpOutcome::Retain(outcome)) => outcome.skipped.is_some(),
+    }
+}
+
+/// Searches retried on a newer snapshot when a commit was applied to the index during one,
+/// before falling back to scanning the snapshot.
+const SEARCH_ATTEMPTS: usize = 8;
 
 /// The state of the derived index, from [`Store::index_info`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
