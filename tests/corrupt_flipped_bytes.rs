@@ -11,7 +11,10 @@
 //! - `tree_store/page_store/bitmap.rs:53` `first_unset(..).unwrap()` (allocator bitmap);
 //! - `tree_store/page_store/page_manager.rs:1806` "Malformed allocator state" (a debug
 //!   assertion via `StorageError::unreachable`; release builds return `Corrupted` there);
-//! and, with other seeds while exploring, `types.rs:109` and `types.rs:803`
+//! - `tree_store/btree_base.rs:283` a slice index out of range (a flipped length in a
+//!   branch page; found by the `open_mutated_file` seed `base1-page1` in a plain open).
+//!
+//! With other seeds while exploring: `types.rs:109` and `types.rs:803`
 //! `str::from_utf8(..).unwrap()` on a flipped byte in a table name or a `&str` key
 //! (ratchetdb's `docs` table has `(&str, &str)` keys). All but the debug assertion panic in
 //! release builds too.

@@ -57,10 +57,10 @@ fn metadata_depth_is_bounded_and_accepted_metadata_reads_back() {
     }
     let snapshot = store.snapshot().expect("snapshot");
     let exported = snapshot.documents(false).expect("docs");
-    assert_eq!(
-        exported.map(|d| d.expect("every document exports")).count(),
-        4
-    );
+    let exported: Vec<_> = exported
+        .collect::<Result<_, _>>()
+        .expect("every document exports");
+    assert_eq!(exported.len(), 4);
     assert!(store.verify().expect("verify").is_ok());
 }
 
