@@ -12,6 +12,12 @@
 //!   it opens, `verify()` is clean, every write acknowledged before the fault is there, the
 //!   failed operation is there whole or not at all, tickets never go back, and the reopened
 //!   store takes writes again.
+//!
+//! Regression: a fault during the very first open (before redb writes its magic number, last,
+//! on purpose) leaves a sized file without a header, which used to be refused as
+//! `OpenError::Storage` "I/O error: Not a redb database". It is now `OpenError::NotAStore`
+//! saying that such a file never held data. It is not reused silently: the same error is
+//! what a foreign file gets.
 
 mod support;
 
