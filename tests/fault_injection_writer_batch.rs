@@ -23,6 +23,13 @@ use support::no_panic;
 
 fn setup(disk: &Disk) -> (Store, Model) {
     let store = Store::open_with_backend(disk.backend(), harness_options()).expect("open");
+    // The background index loader holds a read snapshot while it loads, and a live snapshot
+    // changes which pages a commit may reuse, so the I/O calls of the commits below (and of
+    // the batch the test sweeps) would depend on its timing. Let it finish first.
+    assert!(
+        store.wait_for_index(std::time::Duration::from_secs(30)),
+        "index load"
+    );
     let mut model = Model::new();
     for op in [
         Op::Upsert(harness_doc("wiki", "a", 1, 3, 1)),
