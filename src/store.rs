@@ -213,6 +213,62 @@ fn meta_u64(
     }))
 }
 
+/// Writes a new store's tables and metadata in one durable transaction.
+fn initialise(db: &Database, options: &Options) -> Result<(), redb::Error> {
+    let mut txn = db.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    create_tables(&txn)?;
+    {
+        let mut meta = txn.open_table(META)?;
+        let metric = options.metric.unwrap_or_default();
+        meta.insert(meta_key::FORMAT, schema::FORMAT_MAGIC)?;
+        meta.insert(
+            meta_key::SCHEMA_VERSION,
+            u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
+        )?;
+        meta.insert(meta_key::METRIC, metric.as_str().as_bytes())?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// Creates a new store file so that a crash never leaves a half-made file at `path`: the
+/// store is built under a temporary name beside it and then linked into place, which fails
+/// (and changes nothing) if another process created `path` meanwhile.
+fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
+    let io_error = |e: std::io::Error| OpenError::Storage {
+        path: path.to_path_buf(),
+        source: redb::Error::Io(e),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    let made = Database::builder()
+        .create(&temporary)
+        .map_err(|e| open_error(&temporary, e))
+        .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));
+    let linked = made.and_then(|()| match std::fs::hard_link(&temporary, path) {
+        Ok(()) => Ok(()),
+        // Someone else created it first: open theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // A file system without hard links: an atomic rename, unless the name is taken.
+        Err(_) if !path.exists() => std::fs::rename(&temporary, path).map_err(io_error),
+        Err(e) => Err(io_error(e)),
+    });
+    let _ = std::fs::remove_file(&temporary);
+    linked?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Make the new name durable.
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
 /// Every table, so that a new store has them all and reads never meet a missing table.
 fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -259,6 +315,9 @@ impl Store {
                 )
                 .into());
             }
+        }
+        if !exists {
+            create_atomically(path, &options)?;
         }
         let db = Database::builder()
             .set_check_integrity_on_open(options.check_integrity_on_open)
@@ -323,24 +382,7 @@ impl Store {
             }
         };
         if is_new {
-            let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
-            txn.set_durability(redb::Durability::Immediate)
-                .map_err(|e| err(e.into()))?;
-            create_tables(&txn).map_err(err)?;
-            {
-                let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
-                let metric = options.metric.unwrap_or_default();
-                meta.insert(meta_key::FORMAT, schema::FORMAT_MAGIC)
-                    .map_err(|e| err(e.into()))?;
-                meta.insert(
-                    meta_key::SCHEMA_VERSION,
-                    u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
-                )
-                .map_err(|e| err(e.into()))?;
-                meta.insert(meta_key::METRIC, metric.as_str().as_bytes())
-                    .map_err(|e| err(e.into()))?;
-            }
-            txn.commit().map_err(|e| err(e.into()))?;
+            initialise(&db, &options).map_err(err)?;
         }
 
         let txn = db.begin_read().map_err(|e| err(e.into()))?;
