@@ -84,18 +84,18 @@ pub struct IngestArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "dirs")]
     jsonl: Option<PathBuf>,
     /// Folders: the source name of the documents (default: the folder's name). One DIR only.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "jsonl")]
     source: Option<String>,
     /// Folders: also remove the documents of files that no longer exist.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "jsonl")]
     sync: bool,
     /// Folders: the longest chunk, in characters.
-    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().max_chars as u32,
+    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().max_chars as u32, conflicts_with = "jsonl",
           value_parser = clap::value_parser!(u32).range(1..))]
     chunk_size: u32,
     /// Folders: characters repeated from the end of one chunk at the start of the next
     /// (at most a quarter of --chunk-size).
-    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().overlap_chars)]
+    #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().overlap_chars, conflicts_with = "jsonl")]
     overlap: usize,
     /// Folders: the all-MiniLM-L6-v2 model folder (default: $RATCHET_MODEL; without either,
     /// the built-in lexical hashing embedder). JSONL: the name of the model that made the
@@ -150,13 +150,6 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
 
 fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure> {
     let started = Instant::now();
-    if args.source.is_some() || args.sync {
-        return Err(Failure(
-            "--source and --sync apply to folders; a JSONL line names its own source, and a \
-             retain line is its sync"
-                .into(),
-        ));
-    }
     // The input first: a missing input file must not leave a new empty database behind.
     // (Standard input unlocked: the --workers reader runs in its own thread.)
     let (input, input_name): (Box<dyn BufRead + Send>, String) = if jsonl_path.as_os_str() == "-" {

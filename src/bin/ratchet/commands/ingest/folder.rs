@@ -505,12 +505,12 @@ struct Planned {
 }
 
 /// What reading and planning one file gave.
-enum Read {
+enum Loaded {
     Planned(Box<Planned>),
     Skipped(&'static str, String),
 }
 
-fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Read, Failure> {
+fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure> {
     let path = job.path.display();
     // The time first: see the module documentation.
     let modified = std::fs::metadata(&job.path).and_then(|m| m.modified());
@@ -518,7 +518,7 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Read, Failure> 
     let (modified, bytes) = match bytes {
         Ok(read) => read,
         Err(error) => {
-            return Ok(Read::Skipped(
+            return Ok(Loaded::Skipped(
                 skip::UNREADABLE,
                 format!("warning: cannot read {path}: {error}; skipped (check that it exists and its permissions)"),
             ))
@@ -527,7 +527,7 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Read, Failure> 
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(error) => {
-            return Ok(Read::Skipped(
+            return Ok(Loaded::Skipped(
                 skip::NOT_UTF8,
                 format!(
                     "warning: {path} is not UTF-8 text (invalid byte at offset {}); skipped",
@@ -546,13 +546,13 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Read, Failure> 
         document.chunks.push(Chunk::without_vector(chunk));
     }
     match context.store.plan(&document) {
-        Ok(plan) => Ok(Read::Planned(Box::new(Planned {
+        Ok(plan) => Ok(Loaded::Planned(Box::new(Planned {
             path: job.path.clone(),
             document,
             action: plan.action,
             to_embed: plan.to_embed,
         }))),
-        Err(ReadError::Input(error)) => Ok(Read::Skipped(
+        Err(ReadError::Input(error)) => Ok(Loaded::Skipped(
             skip::REJECTED,
             format!("warning: {path} cannot be stored: {error}; skipped"),
         )),
@@ -570,11 +570,11 @@ fn process_batch(files: &[FileJob], context: &Context<'_>) -> Result<Tally, Fail
     for job in files {
         files_since_progress += 1;
         match read_and_plan(job, context)? {
-            Read::Skipped(reason, warning) => {
+            Loaded::Skipped(reason, warning) => {
                 context.progress.println(&warning);
                 tally.skip(reason);
             }
-            Read::Planned(planned) => match &planned.action {
+            Loaded::Planned(planned) => match &planned.action {
                 PlannedAction::Skip {
                     reason: SkipReason::Duplicate,
                     ..
@@ -717,7 +717,7 @@ impl Tally {
             Outcome::Skipped { reason, .. } => {
                 *self.refused.entry(reason.as_str()).or_default() += 1
             }
-            Outcome::Deleted { .. } => {}
+            // A delete, or an outcome this build does not know: no file to count.
             _ => {}
         }
     }
