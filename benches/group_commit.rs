@@ -10,13 +10,14 @@
 //! - `ratchet_write_batch_256` / `sqlite_batch_256`: 256 documents per transaction from one
 //!   thread; SQLite does the conditional upsert of the document row
 //!   (`INSERT … ON CONFLICT DO UPDATE … WHERE excluded.version > version RETURNING`), the
-//!   chunk replace and the surplus delete in one transaction, vectors as BLOBs.
+//!   chunk replace and the surplus delete in one transaction, vectors in a sqlite-vec `vec0`
+//!   virtual table (rowid = document rowid × 100 000 + position).
 //! - `ratchet_write_batch_256_stale`: the same batch where every revision is older than the
 //!   stored one, for the cost of a refused write relative to an accepted one.
 
 mod common;
 
-use common::{document, CHUNKS_PER_DOC};
+use common::{document, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
 use rusqlite::{params, Connection};
@@ -32,8 +33,23 @@ fn fresh(n: u64) -> Vec<Document> {
 }
 
 fn sqlite_open(path: &std::path::Path) -> Connection {
+    // sqlite-vec registers itself for every connection opened after this call.
+    // SAFETY: `sqlite3_vec_init` is the extension's entry point with the signature SQLite's
+    // auto-extension mechanism expects; this is the registration sqlite-vec documents.
+    unsafe {
+        rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute::<
+            *const (),
+            unsafe extern "C" fn(
+                *mut rusqlite::ffi::sqlite3,
+                *mut *mut std::os::raw::c_char,
+                *const rusqlite::ffi::sqlite3_api_routines,
+            ) -> std::os::raw::c_int,
+        >(
+            sqlite_vec::sqlite3_vec_init as *const ()
+        )));
+    }
     let conn = Connection::open(path).expect("sqlite open");
-    conn.execute_batch(
+    conn.execute_batch(&format!(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=FULL;
          CREATE TABLE IF NOT EXISTS documents (
@@ -42,33 +58,36 @@ fn sqlite_open(path: &std::path::Path) -> Connection {
              PRIMARY KEY (source, id));
          CREATE TABLE IF NOT EXISTS chunks (
              source TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL,
-             generation INTEGER NOT NULL, text TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL,
+             generation INTEGER NOT NULL, text TEXT NOT NULL, meta TEXT NOT NULL,
              PRIMARY KEY (source, id, position));
+         CREATE VIRTUAL TABLE IF NOT EXISTS chunk_vectors USING vec0(embedding float[{DIMENSION}]);
          CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-         INSERT OR IGNORE INTO sequences VALUES ('generation', 0);",
-    )
+         INSERT OR IGNORE INTO sequences VALUES ('generation', 0);"
+    ))
     .expect("sqlite schema");
+    let version: String = conn
+        .query_row("SELECT vec_version()", [], |row| row.get(0))
+        .expect("sqlite-vec loaded");
+    println!("sqlite-vec {version}");
     conn
 }
 
-/// The same guarded write in SQLite: conditional upsert, chunk replace, surplus delete.
+const POSITIONS: i64 = 100_000;
+
+/// The same guarded write in SQLite: conditional upsert, chunk and vector replace, surplus
+/// delete, in one transaction.
 fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
     let tx = conn.transaction().expect("begin");
     {
         let mut upsert = tx
             .prepare_cached(
                 "INSERT INTO documents (source, id, version, generation, chunk_count, content_hash)
-                 VALUES (?1, ?2, ?3, (UPDATE_GEN), ?4, ?5)
+                 VALUES (?1, ?2, ?3, (SELECT value + 1 FROM sequences WHERE name = 'generation'), ?4, ?5)
                  ON CONFLICT (source, id) DO UPDATE SET
                      version = excluded.version, generation = excluded.generation,
                      chunk_count = excluded.chunk_count, content_hash = excluded.content_hash
                  WHERE excluded.version > documents.version
-                 RETURNING generation"
-                    .replace(
-                        "(UPDATE_GEN)",
-                        "(SELECT value + 1 FROM sequences WHERE name = 'generation')",
-                    )
-                    .as_str(),
+                 RETURNING rowid, generation",
             )
             .expect("prepare upsert");
         let mut bump = tx
@@ -76,20 +95,29 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
             .expect("prepare bump");
         let mut chunk = tx
             .prepare_cached(
-                "INSERT OR REPLACE INTO chunks (source, id, position, generation, text, meta, vector)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO chunks (source, id, position, generation, text, meta)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .expect("prepare chunk");
+        let mut drop_vector = tx
+            .prepare_cached("DELETE FROM chunk_vectors WHERE rowid = ?1")
+            .expect("prepare vector delete");
+        let mut vector = tx
+            .prepare_cached("INSERT INTO chunk_vectors (rowid, embedding) VALUES (?1, ?2)")
+            .expect("prepare vector");
         let mut surplus = tx
             .prepare_cached("DELETE FROM chunks WHERE source = ?1 AND id = ?2 AND position >= ?3")
             .expect("prepare surplus");
+        let mut surplus_vectors = tx
+            .prepare_cached("DELETE FROM chunk_vectors WHERE rowid >= ?1 AND rowid < ?2")
+            .expect("prepare surplus vectors");
         for doc in docs {
             let mut hasher = blake3::Hasher::new();
             for c in &doc.chunks {
                 hasher.update(c.text.as_bytes());
             }
             let hash = hasher.finalize();
-            let generation: Option<i64> = upsert
+            let written: Option<(i64, i64)> = upsert
                 .query_row(
                     params![
                         doc.source,
@@ -98,16 +126,15 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
                         doc.chunks.len() as i64,
                         hash.as_bytes().as_slice()
                     ],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .ok();
-            let Some(generation) = generation else {
+            let Some((doc_rowid, generation)) = written else {
                 continue;
             };
             bump.execute([]).expect("bump");
+            let base = doc_rowid * POSITIONS;
             for (position, c) in doc.chunks.iter().enumerate() {
-                let vector = c.vector.as_deref().unwrap_or(&[]);
-                let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
                 chunk
                     .execute(params![
                         doc.source,
@@ -115,14 +142,22 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
                         position as i64,
                         generation,
                         c.text,
-                        "null",
-                        bytes
+                        "null"
                     ])
                     .expect("chunk");
+                let values = c.vector.as_deref().unwrap_or(&[]);
+                let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let rowid = base + position as i64;
+                drop_vector.execute([rowid]).expect("vector delete");
+                vector.execute(params![rowid, bytes]).expect("vector");
             }
+            let n = doc.chunks.len() as i64;
             surplus
-                .execute(params![doc.source, doc.id, doc.chunks.len() as i64])
+                .execute(params![doc.source, doc.id, n])
                 .expect("surplus");
+            surplus_vectors
+                .execute(params![base + n, base + POSITIONS])
+                .expect("surplus vectors");
         }
     }
     tx.commit().expect("commit");
