@@ -36,7 +36,7 @@ pub use crate::{
     chunking::{chunk_text, ChunkerOptions},
     counters::Counters,
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
-    embed::{EmbedError, Embedder, HashingEmbedder, MODEL_INSTALL_HINT},
+    embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
     error::{Error, InputError, OpenError, ReadError, WriteError},
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options},

@@ -252,6 +252,19 @@ impl<'txn> Batch<'txn> {
     }
 
     fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
+        // Before the guard: whether a wrong-dimension vector is an error must not depend on
+        // whether the revision happens to be stale, nor on batch boundaries.
+        if let Some(expected) = self.dimension {
+            for (position, chunk) in doc.chunks.iter().enumerate() {
+                if let Some(vector) = chunk.vector.as_ref().filter(|v| v.len() != expected) {
+                    return Err(WriteError::DimensionMismatch {
+                        position,
+                        expected,
+                        found: vector.len(),
+                    });
+                }
+            }
+        }
         let (row, stored) = self.stored_state(&doc.source, &doc.id, doc.version)?;
         let incoming = Incoming::Upsert {
             version: doc.version,

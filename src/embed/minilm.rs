@@ -20,8 +20,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::{normalize_in_place, EmbedError, Embedder};
 
-/// The name recorded in the store for vectors from this embedder.
-pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
+pub use super::MINILM_NAME;
 
 /// Longest input in tokens, `[CLS]` and `[SEP]` included; longer texts are truncated
 /// (sentence-transformers' `max_seq_length` for this model).

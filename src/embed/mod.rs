@@ -19,6 +19,10 @@ mod minilm;
 use std::path::PathBuf;
 
 pub use hashing::HashingEmbedder;
+
+/// The name a store records for vectors from all-MiniLM-L6-v2 (defined with or without the
+/// `minilm` feature, so that any build can recognise such a store).
+pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
 #[cfg(feature = "minilm")]
 pub use minilm::{locate_model, MiniLmEmbedder};
 

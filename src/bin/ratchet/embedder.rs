@@ -7,12 +7,9 @@
 //! embedder made its vectors.
 
 use crate::Failure;
+pub use ratchetdb::MINILM_NAME;
 use ratchetdb::{Embedder, HashingEmbedder, Metric, OpenError, Options, Store};
 use std::path::{Path, PathBuf};
-
-/// The name the MiniLM embedder records (`MiniLmEmbedder::name`), known here even in a build
-/// without the `minilm` feature, to recognise such stores.
-pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
 
 /// The prefix of the hashing embedder's names (`hash-lexical-v1-<dimension>`).
 const HASHING_PREFIX: &str = "hash-lexical-v1-";
