@@ -144,10 +144,15 @@ impl LiveIndex {
             }
             expected += 1;
             let change: ChangelogRow = schema::decode("changelog row", value.value())?;
+            // Not under the owners lock: a filtered search calls `owner` while it holds
+            // the index's read lock, so holding `owners` while `remove` waits for the
+            // index's write lock would deadlock (lock order: index, then owners).
+            for id in &change.removed {
+                self.index.remove(*id);
+            }
             {
                 let mut owners = self.owners.write();
                 for id in &change.removed {
-                    self.index.remove(*id);
                     owners.remove(id);
                 }
             }
