@@ -1024,21 +1024,32 @@ impl Store {
             self.dimension(),
             &self.inner.options.limits,
         )?;
+        let metric = self.inner.metric;
+        // The index must cover exactly the snapshot's commit for the whole search: an index
+        // ahead of it (a commit applied meanwhile) has already dropped vectors the snapshot
+        // still holds live, and the search would miss them (a document being rewritten
+        // would come back partly, or not at all). Optimistic: check before and after, and
+        // retry on a newer snapshot if a commit was applied in between.
+        for _ in 0..SEARCH_ATTEMPTS {
+            let snapshot = self.snapshot()?;
+            let Some(live) = self.live() else {
+                return crate::search::search(&snapshot, None, &query, k, options, metric);
+            };
+            if !live.catch_up(&snapshot)? {
+                return crate::search::search(&snapshot, None, &query, k, options, metric);
+            }
+            let seq = live_index::commit_seq(&snapshot)?;
+            if live.applied() != seq {
+                continue;
+            }
+            let hits = crate::search::search(&snapshot, Some(&live), &query, k, options, metric)?;
+            if live.applied() == seq {
+                return Ok(hits);
+            }
+        }
+        // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.snapshot()?;
-        let live = self.live();
-        let usable = match &live {
-            Some(live) => live.catch_up(&snapshot)?,
-            None => false,
-        };
-        let live = if usable { live } else { None };
-        crate::search::search(
-            &snapshot,
-            live.as_deref(),
-            &query,
-            k,
-            options,
-            self.inner.metric,
-        )
+        crate::search::search(&snapshot, None, &query, k, options, metric)
     }
 
     /// What the derived index is doing.
