@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use hnsw_rs::hnsw::{Hnsw, Neighbour};
+use hnsw_rs::hnsw::{Hnsw, Neighbour, PointId};
 use hnsw_rs::hnswio::HnswIo;
 use parking_lot::RwLock;
 
@@ -270,6 +270,78 @@ impl Graph {
                         membership.dead -= 1;
                     }
                 }
+            }
+        }
+    }
+
+    /// Ids of the points no search can reach: not linked through layer 0 (where every
+    /// search ends, widening from the point its descent reached) from the top layer's
+    /// points. `hnsw_rs` drops a point from a neighbour's list when closer points fill it,
+    /// so an outlier can be left with no incoming layer-0 link at all (seen: ~2% of the
+    /// points of an L2 store whose vectors have varied norms, not found even by a search
+    /// as wide as the graph). Costs one pass over every point's layer-0 links; see
+    /// [`Graph::score_outside`].
+    pub(crate) fn unreachable_ids(&self) -> Vec<u64> {
+        self.with_hnsw(|hnsw| {
+            // `hnsw_rs`'s point iterator unwraps the entry point (none when empty), and
+            // takes its layer lock twice: no insert may run meanwhile (the callers hold the
+            // build lock or own the graph alone).
+            if hnsw.get_nb_point() == 0 {
+                return Vec::new();
+            }
+            let indexation = hnsw.get_point_indexation();
+            let top = indexation.get_max_level_observed();
+            let mut ids: Vec<u64> = Vec::new();
+            let mut links: Vec<Vec<PointId>> = Vec::new();
+            let mut slot_of: HashMap<PointId, usize> = HashMap::new();
+            for point in indexation {
+                slot_of.insert(point.get_point_id(), ids.len());
+                ids.push(point.get_origin_id() as u64);
+                links.push(
+                    point
+                        .get_neighborhood_id()
+                        .into_iter()
+                        .take(1)
+                        .flatten()
+                        .map(|n| n.p_id)
+                        .collect(),
+                );
+            }
+            let mut reached = vec![false; ids.len()];
+            let mut stack: Vec<usize> = slot_of
+                .iter()
+                .filter(|(p_id, _)| p_id.0 == top)
+                .map(|(_, &slot)| slot)
+                .collect();
+            for &slot in &stack {
+                reached[slot] = true;
+            }
+            while let Some(slot) = stack.pop() {
+                for p_id in &links[slot] {
+                    if let Some(&next) = slot_of.get(p_id) {
+                        if !reached[next] {
+                            reached[next] = true;
+                            stack.push(next);
+                        }
+                    }
+                }
+            }
+            ids.into_iter()
+                .zip(reached)
+                .filter(|(_, reached)| !reached)
+                .map(|(id, _)| id)
+                .collect()
+        })
+    }
+
+    /// Scores the ids of `ids` whose point is live outside the graph instead (exactly, at
+    /// query time): for points no search reaches. Call with writers excluded.
+    pub(crate) fn score_outside(&self, ids: &[u64]) {
+        let mut membership = self.membership.write();
+        for &id in ids {
+            if membership.is_live(id) {
+                membership.mark_dead(id);
+                membership.outside.insert(id);
             }
         }
     }

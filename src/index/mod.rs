@@ -311,6 +311,12 @@ impl VectorIndex {
         }
         let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
         let inserted = graph.insert_registered(&refs);
+        // Only this thread changes the graph's links (the build lock is held).
+        let unreachable = if inserted.is_ok() {
+            graph.unreachable_ids()
+        } else {
+            Vec::new()
+        };
         let _mutation = self.mutation.lock();
         let exact = self.exact.read();
         let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
@@ -320,6 +326,9 @@ impl VectorIndex {
         graph.settle(&ids, |id| {
             ok && exact.get(id).is_some() && exact.get(id) == by_id.get(&id).copied()
         });
+        // New points (and old ones their links displaced) that no search would reach are
+        // scored exactly instead. They keep a dead point, so they are not absorbed again.
+        graph.score_outside(&unreachable);
         inserted?;
         Ok(items.len())
     }
@@ -536,6 +545,8 @@ impl VectorIndex {
         let _mutation = self.mutation.lock();
         let changed = self.journal.lock().take().unwrap_or_default();
         self.replay(&graph, changed)?;
+        // Points no search would reach are scored exactly instead (never silently lost).
+        graph.score_outside(&graph.unreachable_ids());
         *self.graph.write() = Some(Arc::new(graph));
         drop(journal);
         Ok(())
