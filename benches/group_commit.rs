@@ -108,15 +108,20 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
         let mut surplus = tx
             .prepare_cached("DELETE FROM chunks WHERE source = ?1 AND id = ?2 AND position >= ?3")
             .expect("prepare surplus");
-        let mut surplus_vectors = tx
-            .prepare_cached("DELETE FROM chunk_vectors WHERE rowid >= ?1 AND rowid < ?2")
-            .expect("prepare surplus vectors");
+        let mut old_count = tx
+            .prepare_cached("SELECT chunk_count FROM documents WHERE source = ?1 AND id = ?2")
+            .expect("prepare old count");
         for doc in docs {
             let mut hasher = blake3::Hasher::new();
             for c in &doc.chunks {
                 hasher.update(c.text.as_bytes());
             }
             let hash = hasher.finalize();
+            // vec0 deletes by rowid only (a range constraint scans the table), so read the
+            // old chunk count first and delete exactly the vectors being replaced.
+            let old: i64 = old_count
+                .query_row(params![doc.source, doc.id], |row| row.get(0))
+                .unwrap_or(0);
             let written: Option<(i64, i64)> = upsert
                 .query_row(
                     params![
@@ -148,16 +153,20 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
                 let values = c.vector.as_deref().unwrap_or(&[]);
                 let bytes: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
                 let rowid = base + position as i64;
-                drop_vector.execute([rowid]).expect("vector delete");
+                if (position as i64) < old {
+                    drop_vector.execute([rowid]).expect("vector delete");
+                }
                 vector.execute(params![rowid, bytes]).expect("vector");
             }
             let n = doc.chunks.len() as i64;
             surplus
                 .execute(params![doc.source, doc.id, n])
                 .expect("surplus");
-            surplus_vectors
-                .execute(params![base + n, base + POSITIONS])
-                .expect("surplus vectors");
+            for position in n..old {
+                drop_vector
+                    .execute([base + position])
+                    .expect("surplus vector");
+            }
         }
     }
     tx.commit().expect("commit");
