@@ -3,59 +3,21 @@
 //! verification: verify is clean, the state equals in-order delivery, and the naive
 //! last-write-wins comparison shows what the guard prevented (and ratchetdb at 0/0/0).
 
-use std::io::Read;
+mod common;
+
+use common::cli::{self, Run};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Long enough for a debug build on a loaded machine; a hang is what it guards against.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn ratchet(args: &[&str], dir: &Path) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RATCHET_MODEL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ratchet");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("ratchet {args:?} did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let configure = |command: &mut Command| {
+        command.current_dir(dir).env_remove("RATCHET_MODEL");
     };
-    Run {
-        code: status.code(),
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    }
+    cli::run(args, configure, None, TIMEOUT)
 }
 
 /// The two numbers at the end of a comparison row: (naive, ratchetdb).

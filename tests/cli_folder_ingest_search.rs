@@ -5,70 +5,29 @@
 //! unreadable file (skipped and counted, the run goes on), a store built with another
 //! embedder or dimension, a locked database.
 
+mod common;
+
+use common::cli::{self, Run};
 use ratchetdb::{Options, Store};
 use serde_json::Value;
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 /// Long enough for a debug build on a loaded machine; a hang is what it guards against.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs the binary with `args` (and `RATCHET_MODEL` unset unless given in `env`).
 fn ratchet_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ratchet"));
-    command
-        .args(args)
-        .env_remove("RATCHET_MODEL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("spawn ratchet");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
+    let configure = |command: &mut Command| {
+        command.env_remove("RATCHET_MODEL");
+        for (key, value) in env {
+            command.env(key, value);
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("ratchet {args:?} did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
     };
-    let run = Run {
-        code: status.code(),
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "ratchet {args:?} panicked: {}",
-        run.stderr
-    );
+    let run = cli::run(args, configure, None, TIMEOUT);
+    cli::assert_no_panic(&run, args);
     run
 }
 

@@ -4,9 +4,12 @@
 //! Exit codes under test: 0 success, 1 error (open/read/write failure, verify violations),
 //! 3 `ingest` rejected some lines (all others applied).
 
+mod common;
+
+use common::cli::{self, Run};
 use ratchetdb::{Options, Store};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,68 +17,10 @@ use std::time::{Duration, Instant};
 /// Long enough for a debug build on a loaded machine; a hang is what it guards against.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs the binary with `args`, feeding `stdin`, killing it (and failing) after [`TIMEOUT`].
 fn ratchet(args: &[&str], stdin: Option<Vec<u8>>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ratchet");
-    let feeder = stdin.map(|bytes| {
-        let mut pipe = child.stdin.take().expect("stdin");
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        })
-    });
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stdout.read_to_end(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
-    });
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("ratchet {args:?} did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    if let Some(feeder) = feeder {
-        feeder.join().expect("stdin feeder");
-    }
-    let run = Run {
-        code: status.code(),
-        stdout: String::from_utf8(out.join().expect("stdout reader")).expect("utf-8 stdout"),
-        stderr: String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "ratchet {args:?} panicked: {}",
-        run.stderr
-    );
+    let run = cli::run(args, |_| {}, stdin, TIMEOUT);
+    cli::assert_no_panic(&run, args);
     run
 }
 

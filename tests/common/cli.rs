@@ -1,0 +1,84 @@
+//! Running the `ratchet` binary as a client does: a process with its stdin fed (or closed),
+//! stdout and stderr collected, and a deadline after which it is killed and the test fails.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a run of the binary ended with.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary with `args`, after `configure` has set up the command (working directory,
+/// environment), feeding `stdin` (or none), and killing it (and failing) after `timeout`.
+/// Stdout must be UTF-8; stderr is read lossily.
+pub fn run(
+    args: &[&str],
+    configure: impl FnOnce(&mut Command),
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ratchet"));
+    command.args(args);
+    configure(&mut command);
+    let mut child = command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratchet");
+    let feeder = stdin.map(|bytes| {
+        let mut pipe = child.stdin.take().expect("stdin");
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        })
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stdout.read_to_end(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ratchet {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Some(feeder) = feeder {
+        feeder.join().expect("stdin feeder");
+    }
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8(out.join().expect("stdout reader")).expect("utf-8 stdout"),
+        stderr: String::from_utf8_lossy(&err.join().expect("stderr reader")).into_owned(),
+    }
+}
+
+/// Fails the test if the run's stderr shows a panic.
+pub fn assert_no_panic(run: &Run, args: &[&str]) {
+    assert!(
+        !run.stderr.contains("panicked"),
+        "ratchet {args:?} panicked: {}",
+        run.stderr
+    );
+}
