@@ -6,49 +6,13 @@
 //! guards by version: the same revision twice is one write, and the second delivery is
 //! refused as `Duplicate` and counted (I7: a redelivery changes nothing but a counter).
 
-use ratchetdb::{Chunk, Counters, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
+mod common;
 
-// Regression: opening a new store with `.dimension(..)` used to trip a redb debug assertion
-// (a read guard on the format marker outlived its transaction while the dimension was
-// recorded); fixed in `Store::from_database`. Every test here opens that way.
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
+use common::{assert_verified, counters, export, open};
+use ratchetdb::{Document, Outcome, SkipReason, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("wiki", id, Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
-fn export(store: &Store) -> Vec<ratchetdb::StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
+    common::document("wiki", id, Version::number(version), texts)
 }
 
 const TEXTS: [&str; 4] = ["Ratchets", "turn", "one", "way."];

@@ -6,40 +6,13 @@
 //! write older than what is stored, counts it as `skipped_older` and records it in the skip
 //! log (I1: a document's stored version never decreases).
 
-use ratchetdb::{Chunk, Counters, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
+mod common;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
+use common::{assert_verified, counters, open};
+use ratchetdb::{Document, Outcome, SkipReason, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("tickets", id, Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
+    common::document("tickets", id, Version::number(version), texts)
 }
 
 fn texts(store: &Store, id: &str) -> Vec<String> {

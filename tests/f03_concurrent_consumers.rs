@@ -6,39 +6,22 @@
 //! read, the decision and the whole chunk set change in one ACID write transaction, so the
 //! higher revision wins whatever the timing, and its chunks are all of one generation (I2, I3).
 
-use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
+mod common;
+
+use common::open;
+use ratchetdb::{Document, Outcome, SkipReason, Version};
 use std::sync::Barrier;
 
 const ROUNDS: u64 = 200;
-
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
 
 /// Revision `version` of the one document: odd versions have 5 chunks, even ones 3, and
 /// every text names its version, so a mix of revisions is visible in the texts.
 fn revision(version: u64) -> Document {
     let count = if version % 2 == 1 { 5 } else { 3 };
-    let mut doc = Document::new("queue", "doc", Version::number(version));
-    for position in 0..count {
-        let text = format!("v{version} chunk {position}");
-        let v = vector(&text);
-        doc = doc.with_chunk(Chunk::new(text, v));
-    }
-    doc
+    let texts: Vec<String> = (0..count)
+        .map(|position| format!("v{version} chunk {position}"))
+        .collect();
+    common::document("queue", "doc", Version::number(version), &texts)
 }
 
 #[test]

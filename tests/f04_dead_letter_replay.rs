@@ -6,54 +6,21 @@
 //! write, so replay is a safe operation: every stale payload is refused as `Older`, counted
 //! and logged, and the stored state is exactly what it was.
 
-use ratchetdb::{
-    Chunk, Counters, Document, Op, OpOutcome, Options, Outcome, SkipReason, Store, Version,
-};
-use std::path::Path;
+mod common;
+
+use common::{assert_verified, counters, export, open};
+use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Version};
 
 const DOCS: u64 = 20;
 const CURRENT: u64 = 10;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
-
 /// Revision `version` of document `n`: 2 to 4 chunks, texts naming the revision.
 fn revision(n: u64, version: u64) -> Document {
-    let mut doc = Document::new("crm", format!("account-{n}"), Version::number(version));
-    for position in 0..2 + (n + version) % 3 {
-        let text = format!("account {n} revision {version} part {position}");
-        let v = vector(&text);
-        doc = doc.with_chunk(Chunk::new(text, v));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
-fn export(store: &Store) -> Vec<ratchetdb::StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
+    let texts: Vec<String> = (0..2 + (n + version) % 3)
+        .map(|position| format!("account {n} revision {version} part {position}"))
+        .collect();
+    let id = format!("account-{n}");
+    common::document("crm", &id, Version::number(version), &texts)
 }
 
 #[test]

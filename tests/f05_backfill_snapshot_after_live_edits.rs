@@ -7,56 +7,27 @@
 //! stale revisions are refused as `Older`, unchanged ones are `Duplicate`, and documents the
 //! live pipeline has not seen are written.
 
-use ratchetdb::{
-    Chunk, Counters, Document, Op, OpOutcome, Options, Outcome, SkipReason, Store, Version,
-};
-use std::path::Path;
+mod common;
+
+use common::{assert_verified, counters, open};
+use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Store, Version};
 
 /// 2024-01-01T00:00:00Z, in microseconds.
 const T0: u64 = 1_704_067_200_000_000;
 const SECOND: u64 = 1_000_000;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
-
 /// A file as the source reports it: its modification time is the version.
 fn file(id: &str, modified_micros: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("drive", id, Version::timestamp_micros(modified_micros));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
+    common::document(
+        "drive",
+        id,
+        Version::timestamp_micros(modified_micros),
+        texts,
+    )
 }
 
 fn texts(store: &Store, id: &str) -> Vec<String> {
-    let stored = store.get("drive", id).unwrap().unwrap();
-    assert!(stored
-        .chunks
-        .iter()
-        .all(|c| c.generation == stored.generation));
-    stored.chunks.iter().map(|c| c.text.clone()).collect()
+    common::texts_of_one_generation(store, "drive", id)
 }
 
 #[test]

@@ -6,48 +6,17 @@
 //! same transaction (I3: a live document with `chunk_count = n` has exactly positions
 //! `0..n`, all of its current generation). Unchanged chunks keep their stored vector.
 
-use ratchetdb::{Chunk, Counters, Document, Options, Outcome, Store, Version};
-use std::path::Path;
+mod common;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
+use common::{assert_verified, counters, open};
+use ratchetdb::{Document, Outcome, Store, Version};
 
 fn doc(version: u64, texts: &[String]) -> Document {
-    let mut doc = Document::new("handbook", "leave-policy", Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(text.clone(), vector(text)));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
+    common::document("handbook", "leave-policy", Version::number(version), texts)
 }
 
 fn stored(store: &Store) -> ratchetdb::StoredDocument {
-    let snapshot = store.snapshot().unwrap();
-    snapshot
-        .get_with_vectors("handbook", "leave-policy")
-        .unwrap()
-        .unwrap()
+    common::stored_with_vectors(store, "handbook", "leave-policy")
 }
 
 #[test]

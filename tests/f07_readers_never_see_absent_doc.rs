@@ -5,27 +5,13 @@
 //! is one write transaction and every read runs on an MVCC snapshot, so a reader sees the old
 //! revision or the new one, whole, and never neither (I4).
 
-use ratchetdb::{Chunk, Document, Options, Store, StoredDocument, Version};
-use std::path::Path;
+mod common;
+
+use common::open;
+use ratchetdb::{Document, StoredDocument, Version};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const REVISIONS: u64 = 200;
-
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
 
 fn chunk_count(version: u64) -> usize {
     1 + (version % 7) as usize
@@ -33,13 +19,10 @@ fn chunk_count(version: u64) -> usize {
 
 /// Revision `version`: its chunk count varies from 1 to 7 and every text names the version.
 fn revision(version: u64) -> Document {
-    let mut doc = Document::new("kb", "status-page", Version::number(version));
-    for position in 0..chunk_count(version) {
-        let text = format!("v{version} part {position}");
-        let v = vector(&text);
-        doc = doc.with_chunk(Chunk::new(text, v));
-    }
-    doc
+    let texts: Vec<String> = (0..chunk_count(version))
+        .map(|position| format!("v{version} part {position}"))
+        .collect();
+    common::document("kb", "status-page", Version::number(version), &texts)
 }
 
 /// The document as one whole revision: present, live, the right chunks, one generation.

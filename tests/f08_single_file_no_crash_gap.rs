@@ -8,47 +8,18 @@
 //! per batch: there is no gap to crash in. An operation refused inside a batch changes
 //! nothing; a storage failure loses the whole batch, never half of it.
 
+mod common;
+
+use common::{assert_verified, export, open_file, vector};
 use ratchetdb::{
-    Chunk, Document, InputError, Op, OpOutcome, Options, Outcome, Store, StoredDocument, Version,
-    WriteError,
+    Chunk, Document, InputError, Op, OpOutcome, Options, Outcome, Store, Version, WriteError,
 };
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-fn open(path: &Path) -> Store {
-    Store::open(path, Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
-
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("docs", id, Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
-}
-
-fn export(store: &Store) -> Vec<StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
+    common::document("docs", id, Version::number(version), texts)
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -64,7 +35,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 fn everything_acknowledged_is_in_the_one_file_after_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index.redb");
-    let store = open(&path);
+    let store = open_file(&path);
     store.upsert(doc("a", 1, &["alpha", "beta"])).unwrap();
     store.upsert(doc("b", 1, &["gamma"])).unwrap();
     store
@@ -97,7 +68,7 @@ fn everything_acknowledged_is_in_the_one_file_after_reopen() {
 #[test]
 fn an_operation_refused_mid_batch_leaves_no_orphans() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("index.redb"));
+    let store = open_file(&dir.path().join("index.redb"));
     store.upsert(doc("kept", 1, &["one", "two"])).unwrap();
     assert_verified(&store);
     let kept_before = store.get("docs", "kept").unwrap().unwrap();

@@ -7,54 +7,13 @@
 //! counted, and only a strictly newer revision brings the document back. A delete at the
 //! same version as a live revision wins, so every delivery order converges.
 
-use ratchetdb::{Chunk, Counters, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
+mod common;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
+use common::{assert_verified, counters, export, open, skipped};
+use ratchetdb::{Document, Options, Outcome, SkipReason, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("cms", id, Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
-fn export(store: &Store) -> Vec<ratchetdb::StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
-}
-
-fn skipped(reason: SkipReason, stored: u64, incoming: u64) -> Outcome {
-    Outcome::Skipped {
-        reason,
-        stored_version: Version::number(stored),
-        incoming_version: Version::number(incoming),
-    }
+    common::document("cms", id, Version::number(version), texts)
 }
 
 fn assert_tombstone(store: &Store, id: &str, version: u64) {

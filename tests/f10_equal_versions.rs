@@ -9,9 +9,10 @@
 //! are counted apart (`skipped_equal_version`, `equal_version_skip_share`), which measures
 //! whether the version signal can tell revisions apart at all.
 
-use ratchetdb::{
-    Chunk, ConflictPolicy, Counters, Document, Options, Outcome, SkipReason, Store, Version,
-};
+mod common;
+
+use common::{assert_verified, counters, skipped};
+use ratchetdb::{ConflictPolicy, Document, Options, Outcome, SkipReason, Store, Version};
 use std::path::Path;
 
 fn open(path: &Path, policy: ConflictPolicy) -> Store {
@@ -22,54 +23,20 @@ fn open(path: &Path, policy: ConflictPolicy) -> Store {
     .unwrap()
 }
 
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
-
 /// The page saved at 12:00:05 (second granularity), in two different edits.
 fn doc(version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("wiki", "release-notes", Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
+    common::document("wiki", "release-notes", Version::number(version), texts)
 }
 
 const EDIT_A: [&str; 2] = ["2.0 ships Monday", "known issue: none"];
 const EDIT_B: [&str; 2] = ["2.0 ships Tuesday", "known issue: login"];
 
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
 fn texts(store: &Store) -> Vec<String> {
-    let stored = store.get("wiki", "release-notes").unwrap().unwrap();
-    assert!(stored
-        .chunks
-        .iter()
-        .all(|c| c.generation == stored.generation));
-    stored.chunks.iter().map(|c| c.text.clone()).collect()
+    common::texts_of_one_generation(store, "wiki", "release-notes")
 }
 
 fn conflict(reason: SkipReason) -> Outcome {
-    Outcome::Skipped {
-        reason,
-        stored_version: Version::number(5),
-        incoming_version: Version::number(5),
-    }
+    skipped(reason, 5, 5)
 }
 
 #[test]

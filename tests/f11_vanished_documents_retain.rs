@@ -9,53 +9,18 @@
 //! removes old tombstones and listings, and with them that protection: a stale revision
 //! older than the purge point is accepted again. That trade-off is shown below.
 
+mod common;
+
+use common::{assert_verified, counters, open_file, skipped};
 use ratchetdb::{
-    Chunk, Counters, Document, Options, Outcome, PlannedAction, PurgeOutcome, RetainOutcome,
-    SkipReason, Store, Version,
+    Document, Outcome, PlannedAction, PurgeOutcome, RetainOutcome, SkipReason, Store, Version,
 };
-use std::path::Path;
-
-fn open(path: &Path) -> Store {
-    Store::open(path, Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
 
 fn doc(source: &str, id: &str, version: u64, chunks: usize) -> Document {
-    let mut doc = Document::new(source, id, Version::number(version));
-    for position in 0..chunks {
-        let text = format!("{id} v{version} part {position}");
-        let v = vector(&text);
-        doc = doc.with_chunk(Chunk::new(text, v));
-    }
-    doc
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
-fn skipped(reason: SkipReason, stored: u64, incoming: u64) -> Outcome {
-    Outcome::Skipped {
-        reason,
-        stored_version: Version::number(stored),
-        incoming_version: Version::number(incoming),
-    }
+    let texts: Vec<String> = (0..chunks)
+        .map(|position| format!("{id} v{version} part {position}"))
+        .collect();
+    common::document(source, id, Version::number(version), &texts)
 }
 
 /// The live documents as `(id, version, texts)`, sorted.
@@ -75,7 +40,7 @@ fn live(store: &Store) -> Vec<(String, u64, Vec<String>)> {
 #[test]
 fn a_listing_deletes_every_omitted_id_seen_or_not() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("db.redb"));
+    let store = open_file(&dir.path().join("db.redb"));
     for d in [
         doc("share", "a", 10, 2),
         doc("share", "b", 10, 1),
@@ -193,8 +158,8 @@ fn a_listing_deletes_every_omitted_id_seen_or_not() {
 #[test]
 fn listing_before_or_after_the_upsert_ends_the_same() {
     let dir = tempfile::tempdir().unwrap();
-    let listing_first = open(&dir.path().join("x.redb"));
-    let upsert_first = open(&dir.path().join("y.redb"));
+    let listing_first = open_file(&dir.path().join("x.redb"));
+    let upsert_first = open_file(&dir.path().join("y.redb"));
     for store in [&listing_first, &upsert_first] {
         store.upsert(doc("share", "a", 10, 1)).unwrap();
     }
@@ -271,7 +236,7 @@ fn listing_before_or_after_the_upsert_ends_the_same() {
 #[test]
 fn purge_drops_the_protection_of_old_tombstones_and_listings() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("db.redb"));
+    let store = open_file(&dir.path().join("db.redb"));
     store.upsert(doc("share", "a", 10, 1)).unwrap();
     store.upsert(doc("share", "b", 10, 2)).unwrap();
     store.retain("share", ["a"], Version::number(20)).unwrap();

@@ -7,39 +7,16 @@
 //! a ticket costs no commit of its own), to be taken when the job is enqueued and carried
 //! unchanged by every retry; the retry is then refused as `Older`.
 
-use ratchetdb::{Chunk, Counters, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
+mod common;
+
+use common::{assert_verified, counters, open, vector};
+use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
-
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
 
 /// A job: the document content, versioned by the ticket taken when it was enqueued.
 fn job(ticket: Version, text: &str) -> Document {
     Document::new("jobs", "profile", ticket).with_chunk(Chunk::new(text, vector(text)))
-}
-
-fn counters(store: &Store) -> Counters {
-    store.stats().unwrap().counters
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
 }
 
 fn text(store: &Store) -> String {
