@@ -4,26 +4,13 @@
 //! dimensions are two embedding spaces, never to be mixed in one file), and a file already
 //! open elsewhere is refused with `OpenError::Locked`.
 
-use ratchetdb::{Chunk, Document, Metric, OpenError, Options, SkipReason, Store, Version};
+mod common;
 
-/// A deterministic, non-zero vector for a text.
-fn vector(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
-}
+use common::{assert_verified, export};
+use ratchetdb::{Document, Metric, OpenError, Options, SkipReason, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
-    let mut doc = Document::new("src", id, Version::number(version));
-    for text in texts {
-        doc = doc.with_chunk(Chunk::new(*text, vector(text)));
-    }
-    doc
+    common::document("src", id, Version::number(version), texts)
 }
 
 /// The settings the store is created with.
@@ -32,17 +19,6 @@ fn created() -> Options {
         .dimension(3)
         .metric(Metric::L2)
         .model("mini-lm")
-}
-
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
-fn export(store: &Store) -> Vec<ratchetdb::StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
 }
 
 #[test]

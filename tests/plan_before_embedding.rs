@@ -3,25 +3,16 @@
 //! embeds only the rest and sends the others without a vector. The guard decides again at
 //! write time: a plan is advice, and the write is still checked.
 
-use ratchetdb::{
-    Chunk, Document, Options, Outcome, Plan, PlannedAction, SkipReason, Store, Version, WriteError,
-};
-use std::path::Path;
+mod common;
 
-fn open(dir: &Path) -> Store {
-    Store::open(dir.join("db.redb"), Options::default().dimension(3)).unwrap()
-}
+use common::{assert_verified, open};
+use ratchetdb::{
+    Chunk, Document, Outcome, Plan, PlannedAction, SkipReason, Store, Version, WriteError,
+};
 
 /// A deterministic, non-zero vector for a text (the "embedding model").
 fn embed(text: &str) -> Vec<f32> {
-    let h = text
-        .bytes()
-        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
-    vec![
-        1.0 + (h % 13) as f32,
-        1.0 + (h / 13 % 17) as f32,
-        1.0 + (h / 221 % 19) as f32,
-    ]
+    common::vector(text)
 }
 
 /// A draft: texts only, no vectors yet.
@@ -42,17 +33,8 @@ fn embed_planned(mut doc: Document, plan: &Plan) -> Document {
     doc
 }
 
-fn assert_verified(store: &Store) {
-    let report = store.verify().unwrap();
-    assert!(report.is_ok(), "{:?}", report.violations);
-}
-
 fn stored(store: &Store) -> ratchetdb::StoredDocument {
-    let snapshot = store.snapshot().unwrap();
-    snapshot
-        .get_with_vectors("notes", "meeting")
-        .unwrap()
-        .unwrap()
+    common::stored_with_vectors(store, "notes", "meeting")
 }
 
 const V1: [&str; 5] = ["agenda", "budget", "hiring", "roadmap", "next steps"];
