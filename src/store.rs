@@ -1255,13 +1255,18 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         Some(live)
     });
     let Some(Some(live)) = installed else { return };
-    let from_snapshot = match parts {
-        Ok(parts) if !parts.is_empty() => live.index.load_snapshot(&parts).is_ok(),
-        _ => false,
+    // A persisted graph that loads is used; one that does not (damaged, torn, from another
+    // version) is ignored and rebuilt. Without one, small stores stay exact.
+    let (had_snapshot, loaded) = match parts {
+        Ok(parts) if !parts.is_empty() => (
+            true,
+            in_background_pool(|| live.index.load_snapshot(&parts)).is_ok(),
+        ),
+        _ => (false, false),
     };
-    if !from_snapshot
-        && live.index.len_live() >= EXACT_THRESHOLD
-        && live.index.build_graph().is_ok()
+    if !loaded
+        && (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
+        && in_background_pool(|| live.index.build_graph()).is_ok()
     {
         persist_graph(&background, &live);
     }
