@@ -3,11 +3,11 @@
 //! loads it; a snapshot older than the last writes is reconciled with them; and a torn or
 //! damaged snapshot (simulated by rewriting its rows with raw redb while the store is
 //! closed: a truncated part, a missing part, garbage, an extra part) is detected and
-//! ignored — searches stay correct (exact until a graph is built again), `verify()` is
-//! clean, and the next `build_index()` writes a good snapshot again.
+//! ignored — searches stay correct (exact while the index loads), `verify()` is clean — and
+//! the graph is rebuilt and written again, so the next open loads a good snapshot.
 //!
-//! The store is kept below the size where it would build a graph by itself on open, so a
-//! graph after reopening can only have come from the snapshot.
+//! The store is kept below the size where it would build a graph by itself when it has no
+//! snapshot, so a graph after a clean reopen can only have come from the snapshot.
 
 mod search_support;
 
