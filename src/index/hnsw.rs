@@ -169,7 +169,6 @@ impl Graph {
         self.membership.read().is_live(id)
     }
 
-
     /// `id` is no longer live: its point (if any) is dead and it is not scored outside.
     pub(crate) fn mark_removed(&self, id: u64) {
         let mut membership = self.membership.write();

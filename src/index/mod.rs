@@ -203,8 +203,6 @@ impl VectorIndex {
         self.scratch_dir = Some(dir);
     }
 
-
-
     /// Checks a vector or query: length, finiteness, unit norm for cosine.
     pub(crate) fn validate(&self, vector: &[f32]) -> Result<(), IndexError> {
         if vector.len() != self.dim {
@@ -354,14 +352,12 @@ impl VectorIndex {
         self.exact.read().len()
     }
 
-
     /// The live ids, sorted.
     pub(crate) fn live_ids(&self) -> Vec<u64> {
         let mut ids = self.exact.read().ids().to_vec();
         ids.sort_unstable();
         ids
     }
-
 
     /// The `k` live vectors nearest to `query` that pass `filter`, best first, as
     /// `(id, score)`: cosine similarity (higher is better) or L2 distance (lower is
