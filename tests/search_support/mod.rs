@@ -1,7 +1,7 @@
 //! Shared by the `search_*` tests: deterministic vectors (a structured, embedding-like
 //! generator and plain random ones), brute-force ground truth, and small store helpers.
 //!
-//! `structured` is the same generator as `benches/common/mod.rs`'s `Structured`, so the
+//! `Structured` draws from the same distribution as `benches/common/mod.rs`'s, so the
 //! tests and the benches measure the same kind of data.
 #![allow(dead_code)]
 
