@@ -16,7 +16,7 @@ use crate::schema::{
 use parking_lot::{Mutex, RwLock};
 use redb::ReadableTable;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// Vectors inserted into the index per lock round trip while loading.
 const LOAD_CHUNK: usize = 4096;
@@ -30,6 +30,9 @@ pub(crate) struct LiveIndex {
     applied: Mutex<u64>,
     /// A graph build (or snapshot load) is running in the background.
     pub building: AtomicBool,
+    /// Points in the graph the file's snapshot holds (0: none persisted by this process
+    /// or loaded); see `store::absorb_outside`.
+    pub persisted_points: AtomicUsize,
 }
 
 fn index_error(error: IndexError) -> ReadError {
@@ -69,6 +72,7 @@ impl LiveIndex {
             owners: RwLock::new(HashMap::new()),
             applied: Mutex::new(commit_seq(snapshot)?),
             building: AtomicBool::new(false),
+            persisted_points: AtomicUsize::new(0),
         };
         let vectors = snapshot
             .txn
@@ -237,16 +241,25 @@ impl LiveIndex {
 }
 
 /// Reads a persisted graph snapshot's parts in order (empty when there is none).
-pub(crate) fn read_graph_snapshot(snapshot: &Snapshot) -> Result<Vec<Vec<u8>>, ReadError> {
+pub(crate) fn read_graph_snapshot(snapshot: &Snapshot) -> Result<Vec<SnapshotPart>, ReadError> {
     let table = match snapshot.txn.open_table(INDEX_SNAPSHOT) {
         Ok(table) => table,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
         Err(e) => return Err(ReadError::storage(e)),
     };
     let mut parts = Vec::new();
-    for entry in table.iter().map_err(ReadError::storage)? {
+    for entry in table.range::<u32>(..).map_err(ReadError::storage)? {
         let (_, value) = entry.map_err(ReadError::storage)?;
-        parts.push(value.value().to_vec());
+        parts.push(SnapshotPart(value));
     }
     Ok(parts)
+}
+
+/// One blob of the persisted graph, read in place (no copy out of redb's buffer).
+pub(crate) struct SnapshotPart(redb::AccessGuard<'static, &'static [u8]>);
+
+impl AsRef<[u8]> for SnapshotPart {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
 }

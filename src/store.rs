@@ -955,7 +955,7 @@ impl Store {
                         }
                     } else {
                         // New vectors are scored exactly until they are in the graph.
-                        while matches!(in_background_pool(|| worker.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {}
+                        absorb_outside(&background, &worker);
                     }
                     worker.building.store(false, Ordering::SeqCst);
                 });
@@ -1168,6 +1168,13 @@ const REBUILD_DEAD_FRACTION: f64 = 0.2;
 /// New vectors moved into the graph per step of the background absorber.
 const ABSORB_CHUNK: usize = 2048;
 
+/// The persisted graph is rewritten once the graph holds this share more points than
+/// the last snapshot (see [`absorb_outside`]).
+const PERSIST_GROWTH: f64 = 0.25;
+
+/// ... and at least this many more.
+const PERSIST_MIN_POINTS: usize = 4096;
+
 /// Whether an operation's result changed no document, listing or vector.
 fn refused_only(result: &Result<OpOutcome, WriteError>) -> bool {
     match result {
@@ -1223,23 +1230,51 @@ fn scratch_dir(path: &Path) -> Option<PathBuf> {
     path.parent().filter(|p| p.is_dir()).map(Path::to_path_buf)
 }
 
-/// The background loader: every vector into memory, then the persisted graph (or a build).
+/// The background loader: every vector into memory and, at the same time on a second
+/// thread, the persisted graph parsed; then the graph is installed (or, without a usable
+/// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
-    let started = background.with(|store| match store.snapshot() {
-        Ok(snapshot) => Some((snapshot, scratch_dir(&store.inner.path))),
-        Err(_) => {
+    let started = background.with(|store| match (store.snapshot(), store.snapshot()) {
+        (Ok(vectors), Ok(graph)) => Some((vectors, graph, scratch_dir(&store.inner.path))),
+        _ => {
             store.inner.loader_started.store(false, Ordering::SeqCst);
             None
         }
     });
-    let Some(Some((snapshot, scratch))) = started else {
+    let Some(Some((vectors, graph_snapshot, scratch))) = started else {
         return;
     };
-    // The read snapshot does not keep the file open: if the store closes meanwhile, the
+    // The read snapshots do not keep the file open: if the store closes meanwhile, the
     // reads fail and this thread ends.
-    let loaded = LiveIndex::load(&snapshot, dimension, metric, scratch);
-    let parts = live_index::read_graph_snapshot(&snapshot);
-    drop(snapshot);
+    let (loaded, parsed) = std::thread::scope(|scope| {
+        let graph_scratch = scratch.clone();
+        let parser = std::thread::Builder::new()
+            .name("ratchetdb-index-load".into())
+            .spawn_scoped(scope, move || {
+                let parts = live_index::read_graph_snapshot(&graph_snapshot);
+                drop(graph_snapshot);
+                match parts {
+                    Ok(parts) if !parts.is_empty() => Some(crate::index::parse_snapshot(
+                        &parts,
+                        metric,
+                        dimension,
+                        graph_scratch.as_deref(),
+                    )),
+                    _ => None,
+                }
+            });
+        let loaded = LiveIndex::load(&vectors, dimension, metric, scratch);
+        drop(vectors);
+        let parsed = match parser {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Some(Err(crate::index::IndexError::Graph {
+                    detail: "snapshot parser panicked".into(),
+                }))
+            }),
+            Err(error) => Some(Err(crate::index::IndexError::Io(error))),
+        };
+        (loaded, parsed)
+    });
     let installed = background.with(|store| {
         let Ok(live) = loaded else {
             store.inner.loader_started.store(false, Ordering::SeqCst);
@@ -1257,15 +1292,23 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     let Some(Some(live)) = installed else { return };
     // A persisted graph that loads is used; one that does not (damaged, torn, from another
     // version) is ignored and rebuilt. Without one, small stores stay exact.
-    let (had_snapshot, loaded) = match parts {
-        Ok(parts) if !parts.is_empty() => (
+    let (had_snapshot, loaded) = match parsed {
+        Some(parsed) => (
             true,
-            in_background_pool(|| live.index.load_snapshot(&parts)).is_ok(),
+            parsed
+                .and_then(|graph| {
+                    let points = graph.point_count();
+                    live.index.install_snapshot(graph)?;
+                    live.persisted_points.store(points, Ordering::SeqCst);
+                    Ok(())
+                })
+                .is_ok(),
         ),
-        _ => (false, false),
+        None => (false, false),
     };
-    if !loaded
-        && (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
+    if loaded {
+        absorb_outside(&background, &live);
+    } else if (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
         && in_background_pool(|| live.index.build_graph()).is_ok()
     {
         persist_graph(&background, &live);
@@ -1273,9 +1316,26 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     live.building.store(false, Ordering::SeqCst);
 }
 
+/// Moves every vector scored outside the graph into it, then refreshes the persisted
+/// snapshot once the graph has grown by [`PERSIST_GROWTH`] of what the last snapshot
+/// holds (at least [`PERSIST_MIN_POINTS`]), so that the work an open leaves to the
+/// absorber stays a bounded share of the graph while the snapshot writes add up to a
+/// constant factor of the vectors ingested.
+fn absorb_outside(background: &Background, live: &LiveIndex) {
+    while matches!(in_background_pool(|| live.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {
+    }
+    let points = live.index.graph_point_count();
+    let persisted = live.persisted_points.load(Ordering::SeqCst);
+    let due = (persisted as f64 * PERSIST_GROWTH) as usize;
+    if points >= persisted.saturating_add(due.max(PERSIST_MIN_POINTS)) {
+        persist_graph(background, live);
+    }
+}
+
 /// Writes the current graph into the file, replacing the previous snapshot, in one
 /// transaction (a crash leaves the old snapshot or the new one, never a mix).
 fn persist_graph(background: &Background, live: &LiveIndex) {
+    let points = live.index.graph_point_count();
     let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
         return;
     };
@@ -1307,8 +1367,10 @@ fn persist_graph(background: &Background, live: &LiveIndex) {
             }
             txn.commit().map_err(WriteError::storage)
         })();
-        if let Err(error @ WriteError::Storage(_)) = &result {
-            store.poison(error);
+        match &result {
+            Ok(()) => live.persisted_points.store(points, Ordering::SeqCst),
+            Err(error @ WriteError::Storage(_)) => store.poison(error),
+            Err(_) => {}
         }
     });
 }

@@ -294,13 +294,13 @@ impl Graph {
             }
             let indexation = hnsw.get_point_indexation();
             let top = indexation.get_max_level_observed();
+            let mut p_ids: Vec<PointId> = Vec::new();
             let mut ids: Vec<u64> = Vec::new();
-            let mut links: Vec<Vec<PointId>> = Vec::new();
-            let mut slot_of: HashMap<PointId, usize> = HashMap::new();
+            let mut neighbours: Vec<Vec<PointId>> = Vec::new();
             for point in indexation {
-                slot_of.insert(point.get_point_id(), ids.len());
+                p_ids.push(point.get_point_id());
                 ids.push(point.get_origin_id() as u64);
-                links.push(
+                neighbours.push(
                     point
                         .get_neighborhood_id()
                         .into_iter()
@@ -310,22 +310,63 @@ impl Graph {
                         .collect(),
                 );
             }
-            let mut reached = vec![false; ids.len()];
-            let mut stack: Vec<usize> = slot_of
+            // The iterator yields layer 0 first, each layer in rank order, so a point's slot
+            // is its layer's offset plus its rank; a hash map is the fallback should a
+            // future `hnsw_rs` lay points out otherwise.
+            let mut layer_start = vec![0usize; usize::from(top) + 2];
+            for p_id in &p_ids {
+                if let Some(next) = layer_start.get_mut(usize::from(p_id.0) + 1) {
+                    *next += 1;
+                }
+            }
+            for layer in 1..layer_start.len() {
+                layer_start[layer] += layer_start[layer - 1];
+            }
+            let ranked = |p_id: &PointId| {
+                let start = *layer_start.get(usize::from(p_id.0))?;
+                let end = *layer_start.get(usize::from(p_id.0) + 1)?;
+                let slot = start.checked_add(usize::try_from(p_id.1).ok()?)?;
+                (slot < end).then_some(slot)
+            };
+            let in_rank_order = p_ids
                 .iter()
-                .filter(|(p_id, _)| p_id.0 == top)
-                .map(|(_, &slot)| slot)
+                .enumerate()
+                .all(|(slot, p_id)| ranked(p_id) == Some(slot));
+            let slot_map: HashMap<PointId, usize> = if in_rank_order {
+                HashMap::new()
+            } else {
+                p_ids
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &p)| (p, slot))
+                    .collect()
+            };
+            let slot_of = |p_id: &PointId| {
+                if in_rank_order {
+                    ranked(p_id)
+                } else {
+                    slot_map.get(p_id).copied()
+                }
+            };
+            let links: Vec<Vec<usize>> = neighbours
+                .iter()
+                .map(|list| list.iter().filter_map(slot_of).collect())
                 .collect();
+            let mut stack: Vec<usize> = p_ids
+                .iter()
+                .enumerate()
+                .filter(|(_, p_id)| p_id.0 == top)
+                .map(|(slot, _)| slot)
+                .collect();
+            let mut reached = vec![false; ids.len()];
             for &slot in &stack {
                 reached[slot] = true;
             }
             while let Some(slot) = stack.pop() {
-                for p_id in &links[slot] {
-                    if let Some(&next) = slot_of.get(p_id) {
-                        if !reached[next] {
-                            reached[next] = true;
-                            stack.push(next);
-                        }
+                for &next in &links[slot] {
+                    if !reached[next] {
+                        reached[next] = true;
+                        stack.push(next);
                     }
                 }
             }

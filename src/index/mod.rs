@@ -32,6 +32,19 @@ use parking_lot::{Mutex, RwLock};
 use exact::{Candidate, ExactStore};
 pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
+pub(crate) use snapshot::LoadedSnapshot;
+
+/// Checks and parses snapshot blobs into a graph for an index of `dim` and `metric`,
+/// without touching any index: the slow part of a load, which can run while the exact
+/// store is being filled. Install the result with [`VectorIndex::install_snapshot`].
+pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
+    blobs: &[B],
+    metric: Metric,
+    dim: usize,
+    scratch: Option<&std::path::Path>,
+) -> Result<LoadedSnapshot, IndexError> {
+    snapshot::from_blobs(blobs, metric, dim, scratch)
+}
 
 /// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
 /// graph exists (and a store below it builds no graph by itself). Chosen where the
@@ -457,13 +470,15 @@ impl VectorIndex {
         let ids = self.exact.read().ids().to_vec();
         let graph = Graph::new(self.metric, self.dim, ids.len());
         self.populate(&graph, &ids)?;
-        self.catch_up_and_install(graph, journal)
+        self.catch_up_and_install(graph, journal, None)
     }
 
     /// Serialises the current graph into blobs (see [`snapshot`]); `None` without a
     /// graph. Holds the mutation lock while `hnsw_rs` dumps (the dump must be one
     /// state), so run it off the write path.
     pub(crate) fn snapshot_blobs(&self) -> Result<Option<Vec<Vec<u8>>>, IndexError> {
+        // No absorber may insert while the graph is dumped and walked.
+        let _build = self.build.lock();
         let _mutation = self.mutation.lock();
         let Some(graph) = self.graph.read().clone() else {
             return Ok(None);
@@ -471,23 +486,32 @@ impl VectorIndex {
         snapshot::to_blobs(&graph, self.scratch_dir.as_deref()).map(Some)
     }
 
-    /// Loads a graph from blobs made by [`Self::snapshot_blobs`] and swaps it in. Every
-    /// point is checked against the live vectors: a point is used only if its id is live
-    /// with a bit-identical vector; live ids the snapshot lacks are inserted. So an old
-    /// snapshot is still correct, only slower to catch up. A damaged or incompatible
-    /// snapshot is an error and changes nothing (the caller then calls
-    /// [`Self::build_graph`]).
+    #[cfg(test)]
+    /// Loads a graph from blobs made by [`Self::snapshot_blobs`] and swaps it in:
+    /// [`parse_snapshot`] then [`Self::install_snapshot`].
     pub(crate) fn load_snapshot<B: AsRef<[u8]>>(&self, blobs: &[B]) -> Result<(), IndexError> {
+        let loaded = parse_snapshot(blobs, self.metric, self.dim, self.scratch_dir.as_deref())?;
+        self.install_snapshot(loaded)
+    }
+
+    /// Swaps in a graph parsed by [`parse_snapshot`]. Every point is checked against the
+    /// live vectors: a point is used only if its id is live with a bit-identical vector.
+    /// Live ids the snapshot lacks are scored outside the graph (exactly) until
+    /// [`Self::absorb_outside`] inserts them, so the graph serves at once however old the
+    /// snapshot is: staleness costs search speed until absorbed, never correctness.
+    pub(crate) fn install_snapshot(&self, loaded: LoadedSnapshot) -> Result<(), IndexError> {
         let _build = self.build.lock();
-        let loaded =
-            snapshot::from_blobs(blobs, self.metric, self.dim, self.scratch_dir.as_deref())?;
         let journal = self.start_journal();
-        let (graph, missing) = {
+        let (graph, unreachable) = {
             let exact = self.exact.read();
             loaded.reconcile(exact.ids(), |id| exact.get(id))
         };
-        self.populate(&graph, &missing)?;
-        self.catch_up_and_install(graph, journal)
+        self.catch_up_and_install(graph, journal, Some(unreachable))
+    }
+
+    /// Number of points (live or dead) in the current graph; 0 without one.
+    pub(crate) fn graph_point_count(&self) -> usize {
+        self.graph.read().as_ref().map_or(0, |g| g.point_count())
     }
 
     fn start_journal(&self) -> JournalGuard<'_> {
@@ -522,12 +546,16 @@ impl VectorIndex {
     }
 
     /// Replays journalled changes onto `graph` until few are left, then replays the rest
-    /// and swaps the graph in under the mutation lock.
+    /// and swaps the graph in under the mutation lock. `unreachable`: the graph's points
+    /// no search reaches, if known (from a snapshot); recomputed if unknown or if a replay
+    /// inserted points.
     fn catch_up_and_install(
         &self,
         graph: Graph,
         journal: JournalGuard<'_>,
+        unreachable: Option<Vec<u64>>,
     ) -> Result<(), IndexError> {
+        let mut grown = false;
         for _ in 0..CATCH_UP_ROUNDS {
             let changed = self
                 .journal
@@ -541,22 +569,26 @@ impl VectorIndex {
                 }
                 break;
             }
-            self.replay(&graph, changed)?;
+            grown |= self.replay(&graph, changed)?;
         }
         let _mutation = self.mutation.lock();
         let changed = self.journal.lock().take().unwrap_or_default();
-        self.replay(&graph, changed)?;
+        grown |= self.replay(&graph, changed)?;
         // Points no search would reach are scored exactly instead (never silently lost).
-        graph.score_outside(&graph.unreachable_ids());
+        let unreachable = match unreachable {
+            Some(ids) if !grown => ids,
+            _ => graph.unreachable_ids(),
+        };
+        graph.score_outside(&unreachable);
         *self.graph.write() = Some(Arc::new(graph));
         drop(journal);
         Ok(())
     }
 
-    /// Brings the membership of `graph` up to date for the ids in `changed`.
-    /// Conservative: a changed id that already has a point is scored outside the graph
-    /// (the point may hold the vector from before the change).
-    fn replay(&self, graph: &Graph, mut changed: Vec<u64>) -> Result<(), IndexError> {
+    /// Brings the membership of `graph` up to date for the ids in `changed`; returns
+    /// whether it inserted points. Conservative: a changed id that already has a point is
+    /// scored outside the graph (the point may hold the vector from before the change).
+    fn replay(&self, graph: &Graph, mut changed: Vec<u64>) -> Result<bool, IndexError> {
         changed.sort_unstable();
         changed.dedup();
         let mut new_ids = Vec::new();
@@ -579,7 +611,8 @@ impl VectorIndex {
             .copied()
             .zip(new_data.chunks_exact(self.dim))
             .collect();
-        graph.insert_points(&items)
+        graph.insert_points(&items)?;
+        Ok(!items.is_empty())
     }
 }
 

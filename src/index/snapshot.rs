@@ -3,7 +3,9 @@
 //! `hnsw_rs` 0.3.5 can only dump to, and load from, files in a directory
 //! (`<base>.hnsw.graph` + `<base>.hnsw.data`; its `DumpInit`/loader readers are not
 //! public), so both directions go through a private temporary directory, removed when
-//! done. The two files' bytes are the payload of our envelope:
+//! done. The two files' bytes, and the ids of the points no search reaches (see
+//! `Graph::unreachable_ids`, saved so that a load need not walk the graph again), are the
+//! payload of our envelope:
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
@@ -12,9 +14,10 @@
 //!   14 metric u8 (0 cosine, 1 l2)  15 reserved u8 (0)
 //!   16 dimension u64               24 number of graph points u64
 //!   32 graph file length u64       40 data file length u64
-//!   48 number of payload parts u32 52 reserved u32 (0)
+//!   48 number of payload parts u32 52 number of unreachable ids u32
 //!   56 blake3(header[0..56] ++ payload), 32 bytes
-//! blob 1..: payload = graph file ++ data file, cut into parts of <= 16 MiB
+//! blob 1..: payload = graph file ++ data file ++ unreachable ids (u64 each),
+//!           cut into parts of <= 16 MiB
 //! ```
 //!
 //! Safety of loading: `hnsw_rs`'s loader trusts its input. On malformed bytes it
@@ -50,7 +53,7 @@ use super::{IndexError, Metric};
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
 /// Version of the envelope and of the `hnsw_rs` dump layout it carries.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Length of blob 0.
 pub(crate) const HEADER_LEN: usize = 88;
 /// Largest payload part.
@@ -113,7 +116,7 @@ fn scratch_dir(parent: Option<&Path>) -> Result<tempfile::TempDir, IndexError> {
 }
 
 /// Serialises `graph` into blobs (header first). The caller must keep inserts into
-/// `graph` from running meanwhile (the dump must be one consistent state).
+/// `graph` from running meanwhile (the dump and its unreachable set must be one state).
 pub(crate) fn to_blobs(graph: &Graph, scratch: Option<&Path>) -> Result<Vec<Vec<u8>>, IndexError> {
     let point_count = graph.with_hnsw(|hnsw| hnsw.get_nb_point());
     let (graph_bytes, data_bytes) = if point_count == 0 {
@@ -157,7 +160,15 @@ pub(crate) fn to_blobs(graph: &Graph, scratch: Option<&Path>) -> Result<Vec<Vec<
         });
     }
 
-    let payload_len = graph_bytes.len() + data_bytes.len();
+    let unreachable = if point_count == 0 {
+        Vec::new()
+    } else {
+        graph.unreachable_ids()
+    };
+    let unreachable_count = u32::try_from(unreachable.len()).map_err(|_| IndexError::Graph {
+        detail: format!("{} unreachable points", unreachable.len()),
+    })?;
+    let payload_len = graph_bytes.len() + data_bytes.len() + unreachable.len() * 8;
     let part_count = payload_len.div_ceil(MAX_PART_BYTES);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
@@ -171,12 +182,15 @@ pub(crate) fn to_blobs(graph: &Graph, scratch: Option<&Path>) -> Result<Vec<Vec<
     header.extend_from_slice(&(graph_bytes.len() as u64).to_le_bytes());
     header.extend_from_slice(&(data_bytes.len() as u64).to_le_bytes());
     header.extend_from_slice(&u32::try_from(part_count).unwrap_or(u32::MAX).to_le_bytes());
-    header.extend_from_slice(&0u32.to_le_bytes());
+    header.extend_from_slice(&unreachable_count.to_le_bytes());
     debug_assert_eq!(header.len(), CHECKSUM_AT);
 
     let mut payload = graph_bytes;
     payload.extend_from_slice(&data_bytes);
     drop(data_bytes);
+    for id in &unreachable {
+        payload.extend_from_slice(&id.to_le_bytes());
+    }
     let mut hasher = blake3::Hasher::new();
     hasher.update(&header);
     hasher.update(&payload);
@@ -194,16 +208,24 @@ pub(crate) fn to_blobs(graph: &Graph, scratch: Option<&Path>) -> Result<Vec<Vec<
 pub(crate) struct LoadedSnapshot {
     /// The graph; its membership is set by [`LoadedSnapshot::reconcile`].
     pub(crate) graph: Graph,
+    /// Ids of the points no search reaches, as saved (see `Graph::unreachable_ids`).
+    unreachable: Vec<u64>,
     /// The dump's data file (native-endian f32 vectors at `summary.vector_offsets`).
     data: Vec<u8>,
     summary: DumpSummary,
 }
 
 impl LoadedSnapshot {
+    /// Number of points in the loaded graph.
+    pub(crate) fn point_count(&self) -> usize {
+        self.summary.ids.len()
+    }
+
     /// Sets the graph's membership from the live vectors: a point is live iff `current`
-    /// returns a bit-identical vector for its id; a live id whose vector differs is
-    /// scored outside the graph. Returns the ids of `live_ids` with no point at all
-    /// (to be inserted by the caller), and consumes the saved vectors.
+    /// returns a bit-identical vector for its id; a live id whose vector differs, and a
+    /// live id of `live_ids` with no point at all, is scored outside the graph (exactly,
+    /// until the absorber inserts the latter). Consumes the saved vectors; returns the
+    /// graph and the ids of its points no search reaches.
     pub(crate) fn reconcile<'a>(
         self,
         live_ids: &[u64],
@@ -228,15 +250,11 @@ impl LoadedSnapshot {
                 None => dead.push(id),
             }
         }
+        let in_graph: HashSet<u64> = self.summary.ids.iter().copied().collect();
+        outside.extend(live_ids.iter().copied().filter(|id| !in_graph.contains(id)));
         self.graph
             .set_loaded_membership(&self.summary.ids, &dead, outside);
-        let in_graph: HashSet<u64> = self.summary.ids.iter().copied().collect();
-        let missing = live_ids
-            .iter()
-            .copied()
-            .filter(|id| !in_graph.contains(id))
-            .collect();
-        (self.graph, missing)
+        (self.graph, self.unreachable)
     }
 }
 
@@ -274,9 +292,14 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let payload_len: u64 = parts.iter().map(|p| p.as_ref().len() as u64).sum();
     let graph_len = le_u64(32);
     let data_len = le_u64(40);
-    if Some(payload_len) != graph_len.checked_add(data_len) {
+    let unreachable_len = u64::from(le_u32(52)) * 8;
+    if Some(payload_len)
+        != graph_len
+            .checked_add(data_len)
+            .and_then(|n| n.checked_add(unreachable_len))
+    {
         return Err(corrupted(format!(
-            "payload is {payload_len} bytes, header announces {graph_len} + {data_len}"
+            "payload is {payload_len} bytes, header announces {graph_len} + {data_len} + {unreachable_len}"
         )));
     }
     if le_u32(48) as usize != parts.len() {
@@ -321,13 +344,31 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     }
     let point_count = le_u64(24);
 
-    let mut payload = Vec::with_capacity(usize::try_from(payload_len).unwrap_or(0));
+    // One copy of each section, straight from the parts (a section may span parts).
+    let too_large = || corrupted("snapshot too large for this platform");
+    let graph_len = usize::try_from(graph_len).map_err(|_| too_large())?;
+    let data_len = usize::try_from(data_len).map_err(|_| too_large())?;
+    let unreachable_len = usize::try_from(unreachable_len).map_err(|_| too_large())?;
+    let mut graph_bytes = Vec::with_capacity(graph_len);
+    let mut data = Vec::with_capacity(data_len);
+    let mut unreachable_bytes = Vec::with_capacity(unreachable_len);
     for part in parts {
-        payload.extend_from_slice(part.as_ref());
+        let mut part = part.as_ref();
+        for (section, len) in [
+            (&mut graph_bytes, graph_len),
+            (&mut data, data_len),
+            (&mut unreachable_bytes, unreachable_len),
+        ] {
+            let take = (len - section.len()).min(part.len());
+            section.extend_from_slice(&part[..take]);
+            part = &part[take..];
+        }
     }
-    let graph_len = usize::try_from(graph_len).map_err(|_| corrupted("graph too large"))?;
-    let data = payload.split_off(graph_len);
-    let graph_bytes = payload;
+    let unreachable: Vec<u64> = unreachable_bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        .collect();
+    drop(unreachable_bytes);
 
     if point_count == 0 {
         if !graph_bytes.is_empty() || !data.is_empty() {
@@ -335,6 +376,7 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         }
         return Ok(LoadedSnapshot {
             graph: Graph::new(metric, dim, 0),
+            unreachable,
             data,
             summary: DumpSummary::default(),
         });
@@ -388,6 +430,7 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     }
     Ok(LoadedSnapshot {
         graph: Graph::from_cell(metric, dim, cell, Membership::default()),
+        unreachable,
         data,
         summary,
     })
