@@ -117,6 +117,26 @@ impl Snapshot {
         Ok(rows)
     }
 
+    /// The document and position a vector id belongs to, without decoding the vector.
+    pub(crate) fn vector_owner(&self, vector_id: u64) -> Result<Option<(u64, u32)>, ReadError> {
+        match self.vectors.get(vector_id).map_err(ReadError::storage)? {
+            Some(bytes) => Ok(Some(VectorRow::decode_owner(bytes.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The chunk row at `position` of internal document `doc`.
+    pub(crate) fn chunk_row(&self, doc: u64, position: u32) -> Result<Option<ChunkRow>, ReadError> {
+        match self
+            .chunks
+            .get((doc, position))
+            .map_err(ReadError::storage)?
+        {
+            Some(bytes) => Ok(Some(schema::decode("chunk row", bytes.value())?)),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) fn vector(&self, vector_id: u64) -> Result<Option<VectorRow>, ReadError> {
         match self.vectors.get(vector_id).map_err(ReadError::storage)? {
             Some(bytes) => Ok(Some(VectorRow::decode(bytes.value())?)),

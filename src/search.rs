@@ -11,7 +11,7 @@ use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
 use crate::prepare::prepare_vector;
 use crate::read::Snapshot;
-use crate::schema::{self, ChunkRow, DocRow, VectorRow, CHUNKS, DOCS, DOC_KEYS, VECTORS};
+use crate::schema::{self, DocRow, VectorRow, DOCS, DOC_KEYS, VECTORS};
 use crate::version::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -149,33 +149,23 @@ fn allowed_documents(
 }
 
 /// Resolves a candidate against the snapshot; `None` if it is not a live chunk there.
-fn resolve(snapshot: &Snapshot, vector_id: u64, score: f32) -> Result<Option<Hit>, ReadError> {
-    let vectors = snapshot
-        .txn
-        .open_table(VECTORS)
-        .map_err(ReadError::storage)?;
-    let Some(bytes) = vectors.get(vector_id).map_err(ReadError::storage)? else {
+/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search.
+fn resolve(
+    snapshot: &Snapshot,
+    doc_keys: &redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
+    vector_id: u64,
+    score: f32,
+) -> Result<Option<Hit>, ReadError> {
+    let Some((owner, position)) = snapshot.vector_owner(vector_id)? else {
         return Ok(None);
     };
-    let (owner, position) = VectorRow::decode_owner(bytes.value())?;
-    drop(bytes);
-    let chunks = snapshot
-        .txn
-        .open_table(CHUNKS)
-        .map_err(ReadError::storage)?;
-    let Some(bytes) = chunks.get((owner, position)).map_err(ReadError::storage)? else {
+    let Some(chunk) = snapshot.chunk_row(owner, position)? else {
         return Ok(None);
     };
-    let chunk: ChunkRow = schema::decode("chunk row", bytes.value())?;
-    drop(bytes);
     if chunk.vector_id != vector_id {
         return Ok(None);
     }
-    let keys = snapshot
-        .txn
-        .open_table(DOC_KEYS)
-        .map_err(ReadError::storage)?;
-    let Some(key) = keys.get(owner).map_err(ReadError::storage)? else {
+    let Some(key) = doc_keys.get(owner).map_err(ReadError::storage)? else {
         return Ok(None);
     };
     let (source, id) = key.value();
@@ -259,6 +249,10 @@ pub(crate) fn search(
             None => SearchMode::Auto,
         }
     };
+    let doc_keys = snapshot
+        .txn
+        .open_table(DOC_KEYS)
+        .map_err(ReadError::storage)?;
     let mut fetch = k;
     loop {
         let candidates = match live {
@@ -277,7 +271,7 @@ pub(crate) fn search(
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k);
         for (vector_id, score) in candidates {
-            if let Some(hit) = resolve(snapshot, vector_id, score)? {
+            if let Some(hit) = resolve(snapshot, &doc_keys, vector_id, score)? {
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);

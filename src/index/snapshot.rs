@@ -381,20 +381,31 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             summary: DumpSummary::default(),
         });
     }
-    let summary = parse_dump(&graph_bytes, &data, dim)?;
+    // The scratch files are written while the dump is parsed; nothing reads them unless
+    // the parse passes (and the directory goes with them if it does not).
+    let dir = scratch_dir(scratch)?;
+    let (summary, written) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| -> std::io::Result<()> {
+            std::fs::write(
+                dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")),
+                &graph_bytes,
+            )?;
+            std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.data")), &data)
+        });
+        let summary = parse_dump(&graph_bytes, &data, dim);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("scratch writer panicked")));
+        (summary, written)
+    });
+    let summary = summary?;
+    written?;
     if summary.ids.len() as u64 != point_count {
         return Err(corrupted(format!(
             "dump has {} points, header announces {point_count}",
             summary.ids.len()
         )));
     }
-
-    let dir = scratch_dir(scratch)?;
-    std::fs::write(
-        dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")),
-        &graph_bytes,
-    )?;
-    std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.data")), &data)?;
     drop(graph_bytes);
     let loader = HnswIo::new(dir.path(), DUMP_BASENAME);
     let loaded = catch_unwind(AssertUnwindSafe(|| {
