@@ -1063,6 +1063,9 @@ impl Store {
                 live_vectors: live.index.len_live() as u64,
                 dead_fraction: live.index.dead_fraction(),
                 applied_commit: live.applied(),
+                graph_points: live.index.graph_point_count() as u64,
+                outside_vectors: live.index.outside_count() as u64,
+                persisted_points: live.persisted_points.load(Ordering::SeqCst) as u64,
             },
         }
     }
@@ -1204,6 +1207,15 @@ pub struct IndexInfo {
     pub dead_fraction: f64,
     /// The last commit sequence the index has applied.
     pub applied_commit: u64,
+    /// Points (live or dead) in the ANN graph; 0 without one.
+    pub graph_points: u64,
+    /// Live vectors scored exactly beside the graph: new ones the background absorber has
+    /// not moved in yet, and points no graph search would reach.
+    pub outside_vectors: u64,
+    /// Points of the graph snapshot this process loaded or last wrote into the file (0:
+    /// none yet). The snapshot is rewritten after a build, and once absorbing has grown
+    /// the graph by a quarter (at least 4096 points) past it.
+    pub persisted_points: u64,
 }
 
 /// Runs background index work (graph builds, absorbing new vectors, snapshot loads) on a
