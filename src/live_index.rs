@@ -31,7 +31,7 @@ pub(crate) struct LiveIndex {
     /// A graph build (or snapshot load) is running in the background.
     pub building: AtomicBool,
     /// Points in the graph the file's snapshot holds (0: none persisted by this process
-    /// or loaded); see `store::absorb_outside`.
+    /// or loaded); see `store::absorb_and_refresh`.
     pub persisted_points: AtomicUsize,
 }
 

@@ -955,7 +955,7 @@ impl Store {
                         }
                     } else {
                         // New vectors are scored exactly until they are in the graph.
-                        absorb_outside(&background, &worker);
+                        absorb_and_refresh(&background, &worker);
                     }
                     worker.building.store(false, Ordering::SeqCst);
                 });
@@ -1172,7 +1172,7 @@ const REBUILD_DEAD_FRACTION: f64 = 0.2;
 const ABSORB_CHUNK: usize = 2048;
 
 /// The persisted graph is rewritten once the graph holds this share more points than
-/// the last snapshot (see [`absorb_outside`]).
+/// the last snapshot (see [`absorb_and_refresh`]).
 const PERSIST_GROWTH: f64 = 0.25;
 
 /// ... and at least this many more.
@@ -1319,7 +1319,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         None => (false, false),
     };
     if loaded {
-        absorb_outside(&background, &live);
+        absorb_and_refresh(&background, &live);
     } else if (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
         && in_background_pool(|| live.index.build_graph()).is_ok()
     {
@@ -1333,7 +1333,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
 /// holds (at least [`PERSIST_MIN_POINTS`]), so that the work an open leaves to the
 /// absorber stays a bounded share of the graph while the snapshot writes add up to a
 /// constant factor of the vectors ingested.
-fn absorb_outside(background: &Background, live: &LiveIndex) {
+fn absorb_and_refresh(background: &Background, live: &LiveIndex) {
     while matches!(in_background_pool(|| live.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {
     }
     let points = live.index.graph_point_count();

@@ -60,7 +60,7 @@ self_cell::self_cell!(
 );
 
 /// Which graph points are live, and which live ids are scored outside the graph.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Membership {
     /// Every id with a point in the graph -> whether that point is live.
     points: HashMap<u64, bool>,
@@ -86,6 +86,103 @@ impl Membership {
                 self.dead += 1;
             }
         }
+    }
+
+    /// The membership of a freshly loaded graph (see `snapshot`): every point of `all` is
+    /// live except those in `dead`; `outside` ids are scored exactly.
+    pub(crate) fn loaded(all: &[u64], dead: &[u64], outside: Vec<u64>) -> Membership {
+        let mut membership = Membership {
+            points: all.iter().map(|&id| (id, true)).collect(),
+            outside: outside.into_iter().collect(),
+            ..Membership::default()
+        };
+        for &id in dead {
+            membership.mark_dead(id);
+        }
+        membership
+    }
+
+    /// `id` is no longer live: see [`Graph::mark_removed`].
+    pub(crate) fn remove(&mut self, id: u64) {
+        self.mark_dead(id);
+        self.outside.remove(&id);
+    }
+
+    /// `id` has a vector the graph does not hold: see [`Graph::mark_outside`].
+    pub(crate) fn set_outside(&mut self, id: u64) {
+        self.mark_dead(id);
+        self.outside.insert(id);
+    }
+
+    /// Live points of `ids` are scored outside instead: see [`Graph::score_outside`].
+    pub(crate) fn score_outside(&mut self, ids: &[u64]) {
+        for &id in ids {
+            if self.is_live(id) {
+                self.mark_dead(id);
+                self.outside.insert(id);
+            }
+        }
+    }
+
+    /// Top `k` live ids passing `filter`: graph candidates from `raw(fetch)` (the `fetch`
+    /// nearest points, live or dead, nearest first), over-fetched until `k` live ones
+    /// are found, merged with the outside ids scored exactly. Falls back to the exact
+    /// scan when too few points are live for the graph to be worth asking.
+    pub(crate) fn search(
+        &self,
+        exact: &ExactStore,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: IdFilter<'_>,
+        raw: impl Fn(usize) -> Vec<(u64, f32)>,
+    ) -> Vec<Candidate> {
+        if k == 0 {
+            return Vec::new();
+        }
+        let points = self.points.len();
+        let keep = |id: u64| self.is_live(id) && filter.is_none_or(|f| f(id));
+        let want = ef.max(k);
+        let budget = want.saturating_mul(MAX_OVERFETCH);
+        let live_points = points - self.dead;
+        let mut fetch = if self.dead == 0 {
+            want
+        } else if live_points == 0 {
+            usize::MAX
+        } else {
+            want.saturating_mul(points).div_ceil(live_points)
+        };
+        let mut top;
+        loop {
+            fetch = fetch.min(points.max(1));
+            if fetch > budget {
+                return exact.search(query, k, filter);
+            }
+            let hits = raw(fetch);
+            top = TopK::new(k);
+            let mut kept = 0usize;
+            for &(id, distance) in &hits {
+                if keep(id) {
+                    kept += 1;
+                    top.push(Candidate { distance, id });
+                }
+            }
+            let exhausted = hits.len() < fetch || fetch >= points;
+            if kept >= k || exhausted {
+                break;
+            }
+            // Grow the request by the pass rate seen in this sample (at least double).
+            let pass_rate = kept.max(1) as f64 / hits.len().max(1) as f64;
+            let next = (want as f64 / pass_rate * 1.25).ceil() as usize;
+            fetch = next.max(fetch.saturating_mul(2));
+        }
+        let outside = self.outside.iter().copied();
+        for candidate in exact.distances_to(query, outside) {
+            if filter.is_none_or(|f| f(candidate.id)) {
+                top.push(candidate);
+            }
+        }
+        top.into_sorted()
     }
 }
 
@@ -175,17 +272,13 @@ impl Graph {
 
     /// `id` is no longer live: its point (if any) is dead and it is not scored outside.
     pub(crate) fn mark_removed(&self, id: u64) {
-        let mut membership = self.membership.write();
-        membership.mark_dead(id);
-        membership.outside.remove(&id);
+        self.membership.write().remove(id);
     }
 
     /// `id` is live with a vector the graph does not hold: its point (if any) is dead and
     /// it is scored outside the graph.
     pub(crate) fn mark_outside(&self, id: u64) {
-        let mut membership = self.membership.write();
-        membership.mark_dead(id);
-        membership.outside.insert(id);
+        self.membership.write().set_outside(id);
     }
 
     /// Inserts new points (ids without a point in the graph) and marks them live.
@@ -381,25 +474,12 @@ impl Graph {
     /// Scores the ids of `ids` whose point is live outside the graph instead (exactly, at
     /// query time): for points no search reaches. Call with writers excluded.
     pub(crate) fn score_outside(&self, ids: &[u64]) {
-        let mut membership = self.membership.write();
-        for &id in ids {
-            if membership.is_live(id) {
-                membership.mark_dead(id);
-                membership.outside.insert(id);
-            }
-        }
+        self.membership.write().score_outside(ids);
     }
 
-    /// Sets the membership of a freshly loaded graph (see `snapshot`): every point is
-    /// live except those in `dead`; `outside` ids are scored exactly.
-    pub(crate) fn set_loaded_membership(&self, all: &[u64], dead: &[u64], outside: Vec<u64>) {
-        let mut membership = self.membership.write();
-        membership.points = all.iter().map(|&id| (id, true)).collect();
-        membership.dead = 0;
-        for &id in dead {
-            membership.mark_dead(id);
-        }
-        membership.outside = outside.into_iter().collect();
+    /// Replaces the membership (of a freshly loaded graph, see `snapshot`).
+    pub(crate) fn set_membership(&self, membership: Membership) {
+        *self.membership.write() = membership;
     }
 
     /// Checks the membership invariants against the exact store: every live id is a
@@ -457,56 +537,13 @@ impl Graph {
         ef: usize,
         filter: IdFilter<'_>,
     ) -> Vec<Candidate> {
-        if k == 0 {
-            return Vec::new();
-        }
-        let membership = self.membership.read();
-        let points = membership.points.len();
-        let keep = |id: u64| membership.is_live(id) && filter.is_none_or(|f| f(id));
-        let want = ef.max(k);
-        let budget = want.saturating_mul(MAX_OVERFETCH);
-        let live_points = points - membership.dead;
-        let mut fetch = if membership.dead == 0 {
-            want
-        } else if live_points == 0 {
-            usize::MAX
-        } else {
-            want.saturating_mul(points).div_ceil(live_points)
-        };
-        let mut top;
-        loop {
-            fetch = fetch.min(points.max(1));
-            if fetch > budget {
-                return exact.search(query, k, filter);
-            }
-            let hits: Vec<Neighbour> = self.with_hnsw(|hnsw| hnsw.search(query, fetch, fetch));
-            top = TopK::new(k);
-            let mut kept = 0usize;
-            for hit in &hits {
-                let id = hit.d_id as u64;
-                if keep(id) {
-                    kept += 1;
-                    top.push(Candidate {
-                        distance: hit.distance,
-                        id,
-                    });
-                }
-            }
-            let exhausted = hits.len() < fetch || fetch >= points;
-            if kept >= k || exhausted {
-                break;
-            }
-            // Grow the request by the pass rate seen in this sample (at least double).
-            let pass_rate = kept.max(1) as f64 / hits.len().max(1) as f64;
-            let next = (want as f64 / pass_rate * 1.25).ceil() as usize;
-            fetch = next.max(fetch.saturating_mul(2));
-        }
-        let outside = membership.outside.iter().copied();
-        for candidate in exact.distances_to(query, outside) {
-            if filter.is_none_or(|f| f(candidate.id)) {
-                top.push(candidate);
-            }
-        }
-        top.into_sorted()
+        self.membership
+            .read()
+            .search(exact, query, k, ef, filter, |fetch| {
+                let hits: Vec<Neighbour> = self.with_hnsw(|hnsw| hnsw.search(query, fetch, fetch));
+                hits.into_iter()
+                    .map(|hit| (hit.d_id as u64, hit.distance))
+                    .collect()
+            })
     }
 }

@@ -23,6 +23,7 @@ pub(crate) mod distance;
 mod exact;
 mod hnsw;
 mod snapshot;
+mod view;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,17 +33,18 @@ use parking_lot::{Mutex, RwLock};
 use exact::{Candidate, ExactStore};
 pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
-pub(crate) use snapshot::LoadedSnapshot;
+pub(crate) use snapshot::ParsedSnapshot;
+use view::EarlyGraph;
 
-/// Checks and parses snapshot blobs into a graph for an index of `dim` and `metric`,
-/// without touching any index: the slow part of a load, which can run while the exact
-/// store is being filled. Install the result with [`VectorIndex::install_snapshot`].
+/// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
+/// any index (it can run while the exact store is being filled). Install the result
+/// with [`VectorIndex::install_snapshot`].
 pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
     blobs: &[B],
     metric: Metric,
     dim: usize,
     scratch: Option<&std::path::Path>,
-) -> Result<LoadedSnapshot, IndexError> {
+) -> Result<ParsedSnapshot, IndexError> {
     snapshot::from_blobs(blobs, metric, dim, scratch)
 }
 
@@ -180,6 +182,9 @@ pub(crate) struct VectorIndex {
     scratch_dir: Option<PathBuf>,
     exact: RwLock<ExactStore>,
     graph: RwLock<Option<Arc<Graph>>>,
+    /// While a snapshot's graph loads into `hnsw_rs` (and no graph is installed): a view
+    /// of it that serves graph searches meanwhile.
+    early: RwLock<Option<Arc<EarlyGraph>>>,
     /// Serialises insert/remove (and the last step of a build).
     mutation: Mutex<()>,
     /// Serialises graph builds and snapshot loads.
@@ -209,6 +214,7 @@ impl VectorIndex {
             scratch_dir: None,
             exact: RwLock::new(ExactStore::new(dim, metric)),
             graph: RwLock::new(None),
+            early: RwLock::new(None),
             mutation: Mutex::new(()),
             build: Mutex::new(()),
             journal: Mutex::new(None),
@@ -283,6 +289,12 @@ impl VectorIndex {
         }
         if let Some(journal) = self.journal.lock().as_mut() {
             journal.extend_from_slice(&changed);
+        }
+        if let Some(early) = self.early.read().as_ref() {
+            let mut membership = early.membership.write();
+            for &id in &changed {
+                membership.set_outside(id);
+            }
         }
         let Some(graph) = self.graph.read().clone() else {
             return Ok(outcomes);
@@ -362,6 +374,9 @@ impl VectorIndex {
         if let Some(graph) = self.graph.read().as_ref() {
             graph.mark_removed(id);
         }
+        if let Some(early) = self.early.read().as_ref() {
+            early.membership.write().remove(id);
+        }
         true
     }
 
@@ -390,15 +405,21 @@ impl VectorIndex {
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.validate(query)?;
         let exact = self.exact.read();
-        let graph_and_ef = match mode {
+        let ef = match mode {
             SearchMode::Exact => None,
-            SearchMode::Ann { ef } => self.graph.read().clone().map(|g| (g, ef)),
+            SearchMode::Ann { ef } => Some(ef),
             SearchMode::Auto if exact.len() < EXACT_THRESHOLD => None,
-            SearchMode::Auto => self.graph.read().clone().map(|g| (g, DEFAULT_EF_SEARCH)),
+            SearchMode::Auto => Some(DEFAULT_EF_SEARCH),
         };
-        let candidates: Vec<Candidate> = match graph_and_ef {
-            Some((graph, ef)) => graph.search(&exact, query, k, ef, filter),
-            None => exact.search(query, k, filter),
+        let graph = ef.and_then(|_| self.graph.read().clone());
+        let early = match (ef, &graph) {
+            (Some(_), None) => self.early.read().clone(),
+            _ => None,
+        };
+        let candidates: Vec<Candidate> = match (ef, graph, early) {
+            (Some(ef), Some(graph), _) => graph.search(&exact, query, k, ef, filter),
+            (Some(ef), None, Some(early)) => early.search(&exact, query, k, ef, filter),
+            _ => exact.search(query, k, filter),
         };
         Ok(candidates
             .into_iter()
@@ -424,7 +445,7 @@ impl VectorIndex {
 
     /// Whether a graph is ready (searches in ANN mode use it).
     pub(crate) fn graph_ready(&self) -> bool {
-        self.graph.read().is_some()
+        self.graph.read().is_some() || self.early.read().is_some()
     }
 
     /// Fraction of the graph's points that are dead (removed or superseded); 0 without
@@ -499,14 +520,46 @@ impl VectorIndex {
     /// Live ids the snapshot lacks are scored outside the graph (exactly) until
     /// [`Self::absorb_outside`] inserts them, so the graph serves at once however old the
     /// snapshot is: staleness costs search speed until absorbed, never correctness.
-    pub(crate) fn install_snapshot(&self, loaded: LoadedSnapshot) -> Result<(), IndexError> {
+    ///
+    /// The snapshot's [`view::GraphView`] serves graph searches from the moment it is
+    /// reconciled; `hnsw_rs` loads the same graph meanwhile (most of the time an open
+    /// takes), which then replaces it.
+    pub(crate) fn install_snapshot(&self, mut parsed: ParsedSnapshot) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
-        let (graph, unreachable) = {
+        let membership = {
             let exact = self.exact.read();
-            loaded.reconcile(exact.ids(), |id| exact.get(id))
+            parsed.membership(exact.ids(), |id| exact.get(id))
         };
-        self.catch_up_and_install(graph, journal, Some(unreachable))
+        if let Some(view) = parsed.take_view() {
+            let mut early = membership.clone();
+            early.score_outside(parsed.unreachable());
+            // Writers are held off while the changes made since the journal started (which
+            // `membership` may predate) are applied; later ones reach the view directly.
+            let _mutation = self.mutation.lock();
+            let exact = self.exact.read();
+            let changed = self.journal.lock().clone().unwrap_or_default();
+            for id in changed {
+                match exact.get(id) {
+                    None => early.remove(id),
+                    Some(_) => early.set_outside(id),
+                }
+            }
+            *self.early.write() = Some(Arc::new(EarlyGraph {
+                view,
+                membership: RwLock::new(early),
+            }));
+        }
+        let unreachable = parsed.unreachable().to_vec();
+        let installed = parsed.load_graph().and_then(|graph| {
+            graph.set_membership(membership);
+            self.catch_up_and_install(graph, journal, Some(unreachable))
+        });
+        if installed.is_err() {
+            let _mutation = self.mutation.lock();
+            *self.early.write() = None;
+        }
+        installed
     }
 
     /// Number of points (live or dead) in the current graph; 0 without one.
@@ -581,6 +634,7 @@ impl VectorIndex {
         };
         graph.score_outside(&unreachable);
         *self.graph.write() = Some(Arc::new(graph));
+        *self.early.write() = None;
         drop(journal);
         Ok(())
     }

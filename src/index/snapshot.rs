@@ -48,6 +48,7 @@ use hnsw_rs::hnswio::HnswIo;
 
 use super::distance::KernelDistance;
 use super::hnsw::{Graph, HnswCell, Membership, MAX_LAYER};
+use super::view::GraphView;
 use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
@@ -203,11 +204,16 @@ pub(crate) fn to_blobs(graph: &Graph, scratch: Option<&Path>) -> Result<Vec<Vec<
     Ok(blobs)
 }
 
-/// A graph read back from blobs, with the vectors its points hold, so that the caller
-/// can compare them with the live vectors before trusting any point.
-pub(crate) struct LoadedSnapshot {
-    /// The graph; its membership is set by [`LoadedSnapshot::reconcile`].
-    pub(crate) graph: Graph,
+/// A checked and parsed snapshot: the dump files written to a scratch directory for
+/// `hnsw_rs` to load ([`ParsedSnapshot::load_graph`], the slow part), a [`GraphView`] of
+/// the same graph that can serve searches meanwhile, and the vectors its points hold, so
+/// that the caller can compare them with the live vectors before trusting any point.
+pub(crate) struct ParsedSnapshot {
+    metric: Metric,
+    dim: usize,
+    /// The scratch directory with the dump files; `None` for an empty graph.
+    dir: Option<tempfile::TempDir>,
+    view: Option<GraphView>,
     /// Ids of the points no search reaches, as saved (see `Graph::unreachable_ids`).
     unreachable: Vec<u64>,
     /// The dump's data file (native-endian f32 vectors at `summary.vector_offsets`).
@@ -215,33 +221,46 @@ pub(crate) struct LoadedSnapshot {
     summary: DumpSummary,
 }
 
-impl LoadedSnapshot {
-    /// Number of points in the loaded graph.
+impl ParsedSnapshot {
+    /// Number of points in the graph.
     pub(crate) fn point_count(&self) -> usize {
         self.summary.ids.len()
     }
 
-    /// Sets the graph's membership from the live vectors: a point is live iff `current`
+    /// The ids of the graph's points no search reaches.
+    pub(crate) fn unreachable(&self) -> &[u64] {
+        &self.unreachable
+    }
+
+    /// The view of the graph, for searches before [`Self::load_graph`] is done.
+    pub(crate) fn take_view(&mut self) -> Option<GraphView> {
+        self.view.take()
+    }
+
+    /// The graph's membership given the live vectors: a point is live iff `current`
     /// returns a bit-identical vector for its id; a live id whose vector differs, and a
     /// live id of `live_ids` with no point at all, is scored outside the graph (exactly,
-    /// until the absorber inserts the latter). Consumes the saved vectors; returns the
-    /// graph and the ids of its points no search reaches.
-    pub(crate) fn reconcile<'a>(
-        self,
+    /// until the absorber inserts the latter). Unreachable points are not applied yet.
+    /// Frees the saved vectors.
+    pub(crate) fn membership<'a>(
+        &mut self,
         live_ids: &[u64],
         current: impl Fn(u64) -> Option<&'a [f32]>,
-    ) -> (Graph, Vec<u64>) {
+    ) -> Membership {
         let width = std::mem::size_of::<f32>();
         let mut dead = Vec::new();
         let mut outside = Vec::new();
         for (&id, &offset) in self.summary.ids.iter().zip(&self.summary.vector_offsets) {
-            let saved = &self.data[offset..offset + self.graph.dim() * width];
+            // (Absent only if called twice: every point is then distrusted.)
+            let saved = self.data.get(offset..offset + self.dim * width);
             match current(id) {
                 Some(vector) => {
-                    let same = saved
-                        .chunks_exact(width)
-                        .zip(vector)
-                        .all(|(bytes, x)| bytes == x.to_ne_bytes());
+                    let same = saved.is_some_and(|saved| {
+                        saved
+                            .chunks_exact(width)
+                            .zip(vector)
+                            .all(|(bytes, x)| bytes == x.to_ne_bytes())
+                    });
                     if !same {
                         dead.push(id);
                         outside.push(id);
@@ -250,23 +269,70 @@ impl LoadedSnapshot {
                 None => dead.push(id),
             }
         }
+        self.data = Vec::new();
         let in_graph: HashSet<u64> = self.summary.ids.iter().copied().collect();
         outside.extend(live_ids.iter().copied().filter(|id| !in_graph.contains(id)));
-        self.graph
-            .set_loaded_membership(&self.summary.ids, &dead, outside);
-        (self.graph, self.unreachable)
+        Membership::loaded(&self.summary.ids, &dead, outside)
+    }
+
+    /// Loads the graph with `hnsw_rs` (its membership is left empty for the caller to
+    /// set) and removes the scratch files.
+    pub(crate) fn load_graph(self) -> Result<Graph, IndexError> {
+        let Some(dir) = self.dir else {
+            return Ok(Graph::new(self.metric, self.dim, 0));
+        };
+        let metric = self.metric;
+        let loader = HnswIo::new(dir.path(), DUMP_BASENAME);
+        let loaded = catch_unwind(AssertUnwindSafe(|| {
+            HnswCell::try_new(loader, |io| {
+                io.load_hnsw_with_dist(KernelDistance { metric })
+                    .map_err(|e| format!("{e:#}"))
+            })
+        }));
+        let cell = match loaded {
+            Ok(Ok(cell)) => cell,
+            Ok(Err(e)) => {
+                return Err(IndexError::Graph {
+                    detail: format!("load failed: {e}"),
+                })
+            }
+            Err(payload) => {
+                return Err(IndexError::Graph {
+                    detail: format!("load panicked: {}", panic_message(payload.as_ref())),
+                })
+            }
+        };
+        // Mmap is off (the default `ReloadOptions`): the points own copies of their vectors,
+        // so the files may go now.
+        drop(dir);
+        let loaded_count = cell.with_dependent(|_, hnsw| hnsw.get_nb_point());
+        if loaded_count != self.summary.ids.len() {
+            return Err(IndexError::Graph {
+                detail: format!(
+                    "loaded {loaded_count} points, dump has {}",
+                    self.summary.ids.len()
+                ),
+            });
+        }
+        Ok(Graph::from_cell(
+            self.metric,
+            self.dim,
+            cell,
+            Membership::default(),
+        ))
     }
 }
 
-/// Checks and loads blobs made by [`to_blobs`] for an index of `dim` and `metric`.
-/// Any damage or mismatch is an error; no byte reaches `hnsw_rs` before the checksum
-/// and the structural parse have passed.
+/// Checks and parses blobs made by [`to_blobs`] for an index of `dim` and `metric`, and
+/// writes the dump files for [`ParsedSnapshot::load_graph`]. Any damage or mismatch is
+/// an error; no byte reaches `hnsw_rs` before the checksum and the structural parse have
+/// passed.
 pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     blobs: &[B],
     metric: Metric,
     dim: usize,
     scratch: Option<&Path>,
-) -> Result<LoadedSnapshot, IndexError> {
+) -> Result<ParsedSnapshot, IndexError> {
     let (header, parts) = blobs
         .split_first()
         .ok_or_else(|| corrupted("no header blob"))?;
@@ -374,8 +440,11 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         if !graph_bytes.is_empty() || !data.is_empty() {
             return Err(corrupted("empty graph with a payload"));
         }
-        return Ok(LoadedSnapshot {
-            graph: Graph::new(metric, dim, 0),
+        return Ok(ParsedSnapshot {
+            metric,
+            dim,
+            dir: None,
+            view: None,
             unreachable,
             data,
             summary: DumpSummary::default(),
@@ -406,45 +475,93 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             summary.ids.len()
         )));
     }
+    let view = build_view(&graph_bytes, &data, &summary, metric, dim)?;
     drop(graph_bytes);
-    let loader = HnswIo::new(dir.path(), DUMP_BASENAME);
-    let loaded = catch_unwind(AssertUnwindSafe(|| {
-        HnswCell::try_new(loader, |io| {
-            io.load_hnsw_with_dist(KernelDistance { metric })
-                .map_err(|e| format!("{e:#}"))
-        })
-    }));
-    let cell = match loaded {
-        Ok(Ok(cell)) => cell,
-        Ok(Err(e)) => {
-            return Err(IndexError::Graph {
-                detail: format!("load failed: {e}"),
-            })
-        }
-        Err(payload) => {
-            return Err(IndexError::Graph {
-                detail: format!("load panicked: {}", panic_message(payload.as_ref())),
-            })
-        }
-    };
-    // Mmap is off (the default `ReloadOptions`): the points own copies of their vectors,
-    // so the files may go now.
-    drop(dir);
-    let loaded_count = cell.with_dependent(|_, hnsw| hnsw.get_nb_point());
-    if loaded_count != summary.ids.len() {
-        return Err(IndexError::Graph {
-            detail: format!(
-                "loaded {loaded_count} points, dump has {}",
-                summary.ids.len()
-            ),
-        });
-    }
-    Ok(LoadedSnapshot {
-        graph: Graph::from_cell(metric, dim, cell, Membership::default()),
+    Ok(ParsedSnapshot {
+        metric,
+        dim,
+        dir: Some(dir),
+        view: Some(view),
         unreachable,
         data,
         summary,
     })
+}
+
+/// The [`GraphView`] of a dump [`parse_dump`] has accepted: every point's links by slot
+/// (a point's slot is its layer's offset plus its rank), and its vector.
+fn build_view(
+    graph: &[u8],
+    data: &[u8],
+    summary: &DumpSummary,
+    metric: Metric,
+    dim: usize,
+) -> Result<GraphView, IndexError> {
+    let n = summary.ids.len();
+    let mut layer_start = [0usize; MAX_LAYER + 1];
+    for layer in 0..MAX_LAYER {
+        layer_start[layer + 1] =
+            layer_start[layer] + summary.layer_sizes.get(layer).copied().unwrap_or(0);
+    }
+    let slot_of = |layer: u8, rank: i32| -> Option<u32> {
+        let layer = usize::from(layer);
+        let rank = usize::try_from(rank).ok()?;
+        if rank >= *summary.layer_sizes.get(layer)? {
+            return None;
+        }
+        u32::try_from(layer_start[layer] + rank).ok()
+    };
+    let mut g = Cursor::new(graph, "graph dump");
+    g.take(summary.links_at)?;
+    let mut row_start: Vec<u32> = Vec::with_capacity(n * MAX_LAYER + 1);
+    row_start.push(0);
+    let mut links: Vec<u32> = Vec::new();
+    for layer in 0..MAX_LAYER {
+        g.take(4 + USIZE)?;
+        for _ in 0..summary.layer_sizes.get(layer).copied().unwrap_or(0) {
+            g.take(4 + USIZE + 1 + 4)?;
+            for _ in 0..MAX_LAYER {
+                let count = g.usize()?;
+                for _ in 0..count {
+                    g.usize()?;
+                    let (n_layer, n_rank) = (g.u8()?, g.i32()?);
+                    g.f32()?;
+                    links.push(
+                        slot_of(n_layer, n_rank)
+                            .ok_or_else(|| corrupted("bad neighbour reference"))?,
+                    );
+                }
+                row_start
+                    .push(u32::try_from(links.len()).map_err(|_| corrupted("too many links"))?);
+            }
+        }
+    }
+    let width = std::mem::size_of::<f32>();
+    let mut vectors = Vec::with_capacity(n * dim);
+    for &offset in &summary.vector_offsets {
+        let bytes = data
+            .get(offset..offset + dim * width)
+            .ok_or_else(|| corrupted("vector outside the data dump"))?;
+        vectors.extend(
+            bytes
+                .chunks_exact(width)
+                .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        );
+    }
+    let (entry_layer, entry_rank) = summary.entry;
+    let entry = slot_of(entry_layer, entry_rank)
+        .ok_or_else(|| corrupted("entry point does not resolve"))?;
+    GraphView::new(
+        metric,
+        dim,
+        summary.ids.clone(),
+        vectors,
+        row_start,
+        links,
+        entry,
+        usize::from(entry_layer),
+    )
+    .ok_or_else(|| corrupted("the graph's links do not fit together"))
 }
 
 /// What [`parse_dump`] learned from a well-formed dump.
@@ -454,6 +571,12 @@ pub(crate) struct DumpSummary {
     pub(crate) ids: Vec<u64>,
     /// Byte offset of each point's vector in the data file.
     pub(crate) vector_offsets: Vec<usize>,
+    /// Number of points in each layer.
+    pub(crate) layer_sizes: Vec<usize>,
+    /// Offset in the graph file of the first layer's record.
+    pub(crate) links_at: usize,
+    /// The entry point's layer and rank.
+    pub(crate) entry: (u8, i32),
 }
 
 /// A bounds-checked cursor over native-endian dump bytes.
@@ -665,6 +788,9 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
     if !resolves(entry_layer, entry_rank, entry_origin) {
         return Err(corrupted("entry point does not resolve"));
     }
+    summary.layer_sizes = layers.iter().map(Vec::len).collect();
+    summary.links_at = after_description + 1;
+    summary.entry = (entry_layer, entry_rank);
 
     // Pass 2: every neighbour must name an existing point with a non-NaN distance
     // (the loader indexes its layer table with them and sorts by distance).

@@ -515,3 +515,115 @@ fn a_well_sealed_but_malformed_dump_never_reaches_hnsw_rs() {
             .is_err());
     }
 }
+
+#[test]
+fn the_snapshot_view_finds_what_the_loaded_graph_finds() {
+    let vectors = low_rank_vectors(21, N, DIM);
+    let queries = low_rank_vectors(22, 50, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+
+    let reopened = filled(Metric::Cosine, &vectors);
+    let mut parsed = parse_snapshot(&blobs, Metric::Cosine, DIM, None).unwrap();
+    let view = parsed.take_view().expect("a view of a non-empty graph");
+    let mut membership = {
+        let exact = reopened.exact.read();
+        parsed.membership(exact.ids(), |id| exact.get(id))
+    };
+    membership.score_outside(parsed.unreachable());
+    let early = EarlyGraph {
+        view,
+        membership: RwLock::new(membership),
+    };
+    let top10 = |search: &dyn Fn(&[f32]) -> Vec<u64>| -> Vec<Vec<u64>> {
+        queries.iter().map(|q| search(q)).collect()
+    };
+    let view_hits = {
+        let exact = reopened.exact.read();
+        // Every vector is found by a view search for itself.
+        for (i, v) in vectors.iter().enumerate() {
+            assert_eq!(early.search(&exact, v, 1, 64, None)[0].id, i as u64, "{i}");
+        }
+        top10(&|q| {
+            early
+                .search(&exact, q, 10, 64, None)
+                .into_iter()
+                .map(|c| c.id)
+                .collect()
+        })
+    };
+    drop(parsed);
+    reopened
+        .install_snapshot(parse_snapshot(&blobs, Metric::Cosine, DIM, None).unwrap())
+        .unwrap();
+    let graph_hits = top10(&|q| {
+        reopened
+            .search(q, 10, ANN, None)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    });
+    let truth = top10(&|q| {
+        reopened
+            .search(q, 10, SearchMode::Exact, None)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    });
+    let recall = |hits: &[Vec<u64>]| {
+        let found: usize = hits
+            .iter()
+            .zip(&truth)
+            .map(|(h, t)| h.iter().filter(|id| t.contains(id)).count())
+            .sum();
+        found as f64 / (10 * truth.len()) as f64
+    };
+    let (view_recall, graph_recall) = (recall(&view_hits), recall(&graph_hits));
+    assert!(view_recall >= 0.95, "view recall {view_recall}");
+    assert!(
+        (view_recall - graph_recall).abs() <= 0.02,
+        "view recall {view_recall}, loaded graph recall {graph_recall}"
+    );
+}
+
+#[test]
+fn the_snapshot_view_serves_while_the_graph_loads_and_follows_writes() {
+    let vectors = low_rank_vectors(23, N, DIM);
+    let index = filled(Metric::L2, &vectors);
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+
+    let reopened = Arc::new(filled(Metric::L2, &vectors));
+    let parsed = parse_snapshot(&blobs, Metric::L2, DIM, None).unwrap();
+    let loader = {
+        let reopened = reopened.clone();
+        std::thread::spawn(move || reopened.install_snapshot(parsed))
+    };
+    // Writes racing the load: removals and replacements never come back from a search,
+    // whichever of the view or the loaded graph answers it.
+    let fresh = low_rank_vectors(24, 50, DIM);
+    for (j, v) in fresh.iter().enumerate() {
+        let id = (j * 7) as u64;
+        reopened.remove(id + 1);
+        reopened.insert(id, v).unwrap();
+        let hit = reopened.search(v, 1, ANN, None).unwrap()[0];
+        assert_eq!(hit.0, id);
+        assert!(reopened
+            .search(&vectors[id as usize + 1], 10, ANN, None)
+            .unwrap()
+            .iter()
+            .all(|(found, _)| *found != id + 1));
+    }
+    loader.join().unwrap().unwrap();
+    assert!(reopened.early.read().is_none());
+    assert_consistent(&reopened);
+    for (j, v) in fresh.iter().enumerate() {
+        assert_eq!(
+            reopened.search(v, 1, ANN, None).unwrap()[0].0,
+            (j * 7) as u64
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! A read-only view of a persisted graph: its links in flat arrays, searchable the moment
+//! a snapshot has been checked and parsed, while `hnsw_rs` is still loading the same graph
+//! (its loader allocates every link separately and takes most of an open's time).
+//!
+//! The search is HNSW's: a greedy descent through the upper layers from the entry point,
+//! then a beam search of width `ef` in layer 0 — over exactly the links `hnsw_rs` will
+//! have, with the same distance kernel, so it returns the same kind of candidates (dead
+//! points are filtered by the caller, as for the `hnsw_rs` graph).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use parking_lot::RwLock;
+
+use super::distance::distance;
+use super::exact::{Candidate, ExactStore, IdFilter};
+use super::hnsw::{Membership, MAX_LAYER};
+use super::Metric;
+
+/// The links and vectors of a dumped graph, by slot (the dump's point order).
+pub(crate) struct GraphView {
+    metric: Metric,
+    dim: usize,
+    /// Slot -> vector id.
+    ids: Vec<u64>,
+    /// Slot-major vectors, `dim` floats each.
+    vectors: Vec<f32>,
+    /// Links of slot `s` in layer `l`: `links[row_start[s * MAX_LAYER + l]..row_start[.. + 1]]`.
+    row_start: Vec<u32>,
+    links: Vec<u32>,
+    entry: u32,
+    top: usize,
+}
+
+/// A distance ordered for the heaps (NaN never occurs: the kernel maps it to +inf).
+#[derive(Clone, Copy, PartialEq)]
+struct Near(f32, u32);
+
+impl Eq for Near {}
+
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+impl GraphView {
+    /// Assembles a view; `None` if the arrays do not fit together (the caller checked the
+    /// dump they come from, so this is a second line of defence, not the first).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        metric: Metric,
+        dim: usize,
+        ids: Vec<u64>,
+        vectors: Vec<f32>,
+        row_start: Vec<u32>,
+        links: Vec<u32>,
+        entry: u32,
+        top: usize,
+    ) -> Option<GraphView> {
+        let n = ids.len();
+        let consistent = n > 0
+            && vectors.len() == n.checked_mul(dim)?
+            && row_start.len() == n.checked_mul(MAX_LAYER)?.checked_add(1)?
+            && row_start.windows(2).all(|w| w[0] <= w[1])
+            && row_start
+                .last()
+                .is_some_and(|&end| end as usize == links.len())
+            && links.iter().all(|&slot| (slot as usize) < n)
+            && (entry as usize) < n
+            && top < MAX_LAYER;
+        consistent.then_some(GraphView {
+            metric,
+            dim,
+            ids,
+            vectors,
+            row_start,
+            links,
+            entry,
+            top,
+        })
+    }
+
+    fn vector(&self, slot: u32) -> &[f32] {
+        let at = slot as usize * self.dim;
+        &self.vectors[at..at + self.dim]
+    }
+
+    fn links(&self, slot: u32, layer: usize) -> &[u32] {
+        let row = slot as usize * MAX_LAYER + layer;
+        &self.links[self.row_start[row] as usize..self.row_start[row + 1] as usize]
+    }
+
+    /// The `knbn` nearest points (id, distance) found by a search of width `ef`,
+    /// nearest first.
+    pub(crate) fn search(&self, query: &[f32], knbn: usize, ef: usize) -> Vec<(u64, f32)> {
+        let dist = |slot: u32| distance(self.metric, query, self.vector(slot));
+        let mut current = Near(dist(self.entry), self.entry);
+        for layer in (1..=self.top).rev() {
+            loop {
+                let mut moved = false;
+                for &next in self.links(current.1, layer) {
+                    let candidate = Near(dist(next), next);
+                    if candidate < current {
+                        current = candidate;
+                        moved = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+        }
+        let ef = ef.max(knbn).max(1);
+        let mut visited = vec![false; self.ids.len()];
+        visited[current.1 as usize] = true;
+        let mut frontier = BinaryHeap::from([Reverse(current)]);
+        let mut best = BinaryHeap::from([current]);
+        while let Some(Reverse(nearest)) = frontier.pop() {
+            if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
+                break;
+            }
+            for &next in self.links(nearest.1, 0) {
+                if std::mem::replace(&mut visited[next as usize], true) {
+                    continue;
+                }
+                let candidate = Near(dist(next), next);
+                if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
+                    frontier.push(Reverse(candidate));
+                    best.push(candidate);
+                    if best.len() > ef {
+                        best.pop();
+                    }
+                }
+            }
+        }
+        let mut found = best.into_sorted_vec();
+        found.truncate(knbn);
+        found
+            .into_iter()
+            .map(|Near(d, slot)| (self.ids[slot as usize], d))
+            .collect()
+    }
+}
+
+/// A view serving searches with its own membership while the real graph loads.
+pub(crate) struct EarlyGraph {
+    pub(crate) view: GraphView,
+    pub(crate) membership: RwLock<Membership>,
+}
+
+impl EarlyGraph {
+    /// As `Graph::search`, over the view.
+    pub(crate) fn search(
+        &self,
+        exact: &ExactStore,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: IdFilter<'_>,
+    ) -> Vec<Candidate> {
+        self.membership
+            .read()
+            .search(exact, query, k, ef, filter, |fetch| {
+                self.view.search(query, fetch, fetch)
+            })
+    }
+}
