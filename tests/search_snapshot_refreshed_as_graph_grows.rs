@@ -1,6 +1,6 @@
 //! The persisted graph keeps up with ingestion: vectors written after the last snapshot are
 //! absorbed into the graph in the background, and once the graph has grown past the
-//! snapshot by the refresh threshold (a quarter, at least 4096 points) the snapshot is
+//! snapshot by the refresh threshold (half, at least 4096 points) the snapshot is
 //! rewritten — so the next open loads a graph that already holds them, instead of leaving
 //! every vector ingested since the first build to be scored exactly and absorbed again.
 //! A snapshot that lacks some live vectors still serves at once: they are scored exactly

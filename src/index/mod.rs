@@ -495,12 +495,12 @@ impl VectorIndex {
     }
 
     /// Serialises the current graph into blobs (see [`snapshot`]); `None` without a
-    /// graph. Holds the mutation lock while `hnsw_rs` dumps (the dump must be one
-    /// state), so run it off the write path.
+    /// graph. Holds the build lock while `hnsw_rs` dumps (the dump must be one state),
+    /// so run it off the write path.
     pub(crate) fn snapshot_blobs(&self) -> Result<Option<Vec<Vec<u8>>>, IndexError> {
-        // No absorber may insert while the graph is dumped and walked.
+        // No absorber or build may insert while the graph is dumped and walked; writers
+        // may go on (they change the membership, which the snapshot does not hold).
         let _build = self.build.lock();
-        let _mutation = self.mutation.lock();
         let Some(graph) = self.graph.read().clone() else {
             return Ok(None);
         };
