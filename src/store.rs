@@ -1340,6 +1340,8 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
 fn absorb_and_refresh(background: &Background, live: &LiveIndex) {
     while matches!(in_background_pool(|| live.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {
     }
+    // Export the graph's flat view again once enough points were added since the last.
+    live.index.refresh_view_if_due();
     let points = live.index.graph_point_count();
     let persisted = live.persisted_points.load(Ordering::SeqCst);
     let due = (persisted as f64 * PERSIST_GROWTH) as usize;

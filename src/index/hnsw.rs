@@ -23,7 +23,9 @@ use parking_lot::RwLock;
 
 use super::distance::KernelDistance;
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
+use super::view::GraphView;
 use super::{IndexError, Metric};
+use std::sync::Arc;
 
 /// Links per point per layer (layer 0 keeps twice as many). `hnsw_rs` accepts <= 256.
 pub(crate) const MAX_NB_CONNECTION: usize = 16;
@@ -71,6 +73,9 @@ pub(crate) struct Membership {
     outside: HashSet<u64>,
     /// Entries of `points` (dead until settled) whose `hnsw_rs` insertion is in flight.
     pending: usize,
+    /// Points added since the graph's flat view was exported: scored exactly (when live)
+    /// while the view answers.
+    unviewed: HashSet<u64>,
 }
 
 impl Membership {
@@ -128,6 +133,9 @@ impl Membership {
     /// nearest points, live or dead, nearest first), over-fetched until `k` live ones
     /// are found, merged with the outside ids scored exactly. Falls back to the exact
     /// scan when too few points are live for the graph to be worth asking.
+    /// `score_unviewed`: `raw` is a flat view, so points added since it was exported are
+    /// scored exactly too.
+    #[allow(clippy::too_many_arguments)] // one query's parameters; shared by two callers
     pub(crate) fn search(
         &self,
         exact: &ExactStore,
@@ -136,6 +144,7 @@ impl Membership {
         ef: usize,
         filter: IdFilter<'_>,
         raw: impl Fn(usize) -> Vec<(u64, f32)>,
+        score_unviewed: bool,
     ) -> Vec<Candidate> {
         if k == 0 {
             return Vec::new();
@@ -176,7 +185,12 @@ impl Membership {
             let next = (want as f64 / pass_rate * 1.25).ceil() as usize;
             fetch = next.max(fetch.saturating_mul(2));
         }
-        let outside = self.outside.iter().copied();
+        let unviewed = self
+            .unviewed
+            .iter()
+            .copied()
+            .filter(|&id| score_unviewed && self.is_live(id));
+        let outside = self.outside.iter().copied().chain(unviewed);
         for candidate in exact.distances_to(query, outside) {
             if filter.is_none_or(|f| f(candidate.id)) {
                 top.push(candidate);
@@ -192,6 +206,10 @@ pub(crate) struct Graph {
     dim: usize,
     cell: HnswCell,
     membership: RwLock<Membership>,
+    /// The same links and vectors in flat arrays ([`GraphView`]), searched instead of
+    /// `hnsw_rs` (measured 1.7-2.5x faster) while it covers every point; refreshed by
+    /// [`Graph::refresh_view`] after the graph grows.
+    view: RwLock<Option<Arc<GraphView>>>,
 }
 
 /// Converts a vector id to `hnsw_rs`'s `DataId`.
@@ -226,6 +244,7 @@ impl Graph {
             dim,
             cell,
             membership: RwLock::new(membership),
+            view: RwLock::new(None),
         }
     }
 
@@ -302,9 +321,13 @@ impl Graph {
                 }
             }
         });
+        let has_view = self.view.read().is_some();
         let mut membership = self.membership.write();
         for &(id, _) in items {
             membership.points.insert(id, true);
+            if has_view {
+                membership.unviewed.insert(id);
+            }
         }
         Ok(())
     }
@@ -324,11 +347,15 @@ impl Graph {
     /// Registers points about to be inserted for outside ids: dead until settled, so
     /// searches keep scoring them outside. Call with writers excluded.
     pub(crate) fn register_pending(&self, ids: &[u64]) {
+        let has_view = self.view.read().is_some();
         let mut membership = self.membership.write();
         for &id in ids {
             if membership.points.insert(id, false).is_none() {
                 membership.dead += 1;
                 membership.pending += 1;
+                if has_view {
+                    membership.unviewed.insert(id);
+                }
             }
         }
     }
@@ -537,13 +564,126 @@ impl Graph {
         ef: usize,
         filter: IdFilter<'_>,
     ) -> Vec<Candidate> {
-        self.membership
-            .read()
-            .search(exact, query, k, ef, filter, |fetch| {
-                let hits: Vec<Neighbour> = self.with_hnsw(|hnsw| hnsw.search(query, fetch, fetch));
-                hits.into_iter()
-                    .map(|hit| (hit.d_id as u64, hit.distance))
-                    .collect()
-            })
+        let membership = self.membership.read();
+        // Points added since the view was exported are not in it: scored exactly.
+        match self.view.read().clone() {
+            Some(view) => membership.search(
+                exact,
+                query,
+                k,
+                ef,
+                filter,
+                |fetch| view.search(query, fetch, fetch),
+                true,
+            ),
+            None => membership.search(
+                exact,
+                query,
+                k,
+                ef,
+                filter,
+                |fetch| {
+                    let hits: Vec<Neighbour> =
+                        self.with_hnsw(|hnsw| hnsw.search(query, fetch, fetch));
+                    hits.into_iter()
+                        .map(|hit| (hit.d_id as u64, hit.distance))
+                        .collect()
+                },
+                false,
+            ),
+        }
+    }
+
+    /// Uses `view` (of this very graph as it is now, e.g. the snapshot it was just loaded
+    /// from) for searches. Call with inserts excluded.
+    pub(crate) fn set_view(&self, view: Arc<GraphView>) {
+        let mut membership = self.membership.write();
+        membership.unviewed.clear();
+        *self.view.write() = Some(view);
+    }
+
+    /// Whether the view should be exported again: there is none, or at least `min` and a
+    /// fiftieth of the graph's points were added since.
+    pub(crate) fn view_due(&self, min: usize) -> bool {
+        let membership = self.membership.read();
+        let unviewed = membership.unviewed.len();
+        self.view.read().is_none()
+            || (unviewed > 0 && unviewed >= min.max(membership.points.len() / 50))
+    }
+
+    /// Exports the `hnsw_rs` graph into a flat view for searches. Call with inserts
+    /// excluded (the build lock held, or the graph owned alone); leaves no view if the
+    /// graph cannot be exported (then `hnsw_rs` answers, as before).
+    pub(crate) fn refresh_view(&self) {
+        let view = self.export_view().map(Arc::new);
+        let mut membership = self.membership.write();
+        membership.unviewed.clear();
+        *self.view.write() = view;
+    }
+
+    fn export_view(&self) -> Option<GraphView> {
+        self.with_hnsw(|hnsw| {
+            if hnsw.get_nb_point() == 0 {
+                return None;
+            }
+            let indexation = hnsw.get_point_indexation();
+            let top = usize::from(indexation.get_max_level_observed());
+            let sizes: Vec<usize> = (0..MAX_LAYER)
+                .map(|layer| indexation.get_layer_nb_point(layer))
+                .collect();
+            let mut layer_start = [0usize; MAX_LAYER + 1];
+            for layer in 0..MAX_LAYER {
+                layer_start[layer + 1] = layer_start[layer] + sizes[layer];
+            }
+            let n = layer_start[MAX_LAYER];
+            let slot_of = |p_id: &PointId| -> Option<u32> {
+                let layer = usize::from(p_id.0);
+                let rank = usize::try_from(p_id.1).ok()?;
+                if layer >= MAX_LAYER || rank >= sizes[layer] {
+                    return None;
+                }
+                u32::try_from(layer_start[layer] + rank).ok()
+            };
+            let mut ids = Vec::with_capacity(n);
+            let mut vectors = Vec::with_capacity(n.checked_mul(self.dim)?);
+            let mut row_start: Vec<u32> = Vec::with_capacity(n * MAX_LAYER + 1);
+            row_start.push(0);
+            let mut links: Vec<u32> = Vec::new();
+            for point in indexation {
+                // The iterator yields layer 0 first, each layer in rank order.
+                if slot_of(&point.get_point_id())? as usize != ids.len() {
+                    return None;
+                }
+                ids.push(point.get_origin_id() as u64);
+                let vector = point.get_v();
+                if vector.len() != self.dim {
+                    return None;
+                }
+                vectors.extend_from_slice(vector);
+                let neighbourhood = point.get_neighborhood_id();
+                for layer in 0..MAX_LAYER {
+                    for neighbour in neighbourhood.get(layer).into_iter().flatten() {
+                        links.push(slot_of(&neighbour.p_id)?);
+                    }
+                    row_start.push(u32::try_from(links.len()).ok()?);
+                }
+            }
+            if ids.len() != n {
+                return None;
+            }
+            // `hnsw_rs` does not expose its entry point; any point of the top layer serves
+            // (the reachability pass treats every top-layer point as reached).
+            let entry = slot_of(&PointId(u8::try_from(top).ok()?, 0))?;
+            GraphView::new(
+                self.metric,
+                self.dim,
+                ids,
+                vectors,
+                row_start,
+                links,
+                entry,
+                top,
+            )
+        })
     }
 }

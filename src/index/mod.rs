@@ -71,6 +71,10 @@ const BUILD_CHUNK: usize = 8192;
 const CATCH_UP_FINAL: usize = 256;
 const CATCH_UP_ROUNDS: usize = 8;
 
+/// Points added since the last export of a graph's flat view that make a new export due
+/// (see [`VectorIndex::refresh_view_if_due`]), at the least.
+const VIEW_REFRESH_MIN: usize = 2048;
+
 /// Largest deviation of a cosine vector's squared norm from 1 that is accepted.
 const UNIT_NORM_TOLERANCE: f32 = 1e-3;
 
@@ -531,7 +535,8 @@ impl VectorIndex {
             let exact = self.exact.read();
             parsed.membership(exact.ids(), |id| exact.get(id))
         };
-        if let Some(view) = parsed.take_view() {
+        let view = parsed.take_view().map(Arc::new);
+        if let Some(view) = view.clone() {
             let mut early = membership.clone();
             early.score_outside(parsed.unreachable());
             // Writers are held off while the changes made since the journal started (which
@@ -553,6 +558,10 @@ impl VectorIndex {
         let unreachable = parsed.unreachable().to_vec();
         let installed = parsed.load_graph().and_then(|graph| {
             graph.set_membership(membership);
+            if let Some(view) = view {
+                // The view of the very graph just loaded.
+                graph.set_view(view);
+            }
             self.catch_up_and_install(graph, journal, Some(unreachable))
         });
         if installed.is_err() {
@@ -560,6 +569,19 @@ impl VectorIndex {
             *self.early.write() = None;
         }
         installed
+    }
+
+    /// Re-exports the graph's flat view once enough points were added since the last
+    /// export (meanwhile they are scored exactly beside it): at least [`VIEW_REFRESH_MIN`]
+    /// and a fiftieth of the graph, so exports cost a bounded share of the insertions.
+    pub(crate) fn refresh_view_if_due(&self) {
+        let _build = self.build.lock();
+        let Some(graph) = self.graph.read().clone() else {
+            return;
+        };
+        if graph.view_due(VIEW_REFRESH_MIN) {
+            graph.refresh_view();
+        }
     }
 
     /// Number of points (live or dead) in the current graph; 0 without one.
@@ -624,7 +646,7 @@ impl VectorIndex {
             }
             grown |= self.replay(&graph, changed)?;
         }
-        let _mutation = self.mutation.lock();
+        let mutation = self.mutation.lock();
         let changed = self.journal.lock().take().unwrap_or_default();
         grown |= self.replay(&graph, changed)?;
         // Points no search would reach are scored exactly instead (never silently lost).
@@ -633,9 +655,16 @@ impl VectorIndex {
             _ => graph.unreachable_ids(),
         };
         graph.score_outside(&unreachable);
-        *self.graph.write() = Some(Arc::new(graph));
+        let graph = Arc::new(graph);
+        *self.graph.write() = Some(graph.clone());
         *self.early.write() = None;
+        drop(mutation);
         drop(journal);
+        // A fresh export unless the view came with the graph (the caller holds the build
+        // lock: no insert runs meanwhile).
+        if graph.view_due(0) {
+            graph.refresh_view();
+        }
         Ok(())
     }
 

@@ -533,7 +533,7 @@ fn the_snapshot_view_finds_what_the_loaded_graph_finds() {
     };
     membership.score_outside(parsed.unreachable());
     let early = EarlyGraph {
-        view,
+        view: Arc::new(view),
         membership: RwLock::new(membership),
     };
     let top10 = |search: &dyn Fn(&[f32]) -> Vec<u64>| -> Vec<Vec<u64>> {
@@ -626,4 +626,38 @@ fn the_snapshot_view_serves_while_the_graph_loads_and_follows_writes() {
             (j * 7) as u64
         );
     }
+}
+
+#[test]
+fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_again() {
+    let vectors = low_rank_vectors(25, N, DIM);
+    let index = filled(Metric::Cosine, &vectors[..N / 2]);
+    index.build_graph().unwrap();
+    let graph = index.graph.read().clone().unwrap();
+    assert!(!graph.view_due(0), "a build exports the view");
+
+    // Absorbed after the export: live points the view does not hold.
+    let later: Vec<(u64, &[f32])> = (N / 2..N)
+        .map(|i| (i as u64, vectors[i].as_slice()))
+        .collect();
+    index.insert_batch(&later).unwrap();
+    while index.absorb_outside(256).unwrap() > 0 {}
+    assert!(graph.view_due(0));
+    assert!(!graph.view_due(N), "below the refresh minimum");
+    let every_vector_found = |when: &str| {
+        for (i, v) in vectors.iter().enumerate() {
+            assert_eq!(
+                index.search(v, 1, ANN, None).unwrap()[0].0,
+                i as u64,
+                "{when}: {i}"
+            );
+        }
+    };
+    every_vector_found("with a stale view");
+    assert_consistent(&index);
+
+    graph.refresh_view();
+    assert!(!graph.view_due(0));
+    every_vector_found("after the export");
+    assert_consistent(&index);
 }

@@ -1,14 +1,20 @@
-//! A read-only view of a persisted graph: its links in flat arrays, searchable the moment
-//! a snapshot has been checked and parsed, while `hnsw_rs` is still loading the same graph
-//! (its loader allocates every link separately and takes most of an open's time).
+//! A read-only view of an HNSW graph: its links and vectors in flat arrays by slot.
+//!
+//! Two uses. While `hnsw_rs` loads a persisted graph (its loader allocates every link
+//! separately and takes most of an open), the snapshot's view serves graph searches from
+//! the moment the snapshot has been checked and parsed. And after a build or load, the
+//! graph's view is searched instead of `hnsw_rs` itself (1.7-2.5x faster per query here:
+//! no per-point locks, reference counts or hash-set visits), while `hnsw_rs` keeps the
+//! graph that inserts extend; points added since the last export are scored exactly until
+//! the view is exported again.
 //!
 //! The search is HNSW's: a greedy descent through the upper layers from the entry point,
-//! then a beam search of width `ef` in layer 0 — over exactly the links `hnsw_rs` will
-//! have, with the same distance kernel, so it returns the same kind of candidates (dead
-//! points are filtered by the caller, as for the `hnsw_rs` graph).
+//! then a beam search of width `ef` in layer 0, with the same distance kernel. Dead points
+//! are filtered by the caller, as for `hnsw_rs`.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -151,7 +157,7 @@ impl GraphView {
 
 /// A view serving searches with its own membership while the real graph loads.
 pub(crate) struct EarlyGraph {
-    pub(crate) view: GraphView,
+    pub(crate) view: Arc<GraphView>,
     pub(crate) membership: RwLock<Membership>,
 }
 
@@ -165,10 +171,14 @@ impl EarlyGraph {
         ef: usize,
         filter: IdFilter<'_>,
     ) -> Vec<Candidate> {
-        self.membership
-            .read()
-            .search(exact, query, k, ef, filter, |fetch| {
-                self.view.search(query, fetch, fetch)
-            })
+        self.membership.read().search(
+            exact,
+            query,
+            k,
+            ef,
+            filter,
+            |fetch| self.view.search(query, fetch, fetch),
+            false,
+        )
     }
 }
