@@ -185,6 +185,21 @@ fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
             what: "redb file".to_string(),
             detail,
         },
+        // The file holds ratchetdb's meta table (that is how it was recognised), and every
+        // store is created with all of its tables: one missing or of another type means a
+        // damaged table tree (seen with a flipped bit in a table name).
+        redb::Error::TableDoesNotExist(table)
+        | redb::Error::TableIsMultimap(table)
+        | redb::Error::TableIsNotMultimap(table) => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: format!("table {table:?}"),
+            detail: "missing, or not the table this store created".to_string(),
+        },
+        error @ redb::Error::TableTypeMismatch { .. } => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "table types".to_string(),
+            detail: error.to_string(),
+        },
         source => OpenError::Storage {
             path: path.to_path_buf(),
             source,
