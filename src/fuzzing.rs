@@ -663,9 +663,19 @@ pub fn harness_doc(source: &str, id: &str, version: u64, chunks: usize, variant:
 pub fn base_image(which: u8) -> Result<Vec<u8>, String> {
     static IMAGES: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
     let images = IMAGES.get_or_init(|| {
+        // Each open waits for the background index loader: its read snapshots change which
+        // pages a commit reuses, so the images would depend on its timing.
+        let settled = |store: &Store| {
+            if store.wait_for_index(std::time::Duration::from_secs(30)) {
+                Ok(())
+            } else {
+                Err("the index did not load".to_string())
+            }
+        };
         let disk = Disk::new();
         let store = Store::open_with_backend(disk.backend(), harness_options())
             .map_err(|e| format!("creating the base store: {e}"))?;
+        settled(&store)?;
         let write = |op: Op| -> Result<(), String> {
             store
                 .write_batch(vec![op])
@@ -693,6 +703,7 @@ pub fn base_image(which: u8) -> Result<Vec<u8>, String> {
         let crash_disk = Disk::from_image(clean.clone());
         let store = Store::open_with_backend(crash_disk.backend(), harness_options())
             .map_err(|e| format!("reopening the base store: {e}"))?;
+        settled(&store)?;
         crash_disk.start_trace();
         let before = crash_disk.io_ops();
         store
@@ -703,6 +714,7 @@ pub fn base_image(which: u8) -> Result<Vec<u8>, String> {
         let crash_disk = Disk::from_image(clean.clone());
         let store = Store::open_with_backend(crash_disk.backend(), harness_options())
             .map_err(|e| format!("reopening the base store: {e}"))?;
+        settled(&store)?;
         // Everything up to the commit's final sync lands in the page cache; the sync fails.
         crash_disk.fail_after(commit.saturating_sub(1), FaultMode::Forever);
         let _ = store.upsert(harness_doc("wiki", "a", 4, 2, 4));

@@ -124,6 +124,14 @@ fn run_workload(disk: &Disk) -> Run {
             return run;
         }
     };
+    // The background index loader starts at open and holds read snapshots while it loads;
+    // a live snapshot changes which pages a commit may reuse, so the workload's I/O calls
+    // (which the sweep numbers) would depend on its timing (seen flaky in CI: "call 122 was
+    // never made"). It writes nothing: let it finish first.
+    assert!(
+        store.wait_for_index(std::time::Duration::from_secs(30)),
+        "index load"
+    );
     for step in steps() {
         match step {
             Step::Op(op) => {
