@@ -655,6 +655,10 @@ fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_ag
     };
     every_vector_found("with a stale view");
     assert_consistent(&index);
+    // Verification notices a live point the view would hide.
+    graph.forget_unviewed();
+    let problem = graph.verify(&index.exact.read()).unwrap_err();
+    assert!(problem.contains("search view"), "{problem}");
 
     graph.refresh_view();
     assert!(!graph.view_due(0));

@@ -93,6 +93,11 @@ impl GraphView {
         })
     }
 
+    /// The vector id of each slot.
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
     fn vector(&self, slot: u32) -> &[f32] {
         let at = slot as usize * self.dim;
         &self.vectors[at..at + self.dim]
