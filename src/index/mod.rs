@@ -16,8 +16,8 @@
 //! id; removals and replacements update that mark under the exact store's write lock,
 //! and a search holds its read lock throughout.
 //!
-//! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` ->
-//! a graph's membership -> `journal`.
+//! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` or
+//! `early` -> a graph's membership -> that graph's flat view -> `journal`.
 
 pub(crate) mod distance;
 mod exact;
