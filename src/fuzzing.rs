@@ -676,12 +676,14 @@ pub fn base_image(which: u8) -> Result<Vec<u8>, String> {
         let store = Store::open_with_backend(disk.backend(), harness_options())
             .map_err(|e| format!("creating the base store: {e}"))?;
         settled(&store)?;
+        // ... and so does the index applier's pass after each commit.
         let write = |op: Op| -> Result<(), String> {
             store
                 .write_batch(vec![op])
                 .map_err(|e| format!("base workload: {e}"))?
                 .into_iter()
-                .try_for_each(|r| r.map(|_| ()).map_err(|e| format!("base workload: {e}")))
+                .try_for_each(|r| r.map(|_| ()).map_err(|e| format!("base workload: {e}")))?;
+            settled(&store)
         };
         write(Op::Upsert(harness_doc("wiki", "a", 1, 3, 1)))?;
         write(Op::Upsert(harness_doc("wiki", "b", 2, 2, 2)))?;

@@ -18,7 +18,7 @@ use parking_lot::{Mutex, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
@@ -118,6 +118,13 @@ struct Inner {
     live: RwLock<Option<Arc<LiveIndex>>>,
     /// A background loader has been started.
     loader_started: AtomicBool,
+    /// Wakes the index applier after a commit that changed vectors (see
+    /// [`Store::after_commit`]); started with the first such commit.
+    applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
+    /// Passes asked of the applier, and the request count the last finished pass covered
+    /// (equal: the applier is idle and holds no read snapshot).
+    apply_requested: AtomicU64,
+    apply_done: AtomicU64,
     gate: Arc<Gate>,
 }
 
@@ -529,6 +536,9 @@ impl Store {
                 poisoned: Mutex::new(None),
                 live: RwLock::new(None),
                 loader_started: AtomicBool::new(false),
+                applier: Mutex::new(None),
+                apply_requested: AtomicU64::new(0),
+                apply_done: AtomicU64::new(0),
                 options,
             }),
         };
@@ -940,7 +950,57 @@ impl Store {
     }
 
     /// Applies a commit's vector changes to the index (or starts loading it).
+    /// After a commit that changed the set of vectors: wakes the index applier, which
+    /// brings the derived index up to the new commit off the writing thread (a committer
+    /// goes straight on to its next batch). Wakes coalesce: one pass applies every commit
+    /// made before it started. Searches never depend on it: each brings the index up to
+    /// its own snapshot first.
     fn after_commit(&self) {
+        if self.live().is_none() {
+            self.start_index();
+            return;
+        }
+        let mut applier = self.inner.applier.lock();
+        if applier.is_none() {
+            let (wake, woken) = crossbeam_channel::bounded::<()>(1);
+            let background = self.background();
+            let spawned = std::thread::Builder::new()
+                .name("ratchetdb-apply".into())
+                .spawn(move || {
+                    // Ends when the store closes: its sender drops with it.
+                    for () in woken {
+                        let pass = background.with(|store| {
+                            // Every request counted so far follows a commit this pass's
+                            // snapshot will see.
+                            let covers = store.inner.apply_requested.load(Ordering::SeqCst);
+                            store.apply_committed();
+                            store.inner.apply_done.store(covers, Ordering::SeqCst);
+                        });
+                        if pass.is_none() {
+                            return;
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => *applier = Some(wake),
+                // No thread: apply here, as the writer.
+                Err(_) => {
+                    drop(applier);
+                    self.apply_committed();
+                    return;
+                }
+            }
+        }
+        self.inner.apply_requested.fetch_add(1, Ordering::SeqCst);
+        if let Some(wake) = applier.as_ref() {
+            // Full: a wake is already pending and will cover this commit.
+            let _ = wake.try_send(());
+        }
+    }
+
+    /// Brings the derived index up to the latest commit, and starts a graph rebuild (many
+    /// dead points) or absorbs new vectors into the graph in the background.
+    fn apply_committed(&self) {
         let Some(live) = self.live() else {
             self.start_index();
             return;
@@ -1085,14 +1145,28 @@ impl Store {
         }
     }
 
-    /// Waits until the index has loaded and no graph build or load is running; `false` on
-    /// timeout. Searches never need this (they answer exactly meanwhile); tests and
-    /// benchmarks do.
+    /// Waits until the index has loaded, covers the latest commit, and no applier pass,
+    /// graph build or load is running; `false` on timeout. Searches never need this (they
+    /// bring the index up to their own snapshot, and answer exactly meanwhile); tests and
+    /// benchmarks do, and so does anything that needs the file's I/O to be deterministic
+    /// (background passes hold read snapshots, which change the pages a commit reuses).
     pub fn wait_for_index(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
+            // Idle first: a pass that starts a graph build marks it building before it
+            // counts itself done, so `info` read after this sees the build.
+            let idle = self.inner.apply_done.load(Ordering::SeqCst)
+                >= self.inner.apply_requested.load(Ordering::SeqCst);
             let info = self.index_info();
-            if (info.loaded && !info.building) || self.dimension().is_none() {
+            if self.dimension().is_none() {
+                return true;
+            }
+            let latest = self
+                .snapshot()
+                .and_then(|snapshot| live_index::commit_seq(&snapshot));
+            // A snapshot that cannot be taken leaves nothing to wait for.
+            let applied = latest.map_or(true, |seq| info.applied_commit >= seq);
+            if info.loaded && !info.building && applied && idle {
                 return true;
             }
             if Instant::now() >= deadline {

@@ -103,6 +103,17 @@ fn check_poisoned(store: &Store) {
     writer.shutdown();
 }
 
+/// Waits for the background index work a commit starts (the applier's catch-up pass, the
+/// loader at open): it holds read snapshots, and a live snapshot changes which pages the
+/// next commit may reuse, so the workload's I/O calls (which the sweep numbers) would
+/// depend on its timing (seen flaky in CI: "call 122 was never made"). It writes nothing.
+fn settle(store: &Store) {
+    assert!(
+        store.wait_for_index(std::time::Duration::from_secs(30)),
+        "the index did not settle"
+    );
+}
+
 fn run_workload(disk: &Disk) -> Run {
     let mut run = Run {
         model: Model::new(),
@@ -124,14 +135,8 @@ fn run_workload(disk: &Disk) -> Run {
             return run;
         }
     };
-    // The background index loader starts at open and holds read snapshots while it loads;
-    // a live snapshot changes which pages a commit may reuse, so the workload's I/O calls
-    // (which the sweep numbers) would depend on its timing (seen flaky in CI: "call 122 was
-    // never made"). It writes nothing: let it finish first.
-    assert!(
-        store.wait_for_index(std::time::Duration::from_secs(30)),
-        "index load"
-    );
+    // The loader started at open, then the applier after each write (see `settle`).
+    settle(&store);
     for step in steps() {
         match step {
             Step::Op(op) => {
@@ -155,6 +160,7 @@ fn run_workload(disk: &Disk) -> Run {
                     Ok(outcome) => {
                         let expected = run.model.apply(&op).expect("model");
                         assert_eq!(ModelOutcome::of(&outcome), expected, "{op:?}");
+                        settle(&store);
                     }
                     Err(e) => {
                         assert!(
@@ -184,6 +190,7 @@ fn run_workload(disk: &Disk) -> Run {
                 });
                 writer.shutdown();
                 if results.iter().all(Result::is_ok) {
+                    settle(&store);
                     assert_eq!(writer.stats().batches, 1, "the three ops were one batch");
                     for (op, result) in ops.iter().zip(results) {
                         let expected = run.model.apply(op).expect("model");

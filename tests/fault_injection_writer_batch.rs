@@ -41,6 +41,11 @@ fn setup(disk: &Disk) -> (Store, Model) {
             .remove(0)
             .expect("setup op");
         assert_eq!(ModelOutcome::of(&outcome), model.apply(&op).expect("model"));
+        // The index applier's catch-up holds a read snapshot too: let it finish.
+        assert!(
+            store.wait_for_index(Duration::from_secs(30)),
+            "index applier"
+        );
     }
     (store, model)
 }
