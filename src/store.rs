@@ -1313,7 +1313,10 @@ pub struct IndexInfo {
 
 /// Runs background index work (graph builds, absorbing new vectors, snapshot loads) on a
 /// rayon pool one thread smaller than the machine, so a graph build never takes the core
-/// the committer needs. `Store::build_index` uses every core instead.
+/// the committer needs. Its threads also run at a lower scheduling priority
+/// ([`BACKGROUND_NICE`]): when writes and index maintenance compete for the cores, writes
+/// win, and the index catches up when ingestion pauses (meanwhile new vectors are scored
+/// exactly, so searches stay complete). `Store::build_index` uses every core instead.
 fn in_background_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     let pool = POOL.get_or_init(|| {
@@ -1321,12 +1324,34 @@ fn in_background_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
         rayon::ThreadPoolBuilder::new()
             .num_threads(cores.saturating_sub(1).max(1))
             .thread_name(|i| format!("ratchetdb-index-{i}"))
+            .start_handler(|_| lower_thread_priority())
             .build()
             .ok()
     });
     match pool {
         Some(pool) => pool.install(work),
         None => work(),
+    }
+}
+
+/// The nice value of background index threads: a tenth of a normal thread's CPU share
+/// when both want the same core, not starved (they hold the index's locks in short
+/// sections, and a starved holder would stall searches).
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`]. Linux only
+/// (elsewhere `setpriority` would apply to the whole process); best effort.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions; `setpriority` with `PRIO_PROCESS` and a
+        // thread id changes only that thread's nice value (Linux's per-thread semantics)
+        // and reports failure through its return value, which is ignored: a thread that
+        // keeps its priority is still correct.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE);
+        }
     }
 }
 
