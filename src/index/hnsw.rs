@@ -23,7 +23,7 @@ use parking_lot::RwLock;
 
 use super::distance::KernelDistance;
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
-use super::view::GraphView;
+use super::view::{GraphView, Slots};
 use super::{IndexError, Metric};
 use std::sync::Arc;
 
@@ -433,20 +433,16 @@ impl Graph {
             // The iterator yields layer 0 first, each layer in rank order, so a point's slot
             // is its layer's offset plus its rank; a hash map is the fallback should a
             // future `hnsw_rs` lay points out otherwise.
-            let mut layer_start = vec![0usize; usize::from(top) + 2];
+            let mut sizes = [0usize; MAX_LAYER];
             for p_id in &p_ids {
-                if let Some(next) = layer_start.get_mut(usize::from(p_id.0) + 1) {
-                    *next += 1;
+                if let Some(size) = sizes.get_mut(usize::from(p_id.0)) {
+                    *size += 1;
                 }
             }
-            for layer in 1..layer_start.len() {
-                layer_start[layer] += layer_start[layer - 1];
-            }
+            let slots = Slots::new(|layer| sizes[layer]);
             let ranked = |p_id: &PointId| {
-                let start = *layer_start.get(usize::from(p_id.0))?;
-                let end = *layer_start.get(usize::from(p_id.0) + 1)?;
-                let slot = start.checked_add(usize::try_from(p_id.1).ok()?)?;
-                (slot < end).then_some(slot)
+                let slot = slots.of(usize::from(p_id.0), i64::from(p_id.1))?;
+                usize::try_from(slot).ok()
             };
             let in_rank_order = p_ids
                 .iter()
@@ -647,22 +643,9 @@ impl Graph {
             }
             let indexation = hnsw.get_point_indexation();
             let top = usize::from(indexation.get_max_level_observed());
-            let sizes: Vec<usize> = (0..MAX_LAYER)
-                .map(|layer| indexation.get_layer_nb_point(layer))
-                .collect();
-            let mut layer_start = [0usize; MAX_LAYER + 1];
-            for layer in 0..MAX_LAYER {
-                layer_start[layer + 1] = layer_start[layer] + sizes[layer];
-            }
-            let n = layer_start[MAX_LAYER];
-            let slot_of = |p_id: &PointId| -> Option<u32> {
-                let layer = usize::from(p_id.0);
-                let rank = usize::try_from(p_id.1).ok()?;
-                if layer >= MAX_LAYER || rank >= sizes[layer] {
-                    return None;
-                }
-                u32::try_from(layer_start[layer] + rank).ok()
-            };
+            let slots = Slots::new(|layer| indexation.get_layer_nb_point(layer));
+            let n = slots.len();
+            let slot_of = |p_id: &PointId| slots.of(usize::from(p_id.0), i64::from(p_id.1));
             let mut ids = Vec::with_capacity(n);
             let mut vectors = Vec::with_capacity(n.checked_mul(self.dim)?);
             let mut row_start: Vec<u32> = Vec::with_capacity(n * MAX_LAYER + 1);

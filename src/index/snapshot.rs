@@ -48,7 +48,7 @@ use hnsw_rs::hnswio::HnswIo;
 
 use super::distance::KernelDistance;
 use super::hnsw::{Graph, HnswCell, Membership, MAX_LAYER};
-use super::view::GraphView;
+use super::view::{GraphView, Slots};
 use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
@@ -498,19 +498,8 @@ fn build_view(
     dim: usize,
 ) -> Result<GraphView, IndexError> {
     let n = summary.ids.len();
-    let mut layer_start = [0usize; MAX_LAYER + 1];
-    for layer in 0..MAX_LAYER {
-        layer_start[layer + 1] =
-            layer_start[layer] + summary.layer_sizes.get(layer).copied().unwrap_or(0);
-    }
-    let slot_of = |layer: u8, rank: i32| -> Option<u32> {
-        let layer = usize::from(layer);
-        let rank = usize::try_from(rank).ok()?;
-        if rank >= *summary.layer_sizes.get(layer)? {
-            return None;
-        }
-        u32::try_from(layer_start[layer] + rank).ok()
-    };
+    let slots = Slots::new(|layer| summary.layer_sizes.get(layer).copied().unwrap_or(0));
+    let slot_of = |layer: u8, rank: i32| slots.of(usize::from(layer), i64::from(rank));
     let mut g = Cursor::new(graph, "graph dump");
     g.take(summary.links_at)?;
     let mut row_start: Vec<u32> = Vec::with_capacity(n * MAX_LAYER + 1);

@@ -665,3 +665,27 @@ fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_ag
     every_vector_found("after the export");
     assert_consistent(&index);
 }
+
+#[test]
+fn slots_number_points_layer_by_layer_in_rank_order() {
+    use super::hnsw::MAX_LAYER;
+    use super::view::Slots;
+    let slots = Slots::new(|layer| [3, 2].get(layer).copied().unwrap_or(0));
+    assert_eq!(slots.len(), 5);
+    let numbered: Vec<Option<u32>> = [(0, 0), (0, 2), (1, 0), (1, 1)]
+        .iter()
+        .map(|&(layer, rank)| slots.of(layer, rank))
+        .collect();
+    assert_eq!(numbered, vec![Some(0), Some(2), Some(3), Some(4)]);
+    // No such point: past a layer's end, a negative rank, an empty or impossible layer.
+    for (layer, rank) in [
+        (0, 3),
+        (1, 2),
+        (0, -1),
+        (2, 0),
+        (MAX_LAYER, 0),
+        (MAX_LAYER + 5, 0),
+    ] {
+        assert_eq!(slots.of(layer, rank), None, "layer {layer} rank {rank}");
+    }
+}

@@ -23,6 +23,41 @@ use super::exact::{Candidate, ExactStore, IdFilter};
 use super::hnsw::{Membership, MAX_LAYER};
 use super::Metric;
 
+/// Slot numbering of a graph's points, as both `hnsw_rs`'s point iterator and its dump
+/// lay them out: layer 0's points first, each layer in rank order, so a point's slot is
+/// its layer's offset plus its rank.
+pub(crate) struct Slots {
+    /// Slot of each layer's first point; `start[MAX_LAYER]` is the point count.
+    start: [usize; MAX_LAYER + 1],
+}
+
+impl Slots {
+    /// From the number of points in each layer (`size(layer)` for `0..MAX_LAYER`).
+    pub(crate) fn new(size: impl Fn(usize) -> usize) -> Slots {
+        let mut start = [0usize; MAX_LAYER + 1];
+        for layer in 0..MAX_LAYER {
+            start[layer + 1] = start[layer].saturating_add(size(layer));
+        }
+        Slots { start }
+    }
+
+    /// The number of points.
+    pub(crate) fn len(&self) -> usize {
+        self.start[MAX_LAYER]
+    }
+
+    /// The slot of the point of rank `rank` in `layer`; `None` if there is no such point.
+    pub(crate) fn of(&self, layer: usize, rank: i64) -> Option<u32> {
+        let rank = usize::try_from(rank).ok()?;
+        let start = *self.start.get(layer)?;
+        let slot = start.checked_add(rank)?;
+        if slot >= *self.start.get(layer + 1)? {
+            return None;
+        }
+        u32::try_from(slot).ok()
+    }
+}
+
 /// The links and vectors of a dumped graph, by slot (the dump's point order).
 pub(crate) struct GraphView {
     metric: Metric,
