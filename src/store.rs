@@ -1025,7 +1025,7 @@ impl Store {
                 .name("ratchetdb-index".into())
                 .spawn(move || {
                     if rebuild {
-                        if in_background_pool(|| worker.index.build_graph()).is_ok() {
+                        if worker.index.build_graph_in_background().is_ok() {
                             persist_graph(&background, &worker);
                         }
                     } else {
@@ -1311,50 +1311,6 @@ pub struct IndexInfo {
     pub persisted_points: u64,
 }
 
-/// Runs background index work (graph builds, absorbing new vectors, snapshot loads) on a
-/// rayon pool one thread smaller than the machine, so a graph build never takes the core
-/// the committer needs. Its threads also run at a lower scheduling priority
-/// ([`BACKGROUND_NICE`]): when writes and index maintenance compete for the cores, writes
-/// win, and the index catches up when ingestion pauses (meanwhile new vectors are scored
-/// exactly, so searches stay complete). `Store::build_index` uses every core instead.
-fn in_background_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(cores.saturating_sub(1).max(1))
-            .thread_name(|i| format!("ratchetdb-index-{i}"))
-            .start_handler(|_| lower_thread_priority())
-            .build()
-            .ok()
-    });
-    match pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    }
-}
-
-/// The nice value of background index threads: a tenth of a normal thread's CPU share
-/// when both want the same core, not starved (they hold the index's locks in short
-/// sections, and a starved holder would stall searches).
-const BACKGROUND_NICE: i32 = 10;
-
-/// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`]. Linux only
-/// (elsewhere `setpriority` would apply to the whole process); best effort.
-fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `gettid` has no preconditions; `setpriority` with `PRIO_PROCESS` and a
-        // thread id changes only that thread's nice value (Linux's per-thread semantics)
-        // and reports failure through its return value, which is ignored: a thread that
-        // keeps its priority is still correct.
-        unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE);
-        }
-    }
-}
-
 /// Where hnsw_rs's dump files go while a snapshot is written or read: beside the database.
 fn scratch_dir(path: &Path) -> Option<PathBuf> {
     path.parent().filter(|p| p.is_dir()).map(Path::to_path_buf)
@@ -1439,7 +1395,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     if loaded {
         absorb_and_refresh(&background, &live);
     } else if (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
-        && in_background_pool(|| live.index.build_graph()).is_ok()
+        && live.index.build_graph_in_background().is_ok()
     {
         persist_graph(&background, &live);
     }
@@ -1452,8 +1408,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
 /// absorber stays a bounded share of the graph while the snapshot writes add up to a
 /// constant factor of the vectors ingested.
 fn absorb_and_refresh(background: &Background, live: &LiveIndex) {
-    while matches!(in_background_pool(|| live.index.absorb_outside(ABSORB_CHUNK)), Ok(n) if n > 0) {
-    }
+    while matches!(live.index.absorb_outside(ABSORB_CHUNK), Ok(n) if n > 0) {}
     // Export the graph's flat view again once enough points were added since the last.
     live.index.refresh_view_if_due();
     let points = live.index.graph_point_count();

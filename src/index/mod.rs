@@ -10,6 +10,7 @@
 //!   filtering dead points at query time.
 //! - [`snapshot`]: a graph to/from checksummed byte blobs.
 //! - [`distance`]: the distance kernels both paths share.
+//! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
 //!
 //! Invariant: a search returns only live ids, scored against their current vector. A
 //! graph point is marked live only while the exact store holds the same vector for its
@@ -24,6 +25,7 @@ mod exact;
 mod hnsw;
 mod snapshot;
 mod view;
+mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +37,7 @@ pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
 pub(crate) use snapshot::ParsedSnapshot;
 use view::EarlyGraph;
+use workers::Workers;
 
 /// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
 /// any index (it can run while the exact store is being filled). Install the result
@@ -342,13 +345,17 @@ impl VectorIndex {
             return Ok(0);
         }
         let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
-        let inserted = graph.insert_registered(&refs);
-        // Only this thread changes the graph's links (the build lock is held).
-        let unreachable = if inserted.is_ok() {
-            graph.unreachable_ids()
-        } else {
-            Vec::new()
-        };
+        // The heavy part, holding no lock anyone else waits for (only the build lock): on
+        // the low-priority pool. Only this thread changes the graph's links meanwhile.
+        let (inserted, unreachable) = Workers::Background.run(|| {
+            let inserted = graph.insert_registered(&refs);
+            let unreachable = if inserted.is_ok() {
+                graph.unreachable_ids()
+            } else {
+                Vec::new()
+            };
+            (inserted, unreachable)
+        });
         let _mutation = self.mutation.lock();
         let exact = self.exact.read();
         let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
@@ -490,12 +497,22 @@ impl VectorIndex {
     /// the new graph before the swap, which happens under the mutation lock, so none is
     /// lost. One build (or snapshot load) runs at a time.
     pub(crate) fn build_graph(&self) -> Result<(), IndexError> {
+        self.build_graph_with(Workers::Foreground)
+    }
+
+    /// [`Self::build_graph`] with the inserts on the low-priority background pool (see
+    /// [`workers`]), for builds nobody waits for.
+    pub(crate) fn build_graph_in_background(&self) -> Result<(), IndexError> {
+        self.build_graph_with(Workers::Background)
+    }
+
+    fn build_graph_with(&self, workers: Workers) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
         let ids = self.exact.read().ids().to_vec();
         let graph = Graph::new(self.metric, self.dim, ids.len());
-        self.populate(&graph, &ids)?;
-        self.catch_up_and_install(graph, journal, None)
+        self.populate(&graph, &ids, workers)?;
+        self.catch_up_and_install(graph, journal, None, workers)
     }
 
     /// Serialises the current graph into blobs (see [`snapshot`]); `None` without a
@@ -562,7 +579,7 @@ impl VectorIndex {
                 // The view of the very graph just loaded.
                 graph.set_view(view);
             }
-            self.catch_up_and_install(graph, journal, Some(unreachable))
+            self.catch_up_and_install(graph, journal, Some(unreachable), Workers::Foreground)
         });
         if installed.is_err() {
             let _mutation = self.mutation.lock();
@@ -597,7 +614,7 @@ impl VectorIndex {
 
     /// Inserts the still-live ids of `ids` into `graph`, a chunk at a time, from copies
     /// (the exact store is not locked while the graph grows).
-    fn populate(&self, graph: &Graph, ids: &[u64]) -> Result<(), IndexError> {
+    fn populate(&self, graph: &Graph, ids: &[u64], workers: Workers) -> Result<(), IndexError> {
         for chunk in ids.chunks(BUILD_CHUNK) {
             let mut chunk_ids = Vec::with_capacity(chunk.len());
             let mut chunk_data = Vec::with_capacity(chunk.len() * self.dim);
@@ -615,7 +632,7 @@ impl VectorIndex {
                 .copied()
                 .zip(chunk_data.chunks_exact(self.dim))
                 .collect();
-            graph.insert_points(&items)?;
+            workers.run(|| graph.insert_points(&items))?;
         }
         Ok(())
     }
@@ -629,6 +646,7 @@ impl VectorIndex {
         graph: Graph,
         journal: JournalGuard<'_>,
         unreachable: Option<Vec<u64>>,
+        workers: Workers,
     ) -> Result<(), IndexError> {
         let mut grown = false;
         for _ in 0..CATCH_UP_ROUNDS {
@@ -644,11 +662,12 @@ impl VectorIndex {
                 }
                 break;
             }
-            grown |= self.replay(&graph, changed)?;
+            grown |= self.replay(&graph, changed, workers)?;
         }
+        // From here on the mutation lock is held: everything runs on this thread.
         let mutation = self.mutation.lock();
         let changed = self.journal.lock().take().unwrap_or_default();
-        grown |= self.replay(&graph, changed)?;
+        grown |= self.replay(&graph, changed, Workers::Foreground)?;
         // Points no search would reach are scored exactly instead (never silently lost).
         let unreachable = match unreachable {
             Some(ids) if !grown => ids,
@@ -671,7 +690,12 @@ impl VectorIndex {
     /// Brings the membership of `graph` up to date for the ids in `changed`; returns
     /// whether it inserted points. Conservative: a changed id that already has a point is
     /// scored outside the graph (the point may hold the vector from before the change).
-    fn replay(&self, graph: &Graph, mut changed: Vec<u64>) -> Result<bool, IndexError> {
+    fn replay(
+        &self,
+        graph: &Graph,
+        mut changed: Vec<u64>,
+        workers: Workers,
+    ) -> Result<bool, IndexError> {
         changed.sort_unstable();
         changed.dedup();
         let mut new_ids = Vec::new();
@@ -694,7 +718,7 @@ impl VectorIndex {
             .copied()
             .zip(new_data.chunks_exact(self.dim))
             .collect();
-        graph.insert_points(&items)?;
+        workers.run(|| graph.insert_points(&items))?;
         Ok(!items.is_empty())
     }
 }
