@@ -973,7 +973,11 @@ impl Store {
                             // Every request counted so far follows a commit this pass's
                             // snapshot will see.
                             let covers = store.inner.apply_requested.load(Ordering::SeqCst);
-                            store.apply_committed();
+                            // A panic (a bug) must not end the applier: searches would
+                            // still be right, but `wait_for_index` would wait forever.
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                store.apply_committed()
+                            }));
                             store.inner.apply_done.store(covers, Ordering::SeqCst);
                         });
                         if pass.is_none() {
@@ -1154,9 +1158,16 @@ impl Store {
         let deadline = Instant::now() + timeout;
         loop {
             // Idle first: a pass that starts a graph build marks it building before it
-            // counts itself done, so `info` read after this sees the build.
-            let idle = self.inner.apply_done.load(Ordering::SeqCst)
-                >= self.inner.apply_requested.load(Ordering::SeqCst);
+            // counts itself done, so `info` read after this sees the build. Under the
+            // applier's lock, which a commit holds while it counts a request and wakes the
+            // applier: a wake still queued means a pass is still to come.
+            let idle = {
+                let applier = self.inner.applier.lock();
+                let queued = applier.as_ref().is_some_and(|wake| !wake.is_empty());
+                !queued
+                    && self.inner.apply_done.load(Ordering::SeqCst)
+                        >= self.inner.apply_requested.load(Ordering::SeqCst)
+            };
             let info = self.index_info();
             if self.dimension().is_none() {
                 return true;
@@ -1368,11 +1379,13 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         };
         let live = Arc::new(live);
         live.building.store(true, Ordering::SeqCst);
-        // Commits that landed while loading.
+        *store.inner.live.write() = Some(live.clone());
+        // Commits that landed while loading. One that found no index to wake the applier
+        // for committed before the index was published, so this snapshot, taken after,
+        // covers it (catching up before publishing could miss it for good).
         if let Ok(snapshot) = store.snapshot() {
             let _ = live.catch_up(&snapshot);
         }
-        *store.inner.live.write() = Some(live.clone());
         Some(live)
     });
     let Some(Some(live)) = installed else { return };
