@@ -128,6 +128,16 @@ struct Inner {
     gate: Arc<Gate>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A background build or absorber holds the index itself, not the store: tell it
+        // to stop rather than finish a graph nobody will search.
+        if let Some(live) = self.live.get_mut() {
+            live.index.close();
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Tickets {
     next: u64,

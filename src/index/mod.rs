@@ -28,6 +28,7 @@ mod view;
 mod workers;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -136,6 +137,9 @@ pub enum IndexError {
         /// Its message.
         detail: String,
     },
+    /// The store closed while a graph build was running; the build stopped.
+    #[error("the store closed during an index build")]
+    Closed,
     /// A scratch file of a snapshot could not be written or read.
     #[error("index snapshot scratch I/O: {0}")]
     Io(#[from] std::io::Error),
@@ -198,6 +202,9 @@ pub(crate) struct VectorIndex {
     build: Mutex<()>,
     /// While a build runs: ids changed since it started, to replay onto the new graph.
     journal: Mutex<Option<Vec<u64>>>,
+    /// Set when the store closes: background builds and absorbing stop at their next
+    /// chunk instead of finishing work nobody will use.
+    closed: AtomicBool,
 }
 
 /// Stops journalling when a build ends, however it ends.
@@ -225,7 +232,18 @@ impl VectorIndex {
             mutation: Mutex::new(()),
             build: Mutex::new(()),
             journal: Mutex::new(None),
+            closed: AtomicBool::new(false),
         })
+    }
+
+    /// The store is closing: running and future graph builds and absorbing stop at their
+    /// next chunk ([`IndexError::Closed`], or nothing absorbed). Searches still work.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Puts snapshot scratch files under `dir` (e.g. beside the database file) instead
@@ -325,6 +343,9 @@ impl VectorIndex {
     /// for a background thread: the graph insertion holds no lock writers need, and the
     /// new points become live only if their id still has the inserted vector.
     pub(crate) fn absorb_outside(&self, max: usize) -> Result<usize, IndexError> {
+        if self.is_closed() {
+            return Ok(0);
+        }
         let _build = self.build.lock();
         let Some(graph) = self.graph.read().clone() else {
             return Ok(0);
@@ -616,6 +637,9 @@ impl VectorIndex {
     /// (the exact store is not locked while the graph grows).
     fn populate(&self, graph: &Graph, ids: &[u64], workers: Workers) -> Result<(), IndexError> {
         for chunk in ids.chunks(BUILD_CHUNK) {
+            if self.is_closed() {
+                return Err(IndexError::Closed);
+            }
             let mut chunk_ids = Vec::with_capacity(chunk.len());
             let mut chunk_data = Vec::with_capacity(chunk.len() * self.dim);
             {

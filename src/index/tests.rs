@@ -689,3 +689,26 @@ fn slots_number_points_layer_by_layer_in_rank_order() {
         assert_eq!(slots.of(layer, rank), None, "layer {layer} rank {rank}");
     }
 }
+
+#[test]
+fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
+    let vectors = random_unit_vectors(71, 600, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let more = random_unit_vectors(72, 50, DIM);
+    let items: Vec<(u64, &[f32])> = more
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (10_000 + i as u64, v.as_slice()))
+        .collect();
+    index.insert_batch(&items).unwrap();
+    assert_eq!(index.outside_count(), 50);
+
+    index.close();
+    assert!(matches!(index.build_graph(), Err(IndexError::Closed)));
+    assert_eq!(index.absorb_outside(64).unwrap(), 0);
+    assert_eq!(index.outside_count(), 50, "nothing absorbed after close");
+    // The graph built before keeps serving, and the new vectors are scored exactly.
+    let hits = index.search(&more[7], 1, ANN, None).unwrap();
+    assert_eq!(hits[0].0, 10_007);
+}
