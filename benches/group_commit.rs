@@ -2,7 +2,9 @@
 //!
 //! Documents of 8 chunks (about 1 KB of text and a 384-d f32 vector each), all durable
 //! (ratchetdb `Durability::Immediate`; SQLite WAL with `synchronous=FULL`), measured side by
-//! side in one run:
+//! side in one run. Every path writes into a file of its own that grows only with its own
+//! documents (each ratchetdb store is closed before the next path starts, which also stops
+//! its background index work):
 //!
 //! - `ratchet_one_commit_per_doc`: `Store::upsert`, one transaction and fsync per document.
 //! - `ratchet_writer_8_producers`: 8 threads through one `Writer` (group commit), each keeping
@@ -14,12 +16,19 @@
 //!   virtual table (rowid = document rowid × 100 000 + position).
 //! - `ratchet_write_batch_256_stale`: the same batch where every revision is older than the
 //!   stored one, for the cost of a refused write relative to an accepted one.
+//! - `redb_floor_same_rows_256` / `redb_floor_two_blobs_256`: the floor under ratchetdb's
+//!   write path. The same documents' bytes go straight into redb, 256 per durable
+//!   transaction, with no guard, hashing, reuse planning, changelog or index: first as the
+//!   rows ratchetdb writes for a new document (document row, key row, 8 chunk rows, 8
+//!   vector rows, at their sizes), then as the fewest rows that could hold them (the texts
+//!   in one value, the vectors in another).
 
 mod common;
 
 use common::{document, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
+use redb::{Database, TableDefinition};
 use rusqlite::{params, Connection};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -172,9 +181,71 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
     tx.commit().expect("commit");
 }
 
+const FLOOR_DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
+const FLOOR_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
+const FLOOR_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
+const FLOOR_VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
+
+/// Writes `docs` straight into redb in one durable transaction: as ratchetdb's rows
+/// (`blobs == false`) or as four rows per document. Row sizes follow ratchetdb's encodings:
+/// a document row of about 80 bytes, a chunk row of the text plus about 48 bytes of header,
+/// a vector row of 12 header bytes plus the little-endian floats.
+fn redb_floor(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool) {
+    let txn = db.begin_write().expect("begin");
+    {
+        let mut rows = txn.open_table(FLOOR_DOCS).expect("docs");
+        let mut keys = txn.open_table(FLOOR_KEYS).expect("keys");
+        let mut chunks = txn.open_table(FLOOR_CHUNKS).expect("chunks");
+        let mut vectors = txn.open_table(FLOOR_VECTORS).expect("vectors");
+        let header = [7u8; 48];
+        for doc in docs {
+            let key = *next_key;
+            *next_key += 1;
+            rows.insert((doc.source.as_str(), doc.id.as_str()), [1u8; 80].as_slice())
+                .expect("doc row");
+            keys.insert(key, (doc.source.as_str(), doc.id.as_str()))
+                .expect("key row");
+            let encoded: Vec<(Vec<u8>, Vec<u8>)> = doc
+                .chunks
+                .iter()
+                .map(|c| {
+                    let mut text = header.to_vec();
+                    text.extend_from_slice(c.text.as_bytes());
+                    let mut vector = key.to_le_bytes().to_vec();
+                    vector.extend_from_slice(&[0u8; 4]);
+                    for x in c.vector.as_deref().unwrap_or(&[]) {
+                        vector.extend_from_slice(&x.to_le_bytes());
+                    }
+                    (text, vector)
+                })
+                .collect();
+            if blobs {
+                let texts: Vec<u8> = encoded.iter().flat_map(|(t, _)| t.clone()).collect();
+                let all: Vec<u8> = encoded.iter().flat_map(|(_, v)| v.clone()).collect();
+                chunks.insert((key, 0), texts.as_slice()).expect("chunks");
+                vectors.insert(key, all.as_slice()).expect("vectors");
+            } else {
+                for (position, (text, vector)) in encoded.iter().enumerate() {
+                    chunks
+                        .insert((key, position as u32), text.as_slice())
+                        .expect("chunk row");
+                    vectors
+                        .insert(key * 1000 + position as u64, vector.as_slice())
+                        .expect("vector row");
+                }
+            }
+        }
+    }
+    txn.commit().expect("commit");
+}
+
 fn group_commit(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path().join("bench.redb"), Options::default()).expect("open");
+    // Each ratchetdb path writes into a store of its own, as SQLite does: a store filled by
+    // an earlier bench (and its background index work on that bulk) would weigh on the next.
+    let open = |name: &str| {
+        Store::open(dir.path().join(format!("{name}.redb")), Options::default()).expect("open")
+    };
     let mut sqlite = sqlite_open(&dir.path().join("bench.sqlite"));
     println!("chunks per document: {CHUNKS_PER_DOC}");
 
@@ -184,6 +255,7 @@ fn group_commit(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(2));
 
     group.throughput(Throughput::Elements(32));
+    let store = open("one_commit");
     group.bench_function("ratchet_one_commit_per_doc", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -199,8 +271,11 @@ fn group_commit(c: &mut Criterion) {
         })
     });
 
+    drop(store);
+
     const PER_RUN: u64 = 2048;
     group.throughput(Throughput::Elements(PER_RUN));
+    let store = open("writer");
     let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(1024));
     group.bench_function("ratchet_writer_8_producers", |b| {
         b.iter_custom(|iters| {
@@ -242,8 +317,10 @@ fn group_commit(c: &mut Criterion) {
         stats.max_batch_ops
     );
     writer.shutdown();
+    drop(store);
 
     const BATCH: u64 = 256;
+    let store = open("batch");
     group.throughput(Throughput::Elements(BATCH));
     group.bench_function("ratchet_write_batch_256", |b| {
         b.iter_custom(|iters| {
@@ -292,6 +369,28 @@ fn group_commit(c: &mut Criterion) {
             total
         })
     });
+    drop(store);
+
+    // The floor: the same bytes straight into redb (a file of its own, default durability).
+    for (name, blobs) in [
+        ("redb_floor_same_rows_256", false),
+        ("redb_floor_two_blobs_256", true),
+    ] {
+        let db = Database::create(dir.path().join(format!("{name}.redb"))).expect("redb");
+        let mut next_key = 0u64;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let docs = fresh(BATCH);
+                    let start = Instant::now();
+                    redb_floor(&db, &docs, &mut next_key, blobs);
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
     group.finish();
 }
 
