@@ -3,7 +3,7 @@
 use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
 use crate::guard::{self, Decision, Incoming, SkipReason};
-use crate::index::EXACT_THRESHOLD;
+use crate::index::{IndexError, Workers, EXACT_THRESHOLD};
 use crate::live_index::{self, LiveIndex};
 use crate::options::{Durability, Metric, Options};
 use crate::prepare::{self, check_name, PreparedOp};
@@ -1029,25 +1029,12 @@ impl Store {
             self.start_index();
             return;
         }
-        let rebuild = live.index.dead_fraction() > REBUILD_DEAD_FRACTION
-            || (!live.index.graph_ready() && live.index.needs_rebuild(REBUILD_DEAD_FRACTION));
-        let absorb = live.index.graph_ready() && live.index.outside_count() > 0;
-        if (rebuild || absorb) && !live.building.swap(true, Ordering::SeqCst) {
+        if maintenance_due(&live).is_some() && !live.building.swap(true, Ordering::SeqCst) {
             let background = self.background();
             let worker = live.clone();
             let spawned = std::thread::Builder::new()
                 .name("ratchetdb-index".into())
-                .spawn(move || {
-                    if rebuild {
-                        if worker.index.build_graph_in_background().is_ok() {
-                            persist_graph(&background, &worker);
-                        }
-                    } else {
-                        // New vectors are scored exactly until they are in the graph.
-                        absorb_and_refresh(&background, &worker);
-                    }
-                    worker.building.store(false, Ordering::SeqCst);
-                });
+                .spawn(move || maintain_index(&background, &worker));
             if spawned.is_err() {
                 // No thread: searches stay correct (outside ids are scored exactly).
                 live.building.store(false, Ordering::SeqCst);
@@ -1221,7 +1208,23 @@ impl Store {
         while live.building.swap(true, Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let built = live.index.build_graph();
+        // Every vector committed so far, then the graph, then (on every core) whatever was
+        // committed during the build: the persisted graph holds them all.
+        let built = self
+            .snapshot()
+            .and_then(|snapshot| live.catch_up(&snapshot))
+            .map_err(|e| IndexError::Graph {
+                detail: format!("catching up before the build: {e}"),
+            })
+            .and_then(|_| live.index.build_graph())
+            .and_then(|()| {
+                while live
+                    .index
+                    .absorb_outside_with(ABSORB_CHUNK, Workers::Foreground)?
+                    > 0
+                {}
+                Ok(())
+            });
         if built.is_ok() {
             persist_graph(&self.background(), &live);
         }
@@ -1422,7 +1425,68 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     {
         persist_graph(&background, &live);
     }
-    live.building.store(false, Ordering::SeqCst);
+    // Commits made while loading found it building and started nothing.
+    maintain_index(&background, &live);
+}
+
+/// Graph work due on a live index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Maintenance {
+    /// Too many dead points (or no graph yet at a size that wants one).
+    Rebuild,
+    /// Live vectors scored exactly that have no graph point yet.
+    Absorb,
+}
+
+fn maintenance_due(live: &LiveIndex) -> Option<Maintenance> {
+    let index = &live.index;
+    if index.dead_fraction() > REBUILD_DEAD_FRACTION
+        || (!index.graph_ready() && index.needs_rebuild(REBUILD_DEAD_FRACTION))
+    {
+        Some(Maintenance::Rebuild)
+    } else if index.has_absorbable() {
+        Some(Maintenance::Absorb)
+    } else {
+        None
+    }
+}
+
+/// Does the graph work that is due until none is, then clears `live.building` (which the
+/// caller set). Work that became due meanwhile is done here too: a commit whose applier
+/// pass found `building` set started nothing, and without this its vectors would wait for
+/// the next commit to be absorbed (scored exactly meanwhile: slower, never wrong). Stops
+/// on a failed build or absorb, or when the store closes.
+fn maintain_index(background: &Background, live: &LiveIndex) {
+    loop {
+        while let Some(work) = maintenance_due(live) {
+            let done = !live.index.is_closed()
+                && match work {
+                    Maintenance::Rebuild => {
+                        let built = live.index.build_graph_in_background().is_ok();
+                        if built {
+                            persist_graph(background, live);
+                        }
+                        built
+                    }
+                    // Nothing moved while some was due: stop rather than spin.
+                    Maintenance::Absorb => {
+                        matches!(absorb_and_refresh(background, live), Some(n) if n > 0)
+                    }
+                };
+            if !done {
+                live.building.store(false, Ordering::SeqCst);
+                return;
+            }
+        }
+        live.building.store(false, Ordering::SeqCst);
+        // A pass between the last check and the store above saw `building` set: look again.
+        if live.index.is_closed()
+            || maintenance_due(live).is_none()
+            || live.building.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+    }
 }
 
 /// Moves every vector scored outside the graph into it, then refreshes the persisted
@@ -1430,8 +1494,17 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
 /// holds (at least [`PERSIST_MIN_POINTS`]), so that the work an open leaves to the
 /// absorber stays a bounded share of the graph while the snapshot writes add up to a
 /// constant factor of the vectors ingested.
-fn absorb_and_refresh(background: &Background, live: &LiveIndex) {
-    while matches!(live.index.absorb_outside(ABSORB_CHUNK), Ok(n) if n > 0) {}
+///
+/// Returns how many vectors it moved into the graph, `None` if absorbing failed.
+fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize> {
+    let mut moved = 0usize;
+    let absorbed = loop {
+        match live.index.absorb_outside(ABSORB_CHUNK) {
+            Ok(0) => break Some(moved),
+            Ok(n) => moved += n,
+            Err(_) => break None,
+        }
+    };
     // Export the graph's flat view again once enough points were added since the last.
     live.index.refresh_view_if_due();
     let points = live.index.graph_point_count();
@@ -1440,6 +1513,7 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) {
     if points >= persisted.saturating_add(due.max(PERSIST_MIN_POINTS)) {
         persist_graph(background, live);
     }
+    absorbed
 }
 
 /// Writes the current graph into the file, replacing the previous snapshot, in one

@@ -38,7 +38,7 @@ pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
 pub(crate) use snapshot::ParsedSnapshot;
 use view::EarlyGraph;
-use workers::Workers;
+pub(crate) use workers::Workers;
 
 /// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
 /// any index (it can run while the exact store is being filled). Install the result
@@ -242,7 +242,8 @@ impl VectorIndex {
         self.closed.store(true, Ordering::SeqCst);
     }
 
-    fn is_closed(&self) -> bool {
+    /// Whether [`Self::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
 
@@ -334,6 +335,16 @@ impl VectorIndex {
         Ok(outcomes)
     }
 
+    /// Whether some id scored outside the graph has no point in it yet: work for
+    /// [`Self::absorb_outside`] (ids kept outside because no search reaches their point
+    /// are not).
+    pub(crate) fn has_absorbable(&self) -> bool {
+        self.graph
+            .read()
+            .as_ref()
+            .is_some_and(|graph| !graph.outside_without_point(1).is_empty())
+    }
+
     /// Number of live ids scored outside the graph (waiting for [`Self::absorb_outside`]).
     pub(crate) fn outside_count(&self) -> usize {
         self.graph.read().as_ref().map_or(0, |g| g.outside_count())
@@ -343,6 +354,15 @@ impl VectorIndex {
     /// for a background thread: the graph insertion holds no lock writers need, and the
     /// new points become live only if their id still has the inserted vector.
     pub(crate) fn absorb_outside(&self, max: usize) -> Result<usize, IndexError> {
+        self.absorb_outside_with(max, Workers::Background)
+    }
+
+    /// [`Self::absorb_outside`], with the inserts run where `workers` says.
+    pub(crate) fn absorb_outside_with(
+        &self,
+        max: usize,
+        workers: Workers,
+    ) -> Result<usize, IndexError> {
         if self.is_closed() {
             return Ok(0);
         }
@@ -366,9 +386,9 @@ impl VectorIndex {
             return Ok(0);
         }
         let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
-        // The heavy part, holding no lock anyone else waits for (only the build lock): on
-        // the low-priority pool. Only this thread changes the graph's links meanwhile.
-        let (inserted, unreachable) = Workers::Background.run(|| {
+        // The heavy part, holding no lock anyone else waits for (only the build lock), so
+        // it may go to the low-priority pool. Only this thread changes the links meanwhile.
+        let (inserted, unreachable) = workers.run(|| {
             let inserted = graph.insert_registered(&refs);
             let unreachable = if inserted.is_ok() {
                 graph.unreachable_ids()
@@ -663,8 +683,14 @@ impl VectorIndex {
 
     /// Replays journalled changes onto `graph` until few are left, then replays the rest
     /// and swaps the graph in under the mutation lock. `unreachable`: the graph's points
-    /// no search reaches, if known (from a snapshot); recomputed if unknown or if a replay
-    /// inserted points.
+    /// no search reaches, if known (from a snapshot); otherwise computed here, before the
+    /// lock (replays change only the membership, never the links).
+    ///
+    /// A replay inserts nothing: ids written since the build started are scored outside
+    /// the graph, for the absorber to move in once the graph serves. So installing costs
+    /// bookkeeping proportional to the changes, however fast they keep coming (inserting
+    /// them here chased a moving target: under sustained ingestion a build never
+    /// installed).
     fn catch_up_and_install(
         &self,
         graph: Graph,
@@ -672,7 +698,11 @@ impl VectorIndex {
         unreachable: Option<Vec<u64>>,
         workers: Workers,
     ) -> Result<(), IndexError> {
-        let mut grown = false;
+        // Points no search would reach are scored exactly instead (never silently lost).
+        let unreachable = match unreachable {
+            Some(ids) => ids,
+            None => workers.run(|| graph.unreachable_ids()),
+        };
         for _ in 0..CATCH_UP_ROUNDS {
             let changed = self
                 .journal
@@ -686,17 +716,11 @@ impl VectorIndex {
                 }
                 break;
             }
-            grown |= self.replay(&graph, changed, workers)?;
+            self.replay(&graph, changed);
         }
-        // From here on the mutation lock is held: everything runs on this thread.
         let mutation = self.mutation.lock();
         let changed = self.journal.lock().take().unwrap_or_default();
-        grown |= self.replay(&graph, changed, Workers::Foreground)?;
-        // Points no search would reach are scored exactly instead (never silently lost).
-        let unreachable = match unreachable {
-            Some(ids) if !grown => ids,
-            _ => graph.unreachable_ids(),
-        };
+        self.replay(&graph, changed);
         graph.score_outside(&unreachable);
         let graph = Arc::new(graph);
         *self.graph.write() = Some(graph.clone());
@@ -711,39 +735,20 @@ impl VectorIndex {
         Ok(())
     }
 
-    /// Brings the membership of `graph` up to date for the ids in `changed`; returns
-    /// whether it inserted points. Conservative: a changed id that already has a point is
-    /// scored outside the graph (the point may hold the vector from before the change).
-    fn replay(
-        &self,
-        graph: &Graph,
-        mut changed: Vec<u64>,
-        workers: Workers,
-    ) -> Result<bool, IndexError> {
+    /// Brings the membership of `graph` up to date for the ids in `changed`.
+    /// Conservative: a changed id that already has a point is scored outside the graph
+    /// (the point may hold the vector from before the change); a new id is scored outside
+    /// until absorbed.
+    fn replay(&self, graph: &Graph, mut changed: Vec<u64>) {
         changed.sort_unstable();
         changed.dedup();
-        let mut new_ids = Vec::new();
-        let mut new_data = Vec::new();
-        {
-            let exact = self.exact.read();
-            for id in changed {
-                match exact.get(id) {
-                    None => graph.mark_removed(id),
-                    Some(_) if graph.has_point(id) => graph.mark_outside(id),
-                    Some(vector) => {
-                        new_ids.push(id);
-                        new_data.extend_from_slice(vector);
-                    }
-                }
+        let exact = self.exact.read();
+        for id in changed {
+            match exact.get(id) {
+                None => graph.mark_removed(id),
+                Some(_) => graph.mark_outside(id),
             }
         }
-        let items: Vec<(u64, &[f32])> = new_ids
-            .iter()
-            .copied()
-            .zip(new_data.chunks_exact(self.dim))
-            .collect();
-        workers.run(|| graph.insert_points(&items))?;
-        Ok(!items.is_empty())
     }
 }
 
