@@ -535,8 +535,10 @@ impl VectorIndex {
     /// Builds a fresh graph from the current live vectors and swaps it in; the old one
     /// keeps serving searches meanwhile. Meant for a background thread; inserts and
     /// removals may continue during the build: they are journalled and replayed onto
-    /// the new graph before the swap, which happens under the mutation lock, so none is
-    /// lost. One build (or snapshot load) runs at a time.
+    /// the new graph's membership before the swap, which happens under the mutation lock,
+    /// so none is lost (ids new since the build started are scored outside the graph
+    /// until [`Self::absorb_outside`] moves them in). One build (or snapshot load) runs
+    /// at a time.
     pub(crate) fn build_graph(&self) -> Result<(), IndexError> {
         self.build_graph_with(Workers::Foreground)
     }
