@@ -205,23 +205,30 @@ fn redb_floor(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool)
                 .expect("doc row");
             keys.insert(key, (doc.source.as_str(), doc.id.as_str()))
                 .expect("key row");
+            // Encoded once, into buffers sized up front, as ratchetdb encodes its rows.
             let encoded: Vec<(Vec<u8>, Vec<u8>)> = doc
                 .chunks
                 .iter()
                 .map(|c| {
-                    let mut text = header.to_vec();
+                    let mut text = Vec::with_capacity(header.len() + c.text.len());
+                    text.extend_from_slice(&header);
                     text.extend_from_slice(c.text.as_bytes());
-                    let mut vector = key.to_le_bytes().to_vec();
-                    vector.extend_from_slice(&[0u8; 4]);
-                    for x in c.vector.as_deref().unwrap_or(&[]) {
-                        vector.extend_from_slice(&x.to_le_bytes());
+                    let values = c.vector.as_deref().unwrap_or(&[]);
+                    let mut vector = vec![0u8; 12 + values.len() * 4];
+                    vector[..8].copy_from_slice(&key.to_le_bytes());
+                    for (out, x) in vector[12..].chunks_exact_mut(4).zip(values) {
+                        out.copy_from_slice(&x.to_le_bytes());
                     }
                     (text, vector)
                 })
                 .collect();
             if blobs {
-                let texts: Vec<u8> = encoded.iter().flat_map(|(t, _)| t.clone()).collect();
-                let all: Vec<u8> = encoded.iter().flat_map(|(_, v)| v.clone()).collect();
+                let mut texts = Vec::with_capacity(encoded.iter().map(|(t, _)| t.len()).sum());
+                let mut all = Vec::with_capacity(encoded.iter().map(|(_, v)| v.len()).sum());
+                for (text, vector) in &encoded {
+                    texts.extend_from_slice(text);
+                    all.extend_from_slice(vector);
+                }
                 chunks.insert((key, 0), texts.as_slice()).expect("chunks");
                 vectors.insert(key, all.as_slice()).expect("vectors");
             } else {
