@@ -3,7 +3,7 @@
 use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
 use crate::guard::{self, Decision, Incoming, SkipReason};
-use crate::index::{IndexError, Workers, EXACT_THRESHOLD};
+use crate::index::{Workers, EXACT_THRESHOLD};
 use crate::live_index::{self, LiveIndex};
 use crate::options::{Durability, Metric, Options};
 use crate::prepare::{self, check_name, PreparedOp};
@@ -1205,26 +1205,21 @@ impl Store {
                 live
             }
         };
+        // Every vector committed so far (a storage error here is reported as one), then
+        // the graph, then (on every core) whatever was committed during the build: the
+        // persisted graph holds them all.
+        live.catch_up(&self.snapshot()?)?;
         while live.building.swap(true, Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        // Every vector committed so far, then the graph, then (on every core) whatever was
-        // committed during the build: the persisted graph holds them all.
-        let built = self
-            .snapshot()
-            .and_then(|snapshot| live.catch_up(&snapshot))
-            .map_err(|e| IndexError::Graph {
-                detail: format!("catching up before the build: {e}"),
-            })
-            .and_then(|_| live.index.build_graph())
-            .and_then(|()| {
-                while live
-                    .index
-                    .absorb_outside_with(ABSORB_CHUNK, Workers::Foreground)?
-                    > 0
-                {}
-                Ok(())
-            });
+        let built = live.index.build_graph().and_then(|()| {
+            while live
+                .index
+                .absorb_outside_with(ABSORB_CHUNK, Workers::Foreground)?
+                > 0
+            {}
+            Ok(())
+        });
         if built.is_ok() {
             persist_graph(&self.background(), &live);
         }
