@@ -242,9 +242,11 @@ pub struct DiskBackend {
     disk: Disk,
 }
 
+/// What a real file answers to a read past its end (`read_exact_at`'s `UnexpectedEof`), so a
+/// damaged length that sends redb past the end is seen as the real backend would show it.
 fn out_of_range() -> std::io::Error {
     std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
+        std::io::ErrorKind::UnexpectedEof,
         "read past the end of the file",
     )
 }
