@@ -66,6 +66,16 @@ pub enum OpenError {
         /// The newest version this build knows.
         supported: u32,
     },
+    /// The file was written by an older ratchetdb, in a format this build no longer writes.
+    #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: export it with the build that wrote it (`ratchet export`) and ingest the export into a new store (`ratchet ingest --jsonl`)")]
+    SchemaTooOld {
+        /// The file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
     /// The options disagree with what the store recorded when it was created.
     #[error("the store was created with {field} {stored}, but {requested} was requested; open it with the same {field} or use another file")]
     Mismatch {
@@ -136,6 +146,13 @@ pub enum WriteError {
     MissingVector {
         /// The chunk position.
         position: usize,
+    },
+    /// The store has used up an id space (internal document ids: 2^40, more than a
+    /// store can write in decades); nothing was written.
+    #[error("the store has used every one of its {what}; export it and ingest into a new store")]
+    Exhausted {
+        /// Which id space.
+        what: &'static str,
     },
     /// An earlier commit failed; the store refuses writes until it is reopened.
     #[error("an earlier commit failed ({cause}); the store refuses writes until it is reopened")]

@@ -13,12 +13,15 @@ use crate::document::{Chunk, Document, Op, OpOutcome, Outcome};
 use crate::error::WriteError;
 use crate::guard::SkipReason;
 use crate::options::Options;
-use crate::schema::{self, ChangelogRow, ChunkRow, DocRow, ListingRow, SkipRow, VectorRow};
+use crate::schema::{
+    self, ChangelogRow, ChunkEntry, ChunksRow, DocRow, ListingRow, SkipRow, VectorData, VectorsRow,
+};
 use crate::store::Store;
 use crate::version::{Version, VersionKind};
 use crate::writer::WriterOptions;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 // ---------------------------------------------------------------------------------------------
@@ -605,9 +608,9 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = row.stored();
         round_trip("document row", &row)?;
     }
-    if let Ok(row) = schema::decode::<ChunkRow>("chunk row", data) {
+    if let Ok(row) = schema::decode::<ChunksRow>("chunks row", data) {
         accepted += 1;
-        round_trip("chunk row", &row)?;
+        round_trip("chunks row", &row)?;
     }
     if let Ok(row) = schema::decode::<ChangelogRow>("changelog row", data) {
         accepted += 1;
@@ -623,13 +626,24 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         accepted += 1;
         round_trip("listing row", &row)?;
     }
-    let _ = VectorRow::decode_owner(data);
-    let _ = VectorRow::vector_bytes(data);
-    if let Ok(row) = VectorRow::decode(data) {
+    if let Ok(row) = VectorsRow::parse(data) {
         accepted += 1;
-        let bytes = VectorRow::encode(row.owner_doc, row.position, &row.vector);
-        if bytes != data {
-            return Err("vector row: re-encoding changed the bytes".to_string());
+        let _ = row.dimension();
+        let _ = row.position_of(u32::MAX);
+        let _ = row.vector(row.len());
+        let mut entries = Vec::with_capacity(row.len());
+        for position in 0..row.len() {
+            let (Some(slot), Some(bytes)) = (row.slot(position), row.vector_bytes(position)) else {
+                return Err(format!(
+                    "vectors row: position {position} of {} unreadable",
+                    row.len()
+                ));
+            };
+            let _ = row.same_vector(position, &[0.0]);
+            entries.push((slot, VectorData::Raw(bytes)));
+        }
+        if VectorsRow::encode(&entries) != data {
+            return Err("vectors row: re-encoding changed the bytes".to_string());
         }
     }
     Ok(accepted)
@@ -1145,13 +1159,22 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         content_hash: [0xab; 32],
         deleted: false,
         meta: "{\"title\":\"x\"}".to_string(),
+        next_slot: 5,
     };
-    let chunk = ChunkRow {
+    let chunk = ChunksRow {
         generation: 42,
-        text_hash: [0xcd; 32],
-        vector_id: 9,
-        text: "Ratchets turn one way.".to_string(),
-        meta: "null".to_string(),
+        chunks: vec![
+            ChunkEntry {
+                text_hash: [0xcd; 32],
+                text: "Ratchets turn one way.".to_string(),
+                meta: "null".to_string(),
+            },
+            ChunkEntry {
+                text_hash: [0xef; 32],
+                text: "Never backwards.".to_string(),
+                meta: "{\"page\":2}".to_string(),
+            },
+        ],
     };
     let changelog = ChangelogRow {
         added: vec![1, 2, 300, 70_000],
@@ -1179,7 +1202,10 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         ("listing", schema::encode(&listing)),
         (
             "vector",
-            VectorRow::encode(3, 1, &[0.5, -1.0, f32::MIN_POSITIVE]),
+            VectorsRow::encode(&[
+                (0, VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE])),
+                (7, VectorData::Floats(&[1.0, 0.0, -0.0])),
+            ]),
         ),
     ];
     for (name, bytes) in rows {
@@ -1270,4 +1296,35 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         add("ops_vs_model", name, program.to_vec());
     }
     seeds
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reaching states that take too long to reach by writing.
+
+/// Slots per document: the size of a document's vector id space.
+pub const SLOTS_PER_DOC: u64 = schema::SLOTS_PER_DOC;
+
+/// Sets the next vector slot of document `source/id` in the closed store at `path`, as if
+/// its revisions had used that many slots. For testing what happens when a document's slot
+/// space runs out, which takes millions of revisions to reach by writing.
+pub fn set_next_slot(path: &Path, source: &str, id: &str, next_slot: u32) -> Result<(), String> {
+    use redb::ReadableTable;
+    let db = redb::Database::open(path).map_err(|e| e.to_string())?;
+    let txn = db.begin_write().map_err(|e| e.to_string())?;
+    {
+        let mut docs = txn.open_table(schema::DOCS).map_err(|e| e.to_string())?;
+        let mut row: DocRow = match docs.get((source, id)).map_err(|e| e.to_string())? {
+            Some(bytes) => schema::decode("document row", bytes.value()).map_err(|c| c.detail)?,
+            None => return Err(format!("no document {source}/{id}")),
+        };
+        row.next_slot = next_slot;
+        docs.insert((source, id), schema::encode(&row).as_slice())
+            .map_err(|e| e.to_string())?;
+    }
+    txn.commit().map_err(|e| e.to_string())
+}
+
+/// The internal document id a vector id carries.
+pub fn vector_owner(vector_id: u64) -> u64 {
+    schema::split_vector_id(vector_id).0
 }

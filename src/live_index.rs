@@ -1,6 +1,6 @@
 //! Keeping the derived vector index in step with the file.
 //!
-//! Invariant: the ANN index is derived; it can always be rebuilt from the `vectors` table.
+//! Invariant: the ANN index is derived; it can always be rebuilt from the vectors rows.
 //! Each commit that changes the set of vectors writes a changelog row (vector ids added and
 //! removed) in the same transaction; the index applies those rows in commit order and
 //! records the last commit it covers. A search first brings the index up to its own read
@@ -11,11 +11,11 @@ use crate::error::{Corruption, ReadError};
 use crate::index::{IndexError, Metric, VectorIndex};
 use crate::read::Snapshot;
 use crate::schema::{
-    self, seq_key, ChangelogRow, VectorRow, CHANGELOG, COUNTERS, INDEX_SNAPSHOT, VECTORS,
+    self, seq_key, split_vector_id, vector_id, ChangelogRow, VectorsRow, CHANGELOG, COUNTERS,
+    INDEX_SNAPSHOT, VECTORS,
 };
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use redb::ReadableTable;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// Vectors inserted into the index per lock round trip while loading.
@@ -24,8 +24,6 @@ const LOAD_CHUNK: usize = 4096;
 /// The in-memory index and what it covers.
 pub(crate) struct LiveIndex {
     pub index: VectorIndex,
-    /// vector id -> internal document id, for source and document filters.
-    owners: RwLock<HashMap<u64, u64>>,
     /// The last commit sequence applied. Held while applying, so changes apply in order.
     applied: Mutex<u64>,
     /// A graph build (or snapshot load) is running in the background.
@@ -69,7 +67,6 @@ impl LiveIndex {
         }
         let live = LiveIndex {
             index,
-            owners: RwLock::new(HashMap::new()),
             applied: Mutex::new(commit_seq(snapshot)?),
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
@@ -78,11 +75,17 @@ impl LiveIndex {
             .txn
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
-        let mut batch: Vec<(u64, VectorRow)> = Vec::with_capacity(LOAD_CHUNK);
+        let mut batch: Vec<(u64, Vec<f32>)> = Vec::with_capacity(LOAD_CHUNK);
         for entry in vectors.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
-            batch.push((key.value(), VectorRow::decode(value.value())?));
-            if batch.len() == LOAD_CHUNK {
+            let doc = key.value();
+            let row = VectorsRow::parse(value.value())?;
+            for (position, slot) in row.slots().enumerate() {
+                if let Some(vector) = row.vector(position) {
+                    batch.push((vector_id(doc, slot), vector));
+                }
+            }
+            if batch.len() >= LOAD_CHUNK {
                 live.insert_rows(&batch)?;
                 batch.clear();
             }
@@ -91,25 +94,20 @@ impl LiveIndex {
         Ok(live)
     }
 
-    fn insert_rows(&self, rows: &[(u64, VectorRow)]) -> Result<(), ReadError> {
+    fn insert_rows(&self, rows: &[(u64, Vec<f32>)]) -> Result<(), ReadError> {
         if rows.is_empty() {
             return Ok(());
         }
         let items: Vec<(u64, &[f32])> = rows
             .iter()
-            .map(|(id, row)| (*id, row.vector.as_slice()))
+            .map(|(id, vector)| (*id, vector.as_slice()))
             .collect();
         self.index.insert_batch(&items).map_err(|e| {
             ReadError::from(Corruption::new(
                 "vector table",
                 format!("a stored vector does not fit the index: {e}"),
             ))
-        })?;
-        let mut owners = self.owners.write();
-        for (id, row) in rows {
-            owners.insert(*id, row.owner_doc);
-        }
-        Ok(())
+        })
     }
 
     /// The last commit sequence applied.
@@ -148,23 +146,27 @@ impl LiveIndex {
             }
             expected += 1;
             let change: ChangelogRow = schema::decode("changelog row", value.value())?;
-            // Not under the owners lock: a filtered search calls `owner` while it holds
-            // the index's read lock, so holding `owners` while `remove` waits for the
-            // index's write lock would deadlock (lock order: index, then owners).
             for id in &change.removed {
                 self.index.remove(*id);
             }
-            {
-                let mut owners = self.owners.write();
-                for id in &change.removed {
-                    owners.remove(id);
-                }
-            }
             let mut rows = Vec::with_capacity(change.added.len());
+            // Added ids come grouped by document: read each document's row once.
+            let mut current: Option<(u64, redb::AccessGuard<'static, &'static [u8]>)> = None;
             for id in &change.added {
+                let (doc, slot) = split_vector_id(*id);
+                if current.as_ref().is_none_or(|(d, _)| *d != doc) {
+                    current = vectors
+                        .get(doc)
+                        .map_err(ReadError::storage)?
+                        .map(|bytes| (doc, bytes));
+                }
                 // Absent: removed again by a later commit this snapshot already covers.
-                if let Some(bytes) = vectors.get(*id).map_err(ReadError::storage)? {
-                    rows.push((*id, VectorRow::decode(bytes.value())?));
+                let Some((_, bytes)) = &current else {
+                    continue;
+                };
+                let row = VectorsRow::parse(bytes.value())?;
+                if let Some(vector) = row.position_of(slot).and_then(|p| row.vector(p)) {
+                    rows.push((*id, vector));
                 }
             }
             self.insert_rows(&rows)?;
@@ -176,9 +178,9 @@ impl LiveIndex {
         Ok(true)
     }
 
-    /// The owner document of each vector id (for filters).
+    /// The owner document of a vector id (for filters): the id says it.
     pub fn owner(&self, vector_id: u64) -> Option<u64> {
-        self.owners.read().get(&vector_id).copied()
+        Some(split_vector_id(vector_id).0)
     }
 
     /// Checks index agreement (I5) against a snapshot it is brought up to first: the ids
@@ -210,9 +212,12 @@ impl LiveIndex {
             .map_err(ReadError::storage)?;
         let mut stored: Vec<u64> = Vec::new();
         for entry in vectors.iter().map_err(ReadError::storage)? {
-            let (key, _) = entry.map_err(ReadError::storage)?;
-            stored.push(key.value());
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let doc = key.value();
+            let row = VectorsRow::parse(value.value())?;
+            stored.extend(row.slots().map(|slot| vector_id(doc, slot)));
         }
+        stored.sort_unstable();
         let indexed = self.index.live_ids();
         if indexed != stored {
             let only_index: Vec<u64> = indexed

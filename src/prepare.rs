@@ -8,7 +8,7 @@ use crate::document::{Document, Op};
 use crate::error::{InputError, WriteError};
 use crate::guard::ContentHash;
 use crate::options::{Limits, Metric, MAX_FIELD_BYTES, MAX_META_DEPTH};
-use crate::schema::canonical_json;
+use crate::schema::{self, canonical_json};
 use crate::version::Version;
 
 /// A validated upsert: canonical metadata, hashes, normalised vectors.
@@ -218,6 +218,44 @@ pub(crate) fn text_hash(text: &str) -> ContentHash {
     *blake3::hash(text.as_bytes()).as_bytes()
 }
 
+/// The hard ceiling of chunks per document: each chunk's vector takes a slot of its
+/// document's slot space (`schema::SLOTS_PER_DOC`).
+const MAX_CHUNKS: usize = schema::SLOTS_PER_DOC as usize;
+
+/// A revision's chunks are one row and its vectors another: both must stay readable
+/// (`schema::MAX_ROW_BYTES` for the chunks) and modest in memory.
+pub(crate) const MAX_DOCUMENT_TEXT_BYTES: usize = 48 << 20;
+/// See [`MAX_DOCUMENT_TEXT_BYTES`]: the ceiling of a revision's vectors, `chunks * dimension * 4`.
+pub(crate) const MAX_DOCUMENT_VECTOR_BYTES: usize = 256 << 20;
+
+fn check_document_size(
+    chunks: &[PreparedChunk],
+    dimension: Option<usize>,
+) -> Result<(), InputError> {
+    // 48 bytes per chunk: the text hash and the length prefixes, generously.
+    let text: usize = chunks
+        .iter()
+        .map(|c| c.text.len().saturating_add(c.meta.len()).saturating_add(48))
+        .fold(0, usize::saturating_add);
+    if text > MAX_DOCUMENT_TEXT_BYTES {
+        return Err(InputError::new(
+            "chunks",
+            format!("text and metadata total {text} bytes; a document holds at most {MAX_DOCUMENT_TEXT_BYTES}"),
+        ));
+    }
+    let vectors = chunks
+        .len()
+        .saturating_mul(dimension.unwrap_or(0))
+        .saturating_mul(4);
+    if vectors > MAX_DOCUMENT_VECTOR_BYTES {
+        return Err(InputError::new(
+            "chunks",
+            format!("{} chunks of {}-dimensional vectors are {vectors} bytes; a document holds at most {MAX_DOCUMENT_VECTOR_BYTES}", chunks.len(), dimension.unwrap_or(0)),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates and hashes a document. `dimension` is the store's, if it has one yet.
 pub(crate) fn prepare_document(
     doc: Document,
@@ -234,14 +272,11 @@ pub(crate) fn prepare_document(
     }
     check_name("source", &doc.source, limits)?;
     check_name("id", &doc.id, limits)?;
-    if doc.chunks.len() > limits.max_chunks_per_document {
+    let max_chunks = limits.max_chunks_per_document.min(MAX_CHUNKS);
+    if doc.chunks.len() > max_chunks {
         return Err(InputError::new(
             "chunks",
-            format!(
-                "has {} chunks; the limit is {}",
-                doc.chunks.len(),
-                limits.max_chunks_per_document
-            ),
+            format!("has {} chunks; the limit is {max_chunks}", doc.chunks.len()),
         )
         .into());
     }
@@ -282,6 +317,7 @@ pub(crate) fn prepare_document(
             vector,
         });
     }
+    check_document_size(&chunks, expected)?;
     let content_hash = content_hash(&meta, &chunks);
     Ok(PreparedDoc {
         source: doc.source,

@@ -4,7 +4,8 @@ use crate::error::{Corruption, ReadError};
 use crate::guard::{ContentHash, Stored};
 use crate::options::Metric;
 use crate::schema::{
-    self, ChunkRow, DocRow, ListingRow, VectorRow, CHUNKS, DOCS, LISTINGS, LISTING_MEMBERS, VECTORS,
+    self, split_vector_id, vector_id, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS,
+    LISTINGS, LISTING_MEMBERS, VECTORS,
 };
 use crate::version::{Version, VersionKind};
 use redb::{ReadOnlyTable, ReadTransaction};
@@ -59,7 +60,7 @@ pub struct Snapshot {
     pub(crate) dimension: Option<usize>,
     pub(crate) model: Option<String>,
     docs: ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
-    chunks: ReadOnlyTable<(u64, u32), &'static [u8]>,
+    chunks: ReadOnlyTable<u64, &'static [u8]>,
     vectors: ReadOnlyTable<u64, &'static [u8]>,
 }
 
@@ -96,52 +97,53 @@ impl Snapshot {
         }
     }
 
-    pub(crate) fn chunk_rows(&self, row: &DocRow) -> Result<Vec<ChunkRow>, ReadError> {
-        let mut rows = Vec::with_capacity(row.chunk_count as usize);
-        for position in 0..row.chunk_count {
-            match self
-                .chunks
-                .get((row.internal_id, position))
-                .map_err(ReadError::storage)?
-            {
-                Some(bytes) => rows.push(schema::decode("chunk row", bytes.value())?),
-                None => {
-                    return Err(Corruption::new(
-                        "chunk table",
-                        format!("document {} lacks chunk {position}", row.internal_id),
-                    )
-                    .into())
-                }
-            }
-        }
-        Ok(rows)
-    }
-
-    /// The document and position a vector id belongs to, without decoding the vector.
-    pub(crate) fn vector_owner(&self, vector_id: u64) -> Result<Option<(u64, u32)>, ReadError> {
-        match self.vectors.get(vector_id).map_err(ReadError::storage)? {
-            Some(bytes) => Ok(Some(VectorRow::decode_owner(bytes.value())?)),
-            None => Ok(None),
-        }
-    }
-
-    /// The chunk row at `position` of internal document `doc`.
-    pub(crate) fn chunk_row(&self, doc: u64, position: u32) -> Result<Option<ChunkRow>, ReadError> {
-        match self
+    /// The chunks row of a live document, checked against its chunk count.
+    pub(crate) fn chunks_row(&self, row: &DocRow) -> Result<ChunksRow, ReadError> {
+        let Some(bytes) = self
             .chunks
-            .get((doc, position))
+            .get(row.internal_id)
             .map_err(ReadError::storage)?
-        {
-            Some(bytes) => Ok(Some(schema::decode("chunk row", bytes.value())?)),
-            None => Ok(None),
+        else {
+            return Err(Corruption::new(
+                "chunk table",
+                format!("document {} has no chunks row", row.internal_id),
+            )
+            .into());
+        };
+        let chunks: ChunksRow = schema::decode("chunks row", bytes.value())?;
+        if chunks.chunks.len() != row.chunk_count as usize {
+            return Err(Corruption::new(
+                "chunk table",
+                format!(
+                    "document {} has {} chunks but its chunks row {}",
+                    row.internal_id,
+                    row.chunk_count,
+                    chunks.chunks.len()
+                ),
+            )
+            .into());
         }
+        Ok(chunks)
     }
 
-    pub(crate) fn vector(&self, vector_id: u64) -> Result<Option<VectorRow>, ReadError> {
-        match self.vectors.get(vector_id).map_err(ReadError::storage)? {
-            Some(bytes) => Ok(Some(VectorRow::decode(bytes.value())?)),
-            None => Ok(None),
-        }
+    /// The vectors row of internal document `doc`, read in place (parse it with
+    /// [`VectorsRow::parse`]).
+    pub(crate) fn vectors_row(
+        &self,
+        doc: u64,
+    ) -> Result<Option<redb::AccessGuard<'static, &'static [u8]>>, ReadError> {
+        self.vectors.get(doc).map_err(ReadError::storage)
+    }
+
+    /// The document and position a vector id belongs to in this snapshot, if it is live.
+    pub(crate) fn vector_owner(&self, vector_id: u64) -> Result<Option<(u64, u32)>, ReadError> {
+        let (doc, slot) = split_vector_id(vector_id);
+        let Some(bytes) = self.vectors_row(doc)? else {
+            return Ok(None);
+        };
+        let position = VectorsRow::parse(bytes.value())?.position_of(slot);
+        // A position is below the row's u32 count.
+        Ok(position.map(|p| (doc, p as u32)))
     }
 
     pub(crate) fn assemble(
@@ -153,27 +155,41 @@ impl Snapshot {
     ) -> Result<StoredDocument, ReadError> {
         let mut chunks = Vec::with_capacity(row.chunk_count as usize);
         if !row.deleted {
-            for (position, chunk) in self.chunk_rows(row)?.into_iter().enumerate() {
+            let stored = self.chunks_row(row)?;
+            let Some(bytes) = self.vectors_row(row.internal_id)? else {
+                return Err(Corruption::new(
+                    "vector table",
+                    format!("{source}/{id} has no vectors row"),
+                )
+                .into());
+            };
+            let vectors = VectorsRow::parse(bytes.value())?;
+            if vectors.len() != stored.chunks.len() {
+                return Err(Corruption::new(
+                    "vector table",
+                    format!(
+                        "{source}/{id} has {} chunks but {} vectors",
+                        stored.chunks.len(),
+                        vectors.len()
+                    ),
+                )
+                .into());
+            }
+            for (position, (chunk, slot)) in
+                stored.chunks.into_iter().zip(vectors.slots()).enumerate()
+            {
                 let vector = if with_vectors {
-                    match self.vector(chunk.vector_id)? {
-                        Some(v) => Some(v.vector),
-                        None => {
-                            return Err(Corruption::new(
-                                "vector table",
-                                format!("vector {} of {source}/{id} is missing", chunk.vector_id),
-                            )
-                            .into())
-                        }
-                    }
+                    vectors.vector(position)
                 } else {
                     None
                 };
                 chunks.push(StoredChunk {
+                    // Below the row's u32 count.
                     position: position as u32,
                     meta: parse_meta(&chunk.meta)?,
                     text: chunk.text,
-                    generation: chunk.generation,
-                    vector_id: chunk.vector_id,
+                    generation: stored.generation,
+                    vector_id: vector_id(row.internal_id, slot),
                     vector,
                 });
             }
@@ -243,7 +259,8 @@ impl Snapshot {
                 let texts = if row.deleted {
                     HashSet::new()
                 } else {
-                    self.chunk_rows(&row)?
+                    self.chunks_row(&row)?
+                        .chunks
                         .into_iter()
                         .map(|c| c.text_hash)
                         .collect()

@@ -1,8 +1,16 @@
 //! The file format: every table, its key and its value encoding.
 //!
 //! Rows are encoded with bincode (standard configuration, serde) except vectors, which are raw
-//! little-endian bytes behind a fixed header. Every decode returns a [`Corruption`] on bad
+//! little-endian bytes behind a small header. Every decode returns a [`Corruption`] on bad
 //! bytes; nothing here panics on the file's contents.
+//!
+//! A document's revision is three rows whatever its chunk count: its [`DocRow`], one
+//! [`ChunksRow`] with every chunk's text in position order, and one vectors row with every
+//! chunk's vector ([`VectorsRow`]). Fewer, larger rows are what redb writes fastest (the
+//! `group_commit` bench measures the floor both ways). A vector's id is its document's
+//! internal id and a per-document slot ([`vector_id`]): a slot is never reused within a
+//! document, so an id names one vector for the life of the file, and the id alone says which
+//! row holds it.
 
 use crate::error::Corruption;
 use crate::guard::{ContentHash, SkipReason, Stored};
@@ -11,7 +19,7 @@ use redb::TableDefinition;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// The marker stored under `meta["format"]`.
 pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";
@@ -25,10 +33,10 @@ pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("co
 pub(crate) const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
 /// internal doc id -> (source, doc id): resolves a chunk or vector back to its document.
 pub(crate) const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
-/// (internal doc id, position) -> [`ChunkRow`].
-pub(crate) const CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
-/// vector id -> [`VectorRow`] bytes: owner (doc, position) and the raw f32 vector.
-pub(crate) const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
+/// internal doc id -> [`ChunksRow`]: the live revision's chunks, in position order.
+pub(crate) const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
+/// internal doc id -> [`VectorsRow`] bytes: the live revision's vectors, in position order.
+pub(crate) const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
 /// commit sequence -> [`ChangelogRow`]: vector ids added and removed by that commit.
 pub(crate) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 /// skip sequence -> [`SkipRow`]: the most recent refusals, bounded.
@@ -59,7 +67,6 @@ pub(crate) mod meta_key {
 pub(crate) mod seq_key {
     pub const NEXT_DOC: &str = "seq.next_doc";
     pub const NEXT_GENERATION: &str = "seq.next_generation";
-    pub const NEXT_VECTOR: &str = "seq.next_vector";
     pub const NEXT_SKIP: &str = "seq.next_skip";
     pub const COMMIT: &str = "seq.commit";
     pub const TICKET_HIGH_WATER: &str = "seq.ticket_high_water";
@@ -76,6 +83,27 @@ fn config() -> impl bincode::config::Config {
 pub(crate) fn encode<T: Serialize>(row: &T) -> Vec<u8> {
     // Encoding plain structs of integers, strings and byte arrays into a Vec cannot fail.
     bincode::serde::encode_to_vec(row, config()).unwrap_or_default()
+}
+
+/// The length of `row`'s encoding (counted, not written).
+pub(crate) fn encoded_len<T: Serialize>(row: &T) -> usize {
+    let mut size = bincode::enc::write::SizeWriter::default();
+    // Counting cannot fail for the same reason encoding cannot.
+    let _ = bincode::serde::encode_into_writer(row, &mut size, config());
+    size.bytes_written
+}
+
+/// Encodes `row` into `out`, which is exactly [`encoded_len`] bytes (a value reserved in
+/// place in a redb page: no intermediate buffer).
+pub(crate) fn encode_into<T: Serialize>(row: &T, out: &mut [u8]) -> Result<(), Corruption> {
+    match bincode::serde::encode_into_slice(row, out, config()) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) => Err(Corruption::new(
+            "row encoding",
+            format!("{n} bytes written into {}", out.len()),
+        )),
+        Err(e) => Err(Corruption::new("row encoding", e.to_string())),
+    }
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, Corruption> {
@@ -102,6 +130,9 @@ pub(crate) struct DocRow {
     pub deleted: bool,
     /// Canonical JSON of the document metadata.
     pub meta: String,
+    /// The next vector slot of this document: slots are never reused, so a vector id is
+    /// never reused (kept across tombstones; see [`vector_id`]).
+    pub next_slot: u32,
 }
 
 impl DocRow {
@@ -127,86 +158,227 @@ impl DocRow {
     }
 }
 
-/// A chunk's row.
+/// Bits of a vector id that hold the slot within its document.
+pub(crate) const SLOT_BITS: u32 = 24;
+/// Slots per document: a document whose revisions have used them all is given a new
+/// internal id (and so a fresh slot space) by its next revision.
+pub(crate) const SLOTS_PER_DOC: u64 = 1 << SLOT_BITS;
+/// The largest internal document id a vector id can carry.
+pub(crate) const MAX_INTERNAL_ID: u64 = (u64::MAX >> SLOT_BITS) - 1;
+
+/// The vector id of `slot` of internal document `doc` (`doc <= MAX_INTERNAL_ID`).
+pub(crate) fn vector_id(doc: u64, slot: u32) -> u64 {
+    (doc << SLOT_BITS) | (u64::from(slot) & (SLOTS_PER_DOC - 1))
+}
+
+/// The internal document id and slot a vector id names.
+pub(crate) fn split_vector_id(id: u64) -> (u64, u32) {
+    // The mask keeps the value below 2^24, so the cast cannot truncate.
+    (id >> SLOT_BITS, (id & (SLOTS_PER_DOC - 1)) as u32)
+}
+
+/// The chunks of a document's live revision, in position order, under one generation stamp.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ChunkRow {
+pub(crate) struct ChunksRow {
+    /// The generation stamped on the revision's chunks; equals the document row's.
     pub generation: u64,
+    pub chunks: Vec<ChunkEntry>,
+}
+
+/// One chunk in a [`ChunksRow`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChunkEntry {
     pub text_hash: ContentHash,
-    pub vector_id: u64,
     pub text: String,
     /// Canonical JSON of the chunk metadata.
     pub meta: String,
 }
 
-/// [`ChunkRow`] by reference, for encoding without copying the text: the same fields in the
-/// same order, so the bytes are identical (a unit test holds the two together).
+/// [`ChunksRow`] by reference, for encoding without copying the texts: the same fields in
+/// the same order, so the bytes are identical (a unit test holds the two together).
 #[derive(Serialize)]
-pub(crate) struct ChunkRowRef<'a> {
+pub(crate) struct ChunksRowRef<'a> {
     pub generation: u64,
+    pub chunks: Vec<ChunkEntryRef<'a>>,
+}
+
+/// [`ChunkEntry`] by reference.
+#[derive(Serialize)]
+pub(crate) struct ChunkEntryRef<'a> {
     pub text_hash: &'a ContentHash,
-    pub vector_id: u64,
     pub text: &'a str,
     pub meta: &'a str,
 }
 
-/// A vector's row: `owner_doc u64 LE | position u32 LE | f32 LE * dimension`.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct VectorRow {
-    pub owner_doc: u64,
-    pub position: u32,
-    pub vector: Vec<f32>,
+/// Where a vector's floats come from when a vectors row is encoded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum VectorData<'a> {
+    /// An incoming vector.
+    Floats(&'a [f32]),
+    /// A stored vector's bytes (little-endian f32s), copied as they are.
+    Raw(&'a [u8]),
 }
 
-const VECTOR_HEADER: usize = 12;
-
-impl VectorRow {
-    pub fn encode(owner_doc: u64, position: u32, vector: &[f32]) -> Vec<u8> {
-        let mut bytes = vec![0u8; VECTOR_HEADER + vector.len() * 4];
-        bytes[0..8].copy_from_slice(&owner_doc.to_le_bytes());
-        bytes[8..12].copy_from_slice(&position.to_le_bytes());
-        // Fixed-size chunks into a preallocated buffer: compiles to a plain copy on
-        // little-endian targets (pushing four bytes at a time did not).
-        for (out, x) in bytes[VECTOR_HEADER..].chunks_exact_mut(4).zip(vector) {
-            out.copy_from_slice(&x.to_le_bytes());
+impl VectorData<'_> {
+    fn byte_len(&self) -> usize {
+        match self {
+            VectorData::Floats(v) => v.len() * 4,
+            VectorData::Raw(b) => b.len(),
         }
-        bytes
     }
+}
 
-    /// Decodes the owner only (cheap: no vector copy).
-    pub fn decode_owner(bytes: &[u8]) -> Result<(u64, u32), Corruption> {
-        if bytes.len() < VECTOR_HEADER || !(bytes.len() - VECTOR_HEADER).is_multiple_of(4) {
-            return Err(Corruption::new(
-                "vector row",
-                format!(
-                    "{} bytes is not a 12-byte header plus whole f32s",
-                    bytes.len()
-                ),
-            ));
-        }
-        let mut doc = [0u8; 8];
-        doc.copy_from_slice(&bytes[0..8]);
-        let mut pos = [0u8; 4];
-        pos.copy_from_slice(&bytes[8..12]);
-        Ok((u64::from_le_bytes(doc), u32::from_le_bytes(pos)))
-    }
+/// A document's vectors row, read in place:
+/// `count u32 LE | slot u32 LE * count | f32 LE * dimension * count`, in position order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VectorsRow<'a> {
+    bytes: &'a [u8],
+    count: usize,
+    dimension: usize,
+}
 
-    pub fn decode(bytes: &[u8]) -> Result<VectorRow, Corruption> {
-        let (owner_doc, position) = VectorRow::decode_owner(bytes)?;
-        let vector = bytes[VECTOR_HEADER..]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok(VectorRow {
-            owner_doc,
-            position,
-            vector,
+impl<'a> VectorsRow<'a> {
+    /// Checks the layout: a count, that many slots, and whole equal-length vectors.
+    pub fn parse(bytes: &'a [u8]) -> Result<VectorsRow<'a>, Corruption> {
+        let bad = |detail: String| Corruption::new("vectors row", detail);
+        let Some(head) = bytes.get(0..4) else {
+            return Err(bad(format!(
+                "{} bytes is shorter than its count",
+                bytes.len()
+            )));
+        };
+        let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let body = (bytes.len() - 4)
+            .checked_sub(count.saturating_mul(4))
+            .ok_or_else(|| bad(format!("{} bytes cannot hold {count} slots", bytes.len())))?;
+        let dimension = match count {
+            0 if body == 0 => 0,
+            0 => return Err(bad(format!("{body} bytes after an empty row"))),
+            _ if body == 0 || body % (count * 4) != 0 => {
+                return Err(bad(format!(
+                    "{body} bytes of vectors is not {count} whole equal-length f32 vectors"
+                )))
+            }
+            _ => body / (count * 4),
+        };
+        Ok(VectorsRow {
+            bytes,
+            count,
+            dimension,
         })
     }
 
-    /// The raw vector bytes (for comparing two vectors without decoding them).
-    pub fn vector_bytes(bytes: &[u8]) -> &[u8] {
-        bytes.get(VECTOR_HEADER..).unwrap_or(&[])
+    /// Encodes `(slot, vector)` pairs in position order; every vector has the same length.
+    pub fn encode(entries: &[(u32, VectorData<'_>)]) -> Vec<u8> {
+        let mut bytes = vec![0u8; VectorsRow::encoded_len(entries)];
+        // The buffer has the length `encode_into` checks for.
+        let _ = VectorsRow::encode_into(entries, &mut bytes);
+        bytes
     }
+
+    /// The length of [`VectorsRow::encode`]'s result.
+    pub fn encoded_len(entries: &[(u32, VectorData<'_>)]) -> usize {
+        let vector_bytes = entries.first().map_or(0, |(_, v)| v.byte_len());
+        4 + entries.len() * (4 + vector_bytes)
+    }
+
+    /// Encodes into `bytes`, which is exactly [`VectorsRow::encoded_len`] long (a value
+    /// reserved in place in a redb page).
+    pub fn encode_into(
+        entries: &[(u32, VectorData<'_>)],
+        bytes: &mut [u8],
+    ) -> Result<(), Corruption> {
+        let vector_bytes = entries.first().map_or(0, |(_, v)| v.byte_len());
+        let head = 4 + entries.len() * 4;
+        if bytes.len() != VectorsRow::encoded_len(entries)
+            || entries.iter().any(|(_, v)| v.byte_len() != vector_bytes)
+        {
+            return Err(Corruption::new(
+                "vectors row",
+                "vectors of different lengths, or a buffer of another size",
+            ));
+        }
+        bytes[0..4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (i, (slot, vector)) in entries.iter().enumerate() {
+            bytes[4 + i * 4..8 + i * 4].copy_from_slice(&slot.to_le_bytes());
+            let out = &mut bytes[head + i * vector_bytes..head + (i + 1) * vector_bytes];
+            match vector {
+                // Fixed-size chunks into a preallocated buffer: compiles to a plain copy on
+                // little-endian targets.
+                VectorData::Floats(v) => {
+                    for (o, x) in out.chunks_exact_mut(4).zip(v.iter()) {
+                        o.copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+                VectorData::Raw(b) => out.copy_from_slice(b),
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of vectors (the revision's chunk count).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The vectors' dimension (0 for an empty row).
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The slot of the vector at `position`.
+    pub fn slot(&self, position: usize) -> Option<u32> {
+        if position >= self.count {
+            return None;
+        }
+        let at = 4 + position * 4;
+        let b = self.bytes.get(at..at + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The slots in position order.
+    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.count).filter_map(|p| self.slot(p))
+    }
+
+    /// The position holding `slot`, if any.
+    pub fn position_of(&self, slot: u32) -> Option<usize> {
+        (0..self.count).find(|&p| self.slot(p) == Some(slot))
+    }
+
+    /// The raw little-endian bytes of the vector at `position`.
+    pub fn vector_bytes(&self, position: usize) -> Option<&'a [u8]> {
+        if position >= self.count {
+            return None;
+        }
+        let width = self.dimension * 4;
+        let at = 4 + self.count * 4 + position * width;
+        self.bytes.get(at..at + width)
+    }
+
+    /// The vector at `position`, decoded.
+    pub fn vector(&self, position: usize) -> Option<Vec<f32>> {
+        Some(decode_floats(self.vector_bytes(position)?))
+    }
+
+    /// Whether the vector at `position` is bit-identical to `vector`.
+    pub fn same_vector(&self, position: usize, vector: &[f32]) -> bool {
+        self.vector_bytes(position).is_some_and(|stored| {
+            stored.len() == vector.len() * 4
+                && stored
+                    .chunks_exact(4)
+                    .zip(vector)
+                    .all(|(b, x)| b == x.to_le_bytes())
+        })
+    }
+}
+
+/// Little-endian f32 bytes to floats (a trailing partial float is ignored).
+pub(crate) fn decode_floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// What one commit did to the set of vectors, for replaying into the derived index.
@@ -316,36 +488,68 @@ mod tests {
             content_hash: [9; 32],
             deleted: false,
             meta: "{\"a\":1}".into(),
+            next_slot: 11,
         };
         let bytes = encode(&doc);
         assert_eq!(decode::<DocRow>("doc", &bytes).ok(), Some(doc));
-        let vector = VectorRow::encode(3, 4, &[1.0, -2.5, 0.0]);
-        let row = VectorRow::decode(&vector).ok();
-        assert_eq!(
-            row,
-            Some(VectorRow {
-                owner_doc: 3,
-                position: 4,
-                vector: vec![1.0, -2.5, 0.0]
-            })
-        );
+        let raw: Vec<u8> = [4.0f32, 5.0, 6.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let bytes = VectorsRow::encode(&[
+            (9, VectorData::Floats(&[1.0, -2.5, 0.0])),
+            (2, VectorData::Raw(&raw)),
+        ]);
+        let row = VectorsRow::parse(&bytes).ok();
+        let row = row.as_ref();
+        assert_eq!(row.map(VectorsRow::len), Some(2));
+        assert_eq!(row.map(VectorsRow::dimension), Some(3));
+        assert_eq!(row.map(|r| r.slots().collect::<Vec<_>>()), Some(vec![9, 2]));
+        assert_eq!(row.and_then(|r| r.position_of(2)), Some(1));
+        assert_eq!(row.and_then(|r| r.position_of(3)), None);
+        assert_eq!(row.and_then(|r| r.vector(0)), Some(vec![1.0, -2.5, 0.0]));
+        assert_eq!(row.and_then(|r| r.vector(1)), Some(vec![4.0, 5.0, 6.0]));
+        assert_eq!(row.and_then(|r| r.vector(2)), None);
+        assert!(row.is_some_and(|r| r.same_vector(1, &[4.0, 5.0, 6.0])));
+        assert!(row.is_some_and(|r| !r.same_vector(1, &[4.0, 5.0])));
+        let empty = VectorsRow::encode(&[]);
+        assert_eq!(VectorsRow::parse(&empty).map(|r| r.len()).ok(), Some(0));
     }
 
     #[test]
-    fn chunk_row_ref_encodes_like_chunk_row() {
-        let row = ChunkRow {
+    fn vector_ids_carry_document_and_slot() {
+        for (doc, slot) in [
+            (0, 0),
+            (1, 0),
+            (7, 5),
+            (MAX_INTERNAL_ID, (SLOTS_PER_DOC - 1) as u32),
+        ] {
+            assert_eq!(split_vector_id(vector_id(doc, slot)), (doc, slot));
+        }
+        assert_ne!(vector_id(1, 0), vector_id(0, 1));
+    }
+
+    #[test]
+    fn chunks_row_ref_encodes_like_chunks_row() {
+        let row = ChunksRow {
             generation: 9,
-            text_hash: [3; 32],
-            vector_id: 77,
-            text: "héllo".into(),
-            meta: "{}".into(),
+            chunks: vec![ChunkEntry {
+                text_hash: [3; 32],
+                text: "héllo".into(),
+                meta: "{}".into(),
+            }],
         };
-        let by_ref = ChunkRowRef {
+        let by_ref = ChunksRowRef {
             generation: row.generation,
-            text_hash: &row.text_hash,
-            vector_id: row.vector_id,
-            text: &row.text,
-            meta: &row.meta,
+            chunks: row
+                .chunks
+                .iter()
+                .map(|c| ChunkEntryRef {
+                    text_hash: &c.text_hash,
+                    text: &c.text,
+                    meta: &c.meta,
+                })
+                .collect(),
         };
         assert_eq!(encode(&row), encode(&by_ref));
     }
@@ -355,10 +559,15 @@ mod tests {
         for len in 0..40 {
             let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
             let _ = decode::<DocRow>("doc", &bytes);
-            let _ = decode::<ChunkRow>("chunk", &bytes);
-            let _ = VectorRow::decode(&bytes);
+            let _ = decode::<ChunksRow>("chunks", &bytes);
+            let _ = VectorsRow::parse(&bytes);
         }
-        assert!(VectorRow::decode(&[0; 13]).is_err());
+        // A count of 1 with 3 bytes of vector; a count larger than the row; bytes after an
+        // empty row.
+        assert!(VectorsRow::parse(&[1, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3]).is_err());
+        assert!(VectorsRow::parse(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]).is_err());
+        assert!(VectorsRow::parse(&[0, 0, 0, 0, 1]).is_err());
+        assert!(VectorsRow::parse(&[1, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(decode::<DocRow>("doc", &[]).is_err());
     }
 

@@ -1,8 +1,8 @@
 //! k-nearest-neighbour search over the live chunks, resolved against one snapshot.
 //!
 //! Invariant: every hit is resolved against the read snapshot the search took first: a
-//! candidate whose vector row is gone, whose chunk no longer points at it, or whose document
-//! is deleted or at another generation is dropped, and the search fetches more until `k`
+//! candidate whose vector id is not in its document's vectors row there, or whose document
+//! is deleted, re-keyed or at another generation, is dropped, and the search fetches more until `k`
 //! live hits come back or none are left. A superseded chunk is never returned.
 
 use crate::error::{InputError, ReadError};
@@ -11,7 +11,9 @@ use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
 use crate::prepare::prepare_vector;
 use crate::read::Snapshot;
-use crate::schema::{self, DocRow, VectorRow, DOCS, DOC_KEYS, VECTORS};
+use crate::schema::{
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
+};
 use crate::version::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -156,15 +158,10 @@ fn resolve(
     vector_id: u64,
     score: f32,
 ) -> Result<Option<Hit>, ReadError> {
-    let Some((owner, position)) = snapshot.vector_owner(vector_id)? else {
+    let (owner, _) = split_vector_id(vector_id);
+    let Some((_, position)) = snapshot.vector_owner(vector_id)? else {
         return Ok(None);
     };
-    let Some(chunk) = snapshot.chunk_row(owner, position)? else {
-        return Ok(None);
-    };
-    if chunk.vector_id != vector_id {
-        return Ok(None);
-    }
     let Some(key) = doc_keys.get(owner).map_err(ReadError::storage)? else {
         return Ok(None);
     };
@@ -174,9 +171,16 @@ fn resolve(
     let Some(row) = snapshot.doc_row(&source, &id)? else {
         return Ok(None);
     };
-    if row.deleted || row.generation != chunk.generation || position >= row.chunk_count {
+    if row.deleted || row.internal_id != owner || position >= row.chunk_count {
         return Ok(None);
     }
+    let chunks = snapshot.chunks_row(&row)?;
+    if chunks.generation != row.generation {
+        return Ok(None);
+    }
+    let Some(chunk) = chunks.chunks.into_iter().nth(position as usize) else {
+        return Ok(None);
+    };
     Ok(Some(Hit {
         version: row.version()?,
         generation: row.generation,
@@ -203,14 +207,24 @@ fn scan_snapshot(
         .open_table(VECTORS)
         .map_err(ReadError::storage)?;
     let mut best: Vec<(f32, u64)> = Vec::new();
+    let mut vector = vec![0f32; query.len()];
     for entry in vectors.iter().map_err(ReadError::storage)? {
         let (key, value) = entry.map_err(ReadError::storage)?;
-        let row = VectorRow::decode(value.value())?;
-        if allowed.is_some_and(|a| !a.contains(&row.owner_doc)) || row.vector.len() != query.len() {
+        let doc = key.value();
+        let row = VectorsRow::parse(value.value())?;
+        if allowed.is_some_and(|a| !a.contains(&doc)) || row.dimension() != query.len() {
             continue;
         }
-        let distance = index::distance::distance(metric, query, &row.vector);
-        best.push((distance, key.value()));
+        for (position, slot) in row.slots().enumerate() {
+            let Some(bytes) = row.vector_bytes(position) else {
+                continue;
+            };
+            for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
+                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            let distance = index::distance::distance(metric, query, &vector);
+            best.push((distance, vector_id(doc, slot)));
+        }
         if best.len() > 4 * k.max(16) {
             best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             best.truncate(k);

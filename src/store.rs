@@ -454,6 +454,13 @@ impl Store {
                 supported: schema::SCHEMA_VERSION,
             });
         }
+        if schema_version < u64::from(schema::SCHEMA_VERSION) {
+            return Err(OpenError::SchemaTooOld {
+                path: path.to_path_buf(),
+                found: u32::try_from(schema_version).unwrap_or(0),
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
         let stored_metric = match meta_string(&meta, meta_key::METRIC).map_err(err)? {
             Some(name) => Metric::parse(&name)
                 .ok_or_else(|| corrupted("metric", format!("unknown metric {name:?}")))?,

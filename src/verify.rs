@@ -1,20 +1,21 @@
 //! `verify`: every invariant the rows can show, checked from one snapshot.
 //!
-//! Invariant I3 (completeness): a live document with `chunk_count = n` has exactly the chunk
-//! rows `0..n`, each stamped with the document's generation, each pointing at a vector that
-//! exists and is owned by it; no vector exists without its chunk. The persisted gauges agree
-//! with the rows. Every violation names the document.
+//! Invariant I3 (completeness): a live document with `chunk_count = n` has one chunks row of
+//! exactly `n` chunks, stamped with the document's generation, and one vectors row of exactly
+//! `n` vectors under distinct slots it has allocated; a tombstone has neither, and no row
+//! exists for a document that is not live. The persisted gauges agree with the rows. Every
+//! violation names the document.
 
 use crate::counters::name;
 use crate::error::ReadError;
 use crate::prepare::{content_hash, text_hash, PreparedChunk};
 use crate::read::Snapshot;
 use crate::schema::{
-    self, seq_key, ChunkRow, DocRow, VectorRow, CHUNKS, COUNTERS, DOCS, DOC_KEYS, VECTORS,
+    self, seq_key, ChunksRow, DocRow, VectorsRow, CHUNKS, COUNTERS, DOCS, DOC_KEYS, VECTORS,
 };
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// One broken invariant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +44,9 @@ pub struct VerifyReport {
     pub documents: u64,
     /// Tombstones checked.
     pub tombstones: u64,
-    /// Chunk rows checked.
+    /// Live chunks checked.
     pub chunks: u64,
-    /// Vector rows checked.
+    /// Live vectors checked.
     pub vectors: u64,
     /// Every violation found (empty when all invariants hold).
     pub violations: Vec<Violation>,
@@ -88,13 +89,12 @@ impl Snapshot {
         };
         let next_doc = counter(seq_key::NEXT_DOC)?;
         let next_generation = counter(seq_key::NEXT_GENERATION)?;
-        let next_vector = counter(seq_key::NEXT_VECTOR)?;
         let docs = self.txn.open_table(DOCS).map_err(ReadError::storage)?;
         let doc_keys = self.txn.open_table(DOC_KEYS).map_err(ReadError::storage)?;
         let chunks = self.txn.open_table(CHUNKS).map_err(ReadError::storage)?;
         let vectors = self.txn.open_table(VECTORS).map_err(ReadError::storage)?;
-        // vector id -> (doc internal id, position) of the chunk that points at it.
-        let mut referenced: HashMap<u64, (u64, u32)> = HashMap::new();
+        // Internal ids of live documents: the only ones that may have chunks and vectors rows.
+        let mut live: HashSet<u64> = HashSet::new();
         let mut doc_count = 0u64;
 
         for entry in docs.iter().map_err(ReadError::storage)? {
@@ -141,28 +141,32 @@ impl Snapshot {
                     format!("internal id {} has no reverse entry", row.internal_id),
                 ),
             }
-            let rows: Vec<(u32, Vec<u8>)> = chunks
-                .range((row.internal_id, 0u32)..=(row.internal_id, u32::MAX))
+            let chunks_row = chunks
+                .get(row.internal_id)
                 .map_err(ReadError::storage)?
-                .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
-                .collect::<Result<_, _>>()
-                .map_err(ReadError::storage)?;
+                .map(|v| v.value().to_vec());
+            let vectors_row = vectors
+                .get(row.internal_id)
+                .map_err(ReadError::storage)?
+                .map(|v| v.value().to_vec());
             if row.deleted {
                 report.tombstones += 1;
-                if row.chunk_count != 0 || !rows.is_empty() {
+                if row.chunk_count != 0 || chunks_row.is_some() || vectors_row.is_some() {
                     report.doc(
                         source,
                         id,
                         format!(
-                            "tombstone with chunk_count {} and {} chunk rows",
+                            "tombstone with chunk_count {}, a chunks row: {}, a vectors row: {}",
                             row.chunk_count,
-                            rows.len()
+                            chunks_row.is_some(),
+                            vectors_row.is_some()
                         ),
                     );
                 }
                 continue;
             }
             report.documents += 1;
+            live.insert(row.internal_id);
             if row.generation == 0 || row.generation >= next_generation.max(1) {
                 report.doc(
                     source,
@@ -170,42 +174,40 @@ impl Snapshot {
                     format!("generation {} outside 1..{next_generation}", row.generation),
                 );
             }
-            let positions: Vec<u32> = rows.iter().map(|(p, _)| *p).collect();
-            let expected: Vec<u32> = (0..row.chunk_count).collect();
-            if positions != expected {
+            let stored: ChunksRow = match chunks_row.map(|b| schema::decode("chunks row", &b)) {
+                None => {
+                    report.doc(source, id, "the chunks row is missing");
+                    continue;
+                }
+                Some(Err(c)) => {
+                    report.doc(source, id, format!("undecodable chunks row: {}", c.detail));
+                    continue;
+                }
+                Some(Ok(stored)) => stored,
+            };
+            report.chunks += stored.chunks.len() as u64;
+            if stored.chunks.len() != row.chunk_count as usize {
                 report.doc(
                     source,
                     id,
                     format!(
-                        "chunk_count is {} but the chunk rows are at positions {positions:?}",
-                        row.chunk_count
+                        "chunk_count is {} but the chunks row holds {}",
+                        row.chunk_count,
+                        stored.chunks.len()
                     ),
                 );
             }
-            let mut prepared = Vec::with_capacity(rows.len());
-            for (position, bytes) in rows {
-                report.chunks += 1;
-                let chunk: ChunkRow = match schema::decode("chunk row", &bytes) {
-                    Ok(c) => c,
-                    Err(c) => {
-                        report.doc(
-                            source,
-                            id,
-                            format!("chunk {position}: undecodable: {}", c.detail),
-                        );
-                        continue;
-                    }
-                };
-                if chunk.generation != row.generation {
-                    report.doc(
-                        source,
-                        id,
-                        format!(
-                            "chunk {position} has generation {} but the document has {}",
-                            chunk.generation, row.generation
-                        ),
-                    );
-                }
+            if stored.generation != row.generation {
+                report.doc(
+                    source,
+                    id,
+                    format!(
+                        "the chunks have generation {} but the document has {}",
+                        stored.generation, row.generation
+                    ),
+                );
+            }
+            for (position, chunk) in stored.chunks.iter().enumerate() {
                 if chunk.text_hash != text_hash(&chunk.text) {
                     report.doc(
                         source,
@@ -213,67 +215,27 @@ impl Snapshot {
                         format!("chunk {position}: text hash does not match its text"),
                     );
                 }
-                if chunk.vector_id >= next_vector {
-                    report.doc(source, id, format!("chunk {position}: vector id {} is not below the sequence {next_vector}", chunk.vector_id));
-                }
-                if let Some((other_doc, other_position)) =
-                    referenced.insert(chunk.vector_id, (row.internal_id, position))
-                {
-                    report.doc(
-                        source,
-                        id,
-                        format!("chunk {position}: vector {} is also used by document {other_doc} chunk {other_position}", chunk.vector_id),
-                    );
-                }
-                match vectors.get(chunk.vector_id).map_err(ReadError::storage)? {
-                    None => report.doc(
-                        source,
-                        id,
-                        format!("chunk {position}: vector {} is missing", chunk.vector_id),
-                    ),
-                    Some(bytes) => match VectorRow::decode(bytes.value()) {
-                        Err(c) => report.doc(
-                            source,
-                            id,
-                            format!("chunk {position}: vector {}: {}", chunk.vector_id, c.detail),
-                        ),
-                        Ok(vector) => {
-                            if (vector.owner_doc, vector.position) != (row.internal_id, position) {
-                                report.doc(
-                                    source,
-                                    id,
-                                    format!(
-                                        "chunk {position}: vector {} says it belongs to document {} chunk {}",
-                                        chunk.vector_id, vector.owner_doc, vector.position
-                                    ),
-                                );
-                            }
-                            if let Some(dimension) = self.dimension {
-                                if vector.vector.len() != dimension {
-                                    report.doc(
-                                        source,
-                                        id,
-                                        format!("chunk {position}: vector has {} dimensions, the store {dimension}", vector.vector.len()),
-                                    );
-                                }
-                            }
-                            if vector.vector.iter().any(|x| !x.is_finite()) {
-                                report.doc(
-                                    source,
-                                    id,
-                                    format!("chunk {position}: vector has a non-finite value"),
-                                );
-                            }
-                        }
-                    },
-                }
-                prepared.push(PreparedChunk {
+            }
+            match vectors_row {
+                None => report.doc(source, id, "the vectors row is missing"),
+                Some(bytes) => match VectorsRow::parse(&bytes) {
+                    Err(c) => report.doc(source, id, format!("vectors row: {}", c.detail)),
+                    Ok(vectors) => {
+                        report.vectors += vectors.len() as u64;
+                        self.check_vectors(&mut report, source, id, &row, &vectors);
+                    }
+                },
+            }
+            let prepared: Vec<PreparedChunk> = stored
+                .chunks
+                .into_iter()
+                .map(|chunk| PreparedChunk {
                     text_hash: chunk.text_hash,
                     text: chunk.text,
                     meta: chunk.meta,
                     vector: None,
-                });
-            }
+                })
+                .collect();
             if prepared.len() == row.chunk_count as usize
                 && content_hash(&row.meta, &prepared) != row.content_hash
             {
@@ -285,18 +247,15 @@ impl Snapshot {
             }
         }
 
-        let chunk_rows = chunks.len().map_err(ReadError::storage)?;
-        if chunk_rows != report.chunks {
-            report.store(format!(
-                "{} chunk rows exist but documents account for {}: orphaned chunks",
-                chunk_rows, report.chunks
-            ));
-        }
-        for entry in vectors.iter().map_err(ReadError::storage)? {
-            let (key, _) = entry.map_err(ReadError::storage)?;
-            report.vectors += 1;
-            if !referenced.contains_key(&key.value()) {
-                report.store(format!("vector {} belongs to no chunk", key.value()));
+        for (table, what) in [(&chunks, "chunks"), (&vectors, "vectors")] {
+            for entry in table.iter().map_err(ReadError::storage)? {
+                let (key, _) = entry.map_err(ReadError::storage)?;
+                if !live.contains(&key.value()) {
+                    report.store(format!(
+                        "a {what} row for internal id {} belongs to no live document: orphaned {what}",
+                        key.value()
+                    ));
+                }
             }
         }
         let key_rows = doc_keys.len().map_err(ReadError::storage)?;
@@ -319,5 +278,71 @@ impl Snapshot {
             }
         }
         Ok(report)
+    }
+
+    /// Checks a live document's vectors row against its document row.
+    fn check_vectors(
+        &self,
+        report: &mut VerifyReport,
+        source: &str,
+        id: &str,
+        row: &DocRow,
+        vectors: &VectorsRow<'_>,
+    ) {
+        if vectors.len() != row.chunk_count as usize {
+            report.doc(
+                source,
+                id,
+                format!(
+                    "chunk_count is {} but the vectors row holds {}",
+                    row.chunk_count,
+                    vectors.len()
+                ),
+            );
+        }
+        if let Some(dimension) = self.dimension.filter(|_| vectors.len() > 0) {
+            if vectors.dimension() != dimension {
+                report.doc(
+                    source,
+                    id,
+                    format!(
+                        "vectors have {} dimensions, the store {dimension}",
+                        vectors.dimension()
+                    ),
+                );
+            }
+        }
+        let mut seen = HashSet::new();
+        for (position, slot) in vectors.slots().enumerate() {
+            if slot >= row.next_slot {
+                report.doc(
+                    source,
+                    id,
+                    format!(
+                        "chunk {position}: vector slot {slot} is not below the document's next slot {}",
+                        row.next_slot
+                    ),
+                );
+            }
+            if !seen.insert(slot) {
+                report.doc(
+                    source,
+                    id,
+                    format!("chunk {position}: vector slot {slot} is used twice"),
+                );
+            }
+            let finite = vectors
+                .vector_bytes(position)
+                .unwrap_or(&[])
+                .chunks_exact(4)
+                .all(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite());
+            if !finite {
+                report.doc(
+                    source,
+                    id,
+                    format!("chunk {position}: vector has a non-finite value"),
+                );
+            }
+        }
     }
 }

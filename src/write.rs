@@ -13,9 +13,9 @@ use crate::error::{Corruption, WriteError};
 use crate::guard::{self, ConflictPolicy, ContentHash, Decision, Incoming, SkipReason, Stored};
 use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
-    self, seq_key, ChangelogRow, ChunkRow, ChunkRowRef, DocRow, ListingRow, SkipRow, VectorRow,
-    CHANGELOG, CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG,
-    VECTORS,
+    self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
+    DocRow, ListingRow, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS, DOCS,
+    DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SLOTS_PER_DOC, VECTORS,
 };
 use crate::version::Version;
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -29,7 +29,6 @@ const CHANGELOG_KEEP: u64 = 1024;
 struct Sequences {
     next_doc: u64,
     next_generation: u64,
-    next_vector: u64,
     next_skip: u64,
     commit: u64,
 }
@@ -45,7 +44,7 @@ pub(crate) struct BatchSettings {
 pub(crate) struct Batch<'txn> {
     docs: Table<'txn, (&'static str, &'static str), &'static [u8]>,
     doc_keys: Table<'txn, u64, (&'static str, &'static str)>,
-    chunks: Table<'txn, (u64, u32), &'static [u8]>,
+    chunks: Table<'txn, u64, &'static [u8]>,
     vectors: Table<'txn, u64, &'static [u8]>,
     listings: Table<'txn, (&'static str, u64), &'static [u8]>,
     listing_members: Table<'txn, (&'static str, u64, &'static str), ()>,
@@ -91,7 +90,6 @@ impl<'txn> Batch<'txn> {
         let seq = Sequences {
             next_doc: read_counter(&counters, seq_key::NEXT_DOC)?,
             next_generation: read_counter(&counters, seq_key::NEXT_GENERATION)?.max(1),
-            next_vector: read_counter(&counters, seq_key::NEXT_VECTOR)?,
             next_skip: read_counter(&counters, seq_key::NEXT_SKIP)?,
             commit: read_counter(&counters, seq_key::COMMIT)?,
         };
@@ -325,46 +323,55 @@ impl<'txn> Batch<'txn> {
         }
     }
 
-    fn vector_bytes(&self, vector_id: u64) -> Result<Vec<u8>, WriteError> {
-        match self.vectors.get(vector_id).map_err(WriteError::storage)? {
-            Some(bytes) => Ok(bytes.value().to_vec()),
-            None => Err(Corruption::new(
-                "vector table",
-                format!("vector {vector_id} referenced by a chunk is missing"),
-            )
-            .into()),
+    /// A new internal document id (not yet recorded anywhere).
+    fn new_internal_id(&mut self) -> Result<u64, WriteError> {
+        let id = self.seq.next_doc;
+        if id > schema::MAX_INTERNAL_ID {
+            return Err(WriteError::Exhausted {
+                what: "internal document ids",
+            });
         }
+        self.seq.next_doc += 1;
+        Ok(id)
     }
 
-    fn same_vector(&self, vector_id: u64, vector: &[f32]) -> Result<bool, WriteError> {
-        let stored = self.vector_bytes(vector_id)?;
-        let stored = VectorRow::vector_bytes(&stored);
-        Ok(stored.len() == vector.len() * 4
-            && stored
-                .chunks_exact(4)
-                .zip(vector)
-                .all(|(b, x)| b == x.to_le_bytes()))
-    }
-
-    fn old_chunks(&self, internal_id: u64, count: u32) -> Result<Vec<ChunkRow>, WriteError> {
-        let mut rows = Vec::with_capacity(count as usize);
-        for position in 0..count {
-            match self
-                .chunks
-                .get((internal_id, position))
-                .map_err(WriteError::storage)?
-            {
-                Some(bytes) => rows.push(schema::decode("chunk row", bytes.value())?),
-                None => {
-                    return Err(Corruption::new(
-                        "chunk table",
-                        format!("document {internal_id} lacks chunk {position} of {count}"),
-                    )
-                    .into())
-                }
+    /// The stored revision of a live document: its chunks and its vectors row's bytes,
+    /// checked against the document row's chunk count.
+    fn old_revision(&self, row: &DocRow) -> Result<(Vec<ChunkEntry>, Vec<u8>), WriteError> {
+        let id = row.internal_id;
+        let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
+            Some(bytes) => schema::decode("chunks row", bytes.value())?,
+            None => {
+                return Err(Corruption::new(
+                    "chunk table",
+                    format!("document {id} has no chunks row"),
+                )
+                .into())
             }
+        };
+        let vectors = match self.vectors.get(id).map_err(WriteError::storage)? {
+            Some(bytes) => bytes.value().to_vec(),
+            None => {
+                return Err(Corruption::new(
+                    "vector table",
+                    format!("document {id} has no vectors row"),
+                )
+                .into())
+            }
+        };
+        let count = row.chunk_count as usize;
+        let vector_count = VectorsRow::parse(&vectors)?.len();
+        if chunks.chunks.len() != count || vector_count != count {
+            return Err(Corruption::new(
+                "chunk table",
+                format!(
+                    "document {id} has {count} chunks but rows of {} chunks and {vector_count} vectors",
+                    chunks.chunks.len()
+                ),
+            )
+            .into());
         }
-        Ok(rows)
+        Ok((chunks.chunks, vectors))
     }
 
     fn write_revision(
@@ -388,22 +395,42 @@ impl<'txn> Batch<'txn> {
                 }
             }
         }
-        let old: Vec<ChunkRow> = match &row {
-            Some(row) if !row.deleted => self.old_chunks(row.internal_id, row.chunk_count)?,
-            _ => Vec::new(),
+        let (old, old_bytes) = match &row {
+            Some(row) if !row.deleted => self.old_revision(row)?,
+            _ => (Vec::new(), EMPTY_VECTORS.to_vec()),
         };
-        let plan = self.plan_vectors(&old, doc)?;
+        let old_vectors = VectorsRow::parse(&old_bytes)?;
+        let plan = plan_vectors(&old, &old_vectors, doc)?;
+        let fresh_slots = plan
+            .iter()
+            .filter(|s| !matches!(s, VectorSource::Keep { .. }))
+            .count() as u64;
+        // A document whose revisions used up its slot space moves to a new internal id: every
+        // vector gets a new id there, and the old ids are removed as for any revision.
+        let rekey = row
+            .as_ref()
+            .is_some_and(|r| u64::from(r.next_slot) + fresh_slots > SLOTS_PER_DOC);
 
         // Mutate.
-        let internal_id = match &row {
-            Some(row) => row.internal_id,
-            None => {
-                let id = self.seq.next_doc;
-                self.seq.next_doc += 1;
+        let (old_internal_id, internal_id, mut next_slot) = match &row {
+            Some(row) if !rekey => (row.internal_id, row.internal_id, row.next_slot),
+            _ => {
+                let id = self.new_internal_id()?;
+                if let Some(row) = &row {
+                    self.doc_keys
+                        .remove(row.internal_id)
+                        .map_err(WriteError::storage)?;
+                    self.chunks
+                        .remove(row.internal_id)
+                        .map_err(WriteError::storage)?;
+                    self.vectors
+                        .remove(row.internal_id)
+                        .map_err(WriteError::storage)?;
+                }
                 self.doc_keys
                     .insert(id, (doc.source.as_str(), doc.id.as_str()))
                     .map_err(WriteError::storage)?;
-                id
+                (row.as_ref().map_or(id, |r| r.internal_id), id, 0u32)
             }
         };
         if dimension != self.dimension {
@@ -413,87 +440,80 @@ impl<'txn> Batch<'txn> {
         let generation = self.seq.next_generation;
         self.seq.next_generation += 1;
         let (mut written, mut reused) = (0u64, 0u64);
-        let mut kept: HashSet<u64> = HashSet::new();
+        let mut kept: HashSet<u32> = HashSet::new();
+        let mut entries: Vec<(u32, VectorData<'_>)> = Vec::with_capacity(doc.chunks.len());
         for (position, (chunk, source)) in doc.chunks.iter().zip(&plan).enumerate() {
-            let position = position as u32;
-            let vector_id = match source {
-                VectorSource::Keep {
-                    vector_id,
-                    old_position,
-                } => {
-                    if *old_position != position {
-                        let bytes = self.vector_bytes(*vector_id)?;
-                        let mut moved = bytes;
-                        moved[8..12].copy_from_slice(&position.to_le_bytes());
-                        self.vectors
-                            .insert(*vector_id, moved.as_slice())
-                            .map_err(WriteError::storage)?;
-                    }
-                    kept.insert(*vector_id);
+            let missing = || Corruption::new("vectors row", "a planned vector is missing");
+            let vector = match (*source, rekey) {
+                (VectorSource::Keep { old_position }, false) => {
+                    let slot = old_vectors.slot(old_position).ok_or_else(missing)?;
+                    let bytes = old_vectors.vector_bytes(old_position).ok_or_else(missing)?;
+                    kept.insert(slot);
                     reused += 1;
-                    *vector_id
+                    entries.push((slot, VectorData::Raw(bytes)));
+                    continue;
                 }
-                VectorSource::Copy { from } => {
-                    let bytes = self.vector_bytes(*from)?;
-                    let vector_id = self.new_vector_id();
-                    let mut copied = bytes;
-                    copied[0..8].copy_from_slice(&internal_id.to_le_bytes());
-                    copied[8..12].copy_from_slice(&position.to_le_bytes());
-                    self.vectors
-                        .insert(vector_id, copied.as_slice())
-                        .map_err(WriteError::storage)?;
-                    self.change.added.push(vector_id);
+                (VectorSource::Keep { old_position: from }, true)
+                | (VectorSource::Copy { from }, _) => {
                     reused += 1;
-                    vector_id
+                    VectorData::Raw(old_vectors.vector_bytes(from).ok_or_else(missing)?)
                 }
-                VectorSource::New => {
+                (VectorSource::New, _) => {
                     let Some(vector) = &chunk.vector else {
-                        return Err(WriteError::MissingVector {
-                            position: position as usize,
-                        });
+                        return Err(WriteError::MissingVector { position });
                     };
-                    let vector_id = self.new_vector_id();
-                    let bytes = VectorRow::encode(internal_id, position, vector);
-                    self.vectors
-                        .insert(vector_id, bytes.as_slice())
-                        .map_err(WriteError::storage)?;
-                    self.change.added.push(vector_id);
                     written += 1;
-                    vector_id
+                    VectorData::Floats(vector)
                 }
             };
-            let chunk_row = ChunkRowRef {
-                generation,
-                text_hash: &chunk.text_hash,
-                vector_id,
-                text: &chunk.text,
-                meta: &chunk.meta,
-            };
-            self.chunks
-                .insert(
-                    (internal_id, position),
-                    schema::encode(&chunk_row).as_slice(),
-                )
-                .map_err(WriteError::storage)?;
+            let slot = next_slot;
+            next_slot += 1;
+            self.change.added.push(vector_id(internal_id, slot));
+            entries.push((slot, vector));
         }
-        // Remove what this revision no longer has: vectors nobody kept, positions past the end.
-        let mut removed_vectors = 0i64;
-        for old_chunk in &old {
-            if !kept.contains(&old_chunk.vector_id) {
-                self.vectors
-                    .remove(old_chunk.vector_id)
-                    .map_err(WriteError::storage)?;
-                self.change.removed.push(old_chunk.vector_id);
-                removed_vectors += 1;
+        // Remove what this revision no longer has: the old vectors nobody kept.
+        for slot in old_vectors.slots() {
+            if !kept.contains(&slot) {
+                self.change.removed.push(vector_id(old_internal_id, slot));
             }
+        }
+        let chunks_row = ChunksRowRef {
+            generation,
+            chunks: doc
+                .chunks
+                .iter()
+                .map(|c| ChunkEntryRef {
+                    text_hash: &c.text_hash,
+                    text: &c.text,
+                    meta: &c.meta,
+                })
+                .collect(),
+        };
+        // Both rows are encoded straight into their reserved place in a redb page.
+        let len = schema::encoded_len(&chunks_row);
+        let mut slot = self
+            .chunks
+            .insert_reserve(internal_id, len)
+            .map_err(WriteError::storage)?;
+        schema::encode_into(&chunks_row, slot.as_mut())?;
+        drop(slot);
+        // Unchanged vectors (every one kept in place: a metadata-only revision) are not
+        // rewritten.
+        let unchanged = !rekey
+            && row.as_ref().is_some_and(|r| !r.deleted)
+            && plan.len() == old.len()
+            && plan.iter().enumerate().all(
+                |(p, s)| matches!(s, VectorSource::Keep { old_position } if *old_position == p),
+            );
+        if !unchanged {
+            let mut slot = self
+                .vectors
+                .insert_reserve(internal_id, VectorsRow::encoded_len(&entries))
+                .map_err(WriteError::storage)?;
+            VectorsRow::encode_into(&entries, slot.as_mut())?;
         }
         let new_count = doc.chunks.len() as u32;
         let old_count = old.len() as u32;
-        for position in new_count..old_count {
-            self.chunks
-                .remove((internal_id, position))
-                .map_err(WriteError::storage)?;
-        }
         let chunks_removed = u64::from(old_count.saturating_sub(new_count));
         let was_tombstone = matches!(&row, Some(r) if r.deleted);
         let new_row = DocRow {
@@ -505,6 +525,7 @@ impl<'txn> Batch<'txn> {
             content_hash: doc.content_hash,
             deleted: false,
             meta: doc.meta.clone(),
+            next_slot,
         };
         self.docs
             .insert(
@@ -519,14 +540,9 @@ impl<'txn> Batch<'txn> {
         if was_tombstone {
             self.bump(counter::LIVE_TOMBSTONES, -1);
         }
-        self.bump(
-            counter::LIVE_CHUNKS,
-            i64::from(new_count) - i64::from(old_count),
-        );
-        self.bump(
-            counter::LIVE_VECTORS,
-            written as i64 + reused as i64 - (kept.len() as i64) - removed_vectors,
-        );
+        let live_delta = i64::from(new_count) - i64::from(old_count);
+        self.bump(counter::LIVE_CHUNKS, live_delta);
+        self.bump(counter::LIVE_VECTORS, live_delta);
         self.bump(counter::CHUNKS_WRITTEN, written as i64);
         self.bump(counter::CHUNKS_REUSED, reused as i64);
         self.bump(counter::CHUNKS_REMOVED, chunks_removed as i64);
@@ -536,90 +552,6 @@ impl<'txn> Batch<'txn> {
             chunks_reused: reused,
             chunks_removed,
         })
-    }
-
-    fn new_vector_id(&mut self) -> u64 {
-        let id = self.seq.next_vector;
-        self.seq.next_vector += 1;
-        id
-    }
-
-    /// Where each new position's vector comes from. An old vector is kept for a position with
-    /// identical text (in place first, then moved from another position), each old vector by
-    /// at most one position; a chunk without a vector may also copy one. Checks only; no
-    /// mutation.
-    fn plan_vectors(
-        &self,
-        old: &[ChunkRow],
-        doc: &PreparedDoc,
-    ) -> Result<Vec<VectorSource>, WriteError> {
-        let mut plan: Vec<Option<VectorSource>> = vec![None; doc.chunks.len()];
-        let mut claimed: HashSet<u64> = HashSet::new();
-        for (position, chunk) in doc.chunks.iter().enumerate() {
-            let Some(old_chunk) = old.get(position) else {
-                continue;
-            };
-            if old_chunk.text_hash != chunk.text_hash {
-                continue;
-            }
-            let same = match &chunk.vector {
-                None => true,
-                Some(vector) => self.same_vector(old_chunk.vector_id, vector)?,
-            };
-            if same {
-                claimed.insert(old_chunk.vector_id);
-                plan[position] = Some(VectorSource::Keep {
-                    vector_id: old_chunk.vector_id,
-                    old_position: position as u32,
-                });
-            }
-        }
-        let mut by_text: HashMap<ContentHash, Vec<(u32, u64)>> = HashMap::new();
-        for (old_position, old_chunk) in old.iter().enumerate() {
-            by_text
-                .entry(old_chunk.text_hash)
-                .or_default()
-                .push((old_position as u32, old_chunk.vector_id));
-        }
-        for (position, chunk) in doc.chunks.iter().enumerate() {
-            if plan[position].is_some() {
-                continue;
-            }
-            let candidates = by_text
-                .get(&chunk.text_hash)
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            let mut chosen = None;
-            for &(old_position, vector_id) in candidates {
-                if claimed.contains(&vector_id) {
-                    continue;
-                }
-                let same = match &chunk.vector {
-                    None => true,
-                    Some(vector) => self.same_vector(vector_id, vector)?,
-                };
-                if same {
-                    chosen = Some(VectorSource::Keep {
-                        vector_id,
-                        old_position,
-                    });
-                    claimed.insert(vector_id);
-                    break;
-                }
-            }
-            plan[position] = Some(match (chosen, &chunk.vector) {
-                (Some(source), _) => source,
-                (None, Some(_)) => VectorSource::New,
-                (None, None) => match candidates.first() {
-                    Some(&(_, from)) => VectorSource::Copy { from },
-                    None => return Err(WriteError::MissingVector { position }),
-                },
-            });
-        }
-        Ok(plan
-            .into_iter()
-            .map(|p| p.unwrap_or(VectorSource::New))
-            .collect())
     }
 
     fn delete(&mut self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
@@ -665,17 +597,25 @@ impl<'txn> Batch<'txn> {
             Some(row) => {
                 let mut removed = 0u64;
                 if !row.deleted {
-                    for old_chunk in self.old_chunks(row.internal_id, row.chunk_count)? {
-                        self.vectors
-                            .remove(old_chunk.vector_id)
-                            .map_err(WriteError::storage)?;
-                        self.change.removed.push(old_chunk.vector_id);
+                    let Some(bytes) = self
+                        .vectors
+                        .remove(row.internal_id)
+                        .map_err(WriteError::storage)?
+                    else {
+                        return Err(Corruption::new(
+                            "vector table",
+                            format!("document {} has no vectors row", row.internal_id),
+                        )
+                        .into());
+                    };
+                    let vectors = VectorsRow::parse(bytes.value())?;
+                    for slot in vectors.slots() {
+                        self.change.removed.push(vector_id(row.internal_id, slot));
                     }
-                    for position in 0..row.chunk_count {
-                        self.chunks
-                            .remove((row.internal_id, position))
-                            .map_err(WriteError::storage)?;
-                    }
+                    drop(bytes);
+                    self.chunks
+                        .remove(row.internal_id)
+                        .map_err(WriteError::storage)?;
                     removed = u64::from(row.chunk_count);
                     self.bump(counter::LIVE_DOCUMENTS, -1);
                     self.bump(counter::LIVE_TOMBSTONES, 1);
@@ -686,8 +626,7 @@ impl<'txn> Batch<'txn> {
                 (row.internal_id, removed)
             }
             None => {
-                let internal_id = self.seq.next_doc;
-                self.seq.next_doc += 1;
+                let internal_id = self.new_internal_id()?;
                 self.doc_keys
                     .insert(internal_id, (source, id))
                     .map_err(WriteError::storage)?;
@@ -704,6 +643,8 @@ impl<'txn> Batch<'txn> {
             content_hash: [0; 32],
             deleted: true,
             meta: "null".to_string(),
+            // Slots stay used: a later revision must not reuse the ids just removed.
+            next_slot: row.as_ref().map_or(0, |r| r.next_slot),
         };
         self.docs
             .insert((source, id), schema::encode(&tomb).as_slice())
@@ -925,7 +866,6 @@ impl<'txn> Batch<'txn> {
         let sequences = [
             (seq_key::NEXT_DOC, self.seq.next_doc),
             (seq_key::NEXT_GENERATION, self.seq.next_generation),
-            (seq_key::NEXT_VECTOR, self.seq.next_vector),
             (seq_key::NEXT_SKIP, self.seq.next_skip),
             (seq_key::COMMIT, self.seq.commit),
         ];
@@ -962,15 +902,80 @@ impl<'txn> Batch<'txn> {
     }
 }
 
-/// Where a new chunk's vector comes from.
+/// The vectors row of a document with no chunks.
+const EMPTY_VECTORS: [u8; 4] = [0; 4];
+
+/// Where a new chunk's vector comes from (positions are the old revision's).
 #[derive(Clone, Copy, Debug)]
 enum VectorSource {
-    /// Keep an old vector (same text, same or no incoming vector); move it if its position changed.
-    Keep { vector_id: u64, old_position: u32 },
+    /// Keep an old vector (same text, same or no incoming vector), with its id, wherever
+    /// the chunk now is.
+    Keep { old_position: usize },
     /// Copy an old vector for identical text that another position already keeps.
-    Copy { from: u64 },
+    Copy { from: usize },
     /// Write the incoming vector under a new id.
     New,
+}
+
+/// Where each new position's vector comes from. An old vector is kept for a position with
+/// identical text (in place first, then moved from another position), each old vector by at
+/// most one position; a chunk without a vector may also copy one. Checks only; no mutation.
+fn plan_vectors(
+    old: &[ChunkEntry],
+    old_vectors: &VectorsRow<'_>,
+    doc: &PreparedDoc,
+) -> Result<Vec<VectorSource>, WriteError> {
+    let same = |old_position: usize, vector: &Option<Vec<f32>>| match vector {
+        None => true,
+        Some(vector) => old_vectors.same_vector(old_position, vector),
+    };
+    let mut plan: Vec<Option<VectorSource>> = vec![None; doc.chunks.len()];
+    let mut claimed: HashSet<usize> = HashSet::new();
+    for (position, chunk) in doc.chunks.iter().enumerate() {
+        let Some(old_chunk) = old.get(position) else {
+            continue;
+        };
+        if old_chunk.text_hash == chunk.text_hash && same(position, &chunk.vector) {
+            claimed.insert(position);
+            plan[position] = Some(VectorSource::Keep {
+                old_position: position,
+            });
+        }
+    }
+    let mut by_text: HashMap<ContentHash, Vec<usize>> = HashMap::new();
+    for (old_position, old_chunk) in old.iter().enumerate() {
+        by_text
+            .entry(old_chunk.text_hash)
+            .or_default()
+            .push(old_position);
+    }
+    for (position, chunk) in doc.chunks.iter().enumerate() {
+        if plan[position].is_some() {
+            continue;
+        }
+        let candidates = by_text
+            .get(&chunk.text_hash)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let chosen = candidates.iter().copied().find(|&old_position| {
+            !claimed.contains(&old_position) && same(old_position, &chunk.vector)
+        });
+        if let Some(old_position) = chosen {
+            claimed.insert(old_position);
+        }
+        plan[position] = Some(match (chosen, &chunk.vector) {
+            (Some(old_position), _) => VectorSource::Keep { old_position },
+            (None, Some(_)) => VectorSource::New,
+            (None, None) => match candidates.first() {
+                Some(&from) => VectorSource::Copy { from },
+                None => return Err(WriteError::MissingVector { position }),
+            },
+        });
+    }
+    Ok(plan
+        .into_iter()
+        .map(|p| p.unwrap_or(VectorSource::New))
+        .collect())
 }
 
 /// Whether this error is one operation's own (its input) rather than the batch's (storage).
@@ -981,5 +986,6 @@ pub(crate) fn is_op_error(error: &WriteError) -> bool {
             | WriteError::DimensionMismatch { .. }
             | WriteError::VersionKindMismatch { .. }
             | WriteError::MissingVector { .. }
+            | WriteError::Exhausted { .. }
     )
 }

@@ -168,3 +168,71 @@ fn raised_limits_stop_at_the_hard_ceiling_and_stay_readable() {
     );
     assert!(store.verify().expect("verify").is_ok());
 }
+
+/// A revision's chunks are stored as one row and its vectors as another, so a document has
+/// a total ceiling too: 48 MiB of chunk text and metadata, 256 MiB of vectors.
+#[test]
+fn a_document_past_the_total_ceilings_is_refused_and_one_at_them_reads_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(
+        dir.path().join("total.redb"),
+        Options::default().dimension(4),
+    )
+    .expect("open");
+    // 1 MiB chunks (the default per-chunk limit): 47 fit under 48 MiB, 48 do not.
+    let chunk_text = |i: usize| format!("{}{i:02}", "t".repeat((1 << 20) - 2));
+    let big = |id: &str, chunks: usize| {
+        let mut doc = Document::new("big", id, Version::number(1));
+        for i in 0..chunks {
+            doc = doc.with_chunk(Chunk::new(chunk_text(i), vector(i)));
+        }
+        doc
+    };
+    assert!(matches!(
+        store.upsert(big("47", 47)),
+        Ok(Outcome::Written { .. })
+    ));
+    let got = store
+        .get("big", "47")
+        .expect("a 47 MiB document reads back")
+        .expect("doc");
+    assert_eq!(got.chunks.len(), 47);
+    assert!(got
+        .chunks
+        .iter()
+        .enumerate()
+        .all(|(i, c)| c.text == chunk_text(i)));
+    let before = store_rows(&store).expect("rows");
+    refused(store.upsert(big("48", 48)), "chunks");
+    assert_eq!(
+        store_rows(&store).expect("rows"),
+        before,
+        "a refusal changed the store"
+    );
+
+    // Vectors: chunks * dimension * 4 bytes. In a 8192-dimensional store, 8192 chunks are
+    // at the ceiling (they pass the size check and stop at the missing vector: none is
+    // sent, which keeps the test's memory small), 8193 are past it.
+    let wide = Store::open(
+        dir.path().join("wide.redb"),
+        Options::default().dimension(8192),
+    )
+    .expect("open");
+    let no_vectors = |chunks: usize| {
+        let mut doc = Document::new("big", "wide", Version::number(1));
+        for i in 0..chunks {
+            doc = doc.with_chunk(Chunk::without_vector(format!("c{i}")));
+        }
+        doc
+    };
+    assert!(
+        matches!(
+            wide.upsert(no_vectors(8192)),
+            Err(WriteError::MissingVector { position: 0 })
+        ),
+        "8192 chunks of 8192 dimensions are within the ceiling"
+    );
+    refused(wide.upsert(no_vectors(8193)), "chunks");
+    assert!(wide.verify().expect("verify").is_ok());
+    assert!(store.verify().expect("verify").is_ok());
+}

@@ -1,0 +1,75 @@
+//! A file written by an older ratchetdb (schema 1: one row per chunk and per vector) is
+//! refused with `OpenError::SchemaTooOld`, naming both versions and saying how to move the
+//! data (export with the build that wrote it, ingest the export). Never a panic, and the
+//! file's schema version and rows are left as they were: no partial conversion. (The bytes
+//! may differ: redb records its own clean shutdown when the refused open closes the file.)
+
+mod support;
+
+use ratchetdb::fuzzing::{harness_doc, harness_options, store_rows};
+use ratchetdb::{OpenError, Store};
+use redb::TableDefinition;
+use support::no_panic;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+fn schema_version(path: &std::path::Path) -> u64 {
+    use redb::ReadableDatabase;
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let meta = txn.open_table(META).expect("meta");
+    let value = meta.get("schema_version").expect("get").expect("present");
+    u64::from_le_bytes(value.value().try_into().expect("8 bytes"))
+}
+
+fn set_schema_version(path: &std::path::Path, version: u64) {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_write().expect("write");
+    txn.open_table(META)
+        .expect("meta")
+        .insert("schema_version", version.to_le_bytes().as_slice())
+        .expect("insert");
+    txn.commit().expect("commit");
+}
+
+#[test]
+fn older_schema_version_is_refused_with_export_advice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.redb");
+    let rows = {
+        let store = Store::open(&path, harness_options()).expect("create");
+        store
+            .upsert(harness_doc("wiki", "a", 1, 2, 1))
+            .expect("write");
+        store_rows(&store).expect("rows")
+    };
+    for old in [1u64, 0] {
+        set_schema_version(&path, old);
+        let opened = no_panic("open", || Store::open(&path, harness_options()));
+        match opened {
+            Err(e @ OpenError::SchemaTooOld { .. }) => {
+                let OpenError::SchemaTooOld {
+                    found, supported, ..
+                } = &e
+                else {
+                    unreachable!()
+                };
+                assert_eq!(u64::from(*found), old);
+                assert_eq!(*supported, 2);
+                let message = e.to_string();
+                assert!(message.contains("schema version"), "{message}");
+                assert!(message.contains("ratchet export"), "{message}");
+                assert!(message.contains("ratchet ingest --jsonl"), "{message}");
+            }
+            other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),
+        }
+        assert_eq!(schema_version(&path), old, "the schema version was changed");
+    }
+    set_schema_version(&path, 2);
+    let store = Store::open(&path, harness_options()).expect("schema 2 opens");
+    assert_eq!(
+        store_rows(&store).expect("rows"),
+        rows,
+        "the rows were changed"
+    );
+}
