@@ -19,9 +19,9 @@
 //! - `redb_floor_same_rows_256` / `redb_floor_two_blobs_256`: the floor under ratchetdb's
 //!   write path. The same documents' bytes go straight into redb, 256 per durable
 //!   transaction, with no guard, hashing, reuse planning, changelog or index: first as the
-//!   rows ratchetdb writes for a new document (document row, key row, 8 chunk rows, 8
-//!   vector rows, at their sizes), then as the fewest rows that could hold them (the texts
-//!   in one value, the vectors in another).
+//!   18 rows schema 1 wrote for a new document (document row, key row, 8 chunk rows, 8
+//!   vector rows, at their sizes), then as the 4 rows schema 2 writes (document row, key
+//!   row, the texts in one value, the vectors in another).
 
 mod common;
 
