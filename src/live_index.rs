@@ -16,6 +16,7 @@ use crate::schema::{
 };
 use parking_lot::Mutex;
 use redb::ReadableTable;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// Vectors inserted into the index per lock round trip while loading.
@@ -150,23 +151,23 @@ impl LiveIndex {
                 self.index.remove(*id);
             }
             let mut rows = Vec::with_capacity(change.added.len());
-            // Added ids come grouped by document: read each document's row once.
-            let mut current: Option<(u64, redb::AccessGuard<'static, &'static [u8]>)> = None;
+            // Added ids come grouped by document: read each document's row, and map its
+            // slots to positions, once.
+            let mut current: Option<(u64, Option<DocVectors>)> = None;
             for id in &change.added {
                 let (doc, slot) = split_vector_id(*id);
                 if current.as_ref().is_none_or(|(d, _)| *d != doc) {
-                    current = vectors
-                        .get(doc)
-                        .map_err(ReadError::storage)?
-                        .map(|bytes| (doc, bytes));
+                    let row = match vectors.get(doc).map_err(ReadError::storage)? {
+                        Some(bytes) => Some(DocVectors::new(bytes)?),
+                        None => None,
+                    };
+                    current = Some((doc, row));
                 }
                 // Absent: removed again by a later commit this snapshot already covers.
-                let Some((_, bytes)) = &current else {
-                    continue;
-                };
-                let row = VectorsRow::parse(bytes.value())?;
-                if let Some(vector) = row.position_of(slot).and_then(|p| row.vector(p)) {
-                    rows.push((*id, vector));
+                if let Some((_, Some(row))) = &current {
+                    if let Some(vector) = row.vector(slot)? {
+                        rows.push((*id, vector));
+                    }
                 }
             }
             self.insert_rows(&rows)?;
@@ -242,6 +243,29 @@ impl LiveIndex {
             problems.push(format!("index structure: {problem}"));
         }
         Ok(problems)
+    }
+}
+
+/// One document's vectors row with its slots mapped to positions.
+struct DocVectors {
+    bytes: redb::AccessGuard<'static, &'static [u8]>,
+    positions: HashMap<u32, usize>,
+}
+
+impl DocVectors {
+    fn new(bytes: redb::AccessGuard<'static, &'static [u8]>) -> Result<DocVectors, ReadError> {
+        let positions = VectorsRow::parse(bytes.value())?
+            .slots()
+            .enumerate()
+            .map(|(position, slot)| (slot, position))
+            .collect();
+        Ok(DocVectors { bytes, positions })
+    }
+
+    /// The vector under `slot`, if the row holds it.
+    fn vector(&self, slot: u32) -> Result<Option<Vec<f32>>, ReadError> {
+        let row = VectorsRow::parse(self.bytes.value())?;
+        Ok(self.positions.get(&slot).and_then(|&p| row.vector(p)))
     }
 }
 

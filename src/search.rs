@@ -12,12 +12,13 @@ use crate::options::{Limits, Metric};
 use crate::prepare::prepare_vector;
 use crate::read::Snapshot;
 use crate::schema::{
-    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
+    self, split_vector_id, vector_id, ChunksRow, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
 };
 use crate::version::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 /// How to search. `SearchOptions::default()`: no filter, default effort, exact below the
 /// size where a scan is as fast as the graph.
@@ -150,11 +151,16 @@ fn allowed_documents(
     Ok(Some(allowed))
 }
 
+/// Chunks rows one search keeps decoded for later candidates of the same document.
+const CHUNKS_CACHE: usize = 64;
+
 /// Resolves a candidate against the snapshot; `None` if it is not a live chunk there.
-/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search.
+/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search; `chunks` caches
+/// the chunks rows decoded so far in this search (hits often share a document).
 fn resolve(
     snapshot: &Snapshot,
     doc_keys: &redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
+    chunks: &mut HashMap<u64, ChunksRow>,
     vector_id: u64,
     score: f32,
 ) -> Result<Option<Hit>, ReadError> {
@@ -174,18 +180,25 @@ fn resolve(
     if row.deleted || row.internal_id != owner || position >= row.chunk_count {
         return Ok(None);
     }
-    let chunks = snapshot.chunks_row(&row)?;
+    // Bounded: a search that over-fetches many candidates must not keep every row.
+    if chunks.len() >= CHUNKS_CACHE && !chunks.contains_key(&owner) {
+        chunks.clear();
+    }
+    let chunks = match chunks.entry(owner) {
+        Entry::Occupied(entry) => entry.into_mut(),
+        Entry::Vacant(entry) => entry.insert(snapshot.chunks_row(&row)?),
+    };
     if chunks.generation != row.generation {
         return Ok(None);
     }
-    let Some(chunk) = chunks.chunks.into_iter().nth(position as usize) else {
+    let Some(chunk) = chunks.chunks.get(position as usize) else {
         return Ok(None);
     };
     Ok(Some(Hit {
         version: row.version()?,
         generation: row.generation,
         meta: serde_json::from_str(&chunk.meta).unwrap_or(serde_json::Value::Null),
-        text: chunk.text,
+        text: chunk.text.clone(),
         source,
         id,
         position,
@@ -224,10 +237,10 @@ fn scan_snapshot(
             }
             let distance = index::distance::distance(metric, query, &vector);
             best.push((distance, vector_id(doc, slot)));
-        }
-        if best.len() > 4 * k.max(16) {
-            best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            best.truncate(k);
+            if best.len() > 4 * k.max(16) {
+                best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                best.truncate(k);
+            }
         }
     }
     best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -267,6 +280,7 @@ pub(crate) fn search(
         .txn
         .open_table(DOC_KEYS)
         .map_err(ReadError::storage)?;
+    let mut chunks: HashMap<u64, ChunksRow> = HashMap::new();
     let mut fetch = k;
     loop {
         let candidates = match live {
@@ -285,7 +299,7 @@ pub(crate) fn search(
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k);
         for (vector_id, score) in candidates {
-            if let Some(hit) = resolve(snapshot, &doc_keys, vector_id, score)? {
+            if let Some(hit) = resolve(snapshot, &doc_keys, &mut chunks, vector_id, score)? {
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);

@@ -312,6 +312,17 @@ impl Snapshot {
                 );
             }
         }
+        if u64::from(row.next_slot) > schema::SLOTS_PER_DOC {
+            report.doc(
+                source,
+                id,
+                format!(
+                    "next slot {} is past the slot space ({})",
+                    row.next_slot,
+                    schema::SLOTS_PER_DOC
+                ),
+            );
+        }
         let mut seen = HashSet::new();
         for (position, slot) in vectors.slots().enumerate() {
             if slot >= row.next_slot {
