@@ -66,7 +66,8 @@ pub enum OpenError {
         /// The newest version this build knows.
         supported: u32,
     },
-    /// The file was written by an older ratchetdb, in a format this build no longer writes.
+    /// The file was written by an older ratchetdb, in a format this build cannot convert
+    /// (schema 1 files are converted on open).
     #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: export it with the build that wrote it (`ratchet export`) and ingest the export into a new store (`ratchet ingest --jsonl`)")]
     SchemaTooOld {
         /// The file.

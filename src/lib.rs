@@ -18,6 +18,7 @@ pub mod fuzzing;
 mod guard;
 mod index;
 mod live_index;
+mod migrate;
 mod options;
 mod prepare;
 mod read;

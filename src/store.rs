@@ -301,6 +301,23 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     Ok(())
 }
 
+/// Converts a schema-1 file in one durable write transaction (`migrate.rs`).
+fn convert_from_schema_1(db: &Database, path: &Path) -> Result<(), OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| err(e.into()))?;
+    match crate::migrate::schema_1_to_2(&txn) {
+        Ok(_) => txn.commit().map_err(|e| err(e.into())),
+        Err(crate::migrate::MigrationError::Storage(e)) => Err(err(e)),
+        Err(crate::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: c.what,
+            detail: c.detail,
+        }),
+    }
+}
+
 /// Every table, so that a new store has them all and reads never meet a missing table.
 fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -454,7 +471,9 @@ impl Store {
                 supported: schema::SCHEMA_VERSION,
             });
         }
-        if schema_version < u64::from(schema::SCHEMA_VERSION) {
+        // Schema 1 is converted below, once this read transaction is closed.
+        let convert_schema_1 = schema_version == 1;
+        if schema_version < 1 {
             return Err(OpenError::SchemaTooOld {
                 path: path.to_path_buf(),
                 found: u32::try_from(schema_version).unwrap_or(0),
@@ -510,6 +529,9 @@ impl Store {
         };
         drop(meta);
         drop(txn);
+        if convert_schema_1 {
+            convert_from_schema_1(&db, path)?;
+        }
 
         // Record what the options add to what the file knew.
         let record_dimension = stored_dimension.is_none() && options.dimension.is_some();

@@ -1,6 +1,7 @@
-//! A file written by an older ratchetdb (schema 1: one row per chunk and per vector) is
-//! refused with `OpenError::SchemaTooOld`, naming both versions and saying how to move the
-//! data (export with the build that wrote it, ingest the export). Never a panic, and the
+//! A file of a schema older than any this build can convert (below 1; schema 1 itself is
+//! converted on open, see `schema_1_file_is_converted_on_open.rs`) is refused with
+//! `OpenError::SchemaTooOld`, naming both versions and saying how to move the data (export
+//! with the build that wrote it, ingest the export). Never a panic, and the
 //! file's schema version and rows are left as they were: no partial conversion. (The bytes
 //! may differ: redb records its own clean shutdown when the refused open closes the file.)
 
@@ -43,28 +44,57 @@ fn older_schema_version_is_refused_with_export_advice() {
             .expect("write");
         store_rows(&store).expect("rows")
     };
-    for old in [1u64, 0] {
-        set_schema_version(&path, old);
-        let opened = no_panic("open", || Store::open(&path, harness_options()));
-        match opened {
-            Err(e @ OpenError::SchemaTooOld { .. }) => {
-                let OpenError::SchemaTooOld {
-                    found, supported, ..
-                } = &e
-                else {
-                    unreachable!()
-                };
-                assert_eq!(u64::from(*found), old);
-                assert_eq!(*supported, 2);
-                let message = e.to_string();
-                assert!(message.contains("schema version"), "{message}");
-                assert!(message.contains("ratchet export"), "{message}");
-                assert!(message.contains("ratchet ingest --jsonl"), "{message}");
-            }
-            other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),
+    let old = 0u64;
+    set_schema_version(&path, old);
+    let opened = no_panic("open", || Store::open(&path, harness_options()));
+    match opened {
+        Err(e @ OpenError::SchemaTooOld { .. }) => {
+            let OpenError::SchemaTooOld {
+                found, supported, ..
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!(u64::from(*found), old);
+            assert_eq!(*supported, 2);
+            let message = e.to_string();
+            assert!(message.contains("schema version"), "{message}");
+            assert!(message.contains("ratchet export"), "{message}");
+            assert!(message.contains("ratchet ingest --jsonl"), "{message}");
         }
-        assert_eq!(schema_version(&path), old, "the schema version was changed");
+        other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),
     }
+    assert_eq!(schema_version(&path), old, "the schema version was changed");
+    set_schema_version(&path, 2);
+    let store = Store::open(&path, harness_options()).expect("schema 2 opens");
+    assert_eq!(
+        store_rows(&store).expect("rows"),
+        rows,
+        "the rows were changed"
+    );
+}
+
+/// A schema-2 file whose marker says 1 does not hold schema 1's rows: the conversion finds
+/// that out and refuses the file as corrupted, changing nothing.
+#[test]
+fn a_schema_2_file_marked_schema_1_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mislabelled.redb");
+    let rows = {
+        let store = Store::open(&path, harness_options()).expect("create");
+        store
+            .upsert(harness_doc("wiki", "a", 1, 2, 1))
+            .expect("write");
+        store_rows(&store).expect("rows")
+    };
+    set_schema_version(&path, 1);
+    match no_panic("open", || Store::open(&path, harness_options())) {
+        Err(OpenError::Corrupted { what, .. }) => {
+            assert!(what.contains("schema-1"), "{what}")
+        }
+        other => panic!("expected Corrupted, got {other:?}"),
+    }
+    assert_eq!(schema_version(&path), 1, "the schema version was changed");
     set_schema_version(&path, 2);
     let store = Store::open(&path, harness_options()).expect("schema 2 opens");
     assert_eq!(

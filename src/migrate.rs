@@ -1,0 +1,195 @@
+//! Converting an older file to this build's schema, in one write transaction on open.
+//!
+//! Schema 1 stored a row per chunk (`chunks`, keyed by internal id and position) and a row
+//! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
+//! stores each live revision as one chunks row and one vectors row under the document's
+//! internal id (`schema.rs`). The conversion keeps every document row, version, generation,
+//! content hash, chunk text and metadata, every vector bit for bit, and every counter,
+//! listing and skip-log row; only vector ids change (slot = position), so the changelog and
+//! any persisted graph snapshot, both addressed by the old ids, are dropped: the index is
+//! rebuilt from the rows as on any open.
+//!
+//! Invariant: the conversion commits whole or not at all, so a crash during it leaves the
+//! schema-1 file as it was, to be converted on the next open.
+
+use crate::error::Corruption;
+use crate::guard::ContentHash;
+use crate::schema::{
+    self, meta_key, ChunkEntry, ChunksRow, DocRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
+    COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
+};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use serde::Deserialize;
+
+/// Schema 1's chunk rows: (internal id, position) -> [`ChunkRowV1`].
+const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
+/// Schema 1's vector rows: vector id -> `owner u64 | position u32 | f32 * dimension`.
+const VECTORS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
+/// Schema 1's vector id sequence, gone in schema 2 (ids are internal id and slot).
+const NEXT_VECTOR_V1: &str = "seq.next_vector";
+
+/// Schema 1's document row: schema 2's without `next_slot`.
+#[derive(Deserialize)]
+struct DocRowV1 {
+    internal_id: u64,
+    version_kind: u8,
+    version: u64,
+    generation: u64,
+    chunk_count: u32,
+    content_hash: ContentHash,
+    deleted: bool,
+    meta: String,
+}
+
+/// Schema 1's chunk row.
+#[derive(Deserialize)]
+struct ChunkRowV1 {
+    generation: u64,
+    text_hash: ContentHash,
+    vector_id: u64,
+    text: String,
+    meta: String,
+}
+
+/// Why a conversion failed: the file's storage, or its schema-1 contents.
+#[derive(Debug)]
+pub(crate) enum MigrationError {
+    Storage(redb::Error),
+    Corrupted(Corruption),
+}
+
+impl<E: Into<redb::Error>> From<E> for MigrationError {
+    fn from(error: E) -> MigrationError {
+        MigrationError::Storage(error.into())
+    }
+}
+
+fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
+    MigrationError::Corrupted(Corruption::new(what, detail))
+}
+
+/// Converts a schema-1 file to schema 2 inside `txn` (the caller commits). Returns the
+/// number of documents converted.
+pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationError> {
+    let chunks_v1 = txn.open_table(CHUNKS_V1)?;
+    let vectors_v1 = txn.open_table(VECTORS_V1)?;
+    let mut docs = txn.open_table(DOCS)?;
+    let mut chunks = txn.open_table(CHUNKS)?;
+    let mut vectors = txn.open_table(VECTORS)?;
+
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for entry in docs.iter()? {
+        let (key, _) = entry?;
+        let (source, id) = key.value();
+        keys.push((source.to_string(), id.to_string()));
+    }
+    for (source, id) in &keys {
+        let bytes = match docs.get((source.as_str(), id.as_str()))? {
+            Some(bytes) => bytes.value().to_vec(),
+            None => continue,
+        };
+        let old: DocRowV1 =
+            schema::decode("schema-1 document row", &bytes).map_err(MigrationError::Corrupted)?;
+        let count = old.chunk_count;
+        if !old.deleted {
+            let mut entries = Vec::with_capacity(count as usize);
+            let mut floats: Vec<Vec<u8>> = Vec::with_capacity(count as usize);
+            for position in 0..count {
+                let Some(bytes) = chunks_v1.get((old.internal_id, position))? else {
+                    return Err(corrupted(
+                        "schema-1 chunk table",
+                        format!("{source}/{id} lacks chunk {position} of {count}"),
+                    ));
+                };
+                let chunk: ChunkRowV1 = schema::decode("schema-1 chunk row", bytes.value())
+                    .map_err(MigrationError::Corrupted)?;
+                if chunk.generation != old.generation {
+                    return Err(corrupted(
+                        "schema-1 chunk row",
+                        format!("{source}/{id} chunk {position} has another generation"),
+                    ));
+                }
+                let Some(vector) = vectors_v1.get(chunk.vector_id)? else {
+                    return Err(corrupted(
+                        "schema-1 vector table",
+                        format!(
+                            "{source}/{id} chunk {position}: vector {} is missing",
+                            chunk.vector_id
+                        ),
+                    ));
+                };
+                let vector = vector.value();
+                let owner = vector
+                    .get(..12)
+                    .map(|h| (&h[0..8], &h[8..12]))
+                    .map(|(d, p)| {
+                        (
+                            u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]),
+                            u32::from_le_bytes([p[0], p[1], p[2], p[3]]),
+                        )
+                    });
+                if owner != Some((old.internal_id, position)) || vector.len() % 4 != 0 {
+                    return Err(corrupted(
+                        "schema-1 vector row",
+                        format!(
+                            "vector {} does not belong to {source}/{id} chunk {position}",
+                            chunk.vector_id
+                        ),
+                    ));
+                }
+                floats.push(vector[12..].to_vec());
+                entries.push(ChunkEntry {
+                    text_hash: chunk.text_hash,
+                    text: chunk.text,
+                    meta: chunk.meta,
+                });
+            }
+            let row = ChunksRow {
+                generation: old.generation,
+                chunks: entries,
+            };
+            chunks.insert(old.internal_id, schema::encode(&row).as_slice())?;
+            let width = floats.first().map_or(0, Vec::len);
+            if floats.iter().any(|f| f.len() != width) {
+                return Err(corrupted(
+                    "schema-1 vector row",
+                    format!("{source}/{id} has vectors of different lengths"),
+                ));
+            }
+            // Slot = position: every vector gets a new id, and the old ids are gone with
+            // the changelog and the graph snapshot.
+            let slotted: Vec<(u32, VectorData<'_>)> = (0u32..)
+                .zip(floats.iter().map(|f| VectorData::Raw(f)))
+                .collect();
+            vectors.insert(old.internal_id, VectorsRow::encode(&slotted).as_slice())?;
+        }
+        let row = DocRow {
+            internal_id: old.internal_id,
+            version_kind: old.version_kind,
+            version: old.version,
+            generation: old.generation,
+            chunk_count: count,
+            content_hash: old.content_hash,
+            deleted: old.deleted,
+            meta: old.meta,
+            next_slot: if old.deleted { 0 } else { count },
+        };
+        docs.insert(
+            (source.as_str(), id.as_str()),
+            schema::encode(&row).as_slice(),
+        )?;
+    }
+    drop((chunks_v1, vectors_v1));
+    txn.delete_table(CHUNKS_V1)?;
+    txn.delete_table(VECTORS_V1)?;
+    txn.open_table(CHANGELOG)?.retain(|_, _| false)?;
+    txn.open_table(INDEX_SNAPSHOT)?.retain(|_, _| false)?;
+    let mut meta = txn.open_table(META)?;
+    meta.remove(meta_key::INDEX_SNAPSHOT_SEQ)?;
+    meta.insert(
+        meta_key::SCHEMA_VERSION,
+        u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
+    )?;
+    txn.open_table(COUNTERS)?.remove(NEXT_VECTOR_V1)?;
+    Ok(keys.len() as u64)
+}
