@@ -77,6 +77,15 @@ pub enum OpenError {
         /// The version this build reads.
         supported: u32,
     },
+    /// A file of an older schema holds something this build's format cannot (a document too
+    /// large for one row); it was not converted and is unchanged.
+    #[error("{path} cannot be converted to this build's format: {detail}; the file is unchanged: open it with the build that wrote it, split the document, and try again")]
+    Unconvertible {
+        /// The file.
+        path: PathBuf,
+        /// What does not fit.
+        detail: String,
+    },
     /// The options disagree with what the store recorded when it was created.
     #[error("the store was created with {field} {stored}, but {requested} was requested; open it with the same {field} or use another file")]
     Mismatch {

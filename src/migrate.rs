@@ -12,6 +12,7 @@
 //! Invariant: the conversion commits whole or not at all, so a crash during it leaves the
 //! schema-1 file as it was, to be converted on the next open.
 
+use crate::counters::name as counter;
 use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
@@ -56,6 +57,8 @@ struct ChunkRowV1 {
 pub(crate) enum MigrationError {
     Storage(redb::Error),
     Corrupted(Corruption),
+    /// A document schema 1 held that schema 2 cannot.
+    TooLarge(String),
 }
 
 impl<E: Into<redb::Error>> From<E> for MigrationError {
@@ -68,15 +71,19 @@ fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
     MigrationError::Corrupted(Corruption::new(what, detail))
 }
 
-/// Converts a schema-1 file to schema 2 inside `txn` (the caller commits). Returns the
-/// number of documents converted.
-pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationError> {
+/// Converts a schema-1 file to schema 2 inside `txn` (the caller commits), every vector of
+/// `dimension` (the store's, if recorded). Returns the number of documents converted.
+pub(crate) fn schema_1_to_2(
+    txn: &WriteTransaction,
+    dimension: Option<usize>,
+) -> Result<u64, MigrationError> {
     let chunks_v1 = txn.open_table(CHUNKS_V1)?;
     let vectors_v1 = txn.open_table(VECTORS_V1)?;
     let mut docs = txn.open_table(DOCS)?;
     let mut chunks = txn.open_table(CHUNKS)?;
     let mut vectors = txn.open_table(VECTORS)?;
 
+    let (mut live_documents, mut tombstones, mut live_chunks) = (0u64, 0u64, 0u64);
     let mut keys: Vec<(String, String)> = Vec::new();
     for entry in docs.iter()? {
         let (key, _) = entry?;
@@ -92,8 +99,15 @@ pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationErro
             schema::decode("schema-1 document row", &bytes).map_err(MigrationError::Corrupted)?;
         let count = old.chunk_count;
         if !old.deleted {
-            let mut entries = Vec::with_capacity(count as usize);
-            let mut floats: Vec<Vec<u8>> = Vec::with_capacity(count as usize);
+            if u64::from(count) > schema::SLOTS_PER_DOC {
+                return Err(MigrationError::TooLarge(format!(
+                    "{source}/{id} has {count} chunks; schema 2 holds at most {}",
+                    schema::SLOTS_PER_DOC
+                )));
+            }
+            // Not sized from the row alone: a damaged count must not allocate.
+            let mut entries = Vec::with_capacity((count as usize).min(1024));
+            let mut floats: Vec<Vec<u8>> = Vec::with_capacity((count as usize).min(1024));
             for position in 0..count {
                 let Some(bytes) = chunks_v1.get((old.internal_id, position))? else {
                     return Err(corrupted(
@@ -148,12 +162,25 @@ pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationErro
                 generation: old.generation,
                 chunks: entries,
             };
+            // One row must stay readable (rows decode under `MAX_ROW_BYTES`): a document
+            // schema 1 held in many rows may not fit in one.
+            let len = schema::encoded_len(&row);
+            if len > schema::MAX_ROW_BYTES {
+                return Err(MigrationError::TooLarge(format!(
+                    "{source}/{id} holds {len} bytes of chunk text and metadata; one schema-2 row holds at most {}",
+                    schema::MAX_ROW_BYTES
+                )));
+            }
             chunks.insert(old.internal_id, schema::encode(&row).as_slice())?;
-            let width = floats.first().map_or(0, Vec::len);
-            if floats.iter().any(|f| f.len() != width) {
+            live_documents += 1;
+            live_chunks += u64::from(count);
+            let width = dimension.map_or_else(|| floats.first().map_or(0, Vec::len), |d| d * 4);
+            if floats.iter().any(|f| f.len() != width || f.is_empty()) {
                 return Err(corrupted(
                     "schema-1 vector row",
-                    format!("{source}/{id} has vectors of different lengths"),
+                    format!(
+                        "{source}/{id} has a vector of another length than the store's dimension"
+                    ),
                 ));
             }
             // Slot = position: every vector gets a new id, and the old ids are gone with
@@ -162,6 +189,9 @@ pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationErro
                 .zip(floats.iter().map(|f| VectorData::Raw(f)))
                 .collect();
             vectors.insert(old.internal_id, VectorsRow::encode(&slotted).as_slice())?;
+        }
+        if old.deleted {
+            tombstones += 1;
         }
         let row = DocRow {
             internal_id: old.internal_id,
@@ -190,6 +220,17 @@ pub(crate) fn schema_1_to_2(txn: &WriteTransaction) -> Result<u64, MigrationErro
         meta_key::SCHEMA_VERSION,
         u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
     )?;
-    txn.open_table(COUNTERS)?.remove(NEXT_VECTOR_V1)?;
+    let mut counters = txn.open_table(COUNTERS)?;
+    counters.remove(NEXT_VECTOR_V1)?;
+    // The gauges describe the rows: recounted, so rows schema 1 left behind (orphans its
+    // `verify` reported, which the conversion does not carry over) leave no drift.
+    for (gauge, value) in [
+        (counter::LIVE_DOCUMENTS, live_documents),
+        (counter::LIVE_TOMBSTONES, tombstones),
+        (counter::LIVE_CHUNKS, live_chunks),
+        (counter::LIVE_VECTORS, live_chunks),
+    ] {
+        counters.insert(gauge, value)?;
+    }
     Ok(keys.len() as u64)
 }

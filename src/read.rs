@@ -153,7 +153,8 @@ impl Snapshot {
         row: &DocRow,
         with_vectors: bool,
     ) -> Result<StoredDocument, ReadError> {
-        let mut chunks = Vec::with_capacity(row.chunk_count as usize);
+        // Not sized from the row alone: a damaged count must not allocate.
+        let mut chunks = Vec::with_capacity((row.chunk_count as usize).min(1024));
         if !row.deleted {
             let stored = self.chunks_row(row)?;
             let Some(bytes) = self.vectors_row(row.internal_id)? else {

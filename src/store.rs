@@ -301,19 +301,47 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     Ok(())
 }
 
+/// Where the schema-1 original of a converted file is kept.
+pub(crate) fn schema_1_backup_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".schema1-backup");
+    PathBuf::from(name)
+}
+
+/// Copies the schema-1 file aside before it is converted (the conversion cannot be undone,
+/// and builds of schema 1 cannot open the result). No write has happened since the open, so
+/// the copy is the file as the old build left it (redb syncs what it repairs on open).
+fn backup_before_conversion(path: &Path) -> Result<(), OpenError> {
+    let backup = schema_1_backup_path(path);
+    std::fs::copy(path, &backup)
+        .and_then(|_| std::fs::File::open(&backup)?.sync_all())
+        .map_err(|e| OpenError::Storage {
+            path: backup,
+            source: redb::Error::Io(e),
+        })
+}
+
 /// Converts a schema-1 file in one durable write transaction (`migrate.rs`).
-fn convert_from_schema_1(db: &Database, path: &Path) -> Result<(), OpenError> {
+fn convert_from_schema_1(
+    db: &Database,
+    path: &Path,
+    dimension: Option<usize>,
+) -> Result<(), OpenError> {
     let err = |e: redb::Error| open_error(path, e);
     let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
     txn.set_durability(redb::Durability::Immediate)
         .map_err(|e| err(e.into()))?;
-    match crate::migrate::schema_1_to_2(&txn) {
+    match crate::migrate::schema_1_to_2(&txn, dimension) {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),
         Err(crate::migrate::MigrationError::Storage(e)) => Err(err(e)),
         Err(crate::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
             path: path.to_path_buf(),
             what: c.what,
             detail: c.detail,
+        }),
+        Err(crate::migrate::MigrationError::TooLarge(detail)) => Err(OpenError::Unconvertible {
+            path: path.to_path_buf(),
+            detail,
         }),
     }
 }
@@ -372,7 +400,7 @@ impl Store {
             .set_check_integrity_on_open(options.check_integrity_on_open)
             .create(path)
             .map_err(|e| open_error(path, e))?;
-        Store::from_database(db, path, options)
+        Store::from_database(db, path, true, options)
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there.
@@ -400,10 +428,16 @@ impl Store {
             .set_check_integrity_on_open(options.check_integrity_on_open)
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
-        Store::from_database(db, &path, options)
+        Store::from_database(db, &path, false, options)
     }
 
-    fn from_database(db: Database, path: &Path, options: Options) -> Result<Store, OpenError> {
+    /// `is_file`: `path` names the database's file (not a caller-supplied backend).
+    fn from_database(
+        db: Database,
+        path: &Path,
+        is_file: bool,
+        options: Options,
+    ) -> Result<Store, OpenError> {
         let err = |e: redb::Error| open_error(path, e);
         let mismatch =
             |field: &'static str, stored: String, requested: String| OpenError::Mismatch {
@@ -530,7 +564,10 @@ impl Store {
         drop(meta);
         drop(txn);
         if convert_schema_1 {
-            convert_from_schema_1(&db, path)?;
+            if is_file {
+                backup_before_conversion(path)?;
+            }
+            convert_from_schema_1(&db, path, stored_dimension)?;
         }
 
         // Record what the options add to what the file knew.
@@ -1415,8 +1452,10 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
             return None;
         };
         let live = Arc::new(live);
-        live.building.store(true, Ordering::SeqCst);
-        *store.inner.live.write() = Some(live.clone());
+        {
+            live.building.store(true, Ordering::SeqCst);
+            *store.inner.live.write() = Some(live.clone());
+        }
         // Commits that landed while loading. One that found no index to wake the applier
         // for committed before the index was published, so this snapshot, taken after,
         // covers it (catching up before publishing could miss it for good).

@@ -10,7 +10,11 @@
 mod support;
 
 use ratchetdb::fuzzing::{Disk, FaultMode};
-use ratchetdb::{Chunk, Document, Options, Outcome, SearchOptions, SkipReason, Store, Version};
+use ratchetdb::{
+    Chunk, Document, OpenError, Options, Outcome, SearchOptions, SkipReason, Store, Version,
+};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use support::no_panic;
 
@@ -105,6 +109,16 @@ fn schema_1_file_is_converted_on_open() {
     std::fs::copy(FIXTURE, &path).expect("copy the fixture");
     let store = Store::open(&path, Options::default()).expect("a schema-1 file opens");
     assert_same_contents(&store, "after the conversion");
+    // The original is kept beside it, with the old build's rows.
+    let backup = dir.path().join("old.redb.schema1-backup");
+    let original = dir.path().join("original.redb");
+    std::fs::copy(FIXTURE, &original).expect("copy the fixture");
+    assert_eq!(schema_version(&backup), 1, "the backup is schema 1");
+    assert_eq!(
+        schema_1_rows(&backup),
+        schema_1_rows(&original),
+        "the backup holds the original rows"
+    );
 
     // Vectors keep their ids within a document from now on: slot = position.
     let a = store.get("notes", "a").expect("get").expect("a");
@@ -157,6 +171,23 @@ fn schema_1_file_is_converted_on_open() {
     assert!(
         matches!(listed_away, Outcome::Skipped { .. }),
         "{listed_away:?}"
+    );
+    // An id never written, which the converted listing (web at 11, members [x]) omits.
+    let never_listed = store
+        .upsert(
+            Document::new("web", "z", Version::number(10))
+                .with_chunk(Chunk::new("page z", vec![1.0; 8])),
+        )
+        .expect("write under the listing");
+    assert!(
+        matches!(
+            never_listed,
+            Outcome::Skipped {
+                reason: SkipReason::Tombstoned,
+                ..
+            }
+        ),
+        "the listing did not survive: {never_listed:?}"
     );
     // A new revision reuses a converted vector for unchanged text (sent without one).
     let alpha = a.chunks.iter().find(|c| c.text == "alpha").expect("alpha");
@@ -281,4 +312,272 @@ fn a_damaged_schema_1_file_is_converted_or_refused_never_a_panic() {
         }
     }
     println!("damaged schema-1 files: {opened} opened, {refused} refused, 0 panics");
+}
+
+// ---------------------------------------------------------------------------------------
+// Schema-1 rows written by hand, to damage a copy of the fixture in chosen ways.
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
+const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
+const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
+const VECTORS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
+
+#[derive(Serialize, Deserialize)]
+struct DocRowV1 {
+    internal_id: u64,
+    version_kind: u8,
+    version: u64,
+    generation: u64,
+    chunk_count: u32,
+    content_hash: [u8; 32],
+    deleted: bool,
+    meta: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ChunkRowV1 {
+    generation: u64,
+    text_hash: [u8; 32],
+    vector_id: u64,
+    text: String,
+    meta: String,
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard()
+}
+
+fn vector_row(owner: u64, position: u32, floats: usize) -> Vec<u8> {
+    let mut bytes = owner.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&position.to_le_bytes());
+    for _ in 0..floats {
+        bytes.extend_from_slice(&0.5f32.to_le_bytes());
+    }
+    bytes
+}
+
+fn schema_version(path: &std::path::Path) -> u64 {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let meta = txn.open_table(META).expect("meta");
+    let value = meta.get("schema_version").expect("get").expect("present");
+    u64::from_le_bytes(value.value().try_into().expect("8 bytes"))
+}
+
+fn first_vector_id(txn: &redb::WriteTransaction) -> u64 {
+    let vectors = txn.open_table(VECTORS_V1).expect("vectors");
+    let first = vectors.first().expect("first").expect("a vector").0.value();
+    first
+}
+
+fn chunk_count_max(txn: &redb::WriteTransaction) {
+    let mut docs = txn.open_table(DOCS).expect("docs");
+    let bytes = docs
+        .get(("notes", "b"))
+        .expect("get")
+        .expect("b")
+        .value()
+        .to_vec();
+    let (mut row, _): (DocRowV1, usize) =
+        bincode::serde::decode_from_slice(&bytes, config()).expect("decode");
+    row.chunk_count = u32::MAX;
+    let bytes = bincode::serde::encode_to_vec(&row, config()).expect("encode");
+    docs.insert(("notes", "b"), bytes.as_slice())
+        .expect("insert");
+}
+
+fn vector_without_floats(txn: &redb::WriteTransaction) {
+    let id = first_vector_id(txn);
+    let mut vectors = txn.open_table(VECTORS_V1).expect("vectors");
+    let bytes = vectors.get(id).expect("get").expect("row").value()[..12].to_vec();
+    vectors.insert(id, bytes.as_slice()).expect("insert");
+}
+
+fn vector_of_another_owner(txn: &redb::WriteTransaction) {
+    let id = first_vector_id(txn);
+    let mut vectors = txn.open_table(VECTORS_V1).expect("vectors");
+    let mut bytes = vectors.get(id).expect("get").expect("row").value().to_vec();
+    bytes[0] ^= 0x40;
+    vectors.insert(id, bytes.as_slice()).expect("insert");
+}
+
+fn oversized_document(txn: &redb::WriteTransaction) {
+    let (internal_id, first_vector) = (1_000u64, 1_000_000u64);
+    txn.open_table(DOC_KEYS)
+        .expect("keys")
+        .insert(internal_id, ("big", "doc"))
+        .expect("key");
+    let mut chunks = txn.open_table(CHUNKS_V1).expect("chunks");
+    let mut vectors = txn.open_table(VECTORS_V1).expect("vectors");
+    for position in 0..70u32 {
+        let row = ChunkRowV1 {
+            generation: 9,
+            text_hash: [0; 32],
+            vector_id: first_vector + u64::from(position),
+            text: "x".repeat(1 << 20),
+            meta: "null".into(),
+        };
+        let bytes = bincode::serde::encode_to_vec(&row, config()).expect("encode");
+        chunks
+            .insert((internal_id, position), bytes.as_slice())
+            .expect("chunk");
+        let vector = vector_row(internal_id, position, 8);
+        vectors
+            .insert(first_vector + u64::from(position), vector.as_slice())
+            .expect("vector");
+    }
+    let doc = DocRowV1 {
+        internal_id,
+        version_kind: 0,
+        version: 1,
+        generation: 9,
+        chunk_count: 70,
+        content_hash: [0; 32],
+        deleted: false,
+        meta: "null".into(),
+    };
+    let bytes = bincode::serde::encode_to_vec(&doc, config()).expect("encode");
+    txn.open_table(DOCS)
+        .expect("docs")
+        .insert(("big", "doc"), bytes.as_slice())
+        .expect("doc");
+}
+
+/// Damaged or oversized schema-1 rows (checksums intact: damage a checksum cannot see) are
+/// refused with a typed error, never an abort or a panic, and the file stays schema 1.
+#[test]
+fn damaged_or_oversized_schema_1_rows_are_refused_and_the_file_stays_schema_1() {
+    type Damage = fn(&redb::WriteTransaction);
+    let cases: [(&str, Damage, &str); 4] = [
+        (
+            "a chunk count of u32::MAX",
+            chunk_count_max,
+            "Unconvertible",
+        ),
+        (
+            "a vector row of no floats",
+            vector_without_floats,
+            "Corrupted",
+        ),
+        (
+            "a vector row naming another owner",
+            vector_of_another_owner,
+            "Corrupted",
+        ),
+        (
+            "a document of 70 one-MiB chunks (one schema-2 row holds 64 MiB)",
+            oversized_document,
+            "Unconvertible",
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (n, (what, damage, expected)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("damaged-{n}.redb"));
+        std::fs::copy(FIXTURE, &path).expect("copy the fixture");
+        {
+            let db = redb::Database::open(&path).expect("open with redb");
+            let txn = db.begin_write().expect("write");
+            damage(&txn);
+            txn.commit().expect("commit");
+        }
+        let opened = no_panic(what, || Store::open(&path, Options::default()));
+        let kind = match &opened {
+            Err(OpenError::Unconvertible { .. }) => "Unconvertible",
+            Err(OpenError::Corrupted { .. }) => "Corrupted",
+            Err(_) => "another error",
+            Ok(_) => "opened",
+        };
+        assert_eq!(kind, expected, "{what}: {opened:?}");
+        drop(opened);
+        assert_eq!(
+            schema_version(&path),
+            1,
+            "{what}: the file is no longer schema 1"
+        );
+    }
+}
+
+/// Every row of a schema-1 file's document, chunk and vector tables, as bytes.
+fn schema_1_rows(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let mut rows = Vec::new();
+    for entry in txn.open_table(DOCS).expect("docs").iter().expect("iter") {
+        let (key, value) = entry.expect("entry");
+        let (source, id) = key.value();
+        rows.push([source.as_bytes(), id.as_bytes(), value.value()].concat());
+    }
+    for entry in txn
+        .open_table(CHUNKS_V1)
+        .expect("chunks")
+        .iter()
+        .expect("iter")
+    {
+        let (key, value) = entry.expect("entry");
+        let (doc, position) = key.value();
+        rows.push(
+            [
+                &doc.to_le_bytes()[..],
+                &position.to_le_bytes(),
+                value.value(),
+            ]
+            .concat(),
+        );
+    }
+    for entry in txn
+        .open_table(VECTORS_V1)
+        .expect("vectors")
+        .iter()
+        .expect("iter")
+    {
+        let (key, value) = entry.expect("entry");
+        rows.push([&key.value().to_le_bytes()[..], value.value()].concat());
+    }
+    assert!(rows.len() > 10, "the fixture's rows were read");
+    rows
+}
+
+/// Rows schema 1 left behind (a chunk and a vector no document reaches, which its `verify`
+/// reported as orphans) are not carried over, and the gauges are recounted from what is.
+#[test]
+fn orphan_schema_1_rows_are_dropped_and_the_gauges_recounted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("orphans.redb");
+    std::fs::copy(FIXTURE, &path).expect("copy the fixture");
+    {
+        let db = redb::Database::open(&path).expect("open with redb");
+        let txn = db.begin_write().expect("write");
+        {
+            let row = ChunkRowV1 {
+                generation: 1,
+                text_hash: [0; 32],
+                vector_id: 777,
+                text: "orphan".into(),
+                meta: "null".into(),
+            };
+            let bytes = bincode::serde::encode_to_vec(&row, config()).expect("encode");
+            let mut chunks = txn.open_table(CHUNKS_V1).expect("chunks");
+            chunks.insert((555, 0), bytes.as_slice()).expect("chunk");
+            let mut vectors = txn.open_table(VECTORS_V1).expect("vectors");
+            vectors
+                .insert(777, vector_row(555, 0, 8).as_slice())
+                .expect("vector");
+            // As schema 1's gauges would have counted them.
+            let mut counters = txn.open_table(COUNTERS).expect("counters");
+            counters.insert("live.chunks", 7).expect("gauge");
+            counters.insert("live.vectors", 7).expect("gauge");
+        }
+        txn.commit().expect("commit");
+    }
+    let store = Store::open(&path, Options::default()).expect("converts");
+    let report = store.verify().expect("verify");
+    assert!(report.is_ok(), "{:#?}", report.violations);
+    let stats = store.stats().expect("stats");
+    assert_eq!(
+        (stats.chunks, stats.vectors),
+        (6, 6),
+        "the orphans are not counted"
+    );
 }
