@@ -1267,8 +1267,15 @@ impl Store {
                     scratch_dir(&self.inner.path),
                 )?);
                 self.inner.loader_started.store(true, Ordering::SeqCst);
-                *self.inner.live.write() = Some(live.clone());
-                live
+                // The background loader may have published one meanwhile: use that.
+                let mut slot = self.inner.live.write();
+                match slot.as_ref() {
+                    Some(published) => published.clone(),
+                    None => {
+                        *slot = Some(live.clone());
+                        live
+                    }
+                }
             }
         };
         // Every vector committed so far (a storage error here is reported as one), then
@@ -1453,8 +1460,14 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         };
         let live = Arc::new(live);
         {
+            // `build_index` may have loaded and published its own meanwhile (with the graph
+            // it built): keep that one.
+            let mut slot = store.inner.live.write();
+            if slot.is_some() {
+                return None;
+            }
             live.building.store(true, Ordering::SeqCst);
-            *store.inner.live.write() = Some(live.clone());
+            *slot = Some(live.clone());
         }
         // Commits that landed while loading. One that found no index to wake the applier
         // for committed before the index was published, so this snapshot, taken after,
