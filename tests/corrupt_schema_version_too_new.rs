@@ -8,29 +8,7 @@ mod support;
 
 use ratchetdb::fuzzing::{harness_doc, harness_options};
 use ratchetdb::{OpenError, Store};
-use redb::TableDefinition;
-use support::no_panic;
-
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-
-fn set_schema_version(path: &std::path::Path, version: u64) {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_write().expect("write");
-    txn.open_table(META)
-        .expect("meta")
-        .insert("schema_version", version.to_le_bytes().as_slice())
-        .expect("insert");
-    txn.commit().expect("commit");
-}
-
-fn schema_version(path: &std::path::Path) -> u64 {
-    use redb::ReadableDatabase;
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let meta = txn.open_table(META).expect("meta");
-    let value = meta.get("schema_version").expect("get").expect("present");
-    u64::from_le_bytes(value.value().try_into().expect("8 bytes"))
-}
+use support::{no_panic, schema_version, set_schema_version};
 
 #[test]
 fn a_future_schema_version_is_refused_with_a_clear_message() {

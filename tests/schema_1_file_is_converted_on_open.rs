@@ -16,7 +16,7 @@ use ratchetdb::{
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use support::no_panic;
+use support::{no_panic, schema_version};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -317,7 +317,6 @@ fn a_damaged_schema_1_file_is_converted_or_refused_never_a_panic() {
 // ---------------------------------------------------------------------------------------
 // Schema-1 rows written by hand, to damage a copy of the fixture in chosen ways.
 
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
 const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
@@ -356,14 +355,6 @@ fn vector_row(owner: u64, position: u32, floats: usize) -> Vec<u8> {
         bytes.extend_from_slice(&0.5f32.to_le_bytes());
     }
     bytes
-}
-
-fn schema_version(path: &std::path::Path) -> u64 {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let meta = txn.open_table(META).expect("meta");
-    let value = meta.get("schema_version").expect("get").expect("present");
-    u64::from_le_bytes(value.value().try_into().expect("8 bytes"))
 }
 
 fn first_vector_id(txn: &redb::WriteTransaction) -> u64 {

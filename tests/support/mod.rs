@@ -159,3 +159,27 @@ pub fn clean_store_file(
     };
     (std::fs::read(path).expect("read the file"), rows)
 }
+
+/// The `meta` table, as every schema has it.
+const META: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+
+/// The schema version recorded in the closed store file at `path` (read straight with redb).
+pub fn schema_version(path: &std::path::Path) -> u64 {
+    use redb::ReadableDatabase;
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let meta = txn.open_table(META).expect("meta");
+    let value = meta.get("schema_version").expect("get").expect("present");
+    u64::from_le_bytes(value.value().try_into().expect("8 bytes"))
+}
+
+/// Records `version` as the schema version of the closed store file at `path`.
+pub fn set_schema_version(path: &std::path::Path, version: u64) {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_write().expect("write");
+    txn.open_table(META)
+        .expect("meta")
+        .insert("schema_version", version.to_le_bytes().as_slice())
+        .expect("insert");
+    txn.commit().expect("commit");
+}
