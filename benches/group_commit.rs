@@ -2,13 +2,19 @@
 //!
 //! Documents of 8 chunks (about 1 KB of text and a 384-d f32 vector each), all durable
 //! (ratchetdb `Durability::Immediate`; SQLite WAL with `synchronous=FULL`), measured side by
-//! side in one run. Every path writes into a file of its own that grows only with its own
-//! documents (each ratchetdb store is closed before the next path starts, which also stops
-//! its background index work):
+//! side in one run. Every path writes into files of its own, and starts a new, empty file
+//! (closing and deleting the last) before a file would hold more than [`STORE_DOCS`]
+//! documents, outside the timed part. So every path is measured on stores of the same sizes,
+//! 0 to 32,768 documents (about 1.1 GB), whatever its speed: with one file per path for the
+//! whole run, a path twice as fast writes a file twice as large, and on this VM sustained
+//! writing into a file past about 3 GB slows every writer down, redb alone included (see the
+//! README). A closed ratchetdb store also stops its background index work.
 //!
 //! - `ratchet_one_commit_per_doc`: `Store::upsert`, one transaction and fsync per document.
 //! - `ratchet_writer_8_producers`: 8 threads through one `Writer` (group commit), each keeping
-//!   up to 64 operations in flight, as a consumer that acknowledges on outcome does.
+//!   up to 64 operations in flight, as a consumer that acknowledges on outcome does; 8,192
+//!   documents per timed run (1,024 per producer), so that starting and draining the
+//!   pipeline is a small part of each run, as it is for a long-running consumer.
 //! - `ratchet_write_batch_256` / `sqlite_batch_256`: 256 documents per transaction from one
 //!   thread; SQLite does the conditional upsert of the document row
 //!   (`INSERT … ON CONFLICT DO UPDATE … WHERE excluded.version > version RETURNING`), the
@@ -30,8 +36,95 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
 use redb::{Database, TableDefinition};
 use rusqlite::{params, Connection};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// The most documents one path writes into one file before it starts a new one.
+const STORE_DOCS: u64 = 32_768;
+
+/// One path's current file, replaced by a new, empty one (the old one closed and deleted,
+/// outside the timed part) before it would hold more than [`STORE_DOCS`] documents.
+struct Rotation<T> {
+    dir: PathBuf,
+    name: &'static str,
+    open: fn(&Path) -> T,
+    current: Option<T>,
+    written: u64,
+    files: u32,
+}
+
+impl<T> Rotation<T> {
+    fn new(dir: &Path, name: &'static str, open: fn(&Path) -> T) -> Rotation<T> {
+        Rotation {
+            dir: dir.to_path_buf(),
+            name,
+            open,
+            current: None,
+            written: 0,
+            files: 0,
+        }
+    }
+
+    /// The file to write the next `docs` documents into.
+    fn room_for(&mut self, docs: u64) -> &mut T {
+        if self.current.is_none() || self.written + docs > STORE_DOCS {
+            self.close();
+            self.files += 1;
+            let path = self.dir.join(format!("{}-{}", self.name, self.files));
+            self.current = Some((self.open)(&path));
+            self.written = 0;
+        }
+        self.written += docs;
+        self.current.as_mut().expect("opened above")
+    }
+
+    /// Closes the current file and deletes it (and SQLite's side files).
+    fn close(&mut self) {
+        if self.current.take().is_some() {
+            let stem = format!("{}-{}", self.name, self.files);
+            for entry in std::fs::read_dir(&self.dir).expect("bench dir").flatten() {
+                if entry.file_name().to_string_lossy().starts_with(&stem) {
+                    std::fs::remove_file(entry.path()).expect("remove old bench file");
+                }
+            }
+        }
+    }
+}
+
+fn open_store(path: &Path) -> Store {
+    Store::open(path.with_extension("redb"), Options::default()).expect("open")
+}
+
+/// A store's `Writer`, which holds the store open; closing it shuts the writer down (its last
+/// batch committed) and closes the store.
+struct WriterStore {
+    writer: ratchetdb::Writer,
+}
+
+impl Drop for WriterStore {
+    fn drop(&mut self) {
+        let stats = self.writer.stats();
+        println!(
+            "writer: {} ops in {} transactions, {:.1} ops per transaction, largest {}",
+            stats.ops,
+            stats.batches,
+            stats.ops as f64 / stats.batches.max(1) as f64,
+            stats.max_batch_ops
+        );
+        self.writer.shutdown();
+    }
+}
+
+fn open_writer(path: &Path) -> WriterStore {
+    let store = open_store(path);
+    let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(1024));
+    WriterStore { writer }
+}
+
+fn open_floor(path: &Path) -> Database {
+    Database::create(path.with_extension("redb")).expect("redb")
+}
 
 static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
 
@@ -41,7 +134,8 @@ fn fresh(n: u64) -> Vec<Document> {
     (start..start + n).map(|d| document(d, 1)).collect()
 }
 
-fn sqlite_open(path: &std::path::Path) -> Connection {
+fn sqlite_open(path: &Path) -> Connection {
+    let path = path.with_extension("sqlite");
     // sqlite-vec registers itself for every connection opened after this call.
     // SAFETY: `sqlite3_vec_init` is the extension's entry point with the signature SQLite's
     // auto-extension mechanism expects; this is the registration sqlite-vec documents.
@@ -57,7 +151,7 @@ fn sqlite_open(path: &std::path::Path) -> Connection {
             sqlite_vec::sqlite3_vec_init as *const ()
         )));
     }
-    let conn = Connection::open(path).expect("sqlite open");
+    let conn = Connection::open(&path).expect("sqlite open");
     conn.execute_batch(&format!(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=FULL;
@@ -77,7 +171,8 @@ fn sqlite_open(path: &std::path::Path) -> Connection {
     let version: String = conn
         .query_row("SELECT vec_version()", [], |row| row.get(0))
         .expect("sqlite-vec loaded");
-    println!("sqlite-vec {version}");
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| println!("sqlite-vec {version}"));
     conn
 }
 
@@ -248,26 +343,23 @@ fn redb_floor(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool)
 
 fn group_commit(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    // Each ratchetdb path writes into a store of its own, as SQLite does: a store filled by
-    // an earlier bench (and its background index work on that bulk) would weigh on the next.
-    let open = |name: &str| {
-        Store::open(dir.path().join(format!("{name}.redb")), Options::default()).expect("open")
-    };
-    let mut sqlite = sqlite_open(&dir.path().join("bench.sqlite"));
-    println!("chunks per document: {CHUNKS_PER_DOC}");
+    let dir = dir.path();
+    println!("chunks per document: {CHUNKS_PER_DOC}; at most {STORE_DOCS} documents per file");
 
     let mut group = c.benchmark_group("durable_ingest");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     group.warm_up_time(Duration::from_secs(2));
 
-    group.throughput(Throughput::Elements(32));
-    let store = open("one_commit");
+    const SINGLE: u64 = 32;
+    group.throughput(Throughput::Elements(SINGLE));
+    let mut stores = Rotation::new(dir, "one_commit", open_store);
     group.bench_function("ratchet_one_commit_per_doc", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let docs = fresh(32);
+                let docs = fresh(SINGLE);
+                let store = stores.room_for(SINGLE);
                 let start = Instant::now();
                 for doc in docs {
                     store.upsert(doc).expect("upsert");
@@ -277,18 +369,19 @@ fn group_commit(c: &mut Criterion) {
             total
         })
     });
+    stores.close();
 
-    drop(store);
-
-    const PER_RUN: u64 = 2048;
+    const PER_RUN: u64 = 8192;
+    const PRODUCERS: u64 = 8;
     group.throughput(Throughput::Elements(PER_RUN));
-    let store = open("writer");
-    let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(1024));
+    let mut writers = Rotation::new(dir, "writer", open_writer);
     group.bench_function("ratchet_writer_8_producers", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let shares: Vec<Vec<Document>> = (0..8).map(|_| fresh(PER_RUN / 8)).collect();
+                let shares: Vec<Vec<Document>> =
+                    (0..PRODUCERS).map(|_| fresh(PER_RUN / PRODUCERS)).collect();
+                let writer = &writers.room_for(PER_RUN).writer;
                 let start = Instant::now();
                 std::thread::scope(|scope| {
                     for share in shares {
@@ -315,25 +408,17 @@ fn group_commit(c: &mut Criterion) {
             total
         })
     });
-    let stats = writer.stats();
-    println!(
-        "writer: {} ops in {} transactions, {:.1} ops per transaction, largest {}",
-        stats.ops,
-        stats.batches,
-        stats.ops as f64 / stats.batches.max(1) as f64,
-        stats.max_batch_ops
-    );
-    writer.shutdown();
-    drop(store);
+    writers.close();
 
     const BATCH: u64 = 256;
-    let store = open("batch");
     group.throughput(Throughput::Elements(BATCH));
+    let mut stores = Rotation::new(dir, "batch", open_store);
     group.bench_function("ratchet_write_batch_256", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let ops: Vec<Op> = fresh(BATCH).into_iter().map(Op::Upsert).collect();
+                let store = stores.room_for(BATCH);
                 let start = Instant::now();
                 store.write_batch(ops).expect("batch");
                 total += start.elapsed();
@@ -341,20 +426,27 @@ fn group_commit(c: &mut Criterion) {
             total
         })
     });
+    stores.close();
+
+    let mut sqlite = Rotation::new(dir, "sqlite", sqlite_open);
     group.bench_function("sqlite_batch_256", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let docs = fresh(BATCH);
+                let conn = sqlite.room_for(BATCH);
                 let start = Instant::now();
-                sqlite_write(&mut sqlite, &docs);
+                sqlite_write(conn, &docs);
                 total += start.elapsed();
             }
             total
         })
     });
+    sqlite.close();
 
-    // Stale: the stored revisions are newer than every one in the batch.
+    // Stale: the stored revisions are newer than every one in the batch. The file does not
+    // grow (nothing is written), so one store serves the whole path.
+    let store = open_store(&dir.join("stale"));
     let stale_ids: Vec<u64> = (0..BATCH).map(|i| 50_000_000 + i).collect();
     let newer: Vec<Op> = stale_ids
         .iter()
@@ -378,25 +470,27 @@ fn group_commit(c: &mut Criterion) {
     });
     drop(store);
 
-    // The floor: the same bytes straight into redb (a file of its own, default durability).
+    // The floor: the same bytes straight into redb (files of its own, default durability).
     for (name, blobs) in [
         ("redb_floor_same_rows_256", false),
         ("redb_floor_two_blobs_256", true),
     ] {
-        let db = Database::create(dir.path().join(format!("{name}.redb"))).expect("redb");
+        let mut floors = Rotation::new(dir, name, open_floor);
         let mut next_key = 0u64;
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let docs = fresh(BATCH);
+                    let db = floors.room_for(BATCH);
                     let start = Instant::now();
-                    redb_floor(&db, &docs, &mut next_key, blobs);
+                    redb_floor(db, &docs, &mut next_key, blobs);
                     total += start.elapsed();
                 }
                 total
             })
         });
+        floors.close();
     }
     group.finish();
 }
