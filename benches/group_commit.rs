@@ -374,6 +374,9 @@ fn group_commit(c: &mut Criterion) {
     const PER_RUN: u64 = 8192;
     const PRODUCERS: u64 = 8;
     group.throughput(Throughput::Elements(PER_RUN));
+    // A run is about a second: twice the time gives each sample about four runs, one file's
+    // worth, where 20 s left two and samples that varied by 2x.
+    group.measurement_time(Duration::from_secs(40));
     let mut writers = Rotation::new(dir, "writer", open_writer);
     group.bench_function("ratchet_writer_8_producers", |b| {
         b.iter_custom(|iters| {
@@ -411,6 +414,7 @@ fn group_commit(c: &mut Criterion) {
     writers.close();
 
     const BATCH: u64 = 256;
+    group.measurement_time(Duration::from_secs(20));
     group.throughput(Throughput::Elements(BATCH));
     let mut stores = Rotation::new(dir, "batch", open_store);
     group.bench_function("ratchet_write_batch_256", |b| {
