@@ -1388,7 +1388,8 @@ pub struct IndexInfo {
     pub building: bool,
     /// Live vectors in the index.
     pub live_vectors: u64,
-    /// Share of the graph's points that are dead (superseded), waiting for a rebuild.
+    /// Share of the graph's settled points that are dead (removed or superseded), waiting
+    /// for a rebuild; a point being inserted counts once it settles.
     pub dead_fraction: f64,
     /// The last commit sequence the index has applied.
     pub applied_commit: u64,

@@ -268,9 +268,25 @@ impl Graph {
         self.membership.read().points.len()
     }
 
-    /// Number of dead points.
+    /// Number of dead points (counting those whose insertion is in flight).
+    #[cfg(test)]
     pub(crate) fn dead_count(&self) -> usize {
         self.membership.read().dead
+    }
+
+    /// Dead points as a share of the settled points. A point whose insertion is in flight
+    /// is registered dead until it settles, but it is neither: it turns live unless its id
+    /// was superseded meanwhile, and is judged then. Counting it dead made a small graph
+    /// absorbing a chunk of new vectors report itself a fifth dead, with no deletes at all.
+    pub(crate) fn dead_fraction(&self) -> f64 {
+        let membership = self.membership.read();
+        let settled = membership.points.len().saturating_sub(membership.pending);
+        let dead = membership.dead.saturating_sub(membership.pending);
+        if settled == 0 {
+            0.0
+        } else {
+            dead as f64 / settled as f64
+        }
     }
 
     /// Number of live ids scored outside the graph.

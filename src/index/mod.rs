@@ -501,19 +501,13 @@ impl VectorIndex {
     }
 
     /// Fraction of the graph's points that are dead (removed or superseded); 0 without
-    /// a graph. Dead points cost memory and search time, never correctness.
+    /// a graph. Points being inserted count once they settle. Dead points cost memory and
+    /// search time, never correctness.
     pub(crate) fn dead_fraction(&self) -> f64 {
-        match self.graph.read().as_ref() {
-            Some(graph) => {
-                let points = graph.point_count();
-                if points == 0 {
-                    0.0
-                } else {
-                    graph.dead_count() as f64 / points as f64
-                }
-            }
-            None => 0.0,
-        }
+        self.graph
+            .read()
+            .as_ref()
+            .map_or(0.0, |graph| graph.dead_fraction())
     }
 
     /// Whether [`Self::build_graph`] is worth calling: no graph yet while there are at

@@ -712,3 +712,30 @@ fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
     let hits = index.search(&more[7], 1, ANN, None).unwrap();
     assert_eq!(hits[0].0, 10_007);
 }
+
+// Regression: points registered for insertion (dead until settled) counted as dead, so a
+// graph of N points absorbing N/2 new vectors reported a third of itself dead, and
+// `index_info` showed 11-14 % dead during a plain ingestion with no deletes.
+#[test]
+fn points_being_inserted_are_not_counted_dead() {
+    let vectors = low_rank_vectors(23, N, DIM);
+    let index = filled(Metric::Cosine, &vectors[..N / 2]);
+    index.build_graph().unwrap();
+    for (id, v) in vectors.iter().enumerate().skip(N / 2) {
+        index.insert(id as u64, v).unwrap();
+    }
+    let graph = index.graph.read().clone().unwrap();
+    let new_ids: Vec<u64> = (N / 2..N).map(|id| id as u64).collect();
+    graph.register_pending(&new_ids);
+    assert_eq!(graph.dead_count(), N / 2, "registered dead until settled");
+    assert_eq!(index.dead_fraction(), 0.0, "in flight, not dead");
+    // One of them is removed before it settles: that one is dead once settled.
+    assert!(index.remove(new_ids[0]));
+    graph.settle(&new_ids, |id| id != new_ids[0]);
+    let expected = 1.0 / N as f64;
+    assert!(
+        (index.dead_fraction() - expected).abs() < 1e-12,
+        "{}",
+        index.dead_fraction()
+    );
+}
