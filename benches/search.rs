@@ -1,5 +1,6 @@
 //! Vector search at 100k x 384-d structured vectors (low-rank clusters plus noise, see
-//! `common::Structured`), measured side by side in one run:
+//! `Structured` in `tests/search_support`, which the benches include), measured side by
+//! side in one run:
 //!
 //! - latency of the graph search at several `ef` with its recall@10 (200 queries, against
 //!   the exact scan), and of the exact scan; the exact scan's GB/s against this machine's
@@ -20,7 +21,7 @@
 
 mod common;
 
-use common::Structured;
+use common::search_support::Structured;
 use criterion::Criterion;
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
 use std::path::{Path, PathBuf};

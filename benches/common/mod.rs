@@ -5,6 +5,11 @@
 
 use ratchetdb::{Chunk, Document, Version};
 
+/// The search tests' vector generator (embedding-like: low-rank clusters plus noise), shared
+/// so that the search bench measures the data the search tests check.
+#[path = "../../tests/search_support/mod.rs"]
+pub mod search_support;
+
 pub const DIMENSION: usize = 384;
 pub const CHUNKS_PER_DOC: usize = 8;
 
@@ -69,82 +74,4 @@ pub fn document(doc: u64, version: u64) -> Document {
         d = d.with_chunk(Chunk::new(text(seed), vector(seed)));
     }
     d
-}
-
-/// Standard normal from `splitmix` (Box-Muller).
-pub fn gaussian(state: &mut u64) -> f32 {
-    let mut uniform = || ((splitmix(state) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (u, v) = (uniform(), uniform());
-    ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
-}
-
-/// Embedding-like unit vectors for the search benches: a mixture of clusters in a
-/// low-rank subspace with a decaying spectrum, plus isotropic noise — not uniform random
-/// vectors, on which every ANN index looks alike. The same distribution as the search
-/// tests' (`tests/search_support/mod.rs`): a `RANK`-d latent around one of `CLUSTERS` centres
-/// (per-axis scale `1 / (1 + i / 16)`), times a fixed Gaussian `RANK x dim` basis,
-/// normalised, plus noise of norm about `NOISE`, normalised.
-pub struct Structured {
-    dim: usize,
-    basis: Vec<f32>,
-    centres: Vec<f32>,
-    scales: Vec<f32>,
-}
-
-impl Structured {
-    pub const RANK: usize = 64;
-    pub const CLUSTERS: usize = 64;
-    pub const NOISE: f32 = 0.5;
-    pub const SPREAD: f32 = 1.0;
-
-    pub fn new(seed: u64, dim: usize) -> Structured {
-        let mut state = seed;
-        let basis = (0..Self::RANK * dim)
-            .map(|_| gaussian(&mut state))
-            .collect();
-        let scales: Vec<f32> = (0..Self::RANK)
-            .map(|i| 1.0 / (1.0 + i as f32 / 16.0))
-            .collect();
-        let centres = (0..Self::CLUSTERS * Self::RANK)
-            .map(|i| gaussian(&mut state) * scales[i % Self::RANK])
-            .collect();
-        Structured {
-            dim,
-            basis,
-            centres,
-            scales,
-        }
-    }
-
-    /// One unit vector; `state` is a `splitmix` state.
-    pub fn sample(&self, state: &mut u64) -> Vec<f32> {
-        let cluster = (splitmix(state) % Self::CLUSTERS as u64) as usize;
-        let mut v = vec![0f32; self.dim];
-        for l in 0..Self::RANK {
-            let z = self.centres[cluster * Self::RANK + l]
-                + Self::SPREAD * self.scales[l] * gaussian(state);
-            for (x, b) in v
-                .iter_mut()
-                .zip(&self.basis[l * self.dim..(l + 1) * self.dim])
-            {
-                *x += z * b;
-            }
-        }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let noise = Self::NOISE / (self.dim as f32).sqrt();
-        for x in &mut v {
-            *x = *x / norm + noise * gaussian(state);
-        }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        for x in &mut v {
-            *x /= norm;
-        }
-        v
-    }
-
-    /// `n` vectors drawn from `seed`.
-    pub fn vectors(&self, seed: u64, n: usize) -> Vec<Vec<f32>> {
-        let mut state = seed;
-        (0..n).map(|_| self.sample(&mut state)).collect()
-    }
 }

@@ -1,28 +1,25 @@
 //! Shared by the `search_*` tests: deterministic vectors (a structured, embedding-like
 //! generator and plain random ones), brute-force ground truth, and small store helpers.
 //!
-//! `Structured` draws from the same distribution as `benches/common/mod.rs`'s, so the
-//! tests and the benches measure the same kind of data.
+//! The benches include this file too (`benches/common/mod.rs`), so the search bench
+//! measures the data these tests check.
 #![allow(dead_code)]
 
+use ratchetdb::fuzzing::SplitMix64;
 use ratchetdb::{Chunk, Document, Hit, Options, Store, Version};
 use std::path::Path;
 use std::time::Duration;
 
-/// splitmix64: a tiny deterministic PRNG (no `rand` dependency).
-pub struct Rng(u64);
+/// A deterministic PRNG: the crate's own SplitMix64, with the draws these tests need.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n`.
