@@ -7,21 +7,39 @@
 
 mod support;
 
-use ratchetdb::fuzzing::{harness_doc, harness_options, store_rows};
+use ratchetdb::fuzzing::{harness_doc, harness_options, store_rows, ModelRow};
 use ratchetdb::{OpenError, Store};
+use std::collections::BTreeMap;
+use std::path::Path;
 use support::{no_panic, schema_version, set_schema_version};
+
+type Rows = BTreeMap<(String, String), ModelRow>;
+
+/// A schema-2 store of one document at `path`; returns its rows.
+fn one_document_store(path: &Path) -> Rows {
+    let store = Store::open(path, harness_options()).expect("create");
+    store
+        .upsert(harness_doc("wiki", "a", 1, 2, 1))
+        .expect("write");
+    store_rows(&store).expect("rows")
+}
+
+/// Marks the file schema 2 again and checks that its rows are still `rows`.
+fn assert_rows_unchanged(path: &Path, rows: &Rows) {
+    set_schema_version(path, 2);
+    let store = Store::open(path, harness_options()).expect("schema 2 opens");
+    assert_eq!(
+        &store_rows(&store).expect("rows"),
+        rows,
+        "the rows were changed"
+    );
+}
 
 #[test]
 fn older_schema_version_is_refused_with_export_advice() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.redb");
-    let rows = {
-        let store = Store::open(&path, harness_options()).expect("create");
-        store
-            .upsert(harness_doc("wiki", "a", 1, 2, 1))
-            .expect("write");
-        store_rows(&store).expect("rows")
-    };
+    let rows = one_document_store(&path);
     let old = 0u64;
     set_schema_version(&path, old);
     let opened = no_panic("open", || Store::open(&path, harness_options()));
@@ -43,13 +61,7 @@ fn older_schema_version_is_refused_with_export_advice() {
         other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),
     }
     assert_eq!(schema_version(&path), old, "the schema version was changed");
-    set_schema_version(&path, 2);
-    let store = Store::open(&path, harness_options()).expect("schema 2 opens");
-    assert_eq!(
-        store_rows(&store).expect("rows"),
-        rows,
-        "the rows were changed"
-    );
+    assert_rows_unchanged(&path, &rows);
 }
 
 /// A schema-2 file whose marker says 1 does not hold schema 1's rows: the conversion finds
@@ -58,13 +70,7 @@ fn older_schema_version_is_refused_with_export_advice() {
 fn a_schema_2_file_marked_schema_1_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("mislabelled.redb");
-    let rows = {
-        let store = Store::open(&path, harness_options()).expect("create");
-        store
-            .upsert(harness_doc("wiki", "a", 1, 2, 1))
-            .expect("write");
-        store_rows(&store).expect("rows")
-    };
+    let rows = one_document_store(&path);
     set_schema_version(&path, 1);
     match no_panic("open", || Store::open(&path, harness_options())) {
         Err(OpenError::Corrupted { what, .. }) => {
@@ -73,11 +79,5 @@ fn a_schema_2_file_marked_schema_1_is_refused_and_left_alone() {
         other => panic!("expected Corrupted, got {other:?}"),
     }
     assert_eq!(schema_version(&path), 1, "the schema version was changed");
-    set_schema_version(&path, 2);
-    let store = Store::open(&path, harness_options()).expect("schema 2 opens");
-    assert_eq!(
-        store_rows(&store).expect("rows"),
-        rows,
-        "the rows were changed"
-    );
+    assert_rows_unchanged(&path, &rows);
 }
