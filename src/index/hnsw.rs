@@ -276,8 +276,8 @@ impl Graph {
 
     /// Dead points as a share of the settled points. A point whose insertion is in flight
     /// is registered dead until it settles, but it is neither: it turns live unless its id
-    /// was superseded meanwhile, and is judged then. Counting it dead made a small graph
-    /// absorbing a chunk of new vectors report itself a fifth dead, with no deletes at all.
+    /// was superseded meanwhile, and is judged then. Counting it dead made a graph of 8,192
+    /// points absorbing a chunk of 2,048 report a fifth of itself dead, with no deletes.
     pub(crate) fn dead_fraction(&self) -> f64 {
         let membership = self.membership.read();
         let settled = membership.points.len().saturating_sub(membership.pending);
