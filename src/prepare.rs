@@ -469,6 +469,16 @@ mod tests {
     }
 
     #[test]
+    fn the_first_value_that_is_not_finite_is_the_one_named() {
+        let mut v = values(384, 2);
+        v[9] = f32::NAN;
+        v[3] = f32::INFINITY;
+        v[200] = f32::NEG_INFINITY;
+        let error = prepare_vector(0, v, Metric::Cosine, &Limits::default()).expect_err("bad");
+        assert_eq!(error.field, "chunks[0].vector[3]");
+    }
+
+    #[test]
     fn the_largest_finite_values_are_normalised_not_refused() {
         let v = vec![f32::MAX; 4096];
         let unit = prepare_vector(0, v, Metric::Cosine, &Limits::default()).expect("finite");
