@@ -79,12 +79,15 @@ impl<T> Rotation<T> {
         self.current.as_mut().expect("opened above")
     }
 
-    /// Closes the current file and deletes it (and SQLite's side files).
+    /// Closes the current file and deletes it (`{stem}.redb`, or `{stem}.sqlite` and SQLite's
+    /// `-wal` and `-shm` side files).
     fn close(&mut self) {
         if self.current.take().is_some() {
             let stem = format!("{}-{}", self.name, self.files);
+            let side_files = format!("{stem}.");
             for entry in std::fs::read_dir(&self.dir).expect("bench dir").flatten() {
-                if entry.file_name().to_string_lossy().starts_with(&stem) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == stem || name.starts_with(&side_files) {
                     std::fs::remove_file(entry.path()).expect("remove old bench file");
                 }
             }
@@ -374,8 +377,9 @@ fn group_commit(c: &mut Criterion) {
     const PER_RUN: u64 = 8192;
     const PRODUCERS: u64 = 8;
     group.throughput(Throughput::Elements(PER_RUN));
-    // A run is about a second: twice the time gives each sample about four runs, one file's
-    // worth, where 20 s left two and samples that varied by 2x.
+    // A run is about a second. At 40 s criterion samples linearly: samples of 1 to 10 runs,
+    // 55 runs (about 14 files) in all. At 20 s it took flat samples of 2 runs each, and
+    // those varied by 2x.
     group.measurement_time(Duration::from_secs(40));
     let mut writers = Rotation::new(dir, "writer", open_writer);
     group.bench_function("ratchet_writer_8_producers", |b| {
@@ -449,7 +453,8 @@ fn group_commit(c: &mut Criterion) {
     sqlite.close();
 
     // Stale: the stored revisions are newer than every one in the batch. The file does not
-    // grow (nothing is written), so one store serves the whole path.
+    // grow (a refusal writes only counters and the bounded skip log), so one store serves
+    // the whole path.
     let store = open_store(&dir.join("stale"));
     let stale_ids: Vec<u64> = (0..BATCH).map(|i| 50_000_000 + i).collect();
     let newer: Vec<Op> = stale_ids
