@@ -40,7 +40,7 @@ pub use crate::{
     embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
     error::{Error, InputError, OpenError, ReadError, WriteError},
     guard::{ConflictPolicy, SkipReason},
-    options::{Durability, Limits, Metric, Options},
+    options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
     search::{Hit, SearchOptions},
     stats::{SkipRecord, Stats},

@@ -398,6 +398,7 @@ impl Store {
         }
         let db = Database::builder()
             .set_check_integrity_on_open(options.check_integrity_on_open)
+            .set_cache_size(options.cache_size)
             .create(path)
             .map_err(|e| open_error(path, e))?;
         Store::from_database(db, path, true, options)
@@ -426,6 +427,7 @@ impl Store {
         let path = PathBuf::from("<backend>");
         let db = Database::builder()
             .set_check_integrity_on_open(options.check_integrity_on_open)
+            .set_cache_size(options.cache_size)
             .create_with_backend(backend)
             .map_err(|e| open_error(&path, e))?;
         Store::from_database(db, &path, false, options)
