@@ -27,73 +27,20 @@
 //!   transaction, with no guard, hashing, reuse planning, changelog or index: first as the
 //!   18 rows schema 1 wrote for a new document (document row, key row, 8 chunk rows, 8
 //!   vector rows, at their sizes), then as the 4 rows schema 2 writes (document row, key
-//!   row, the texts in one value, the vectors in another).
+//!   row, the texts in one value, the vectors in another). The floor's files get the same
+//!   page cache size as ratchetdb's ([`ratchetdb::DEFAULT_CACHE_SIZE`]).
 
 mod common;
 
+use common::rotation::{Rotation, STORE_DOCS};
 use common::{document, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
 use redb::{Database, TableDefinition};
 use rusqlite::{params, Connection};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// The most documents one path writes into one file before it starts a new one.
-const STORE_DOCS: u64 = 32_768;
-
-/// One path's current file, replaced by a new, empty one (the old one closed and deleted,
-/// outside the timed part) before it would hold more than [`STORE_DOCS`] documents.
-struct Rotation<T> {
-    dir: PathBuf,
-    name: &'static str,
-    open: fn(&Path) -> T,
-    current: Option<T>,
-    written: u64,
-    files: u32,
-}
-
-impl<T> Rotation<T> {
-    fn new(dir: &Path, name: &'static str, open: fn(&Path) -> T) -> Rotation<T> {
-        Rotation {
-            dir: dir.to_path_buf(),
-            name,
-            open,
-            current: None,
-            written: 0,
-            files: 0,
-        }
-    }
-
-    /// The file to write the next `docs` documents into.
-    fn room_for(&mut self, docs: u64) -> &mut T {
-        if self.current.is_none() || self.written + docs > STORE_DOCS {
-            self.close();
-            self.files += 1;
-            let path = self.dir.join(format!("{}-{}", self.name, self.files));
-            self.current = Some((self.open)(&path));
-            self.written = 0;
-        }
-        self.written += docs;
-        self.current.as_mut().expect("opened above")
-    }
-
-    /// Closes the current file and deletes it (`{stem}.redb`, or `{stem}.sqlite` and SQLite's
-    /// `-wal` and `-shm` side files).
-    fn close(&mut self) {
-        if self.current.take().is_some() {
-            let stem = format!("{}-{}", self.name, self.files);
-            let side_files = format!("{stem}.");
-            for entry in std::fs::read_dir(&self.dir).expect("bench dir").flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name == stem || name.starts_with(&side_files) {
-                    std::fs::remove_file(entry.path()).expect("remove old bench file");
-                }
-            }
-        }
-    }
-}
 
 fn open_store(path: &Path) -> Store {
     Store::open(path.with_extension("redb"), Options::default()).expect("open")
@@ -125,8 +72,13 @@ fn open_writer(path: &Path) -> WriterStore {
     WriterStore { writer }
 }
 
+/// The floor gets ratchetdb's page cache size, not redb's 1 GiB default: how much of what a
+/// commit writes stays cached in memory changes what each written page costs.
 fn open_floor(path: &Path) -> Database {
-    Database::create(path.with_extension("redb")).expect("redb")
+    Database::builder()
+        .set_cache_size(ratchetdb::DEFAULT_CACHE_SIZE)
+        .create(path.with_extension("redb"))
+        .expect("redb")
 }
 
 static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);

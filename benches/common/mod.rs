@@ -10,6 +10,8 @@ use ratchetdb::{Chunk, Document, Version};
 #[path = "../../tests/search_support/mod.rs"]
 pub mod search_support;
 
+pub mod rotation;
+
 pub const DIMENSION: usize = 384;
 pub const CHUNKS_PER_DOC: usize = 8;
 

@@ -1,0 +1,197 @@
+//! What the size of redb's page cache (`Options::cache_size`) costs and buys, side by side in
+//! one run, at ratchetdb's default (64 MiB) and at redb's own default (1 GiB):
+//!
+//! - `durable_write/write_batch_256_*`: durable `write_batch`es of 256 new documents (8 chunks
+//!   of about 1 KB of text and a 384-d vector each), into files of at most 32,768 documents
+//!   (about 1.1 GB) rotated as in `benches/group_commit.rs`. A commit's written pages stay in
+//!   the cache until it is full; every one of them is a fresh allocation the process faults
+//!   in.
+//! - `point_read/get_*`: `Store::get` of a random document of a store of 8,192 such
+//!   documents (about 290 MB of rows; with the persisted vector graph, the file is larger),
+//!   after every document was read once. With the smaller cache most reads miss it and go
+//!   to the file (the operating system's page cache). Building this store's vector graph
+//!   (65,536 vectors) takes most of the bench's time; the measurements wait until the
+//!   store's background index work is done.
+//!
+//! `cargo bench --bench page_cache`; a summary with the ratios is printed at the end.
+
+mod common;
+
+use common::document;
+use common::rotation::Rotation;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const REDB_DEFAULT: usize = 1 << 30;
+const BATCH: u64 = 256;
+const READ_DOCS: u64 = 8_192;
+
+/// How a path opens its files: `Rotation` takes a plain function.
+type OpenFn = fn(&Path) -> Store;
+
+static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
+
+fn open_default(path: &Path) -> Store {
+    Store::open(path.with_extension("redb"), Options::default()).expect("open")
+}
+
+fn open_redb_default(path: &Path) -> Store {
+    let options = Options::default().cache_size(REDB_DEFAULT);
+    Store::open(path.with_extension("redb"), options).expect("open")
+}
+
+fn label(bytes: usize) -> String {
+    format!("cache_{}MiB", bytes >> 20)
+}
+
+/// Waits until the store's background index work is done (loaded, no build running, and
+/// nothing left to absorb changing), so that it does not share the CPU with the measurement.
+fn wait_for_index(store: &Store) {
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    let mut last = None;
+    loop {
+        let info = store.index_info();
+        let now = (info.graph_points, info.outside_vectors, info.applied_commit);
+        if info.loaded && !info.building && last == Some(now) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "index still busy: {info:?}");
+        last = Some(now);
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// Criterion's median for `group/name`, in seconds per iteration.
+fn median(group: &str, name: &str) -> f64 {
+    let base = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let path = base
+        .join("criterion")
+        .join(group)
+        .join(name)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("estimates.json");
+    json["median"]["point_estimate"].as_f64().expect("median") / 1e9
+}
+
+fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
+    let mut group = c.benchmark_group("durable_write");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.warm_up_time(Duration::from_secs(2));
+    group.throughput(Throughput::Elements(BATCH));
+    let mut medians = Vec::new();
+    let paths: [(usize, OpenFn); 2] = [
+        (DEFAULT_CACHE_SIZE, open_default),
+        (REDB_DEFAULT, open_redb_default),
+    ];
+    for (bytes, open) in paths {
+        let name = label(bytes);
+        let mut stores = Rotation::new(dir, "write", open);
+        group.bench_function(format!("write_batch_256_{name}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start_doc = NEXT_DOC.fetch_add(BATCH, Ordering::Relaxed);
+                    let ops: Vec<Op> = (start_doc..start_doc + BATCH)
+                        .map(|d| Op::Upsert(document(d, 1)))
+                        .collect();
+                    let store = stores.room_for(BATCH);
+                    let start = Instant::now();
+                    store.write_batch(ops).expect("batch");
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        stores.close();
+        medians.push((
+            bytes,
+            median("durable_write", &format!("write_batch_256_{name}")),
+        ));
+    }
+    group.finish();
+    medians
+}
+
+fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
+    let path = dir.join("read.redb");
+    {
+        let store = Store::open(&path, Options::default()).expect("open");
+        for batch in 0..READ_DOCS / BATCH {
+            let ops: Vec<Op> = (batch * BATCH..(batch + 1) * BATCH)
+                .map(|d| Op::Upsert(document(d, 1)))
+                .collect();
+            store.write_batch(ops).expect("batch");
+        }
+        let start = Instant::now();
+        wait_for_index(&store);
+        println!(
+            "read store: {READ_DOCS} documents, file {:.0} MB, index settled in {:.0} s",
+            std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    let mut group = c.benchmark_group("point_read");
+    group.measurement_time(Duration::from_secs(10));
+    let mut medians = Vec::new();
+    for bytes in [DEFAULT_CACHE_SIZE, REDB_DEFAULT] {
+        let options = Options::default().must_exist().cache_size(bytes);
+        let store = Store::open(&path, options).expect("reopen");
+        wait_for_index(&store);
+        let ids: Vec<String> = (0..READ_DOCS).map(|d| format!("doc-{d}")).collect();
+        for id in &ids {
+            store
+                .get("bench", id)
+                .expect("warm-up read")
+                .expect("stored");
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let name = format!("get_{}", label(bytes));
+        group.bench_function(&name, |b| {
+            b.iter(|| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let id = &ids[(state % READ_DOCS) as usize];
+                store.get("bench", id).expect("read").expect("stored")
+            })
+        });
+        medians.push((bytes, median("point_read", &name)));
+    }
+    group.finish();
+    medians
+}
+
+fn page_cache(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let writes = durable_write(c, dir.path());
+    let reads = point_read(c, dir.path());
+    println!("\npage cache size: durable writes (docs/s) and point reads (µs per get), medians");
+    for ((bytes, write), (_, read)) in writes.iter().zip(&reads) {
+        println!(
+            "  {:>5} MiB: {:>7.0} docs/s  {:>6.1} µs",
+            bytes >> 20,
+            BATCH as f64 / write,
+            read * 1e6
+        );
+    }
+    if let ([(_, small_write), (_, large_write)], [(_, small_read), (_, large_read)]) =
+        (writes.as_slice(), reads.as_slice())
+    {
+        println!(
+            "  {} MiB / 1 GiB: writes {:.2}× the rate, reads {:.2}× the time",
+            DEFAULT_CACHE_SIZE >> 20,
+            large_write / small_write,
+            small_read / large_read
+        );
+    }
+}
+
+criterion_group!(benches, page_cache);
+criterion_main!(benches);
