@@ -13,13 +13,19 @@
 //!   (65,536 vectors) takes most of the bench's time; the measurements wait until the
 //!   store's background index work is done.
 //!
+//! - memory: in a fresh child process per cache size, the resident memory after durably
+//!   writing 32,768 documents (about 1.1 GB) into a new store, and after then reading each
+//!   once (`VmRSS`, and the peak `VmHWM`). It includes the vector index, the same in both
+//!   up to how far the background graph build got.
+//!
 //! `cargo bench --bench page_cache`; a summary with the ratios is printed at the end.
 
 mod common;
 
-use common::document;
 use common::rotation::Rotation;
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use common::rotation::STORE_DOCS;
+use common::{document, memory};
+use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +34,8 @@ use std::time::{Duration, Instant};
 const REDB_DEFAULT: usize = 1 << 30;
 const BATCH: u64 = 256;
 const READ_DOCS: u64 = 8_192;
+/// Set (to a cache size in bytes) in the child process of the memory measurement.
+const CHILD_ENV: &str = "RATCHETDB_PAGE_CACHE_CHILD";
 
 /// How a path opens its files: `Rotation` takes a plain function.
 type OpenFn = fn(&Path) -> Store;
@@ -168,10 +176,58 @@ fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
     medians
 }
 
+/// In a fresh process: writes [`STORE_DOCS`] documents durably into a new store with a cache
+/// of `bytes`, then reads each once; prints the memory after each as JSON.
+fn child_memory(bytes: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options::default().cache_size(bytes);
+    let store = Store::open(dir.path().join("memory.redb"), options).expect("open");
+    for batch in 0..STORE_DOCS / BATCH {
+        let ops: Vec<Op> = (batch * BATCH..(batch + 1) * BATCH)
+            .map(|d| Op::Upsert(document(d, 1)))
+            .collect();
+        store.write_batch(ops).expect("batch");
+    }
+    let written = memory();
+    for d in 0..STORE_DOCS {
+        store
+            .get("bench", &format!("doc-{d}"))
+            .expect("read")
+            .expect("stored");
+    }
+    let read = memory();
+    println!(
+        "{}",
+        serde_json::json!({
+            "written_rss": written.0, "written_hwm": written.1,
+            "read_rss": read.0, "read_hwm": read.1,
+        })
+    );
+}
+
+fn run_child(bytes: usize) -> serde_json::Value {
+    let output = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env(CHILD_ENV, bytes.to_string())
+        .output()
+        .expect("child");
+    assert!(
+        output.status.success(),
+        "child: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().expect("child output");
+    serde_json::from_str(line).expect("child json")
+}
+
 fn page_cache(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let writes = durable_write(c, dir.path());
     let reads = point_read(c, dir.path());
+    let memories: Vec<(usize, serde_json::Value)> = [DEFAULT_CACHE_SIZE, REDB_DEFAULT]
+        .into_iter()
+        .map(|bytes| (bytes, run_child(bytes)))
+        .collect();
     println!("\npage cache size: durable writes (docs/s) and point reads (µs per get), medians");
     for ((bytes, write), (_, read)) in writes.iter().zip(&reads) {
         println!(
@@ -191,7 +247,27 @@ fn page_cache(c: &mut Criterion) {
             small_read / large_read
         );
     }
+    println!("memory (MB) after writing {STORE_DOCS} documents / after reading each once:");
+    let mb = |v: &serde_json::Value, field: &str| v[field].as_u64().unwrap_or(0) as f64 / 1e6;
+    for (bytes, m) in &memories {
+        println!(
+            "  {:>5} MiB: RSS {:.0} / {:.0}, peak {:.0} / {:.0}",
+            bytes >> 20,
+            mb(m, "written_rss"),
+            mb(m, "read_rss"),
+            mb(m, "written_hwm"),
+            mb(m, "read_hwm")
+        );
+    }
 }
 
 criterion_group!(benches, page_cache);
-criterion_main!(benches);
+
+fn main() {
+    if let Some(bytes) = std::env::var(CHILD_ENV).ok().and_then(|v| v.parse().ok()) {
+        child_memory(bytes);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -21,6 +21,7 @@
 
 mod common;
 
+use common::memory;
 use common::search_support::Structured;
 use criterion::Criterion;
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
@@ -180,20 +181,6 @@ fn copy_bandwidth(buffer: &[f32]) -> f64 {
     }
     times.sort_by(f64::total_cmp);
     std::mem::size_of_val(buffer) as f64 / times[1]
-}
-
-/// `VmRSS` and `VmHWM` of this process, in bytes.
-fn memory() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// In a fresh process: opens the store, waits until the graph is ready, runs one graph
