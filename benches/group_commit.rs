@@ -33,13 +33,12 @@
 mod common;
 
 use common::rotation::{Rotation, STORE_DOCS};
-use common::{document, CHUNKS_PER_DOC, DIMENSION};
+use common::{document, fresh, timed_write_batches, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
 use redb::{Database, TableDefinition};
 use rusqlite::{params, Connection};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 fn open_store(path: &Path) -> Store {
@@ -79,14 +78,6 @@ fn open_floor(path: &Path) -> Database {
         .set_cache_size(ratchetdb::DEFAULT_CACHE_SIZE)
         .create(path.with_extension("redb"))
         .expect("redb")
-}
-
-static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
-
-/// `n` documents never written before.
-fn fresh(n: u64) -> Vec<Document> {
-    let start = NEXT_DOC.fetch_add(n, Ordering::Relaxed);
-    (start..start + n).map(|d| document(d, 1)).collect()
 }
 
 fn sqlite_open(path: &Path) -> Connection {
@@ -374,17 +365,7 @@ fn group_commit(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH));
     let mut stores = Rotation::new(dir, "batch", open_store);
     group.bench_function("ratchet_write_batch_256", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let ops: Vec<Op> = fresh(BATCH).into_iter().map(Op::Upsert).collect();
-                let store = stores.room_for(BATCH);
-                let start = Instant::now();
-                store.write_batch(ops).expect("batch");
-                total += start.elapsed();
-            }
-            total
-        })
+        b.iter_custom(|iters| timed_write_batches(&mut stores, iters, BATCH))
     });
     stores.close();
 

@@ -24,11 +24,10 @@ mod common;
 
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
-use common::{document, memory};
+use common::{document, median, memory, run_child, timed_write_batches};
 use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const REDB_DEFAULT: usize = 1 << 30;
@@ -39,8 +38,6 @@ const CHILD_ENV: &str = "RATCHETDB_PAGE_CACHE_CHILD";
 
 /// How a path opens its files: `Rotation` takes a plain function.
 type OpenFn = fn(&Path) -> Store;
-
-static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
 
 fn open_default(path: &Path) -> Store {
     Store::open(path.with_extension("redb"), Options::default()).expect("open")
@@ -72,21 +69,6 @@ fn wait_for_index(store: &Store) {
     }
 }
 
-/// Criterion's median for `group/name`, in seconds per iteration.
-fn median(group: &str, name: &str) -> f64 {
-    let base = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
-    let path = base
-        .join("criterion")
-        .join(group)
-        .join(name)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("estimates.json");
-    json["median"]["point_estimate"].as_f64().expect("median") / 1e9
-}
-
 fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
     let mut group = c.benchmark_group("durable_write");
     group.sample_size(10);
@@ -102,20 +84,7 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
         let name = label(bytes);
         let mut stores = Rotation::new(dir, "write", open);
         group.bench_function(format!("write_batch_256_{name}"), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let start_doc = NEXT_DOC.fetch_add(BATCH, Ordering::Relaxed);
-                    let ops: Vec<Op> = (start_doc..start_doc + BATCH)
-                        .map(|d| Op::Upsert(document(d, 1)))
-                        .collect();
-                    let store = stores.room_for(BATCH);
-                    let start = Instant::now();
-                    store.write_batch(ops).expect("batch");
-                    total += start.elapsed();
-                }
-                total
-            })
+            b.iter_custom(|iters| timed_write_batches(&mut stores, iters, BATCH))
         });
         stores.close();
         medians.push((
@@ -205,28 +174,13 @@ fn child_memory(bytes: usize) {
     );
 }
 
-fn run_child(bytes: usize) -> serde_json::Value {
-    let output = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .env(CHILD_ENV, bytes.to_string())
-        .output()
-        .expect("child");
-    assert!(
-        output.status.success(),
-        "child: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().expect("child output");
-    serde_json::from_str(line).expect("child json")
-}
-
 fn page_cache(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let writes = durable_write(c, dir.path());
     let reads = point_read(c, dir.path());
     let memories: Vec<(usize, serde_json::Value)> = [DEFAULT_CACHE_SIZE, REDB_DEFAULT]
         .into_iter()
-        .map(|bytes| (bytes, run_child(bytes)))
+        .map(|bytes| (bytes, run_child(CHILD_ENV, bytes.to_string())))
         .collect();
     println!("\npage cache size: durable writes (docs/s) and point reads (µs per get), medians");
     for ((bytes, write), (_, read)) in writes.iter().zip(&reads) {

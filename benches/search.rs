@@ -21,11 +21,11 @@
 
 mod common;
 
-use common::memory;
 use common::search_support::Structured;
+use common::{median, memory, run_child};
 use criterion::Criterion;
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const DIM: usize = 384;
@@ -100,20 +100,6 @@ fn recall(store: &Store, queries: &[Vec<f32>], truth: &[Vec<(String, u32)>], ef:
         found += hits.iter().filter(|h| t.contains(&key(h))).count();
     }
     found as f64 / (queries.len() * K) as f64
-}
-
-/// Criterion's median for `group/name`, in seconds.
-fn median(group: &str, name: &str) -> f64 {
-    let base = std::env::var_os("CRITERION_HOME")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("criterion"))
-        })
-        .unwrap_or_else(|| PathBuf::from("target/criterion"));
-    let path = base.join(group).join(name).join("new/estimates.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("estimates.json");
-    json["median"]["point_estimate"].as_f64().expect("median") / 1e9
 }
 
 /// Benchmarks one search configuration over the queries in turn; returns the median.
@@ -222,21 +208,6 @@ fn child_open(path: &Path) {
             "live": live,
         })
     );
-}
-
-fn run_child(path: &Path) -> serde_json::Value {
-    let output = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .env(CHILD_ENV, path)
-        .output()
-        .expect("child");
-    assert!(
-        output.status.success(),
-        "child: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().expect("child output");
-    serde_json::from_str(line).expect("child json")
 }
 
 fn delete_snapshot(path: &Path) {
@@ -414,8 +385,8 @@ fn main() {
     // Without a snapshot first: that open builds the graph and persists it, which the
     // second open loads.
     delete_snapshot(&path);
-    let without = run_child(&path);
-    let with_snapshot = run_child(&path);
+    let without = run_child(CHILD_ENV, &path);
+    let with_snapshot = run_child(CHILD_ENV, &path);
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     for (label, v) in [
         ("with the persisted snapshot", &with_snapshot),

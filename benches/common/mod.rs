@@ -3,7 +3,12 @@
 
 #![allow(dead_code)]
 
-use ratchetdb::{Chunk, Document, Version};
+use ratchetdb::{Chunk, Document, Op, Store, Version};
+use rotation::Rotation;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The search tests' vector generator (embedding-like: low-rank clusters plus noise), shared
 /// so that the search bench measures the data the search tests check.
@@ -90,4 +95,57 @@ pub fn memory() -> (u64, u64) {
             .map_or(0, |kb| kb * 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
+
+/// `n` documents never written before (in this process).
+pub fn fresh(n: u64) -> Vec<Document> {
+    let start = NEXT_DOC.fetch_add(n, Ordering::Relaxed);
+    (start..start + n).map(|d| document(d, 1)).collect()
+}
+
+/// `iters` durable `write_batch`es of `batch` fresh documents into `stores`' files; only
+/// the `write_batch` calls are timed.
+pub fn timed_write_batches(stores: &mut Rotation<Store>, iters: u64, batch: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let ops: Vec<Op> = fresh(batch).into_iter().map(Op::Upsert).collect();
+        let store = stores.room_for(batch);
+        let start = Instant::now();
+        store.write_batch(ops).expect("batch");
+        total += start.elapsed();
+    }
+    total
+}
+
+/// Criterion's median for `group/name`, in seconds per iteration.
+pub fn median(group: &str, name: &str) -> f64 {
+    let base = std::env::var_os("CRITERION_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("criterion"))
+        })
+        .unwrap_or_else(|| PathBuf::from("target/criterion"));
+    let path = base.join(group).join(name).join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("estimates.json");
+    json["median"]["point_estimate"].as_f64().expect("median") / 1e9
+}
+
+/// Runs this bench binary again with `env` set to `value` (its child mode), and returns the
+/// JSON of the child's last line of output.
+pub fn run_child(env: &str, value: impl AsRef<OsStr>) -> serde_json::Value {
+    let output = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env(env, value)
+        .output()
+        .expect("child");
+    assert!(
+        output.status.success(),
+        "child: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().expect("child output");
+    serde_json::from_str(line).expect("child json")
 }
