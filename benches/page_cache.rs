@@ -52,21 +52,14 @@ fn label(bytes: usize) -> String {
     format!("cache_{}MiB", bytes >> 20)
 }
 
-/// Waits until the store's background index work is done (loaded, no build running, and
-/// nothing left to absorb changing), so that it does not share the CPU with the measurement.
+/// Waits until the store's background index work is done, so that it does not share the
+/// CPU with the measurement.
 fn wait_for_index(store: &Store) {
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    let mut last = None;
-    loop {
-        let info = store.index_info();
-        let now = (info.graph_points, info.outside_vectors, info.applied_commit);
-        if info.loaded && !info.building && last == Some(now) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "index still busy: {info:?}");
-        last = Some(now);
-        std::thread::sleep(Duration::from_secs(2));
-    }
+    assert!(
+        store.wait_for_index(Duration::from_secs(1800)),
+        "index still busy: {:?}",
+        store.index_info()
+    );
 }
 
 fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {

@@ -183,9 +183,17 @@ pub struct Options {
     /// that had written 32,768 documents (about 1.1 GB) was resident in 536 MB with 64 MiB
     /// and in 1,553 MB with 1 GiB. What it buys is faster point reads from a store larger
     /// than the cache: a `get` took 1.4–1.9× as long with 64 MiB (about 20 µs against
-    /// 11–14 µs), so raise it for read-heavy stores that fit in memory. The durable write
-    /// rate was the same within noise (0.92–1.14×). Any value works, `0` included (every
-    /// read then goes to the file).
+    /// 11–14 µs; four runs, one on a store written without fsync), so raise it for
+    /// read-heavy stores that fit in memory. The durable write rate was the same within
+    /// noise (0.92–1.14×).
+    ///
+    /// redb holds a transaction's dirty pages in up to half the cache and writes the rest
+    /// out before the commit (re-reading them if the transaction touches them again). A
+    /// transaction larger than that still commits as one, only with more I/O: a
+    /// concurrent [`Writer`](crate::Writer) batch of up to 1024 documents of the bench's
+    /// kind writes about 38 MB, and converting a schema-1 file rewrites it whole in one
+    /// transaction. Any value works, `0` included: every read then goes to the file, and
+    /// every written page is written out as soon as redb lets go of it.
     #[serde(default = "default_cache_size")]
     pub cache_size: usize,
 }

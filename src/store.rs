@@ -279,6 +279,7 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     let temporary = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
     let _ = std::fs::remove_file(&temporary);
     let made = Database::builder()
+        .set_cache_size(options.cache_size)
         .create(&temporary)
         .map_err(|e| open_error(&temporary, e))
         .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));

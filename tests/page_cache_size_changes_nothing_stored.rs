@@ -1,13 +1,18 @@
 //! `Options::cache_size` sizes redb's page cache and nothing else. The same writes into a
 //! store with no cache at all, with one smaller than a single batch, and with the default
-//! give the same outcomes, the same documents (vectors bit for bit), the same counters and a
+//! give the same outcomes, the same documents (vectors included), the same counters and a
 //! clean `verify`; and each file reads the same after a reopen with another cache size.
+//! That the setting reaches redb at all is checked on a backend that counts reads: with no
+//! cache, every read goes to it; with the default, repeated reads of a small store do not.
 
 mod common;
 
 use common::{assert_verified, counters, document, export};
 use ratchetdb::{Op, OpOutcome, Options, Store, Version, DEFAULT_CACHE_SIZE};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Chunks of 2 KB, so that one batch writes far more pages than the small caches hold.
 fn texts(doc: u64, version: u64, chunks: u64) -> Vec<String> {
@@ -92,6 +97,7 @@ fn stores_with_any_cache_size_hold_the_same_documents() {
     }
     let (_, outcomes, state, counted) = &results[2];
     // The scenario exercises what it claims: shrinks, refusals, deletes and tombstones.
+    assert!(counted.written_newer > 0 && counted.chunks_removed > 0);
     assert!(counted.skipped_older > 0 && counted.skipped_tombstoned > 0);
     assert!(state.iter().any(|d| d.deleted));
     for (size, other_outcomes, other_state, other_counted) in &results[..2] {
@@ -99,4 +105,67 @@ fn stores_with_any_cache_size_hold_the_same_documents() {
         assert_eq!(other_state, state, "cache size {size}: documents");
         assert_eq!(other_counted, counted, "cache size {size}: counters");
     }
+}
+
+/// A redb in-memory backend that counts `read` calls.
+#[derive(Debug)]
+struct CountingBackend {
+    memory: redb::backends::InMemoryBackend,
+    reads: Arc<AtomicU64>,
+}
+
+impl redb::StorageBackend for CountingBackend {
+    fn len(&self) -> std::io::Result<u64> {
+        self.memory.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.memory.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.memory.set_len(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.memory.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.memory.write(offset, data)
+    }
+}
+
+/// Backend reads while every document of a freshly written store is read three times.
+fn reads_while_reading(cache_size: usize) -> (u64, u64) {
+    let reads = Arc::new(AtomicU64::new(0));
+    let backend = CountingBackend {
+        memory: redb::backends::InMemoryBackend::new(),
+        reads: reads.clone(),
+    };
+    let options = Options::default().dimension(3).cache_size(cache_size);
+    let store = Store::open_with_backend(backend, options).unwrap();
+    let ops = (0..100u64).map(|d| upsert(d, 1, 2)).collect();
+    accepted(store.write_batch(ops).unwrap());
+    // Background index passes read the file too: let them finish first.
+    assert!(store.wait_for_index(Duration::from_secs(60)));
+    let start = reads.load(Ordering::SeqCst);
+    let mut gets = 0;
+    for _ in 0..3 {
+        for d in 0..100u64 {
+            assert!(store.get("src", &format!("d{d}")).unwrap().is_some());
+            gets += 1;
+        }
+    }
+    (reads.load(Ordering::SeqCst) - start, gets)
+}
+
+#[test]
+fn the_cache_size_reaches_redb() {
+    let (uncached, gets) = reads_while_reading(0);
+    let (cached, _) = reads_while_reading(DEFAULT_CACHE_SIZE);
+    // Without a cache every get reads at least its document's row from the backend.
+    assert!(uncached >= gets, "{uncached} backend reads for {gets} gets");
+    // With the default, a 1 MB store stays cached after it is written.
+    assert!(
+        cached * 10 < uncached,
+        "{cached} backend reads with the default cache, {uncached} without"
+    );
 }
