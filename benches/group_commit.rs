@@ -32,11 +32,11 @@
 
 mod common;
 
+use common::floor;
 use common::rotation::{Rotation, STORE_DOCS};
 use common::{document, fresh, timed_write_batches, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ratchetdb::{Document, Op, Options, Store, WriterOptions};
-use redb::{Database, TableDefinition};
 use rusqlite::{params, Connection};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -69,15 +69,6 @@ fn open_writer(path: &Path) -> WriterStore {
     let store = open_store(path);
     let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(1024));
     WriterStore { writer }
-}
-
-/// The floor gets ratchetdb's page cache size, not redb's 1 GiB default: how much of what a
-/// commit writes stays cached in memory changes what each written page costs.
-fn open_floor(path: &Path) -> Database {
-    Database::builder()
-        .set_cache_size(ratchetdb::DEFAULT_CACHE_SIZE)
-        .create(path.with_extension("redb"))
-        .expect("redb")
 }
 
 fn sqlite_open(path: &Path) -> Connection {
@@ -222,71 +213,6 @@ fn sqlite_write(conn: &mut Connection, docs: &[Document]) {
     tx.commit().expect("commit");
 }
 
-const FLOOR_DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
-const FLOOR_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
-const FLOOR_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
-const FLOOR_VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
-
-/// Writes `docs` straight into redb in one durable transaction: as ratchetdb's rows
-/// (`blobs == false`) or as four rows per document. Row sizes follow ratchetdb's encodings:
-/// a document row of about 80 bytes, a chunk row of the text plus about 48 bytes of header,
-/// a vector row of 12 header bytes plus the little-endian floats.
-fn redb_floor(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool) {
-    let txn = db.begin_write().expect("begin");
-    {
-        let mut rows = txn.open_table(FLOOR_DOCS).expect("docs");
-        let mut keys = txn.open_table(FLOOR_KEYS).expect("keys");
-        let mut chunks = txn.open_table(FLOOR_CHUNKS).expect("chunks");
-        let mut vectors = txn.open_table(FLOOR_VECTORS).expect("vectors");
-        let header = [7u8; 48];
-        for doc in docs {
-            let key = *next_key;
-            *next_key += 1;
-            rows.insert((doc.source.as_str(), doc.id.as_str()), [1u8; 80].as_slice())
-                .expect("doc row");
-            keys.insert(key, (doc.source.as_str(), doc.id.as_str()))
-                .expect("key row");
-            // Encoded once, into buffers sized up front, as ratchetdb encodes its rows.
-            let encoded: Vec<(Vec<u8>, Vec<u8>)> = doc
-                .chunks
-                .iter()
-                .map(|c| {
-                    let mut text = Vec::with_capacity(header.len() + c.text.len());
-                    text.extend_from_slice(&header);
-                    text.extend_from_slice(c.text.as_bytes());
-                    let values = c.vector.as_deref().unwrap_or(&[]);
-                    let mut vector = vec![0u8; 12 + values.len() * 4];
-                    vector[..8].copy_from_slice(&key.to_le_bytes());
-                    for (out, x) in vector[12..].chunks_exact_mut(4).zip(values) {
-                        out.copy_from_slice(&x.to_le_bytes());
-                    }
-                    (text, vector)
-                })
-                .collect();
-            if blobs {
-                let mut texts = Vec::with_capacity(encoded.iter().map(|(t, _)| t.len()).sum());
-                let mut all = Vec::with_capacity(encoded.iter().map(|(_, v)| v.len()).sum());
-                for (text, vector) in &encoded {
-                    texts.extend_from_slice(text);
-                    all.extend_from_slice(vector);
-                }
-                chunks.insert((key, 0), texts.as_slice()).expect("chunks");
-                vectors.insert(key, all.as_slice()).expect("vectors");
-            } else {
-                for (position, (text, vector)) in encoded.iter().enumerate() {
-                    chunks
-                        .insert((key, position as u32), text.as_slice())
-                        .expect("chunk row");
-                    vectors
-                        .insert(key * 1000 + position as u64, vector.as_slice())
-                        .expect("vector row");
-                }
-            }
-        }
-    }
-    txn.commit().expect("commit");
-}
-
 fn group_commit(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let dir = dir.path();
@@ -417,7 +343,7 @@ fn group_commit(c: &mut Criterion) {
         ("redb_floor_same_rows_256", false),
         ("redb_floor_two_blobs_256", true),
     ] {
-        let mut floors = Rotation::new(dir, name, open_floor);
+        let mut floors = Rotation::new(dir, name, floor::open);
         let mut next_key = 0u64;
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
@@ -426,7 +352,7 @@ fn group_commit(c: &mut Criterion) {
                     let docs = fresh(BATCH);
                     let db = floors.room_for(BATCH);
                     let start = Instant::now();
-                    redb_floor(db, &docs, &mut next_key, blobs);
+                    floor::write(db, &docs, &mut next_key, blobs);
                     total += start.elapsed();
                 }
                 total

@@ -6,6 +6,8 @@
 //!   (about 1.1 GB) rotated as in `benches/group_commit.rs`. A commit's written pages stay in
 //!   the cache until it is full; every one of them is a fresh allocation the process faults
 //!   in.
+//! - `durable_write/redb_floor_4_rows_*`: the same documents' bytes straight into redb as
+//!   four rows each (the floor of `benches/group_commit.rs`), at both cache sizes.
 //! - `point_read/get_*`: `Store::get` of a random document of a store of 8,192 such
 //!   documents (about 290 MB of rows; with the persisted vector graph, the file is larger),
 //!   after every document was read once. With the smaller cache most reads miss it and go
@@ -24,7 +26,7 @@ mod common;
 
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
-use common::{document, median, memory, run_child, timed_write_batches};
+use common::{document, floor, fresh, median, memory, run_child, timed_write_batches};
 use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
 use std::path::Path;
@@ -38,6 +40,7 @@ const CHILD_ENV: &str = "RATCHETDB_PAGE_CACHE_CHILD";
 
 /// How a path opens its files: `Rotation` takes a plain function.
 type OpenFn = fn(&Path) -> Store;
+type FloorOpenFn = fn(&Path) -> redb::Database;
 
 fn open_default(path: &Path) -> Store {
     Store::open(path.with_extension("redb"), Options::default()).expect("open")
@@ -62,31 +65,60 @@ fn wait_for_index(store: &Store) {
     );
 }
 
-fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
+/// Durable writes at both cache sizes: ratchetdb's `write_batch`, and the 4-row redb floor
+/// of `benches/group_commit.rs`. Run in the order ratchetdb 64 MiB, ratchetdb 1 GiB, floor
+/// 1 GiB, floor 64 MiB, so that a drift of this VM's speed during the run does not favour
+/// one size. Returns the medians of (ratchetdb, floor), per cache size.
+fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
     let mut group = c.benchmark_group("durable_write");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     group.warm_up_time(Duration::from_secs(2));
     group.throughput(Throughput::Elements(BATCH));
-    let mut medians = Vec::new();
     let paths: [(usize, OpenFn); 2] = [
         (DEFAULT_CACHE_SIZE, open_default),
         (REDB_DEFAULT, open_redb_default),
     ];
+    let mut ratchet = Vec::new();
     for (bytes, open) in paths {
-        let name = label(bytes);
+        let name = format!("write_batch_256_{}", label(bytes));
         let mut stores = Rotation::new(dir, "write", open);
-        group.bench_function(format!("write_batch_256_{name}"), |b| {
+        group.bench_function(&name, |b| {
             b.iter_custom(|iters| timed_write_batches(&mut stores, iters, BATCH))
         });
         stores.close();
-        medians.push((
-            bytes,
-            median("durable_write", &format!("write_batch_256_{name}")),
-        ));
+        ratchet.push(median("durable_write", &name));
+    }
+    let floors: [(usize, FloorOpenFn); 2] = [
+        (REDB_DEFAULT, floor::open_redb_default),
+        (DEFAULT_CACHE_SIZE, floor::open),
+    ];
+    let mut floor_medians = Vec::new();
+    for (bytes, open) in floors {
+        let name = format!("redb_floor_4_rows_{}", label(bytes));
+        let mut files = Rotation::new(dir, "floor", open);
+        let mut next_key = 0u64;
+        group.bench_function(&name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let docs = fresh(BATCH);
+                    let db = files.room_for(BATCH);
+                    let start = Instant::now();
+                    floor::write(db, &docs, &mut next_key, true);
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        files.close();
+        floor_medians.push(median("durable_write", &name));
     }
     group.finish();
-    medians
+    vec![
+        (DEFAULT_CACHE_SIZE, ratchet[0], floor_medians[1]),
+        (REDB_DEFAULT, ratchet[1], floor_medians[0]),
+    ]
 }
 
 fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
@@ -175,22 +207,29 @@ fn page_cache(c: &mut Criterion) {
         .into_iter()
         .map(|bytes| (bytes, run_child(CHILD_ENV, bytes.to_string())))
         .collect();
-    println!("\npage cache size: durable writes (docs/s) and point reads (µs per get), medians");
-    for ((bytes, write), (_, read)) in writes.iter().zip(&reads) {
+    println!(
+        "\npage cache size: durable writes (docs/s: write_batch, redb floor) and point reads \
+         (µs per get), medians"
+    );
+    for ((bytes, write, floor), (_, read)) in writes.iter().zip(&reads) {
         println!(
-            "  {:>5} MiB: {:>7.0} docs/s  {:>6.1} µs",
+            "  {:>5} MiB: {:>7.0} / {:>7.0} docs/s  {:>6.1} µs",
             bytes >> 20,
             BATCH as f64 / write,
+            BATCH as f64 / floor,
             read * 1e6
         );
     }
-    if let ([(_, small_write), (_, large_write)], [(_, small_read), (_, large_read)]) =
-        (writes.as_slice(), reads.as_slice())
+    if let (
+        [(_, small_write, small_floor), (_, large_write, large_floor)],
+        [(_, small_read), (_, large_read)],
+    ) = (writes.as_slice(), reads.as_slice())
     {
         println!(
-            "  {} MiB / 1 GiB: writes {:.2}× the rate, reads {:.2}× the time",
+            "  {} MiB / 1 GiB: write_batch {:.2}× the rate, floor {:.2}×, reads {:.2}× the time",
             DEFAULT_CACHE_SIZE >> 20,
             large_write / small_write,
+            large_floor / small_floor,
             small_read / large_read
         );
     }

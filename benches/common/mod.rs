@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 #[path = "../../tests/search_support/mod.rs"]
 pub mod search_support;
 
+pub mod floor;
 pub mod rotation;
 
 pub const DIMENSION: usize = 384;
