@@ -347,15 +347,7 @@ fn group_commit(c: &mut Criterion) {
         let mut next_key = 0u64;
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let docs = fresh(BATCH);
-                    let db = floors.room_for(BATCH);
-                    let start = Instant::now();
-                    floor::write(db, &docs, &mut next_key, blobs);
-                    total += start.elapsed();
-                }
-                total
+                floor::timed_writes(&mut floors, iters, BATCH, &mut next_key, blobs)
             })
         });
         floors.close();

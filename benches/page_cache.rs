@@ -26,7 +26,7 @@ mod common;
 
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
-use common::{document, floor, fresh, median, memory, run_child, timed_write_batches};
+use common::{document, floor, median, memory, run_child, timed_write_batches};
 use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
 use std::path::Path;
@@ -100,15 +100,7 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
         let mut next_key = 0u64;
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let docs = fresh(BATCH);
-                    let db = files.room_for(BATCH);
-                    let start = Instant::now();
-                    floor::write(db, &docs, &mut next_key, true);
-                    total += start.elapsed();
-                }
-                total
+                floor::timed_writes(&mut files, iters, BATCH, &mut next_key, true)
             })
         });
         files.close();

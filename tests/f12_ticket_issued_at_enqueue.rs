@@ -9,10 +9,9 @@
 
 mod common;
 
-use common::{assert_verified, counters, open, vector};
+use common::{assert_verified, counters, open, vector, CountingBackend};
 use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// A job: the document content, versioned by the ticket taken when it was enqueued.
 fn job(ticket: Version, text: &str) -> Document {
@@ -122,39 +121,10 @@ fn a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job() {
     assert_verified(&store);
 }
 
-/// A redb in-memory backend that counts `sync_data` calls (one or more per durable commit).
-#[derive(Debug)]
-struct CountingBackend {
-    memory: redb::backends::InMemoryBackend,
-    syncs: Arc<AtomicU64>,
-}
-
-impl redb::StorageBackend for CountingBackend {
-    fn len(&self) -> std::io::Result<u64> {
-        self.memory.len()
-    }
-    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
-        self.memory.read(offset, out)
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.memory.set_len(len)
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        self.memory.sync_data()
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.memory.write(offset, data)
-    }
-}
-
 #[test]
 fn ten_thousand_tickets_cost_a_few_commits() {
-    let syncs = Arc::new(AtomicU64::new(0));
-    let backend = CountingBackend {
-        memory: redb::backends::InMemoryBackend::new(),
-        syncs: syncs.clone(),
-    };
+    let backend = CountingBackend::default();
+    let syncs = backend.syncs.clone();
     let store = Store::open_with_backend(backend, Options::default().dimension(3)).unwrap();
     store
         .upsert(job(store.ticket().unwrap(), "warm-up"))

@@ -7,11 +7,10 @@
 
 mod common;
 
-use common::{assert_verified, counters, document, export};
+use common::{assert_verified, counters, document, export, CountingBackend};
 use ratchetdb::{Op, OpOutcome, Options, Store, Version, DEFAULT_CACHE_SIZE};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Chunks of 2 KB, so that one batch writes far more pages than the small caches hold.
@@ -107,39 +106,10 @@ fn stores_with_any_cache_size_hold_the_same_documents() {
     }
 }
 
-/// A redb in-memory backend that counts `read` calls.
-#[derive(Debug)]
-struct CountingBackend {
-    memory: redb::backends::InMemoryBackend,
-    reads: Arc<AtomicU64>,
-}
-
-impl redb::StorageBackend for CountingBackend {
-    fn len(&self) -> std::io::Result<u64> {
-        self.memory.len()
-    }
-    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.memory.read(offset, out)
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.memory.set_len(len)
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.memory.sync_data()
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.memory.write(offset, data)
-    }
-}
-
 /// Backend reads while every document of a freshly written store is read three times.
 fn reads_while_reading(cache_size: usize) -> (u64, u64) {
-    let reads = Arc::new(AtomicU64::new(0));
-    let backend = CountingBackend {
-        memory: redb::backends::InMemoryBackend::new(),
-        reads: reads.clone(),
-    };
+    let backend = CountingBackend::default();
+    let reads = backend.reads.clone();
     let options = Options::default().dimension(3).cache_size(cache_size);
     let store = Store::open_with_backend(backend, options).unwrap();
     let ops = (0..100u64).map(|d| upsert(d, 1, 2)).collect();

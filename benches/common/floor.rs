@@ -2,9 +2,12 @@
 //! with no guard, hashing, reuse planning, changelog or index (see
 //! `benches/group_commit.rs`).
 
+use super::fresh;
+use super::rotation::Rotation;
 use ratchetdb::{Document, DEFAULT_CACHE_SIZE};
 use redb::{Database, TableDefinition};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Opens a floor file with ratchetdb's page cache size, not redb's 1 GiB default: how much
 /// of what a commit writes stays cached in memory changes what each written page costs.
@@ -87,4 +90,24 @@ pub fn write(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool) 
         }
     }
     txn.commit().expect("commit");
+}
+
+/// `iters` floor transactions of `batch` fresh documents into `files`; only the
+/// transactions are timed. `next_key` numbers the documents' key rows across calls.
+pub fn timed_writes(
+    files: &mut Rotation<Database>,
+    iters: u64,
+    batch: u64,
+    next_key: &mut u64,
+    blobs: bool,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let docs = fresh(batch);
+        let db = files.room_for(batch);
+        let start = Instant::now();
+        write(db, &docs, next_key, blobs);
+        total += start.elapsed();
+    }
+    total
 }

@@ -9,6 +9,8 @@ use ratchetdb::{
     Chunk, Counters, Document, Options, Outcome, SkipReason, Store, StoredDocument, Version,
 };
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Opens (or creates) the store `db.redb` in `dir`, with dimension 3.
 ///
@@ -84,5 +86,35 @@ pub fn skipped(reason: SkipReason, stored: u64, incoming: u64) -> Outcome {
         reason,
         stored_version: Version::number(stored),
         incoming_version: Version::number(incoming),
+    }
+}
+
+/// A redb in-memory backend that counts its `read` and `sync_data` calls.
+#[derive(Debug, Default)]
+pub struct CountingBackend {
+    memory: redb::backends::InMemoryBackend,
+    /// `read` calls so far.
+    pub reads: Arc<AtomicU64>,
+    /// `sync_data` calls so far (one or more per durable commit).
+    pub syncs: Arc<AtomicU64>,
+}
+
+impl redb::StorageBackend for CountingBackend {
+    fn len(&self) -> std::io::Result<u64> {
+        self.memory.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.memory.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.memory.set_len(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        self.memory.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.memory.write(offset, data)
     }
 }
