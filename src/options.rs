@@ -181,10 +181,10 @@ pub struct Options {
     /// in memory, and the operating system caches the file's pages as well. So a large cache
     /// mostly holds written pages, and costs memory: in `benches/page_cache.rs`, a process
     /// that had written 32,768 documents (about 1.1 GB) was resident in 531–536 MB with
-    /// 64 MiB and in 1,553–1,560 MB with 1 GiB (three runs). What it buys is faster point reads from a store larger
-    /// than the cache: a `get` took 1.4–2.4× as long with 64 MiB (20–27 µs against
-    /// 11–14 µs, six runs), so raise it for read-heavy stores that fit in memory. The
-    /// durable write rate was the same within noise (0.92–1.28×).
+    /// 64 MiB and in 1,553–1,560 MB with 1 GiB (three runs). What it buys is faster point
+    /// reads from a store larger than the cache: a `get` took 1.4–2.4× as long with 64 MiB
+    /// (20–27 µs against 11–14 µs, six runs), so raise it for read-heavy stores that fit in
+    /// memory. The durable write rate was the same within noise (0.92–1.28×).
     ///
     /// redb holds a transaction's dirty pages in up to half the cache and writes the rest
     /// out before the commit (re-reading them if the transaction touches them again). A

@@ -133,7 +133,7 @@ fn the_cache_size_reaches_redb() {
     let (cached, _) = reads_while_reading(DEFAULT_CACHE_SIZE);
     // Without a cache every get reads at least its document's row from the backend.
     assert!(uncached >= gets, "{uncached} backend reads for {gets} gets");
-    // With the default, a 1 MB store stays cached after it is written.
+    // With the default, this store (under 1 MB of chunk text) stays cached once written.
     assert!(
         cached * 10 < uncached,
         "{cached} backend reads with the default cache, {uncached} without"
