@@ -26,11 +26,11 @@ mod common;
 
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
-use common::{document, floor, median, memory, run_child, timed_write_batches};
+use common::{document, floor, median, memory, or_nan, run_child, timed_write_batches, NAN_NOTE};
 use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 const REDB_DEFAULT: usize = 1 << 30;
 const BATCH: u64 = 256;
@@ -83,11 +83,12 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
     for (bytes, open) in paths {
         let name = format!("write_batch_256_{}", label(bytes));
         let mut stores = Rotation::new(dir, "write", open);
+        let since = SystemTime::now();
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| timed_write_batches(&mut stores, iters, BATCH))
         });
         stores.close();
-        ratchet.push(median("durable_write", &name));
+        ratchet.push(or_nan(median("durable_write", &name, since)));
     }
     let floors: [(usize, FloorOpenFn); 2] = [
         (REDB_DEFAULT, floor::open_redb_default),
@@ -98,13 +99,14 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
         let name = format!("redb_floor_4_rows_{}", label(bytes));
         let mut files = Rotation::new(dir, "floor", open);
         let mut next_key = 0u64;
+        let since = SystemTime::now();
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| {
                 floor::timed_writes(&mut files, iters, BATCH, &mut next_key, true)
             })
         });
         files.close();
-        floor_medians.push(median("durable_write", &name));
+        floor_medians.push(or_nan(median("durable_write", &name, since)));
     }
     group.finish();
     vec![
@@ -147,6 +149,7 @@ fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
         }
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let name = format!("get_{}", label(bytes));
+        let since = SystemTime::now();
         group.bench_function(&name, |b| {
             b.iter(|| {
                 state ^= state << 13;
@@ -156,7 +159,7 @@ fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
                 store.get("bench", id).expect("read").expect("stored")
             })
         });
-        medians.push((bytes, median("point_read", &name)));
+        medians.push((bytes, or_nan(median("point_read", &name, since))));
     }
     group.finish();
     medians
@@ -225,6 +228,7 @@ fn page_cache(c: &mut Criterion) {
             small_read / large_read
         );
     }
+    println!("  {NAN_NOTE}");
     println!("memory (MB) after writing {STORE_DOCS} documents / after reading each once:");
     let mb = |v: &serde_json::Value, field: &str| v[field].as_u64().unwrap_or(0) as f64 / 1e6;
     for (bytes, m) in &memories {

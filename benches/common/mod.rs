@@ -8,7 +8,7 @@ use rotation::Rotation;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The search tests' vector generator (embedding-like: low-rank clusters plus noise), shared
 /// so that the search bench measures the data the search tests check.
@@ -120,8 +120,14 @@ pub fn timed_write_batches(stores: &mut Rotation<Store>, iters: u64, batch: u64)
     total
 }
 
-/// Criterion's median for `group/name`, in seconds per iteration.
-pub fn median(group: &str, name: &str) -> f64 {
+/// Criterion's median for `group/name`, in seconds per iteration, if criterion measured it
+/// at or after `since` (take it just before the `bench_function` call).
+///
+/// `None` when it did not: the bench was filtered out of this run (criterion's
+/// `estimates.json` then still holds an older run's median, which a summary must not
+/// print as this run's), or it ran in criterion's test mode (`--test`), which writes no
+/// estimates at all.
+pub fn median(group: &str, name: &str, since: SystemTime) -> Option<f64> {
     let base = std::env::var_os("CRITERION_HOME")
         .map(PathBuf::from)
         .or_else(|| {
@@ -129,10 +135,24 @@ pub fn median(group: &str, name: &str) -> f64 {
         })
         .unwrap_or_else(|| PathBuf::from("target/criterion"));
     let path = base.join(group).join(name).join("new/estimates.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("estimates.json");
-    json["median"]["point_estimate"].as_f64().expect("median") / 1e9
+    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+    if modified < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(json["median"]["point_estimate"].as_f64()? / 1e9)
 }
+
+/// A median for a summary line: `NaN` (printed as such) when criterion did not measure it
+/// in this run (see [`median`]), so that no older run's number is printed as this one's.
+pub fn or_nan(median: Option<f64>) -> f64 {
+    median.unwrap_or(f64::NAN)
+}
+
+/// Printed under a summary: what a `NaN` in it means.
+pub const NAN_NOTE: &str =
+    "(NaN: not measured in this run: filtered out, or criterion's --test mode)";
 
 /// Runs this bench binary again with `env` set to `value` (its child mode), and returns the
 /// JSON of the child's last line of output.
