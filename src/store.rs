@@ -1482,6 +1482,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         Some(live)
     });
     let Some(Some(live)) = installed else { return };
+    let _clear = ClearBuildingOnUnwind(&live.building);
     // A persisted graph that loads is used; one that does not (damaged, torn, from another
     // version) is ignored and rebuilt. Without one, small stores stay exact.
     let (had_snapshot, loaded) = match parsed {
@@ -1507,6 +1508,20 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     }
     // Commits made while loading found it building and started nothing.
     maintain_index(&background, &live);
+}
+
+/// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
+/// commits then start the graph work again, and [`Store::wait_for_index`] does not wait
+/// for a thread that is gone. (Normal exits manage the flag themselves.) Panics inside
+/// `hnsw_rs` do not get this far: they come back as errors, see `Graph::insert_into_hnsw`.
+struct ClearBuildingOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for ClearBuildingOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Graph work due on a live index.
@@ -1537,6 +1552,7 @@ fn maintenance_due(live: &LiveIndex) -> Option<Maintenance> {
 /// the next commit to be absorbed (scored exactly meanwhile: slower, never wrong). Stops
 /// on a failed build or absorb, or when the store closes.
 fn maintain_index(background: &Background, live: &LiveIndex) {
+    let _clear = ClearBuildingOnUnwind(&live.building);
     loop {
         while let Some(work) = maintenance_due(live) {
             let done = !live.index.is_closed()
@@ -1548,10 +1564,13 @@ fn maintain_index(background: &Background, live: &LiveIndex) {
                         }
                         built
                     }
-                    // Nothing moved while some was due: stop rather than spin.
-                    Maintenance::Absorb => {
-                        matches!(absorb_and_refresh(background, live), Some(n) if n > 0)
-                    }
+                    // Nothing moved while some was due: stop rather than spin. A failed
+                    // insertion dropped the graph: go on to the rebuild now due (if that
+                    // fails too, the loop stops there).
+                    Maintenance::Absorb => match absorb_and_refresh(background, live) {
+                        Some(moved) => moved > 0,
+                        None => !live.index.graph_ready(),
+                    },
                 };
             if !done {
                 live.building.store(false, Ordering::SeqCst);
@@ -1647,5 +1666,104 @@ impl std::fmt::Debug for Store {
             .field("dimension", &self.dimension())
             .field("model", &self.inner.model)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod background_panic_tests {
+    //! Regression: a panic in the background graph work (inside `hnsw_rs` while
+    //! absorbing new vectors) ended the maintenance thread with the index's `building`
+    //! flag still set, so no later commit started graph work again and
+    //! `Store::wait_for_index` waited out its whole timeout.
+
+    use super::*;
+    use crate::index::test_support::low_rank_vectors;
+    use crate::{Chunk, Document, Op, SearchOptions, Version};
+
+    const DIM: usize = 16;
+
+    fn write(store: &Store, source: &str, vectors: &[Vec<f32>]) {
+        for (b, batch) in vectors.chunks(1000).enumerate() {
+            let ops = batch
+                .iter()
+                .enumerate()
+                .map(|(j, v)| {
+                    let i = b * 1000 + j;
+                    Op::Upsert(
+                        Document::new(source, format!("v{i}"), Version::number(1))
+                            .with_chunk(Chunk::new(format!("chunk {i}"), v.clone())),
+                    )
+                })
+                .collect();
+            for outcome in store.write_batch(ops).expect("write a batch") {
+                outcome.expect("write a document");
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_graph_insert_leaves_the_index_maintained() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default().durability(Durability::None);
+        let store = Store::open(dir.path().join("panic.redb"), options).expect("open");
+        write(&store, "first", &low_rank_vectors(5, 10_500, DIM));
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "first build"
+        );
+        let live = store.live().expect("loaded");
+        assert!(live.index.fail_graph_inserts(true), "a graph was built");
+        let persisted = store.index_info().persisted_points;
+        assert!(persisted > 0 && persisted <= 10_500, "{persisted}");
+
+        // Absorbing these panics inside hnsw_rs: the graph is dropped, and the same
+        // worker goes on to rebuild it (from every live vector) and persist that.
+        let more = low_rank_vectors(6, 300, DIM);
+        write(&store, "more", &more);
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "the index never settled after the panic: {:?}",
+            store.index_info()
+        );
+        let info = store.index_info();
+        assert!(info.graph_ready && !info.building, "{info:?}");
+        // A point for every live vector (the few no search reaches are scored exactly,
+        // as after any build; `verify` checks that membership).
+        assert_eq!(info.graph_points, 10_800, "{info:?}");
+        // Absorbing 300 points persists nothing (the snapshot is refreshed after 50 %
+        // growth); only the rebuild persists all 10,800.
+        assert_eq!(info.persisted_points, 10_800, "{info:?}");
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        for (i, v) in more.iter().enumerate() {
+            let hits = store
+                .search(v, 1, &SearchOptions::default())
+                .expect("search");
+            let top = hits.first().map(|h| (h.source.as_str(), h.id.clone()));
+            assert_eq!(top, Some(("more", format!("v{i}"))), "vector {i}");
+        }
+    }
+
+    #[test]
+    fn the_building_flag_is_cleared_only_when_its_thread_unwinds() {
+        let flag = Arc::new(AtomicBool::new(true));
+        let held = flag.clone();
+        let result = std::thread::spawn(move || {
+            let _clear = ClearBuildingOnUnwind(&held);
+            panic!("a bug in background graph work");
+        })
+        .join();
+        assert!(result.is_err());
+        assert!(
+            !flag.load(Ordering::SeqCst),
+            "cleared by the unwinding thread"
+        );
+
+        flag.store(true, Ordering::SeqCst);
+        drop(ClearBuildingOnUnwind(&flag));
+        assert!(
+            flag.load(Ordering::SeqCst),
+            "a normal exit leaves it to its owner"
+        );
     }
 }

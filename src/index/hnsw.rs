@@ -16,6 +16,7 @@
 //! internally, so inserts and searches run concurrently on one graph.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use hnsw_rs::hnsw::{Hnsw, Neighbour, PointId};
 use hnsw_rs::hnswio::HnswIo;
@@ -23,6 +24,7 @@ use parking_lot::RwLock;
 
 use super::distance::KernelDistance;
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
+use super::snapshot::panic_message;
 use super::view::{GraphView, Slots};
 use super::{IndexError, Metric};
 use std::sync::Arc;
@@ -210,6 +212,9 @@ pub(crate) struct Graph {
     /// `hnsw_rs` (measured 1.7-2.5x faster) while it covers every point; refreshed by
     /// [`Graph::refresh_view`] after the graph grows.
     view: RwLock<Option<Arc<GraphView>>>,
+    /// Tests only: make the next `hnsw_rs` insertions panic (see [`Graph::fail_inserts`]).
+    #[cfg(test)]
+    fail_inserts: std::sync::atomic::AtomicBool,
 }
 
 /// Converts a vector id to `hnsw_rs`'s `DataId`.
@@ -245,7 +250,43 @@ impl Graph {
             cell,
             membership: RwLock::new(membership),
             view: RwLock::new(None),
+            #[cfg(test)]
+            fail_inserts: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Tests only: while `on`, every insertion into `hnsw_rs` panics, as a bug in it would.
+    #[cfg(test)]
+    pub(crate) fn fail_inserts(&self, on: bool) {
+        self.fail_inserts
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Inserts `batch` into `hnsw_rs` (rayon-parallel for large batches). A panic in it (a
+    /// bug there, or in the distance kernel) becomes [`IndexError::Graph`], so that the
+    /// callers' clean-up runs: a build discards its new graph, the absorber settles the
+    /// points it registered and drops the graph (which may now hold some of them, partly
+    /// linked), and the background worker goes on to a rebuild or clears its `building`
+    /// flag.
+    fn insert_into_hnsw(&self, batch: Vec<(&[f32], usize)>) -> Result<(), IndexError> {
+        let inserted = catch_unwind(AssertUnwindSafe(|| {
+            #[cfg(test)]
+            if self.fail_inserts.load(std::sync::atomic::Ordering::SeqCst) {
+                panic!("injected hnsw_rs insert panic");
+            }
+            self.with_hnsw(|hnsw| {
+                if batch.len() >= PARALLEL_INSERT_MIN {
+                    hnsw.parallel_insert_slice(&batch);
+                } else {
+                    for &item in &batch {
+                        hnsw.insert_slice(item);
+                    }
+                }
+            })
+        }));
+        inserted.map_err(|payload| IndexError::Graph {
+            detail: format!("insert panicked: {}", panic_message(payload.as_ref())),
+        })
     }
 
     /// Runs `f` on the underlying `hnsw_rs` graph.
@@ -328,15 +369,7 @@ impl Graph {
             debug_assert!(!self.has_point(id), "id {id} inserted twice into a graph");
             batch.push((vector, data_id(id)?));
         }
-        self.with_hnsw(|hnsw| {
-            if batch.len() >= PARALLEL_INSERT_MIN {
-                hnsw.parallel_insert_slice(&batch);
-            } else {
-                for &item in &batch {
-                    hnsw.insert_slice(item);
-                }
-            }
-        });
+        self.insert_into_hnsw(batch)?;
         let has_view = self.view.read().is_some();
         let mut membership = self.membership.write();
         for &(id, _) in items {
@@ -383,16 +416,7 @@ impl Graph {
         for &(id, vector) in items {
             batch.push((vector, data_id(id)?));
         }
-        self.with_hnsw(|hnsw| {
-            if batch.len() >= PARALLEL_INSERT_MIN {
-                hnsw.parallel_insert_slice(&batch);
-            } else {
-                for &item in &batch {
-                    hnsw.insert_slice(item);
-                }
-            }
-        });
-        Ok(())
+        self.insert_into_hnsw(batch)
     }
 
     /// Settles points inserted by [`Graph::insert_pending`]: a point whose id is still

@@ -353,6 +353,8 @@ impl VectorIndex {
     /// Moves up to `max` outside ids into the graph; returns how many it inserted. Meant
     /// for a background thread: the graph insertion holds no lock writers need, and the
     /// new points become live only if their id still has the inserted vector.
+    /// If `hnsw_rs` fails (panics) while inserting, the graph is dropped: searches score
+    /// every vector exactly until a rebuild makes a fresh one.
     pub(crate) fn absorb_outside(&self, max: usize) -> Result<usize, IndexError> {
         self.absorb_outside_with(max, Workers::Background)
     }
@@ -409,7 +411,17 @@ impl VectorIndex {
         // New points (and old ones their links displaced) that no search would reach are
         // scored exactly instead. They keep a dead point, so they are not absorbed again.
         graph.score_outside(&unreachable);
-        inserted?;
+        if let Err(error) = inserted {
+            // A failed insertion (a panic inside `hnsw_rs`) may have stopped halfway
+            // through linking a point, and the graph no longer agrees with its membership:
+            // it is dropped. Searches score exactly until a rebuild (due now, at this
+            // size) makes a fresh graph from the live vectors.
+            let mut current = self.graph.write();
+            if current.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph)) {
+                *current = None;
+            }
+            return Err(error);
+        }
         Ok(items.len())
     }
 
@@ -636,6 +648,17 @@ impl VectorIndex {
         if graph.view_due(VIEW_REFRESH_MIN) {
             graph.refresh_view();
         }
+    }
+
+    /// Tests only: makes insertions into the current graph panic while `on` (see
+    /// `Graph::fail_inserts`); `false` without a graph.
+    #[cfg(test)]
+    pub(crate) fn fail_graph_inserts(&self, on: bool) -> bool {
+        self.graph
+            .read()
+            .as_ref()
+            .map(|graph| graph.fail_inserts(on))
+            .is_some()
     }
 
     /// Number of points (live or dead) in the current graph; 0 without one.

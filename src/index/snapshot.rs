@@ -99,7 +99,8 @@ fn incompatible(detail: impl Into<String>) -> IndexError {
     }
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The message a caught panic carried, if it was a string.
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -758,3 +758,36 @@ fn points_being_inserted_are_not_counted_dead() {
     assert!(settled < 0.1, "{settled}: the settled points are live");
     assert_consistent(&index);
 }
+
+/// Regression: a panic inside `hnsw_rs` while absorbing unwound through
+/// `absorb_outside`: the points it had registered stayed counted as pending for good, the
+/// graph kept whatever the insertion had half done, and the background worker died with
+/// its `building` flag set. Now the panic comes back as an error and the graph is dropped:
+/// searches score every vector exactly (so each is still found) until a rebuild.
+#[test]
+fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
+    let vectors = low_rank_vectors(29, N, DIM);
+    let index = filled(Metric::Cosine, &vectors[..N / 2]);
+    index.build_graph().unwrap();
+    for (id, v) in vectors.iter().enumerate().skip(N / 2) {
+        index.insert(id as u64, v).unwrap();
+    }
+    assert_eq!(index.outside_count(), N / 2);
+    assert!(index.fail_graph_inserts(true));
+    match index.absorb_outside(N) {
+        Err(IndexError::Graph { detail }) => assert!(detail.contains("injected"), "{detail}"),
+        other => panic!("expected the insert's panic as an error, got {other:?}"),
+    }
+    assert!(!index.graph_ready());
+    assert_consistent(&index);
+    for (id, v) in vectors.iter().enumerate() {
+        let hits = index.search(v, 1, ANN, None).unwrap();
+        assert_eq!(ids(&hits), vec![id as u64], "vector {id}");
+    }
+    // A rebuild puts every live vector into a fresh graph.
+    index.build_graph().unwrap();
+    assert_consistent(&index);
+    assert_eq!(index.outside_count(), 0);
+    assert_eq!(index.dead_fraction(), 0.0);
+    assert_eq!(index.graph_point_count(), N);
+}
