@@ -26,11 +26,13 @@ mod common;
 
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
-use common::{document, floor, median, memory, or_nan, run_child, timed_write_batches, NAN_NOTE};
+use common::{
+    document, floor, memory, or_nan, run_child, timed_write_batches, Estimates, NAN_NOTE,
+};
 use criterion::{criterion_group, Criterion, Throughput};
 use ratchetdb::{Op, Options, Store, DEFAULT_CACHE_SIZE};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 const REDB_DEFAULT: usize = 1 << 30;
 const BATCH: u64 = 256;
@@ -83,12 +85,12 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
     for (bytes, open) in paths {
         let name = format!("write_batch_256_{}", label(bytes));
         let mut stores = Rotation::new(dir, "write", open);
-        let since = SystemTime::now();
+        let estimates = Estimates::before_run("durable_write", &name);
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| timed_write_batches(&mut stores, iters, BATCH))
         });
         stores.close();
-        ratchet.push(or_nan(median("durable_write", &name, since)));
+        ratchet.push(or_nan(estimates.median()));
     }
     let floors: [(usize, FloorOpenFn); 2] = [
         (REDB_DEFAULT, floor::open_redb_default),
@@ -99,14 +101,14 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
         let name = format!("redb_floor_4_rows_{}", label(bytes));
         let mut files = Rotation::new(dir, "floor", open);
         let mut next_key = 0u64;
-        let since = SystemTime::now();
+        let estimates = Estimates::before_run("durable_write", &name);
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| {
                 floor::timed_writes(&mut files, iters, BATCH, &mut next_key, true)
             })
         });
         files.close();
-        floor_medians.push(or_nan(median("durable_write", &name, since)));
+        floor_medians.push(or_nan(estimates.median()));
     }
     group.finish();
     vec![
@@ -149,7 +151,7 @@ fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
         }
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let name = format!("get_{}", label(bytes));
-        let since = SystemTime::now();
+        let estimates = Estimates::before_run("point_read", &name);
         group.bench_function(&name, |b| {
             b.iter(|| {
                 state ^= state << 13;
@@ -159,7 +161,7 @@ fn point_read(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64)> {
                 store.get("bench", id).expect("read").expect("stored")
             })
         });
-        medians.push((bytes, or_nan(median("point_read", &name, since))));
+        medians.push((bytes, or_nan(estimates.median())));
     }
     group.finish();
     medians
@@ -228,7 +230,13 @@ fn page_cache(c: &mut Criterion) {
             small_read / large_read
         );
     }
-    println!("  {NAN_NOTE}");
+    let measured = writes.iter().flat_map(|&(_, w, f)| [w, f]);
+    if measured
+        .chain(reads.iter().map(|&(_, r)| r))
+        .any(f64::is_nan)
+    {
+        println!("  {NAN_NOTE}");
+    }
     println!("memory (MB) after writing {STORE_DOCS} documents / after reading each once:");
     let mb = |v: &serde_json::Value, field: &str| v[field].as_u64().unwrap_or(0) as f64 / 1e6;
     for (bytes, m) in &memories {

@@ -6,7 +6,7 @@
 use ratchetdb::{Chunk, Document, Op, Store, Version};
 use rotation::Rotation;
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -120,39 +120,56 @@ pub fn timed_write_batches(stores: &mut Rotation<Store>, iters: u64, batch: u64)
     total
 }
 
-/// Criterion's median for `group/name`, in seconds per iteration, if criterion measured it
-/// at or after `since` (take it just before the `bench_function` call).
-///
-/// `None` when it did not: the bench was filtered out of this run (criterion's
-/// `estimates.json` then still holds an older run's median, which a summary must not
-/// print as this run's), or it ran in criterion's test mode (`--test`), which writes no
-/// estimates at all.
-pub fn median(group: &str, name: &str, since: SystemTime) -> Option<f64> {
-    let base = std::env::var_os("CRITERION_HOME")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("criterion"))
-        })
-        .unwrap_or_else(|| PathBuf::from("target/criterion"));
-    let path = base.join(group).join(name).join("new/estimates.json");
-    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
-    if modified < since {
-        return None;
+/// Criterion's saved estimates for one bench, looked at before it runs, so that
+/// [`Estimates::median`] can tell whether this run measured it.
+pub struct Estimates {
+    path: PathBuf,
+    before: Option<SystemTime>,
+}
+
+impl Estimates {
+    /// Call just before `bench_function(name, ..)` in group `group`.
+    pub fn before_run(group: &str, name: &str) -> Estimates {
+        let base = std::env::var_os("CRITERION_HOME")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("criterion"))
+            })
+            .unwrap_or_else(|| PathBuf::from("target/criterion"));
+        let path = base.join(group).join(name).join("new/estimates.json");
+        let before = modified(&path);
+        Estimates { path, before }
     }
-    let text = std::fs::read_to_string(&path).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(json["median"]["point_estimate"].as_f64()? / 1e9)
+
+    /// Criterion's median in seconds per iteration, if this run wrote it: `None` when the
+    /// bench was filtered out (its `estimates.json` then still holds an older run's median,
+    /// which a summary must not print as this run's), or ran in a mode that writes no
+    /// estimates (`--test`, `--profile-time`).
+    pub fn median(&self) -> Option<f64> {
+        let after = modified(&self.path)?;
+        if Some(after) == self.before {
+            return None;
+        }
+        let text = std::fs::read_to_string(&self.path).ok()?;
+        let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(json["median"]["point_estimate"].as_f64()? / 1e9)
+    }
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// A median for a summary line: `NaN` (printed as such) when criterion did not measure it
-/// in this run (see [`median`]), so that no older run's number is printed as this one's.
+/// in this run (see [`Estimates::median`]), so that no older run's number is printed as
+/// this one's.
 pub fn or_nan(median: Option<f64>) -> f64 {
     median.unwrap_or(f64::NAN)
 }
 
-/// Printed under a summary: what a `NaN` in it means.
-pub const NAN_NOTE: &str =
-    "(NaN: not measured in this run: filtered out, or criterion's --test mode)";
+/// Printed under a summary that has a `NaN` in it: what that means.
+pub const NAN_NOTE: &str = "(NaN: not measured in this run: filtered out, or criterion's \
+                            --test or --profile-time mode)";
 
 /// Runs this bench binary again with `env` set to `value` (its child mode), and returns the
 /// JSON of the child's last line of output.

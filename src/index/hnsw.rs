@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use hnsw_rs::hnsw::{Hnsw, Neighbour, PointId};
 use hnsw_rs::hnswio::HnswIo;
 use parking_lot::RwLock;
+use rayon::prelude::*;
 
 use super::distance::KernelDistance;
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
@@ -212,9 +213,10 @@ pub(crate) struct Graph {
     /// `hnsw_rs` (measured 1.7-2.5x faster) while it covers every point; refreshed by
     /// [`Graph::refresh_view`] after the graph grows.
     view: RwLock<Option<Arc<GraphView>>>,
-    /// Tests only: make the next `hnsw_rs` insertions panic (see [`Graph::fail_inserts`]).
+    /// Tests only: how many more points may be inserted before every insertion panics
+    /// (`u64::MAX`: never); see [`Graph::fail_inserts_after`].
     #[cfg(test)]
-    fail_inserts: std::sync::atomic::AtomicBool,
+    inserts_before_panic: std::sync::atomic::AtomicU64,
 }
 
 /// Converts a vector id to `hnsw_rs`'s `DataId`.
@@ -251,15 +253,37 @@ impl Graph {
             membership: RwLock::new(membership),
             view: RwLock::new(None),
             #[cfg(test)]
-            fail_inserts: std::sync::atomic::AtomicBool::new(false),
+            inserts_before_panic: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
     }
 
-    /// Tests only: while `on`, every insertion into `hnsw_rs` panics, as a bug in it would.
+    /// Tests only: after `points` more insertions (`None`: never), every insertion panics
+    /// inside the insert loop, on whichever thread runs it (a rayon worker for large
+    /// batches), as a bug in `hnsw_rs` would: a batch is then left partly inserted.
     #[cfg(test)]
-    pub(crate) fn fail_inserts(&self, on: bool) {
-        self.fail_inserts
-            .store(on, std::sync::atomic::Ordering::SeqCst);
+    pub(crate) fn fail_inserts_after(&self, points: Option<u64>) {
+        self.inserts_before_panic.store(
+            points.unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
+
+    /// Called before each point's insertion: nothing, except in tests (see
+    /// [`Graph::fail_inserts_after`]).
+    #[inline]
+    fn before_insert(&self) {
+        #[cfg(test)]
+        {
+            use std::sync::atomic::Ordering::SeqCst;
+            let left = self
+                .inserts_before_panic
+                .fetch_update(SeqCst, SeqCst, |left| {
+                    (left != u64::MAX).then(|| left.saturating_sub(1))
+                });
+            if left == Ok(0) {
+                panic!("injected hnsw_rs insert panic");
+            }
+        }
     }
 
     /// Inserts `batch` into `hnsw_rs` (rayon-parallel for large batches). A panic in it (a
@@ -270,15 +294,17 @@ impl Graph {
     /// flag.
     fn insert_into_hnsw(&self, batch: Vec<(&[f32], usize)>) -> Result<(), IndexError> {
         let inserted = catch_unwind(AssertUnwindSafe(|| {
-            #[cfg(test)]
-            if self.fail_inserts.load(std::sync::atomic::Ordering::SeqCst) {
-                panic!("injected hnsw_rs insert panic");
-            }
             self.with_hnsw(|hnsw| {
                 if batch.len() >= PARALLEL_INSERT_MIN {
-                    hnsw.parallel_insert_slice(&batch);
+                    // `Hnsw::parallel_insert_slice` is exactly this loop (hnsw_rs 0.3.5);
+                    // written out so that tests can fail one insertion inside it.
+                    batch.par_iter().for_each(|&item| {
+                        self.before_insert();
+                        hnsw.insert_slice(item);
+                    });
                 } else {
                     for &item in &batch {
+                        self.before_insert();
                         hnsw.insert_slice(item);
                     }
                 }

@@ -131,7 +131,7 @@ pub enum IndexError {
         /// What differs.
         detail: String,
     },
-    /// `hnsw_rs` failed (or panicked) while dumping or loading a graph.
+    /// `hnsw_rs` failed (or panicked) while inserting into, dumping or loading a graph.
     #[error("hnsw graph: {detail}")]
     Graph {
         /// Its message.
@@ -400,28 +400,29 @@ impl VectorIndex {
             (inserted, unreachable)
         });
         let _mutation = self.mutation.lock();
-        let exact = self.exact.read();
-        let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
-        let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
-        // On a failed insertion every point stays dead (scored outside, as before).
-        let ok = inserted.is_ok();
-        graph.settle(&ids, |id| {
-            ok && exact.get(id).is_some() && exact.get(id) == by_id.get(&id).copied()
-        });
-        // New points (and old ones their links displaced) that no search would reach are
-        // scored exactly instead. They keep a dead point, so they are not absorbed again.
-        graph.score_outside(&unreachable);
         if let Err(error) = inserted {
             // A failed insertion (a panic inside `hnsw_rs`) may have stopped halfway
             // through linking a point, and the graph no longer agrees with its membership:
-            // it is dropped. Searches score exactly until a rebuild (due now, at this
-            // size) makes a fresh graph from the live vectors.
+            // it is dropped at once, before anything else, so that no search that starts
+            // from now on walks it. Searches score exactly until a rebuild makes a fresh
+            // graph from the live vectors: at once at [`EXACT_THRESHOLD`] live vectors or
+            // more (the background worker goes on to it); below that, the store stays
+            // exact, as it does before its first graph.
             let mut current = self.graph.write();
             if current.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph)) {
                 *current = None;
             }
             return Err(error);
         }
+        let exact = self.exact.read();
+        let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
+        let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
+        graph.settle(&ids, |id| {
+            exact.get(id).is_some() && exact.get(id) == by_id.get(&id).copied()
+        });
+        // New points (and old ones their links displaced) that no search would reach are
+        // scored exactly instead. They keep a dead point, so they are not absorbed again.
+        graph.score_outside(&unreachable);
         Ok(items.len())
     }
 
@@ -650,14 +651,14 @@ impl VectorIndex {
         }
     }
 
-    /// Tests only: makes insertions into the current graph panic while `on` (see
-    /// `Graph::fail_inserts`); `false` without a graph.
+    /// Tests only: makes insertions into the current graph panic after `points` more
+    /// (see `Graph::fail_inserts_after`); `false` without a graph.
     #[cfg(test)]
-    pub(crate) fn fail_graph_inserts(&self, on: bool) -> bool {
+    pub(crate) fn fail_graph_inserts_after(&self, points: Option<u64>) -> bool {
         self.graph
             .read()
             .as_ref()
-            .map(|graph| graph.fail_inserts(on))
+            .map(|graph| graph.fail_inserts_after(points))
             .is_some()
     }
 

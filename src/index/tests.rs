@@ -773,11 +773,15 @@ fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
         index.insert(id as u64, v).unwrap();
     }
     assert_eq!(index.outside_count(), N / 2);
-    assert!(index.fail_graph_inserts(true));
+    let graph = index.graph.read().clone().unwrap();
+    // Half way through the batch, on the background pool's rayon worker.
+    assert!(index.fail_graph_inserts_after(Some(N as u64 / 4)));
     match index.absorb_outside(N) {
         Err(IndexError::Graph { detail }) => assert!(detail.contains("injected"), "{detail}"),
         other => panic!("expected the insert's panic as an error, got {other:?}"),
     }
+    let points = graph.with_hnsw(|hnsw| hnsw.get_nb_point());
+    assert!(points > N / 2 && points < N, "partly inserted: {points}");
     assert!(!index.graph_ready());
     assert_consistent(&index);
     for (id, v) in vectors.iter().enumerate() {
