@@ -17,6 +17,7 @@ use crate::write::{is_op_error, Batch, BatchEffects, BatchSettings};
 use parking_lot::{Mutex, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -687,9 +688,13 @@ impl Store {
         self.run_batch_with(ops, self.inner.options.durability)
     }
 
-    pub(crate) fn run_batch_with(
+    /// [`Self::run_batch`] with the given durability, over operations taken from `ops` one
+    /// at a time: each is applied before the next is asked for, so that the concurrent
+    /// `Writer` can let operations that arrive while its transaction is being built join
+    /// it. One outcome per operation taken, in order.
+    pub(crate) fn run_batch_with<O: Borrow<PreparedOp>>(
         &self,
-        ops: &[PreparedOp],
+        ops: impl IntoIterator<Item = O>,
         durability: Durability,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
         self.check_poisoned()?;
@@ -702,9 +707,9 @@ impl Store {
         result
     }
 
-    fn run_batch_unpoisoned(
+    fn run_batch_unpoisoned<O: Borrow<PreparedOp>>(
         &self,
-        ops: &[PreparedOp],
+        ops: impl IntoIterator<Item = O>,
         durability: Durability,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
         let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
@@ -717,11 +722,12 @@ impl Store {
             policy: self.inner.options.conflict_policy,
             skip_log_capacity: self.inner.options.skip_log_capacity,
         };
-        let mut results = Vec::with_capacity(ops.len());
+        let ops = ops.into_iter();
+        let mut results = Vec::with_capacity(ops.size_hint().0);
         let effects: Option<BatchEffects> = {
             let mut batch = Batch::begin(&txn, settings, self.dimension())?;
             for op in ops {
-                match batch.apply(op) {
+                match batch.apply(op.borrow()) {
                     Ok(outcome) => results.push(Ok(outcome)),
                     Err(error) if is_op_error(&error) => results.push(Err(error)),
                     Err(error) => return Err(error),

@@ -2,8 +2,9 @@
 //! batch (group commit), and an exact outcome for every producer.
 //!
 //! Producers validate and hash their own operations (in their own threads), then queue them
-//! on a bounded crossbeam channel. One committer thread drains what is queued (up to
-//! [`WriterOptions::max_batch_ops`]) into one redb write transaction, decides each operation
+//! on a bounded crossbeam channel. One committer thread takes what is queued into one redb
+//! write transaction, and keeps taking operations that arrive while it builds that
+//! transaction (up to [`WriterOptions::max_batch_ops`] in all); it decides each operation
 //! with the same guard as [`Store::upsert`], in submission order, commits once, and then
 //! answers each producer with its own outcome.
 //!
@@ -32,8 +33,9 @@ pub struct WriterOptions {
     /// The most operations one transaction takes. Default 1024.
     pub max_batch_ops: usize,
     /// How long the committer waits for more operations after the first of a batch, when
-    /// the queue is empty. `0` (the default) commits whatever is queued at once: under load
-    /// the queue fills while the previous batch commits, which is what batches the writes.
+    /// the queue is empty. `0` (the default) waits for nothing: a batch is what was queued
+    /// when it started plus what arrived while it was being built. Under load the queue
+    /// fills while the previous batch commits, which is what batches the writes.
     pub max_batch_wait: Duration,
     /// The durability of each batch. Default: the store's.
     pub durability: Durability,
@@ -350,7 +352,7 @@ impl Committer {
                 };
             }
             if !ops.is_empty() {
-                self.commit(ops, replies);
+                self.commit(ops, replies, &mut stop);
                 unsynced = self.options.durability == Durability::None;
             }
             if stop {
@@ -368,11 +370,38 @@ impl Committer {
         }
     }
 
-    fn commit(&self, ops: Vec<PreparedOp>, replies: Vec<Sender<Reply>>) {
-        match self.store.run_batch_with(&ops, self.options.durability) {
+    /// Commits `ops` in one transaction, and with them every operation that arrives while
+    /// it is being built (up to [`WriterOptions::max_batch_ops`] in all; a `Stop` ends
+    /// the batch and sets `stop`), then answers each producer.
+    ///
+    /// Taking late arrivals keeps the batches large under load: when one batch took every
+    /// operation in flight, producers submit the next ones only after it commits, and the
+    /// next batch would otherwise be the few that arrived by the time the committer looked.
+    fn commit(&self, ops: Vec<PreparedOp>, mut replies: Vec<Sender<Reply>>, stop: &mut bool) {
+        let max = self.options.max_batch_ops;
+        let arrivals = std::iter::from_fn(|| {
+            if *stop || replies.len() >= max {
+                return None;
+            }
+            match self.incoming.try_recv() {
+                Ok(Message::Op(op, reply)) => {
+                    replies.push(reply);
+                    Some(op)
+                }
+                Ok(Message::Stop) => {
+                    *stop = true;
+                    None
+                }
+                Err(_) => None,
+            }
+        });
+        let result = self
+            .store
+            .run_batch_with(ops.into_iter().chain(arrivals), self.options.durability);
+        match result {
             Ok(results) => {
                 if let Some(shared) = self.shared.upgrade() {
-                    let n = ops.len() as u64;
+                    let n = replies.len() as u64;
                     shared.batches.fetch_add(1, Ordering::Relaxed);
                     shared.ops.fetch_add(n, Ordering::Relaxed);
                     shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
@@ -390,5 +419,129 @@ impl Committer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The committer's batching, driven by hand: operations are queued before a batch
+    //! starts, so what it takes does not depend on timing.
+
+    use super::*;
+    use crate::{Chunk, Options};
+
+    struct Rig {
+        _dir: tempfile::TempDir,
+        store: Store,
+        queue: Sender<Message>,
+        shared: Arc<Shared>,
+        committer: Committer,
+    }
+
+    fn rig(max_batch_ops: usize) -> Rig {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("db.redb"), Options::default()).expect("open");
+        let (queue, incoming) = crossbeam_channel::bounded(64);
+        let shared = Arc::new(Shared {
+            queue: queue.clone(),
+            committer: Mutex::new(None),
+            batches: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
+            max_batch_ops: AtomicU64::new(0),
+        });
+        let options = WriterOptions::for_store(&store).max_batch_ops(max_batch_ops);
+        let committer = Committer {
+            store: store.clone(),
+            incoming,
+            options,
+            shared: Arc::downgrade(&shared),
+        };
+        Rig {
+            _dir: dir,
+            store,
+            queue,
+            shared,
+            committer,
+        }
+    }
+
+    fn op(store: &Store, i: usize) -> PreparedOp {
+        let doc = Document::new("s", format!("d{i}"), crate::Version::number(1))
+            .with_chunk(Chunk::new(format!("text {i}"), vec![1.0, 0.5]));
+        store.prepare(Op::Upsert(doc)).expect("prepare")
+    }
+
+    /// Queues operations `from..to`; returns their answers.
+    fn queue_ops(rig: &Rig, from: usize, to: usize) -> Vec<Receiver<Reply>> {
+        (from..to)
+            .map(|i| {
+                let (reply, answer) = crossbeam_channel::bounded(1);
+                rig.queue
+                    .send(Message::Op(op(&rig.store, i), reply))
+                    .expect("queue");
+                answer
+            })
+            .collect()
+    }
+
+    /// Runs one batch that starts with operation `first` (as `run` does once it has it).
+    fn batch(rig: &Rig, first: usize) -> (Receiver<Reply>, bool) {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let mut stop = false;
+        rig.committer
+            .commit(vec![op(&rig.store, first)], vec![reply], &mut stop);
+        (answer, stop)
+    }
+
+    fn written(answer: &Receiver<Reply>) -> bool {
+        matches!(
+            answer.try_recv(),
+            Ok(Ok(OpOutcome::Document(Outcome::Written { .. })))
+        )
+    }
+
+    #[test]
+    fn operations_queued_while_a_batch_is_built_join_it() {
+        let rig = rig(1024);
+        let later = queue_ops(&rig, 1, 10);
+        let (first, stop) = batch(&rig, 0);
+        assert!(!stop);
+        assert!(written(&first));
+        assert!(later.iter().all(written));
+        assert_eq!(rig.shared.batches.load(Ordering::Relaxed), 1);
+        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 10);
+        assert!(rig.committer.incoming.is_empty());
+        assert_eq!(rig.store.stats().expect("stats").documents, 10);
+    }
+
+    #[test]
+    fn a_batch_takes_no_more_than_max_batch_ops() {
+        let rig = rig(4);
+        let later = queue_ops(&rig, 1, 10);
+        let (first, _) = batch(&rig, 0);
+        assert!(written(&first));
+        assert!(later[..3].iter().all(written));
+        assert!(later[3..].iter().all(|answer| answer.is_empty()));
+        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 4);
+        assert_eq!(rig.committer.incoming.len(), 6);
+        assert_eq!(rig.store.stats().expect("stats").documents, 4);
+    }
+
+    #[test]
+    fn a_stop_ends_the_batch_it_arrives_in() {
+        let rig = rig(1024);
+        let before = queue_ops(&rig, 1, 3);
+        rig.queue.send(Message::Stop).expect("stop");
+        let after = queue_ops(&rig, 3, 4);
+        let (first, stop) = batch(&rig, 0);
+        assert!(stop, "the batch saw the stop");
+        assert!(written(&first));
+        assert!(before.iter().all(written));
+        assert!(
+            after[0].is_empty(),
+            "nothing after the stop joined the batch"
+        );
+        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 3);
+        assert_eq!(rig.committer.incoming.len(), 1);
     }
 }
