@@ -713,6 +713,17 @@ fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
     assert_eq!(hits[0].0, 10_007);
 }
 
+/// An index holding all of `vectors`, with a graph built over the first half only (the
+/// second half is scored outside it, waiting to be absorbed).
+fn graph_of_the_first_half(vectors: &[Vec<f32>]) -> VectorIndex {
+    let index = filled(Metric::Cosine, &vectors[..vectors.len() / 2]);
+    index.build_graph().unwrap();
+    for (id, v) in vectors.iter().enumerate().skip(vectors.len() / 2) {
+        index.insert(id as u64, v).unwrap();
+    }
+    index
+}
+
 // Regression: points registered for insertion (dead until settled) counted as dead, so a
 // graph of N/2 points absorbing N/2 new vectors reported half of itself dead while the
 // insertion ran, and `index_info` showed 11-14 % dead during a plain ingestion with no
@@ -720,11 +731,7 @@ fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
 #[test]
 fn points_being_inserted_are_not_counted_dead() {
     let vectors = low_rank_vectors(23, N, DIM);
-    let index = filled(Metric::Cosine, &vectors[..N / 2]);
-    index.build_graph().unwrap();
-    for (id, v) in vectors.iter().enumerate().skip(N / 2) {
-        index.insert(id as u64, v).unwrap();
-    }
+    let index = graph_of_the_first_half(&vectors);
     let before = index.dead_fraction();
     let graph = index.graph.read().clone().unwrap();
     let items: Vec<(u64, &[f32])> = (N / 2..N)
@@ -767,11 +774,7 @@ fn points_being_inserted_are_not_counted_dead() {
 #[test]
 fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
     let vectors = low_rank_vectors(29, N, DIM);
-    let index = filled(Metric::Cosine, &vectors[..N / 2]);
-    index.build_graph().unwrap();
-    for (id, v) in vectors.iter().enumerate().skip(N / 2) {
-        index.insert(id as u64, v).unwrap();
-    }
+    let index = graph_of_the_first_half(&vectors);
     assert_eq!(index.outside_count(), N / 2);
     let graph = index.graph.read().clone().unwrap();
     // Half way through the batch, on the background pool's rayon worker.
