@@ -91,9 +91,10 @@ impl WriterOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriterStats {
-    /// Transactions committed.
+    /// Batches that ran without a storage error (one transaction each; a batch whose every
+    /// operation was refused for its input commits nothing, and counts).
     pub batches: u64,
-    /// Operations committed in them.
+    /// Operations answered in them with their own outcome (or error).
     pub ops: u64,
     /// The largest batch.
     pub max_batch_ops: u64,
@@ -355,6 +356,14 @@ impl Committer {
                 self.commit(ops, replies, &mut stop);
                 unsynced = self.options.durability == Durability::None;
             }
+            // Under sustained load the queue never runs dry, so the timeout above never
+            // fires: the interval is checked after every batch too.
+            if unsynced && last_sync.elapsed() >= self.options.sync_interval {
+                if self.store.sync().is_ok() {
+                    unsynced = false;
+                }
+                last_sync = Instant::now();
+            }
             if stop {
                 break;
             }
@@ -406,8 +415,17 @@ impl Committer {
                     shared.ops.fetch_add(n, Ordering::Relaxed);
                     shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
                 }
-                for (reply, result) in replies.into_iter().zip(results) {
+                let mut replies = replies.into_iter();
+                for (reply, result) in replies.by_ref().zip(results) {
                     let _ = reply.send(result);
+                }
+                // One outcome per operation taken is `run_batch_with`'s contract; should it
+                // ever break, no producer is left without an answer.
+                for reply in replies {
+                    let _ = reply.send(Err(WriteError::Corrupted {
+                        what: "writer".into(),
+                        detail: "no outcome for the operation".into(),
+                    }));
                 }
             }
             Err(error) => {
@@ -428,6 +446,7 @@ mod tests {
     //! starts, so what it takes does not depend on timing.
 
     use super::*;
+    use crate::fuzzing::{Disk, FaultMode, IoKind};
     use crate::{Chunk, Options};
 
     struct Rig {
@@ -441,6 +460,11 @@ mod tests {
     fn rig(max_batch_ops: usize) -> Rig {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path().join("db.redb"), Options::default()).expect("open");
+        let options = WriterOptions::for_store(&store).max_batch_ops(max_batch_ops);
+        rig_on(dir, store, options)
+    }
+
+    fn rig_on(dir: tempfile::TempDir, store: Store, options: WriterOptions) -> Rig {
         let (queue, incoming) = crossbeam_channel::bounded(64);
         let shared = Arc::new(Shared {
             queue: queue.clone(),
@@ -449,7 +473,6 @@ mod tests {
             ops: AtomicU64::new(0),
             max_batch_ops: AtomicU64::new(0),
         });
-        let options = WriterOptions::for_store(&store).max_batch_ops(max_batch_ops);
         let committer = Committer {
             store: store.clone(),
             incoming,
@@ -463,6 +486,15 @@ mod tests {
             shared,
             committer,
         }
+    }
+
+    /// A rig on a simulated disk (see [`crate::fuzzing::Disk`]).
+    fn rig_on_disk(options: impl Fn(WriterOptions) -> WriterOptions) -> (Rig, Disk) {
+        let disk = Disk::new();
+        let store = Store::open_with_backend(disk.backend(), Options::default()).expect("open");
+        let options = options(WriterOptions::for_store(&store));
+        let dir = tempfile::tempdir().expect("tempdir");
+        (rig_on(dir, store, options), disk)
     }
 
     fn op(store: &Store, i: usize) -> PreparedOp {
@@ -501,7 +533,7 @@ mod tests {
     }
 
     #[test]
-    fn operations_queued_while_a_batch_is_built_join_it() {
+    fn operations_still_queued_when_a_batch_is_built_join_it() {
         let rig = rig(1024);
         let later = queue_ops(&rig, 1, 10);
         let (first, stop) = batch(&rig, 0);
@@ -543,5 +575,76 @@ mod tests {
         );
         assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 3);
         assert_eq!(rig.committer.incoming.len(), 1);
+    }
+
+    #[test]
+    fn a_stop_commits_what_came_before_it_and_refuses_what_came_after() {
+        let rig = rig(1024);
+        let before = queue_ops(&rig, 0, 3);
+        rig.queue.send(Message::Stop).expect("stop");
+        let after = queue_ops(&rig, 3, 4);
+        let Rig {
+            _dir, committer, ..
+        } = rig;
+        committer.run();
+        assert!(before.iter().all(written));
+        assert!(matches!(after[0].try_recv(), Ok(Err(WriteError::Closed))));
+    }
+
+    #[test]
+    fn late_arrivals_share_their_batchs_storage_failure() {
+        let (rig, disk) = rig_on_disk(|options| options);
+        let later = queue_ops(&rig, 1, 6);
+        // Every write from now on fails: the commit of the batch below.
+        disk.fail_after(0, FaultMode::Forever);
+        let (first, _) = batch(&rig, 0);
+        for answer in std::iter::once(&first).chain(&later) {
+            assert!(
+                matches!(answer.try_recv(), Ok(Err(WriteError::BatchFailed { .. }))),
+                "every operation of the failed batch gets its error"
+            );
+        }
+        assert!(rig.committer.incoming.is_empty(), "all of them were in it");
+        assert!(disk.faults_hit() > 0);
+        assert_eq!(rig.store.get("s", "d0").expect("read"), None);
+        assert_eq!(rig.store.get("s", "d5").expect("read"), None);
+    }
+
+    // Regression: with `Durability::None`, the periodic durable commit ran only when the
+    // committer found the queue empty for a moment (its receive timed out), so under
+    // sustained load nothing became durable until the load stopped, breaking "what was
+    // acknowledged more than one sync interval ago survives a crash".
+    #[test]
+    fn the_periodic_sync_runs_while_the_queue_never_empties() {
+        let (rig, disk) = rig_on_disk(|options| {
+            options
+                .durability(Durability::None)
+                .sync_interval(Duration::ZERO)
+                .max_batch_ops(8)
+        });
+        // Five batches' worth, all queued before the committer starts, then a stop.
+        let answers = queue_ops(&rig, 0, 40);
+        rig.queue.send(Message::Stop).expect("stop");
+        disk.start_trace();
+        let Rig {
+            _dir, committer, ..
+        } = rig;
+        committer.run();
+        assert!(answers.iter().all(written));
+        let trace = disk.trace();
+        // A durable commit after each of the five batches, so four of them (at least)
+        // before the last batch's writes; before the fix, only the one at shutdown.
+        let last_write = trace
+            .iter()
+            .rposition(|(kind, _)| *kind == IoKind::Write)
+            .expect("writes");
+        let during_load = trace[..last_write]
+            .iter()
+            .filter(|(kind, _)| *kind == IoKind::Sync)
+            .count();
+        assert!(
+            during_load >= 4,
+            "{during_load} syncs during the load: {trace:?}"
+        );
     }
 }
