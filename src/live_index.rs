@@ -32,6 +32,9 @@ pub(crate) struct LiveIndex {
     /// Points in the graph the file's snapshot holds (0: none persisted by this process
     /// or loaded); see `store::absorb_and_refresh`.
     pub persisted_points: AtomicUsize,
+    /// The number of live vectors when the last graph build failed (`usize::MAX`: the last
+    /// one did not fail); see `store::build_retry_due`.
+    pub failed_build_at: AtomicUsize,
 }
 
 fn index_error(error: IndexError) -> ReadError {
@@ -71,6 +74,7 @@ impl LiveIndex {
             applied: Mutex::new(commit_seq(snapshot)?),
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
+            failed_build_at: AtomicUsize::new(usize::MAX),
         };
         let vectors = snapshot
             .txn

@@ -1303,6 +1303,7 @@ impl Store {
             Ok(())
         });
         if built.is_ok() {
+            live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
             persist_graph(&self.background(), &live);
         }
         live.building.store(false, Ordering::SeqCst);
@@ -1510,13 +1511,42 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     };
     if loaded {
         absorb_and_refresh(&background, &live);
-    } else if (had_snapshot || live.index.len_live() >= EXACT_THRESHOLD)
-        && live.index.build_graph_in_background().is_ok()
-    {
-        persist_graph(&background, &live);
+    } else if had_snapshot || live.index.len_live() >= EXACT_THRESHOLD {
+        build_graph(&background, &live);
     }
     // Commits made while loading found it building and started nothing.
     maintain_index(&background, &live);
+}
+
+/// After a failed graph build, the share by which the number of live vectors must move
+/// away from what it was at the failure before another build is tried. A build fails on a
+/// panic inside `hnsw_rs` (or the store closing); on the same vectors it would most likely
+/// fail again, and without this every commit would start one, each a full pass over the
+/// vectors. Searches stay exact (correct, slower) meanwhile; a reopen tries at once.
+const RETRY_BUILD_AFTER_CHANGE: f64 = 0.1;
+
+/// Whether a graph build may start now (see [`RETRY_BUILD_AFTER_CHANGE`]).
+fn build_retry_due(live: &LiveIndex) -> bool {
+    let failed_at = live.failed_build_at.load(Ordering::SeqCst);
+    if failed_at == usize::MAX {
+        return true;
+    }
+    let moved = live.index.len_live().abs_diff(failed_at) as f64;
+    moved >= (failed_at as f64 * RETRY_BUILD_AFTER_CHANGE).max(1.0)
+}
+
+/// Builds a fresh graph from the live vectors (on the background pool) and persists it;
+/// records a failure for [`build_retry_due`]. Returns whether it was built.
+fn build_graph(background: &Background, live: &LiveIndex) -> bool {
+    let vectors = live.index.len_live();
+    let built = live.index.build_graph_in_background().is_ok();
+    if built {
+        live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
+        persist_graph(background, live);
+    } else {
+        live.failed_build_at.store(vectors, Ordering::SeqCst);
+    }
+    built
 }
 
 /// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
@@ -1544,9 +1574,9 @@ enum Maintenance {
 
 fn maintenance_due(live: &LiveIndex) -> Option<Maintenance> {
     let index = &live.index;
-    if index.dead_fraction() > REBUILD_DEAD_FRACTION
-        || (!index.graph_ready() && index.needs_rebuild(REBUILD_DEAD_FRACTION))
-    {
+    let rebuild = index.dead_fraction() > REBUILD_DEAD_FRACTION
+        || (!index.graph_ready() && index.needs_rebuild(REBUILD_DEAD_FRACTION));
+    if rebuild && build_retry_due(live) {
         Some(Maintenance::Rebuild)
     } else if index.has_absorbable() {
         Some(Maintenance::Absorb)
@@ -1566,17 +1596,11 @@ fn maintain_index(background: &Background, live: &LiveIndex) {
         while let Some(work) = maintenance_due(live) {
             let done = !live.index.is_closed()
                 && match work {
-                    Maintenance::Rebuild => {
-                        let built = live.index.build_graph_in_background().is_ok();
-                        if built {
-                            persist_graph(background, live);
-                        }
-                        built
-                    }
+                    Maintenance::Rebuild => build_graph(background, live),
                     // Nothing moved while some was due: stop rather than spin. A failed
                     // insertion dropped the graph: go on to the rebuild that is then due
                     // (at `EXACT_THRESHOLD` live vectors or more; if it fails too, the
-                    // loop stops there, and the next commit tries again).
+                    // loop stops there, and `build_retry_due` spaces out the next tries).
                     Maintenance::Absorb => match absorb_and_refresh(background, live) {
                         Some(moved) => moved > 0,
                         None => !live.index.graph_ready(),
@@ -1755,6 +1779,60 @@ mod background_panic_tests {
             let top = hits.first().map(|h| (h.source.as_str(), h.id.clone()));
             assert_eq!(top, Some(("more", format!("v{i}"))), "vector {i}");
         }
+    }
+
+    // Regression: after a graph build failed (a panic inside hnsw_rs), every later commit
+    // started another full build, which failed the same way.
+    #[test]
+    fn a_failed_build_is_retried_only_after_the_vectors_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default().durability(Durability::None);
+        let store = Store::open(dir.path().join("retry.redb"), options).expect("open");
+        let vectors = low_rank_vectors(7, 12_500, DIM);
+        let write_range = |from: usize, to: usize| {
+            let ops = (from..to)
+                .map(|i| {
+                    Op::Upsert(
+                        Document::new("s", format!("v{i}"), Version::number(1))
+                            .with_chunk(Chunk::new(format!("chunk {i}"), vectors[i].clone())),
+                    )
+                })
+                .collect();
+            for outcome in store.write_batch(ops).expect("write a batch") {
+                outcome.expect("write a document");
+            }
+            assert!(store.wait_for_index(Duration::from_secs(120)), "settled");
+        };
+        write_range(0, 1_000);
+        let live = store.live().expect("loaded");
+        live.index.fail_builds(true);
+        for from in (1_000..10_000).step_by(1_000) {
+            write_range(from, from + 1_000);
+        }
+        assert_eq!(live.index.builds_started(), 1, "the first build, at 10,000");
+        assert!(!store.index_info().graph_ready);
+        // Small commits: the vectors barely changed, so the build is not tried again.
+        for from in (10_000..10_050).step_by(10) {
+            write_range(from, from + 10);
+        }
+        assert_eq!(live.index.builds_started(), 1);
+        // 10 % more vectors than at the failure: tried again (and fails again).
+        write_range(10_050, 11_050);
+        assert_eq!(live.index.builds_started(), 2);
+        assert!(!store.index_info().graph_ready);
+        // Searches are exact meanwhile, and right.
+        let hits = store
+            .search(&vectors[10_500], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v10500"));
+        // The cause gone, the next try after enough change builds the graph.
+        live.index.fail_builds(false);
+        write_range(11_050, 12_500);
+        assert_eq!(live.index.builds_started(), 3);
+        let info = store.index_info();
+        assert!(info.graph_ready, "{info:?}");
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
     }
 
     #[test]

@@ -205,6 +205,9 @@ pub(crate) struct VectorIndex {
     /// Set when the store closes: background builds and absorbing stop at their next
     /// chunk instead of finishing work nobody will use.
     closed: AtomicBool,
+    /// Tests only: graph builds started, and whether their inserts panic.
+    #[cfg(test)]
+    builds: (std::sync::atomic::AtomicUsize, AtomicBool),
 }
 
 /// Stops journalling when a build ends, however it ends.
@@ -233,6 +236,8 @@ impl VectorIndex {
             build: Mutex::new(()),
             journal: Mutex::new(None),
             closed: AtomicBool::new(false),
+            #[cfg(test)]
+            builds: Default::default(),
         })
     }
 
@@ -561,6 +566,13 @@ impl VectorIndex {
         let journal = self.start_journal();
         let ids = self.exact.read().ids().to_vec();
         let graph = Graph::new(self.metric, self.dim, ids.len());
+        #[cfg(test)]
+        {
+            self.builds.0.fetch_add(1, Ordering::SeqCst);
+            if self.builds.1.load(Ordering::SeqCst) {
+                graph.fail_inserts_after(Some(0));
+            }
+        }
         self.populate(&graph, &ids, workers)?;
         self.catch_up_and_install(graph, journal, None, workers)
     }
@@ -649,6 +661,19 @@ impl VectorIndex {
         if graph.view_due(VIEW_REFRESH_MIN) {
             graph.refresh_view();
         }
+    }
+
+    /// Tests only: while `on`, the inserts of every graph build panic (see
+    /// `Graph::fail_inserts_after`).
+    #[cfg(test)]
+    pub(crate) fn fail_builds(&self, on: bool) {
+        self.builds.1.store(on, Ordering::SeqCst);
+    }
+
+    /// Tests only: graph builds started so far.
+    #[cfg(test)]
+    pub(crate) fn builds_started(&self) -> usize {
+        self.builds.0.load(Ordering::SeqCst)
     }
 
     /// Tests only: makes insertions into the current graph panic after `points` more
