@@ -195,20 +195,7 @@ impl std::fmt::Debug for Writer {
 impl Writer {
     /// Starts the committer thread.
     pub(crate) fn start(store: Store, options: WriterOptions) -> Writer {
-        let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
-        let shared = Arc::new(Shared {
-            queue,
-            committer: Mutex::new(None),
-            batches: AtomicU64::new(0),
-            ops: AtomicU64::new(0),
-            max_batch_ops: AtomicU64::new(0),
-        });
-        let committer = Committer {
-            store: store.clone(),
-            incoming,
-            options,
-            shared: Arc::downgrade(&shared),
-        };
+        let (shared, committer) = Committer::new(&store, options);
         let handle = std::thread::Builder::new()
             .name("ratchetdb-committer".into())
             .spawn(move || committer.run());
@@ -304,6 +291,26 @@ struct Committer {
 }
 
 impl Committer {
+    /// A committer for `store`, and the queue and counters its writers share (the queue
+    /// holds `options.queue_capacity` messages).
+    fn new(store: &Store, options: WriterOptions) -> (Arc<Shared>, Committer) {
+        let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
+        let shared = Arc::new(Shared {
+            queue,
+            committer: Mutex::new(None),
+            batches: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
+            max_batch_ops: AtomicU64::new(0),
+        });
+        let committer = Committer {
+            store: store.clone(),
+            incoming,
+            options,
+            shared: Arc::downgrade(&shared),
+        };
+        (shared, committer)
+    }
+
     fn run(self) {
         let mut unsynced = false;
         let mut last_sync = Instant::now();
@@ -465,20 +472,8 @@ mod tests {
     }
 
     fn rig_on(dir: tempfile::TempDir, store: Store, options: WriterOptions) -> Rig {
-        let (queue, incoming) = crossbeam_channel::bounded(64);
-        let shared = Arc::new(Shared {
-            queue: queue.clone(),
-            committer: Mutex::new(None),
-            batches: AtomicU64::new(0),
-            ops: AtomicU64::new(0),
-            max_batch_ops: AtomicU64::new(0),
-        });
-        let committer = Committer {
-            store: store.clone(),
-            incoming,
-            options,
-            shared: Arc::downgrade(&shared),
-        };
+        let (shared, committer) = Committer::new(&store, options.queue_capacity(64));
+        let queue = shared.queue.clone();
         Rig {
             _dir: dir,
             store,
