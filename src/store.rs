@@ -1716,16 +1716,15 @@ mod background_panic_tests {
 
     const DIM: usize = 16;
 
-    fn write(store: &Store, source: &str, vectors: &[Vec<f32>]) {
-        for (b, batch) in vectors.chunks(1000).enumerate() {
-            let ops = batch
-                .iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    let i = b * 1000 + j;
+    /// Writes one-chunk documents `{source}/v{i}` for `i` in `from..to`, with `vectors[i]`,
+    /// in batches of 1000.
+    fn write(store: &Store, source: &str, vectors: &[Vec<f32>], from: usize, to: usize) {
+        for start in (from..to).step_by(1000) {
+            let ops = (start..to.min(start + 1000))
+                .map(|i| {
                     Op::Upsert(
                         Document::new(source, format!("v{i}"), Version::number(1))
-                            .with_chunk(Chunk::new(format!("chunk {i}"), v.clone())),
+                            .with_chunk(Chunk::new(format!("chunk {i}"), vectors[i].clone())),
                     )
                 })
                 .collect();
@@ -1740,7 +1739,13 @@ mod background_panic_tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let options = Options::default().durability(Durability::None);
         let store = Store::open(dir.path().join("panic.redb"), options).expect("open");
-        write(&store, "first", &low_rank_vectors(5, 10_500, DIM));
+        write(
+            &store,
+            "first",
+            &low_rank_vectors(5, 10_500, DIM),
+            0,
+            10_500,
+        );
         assert!(
             store.wait_for_index(Duration::from_secs(120)),
             "first build"
@@ -1757,7 +1762,7 @@ mod background_panic_tests {
         // Absorbing these panics inside hnsw_rs: the graph is dropped, and the same
         // worker goes on to rebuild it (from every live vector) and persist that.
         let more = low_rank_vectors(6, 300, DIM);
-        write(&store, "more", &more);
+        write(&store, "more", &more, 0, 300);
         assert!(
             store.wait_for_index(Duration::from_secs(120)),
             "the index never settled after the panic: {:?}",
@@ -1790,17 +1795,7 @@ mod background_panic_tests {
         let store = Store::open(dir.path().join("retry.redb"), options).expect("open");
         let vectors = low_rank_vectors(7, 12_500, DIM);
         let write_range = |from: usize, to: usize| {
-            let ops = (from..to)
-                .map(|i| {
-                    Op::Upsert(
-                        Document::new("s", format!("v{i}"), Version::number(1))
-                            .with_chunk(Chunk::new(format!("chunk {i}"), vectors[i].clone())),
-                    )
-                })
-                .collect();
-            for outcome in store.write_batch(ops).expect("write a batch") {
-                outcome.expect("write a document");
-            }
+            write(&store, "s", &vectors, from, to);
             assert!(store.wait_for_index(Duration::from_secs(120)), "settled");
         };
         write_range(0, 1_000);

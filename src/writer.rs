@@ -520,6 +520,14 @@ mod tests {
         (answer, stop)
     }
 
+    /// Runs the committer's loop until it stops (the queue must end with a `Stop`).
+    fn run_to_the_end(rig: Rig) {
+        let Rig {
+            _dir, committer, ..
+        } = rig;
+        committer.run();
+    }
+
     fn written(answer: &Receiver<Reply>) -> bool {
         matches!(
             answer.try_recv(),
@@ -578,10 +586,7 @@ mod tests {
         let before = queue_ops(&rig, 0, 3);
         rig.queue.send(Message::Stop).expect("stop");
         let after = queue_ops(&rig, 3, 4);
-        let Rig {
-            _dir, committer, ..
-        } = rig;
-        committer.run();
+        run_to_the_end(rig);
         assert!(before.iter().all(written));
         assert!(matches!(after[0].try_recv(), Ok(Err(WriteError::Closed))));
     }
@@ -621,10 +626,7 @@ mod tests {
         let answers = queue_ops(&rig, 0, 40);
         rig.queue.send(Message::Stop).expect("stop");
         disk.start_trace();
-        let Rig {
-            _dir, committer, ..
-        } = rig;
-        committer.run();
+        run_to_the_end(rig);
         assert!(answers.iter().all(written));
         let trace = disk.trace();
         // A durable commit after each of the five batches, so four of them (at least)

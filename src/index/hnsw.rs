@@ -288,10 +288,9 @@ impl Graph {
 
     /// Inserts `batch` into `hnsw_rs` (rayon-parallel for large batches). A panic in it (a
     /// bug there, or in the distance kernel) becomes [`IndexError::Graph`], so that the
-    /// callers' clean-up runs: a build discards its new graph, the absorber settles the
-    /// points it registered and drops the graph (which may now hold some of them, partly
-    /// linked), and the background worker goes on to a rebuild or clears its `building`
-    /// flag.
+    /// callers' clean-up runs: a build discards its new graph, the absorber drops the
+    /// graph (which may now hold some of its points, partly linked), and the background
+    /// worker goes on to a rebuild or clears its `building` flag.
     fn insert_into_hnsw(&self, batch: Vec<(&[f32], usize)>) -> Result<(), IndexError> {
         let inserted = catch_unwind(AssertUnwindSafe(|| {
             self.with_hnsw(|hnsw| {
