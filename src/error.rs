@@ -224,6 +224,15 @@ pub enum ReadError {
     /// An I/O or storage-engine error.
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// [`Store::build_index`](crate::Store::build_index) could not build the ANN graph (a
+    /// failure inside the graph library, or the store closing meanwhile). Nothing stored
+    /// is affected; searches stay complete (vectors outside a graph are scored exactly)
+    /// until a build succeeds.
+    #[error("the vector index's graph could not be built ({detail}); nothing stored is affected, and searches stay exact until a build succeeds")]
+    IndexBuild {
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 impl ReadError {

@@ -1260,7 +1260,9 @@ impl Store {
     }
 
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
-    /// the file so the next open loads it instead of building it again.
+    /// the file so the next open loads it instead of building it again. A build that fails
+    /// (inside the graph library) is [`ReadError::IndexBuild`]; the store and its searches
+    /// are unaffected.
     pub fn build_index(&self) -> Result<(), ReadError> {
         let Some(dimension) = self.dimension() else {
             return Ok(());
@@ -1307,8 +1309,9 @@ impl Store {
             persist_graph(&self.background(), &live);
         }
         live.building.store(false, Ordering::SeqCst);
-        built.map_err(|e| ReadError::Corrupted {
-            what: "vector index".into(),
+        // Not `Corrupted`: the build works on vectors already read and checked; nothing in
+        // the file is wrong when it fails.
+        built.map_err(|e| ReadError::IndexBuild {
             detail: e.to_string(),
         })
     }
@@ -1828,6 +1831,44 @@ mod background_panic_tests {
         assert!(info.graph_ready, "{info:?}");
         let report = store.verify().expect("verify");
         assert!(report.is_ok(), "{:#?}", report.violations);
+    }
+
+    // Regression: `Store::build_index` reported a failed build (a panic inside hnsw_rs)
+    // as `ReadError::Corrupted { what: "vector index" }`, telling the caller the file was
+    // damaged when nothing in it was.
+    #[test]
+    fn a_failed_build_index_is_an_index_build_error_and_changes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("build.redb"), Options::default()).expect("open");
+        let vectors = low_rank_vectors(8, 2_000, DIM);
+        write(&store, "s", &vectors, 0, 2_000);
+        assert!(store.wait_for_index(Duration::from_secs(120)), "loaded");
+        let live = store.live().expect("loaded");
+        let before = store.stats().expect("stats");
+
+        live.index.fail_builds(true);
+        match store.build_index() {
+            Err(ReadError::IndexBuild { detail }) => assert!(!detail.is_empty()),
+            other => panic!("expected an IndexBuild error, got {other:?}"),
+        }
+        let info = store.index_info();
+        assert!(!info.graph_ready && !info.building, "{info:?}");
+        assert_eq!(info.persisted_points, 0, "{info:?}");
+        let after = store.stats().expect("stats");
+        assert_eq!(after.counters, before.counters);
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        let hits = store
+            .search(&vectors[1_234], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v1234"));
+
+        // The cause gone, the same call builds and persists the graph.
+        live.index.fail_builds(false);
+        store.build_index().expect("build");
+        let info = store.index_info();
+        assert!(info.graph_ready, "{info:?}");
+        assert_eq!(info.persisted_points, 2_000, "{info:?}");
     }
 
     #[test]
