@@ -224,11 +224,12 @@ pub enum ReadError {
     /// An I/O or storage-engine error.
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
-    /// [`Store::build_index`](crate::Store::build_index) could not build the ANN graph (a
-    /// failure inside the graph library, or the store closing meanwhile). Nothing stored
-    /// is affected; searches stay complete (vectors outside a graph are scored exactly)
-    /// until a build succeeds.
-    #[error("the vector index's graph could not be built ({detail}); nothing stored is affected, and searches stay exact until a build succeeds")]
+    /// [`Store::build_index`](crate::Store::build_index) could not build the ANN graph: a
+    /// failure inside the graph library, a vector id this platform's `usize` cannot hold,
+    /// or the store closing meanwhile. Nothing stored is affected. Searches go on over the
+    /// graph that was installed before, if it is still there, and score exactly whatever
+    /// no graph holds; they return only live chunks either way.
+    #[error("the vector index's graph could not be built ({detail}); nothing stored is affected, and searches go on over the previous graph or exactly")]
     IndexBuild {
         /// What went wrong.
         detail: String,

@@ -1261,8 +1261,8 @@ impl Store {
 
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
     /// the file so the next open loads it instead of building it again. A build that fails
-    /// (inside the graph library) is [`ReadError::IndexBuild`]; the store and its searches
-    /// are unaffected.
+    /// (inside the graph library) is [`ReadError::IndexBuild`]; nothing stored changes, and
+    /// searches go on over the previous graph (or exactly).
     pub fn build_index(&self) -> Result<(), ReadError> {
         let Some(dimension) = self.dimension() else {
             return Ok(());
@@ -1296,6 +1296,7 @@ impl Store {
         while live.building.swap(true, Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(5));
         }
+        let _clear = ClearBuildingOnUnwind(&live.building);
         let built = live.index.build_graph().and_then(|()| {
             while live
                 .index
@@ -1839,23 +1840,31 @@ mod background_panic_tests {
     #[test]
     fn a_failed_build_index_is_an_index_build_error_and_changes_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path().join("build.redb"), Options::default()).expect("open");
-        let vectors = low_rank_vectors(8, 2_000, DIM);
-        write(&store, "s", &vectors, 0, 2_000);
-        assert!(store.wait_for_index(Duration::from_secs(120)), "loaded");
+        let options = Options::default().durability(Durability::None);
+        let store = Store::open(dir.path().join("build.redb"), options).expect("open");
+        // Past the exact threshold: the background builds a graph and persists it.
+        let vectors = low_rank_vectors(8, 10_500, DIM);
+        write(&store, "s", &vectors, 0, 10_500);
+        assert!(store.wait_for_index(Duration::from_secs(120)), "settled");
         let live = store.live().expect("loaded");
-        let before = store.stats().expect("stats");
+        let before = store.index_info();
+        assert!(
+            before.graph_ready && before.persisted_points > 0,
+            "{before:?}"
+        );
+        let counters = store.stats().expect("stats").counters;
 
         live.index.fail_builds(true);
         match store.build_index() {
             Err(ReadError::IndexBuild { detail }) => assert!(!detail.is_empty()),
             other => panic!("expected an IndexBuild error, got {other:?}"),
         }
-        let info = store.index_info();
-        assert!(!info.graph_ready && !info.building, "{info:?}");
-        assert_eq!(info.persisted_points, 0, "{info:?}");
-        let after = store.stats().expect("stats");
-        assert_eq!(after.counters, before.counters);
+        // The graph that served before still serves, and the persisted one is the same.
+        let after = store.index_info();
+        assert!(after.graph_ready && !after.building, "{after:?}");
+        assert_eq!(after.graph_points, before.graph_points, "{after:?}");
+        assert_eq!(after.persisted_points, before.persisted_points, "{after:?}");
+        assert_eq!(store.stats().expect("stats").counters, counters);
         let report = store.verify().expect("verify");
         assert!(report.is_ok(), "{:#?}", report.violations);
         let hits = store
@@ -1868,7 +1877,7 @@ mod background_panic_tests {
         store.build_index().expect("build");
         let info = store.index_info();
         assert!(info.graph_ready, "{info:?}");
-        assert_eq!(info.persisted_points, 2_000, "{info:?}");
+        assert_eq!(info.persisted_points, 10_500, "{info:?}");
     }
 
     #[test]
