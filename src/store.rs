@@ -1720,6 +1720,15 @@ mod background_panic_tests {
 
     const DIM: usize = 16;
 
+    /// A new store in a new temporary directory (kept alive by the first half), without
+    /// fsyncs: these tests crash nothing.
+    fn open_store(name: &str) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default().durability(Durability::None);
+        let store = Store::open(dir.path().join(name), options).expect("open");
+        (dir, store)
+    }
+
     /// Writes one-chunk documents `{source}/v{i}` for `i` in `from..to`, with `vectors[i]`,
     /// in batches of 1000.
     fn write(store: &Store, source: &str, vectors: &[Vec<f32>], from: usize, to: usize) {
@@ -1740,9 +1749,7 @@ mod background_panic_tests {
 
     #[test]
     fn a_panicking_graph_insert_leaves_the_index_maintained() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let options = Options::default().durability(Durability::None);
-        let store = Store::open(dir.path().join("panic.redb"), options).expect("open");
+        let (_dir, store) = open_store("panic.redb");
         write(
             &store,
             "first",
@@ -1794,9 +1801,7 @@ mod background_panic_tests {
     // started another full build, which failed the same way.
     #[test]
     fn a_failed_build_is_retried_only_after_the_vectors_change() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let options = Options::default().durability(Durability::None);
-        let store = Store::open(dir.path().join("retry.redb"), options).expect("open");
+        let (_dir, store) = open_store("retry.redb");
         let vectors = low_rank_vectors(7, 12_500, DIM);
         let write_range = |from: usize, to: usize| {
             write(&store, "s", &vectors, from, to);
@@ -1839,9 +1844,7 @@ mod background_panic_tests {
     // damaged when nothing in it was.
     #[test]
     fn a_failed_build_index_is_an_index_build_error_and_changes_nothing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let options = Options::default().durability(Durability::None);
-        let store = Store::open(dir.path().join("build.redb"), options).expect("open");
+        let (_dir, store) = open_store("build.redb");
         // Past the exact threshold: the background builds a graph and persists it.
         let vectors = low_rank_vectors(8, 10_500, DIM);
         write(&store, "s", &vectors, 0, 10_500);
