@@ -512,6 +512,16 @@ mod tests {
     }
 
     /// Runs one batch that starts with operation `first` (as `run` does once it has it).
+    /// A rig whose queue holds operations `from..3`, a `Stop`, then operation 3; the
+    /// answers of the operations before the stop and after it.
+    fn queued_around_a_stop(from: usize) -> (Rig, Vec<Receiver<Reply>>, Vec<Receiver<Reply>>) {
+        let rig = rig(1024);
+        let before = queue_ops(&rig, from, 3);
+        rig.queue.send(Message::Stop).expect("stop");
+        let after = queue_ops(&rig, 3, 4);
+        (rig, before, after)
+    }
+
     fn batch(rig: &Rig, first: usize) -> (Receiver<Reply>, bool) {
         let (reply, answer) = crossbeam_channel::bounded(1);
         let mut stop = false;
@@ -564,10 +574,7 @@ mod tests {
 
     #[test]
     fn a_stop_ends_the_batch_it_arrives_in() {
-        let rig = rig(1024);
-        let before = queue_ops(&rig, 1, 3);
-        rig.queue.send(Message::Stop).expect("stop");
-        let after = queue_ops(&rig, 3, 4);
+        let (rig, before, after) = queued_around_a_stop(1);
         let (first, stop) = batch(&rig, 0);
         assert!(stop, "the batch saw the stop");
         assert!(written(&first));
@@ -582,10 +589,7 @@ mod tests {
 
     #[test]
     fn a_stop_commits_what_came_before_it_and_refuses_what_came_after() {
-        let rig = rig(1024);
-        let before = queue_ops(&rig, 0, 3);
-        rig.queue.send(Message::Stop).expect("stop");
-        let after = queue_ops(&rig, 3, 4);
+        let (rig, before, after) = queued_around_a_stop(0);
         run_to_the_end(rig);
         assert!(before.iter().all(written));
         assert!(matches!(after[0].try_recv(), Ok(Err(WriteError::Closed))));
