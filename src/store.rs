@@ -1261,8 +1261,8 @@ impl Store {
 
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
     /// the file so the next open loads it instead of building it again. A build that fails
-    /// (inside the graph library) is [`ReadError::IndexBuild`]; nothing stored changes, and
-    /// searches go on over the previous graph (or exactly).
+    /// (inside the graph library, or as the store closes) is [`ReadError::IndexBuild`];
+    /// nothing stored changes, and searches go on over the previous graph (or exactly).
     pub fn build_index(&self) -> Result<(), ReadError> {
         let Some(dimension) = self.dimension() else {
             return Ok(());

@@ -511,7 +511,6 @@ mod tests {
             .collect()
     }
 
-    /// Runs one batch that starts with operation `first` (as `run` does once it has it).
     /// A rig whose queue holds operations `from..3`, a `Stop`, then operation 3; the
     /// answers of the operations before the stop and after it.
     fn queued_around_a_stop(from: usize) -> (Rig, Vec<Receiver<Reply>>, Vec<Receiver<Reply>>) {
@@ -522,6 +521,7 @@ mod tests {
         (rig, before, after)
     }
 
+    /// Runs one batch that starts with operation `first` (as `run` does once it has it).
     fn batch(rig: &Rig, first: usize) -> (Receiver<Reply>, bool) {
         let (reply, answer) = crossbeam_channel::bounded(1);
         let mut stop = false;
