@@ -642,7 +642,8 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
             let _ = row.same_vector(position, &[0.0]);
             entries.push((slot, VectorData::Raw(bytes)));
         }
-        if VectorsRow::encode(&entries) != data {
+        let _ = schema::decode_chunks(row.spill(), data);
+        if VectorsRow::encode(&entries, row.spill()) != data {
             return Err("vectors row: re-encoding changed the bytes".to_string());
         }
     }
@@ -1202,10 +1203,13 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         ("listing", schema::encode(&listing)),
         (
             "vector",
-            VectorsRow::encode(&[
-                (0, VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE])),
-                (7, VectorData::Floats(&[1.0, 0.0, -0.0])),
-            ]),
+            VectorsRow::encode(
+                &[
+                    (0, VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE])),
+                    (7, VectorData::Floats(&[1.0, 0.0, -0.0])),
+                ],
+                &schema::encode(&chunk)[..9],
+            ),
         ),
     ];
     for (name, bytes) in rows {

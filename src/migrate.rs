@@ -3,14 +3,21 @@
 //! Schema 1 stored a row per chunk (`chunks`, keyed by internal id and position) and a row
 //! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
 //! stores each live revision as one chunks row and one vectors row under the document's
-//! internal id (`schema.rs`). The conversion keeps every document row, version, generation,
-//! content hash, chunk text and metadata, every vector bit for bit, and every counter,
-//! listing and skip-log row; only vector ids change (slot = position), so the changelog and
-//! any persisted graph snapshot, both addressed by the old ids, are dropped: the index is
-//! rebuilt from the rows as on any open.
+//! internal id. Schema 3 (`schema.rs`) keeps those two rows, with the vectors row's
+//! dimension in its header and the first bytes of the encoded chunks row moved to the end
+//! of the vectors row, into the slack of its pages.
 //!
-//! Invariant: the conversion commits whole or not at all, so a crash during it leaves the
-//! schema-1 file as it was, to be converted on the next open.
+//! A schema-1 file is converted straight to schema 3. The conversion keeps every document
+//! row, version, generation, content hash, chunk text and metadata, every vector bit for
+//! bit, and every counter, listing and skip-log row; only vector ids change (slot =
+//! position), so the changelog and any persisted graph snapshot, both addressed by the old
+//! ids, are dropped: the index is rebuilt from the rows as on any open.
+//!
+//! A schema-2 file keeps everything, vector ids, changelog and graph snapshot included: only
+//! the bytes of the two rows of each revision move.
+//!
+//! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
+//! file as it was, to be converted on the next open.
 
 use crate::counters::name as counter;
 use crate::error::Corruption;
@@ -19,7 +26,7 @@ use crate::schema::{
     self, meta_key, ChunkEntry, ChunksRow, DocRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
     COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
 };
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::Deserialize;
 
 /// Schema 1's chunk rows: (internal id, position) -> [`ChunkRowV1`].
@@ -57,7 +64,7 @@ struct ChunkRowV1 {
 pub(crate) enum MigrationError {
     Storage(redb::Error),
     Corrupted(Corruption),
-    /// A document schema 1 held that schema 2 cannot.
+    /// A document schema 1 held that this schema cannot.
     TooLarge(String),
 }
 
@@ -71,9 +78,36 @@ fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
     MigrationError::Corrupted(Corruption::new(what, detail))
 }
 
-/// Converts a schema-1 file to schema 2 inside `txn` (the caller commits), every vector of
-/// `dimension` (the store's, if recorded). Returns the number of documents converted.
-pub(crate) fn schema_1_to_2(
+/// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, as
+/// `write.rs` does: the chunks row's first [`schema::spill_len`] bytes after the vectors.
+fn put_revision(
+    chunks: &mut Table<'_, u64, &'static [u8]>,
+    vectors: &mut Table<'_, u64, &'static [u8]>,
+    id: u64,
+    chunks_bytes: &[u8],
+    entries: &[(u32, VectorData<'_>)],
+) -> Result<(), MigrationError> {
+    let (spill, rest) = chunks_bytes.split_at(schema::spill_len(
+        VectorsRow::encoded_len(entries),
+        chunks_bytes.len(),
+    ));
+    vectors.insert(id, VectorsRow::encode(entries, spill).as_slice())?;
+    chunks.insert(id, rest)?;
+    Ok(())
+}
+
+/// Records this build's schema version in the file.
+fn stamp_schema_version(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    txn.open_table(META)?.insert(
+        meta_key::SCHEMA_VERSION,
+        u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
+    )?;
+    Ok(())
+}
+
+/// Converts a schema-1 file to this schema inside `txn` (the caller commits), every vector
+/// of `dimension` (the store's, if recorded). Returns the number of documents converted.
+pub(crate) fn schema_1(
     txn: &WriteTransaction,
     dimension: Option<usize>,
 ) -> Result<u64, MigrationError> {
@@ -167,11 +201,10 @@ pub(crate) fn schema_1_to_2(
             let len = schema::encoded_len(&row);
             if len > schema::MAX_ROW_BYTES {
                 return Err(MigrationError::TooLarge(format!(
-                    "{source}/{id} holds {len} bytes of chunk text and metadata; one schema-2 row holds at most {}",
+                    "{source}/{id} holds {len} bytes of chunk text and metadata; one row holds at most {}",
                     schema::MAX_ROW_BYTES
                 )));
             }
-            chunks.insert(old.internal_id, schema::encode(&row).as_slice())?;
             live_documents += 1;
             live_chunks += u64::from(count);
             let width = dimension.map_or_else(|| floats.first().map_or(0, Vec::len), |d| d * 4);
@@ -188,7 +221,13 @@ pub(crate) fn schema_1_to_2(
             let slotted: Vec<(u32, VectorData<'_>)> = (0u32..)
                 .zip(floats.iter().map(|f| VectorData::Raw(f)))
                 .collect();
-            vectors.insert(old.internal_id, VectorsRow::encode(&slotted).as_slice())?;
+            put_revision(
+                &mut chunks,
+                &mut vectors,
+                old.internal_id,
+                &schema::encode(&row),
+                &slotted,
+            )?;
         }
         if old.deleted {
             tombstones += 1;
@@ -214,12 +253,8 @@ pub(crate) fn schema_1_to_2(
     txn.delete_table(VECTORS_V1)?;
     txn.open_table(CHANGELOG)?.retain(|_, _| false)?;
     txn.open_table(INDEX_SNAPSHOT)?.retain(|_, _| false)?;
-    let mut meta = txn.open_table(META)?;
-    meta.remove(meta_key::INDEX_SNAPSHOT_SEQ)?;
-    meta.insert(
-        meta_key::SCHEMA_VERSION,
-        u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
-    )?;
+    txn.open_table(META)?.remove(meta_key::INDEX_SNAPSHOT_SEQ)?;
+    stamp_schema_version(txn)?;
     let mut counters = txn.open_table(COUNTERS)?;
     counters.remove(NEXT_VECTOR_V1)?;
     // The gauges describe the rows: recounted, so rows schema 1 left behind (orphans its
@@ -233,4 +268,77 @@ pub(crate) fn schema_1_to_2(
         counters.insert(gauge, value)?;
     }
     Ok(keys.len() as u64)
+}
+
+/// A schema-2 vectors row: `count u32 LE | slot u32 LE * count | f32 LE * dimension * count`
+/// (the dimension is what the length leaves). Returns its slots and vectors' bytes.
+fn parse_vectors_row_v2(bytes: &[u8]) -> Result<Vec<(u32, &[u8])>, Corruption> {
+    let bad = |detail: String| Corruption::new("schema-2 vectors row", detail);
+    let Some(head) = bytes.get(0..4) else {
+        return Err(bad(format!(
+            "{} bytes is shorter than its count",
+            bytes.len()
+        )));
+    };
+    let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let body = (bytes.len() - 4)
+        .checked_sub(count.saturating_mul(4))
+        .ok_or_else(|| bad(format!("{} bytes cannot hold {count} slots", bytes.len())))?;
+    if count == 0 {
+        return match body {
+            0 => Ok(Vec::new()),
+            _ => Err(bad(format!("{body} bytes after an empty row"))),
+        };
+    }
+    if body == 0 || body % (count * 4) != 0 {
+        return Err(bad(format!(
+            "{body} bytes of vectors is not {count} whole equal-length f32 vectors"
+        )));
+    }
+    let width = body / count;
+    let (slots, floats) = bytes[4..].split_at(count * 4);
+    Ok(slots
+        .chunks_exact(4)
+        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        .zip(floats.chunks_exact(width))
+        .collect())
+}
+
+/// Converts a schema-2 file to this schema inside `txn` (the caller commits): every vectors
+/// row is rewritten with its dimension, followed by the first bytes of its document's chunks
+/// row, and the chunks row keeps the rest. Every id, row and byte of content stays; a
+/// chunks row without a vectors row (an orphan `verify` reports) stays as it is, which this
+/// schema reads the same way. Returns the number of vectors rows converted.
+pub(crate) fn schema_2_to_3(txn: &WriteTransaction) -> Result<u64, MigrationError> {
+    let mut chunks = txn.open_table(CHUNKS)?;
+    let mut vectors = txn.open_table(VECTORS)?;
+    let mut ids: Vec<u64> = Vec::new();
+    for entry in vectors.iter()? {
+        ids.push(entry?.0.value());
+    }
+    for &id in &ids {
+        let Some(old) = vectors.get(id)?.map(|b| b.value().to_vec()) else {
+            continue;
+        };
+        let entries: Vec<(u32, VectorData<'_>)> = parse_vectors_row_v2(&old)
+            .map_err(|c| {
+                corrupted(
+                    &c.what,
+                    format!("the row of internal document {id}: {}", c.detail),
+                )
+            })?
+            .into_iter()
+            .map(|(slot, bytes)| (slot, VectorData::Raw(bytes)))
+            .collect();
+        let chunks_bytes = chunks.get(id)?.map(|b| b.value().to_vec());
+        match chunks_bytes {
+            Some(bytes) => put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?,
+            None => {
+                vectors.insert(id, VectorsRow::encode(&entries, &[]).as_slice())?;
+            }
+        }
+    }
+    drop((chunks, vectors));
+    stamp_schema_version(txn)?;
+    Ok(ids.len() as u64)
 }

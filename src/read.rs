@@ -97,20 +97,27 @@ impl Snapshot {
         }
     }
 
-    /// The chunks row of a live document, checked against its chunk count.
+    /// The chunks row of a live document (the bytes its vectors row carries and its chunks
+    /// row), checked against its chunk count.
     pub(crate) fn chunks_row(&self, row: &DocRow) -> Result<ChunksRow, ReadError> {
+        let missing = |table: &str, what: &str| {
+            Corruption::new(
+                table,
+                format!("document {} has no {what} row", row.internal_id),
+            )
+        };
+        let Some(vectors) = self.vectors_row(row.internal_id)? else {
+            return Err(missing("vector table", "vectors").into());
+        };
         let Some(bytes) = self
             .chunks
             .get(row.internal_id)
             .map_err(ReadError::storage)?
         else {
-            return Err(Corruption::new(
-                "chunk table",
-                format!("document {} has no chunks row", row.internal_id),
-            )
-            .into());
+            return Err(missing("chunk table", "chunks").into());
         };
-        let chunks: ChunksRow = schema::decode("chunks row", bytes.value())?;
+        let spill = VectorsRow::parse(vectors.value())?.spill();
+        let chunks = schema::decode_chunks(spill, bytes.value())?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",

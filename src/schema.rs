@@ -11,6 +11,12 @@
 //! internal id and a per-document slot ([`vector_id`]): a slot is never reused within a
 //! document, so an id names one vector for the life of the file, and the id alone says which
 //! row holds it.
+//!
+//! redb gives a value larger than a page a run of pages of its own, a power of two long, so
+//! a 12 KB vectors row takes 16 KiB. The encoded chunks row fills that slack: its first
+//! [`spill_len`] bytes ride at the end of the vectors row and the rest is the chunks row
+//! (schema 3). A document of eight 384-d chunks and 8 KB of text then writes 24 KiB of rows
+//! instead of 32 KiB; a scan of the vectors still reads one row per document.
 
 use crate::error::Corruption;
 use crate::guard::{ContentHash, SkipReason, Stored};
@@ -19,7 +25,7 @@ use redb::TableDefinition;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// The marker stored under `meta["format"]`.
 pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";
@@ -33,9 +39,11 @@ pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("co
 pub(crate) const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
 /// internal doc id -> (source, doc id): resolves a chunk or vector back to its document.
 pub(crate) const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
-/// internal doc id -> [`ChunksRow`]: the live revision's chunks, in position order.
+/// internal doc id -> the live revision's encoded [`ChunksRow`] after the bytes its vectors
+/// row carries ([`spill_len`], [`decode_chunks`]).
 pub(crate) const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
-/// internal doc id -> [`VectorsRow`] bytes: the live revision's vectors, in position order.
+/// internal doc id -> [`VectorsRow`] bytes: the live revision's vectors, in position order,
+/// then the first bytes of its encoded chunks row.
 pub(crate) const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
 /// commit sequence -> [`ChangelogRow`]: vector ids added and removed by that commit.
 pub(crate) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
@@ -91,19 +99,6 @@ pub(crate) fn encoded_len<T: Serialize>(row: &T) -> usize {
     // Counting cannot fail for the same reason encoding cannot.
     let _ = bincode::serde::encode_into_writer(row, &mut size, config());
     size.bytes_written
-}
-
-/// Encodes `row` into `out`, which is exactly [`encoded_len`] bytes (a value reserved in
-/// place in a redb page: no intermediate buffer).
-pub(crate) fn encode_into<T: Serialize>(row: &T, out: &mut [u8]) -> Result<(), Corruption> {
-    match bincode::serde::encode_into_slice(row, out, config()) {
-        Ok(n) if n == out.len() => Ok(()),
-        Ok(n) => Err(Corruption::new(
-            "row encoding",
-            format!("{n} bytes written into {}", out.len()),
-        )),
-        Err(e) => Err(Corruption::new("row encoding", e.to_string())),
-    }
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, Corruption> {
@@ -228,8 +223,42 @@ impl VectorData<'_> {
     }
 }
 
-/// A document's vectors row, read in place:
-/// `count u32 LE | slot u32 LE * count | f32 LE * dimension * count`, in position order.
+/// redb's page size (fixed at 4 KiB outside redb's own tests).
+pub(crate) const REDB_PAGE: usize = 4096;
+
+/// Room left beside a value alone in a leaf page: redb needs 16 bytes there for a u64 key
+/// (a 4-byte header, the value's end offset and the key); the rest is margin.
+const LEAF_MARGIN: usize = 64;
+
+/// How many of a chunks row's `chunks_len` encoded bytes ride at the end of a vectors row
+/// whose vectors take `vectors_len` bytes ([`VectorsRow::encoded_len`]).
+///
+/// A vectors row smaller than a page shares its leaf with other rows and carries nothing: a
+/// spill would not save a page, and scans of the vectors would read text. A larger one owns
+/// a power-of-two run of pages, and its slack up to the end of that run is free.
+pub(crate) fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
+    let needed = vectors_len.saturating_add(LEAF_MARGIN);
+    if needed <= REDB_PAGE {
+        return 0;
+    }
+    let run = needed.checked_next_power_of_two().unwrap_or(needed);
+    (run - needed).min(chunks_len)
+}
+
+/// A document's chunks row from the bytes its vectors row carries and its chunks row.
+pub(crate) fn decode_chunks(spill: &[u8], rest: &[u8]) -> Result<ChunksRow, Corruption> {
+    if spill.is_empty() {
+        return decode("chunks row", rest);
+    }
+    let mut bytes = Vec::with_capacity(spill.len() + rest.len());
+    bytes.extend_from_slice(spill);
+    bytes.extend_from_slice(rest);
+    decode("chunks row", &bytes)
+}
+
+/// A document's vectors row, read in place: `count u32 LE | dimension u32 LE | slot u32 LE *
+/// count | f32 LE * dimension * count | spill`, vectors in position order, then the first
+/// [`spill_len`] bytes of the document's encoded chunks row.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct VectorsRow<'a> {
     bytes: &'a [u8],
@@ -237,30 +266,37 @@ pub(crate) struct VectorsRow<'a> {
     dimension: usize,
 }
 
+/// The bytes before a vectors row's slots: its count and dimension.
+const VECTORS_HEAD: usize = 8;
+
 impl<'a> VectorsRow<'a> {
-    /// Checks the layout: a count, that many slots, and whole equal-length vectors.
+    /// Checks the layout: a count, a dimension, that many slots and whole vectors of that
+    /// dimension (a dimension of 0 only for an empty row); what follows is the spill.
     pub fn parse(bytes: &'a [u8]) -> Result<VectorsRow<'a>, Corruption> {
         let bad = |detail: String| Corruption::new("vectors row", detail);
-        let Some(head) = bytes.get(0..4) else {
+        let Some(head) = bytes.get(0..VECTORS_HEAD) else {
             return Err(bad(format!(
-                "{} bytes is shorter than its count",
+                "{} bytes is shorter than its count and dimension",
                 bytes.len()
             )));
         };
         let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-        let body = (bytes.len() - 4)
-            .checked_sub(count.saturating_mul(4))
-            .ok_or_else(|| bad(format!("{} bytes cannot hold {count} slots", bytes.len())))?;
-        let dimension = match count {
-            0 if body == 0 => 0,
-            0 => return Err(bad(format!("{body} bytes after an empty row"))),
-            _ if body == 0 || body % (count * 4) != 0 => {
-                return Err(bad(format!(
-                    "{body} bytes of vectors is not {count} whole equal-length f32 vectors"
-                )))
-            }
-            _ => body / (count * 4),
-        };
+        let dimension = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        if (count == 0) != (dimension == 0) {
+            return Err(bad(format!("{count} vectors of dimension {dimension}")));
+        }
+        let fits = dimension
+            .checked_add(1)
+            .and_then(|per| per.checked_mul(4))
+            .and_then(|per| per.checked_mul(count))
+            .and_then(|n| n.checked_add(VECTORS_HEAD))
+            .is_some_and(|n| n <= bytes.len());
+        if !fits {
+            return Err(bad(format!(
+                "{} bytes cannot hold {count} vectors of dimension {dimension}",
+                bytes.len()
+            )));
+        }
         Ok(VectorsRow {
             bytes,
             count,
@@ -268,39 +304,48 @@ impl<'a> VectorsRow<'a> {
         })
     }
 
-    /// Encodes `(slot, vector)` pairs in position order; every vector has the same length.
-    pub fn encode(entries: &[(u32, VectorData<'_>)]) -> Vec<u8> {
-        let mut bytes = vec![0u8; VectorsRow::encoded_len(entries)];
+    /// Encodes `(slot, vector)` pairs in position order (every vector has the same length),
+    /// then `spill`.
+    pub fn encode(entries: &[(u32, VectorData<'_>)], spill: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![0u8; VectorsRow::encoded_len(entries) + spill.len()];
         // The buffer has the length `encode_into` checks for.
-        let _ = VectorsRow::encode_into(entries, &mut bytes);
+        let _ = VectorsRow::encode_into(entries, spill, &mut bytes);
         bytes
     }
 
-    /// The length of [`VectorsRow::encode`]'s result.
+    /// The length of the row's vectors (its count, dimension, slots and floats): the row's
+    /// length without its spill.
     pub fn encoded_len(entries: &[(u32, VectorData<'_>)]) -> usize {
         let vector_bytes = entries.first().map_or(0, |(_, v)| v.byte_len());
-        4 + entries.len() * (4 + vector_bytes)
+        VECTORS_HEAD + entries.len() * (4 + vector_bytes)
     }
 
-    /// Encodes into `bytes`, which is exactly [`VectorsRow::encoded_len`] long (a value
-    /// reserved in place in a redb page).
+    /// Encodes into `bytes`, which is exactly [`VectorsRow::encoded_len`] plus `spill` long
+    /// (a value reserved in place in a redb page).
     pub fn encode_into(
         entries: &[(u32, VectorData<'_>)],
+        spill: &[u8],
         bytes: &mut [u8],
     ) -> Result<(), Corruption> {
         let vector_bytes = entries.first().map_or(0, |(_, v)| v.byte_len());
-        let head = 4 + entries.len() * 4;
-        if bytes.len() != VectorsRow::encoded_len(entries)
-            || entries.iter().any(|(_, v)| v.byte_len() != vector_bytes)
+        let head = VECTORS_HEAD + entries.len() * 4;
+        let vectors_len = VectorsRow::encoded_len(entries);
+        if bytes.len() != vectors_len + spill.len()
+            || entries
+                .iter()
+                .any(|(_, v)| v.byte_len() != vector_bytes || v.byte_len() % 4 != 0)
+            || (!entries.is_empty() && vector_bytes == 0)
         {
             return Err(Corruption::new(
                 "vectors row",
-                "vectors of different lengths, or a buffer of another size",
+                "empty vectors, vectors of different lengths, or a buffer of another size",
             ));
         }
         bytes[0..4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+        bytes[4..8].copy_from_slice(&((vector_bytes / 4) as u32).to_le_bytes());
         for (i, (slot, vector)) in entries.iter().enumerate() {
-            bytes[4 + i * 4..8 + i * 4].copy_from_slice(&slot.to_le_bytes());
+            bytes[VECTORS_HEAD + i * 4..VECTORS_HEAD + 4 + i * 4]
+                .copy_from_slice(&slot.to_le_bytes());
             let out = &mut bytes[head + i * vector_bytes..head + (i + 1) * vector_bytes];
             match vector {
                 // Fixed-size chunks into a preallocated buffer: compiles to a plain copy on
@@ -313,7 +358,14 @@ impl<'a> VectorsRow<'a> {
                 VectorData::Raw(b) => out.copy_from_slice(b),
             }
         }
+        bytes[vectors_len..].copy_from_slice(spill);
         Ok(())
+    }
+
+    /// The first bytes of the document's encoded chunks row, carried after the vectors.
+    pub fn spill(&self) -> &'a [u8] {
+        let end = VECTORS_HEAD + self.count * (4 + self.dimension * 4);
+        self.bytes.get(end..).unwrap_or_default()
     }
 
     /// The number of vectors (the revision's chunk count).
@@ -331,7 +383,7 @@ impl<'a> VectorsRow<'a> {
         if position >= self.count {
             return None;
         }
-        let at = 4 + position * 4;
+        let at = VECTORS_HEAD + position * 4;
         let b = self.bytes.get(at..at + 4)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -352,7 +404,7 @@ impl<'a> VectorsRow<'a> {
             return None;
         }
         let width = self.dimension * 4;
-        let at = 4 + self.count * 4 + position * width;
+        let at = VECTORS_HEAD + self.count * 4 + position * width;
         self.bytes.get(at..at + width)
     }
 
@@ -496,10 +548,13 @@ mod tests {
             .iter()
             .flat_map(|x| x.to_le_bytes())
             .collect();
-        let bytes = VectorsRow::encode(&[
-            (9, VectorData::Floats(&[1.0, -2.5, 0.0])),
-            (2, VectorData::Raw(&raw)),
-        ]);
+        let bytes = VectorsRow::encode(
+            &[
+                (9, VectorData::Floats(&[1.0, -2.5, 0.0])),
+                (2, VectorData::Raw(&raw)),
+            ],
+            b"spilled",
+        );
         let row = VectorsRow::parse(&bytes).ok();
         let row = row.as_ref();
         assert_eq!(row.map(VectorsRow::len), Some(2));
@@ -512,8 +567,47 @@ mod tests {
         assert_eq!(row.and_then(|r| r.vector(2)), None);
         assert!(row.is_some_and(|r| r.same_vector(1, &[4.0, 5.0, 6.0])));
         assert!(row.is_some_and(|r| !r.same_vector(1, &[4.0, 5.0])));
-        let empty = VectorsRow::encode(&[]);
+        assert_eq!(row.map(VectorsRow::spill), Some(&b"spilled"[..]));
+        let empty = VectorsRow::encode(&[], &[]);
         assert_eq!(VectorsRow::parse(&empty).map(|r| r.len()).ok(), Some(0));
+        assert_eq!(
+            VectorsRow::parse(&empty).map(|r| r.spill().len()).ok(),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn a_chunks_row_split_across_two_rows_decodes_whole() {
+        let row = ChunksRow {
+            generation: 3,
+            chunks: vec![ChunkEntry {
+                text_hash: [1; 32],
+                text: "x".repeat(5000),
+                meta: "{}".into(),
+            }],
+        };
+        let bytes = encode(&row);
+        for at in [0, 1, 40, bytes.len() - 1, bytes.len()] {
+            let (spill, rest) = bytes.split_at(at);
+            assert_eq!(decode_chunks(spill, rest).ok().as_ref(), Some(&row), "{at}");
+        }
+        // A spill with the rest missing is a corruption, not a panic.
+        assert!(decode_chunks(&bytes[..100], &[]).is_err());
+    }
+
+    #[test]
+    fn the_spill_fills_the_vectors_rows_page_run_and_no_more() {
+        // A row that shares a leaf carries nothing.
+        assert_eq!(spill_len(100, 5000), 0);
+        assert_eq!(spill_len(REDB_PAGE - LEAF_MARGIN, 5000), 0);
+        // Eight 384-d vectors: 12,328 bytes in a 16 KiB run.
+        let vectors = VectorsRow::encoded_len(&vec![(0, VectorData::Raw(&[0; 1536])); 8]);
+        assert_eq!(vectors, 8 + 8 * (4 + 1536));
+        let spill = spill_len(vectors, 8_400);
+        assert_eq!(vectors + spill + LEAF_MARGIN, 4 * REDB_PAGE);
+        // Never more than the chunks row has.
+        assert_eq!(spill_len(vectors, 10), 10);
+        assert_eq!(spill_len(usize::MAX - 10, 10), 0);
     }
 
     #[test]

@@ -303,18 +303,19 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     Ok(())
 }
 
-/// Where the schema-1 original of a converted file is kept.
-pub(crate) fn schema_1_backup_path(path: &Path) -> PathBuf {
+/// Where the original of a file converted from schema `version` is kept.
+pub(crate) fn schema_backup_path(path: &Path, version: u32) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(".schema1-backup");
+    name.push(format!(".schema{version}-backup"));
     PathBuf::from(name)
 }
 
-/// Copies the schema-1 file aside before it is converted (the conversion cannot be undone,
-/// and builds of schema 1 cannot open the result). No write has happened since the open, so
-/// the copy is the file as the old build left it (redb syncs what it repairs on open).
-fn backup_before_conversion(path: &Path) -> Result<(), OpenError> {
-    let backup = schema_1_backup_path(path);
+/// Copies a file of schema `version` aside before it is converted (the conversion cannot be
+/// undone, and builds of that schema cannot open the result). No write has happened since
+/// the open, so the copy is the file as the old build left it (redb syncs what it repairs on
+/// open).
+fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> {
+    let backup = schema_backup_path(path, version);
     std::fs::copy(path, &backup)
         .and_then(|_| std::fs::File::open(&backup)?.sync_all())
         .map_err(|e| OpenError::Storage {
@@ -323,17 +324,23 @@ fn backup_before_conversion(path: &Path) -> Result<(), OpenError> {
         })
 }
 
-/// Converts a schema-1 file in one durable write transaction (`migrate.rs`).
-fn convert_from_schema_1(
+/// Converts a file of schema `version` (1 or 2) in one durable write transaction
+/// (`migrate.rs`).
+fn convert(
     db: &Database,
     path: &Path,
+    version: u32,
     dimension: Option<usize>,
 ) -> Result<(), OpenError> {
     let err = |e: redb::Error| open_error(path, e);
     let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
     txn.set_durability(redb::Durability::Immediate)
         .map_err(|e| err(e.into()))?;
-    match crate::migrate::schema_1_to_2(&txn, dimension) {
+    let converted = match version {
+        1 => crate::migrate::schema_1(&txn, dimension),
+        _ => crate::migrate::schema_2_to_3(&txn),
+    };
+    match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),
         Err(crate::migrate::MigrationError::Storage(e)) => Err(err(e)),
         Err(crate::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
@@ -509,8 +516,10 @@ impl Store {
                 supported: schema::SCHEMA_VERSION,
             });
         }
-        // Schema 1 is converted below, once this read transaction is closed.
-        let convert_schema_1 = schema_version == 1;
+        // Older schemas are converted below, once this read transaction is closed.
+        let convert_from = u32::try_from(schema_version)
+            .ok()
+            .filter(|v| (1..schema::SCHEMA_VERSION).contains(v));
         if schema_version < 1 {
             return Err(OpenError::SchemaTooOld {
                 path: path.to_path_buf(),
@@ -567,11 +576,11 @@ impl Store {
         };
         drop(meta);
         drop(txn);
-        if convert_schema_1 {
+        if let Some(version) = convert_from {
             if is_file {
-                backup_before_conversion(path)?;
+                backup_before_conversion(path, version)?;
             }
-            convert_from_schema_1(&db, path, stored_dimension)?;
+            convert(&db, path, version, stored_dimension)?;
         }
 
         // Record what the options add to what the file knew.

@@ -174,7 +174,21 @@ impl Snapshot {
                     format!("generation {} outside 1..{next_generation}", row.generation),
                 );
             }
-            let stored: ChunksRow = match chunks_row.map(|b| schema::decode("chunks row", &b)) {
+            // The vectors row first: it carries the chunks row's first bytes.
+            let vectors = vectors_row.as_deref().map(VectorsRow::parse);
+            match &vectors {
+                None => report.doc(source, id, "the vectors row is missing"),
+                Some(Err(c)) => report.doc(source, id, format!("vectors row: {}", c.detail)),
+                Some(Ok(vectors)) => {
+                    report.vectors += vectors.len() as u64;
+                    self.check_vectors(&mut report, source, id, &row, vectors);
+                }
+            }
+            let spill = match &vectors {
+                Some(Ok(vectors)) => vectors.spill(),
+                _ => &[],
+            };
+            let stored: ChunksRow = match chunks_row.map(|b| schema::decode_chunks(spill, &b)) {
                 None => {
                     report.doc(source, id, "the chunks row is missing");
                     continue;
@@ -215,16 +229,6 @@ impl Snapshot {
                         format!("chunk {position}: text hash does not match its text"),
                     );
                 }
-            }
-            match vectors_row {
-                None => report.doc(source, id, "the vectors row is missing"),
-                Some(bytes) => match VectorsRow::parse(&bytes) {
-                    Err(c) => report.doc(source, id, format!("vectors row: {}", c.detail)),
-                    Ok(vectors) => {
-                        report.vectors += vectors.len() as u64;
-                        self.check_vectors(&mut report, source, id, &row, &vectors);
-                    }
-                },
             }
             let prepared: Vec<PreparedChunk> = stored
                 .chunks

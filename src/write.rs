@@ -339,16 +339,6 @@ impl<'txn> Batch<'txn> {
     /// checked against the document row's chunk count.
     fn old_revision(&self, row: &DocRow) -> Result<(Vec<ChunkEntry>, Vec<u8>), WriteError> {
         let id = row.internal_id;
-        let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
-            Some(bytes) => schema::decode("chunks row", bytes.value())?,
-            None => {
-                return Err(Corruption::new(
-                    "chunk table",
-                    format!("document {id} has no chunks row"),
-                )
-                .into())
-            }
-        };
         let vectors = match self.vectors.get(id).map_err(WriteError::storage)? {
             Some(bytes) => bytes.value().to_vec(),
             None => {
@@ -359,8 +349,19 @@ impl<'txn> Batch<'txn> {
                 .into())
             }
         };
+        let parsed = VectorsRow::parse(&vectors)?;
+        let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
+            Some(bytes) => schema::decode_chunks(parsed.spill(), bytes.value())?,
+            None => {
+                return Err(Corruption::new(
+                    "chunk table",
+                    format!("document {id} has no chunks row"),
+                )
+                .into())
+            }
+        };
         let count = row.chunk_count as usize;
-        let vector_count = VectorsRow::parse(&vectors)?.len();
+        let vector_count = parsed.len();
         if chunks.chunks.len() != count || vector_count != count {
             return Err(Corruption::new(
                 "chunk table",
@@ -489,29 +490,32 @@ impl<'txn> Batch<'txn> {
                 })
                 .collect(),
         };
-        // Both rows are encoded straight into their reserved place in a redb page.
-        let len = schema::encoded_len(&chunks_row);
-        let mut slot = self
-            .chunks
-            .insert_reserve(internal_id, len)
-            .map_err(WriteError::storage)?;
-        schema::encode_into(&chunks_row, slot.as_mut())?;
-        drop(slot);
-        // Unchanged vectors (every one kept in place: a metadata-only revision) are not
-        // rewritten.
+        // The chunks row's first bytes fill the slack of the vectors row's pages
+        // (`schema::spill_len`); the vectors are encoded straight into their reserved place
+        // in a redb page.
+        let chunks_bytes = schema::encode(&chunks_row);
+        let vectors_len = VectorsRow::encoded_len(&entries);
+        let (spill, rest) =
+            chunks_bytes.split_at(schema::spill_len(vectors_len, chunks_bytes.len()));
+        // Unchanged vectors (every one kept in place: a metadata-only revision) with an
+        // unchanged spill are not rewritten.
         let unchanged = !rekey
             && row.as_ref().is_some_and(|r| !r.deleted)
             && plan.len() == old.len()
             && plan.iter().enumerate().all(
                 |(p, s)| matches!(s, VectorSource::Keep { old_position } if *old_position == p),
-            );
+            )
+            && old_vectors.spill() == spill;
         if !unchanged {
             let mut slot = self
                 .vectors
-                .insert_reserve(internal_id, VectorsRow::encoded_len(&entries))
+                .insert_reserve(internal_id, vectors_len + spill.len())
                 .map_err(WriteError::storage)?;
-            VectorsRow::encode_into(&entries, slot.as_mut())?;
+            VectorsRow::encode_into(&entries, spill, slot.as_mut())?;
         }
+        self.chunks
+            .insert(internal_id, rest)
+            .map_err(WriteError::storage)?;
         let new_count = doc.chunks.len() as u32;
         let old_count = old.len() as u32;
         let chunks_removed = u64::from(old_count.saturating_sub(new_count));
@@ -903,7 +907,7 @@ impl<'txn> Batch<'txn> {
 }
 
 /// The vectors row of a document with no chunks.
-const EMPTY_VECTORS: [u8; 4] = [0; 4];
+const EMPTY_VECTORS: [u8; 8] = [0; 8];
 
 /// Where a new chunk's vector comes from (positions are the old revision's).
 #[derive(Clone, Copy, Debug)]

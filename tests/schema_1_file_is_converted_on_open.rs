@@ -1,7 +1,7 @@
 //! A file written by the schema-1 build (a row per chunk and a row per vector) is converted
-//! to schema 2 when this build opens it: every document, version, generation, content hash,
-//! chunk text and metadata, every vector bit for bit, every counter, listing and skip-log
-//! row survive; only vector ids change. The guard goes on deciding against the converted
+//! to the current schema when this build opens it: every document, version, generation,
+//! content hash, chunk text and metadata, every vector bit for bit, every counter, listing
+//! and skip-log row survive; only vector ids change. The guard goes on deciding against the converted
 //! rows, searches find the converted vectors, and the conversion is one transaction: an I/O
 //! failure at any point of it leaves a file that opens (converted or still schema 1, then
 //! converted) with the same contents. The fixture and how it was made:
@@ -9,7 +9,6 @@
 
 mod support;
 
-use ratchetdb::fuzzing::{Disk, FaultMode};
 use ratchetdb::{
     Chunk, Document, OpenError, Options, Outcome, SearchOptions, SkipReason, Store, Version,
 };
@@ -254,32 +253,8 @@ fn schema_1_file_is_converted_on_open() {
 #[test]
 fn a_failed_conversion_leaves_a_file_that_opens_whole() {
     let image = std::fs::read(FIXTURE).expect("read the fixture");
-    // Count the conversion's I/O calls.
-    let probe = Disk::from_image(image.clone());
-    drop(Store::open_with_backend(probe.backend(), Options::default()).expect("converts"));
-    let calls = probe.io_ops();
-    assert!(calls > 0);
-    let mut converted_after_failure = 0;
-    for at in 0..calls {
-        for mode in [FaultMode::Once, FaultMode::Forever] {
-            let disk = Disk::from_image(image.clone());
-            disk.fail_at(at, mode);
-            let first = no_panic("open with a fault", || {
-                Store::open_with_backend(disk.backend(), Options::default()).map(drop)
-            });
-            for reopened in [disk.durable_image(), disk.power_loss_image(at)] {
-                let again = Disk::from_image(reopened);
-                let store = Store::open_with_backend(again.backend(), Options::default())
-                    .unwrap_or_else(|e| {
-                        panic!("call {at} {mode:?}: the file no longer opens: {e}")
-                    });
-                assert_same_contents(&store, &format!("call {at} {mode:?}"));
-            }
-            if first.is_ok() {
-                converted_after_failure += 1;
-            }
-        }
-    }
+    let (calls, converted_after_failure) =
+        support::every_failed_conversion_reopens(&image, assert_same_contents);
     println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
 }
 
@@ -289,28 +264,7 @@ fn a_failed_conversion_leaves_a_file_that_opens_whole() {
 #[test]
 fn a_damaged_schema_1_file_is_converted_or_refused_never_a_panic() {
     let image = std::fs::read(FIXTURE).expect("read the fixture");
-    let nonzero: Vec<usize> = (0..image.len()).filter(|&i| image[i] != 0).collect();
-    let mut rng = ratchetdb::fuzzing::SplitMix64::new(0x5c1e);
-    let (mut opened, mut refused) = (0, 0);
-    for _ in 0..400 {
-        let position = nonzero[rng.below(nonzero.len() as u64) as usize];
-        let bit = 1u8 << rng.below(8);
-        let mut damaged = image.clone();
-        damaged[position] ^= bit;
-        let disk = Disk::from_image(damaged);
-        let result = support::catch(|| {
-            Store::open_with_backend(
-                disk.backend(),
-                Options::default().check_integrity_on_open(true),
-            )
-            .map(|store| store.verify().map(|r| r.is_ok()))
-        });
-        match result {
-            Ok(Ok(_)) => opened += 1,
-            Ok(Err(_)) => refused += 1,
-            Err(panic) => panic!("bit {bit:#04x} at {position}: panicked: {panic}"),
-        }
-    }
+    let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c1e, 400);
     println!("damaged schema-1 files: {opened} opened, {refused} refused, 0 panics");
 }
 
@@ -458,7 +412,7 @@ fn damaged_or_oversized_schema_1_rows_are_refused_and_the_file_stays_schema_1() 
             "Corrupted",
         ),
         (
-            "a document of 70 one-MiB chunks (one schema-2 row holds 64 MiB)",
+            "a document of 70 one-MiB chunks (one row holds 64 MiB)",
             oversized_document,
             "Unconvertible",
         ),

@@ -183,3 +183,72 @@ pub fn set_schema_version(path: &std::path::Path, version: u64) {
         .expect("insert");
     txn.commit().expect("commit");
 }
+
+/// Opens a store from `image`, converting it, with each of the conversion's I/O calls (write,
+/// sync, length change) failed in turn, once and forever. Whatever the durable image then
+/// is (as left, and after a power loss at that call), it must open and pass `check`.
+/// Returns the number of I/O calls and how many opens succeeded despite the fault.
+pub fn every_failed_conversion_reopens(
+    image: &[u8],
+    check: impl Fn(&ratchetdb::Store, &str),
+) -> (u64, u64) {
+    use ratchetdb::fuzzing::{Disk, FaultMode};
+    use ratchetdb::{Options, Store};
+    let probe = Disk::from_image(image.to_vec());
+    drop(Store::open_with_backend(probe.backend(), Options::default()).expect("converts"));
+    let calls = probe.io_ops();
+    assert!(calls > 0);
+    let mut converted_after_failure = 0;
+    for at in 0..calls {
+        for mode in [FaultMode::Once, FaultMode::Forever] {
+            let disk = Disk::from_image(image.to_vec());
+            disk.fail_at(at, mode);
+            let first = no_panic("open with a fault", || {
+                Store::open_with_backend(disk.backend(), Options::default()).map(drop)
+            });
+            for reopened in [disk.durable_image(), disk.power_loss_image(at)] {
+                let again = Disk::from_image(reopened);
+                let store = Store::open_with_backend(again.backend(), Options::default())
+                    .unwrap_or_else(|e| {
+                        panic!("call {at} {mode:?}: the file no longer opens: {e}")
+                    });
+                check(&store, &format!("call {at} {mode:?}"));
+            }
+            if first.is_ok() {
+                converted_after_failure += 1;
+            }
+        }
+    }
+    (calls, converted_after_failure)
+}
+
+/// Opens `flips` copies of `image`, each with one bit of a nonzero byte flipped (chosen from
+/// `seed`), with redb's page checksums verified, and verifies what opens. Panics if any of it
+/// panics; returns how many opened and how many were refused with a typed error.
+pub fn flipped_bits_never_panic(image: &[u8], seed: u64, flips: usize) -> (usize, usize) {
+    use ratchetdb::fuzzing::Disk;
+    use ratchetdb::{Options, Store};
+    let nonzero: Vec<usize> = (0..image.len()).filter(|&i| image[i] != 0).collect();
+    let mut rng = ratchetdb::fuzzing::SplitMix64::new(seed);
+    let (mut opened, mut refused) = (0, 0);
+    for _ in 0..flips {
+        let position = nonzero[rng.below(nonzero.len() as u64) as usize];
+        let bit = 1u8 << rng.below(8);
+        let mut damaged = image.to_vec();
+        damaged[position] ^= bit;
+        let disk = Disk::from_image(damaged);
+        let result = catch(|| {
+            Store::open_with_backend(
+                disk.backend(),
+                Options::default().check_integrity_on_open(true),
+            )
+            .map(|store| store.verify().map(|r| r.is_ok()))
+        });
+        match result {
+            Ok(Ok(_)) => opened += 1,
+            Ok(Err(_)) => refused += 1,
+            Err(panic) => panic!("bit {bit:#04x} at {position}: panicked: {panic}"),
+        }
+    }
+    (opened, refused)
+}
