@@ -22,17 +22,19 @@
 //!   virtual table (rowid = document rowid × 100 000 + position).
 //! - `ratchet_write_batch_256_stale`: the same batch where every revision is older than the
 //!   stored one, for the cost of a refused write relative to an accepted one.
-//! - `redb_floor_same_rows_256` / `redb_floor_two_blobs_256`: the floor under ratchetdb's
-//!   write path. The same documents' bytes go straight into redb, 256 per durable
-//!   transaction, with no guard, hashing, reuse planning, changelog or index: first as the
-//!   18 rows schema 1 wrote for a new document (document row, key row, 8 chunk rows, 8
-//!   vector rows, at their sizes), then as the 4 rows schema 2 writes (document row, key
-//!   row, the texts in one value, the vectors in another). The floor's files get the same
-//!   page cache size as ratchetdb's ([`ratchetdb::DEFAULT_CACHE_SIZE`]).
+//! - `redb_floor_same_rows_256` / `redb_floor_two_blobs_256` / `redb_floor_spilled_256`: the
+//!   floor under ratchetdb's write path. The same documents' bytes go straight into redb, 256
+//!   per durable transaction, with no guard, hashing, reuse planning, changelog or index:
+//!   first as the 18 rows schema 1 wrote for a new document (document row, key row, 8 chunk
+//!   rows, 8 vector rows, at their sizes), then as the 4 rows schema 2 wrote (document row,
+//!   key row, the texts in one value, the vectors in another), then as the 4 rows schema 3
+//!   writes (the texts' first bytes moved after the vectors, into the slack of their pages).
+//!   The floor's files get the same page cache size as ratchetdb's
+//!   ([`ratchetdb::DEFAULT_CACHE_SIZE`]).
 
 mod common;
 
-use common::floor;
+use common::floor::{self, Layout};
 use common::rotation::{Rotation, STORE_DOCS};
 use common::{document, fresh, timed_write_batches, CHUNKS_PER_DOC, DIMENSION};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -339,15 +341,16 @@ fn group_commit(c: &mut Criterion) {
     drop(store);
 
     // The floor: the same bytes straight into redb (files of its own, default durability).
-    for (name, blobs) in [
-        ("redb_floor_same_rows_256", false),
-        ("redb_floor_two_blobs_256", true),
+    for (name, layout) in [
+        ("redb_floor_same_rows_256", Layout::RowPerChunk),
+        ("redb_floor_two_blobs_256", Layout::TwoBlobs),
+        ("redb_floor_spilled_256", Layout::Spilled),
     ] {
         let mut floors = Rotation::new(dir, name, floor::open);
         let mut next_key = 0u64;
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                floor::timed_writes(&mut floors, iters, BATCH, &mut next_key, blobs)
+                floor::timed_writes(&mut floors, iters, BATCH, &mut next_key, layout)
             })
         });
         floors.close();

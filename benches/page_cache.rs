@@ -7,7 +7,8 @@
 //!   the cache until it is full; every one of them is a fresh allocation the process faults
 //!   in.
 //! - `durable_write/redb_floor_4_rows_*`: the same documents' bytes straight into redb as
-//!   four rows each (the floor of `benches/group_commit.rs`), at both cache sizes.
+//!   schema 3's four rows each (`redb_floor_spilled_256` of `benches/group_commit.rs`), at
+//!   both cache sizes.
 //! - `point_read/get_*`: `Store::get` of a random document of a store of 8,192 such
 //!   documents (about 290 MB of rows; with the persisted vector graph, the file is larger),
 //!   after every document was read once. With the smaller cache most reads miss it and go
@@ -24,6 +25,7 @@
 
 mod common;
 
+use common::floor::Layout;
 use common::rotation::Rotation;
 use common::rotation::STORE_DOCS;
 use common::{
@@ -104,7 +106,7 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
         let estimates = Estimates::before_run("durable_write", &name);
         group.bench_function(&name, |b| {
             b.iter_custom(|iters| {
-                floor::timed_writes(&mut files, iters, BATCH, &mut next_key, true)
+                floor::timed_writes(&mut files, iters, BATCH, &mut next_key, Layout::Spilled)
             })
         });
         files.close();

@@ -32,11 +32,32 @@ const FLOOR_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc
 const FLOOR_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
 const FLOOR_VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
 
-/// Writes `docs` straight into redb in one durable transaction: as ratchetdb's rows
-/// (`blobs == false`) or as four rows per document. Row sizes follow ratchetdb's encodings:
-/// a document row of about 80 bytes, a chunk row of the text plus about 48 bytes of header,
-/// a vector row of 12 header bytes plus the little-endian floats.
-pub fn write(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool) {
+/// How the floor lays a document's chunk texts and vectors out in redb.
+#[derive(Clone, Copy, Debug)]
+pub enum Layout {
+    /// Schema 1: a row per chunk text and a row per vector.
+    RowPerChunk,
+    /// Schema 2: the texts in one value, the vectors in another.
+    TwoBlobs,
+    /// Schema 3: as `TwoBlobs`, with the texts' first bytes moved to the end of the vectors'
+    /// value, up to the end of the page run the vectors need (`ratchetdb`'s `spill_len`:
+    /// 4 KiB pages, 64 bytes kept free beside a lone value).
+    Spilled,
+}
+
+/// The bytes of `texts_len` that the floor's `Spilled` layout moves after `vectors_len`.
+fn spill_len(vectors_len: usize, texts_len: usize) -> usize {
+    let needed = vectors_len + 64;
+    if needed <= 4096 {
+        return 0;
+    }
+    (needed.next_power_of_two() - needed).min(texts_len)
+}
+
+/// Writes `docs` straight into redb in one durable transaction, in `layout`. Row sizes follow
+/// ratchetdb's encodings: a document row of about 80 bytes, a chunk row of the text plus
+/// about 48 bytes of header, a vector row of 12 header bytes plus the little-endian floats.
+pub fn write(db: &Database, docs: &[Document], next_key: &mut u64, layout: Layout) {
     let txn = db.begin_write().expect("begin");
     {
         let mut rows = txn.open_table(FLOOR_DOCS).expect("docs");
@@ -68,23 +89,32 @@ pub fn write(db: &Database, docs: &[Document], next_key: &mut u64, blobs: bool) 
                     (text, vector)
                 })
                 .collect();
-            if blobs {
-                let mut texts = Vec::with_capacity(encoded.iter().map(|(t, _)| t.len()).sum());
-                let mut all = Vec::with_capacity(encoded.iter().map(|(_, v)| v.len()).sum());
-                for (text, vector) in &encoded {
-                    texts.extend_from_slice(text);
-                    all.extend_from_slice(vector);
+            match layout {
+                Layout::RowPerChunk => {
+                    for (position, (text, vector)) in encoded.iter().enumerate() {
+                        chunks
+                            .insert((key, position as u32), text.as_slice())
+                            .expect("chunk row");
+                        vectors
+                            .insert(key * 1000 + position as u64, vector.as_slice())
+                            .expect("vector row");
+                    }
                 }
-                chunks.insert((key, 0), texts.as_slice()).expect("chunks");
-                vectors.insert(key, all.as_slice()).expect("vectors");
-            } else {
-                for (position, (text, vector)) in encoded.iter().enumerate() {
-                    chunks
-                        .insert((key, position as u32), text.as_slice())
-                        .expect("chunk row");
-                    vectors
-                        .insert(key * 1000 + position as u64, vector.as_slice())
-                        .expect("vector row");
+                Layout::TwoBlobs | Layout::Spilled => {
+                    let mut texts = Vec::with_capacity(encoded.iter().map(|(t, _)| t.len()).sum());
+                    let mut all =
+                        Vec::with_capacity(encoded.iter().map(|(t, v)| t.len() + v.len()).sum());
+                    for (text, vector) in &encoded {
+                        texts.extend_from_slice(text);
+                        all.extend_from_slice(vector);
+                    }
+                    let spill = match layout {
+                        Layout::Spilled => spill_len(all.len(), texts.len()),
+                        _ => 0,
+                    };
+                    all.extend_from_slice(&texts[..spill]);
+                    chunks.insert((key, 0), &texts[spill..]).expect("chunks");
+                    vectors.insert(key, all.as_slice()).expect("vectors");
                 }
             }
         }
@@ -99,14 +129,14 @@ pub fn timed_writes(
     iters: u64,
     batch: u64,
     next_key: &mut u64,
-    blobs: bool,
+    layout: Layout,
 ) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let docs = fresh(batch);
         let db = files.room_for(batch);
         let start = Instant::now();
-        write(db, &docs, next_key, blobs);
+        write(db, &docs, next_key, layout);
         total += start.elapsed();
     }
     total
