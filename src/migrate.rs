@@ -79,7 +79,7 @@ fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
 }
 
 /// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, as
-/// `write.rs` does: the chunks row's first [`schema::spill_len`] bytes after the vectors.
+/// `write.rs` does: the chunks row's last [`schema::spill_len`] bytes after the vectors.
 fn put_revision(
     chunks: &mut Table<'_, u64, &'static [u8]>,
     vectors: &mut Table<'_, u64, &'static [u8]>,
@@ -87,11 +87,9 @@ fn put_revision(
     chunks_bytes: &[u8],
     entries: &[(u32, VectorData<'_>)],
 ) -> Result<(), MigrationError> {
-    let (spill, rest) = chunks_bytes.split_at(schema::spill_len(
-        VectorsRow::encoded_len(entries),
-        chunks_bytes.len(),
-    ));
-    vectors.insert(id, VectorsRow::encode(entries, spill).as_slice())?;
+    let (rest, spill) = schema::split_chunks(chunks_bytes, VectorsRow::encoded_len(entries));
+    let row = VectorsRow::encode(entries, spill).map_err(MigrationError::Corrupted)?;
+    vectors.insert(id, row.as_slice())?;
     chunks.insert(id, rest)?;
     Ok(())
 }
@@ -305,11 +303,16 @@ fn parse_vectors_row_v2(bytes: &[u8]) -> Result<Vec<(u32, &[u8])>, Corruption> {
 }
 
 /// Converts a schema-2 file to this schema inside `txn` (the caller commits): every vectors
-/// row is rewritten with its dimension, followed by the first bytes of its document's chunks
+/// row is rewritten with its dimension, followed by the last bytes of its document's chunks
 /// row, and the chunks row keeps the rest. Every id, row and byte of content stays; a
 /// chunks row without a vectors row (an orphan `verify` reports) stays as it is, which this
-/// schema reads the same way. Returns the number of vectors rows converted.
-pub(crate) fn schema_2_to_3(txn: &WriteTransaction) -> Result<u64, MigrationError> {
+/// schema reads the same way. Each pair of rows is checked first (vectors of the store's
+/// `dimension`, a chunks row that decodes, one chunk per vector), so a file that is not
+/// schema 2 is refused rather than rewritten. Returns the number of vectors rows converted.
+pub(crate) fn schema_2_to_3(
+    txn: &WriteTransaction,
+    dimension: Option<usize>,
+) -> Result<u64, MigrationError> {
     let mut chunks = txn.open_table(CHUNKS)?;
     let mut vectors = txn.open_table(VECTORS)?;
     let mut ids: Vec<u64> = Vec::new();
@@ -320,21 +323,42 @@ pub(crate) fn schema_2_to_3(txn: &WriteTransaction) -> Result<u64, MigrationErro
         let Some(old) = vectors.get(id)?.map(|b| b.value().to_vec()) else {
             continue;
         };
-        let entries: Vec<(u32, VectorData<'_>)> = parse_vectors_row_v2(&old)
-            .map_err(|c| {
-                corrupted(
-                    &c.what,
-                    format!("the row of internal document {id}: {}", c.detail),
-                )
-            })?
+        let bad = |detail: String| {
+            corrupted(
+                "schema-2 vectors row",
+                format!("the row of internal document {id}: {detail}"),
+            )
+        };
+        let parsed = parse_vectors_row_v2(&old).map_err(|c| bad(c.detail))?;
+        let width = parsed.first().map_or(0, |(_, bytes)| bytes.len());
+        if let Some(dimension) = dimension.filter(|_| width > 0) {
+            if width != dimension * 4 {
+                return Err(bad(format!(
+                    "vectors of {width} bytes where the store's dimension is {dimension}"
+                )));
+            }
+        }
+        let entries: Vec<(u32, VectorData<'_>)> = parsed
             .into_iter()
             .map(|(slot, bytes)| (slot, VectorData::Raw(bytes)))
             .collect();
         let chunks_bytes = chunks.get(id)?.map(|b| b.value().to_vec());
         match chunks_bytes {
-            Some(bytes) => put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?,
+            Some(bytes) => {
+                let row: ChunksRow = schema::decode("schema-2 chunks row", &bytes)
+                    .map_err(MigrationError::Corrupted)?;
+                if row.chunks.len() != entries.len() {
+                    return Err(bad(format!(
+                        "{} vectors beside a chunks row of {} chunks",
+                        entries.len(),
+                        row.chunks.len()
+                    )));
+                }
+                put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?;
+            }
             None => {
-                vectors.insert(id, VectorsRow::encode(&entries, &[]).as_slice())?;
+                let row = VectorsRow::encode(&entries, &[]).map_err(MigrationError::Corrupted)?;
+                vectors.insert(id, row.as_slice())?;
             }
         }
     }

@@ -117,7 +117,7 @@ impl Snapshot {
             return Err(missing("chunk table", "chunks").into());
         };
         let spill = VectorsRow::parse(vectors.value())?.spill();
-        let chunks = schema::decode_chunks(spill, bytes.value())?;
+        let chunks = schema::decode_chunks(bytes.value(), spill)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",

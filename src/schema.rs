@@ -13,7 +13,7 @@
 //! row holds it.
 //!
 //! redb gives a value larger than a page a run of pages of its own, a power of two long, so
-//! a 12 KB vectors row takes 16 KiB. The encoded chunks row fills that slack: its first
+//! a 12 KB vectors row takes 16 KiB. The encoded chunks row fills that slack: its last
 //! [`spill_len`] bytes ride at the end of the vectors row and the rest is the chunks row
 //! (schema 3). A document of eight 384-d chunks and 8 KB of text then writes 24 KiB of rows
 //! instead of 32 KiB; a scan of the vectors still reads one row per document.
@@ -39,11 +39,11 @@ pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("co
 pub(crate) const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
 /// internal doc id -> (source, doc id): resolves a chunk or vector back to its document.
 pub(crate) const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
-/// internal doc id -> the live revision's encoded [`ChunksRow`] after the bytes its vectors
-/// row carries ([`spill_len`], [`decode_chunks`]).
+/// internal doc id -> the live revision's encoded [`ChunksRow`] but for the bytes its
+/// vectors row carries ([`split_chunks`], [`decode_chunks`]).
 pub(crate) const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
 /// internal doc id -> [`VectorsRow`] bytes: the live revision's vectors, in position order,
-/// then the first bytes of its encoded chunks row.
+/// then the last bytes of its encoded chunks row.
 pub(crate) const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
 /// commit sequence -> [`ChangelogRow`]: vector ids added and removed by that commit.
 pub(crate) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
@@ -226,38 +226,54 @@ impl VectorData<'_> {
 /// redb's page size (fixed at 4 KiB outside redb's own tests).
 pub(crate) const REDB_PAGE: usize = 4096;
 
-/// Room left beside a value alone in a leaf page: redb needs 16 bytes there for a u64 key
-/// (a 4-byte header, the value's end offset and the key); the rest is margin.
+/// The bytes a leaf page needs beside a value alone in it under a u64 key: a 4-byte header,
+/// the value's end offset and the key.
+const LEAF_OVERHEAD: usize = 16;
+
+/// Room a spill leaves free at the end of a vectors row's page run: the leaf's own
+/// [`LEAF_OVERHEAD`] and a margin.
 const LEAF_MARGIN: usize = 64;
 
 /// How many of a chunks row's `chunks_len` encoded bytes ride at the end of a vectors row
 /// whose vectors take `vectors_len` bytes ([`VectorsRow::encoded_len`]).
 ///
-/// A vectors row smaller than a page shares its leaf with other rows and carries nothing: a
-/// spill would not save a page, and scans of the vectors would read text. A larger one owns
-/// a power-of-two run of pages, and its slack up to the end of that run is free.
+/// A vectors row that fits a page shares its leaf with other rows and carries nothing: a
+/// spill would not save a page, and scans of the vectors would read text. A larger one is
+/// alone in a leaf that is a power-of-two run of pages, and its slack up to the end of that
+/// run (less [`LEAF_MARGIN`]) is free: the spill never makes the run longer.
 pub(crate) fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
-    let needed = vectors_len.saturating_add(LEAF_MARGIN);
-    if needed <= REDB_PAGE {
+    let alone = vectors_len.saturating_add(LEAF_OVERHEAD);
+    if alone <= REDB_PAGE {
         return 0;
     }
-    let run = needed.checked_next_power_of_two().unwrap_or(needed);
-    (run - needed).min(chunks_len)
+    let run = alone.checked_next_power_of_two().unwrap_or(alone);
+    run.saturating_sub(vectors_len.saturating_add(LEAF_MARGIN))
+        .min(chunks_len)
 }
 
-/// A document's chunks row from the bytes its vectors row carries and its chunks row.
-pub(crate) fn decode_chunks(spill: &[u8], rest: &[u8]) -> Result<ChunksRow, Corruption> {
+/// A document's chunks row from its chunks row's bytes and the bytes its vectors row
+/// carries (the encoded row's last [`spill_len`] bytes).
+pub(crate) fn decode_chunks(rest: &[u8], spill: &[u8]) -> Result<ChunksRow, Corruption> {
     if spill.is_empty() {
         return decode("chunks row", rest);
     }
-    let mut bytes = Vec::with_capacity(spill.len() + rest.len());
-    bytes.extend_from_slice(spill);
+    let mut bytes = Vec::with_capacity(rest.len() + spill.len());
     bytes.extend_from_slice(rest);
+    bytes.extend_from_slice(spill);
     decode("chunks row", &bytes)
 }
 
+/// Splits an encoded chunks row into what the chunks row keeps and what rides at the end of
+/// a vectors row of `vectors_len` bytes. The spill is the encoded row's tail: a revision
+/// that changes only the document's metadata changes only the row's head (its generation),
+/// so its vectors row, spill included, stays as it was and is not rewritten.
+pub(crate) fn split_chunks(chunks_bytes: &[u8], vectors_len: usize) -> (&[u8], &[u8]) {
+    let spill = spill_len(vectors_len, chunks_bytes.len());
+    chunks_bytes.split_at(chunks_bytes.len() - spill)
+}
+
 /// A document's vectors row, read in place: `count u32 LE | dimension u32 LE | slot u32 LE *
-/// count | f32 LE * dimension * count | spill`, vectors in position order, then the first
+/// count | f32 LE * dimension * count | spill`, vectors in position order, then the last
 /// [`spill_len`] bytes of the document's encoded chunks row.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct VectorsRow<'a> {
@@ -304,13 +320,12 @@ impl<'a> VectorsRow<'a> {
         })
     }
 
-    /// Encodes `(slot, vector)` pairs in position order (every vector has the same length),
-    /// then `spill`.
-    pub fn encode(entries: &[(u32, VectorData<'_>)], spill: &[u8]) -> Vec<u8> {
+    /// Encodes `(slot, vector)` pairs in position order (every vector has the same, nonzero
+    /// length), then `spill`.
+    pub fn encode(entries: &[(u32, VectorData<'_>)], spill: &[u8]) -> Result<Vec<u8>, Corruption> {
         let mut bytes = vec![0u8; VectorsRow::encoded_len(entries) + spill.len()];
-        // The buffer has the length `encode_into` checks for.
-        let _ = VectorsRow::encode_into(entries, spill, &mut bytes);
-        bytes
+        VectorsRow::encode_into(entries, spill, &mut bytes)?;
+        Ok(bytes)
     }
 
     /// The length of the row's vectors (its count, dimension, slots and floats): the row's
@@ -362,7 +377,7 @@ impl<'a> VectorsRow<'a> {
         Ok(())
     }
 
-    /// The first bytes of the document's encoded chunks row, carried after the vectors.
+    /// The last bytes of the document's encoded chunks row, carried after the vectors.
     pub fn spill(&self) -> &'a [u8] {
         let end = VECTORS_HEAD + self.count * (4 + self.dimension * 4);
         self.bytes.get(end..).unwrap_or_default()
@@ -554,7 +569,8 @@ mod tests {
                 (2, VectorData::Raw(&raw)),
             ],
             b"spilled",
-        );
+        )
+        .unwrap_or_default();
         let row = VectorsRow::parse(&bytes).ok();
         let row = row.as_ref();
         assert_eq!(row.map(VectorsRow::len), Some(2));
@@ -568,7 +584,17 @@ mod tests {
         assert!(row.is_some_and(|r| r.same_vector(1, &[4.0, 5.0, 6.0])));
         assert!(row.is_some_and(|r| !r.same_vector(1, &[4.0, 5.0])));
         assert_eq!(row.map(VectorsRow::spill), Some(&b"spilled"[..]));
-        let empty = VectorsRow::encode(&[], &[]);
+        let empty = VectorsRow::encode(&[], &[]).unwrap_or_default();
+        // Vectors of different lengths, or of none, are refused.
+        assert!(VectorsRow::encode(
+            &[
+                (0, VectorData::Floats(&[1.0])),
+                (1, VectorData::Floats(&[]))
+            ],
+            &[]
+        )
+        .is_err());
+        assert!(VectorsRow::encode(&[(0, VectorData::Floats(&[]))], &[]).is_err());
         assert_eq!(VectorsRow::parse(&empty).map(|r| r.len()).ok(), Some(0));
         assert_eq!(
             VectorsRow::parse(&empty).map(|r| r.spill().len()).ok(),
@@ -588,18 +614,31 @@ mod tests {
         };
         let bytes = encode(&row);
         for at in [0, 1, 40, bytes.len() - 1, bytes.len()] {
-            let (spill, rest) = bytes.split_at(at);
-            assert_eq!(decode_chunks(spill, rest).ok().as_ref(), Some(&row), "{at}");
+            let (rest, spill) = bytes.split_at(at);
+            assert_eq!(decode_chunks(rest, spill).ok().as_ref(), Some(&row), "{at}");
         }
-        // A spill with the rest missing is a corruption, not a panic.
+        // A row with its spill missing is a corruption, not a panic.
         assert!(decode_chunks(&bytes[..100], &[]).is_err());
+        // The split keeps the tail for the vectors row.
+        let (rest, spill) = split_chunks(&bytes, 12_328);
+        assert_eq!(spill.len(), spill_len(12_328, bytes.len()));
+        assert!(!spill.is_empty() && bytes.ends_with(spill) && bytes.starts_with(rest));
     }
 
     #[test]
     fn the_spill_fills_the_vectors_rows_page_run_and_no_more() {
-        // A row that shares a leaf carries nothing.
+        // A row that fits a page carries nothing.
         assert_eq!(spill_len(100, 5000), 0);
-        assert_eq!(spill_len(REDB_PAGE - LEAF_MARGIN, 5000), 0);
+        assert_eq!(spill_len(REDB_PAGE - LEAF_OVERHEAD, 5000), 0);
+        // The page run a lone value of `len` bytes takes.
+        let run = |len: usize| (len + LEAF_OVERHEAD).next_power_of_two().max(REDB_PAGE);
+        for vectors in 0..70_000 {
+            let spill = spill_len(vectors, usize::MAX);
+            assert_eq!(run(vectors + spill), run(vectors), "{vectors}");
+            if spill > 0 {
+                assert_eq!(vectors + spill + LEAF_MARGIN, run(vectors), "{vectors}");
+            }
+        }
         // Eight 384-d vectors: 12,328 bytes in a 16 KiB run.
         let vectors = VectorsRow::encoded_len(&vec![(0, VectorData::Raw(&[0; 1536])); 8]);
         assert_eq!(vectors, 8 + 8 * (4 + 1536));

@@ -321,7 +321,14 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
         .map_err(|e| OpenError::Storage {
             path: backup,
             source: redb::Error::Io(e),
-        })
+        })?;
+    // Make the backup's name durable before the conversion commits.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// Converts a file of schema `version` (1 or 2) in one durable write transaction
@@ -338,7 +345,7 @@ fn convert(
         .map_err(|e| err(e.into()))?;
     let converted = match version {
         1 => crate::migrate::schema_1(&txn, dimension),
-        _ => crate::migrate::schema_2_to_3(&txn),
+        _ => crate::migrate::schema_2_to_3(&txn, dimension),
     };
     match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),

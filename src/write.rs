@@ -351,7 +351,7 @@ impl<'txn> Batch<'txn> {
         };
         let parsed = VectorsRow::parse(&vectors)?;
         let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
-            Some(bytes) => schema::decode_chunks(parsed.spill(), bytes.value())?,
+            Some(bytes) => schema::decode_chunks(bytes.value(), parsed.spill())?,
             None => {
                 return Err(Corruption::new(
                     "chunk table",
@@ -490,13 +490,12 @@ impl<'txn> Batch<'txn> {
                 })
                 .collect(),
         };
-        // The chunks row's first bytes fill the slack of the vectors row's pages
-        // (`schema::spill_len`); the vectors are encoded straight into their reserved place
-        // in a redb page.
+        // The chunks row's last bytes fill the slack of the vectors row's pages
+        // (`schema::split_chunks`); the vectors are encoded straight into their reserved
+        // place in a redb page.
         let chunks_bytes = schema::encode(&chunks_row);
         let vectors_len = VectorsRow::encoded_len(&entries);
-        let (spill, rest) =
-            chunks_bytes.split_at(schema::spill_len(vectors_len, chunks_bytes.len()));
+        let (rest, spill) = schema::split_chunks(&chunks_bytes, vectors_len);
         // Unchanged vectors (every one kept in place: a metadata-only revision) with an
         // unchanged spill are not rewritten.
         let unchanged = !rekey

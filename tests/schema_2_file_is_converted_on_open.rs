@@ -1,6 +1,6 @@
 //! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
 //! is converted to schema 3 when this build opens it: the vectors row gains its dimension
-//! and carries the first bytes of the chunks row in the slack of its pages, and nothing else
+//! and carries the last bytes of the chunks row in the slack of its pages, and nothing else
 //! changes. Every document, version, generation, content hash, chunk text and metadata,
 //! every vector bit for bit and under the same id, every counter, listing and skip-log row
 //! survive. The guard goes on deciding against the converted rows, searches find the
@@ -28,6 +28,7 @@ const EXPORT: &str = concat!(
 
 const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
 const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
+const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 
 /// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
 const PAGE: usize = 4096;
@@ -118,6 +119,24 @@ fn raw_rows(path: &Path) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
     rows
 }
 
+/// The changelog rows of the closed file at `path`.
+fn changelog(path: &Path) -> Vec<(u64, Vec<u8>)> {
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(CHANGELOG).expect("changelog");
+    let rows = table
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            e.map(|(k, v)| (k.value(), v.value().to_vec()))
+                .expect("row")
+        })
+        .collect();
+    rows
+}
+
 fn u32_at(bytes: &[u8], at: usize) -> usize {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
 }
@@ -133,6 +152,10 @@ fn schema_2_file_is_converted_on_open() {
     drop(store);
     assert_eq!(schema_version(&path), 3);
 
+    // The changelog (addressed by vector ids, which did not change) is kept whole.
+    assert_eq!(changelog(&path), changelog(Path::new(FIXTURE)));
+    assert!(!changelog(&path).is_empty());
+
     // The original is kept beside it, with the old build's rows.
     let backup = dir.path().join("old.redb.schema2-backup");
     assert_eq!(schema_version(&backup), 2, "the backup is schema 2");
@@ -142,7 +165,7 @@ fn schema_2_file_is_converted_on_open() {
         "the backup holds the original rows"
     );
 
-    // The rows: the same vectors under a header with the dimension; the chunks row's first
+    // The rows: the same vectors under a header with the dimension; the chunks row's last
     // bytes after them, never past the page run the vectors need; the rest in the chunks row.
     let new_rows = raw_rows(&path);
     assert_eq!(
@@ -164,7 +187,7 @@ fn schema_2_file_is_converted_on_open() {
         );
         let spill = &new_vectors[end..];
         assert_eq!(
-            [spill, new_chunks.as_slice()].concat(),
+            [new_chunks.as_slice(), spill].concat(),
             *old_chunks,
             "document {id}: the chunks row, split"
         );
