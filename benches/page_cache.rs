@@ -6,7 +6,7 @@
 //!   (about 1.1 GB) rotated as in `benches/group_commit.rs`. A commit's written pages stay in
 //!   the cache until it is full; every one of them is a fresh allocation the process faults
 //!   in.
-//! - `durable_write/redb_floor_4_rows_*`: the same documents' bytes straight into redb as
+//! - `durable_write/redb_floor_spilled_*`: the same documents' bytes straight into redb as
 //!   schema 3's four rows each (`redb_floor_spilled_256` of `benches/group_commit.rs`), at
 //!   both cache sizes.
 //! - `point_read/get_*`: `Store::get` of a random document of a store of 8,192 such
@@ -69,7 +69,7 @@ fn wait_for_index(store: &Store) {
     );
 }
 
-/// Durable writes at both cache sizes: ratchetdb's `write_batch`, and the 4-row redb floor
+/// Durable writes at both cache sizes: ratchetdb's `write_batch`, and the schema-3 redb floor
 /// of `benches/group_commit.rs`. Run in the order ratchetdb 64 MiB, ratchetdb 1 GiB, floor
 /// 1 GiB, floor 64 MiB, so that a drift of this VM's speed during the run does not favour
 /// one size. Returns the medians of (ratchetdb, floor), per cache size.
@@ -100,7 +100,7 @@ fn durable_write(c: &mut Criterion, dir: &Path) -> Vec<(usize, f64, f64)> {
     ];
     let mut floor_medians = Vec::new();
     for (bytes, open) in floors {
-        let name = format!("redb_floor_4_rows_{}", label(bytes));
+        let name = format!("redb_floor_spilled_{}", label(bytes));
         let mut files = Rotation::new(dir, "floor", open);
         let mut next_key = 0u64;
         let estimates = Estimates::before_run("durable_write", &name);

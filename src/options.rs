@@ -190,7 +190,7 @@ pub struct Options {
     /// out before the commit (re-reading them if the transaction touches them again). A
     /// transaction larger than that still commits as one, only with more I/O: a
     /// concurrent [`Writer`](crate::Writer) batch of up to 1024 documents of the bench's
-    /// kind writes about 29 MB, and converting a schema-1 or schema-2 file rewrites it
+    /// kind writes about 25 MB, and converting a schema-1 or schema-2 file rewrites it
     /// whole in one transaction. Any value works, `0` included: every read then goes to the file, and
     /// every written page is written out as soon as redb lets go of it.
     #[serde(default = "default_cache_size")]
