@@ -28,7 +28,7 @@
 //!   first as the 18 rows schema 1 wrote for a new document (document row, key row, 8 chunk
 //!   rows, 8 vector rows, at their sizes), then as the 4 rows schema 2 wrote (document row,
 //!   key row, the texts in one value, the vectors in another), then as the 4 rows schema 3
-//!   writes (the texts' first bytes moved after the vectors, into the slack of their pages).
+//!   writes (the texts' last bytes moved after the vectors, into the slack of their pages).
 //!   The floor's files get the same page cache size as ratchetdb's
 //!   ([`ratchetdb::DEFAULT_CACHE_SIZE`]).
 

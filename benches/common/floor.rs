@@ -39,19 +39,19 @@ pub enum Layout {
     RowPerChunk,
     /// Schema 2: the texts in one value, the vectors in another.
     TwoBlobs,
-    /// Schema 3: as `TwoBlobs`, with the texts' first bytes moved to the end of the vectors'
-    /// value, up to the end of the page run the vectors need (`ratchetdb`'s `spill_len`:
-    /// 4 KiB pages, 64 bytes kept free beside a lone value).
+    /// Schema 3: as `TwoBlobs`, with the texts' last bytes moved to the end of the vectors'
+    /// value, up to the end of the page run the vectors alone need (`ratchetdb`'s
+    /// `spill_len`: 4 KiB pages, 16 bytes of leaf beside a lone value, 64 kept free).
     Spilled,
 }
 
 /// The bytes of `texts_len` that the floor's `Spilled` layout moves after `vectors_len`.
 fn spill_len(vectors_len: usize, texts_len: usize) -> usize {
-    let needed = vectors_len + 64;
-    if needed <= 4096 {
+    let alone = vectors_len + 16;
+    if alone <= 4096 {
         return 0;
     }
-    (needed.next_power_of_two() - needed).min(texts_len)
+    (alone.next_power_of_two() - (vectors_len + 64)).min(texts_len)
 }
 
 /// Writes `docs` straight into redb in one durable transaction, in `layout`. Row sizes follow
@@ -112,8 +112,9 @@ pub fn write(db: &Database, docs: &[Document], next_key: &mut u64, layout: Layou
                         Layout::Spilled => spill_len(all.len(), texts.len()),
                         _ => 0,
                     };
-                    all.extend_from_slice(&texts[..spill]);
-                    chunks.insert((key, 0), &texts[spill..]).expect("chunks");
+                    let (rest, tail) = texts.split_at(texts.len() - spill);
+                    all.extend_from_slice(tail);
+                    chunks.insert((key, 0), rest).expect("chunks");
                     vectors.insert(key, all.as_slice()).expect("vectors");
                 }
             }
