@@ -27,28 +27,11 @@ const EXPORT: &str = concat!(
 );
 
 /// The export with the vector ids taken out (they are the one thing that changes), and each
-/// vector element as the f32 it stands for (serde_json's default float parsing may be an
-/// ulp off in f64; the f32 is exact).
-fn without_vector_ids(mut documents: Value) -> Value {
-    if let Some(docs) = documents.as_array_mut() {
-        for doc in docs {
-            if let Some(chunks) = doc.get_mut("chunks").and_then(Value::as_array_mut) {
-                for chunk in chunks {
-                    if let Some(chunk) = chunk.as_object_mut() {
-                        chunk.remove("vector_id");
-                        if let Some(vector) = chunk.get_mut("vector").and_then(Value::as_array_mut)
-                        {
-                            for x in vector {
-                                let bits = x.as_f64().map(|x| (x as f32).to_bits());
-                                *x = Value::from(bits);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    documents
+/// vector element as the f32 it stands for.
+fn without_vector_ids(documents: Value) -> Value {
+    support::vectors_as_f32_bits(documents, |chunk| {
+        chunk.remove("vector_id");
+    })
 }
 
 fn expected() -> (Value, Value) {
@@ -61,44 +44,11 @@ fn expected() -> (Value, Value) {
     )
 }
 
-fn exported(store: &Store) -> (Value, Value) {
-    let snapshot = store.snapshot().expect("snapshot");
-    let documents: Vec<Value> = snapshot
-        .documents(true)
-        .expect("documents")
-        .map(|d| serde_json::to_value(d.expect("document")).expect("json"))
-        .collect();
-    let stats = serde_json::to_value(store.stats().expect("stats")).expect("stats json");
-    (without_vector_ids(Value::Array(documents)), stats)
-}
-
 fn assert_same_contents(store: &Store, when: &str) {
-    let (documents, stats) = exported(store);
+    let documents = without_vector_ids(support::exported_documents(store));
     let (want_documents, want_stats) = expected();
     assert_eq!(documents, want_documents, "{when}: the documents changed");
-    for field in [
-        "documents",
-        "tombstones",
-        "chunks",
-        "vectors",
-        "listings",
-        "counters",
-        "recent_skips",
-        "dimension",
-        "model",
-        "metric",
-    ] {
-        assert_eq!(
-            stats[field], want_stats[field],
-            "{when}: stats.{field} changed"
-        );
-    }
-    let report = store.verify().expect("verify");
-    assert!(
-        report.is_ok(),
-        "{when}: verify found {:#?}",
-        report.violations
-    );
+    support::assert_same_stats_and_verified(store, &want_stats, when);
 }
 
 #[test]
@@ -243,9 +193,7 @@ fn schema_1_file_is_converted_on_open() {
         );
     }
     drop(store);
-    let store = Store::open(&path, Options::default()).expect("reopen the converted file");
-    let verified = store.verify().expect("verify");
-    assert!(verified.is_ok(), "{:#?}", verified.violations);
+    support::reopen_verified(&path);
 }
 
 /// The conversion is one transaction: fail each of its writes, syncs and length changes

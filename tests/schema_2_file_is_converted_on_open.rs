@@ -39,66 +39,15 @@ fn expected() -> Value {
         .expect("parse the export")
 }
 
-/// The documents with each vector element as the bits of the f32 it stands for (serde_json's
-/// float parsing may be an ulp off in f64; the f32 is exact).
-fn vectors_as_bits(mut documents: Value) -> Value {
-    for doc in documents.as_array_mut().into_iter().flatten() {
-        for chunk in doc
-            .get_mut("chunks")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            for x in chunk
-                .get_mut("vector")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                *x = Value::from(x.as_f64().map(|x| (x as f32).to_bits()));
-            }
-        }
-    }
-    documents
-}
-
 fn assert_same_contents(store: &Store, when: &str) {
     let want = expected();
-    let snapshot = store.snapshot().expect("snapshot");
-    let documents: Vec<Value> = snapshot
-        .documents(true)
-        .expect("documents")
-        .map(|d| serde_json::to_value(d.expect("document")).expect("json"))
-        .collect();
     // Vector ids included: a schema-2 file keeps them.
+    let bits = |documents: Value| support::vectors_as_f32_bits(documents, |_| {});
     assert!(
-        vectors_as_bits(Value::Array(documents)) == vectors_as_bits(want["documents"].clone()),
+        bits(support::exported_documents(store)) == bits(want["documents"].clone()),
         "{when}: the documents changed"
     );
-    let stats = serde_json::to_value(store.stats().expect("stats")).expect("stats json");
-    for field in [
-        "documents",
-        "tombstones",
-        "chunks",
-        "vectors",
-        "listings",
-        "counters",
-        "recent_skips",
-        "dimension",
-        "model",
-        "metric",
-    ] {
-        assert_eq!(
-            stats[field], want["stats"][field],
-            "{when}: stats.{field} changed"
-        );
-    }
-    let report = store.verify().expect("verify");
-    assert!(
-        report.is_ok(),
-        "{when}: verify found {:#?}",
-        report.violations
-    );
+    support::assert_same_stats_and_verified(store, &want["stats"], when);
 }
 
 /// The chunks and vectors rows of the closed file at `path`, by internal id.
@@ -296,9 +245,7 @@ fn schema_2_file_is_converted_on_open() {
         assert_eq!(found, same, "{options:?}");
     }
     drop(store);
-    let store = Store::open(&path, Options::default()).expect("reopen the converted file");
-    let verified = store.verify().expect("verify");
-    assert!(verified.is_ok(), "{:#?}", verified.violations);
+    support::reopen_verified(&path);
 }
 
 /// The conversion is one transaction: fail each of its writes, syncs and length changes

@@ -252,3 +252,76 @@ pub fn flipped_bits_never_panic(image: &[u8], seed: u64, flips: usize) -> (usize
     }
     (opened, refused)
 }
+
+/// Checks that `store`'s `stats()` agree with `want` (a `stats()` exported as JSON) on
+/// everything a conversion must keep, and that `verify` is clean.
+pub fn assert_same_stats_and_verified(
+    store: &ratchetdb::Store,
+    want: &serde_json::Value,
+    when: &str,
+) {
+    let stats = serde_json::to_value(store.stats().expect("stats")).expect("stats json");
+    for field in [
+        "documents",
+        "tombstones",
+        "chunks",
+        "vectors",
+        "listings",
+        "counters",
+        "recent_skips",
+        "dimension",
+        "model",
+        "metric",
+    ] {
+        assert_eq!(stats[field], want[field], "{when}: stats.{field} changed");
+    }
+    let report = store.verify().expect("verify");
+    assert!(
+        report.is_ok(),
+        "{when}: verify found {:#?}",
+        report.violations
+    );
+}
+
+/// Opens the store at `path` again and checks that `verify` is clean.
+pub fn reopen_verified(path: &std::path::Path) {
+    let store = ratchetdb::Store::open(path, ratchetdb::Options::default()).expect("reopen");
+    let report = store.verify().expect("verify");
+    assert!(report.is_ok(), "{:#?}", report.violations);
+}
+
+/// Every document of `store` with its vectors, as `documents(true)` exports them to JSON.
+pub fn exported_documents(store: &ratchetdb::Store) -> serde_json::Value {
+    let snapshot = store.snapshot().expect("snapshot");
+    let documents: Vec<serde_json::Value> = snapshot
+        .documents(true)
+        .expect("documents")
+        .map(|d| serde_json::to_value(d.expect("document")).expect("json"))
+        .collect();
+    serde_json::Value::Array(documents)
+}
+
+/// Exported documents with each vector element as the bits of the f32 it stands for
+/// (serde_json's float parsing may be an ulp off in f64; the f32 is exact), and each chunk
+/// passed to `edit` (to drop what a comparison should not see).
+pub fn vectors_as_f32_bits(
+    mut documents: serde_json::Value,
+    edit: impl Fn(&mut serde_json::Map<String, serde_json::Value>),
+) -> serde_json::Value {
+    use serde_json::Value;
+    for doc in documents.as_array_mut().into_iter().flatten() {
+        let chunks = doc.get_mut("chunks").and_then(Value::as_array_mut);
+        for chunk in chunks
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            edit(chunk);
+            let vector = chunk.get_mut("vector").and_then(Value::as_array_mut);
+            for x in vector.into_iter().flatten() {
+                *x = Value::from(x.as_f64().map(|x| (x as f32).to_bits()));
+            }
+        }
+    }
+    documents
+}
