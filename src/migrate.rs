@@ -4,7 +4,7 @@
 //! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
 //! stores each live revision as one chunks row and one vectors row under the document's
 //! internal id. Schema 3 (`schema.rs`) keeps those two rows, with the vectors row's
-//! dimension in its header and the first bytes of the encoded chunks row moved to the end
+//! dimension in its header and the last bytes of the encoded chunks row moved to the end
 //! of the vectors row, into the slack of its pages.
 //!
 //! A schema-1 file is converted straight to schema 3. The conversion keeps every document

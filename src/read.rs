@@ -97,8 +97,8 @@ impl Snapshot {
         }
     }
 
-    /// The chunks row of a live document (the bytes its vectors row carries and its chunks
-    /// row), checked against its chunk count.
+    /// The chunks row of a live document (its chunks row joined with the tail its vectors
+    /// row carries), checked against its chunk count.
     pub(crate) fn chunks_row(&self, row: &DocRow) -> Result<ChunksRow, ReadError> {
         let missing = |table: &str, what: &str| {
             Corruption::new(

@@ -174,7 +174,7 @@ impl Snapshot {
                     format!("generation {} outside 1..{next_generation}", row.generation),
                 );
             }
-            // The vectors row first: it carries the chunks row's first bytes.
+            // The vectors row first: it carries the chunks row's last bytes.
             let vectors = vectors_row.as_deref().map(VectorsRow::parse);
             match &vectors {
                 None => report.doc(source, id, "the vectors row is missing"),
