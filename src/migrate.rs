@@ -366,3 +366,70 @@ pub(crate) fn schema_2_to_3(
     stamp_schema_version(txn)?;
     Ok(ids.len() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema-2 vectors row of `slots`, each vector `floats` long.
+    fn row_v2(slots: &[u32], floats: usize) -> Vec<u8> {
+        let mut bytes = (slots.len() as u32).to_le_bytes().to_vec();
+        for slot in slots {
+            bytes.extend_from_slice(&slot.to_le_bytes());
+        }
+        for (i, _) in slots.iter().enumerate() {
+            for f in 0..floats {
+                bytes.extend_from_slice(&((i * 100 + f) as f32).to_le_bytes());
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_schema_2_vectors_row_parses_into_its_slots_and_vectors() {
+        let bytes = row_v2(&[4, 9], 3);
+        let parsed = parse_vectors_row_v2(&bytes).ok();
+        assert_eq!(
+            parsed
+                .as_ref()
+                .map(|p| p.iter().map(|(s, v)| (*s, v.len())).collect()),
+            Some(vec![(4, 12), (9, 12)])
+        );
+        assert_eq!(
+            parsed.and_then(|p| p.get(1).map(|(_, v)| v.to_vec())),
+            Some(bytes[4 + 8 + 12..].to_vec())
+        );
+        assert_eq!(parse_vectors_row_v2(&row_v2(&[], 0)).ok(), Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_damaged_schema_2_vectors_row_is_corruption_not_a_panic() {
+        let good = row_v2(&[1, 2, 3], 4);
+        // Every cut: an error, or (where what is left still divides into three vectors) a
+        // row of shorter vectors, which the conversion's dimension check refuses; never a
+        // panic.
+        for len in 0..good.len() {
+            if let Ok(parsed) = parse_vectors_row_v2(&good[..len]) {
+                assert!(parsed.iter().all(|(_, v)| v.len() < 16), "{len}");
+            }
+        }
+        for bad in [
+            vec![],
+            vec![1, 0, 0],
+            vec![0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0],
+            vec![0, 0, 0, 0, 1],
+            vec![1, 0, 0, 0, 7, 0, 0, 0],
+            vec![2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 2, 3, 4, 5, 6],
+        ] {
+            assert!(parse_vectors_row_v2(&bad).is_err(), "{bad:?}");
+        }
+        // A schema-3 row of one vector read as schema 2: its dimension reads as a slot and
+        // its vector one float too long, which the conversion's dimension check refuses.
+        let v3 = VectorsRow::encode(&[(0, VectorData::Floats(&[1.0, 2.0]))], &[]);
+        let misread = v3.as_deref().map(parse_vectors_row_v2);
+        assert!(
+            matches!(misread, Ok(Ok(ref p)) if p.len() == 1 && p[0].1.len() == 12),
+            "{misread:?}"
+        );
+    }
+}
