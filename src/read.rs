@@ -100,24 +100,34 @@ impl Snapshot {
     /// The chunks row of a live document (its chunks row joined with the tail its vectors
     /// row carries), checked against its chunk count.
     pub(crate) fn chunks_row(&self, row: &DocRow) -> Result<ChunksRow, ReadError> {
-        let missing = |table: &str, what: &str| {
-            Corruption::new(
-                table,
-                format!("document {} has no {what} row", row.internal_id),
-            )
-        };
         let Some(vectors) = self.vectors_row(row.internal_id)? else {
-            return Err(missing("vector table", "vectors").into());
+            return Err(Corruption::new(
+                "vector table",
+                format!("document {} has no vectors row", row.internal_id),
+            )
+            .into());
         };
+        self.chunks_row_beside(row, &VectorsRow::parse(vectors.value())?)
+    }
+
+    /// [`Snapshot::chunks_row`], given the document's vectors row, already read.
+    fn chunks_row_beside(
+        &self,
+        row: &DocRow,
+        vectors: &VectorsRow<'_>,
+    ) -> Result<ChunksRow, ReadError> {
         let Some(bytes) = self
             .chunks
             .get(row.internal_id)
             .map_err(ReadError::storage)?
         else {
-            return Err(missing("chunk table", "chunks").into());
+            return Err(Corruption::new(
+                "chunk table",
+                format!("document {} has no chunks row", row.internal_id),
+            )
+            .into());
         };
-        let spill = VectorsRow::parse(vectors.value())?.spill();
-        let chunks = schema::decode_chunks(bytes.value(), spill)?;
+        let chunks = schema::decode_chunks(bytes.value(), vectors.spill())?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",
@@ -163,7 +173,6 @@ impl Snapshot {
         // Not sized from the row alone: a damaged count must not allocate.
         let mut chunks = Vec::with_capacity((row.chunk_count as usize).min(1024));
         if !row.deleted {
-            let stored = self.chunks_row(row)?;
             let Some(bytes) = self.vectors_row(row.internal_id)? else {
                 return Err(Corruption::new(
                     "vector table",
@@ -172,6 +181,7 @@ impl Snapshot {
                 .into());
             };
             let vectors = VectorsRow::parse(bytes.value())?;
+            let stored = self.chunks_row_beside(row, &vectors)?;
             if vectors.len() != stored.chunks.len() {
                 return Err(Corruption::new(
                     "vector table",
