@@ -5,29 +5,29 @@ use serde::{Deserialize, Serialize};
 /// Names in the `counters` table. Counters only grow; gauges are the live totals that
 /// `verify` recomputes from the rows.
 pub(crate) mod name {
-    pub const WRITTEN_NEW: &str = "written.new";
-    pub const WRITTEN_NEWER: &str = "written.newer";
-    pub const WRITTEN_TIE_BROKEN: &str = "written.tie_broken";
-    pub const UNCHANGED: &str = "unchanged";
-    pub const DELETED: &str = "deleted";
-    pub const DELETED_OVER_EQUAL_LIVE: &str = "deleted.over_equal_live";
-    pub const SKIPPED_OLDER: &str = "skipped.older";
-    pub const SKIPPED_DUPLICATE: &str = "skipped.duplicate";
-    pub const SKIPPED_CONFLICT: &str = "skipped.conflict";
-    pub const SKIPPED_TOMBSTONED: &str = "skipped.tombstoned";
-    pub const SKIPPED_EQUAL_VERSION: &str = "skipped.equal_version";
-    pub const RETAIN_LISTINGS: &str = "retain.listings";
-    pub const RETAIN_DOCUMENTS_REMOVED: &str = "retain.documents_removed";
-    pub const CHUNKS_WRITTEN: &str = "chunks.written";
-    pub const CHUNKS_REUSED: &str = "chunks.reused";
-    pub const CHUNKS_REMOVED: &str = "chunks.removed";
-    pub const PURGED_TOMBSTONES: &str = "purged.tombstones";
-    pub const PURGED_LISTINGS: &str = "purged.listings";
-    pub const COMMITS: &str = "commits";
-    pub const LIVE_DOCUMENTS: &str = "live.documents";
-    pub const LIVE_TOMBSTONES: &str = "live.tombstones";
-    pub const LIVE_CHUNKS: &str = "live.chunks";
-    pub const LIVE_VECTORS: &str = "live.vectors";
+    pub(crate) const WRITTEN_NEW: &str = "written.new";
+    pub(crate) const WRITTEN_NEWER: &str = "written.newer";
+    pub(crate) const WRITTEN_TIE_BROKEN: &str = "written.tie_broken";
+    pub(crate) const UNCHANGED: &str = "unchanged";
+    pub(crate) const DELETED: &str = "deleted";
+    pub(crate) const DELETED_OVER_EQUAL_LIVE: &str = "deleted.over_equal_live";
+    pub(crate) const SKIPPED_OLDER: &str = "skipped.older";
+    pub(crate) const SKIPPED_DUPLICATE: &str = "skipped.duplicate";
+    pub(crate) const SKIPPED_CONFLICT: &str = "skipped.conflict";
+    pub(crate) const SKIPPED_TOMBSTONED: &str = "skipped.tombstoned";
+    pub(crate) const SKIPPED_EQUAL_VERSION: &str = "skipped.equal_version";
+    pub(crate) const RETAIN_LISTINGS: &str = "retain.listings";
+    pub(crate) const RETAIN_DOCUMENTS_REMOVED: &str = "retain.documents_removed";
+    pub(crate) const CHUNKS_WRITTEN: &str = "chunks.written";
+    pub(crate) const CHUNKS_REUSED: &str = "chunks.reused";
+    pub(crate) const CHUNKS_REMOVED: &str = "chunks.removed";
+    pub(crate) const PURGED_TOMBSTONES: &str = "purged.tombstones";
+    pub(crate) const PURGED_LISTINGS: &str = "purged.listings";
+    pub(crate) const COMMITS: &str = "commits";
+    pub(crate) const LIVE_DOCUMENTS: &str = "live.documents";
+    pub(crate) const LIVE_TOMBSTONES: &str = "live.tombstones";
+    pub(crate) const LIVE_CHUNKS: &str = "live.chunks";
+    pub(crate) const LIVE_VECTORS: &str = "live.vectors";
 }
 
 /// Every outcome and refusal the store has counted since it was created. Persisted in the

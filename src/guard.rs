@@ -89,7 +89,7 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// A tombstone at `version`; also how a listing that omits an unseen id is represented.
-    pub fn tombstone(version: Version) -> Stored {
+    pub(crate) fn tombstone(version: Version) -> Stored {
         Stored {
             version,
             deleted: true,
@@ -111,7 +111,7 @@ pub(crate) enum Incoming {
 }
 
 impl Incoming {
-    pub fn version(&self) -> Version {
+    pub(crate) fn version(&self) -> Version {
         match self {
             Incoming::Upsert { version, .. } | Incoming::Delete { version } => *version,
         }

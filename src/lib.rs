@@ -6,11 +6,40 @@
 //! stamp on every chunk, the removal of the chunks a revision no longer has, the vectors, and
 //! the counters that say why a write was refused. See `ARCHITECTURE.md` for the map.
 //!
-//! Start with [`Store`].
+//! Start with [`Store`]:
+//!
+//! ```
+//! use ratchetdb::{Chunk, Document, Options, Outcome, SearchOptions, Store, Version};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("notes.redb");
+//! let store = Store::open(&path, Options::default().dimension(3))?;
+//! let revision = |version, text: &str, vector: [f32; 3]| {
+//!     Document::new("wiki", "ratchet.md", Version::number(version))
+//!         .with_chunk(Chunk::new(text, vector.to_vec()))
+//! };
+//!
+//! // Revision 2 lands first; the retry of revision 1 arriving late is refused, not applied.
+//! let newer = store.upsert(revision(2, "turns one way", [1.0, 0.0, 0.0]))?;
+//! assert!(matches!(newer, Outcome::Written { .. }));
+//! let late_retry = store.upsert(revision(1, "turns both ways", [0.0, 1.0, 0.0]))?;
+//! assert!(matches!(late_retry, Outcome::Skipped { .. }));
+//!
+//! let hits = store.search(&[1.0, 0.1, 0.0], 1, &SearchOptions::default())?;
+//! assert_eq!(hits[0].text, "turns one way");
+//! # Ok(())
+//! # }
+//! ```
 
+#![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+#[cfg(feature = "embed")]
 mod chunking;
 mod counters;
 mod document;
+#[cfg(feature = "embed")]
 mod embed;
 mod error;
 #[doc(hidden)]
@@ -31,13 +60,21 @@ mod version;
 mod write;
 mod writer;
 
+/// The README's library example, compiled and run as a doctest so it stays true.
+#[cfg(all(doctest, feature = "embed"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(feature = "minilm")]
 pub use crate::embed::{locate_model, MiniLmEmbedder};
+#[cfg(feature = "embed")]
 pub use crate::{
     chunking::{chunk_text, ChunkerOptions},
+    embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
+};
+pub use crate::{
     counters::Counters,
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
-    embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
     error::{Error, InputError, OpenError, ReadError, WriteError},
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},

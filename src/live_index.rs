@@ -59,7 +59,7 @@ pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
 
 impl LiveIndex {
     /// An index loaded with every vector of `snapshot`, covering its commit sequence.
-    pub fn load(
+    pub(crate) fn load(
         snapshot: &Snapshot,
         dimension: usize,
         metric: Metric,
@@ -116,13 +116,13 @@ impl LiveIndex {
     }
 
     /// The last commit sequence applied.
-    pub fn applied(&self) -> u64 {
+    pub(crate) fn applied(&self) -> u64 {
         *self.applied.lock()
     }
 
     /// Applies every committed change up to `snapshot`'s commit sequence. Returns `false`
     /// when the changelog no longer holds what is needed (the caller reloads).
-    pub fn catch_up(&self, snapshot: &Snapshot) -> Result<bool, ReadError> {
+    pub(crate) fn catch_up(&self, snapshot: &Snapshot) -> Result<bool, ReadError> {
         let mut applied = self.applied.lock();
         self.catch_up_locked(snapshot, &mut applied)
     }
@@ -184,13 +184,13 @@ impl LiveIndex {
     }
 
     /// The owner document of a vector id (for filters): the id says it.
-    pub fn owner(&self, vector_id: u64) -> Option<u64> {
+    pub(crate) fn owner(&self, vector_id: u64) -> Option<u64> {
         Some(split_vector_id(vector_id).0)
     }
 
     /// Checks index agreement (I5) against a snapshot it is brought up to first: the ids
     /// the index can return are exactly the snapshot's vector ids. Returns the problems.
-    pub fn agreement(
+    pub(crate) fn agreement(
         &self,
         take_snapshot: impl Fn() -> Result<Snapshot, ReadError>,
     ) -> Result<Vec<String>, ReadError> {

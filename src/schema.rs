@@ -62,22 +62,22 @@ pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
 
 /// Names in the `meta` table.
 pub(crate) mod meta_key {
-    pub const FORMAT: &str = "format";
-    pub const SCHEMA_VERSION: &str = "schema_version";
-    pub const DIMENSION: &str = "dimension";
-    pub const METRIC: &str = "metric";
-    pub const MODEL: &str = "model";
+    pub(crate) const FORMAT: &str = "format";
+    pub(crate) const SCHEMA_VERSION: &str = "schema_version";
+    pub(crate) const DIMENSION: &str = "dimension";
+    pub(crate) const METRIC: &str = "metric";
+    pub(crate) const MODEL: &str = "model";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
-    pub const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
+    pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
 }
 
 /// Names of the sequences in the `counters` table.
 pub(crate) mod seq_key {
-    pub const NEXT_DOC: &str = "seq.next_doc";
-    pub const NEXT_GENERATION: &str = "seq.next_generation";
-    pub const NEXT_SKIP: &str = "seq.next_skip";
-    pub const COMMIT: &str = "seq.commit";
-    pub const TICKET_HIGH_WATER: &str = "seq.ticket_high_water";
+    pub(crate) const NEXT_DOC: &str = "seq.next_doc";
+    pub(crate) const NEXT_GENERATION: &str = "seq.next_generation";
+    pub(crate) const NEXT_SKIP: &str = "seq.next_skip";
+    pub(crate) const COMMIT: &str = "seq.commit";
+    pub(crate) const TICKET_HIGH_WATER: &str = "seq.ticket_high_water";
 }
 
 /// The largest row a decode will believe in: a corrupt length prefix cannot make a decode
@@ -131,7 +131,7 @@ pub(crate) struct DocRow {
 }
 
 impl DocRow {
-    pub fn version(&self) -> Result<Version, Corruption> {
+    pub(crate) fn version(&self) -> Result<Version, Corruption> {
         let kind = VersionKind::from_byte(self.version_kind).ok_or_else(|| {
             Corruption::new(
                 "document row",
@@ -144,7 +144,7 @@ impl DocRow {
         })
     }
 
-    pub fn stored(&self) -> Result<Stored, Corruption> {
+    pub(crate) fn stored(&self) -> Result<Stored, Corruption> {
         Ok(Stored {
             version: self.version()?,
             deleted: self.deleted,
@@ -288,7 +288,7 @@ const VECTORS_HEAD: usize = 8;
 impl<'a> VectorsRow<'a> {
     /// Checks the layout: a count, a dimension, that many slots and whole vectors of that
     /// dimension (a dimension of 0 only for an empty row); what follows is the spill.
-    pub fn parse(bytes: &'a [u8]) -> Result<VectorsRow<'a>, Corruption> {
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<VectorsRow<'a>, Corruption> {
         let bad = |detail: String| Corruption::new("vectors row", detail);
         let Some(head) = bytes.get(0..VECTORS_HEAD) else {
             return Err(bad(format!(
@@ -322,7 +322,10 @@ impl<'a> VectorsRow<'a> {
 
     /// Encodes `(slot, vector)` pairs in position order (every vector has the same, nonzero
     /// length), then `spill`.
-    pub fn encode(entries: &[(u32, VectorData<'_>)], spill: &[u8]) -> Result<Vec<u8>, Corruption> {
+    pub(crate) fn encode(
+        entries: &[(u32, VectorData<'_>)],
+        spill: &[u8],
+    ) -> Result<Vec<u8>, Corruption> {
         let mut bytes = vec![0u8; VectorsRow::encoded_len(entries) + spill.len()];
         VectorsRow::encode_into(entries, spill, &mut bytes)?;
         Ok(bytes)
@@ -330,14 +333,14 @@ impl<'a> VectorsRow<'a> {
 
     /// The length of the row's vectors (its count, dimension, slots and floats): the row's
     /// length without its spill.
-    pub fn encoded_len(entries: &[(u32, VectorData<'_>)]) -> usize {
+    pub(crate) fn encoded_len(entries: &[(u32, VectorData<'_>)]) -> usize {
         let vector_bytes = entries.first().map_or(0, |(_, v)| v.byte_len());
         VECTORS_HEAD + entries.len() * (4 + vector_bytes)
     }
 
     /// Encodes into `bytes`, which is exactly [`VectorsRow::encoded_len`] plus `spill` long
     /// (a value reserved in place in a redb page).
-    pub fn encode_into(
+    pub(crate) fn encode_into(
         entries: &[(u32, VectorData<'_>)],
         spill: &[u8],
         bytes: &mut [u8],
@@ -378,23 +381,23 @@ impl<'a> VectorsRow<'a> {
     }
 
     /// The last bytes of the document's encoded chunks row, carried after the vectors.
-    pub fn spill(&self) -> &'a [u8] {
+    pub(crate) fn spill(&self) -> &'a [u8] {
         let end = VECTORS_HEAD + self.count * (4 + self.dimension * 4);
         self.bytes.get(end..).unwrap_or_default()
     }
 
     /// The number of vectors (the revision's chunk count).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count
     }
 
     /// The vectors' dimension (0 for an empty row).
-    pub fn dimension(&self) -> usize {
+    pub(crate) fn dimension(&self) -> usize {
         self.dimension
     }
 
     /// The slot of the vector at `position`.
-    pub fn slot(&self, position: usize) -> Option<u32> {
+    pub(crate) fn slot(&self, position: usize) -> Option<u32> {
         if position >= self.count {
             return None;
         }
@@ -404,17 +407,17 @@ impl<'a> VectorsRow<'a> {
     }
 
     /// The slots in position order.
-    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn slots(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.count).filter_map(|p| self.slot(p))
     }
 
     /// The position holding `slot`, if any.
-    pub fn position_of(&self, slot: u32) -> Option<usize> {
+    pub(crate) fn position_of(&self, slot: u32) -> Option<usize> {
         (0..self.count).find(|&p| self.slot(p) == Some(slot))
     }
 
     /// The raw little-endian bytes of the vector at `position`.
-    pub fn vector_bytes(&self, position: usize) -> Option<&'a [u8]> {
+    pub(crate) fn vector_bytes(&self, position: usize) -> Option<&'a [u8]> {
         if position >= self.count {
             return None;
         }
@@ -424,12 +427,12 @@ impl<'a> VectorsRow<'a> {
     }
 
     /// The vector at `position`, decoded.
-    pub fn vector(&self, position: usize) -> Option<Vec<f32>> {
+    pub(crate) fn vector(&self, position: usize) -> Option<Vec<f32>> {
         Some(decode_floats(self.vector_bytes(position)?))
     }
 
     /// Whether the vector at `position` is bit-identical to `vector`.
-    pub fn same_vector(&self, position: usize, vector: &[f32]) -> bool {
+    pub(crate) fn same_vector(&self, position: usize, vector: &[f32]) -> bool {
         self.vector_bytes(position).is_some_and(|stored| {
             stored.len() == vector.len() * 4
                 && stored
@@ -468,13 +471,13 @@ pub(crate) struct SkipRow {
 }
 
 impl SkipRow {
-    pub fn reason(&self) -> Result<SkipReason, Corruption> {
+    pub(crate) fn reason(&self) -> Result<SkipReason, Corruption> {
         SkipReason::from_byte(self.reason).ok_or_else(|| {
             Corruption::new("skip log row", format!("unknown reason {}", self.reason))
         })
     }
 
-    pub fn versions(&self) -> Result<(Version, Version), Corruption> {
+    pub(crate) fn versions(&self) -> Result<(Version, Version), Corruption> {
         let kind = |b: u8| {
             VersionKind::from_byte(b)
                 .ok_or_else(|| Corruption::new("skip log row", format!("unknown version kind {b}")))

@@ -80,7 +80,7 @@ fn read_counter(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, 
 
 impl<'txn> Batch<'txn> {
     /// Opens every table of the transaction and loads the sequences.
-    pub fn begin(
+    pub(crate) fn begin(
         txn: &'txn WriteTransaction,
         settings: BatchSettings,
         dimension: Option<usize>,
@@ -119,7 +119,7 @@ impl<'txn> Batch<'txn> {
     }
 
     /// Applies one operation.
-    pub fn apply(&mut self, op: &PreparedOp) -> Result<OpOutcome, WriteError> {
+    pub(crate) fn apply(&mut self, op: &PreparedOp) -> Result<OpOutcome, WriteError> {
         match op {
             PreparedOp::Upsert(doc) => self.upsert(doc).map(OpOutcome::Document),
             PreparedOp::Delete {
@@ -756,7 +756,11 @@ impl<'txn> Batch<'txn> {
     }
 
     /// Removes tombstones and listings of `source` older than `before`.
-    pub fn purge(&mut self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+    pub(crate) fn purge(
+        &mut self,
+        source: &str,
+        before: Version,
+    ) -> Result<PurgeOutcome, WriteError> {
         let mut outcome = PurgeOutcome::default();
         let mut dead: Vec<(String, u64)> = Vec::new();
         for entry in self
@@ -833,7 +837,7 @@ impl<'txn> Batch<'txn> {
 
     /// Writes the batch's bookkeeping: sequences, counters, the changelog entry, the skip log
     /// and a newly fixed dimension. The caller commits the transaction.
-    pub fn finish(mut self) -> Result<BatchEffects, WriteError> {
+    pub(crate) fn finish(mut self) -> Result<BatchEffects, WriteError> {
         let mut effects = BatchEffects::default();
         if !self.change.added.is_empty() || !self.change.removed.is_empty() {
             let commit = self.seq.commit + 1;

@@ -26,7 +26,7 @@
 use super::{normalize_in_place, EmbedError, Embedder};
 
 /// The dimension of [`HashingEmbedder::default`], matching all-MiniLM-L6-v2.
-pub const DEFAULT_HASHING_DIMENSION: usize = 384;
+pub(super) const DEFAULT_HASHING_DIMENSION: usize = 384;
 
 /// Batches at least this large are split across threads.
 const PARALLEL_BATCH_MIN: usize = 64;

@@ -20,11 +20,11 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::{normalize_in_place, EmbedError, Embedder};
 
-pub use super::MINILM_NAME;
+pub(super) use super::MINILM_NAME;
 
 /// Longest input in tokens, `[CLS]` and `[SEP]` included; longer texts are truncated
 /// (sentence-transformers' `max_seq_length` for this model).
-pub const MINILM_MAX_SEQ_TOKENS: usize = 256;
+pub(super) const MINILM_MAX_SEQ_TOKENS: usize = 256;
 
 /// Texts per forward pass. Bounds memory: attention scores take
 /// `batch × 12 heads × 256² × 4 bytes` (about 100 MB at 32).

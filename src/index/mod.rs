@@ -88,7 +88,7 @@ pub(crate) use crate::options::Metric;
 /// Errors of the vector index.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum IndexError {
+pub(crate) enum IndexError {
     /// An index needs at least one dimension.
     #[error("vector dimension must be at least 1")]
     ZeroDimension,
