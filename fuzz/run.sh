@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each fuzz target briefly (FUZZ_SECONDS each, default 60) when cargo-fuzz and a nightly
-# toolchain are installed; otherwise says so and exits 0: tests/fuzz_corpus_replay.rs runs the
+# toolchain are installed; otherwise says so and exits 0: tests/storage/fuzz_corpus_replay.rs runs the
 # committed corpus through the same harness functions in every `cargo test`.
 #
 # Usage (from anywhere): fuzz/run.sh [target...]

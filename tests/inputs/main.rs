@@ -1,0 +1,14 @@
+//! Bad and hostile input through the library: each refused with a typed error naming the field, the store unchanged.
+//!
+//! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
+//! scenario, named for it.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input_changes_nothing;
+mod hostile_deep_metadata;
+mod hostile_document_limits;
+mod hostile_ids;
+mod hostile_vectors;
+mod plan_before_embedding;

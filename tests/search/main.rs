@@ -1,0 +1,16 @@
+//! Search tests: never a superseded chunk, recall, filters, and the derived index's lifecycle.
+//!
+//! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
+//! scenario, named for it.
+
+#[path = "../search_support/mod.rs"]
+mod search_support;
+
+mod build_index_while_the_index_loads_keeps_its_graph;
+mod search_absorbs_vectors_written_while_the_index_is_busy;
+mod search_filters_and_errors;
+mod search_finds_every_live_vector;
+mod search_never_returns_superseded_chunks;
+mod search_recall_structured;
+mod search_snapshot_refreshed_as_graph_grows;
+mod search_snapshot_round_trip;

@@ -1,0 +1,34 @@
+//! Storage tests: damaged and foreign files, fault injection at every I/O point, schema conversions, persistence and the file's layout.
+//!
+//! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
+//! scenario, named for it.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../search_support/mod.rs"]
+mod search_support;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod corrupt_flipped_bytes;
+mod corrupt_foreign_redb_tables;
+mod corrupt_meta_rows;
+mod corrupt_missing_table;
+mod corrupt_not_a_redb_file;
+mod corrupt_schema_version_too_new;
+mod corrupt_truncated_file;
+mod creation_is_atomic;
+mod fault_injection_clean_reopen_no_repair;
+mod fault_injection_durability_none;
+mod fault_injection_every_io_point;
+mod fault_injection_writer_batch;
+mod fuzz_corpus_replay;
+mod metadata_only_revision_of_a_spilled_document;
+mod older_schema_version_is_refused_with_export_advice;
+mod page_cache_size_changes_nothing_stored;
+mod persistence_across_reopen;
+mod schema_1_file_is_converted_on_open;
+mod schema_2_file_is_converted_on_open;
+mod slot_space_exhausted_moves_document_to_new_id;
+mod spilled_layout_uses_the_pages_it_promises;
+mod stale_revision_with_wrong_dimension;

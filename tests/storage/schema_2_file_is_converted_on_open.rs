@@ -1,0 +1,268 @@
+//! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
+//! is converted to schema 3 when this build opens it: the vectors row gains its dimension
+//! and carries the last bytes of the chunks row in the slack of its pages, and nothing else
+//! changes. Every document, version, generation, content hash, chunk text and metadata,
+//! every vector bit for bit and under the same id, every counter, listing and skip-log row
+//! survive. The guard goes on deciding against the converted rows, searches find the
+//! converted vectors, and the conversion is one transaction: an I/O failure at any point of
+//! it leaves a file that opens (converted or still schema 2, then converted) with the same
+//! contents. The fixture and how it was made: `tests/fixtures/schema2-README.md`.
+
+use crate::support;
+
+use ratchetdb::{Chunk, Document, Options, Outcome, SearchOptions, SkipReason, Store, Version};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use support::schema_version;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/schema2-store.redb"
+);
+const EXPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/schema2-export.json"
+);
+
+const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
+const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
+const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
+
+/// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
+const PAGE: usize = 4096;
+const LEAF_OVERHEAD: usize = 16;
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(EXPORT).expect("read the export"))
+        .expect("parse the export")
+}
+
+fn assert_same_contents(store: &Store, when: &str) {
+    let want = expected();
+    // Vector ids included: a schema-2 file keeps them.
+    let bits = |documents: Value| support::vectors_as_f32_bits(documents, |_| {});
+    assert!(
+        bits(support::exported_documents(store)) == bits(want["documents"].clone()),
+        "{when}: the documents changed"
+    );
+    support::assert_same_stats_and_verified(store, &want["stats"], when);
+}
+
+/// The chunks and vectors rows of the closed file at `path`, by internal id.
+fn raw_rows(path: &Path) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let chunks = txn.open_table(CHUNKS).expect("chunks");
+    let vectors = txn.open_table(VECTORS).expect("vectors");
+    let mut rows = BTreeMap::new();
+    for entry in vectors.iter().expect("iter") {
+        let (id, bytes) = entry.expect("row");
+        let chunk = chunks
+            .get(id.value())
+            .expect("get")
+            .expect("a chunks row beside each vectors row");
+        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
+    }
+    rows
+}
+
+/// The changelog rows of the closed file at `path`.
+fn changelog(path: &Path) -> Vec<(u64, Vec<u8>)> {
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(CHANGELOG).expect("changelog");
+    let rows = table
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            e.map(|(k, v)| (k.value(), v.value().to_vec()))
+                .expect("row")
+        })
+        .collect();
+    rows
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
+}
+
+#[test]
+fn schema_2_file_is_converted_on_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.redb");
+    std::fs::copy(FIXTURE, &path).expect("copy the fixture");
+    let old_rows = raw_rows(&path);
+    let store = Store::open(&path, Options::default()).expect("a schema-2 file opens");
+    assert_same_contents(&store, "after the conversion");
+    drop(store);
+    assert_eq!(schema_version(&path), 3);
+
+    // The changelog (addressed by vector ids, which did not change) is kept whole.
+    assert_eq!(changelog(&path), changelog(Path::new(FIXTURE)));
+    assert!(!changelog(&path).is_empty());
+
+    // The original is kept beside it, with the old build's rows.
+    let backup = dir.path().join("old.redb.schema2-backup");
+    assert_eq!(schema_version(&backup), 2, "the backup is schema 2");
+    assert_eq!(
+        raw_rows(&backup),
+        old_rows,
+        "the backup holds the original rows"
+    );
+
+    // The rows: the same vectors under a header with the dimension; the chunks row's last
+    // bytes after them, never past the page run the vectors need; the rest in the chunks row.
+    let new_rows = raw_rows(&path);
+    assert_eq!(
+        new_rows.keys().collect::<Vec<_>>(),
+        old_rows.keys().collect::<Vec<_>>()
+    );
+    let mut spilled = 0;
+    for (id, (old_chunks, old_vectors)) in &old_rows {
+        let (new_chunks, new_vectors) = &new_rows[id];
+        let count = u32_at(new_vectors, 0);
+        let dimension = u32_at(new_vectors, 4);
+        assert_eq!(count, u32_at(old_vectors, 0), "document {id}: the count");
+        assert_eq!(dimension, 32, "document {id}: the dimension");
+        let end = 8 + count * 4 * (1 + dimension);
+        assert_eq!(
+            &new_vectors[8..end],
+            &old_vectors[4..],
+            "document {id}: the slots and vectors, bit for bit"
+        );
+        let spill = &new_vectors[end..];
+        assert_eq!(
+            [new_chunks.as_slice(), spill].concat(),
+            *old_chunks,
+            "document {id}: the chunks row, split"
+        );
+        if end + LEAF_OVERHEAD <= PAGE {
+            assert!(spill.is_empty(), "document {id}: a row that shares a leaf");
+        } else {
+            assert_eq!(
+                (new_vectors.len() + LEAF_OVERHEAD).next_power_of_two(),
+                (end + LEAF_OVERHEAD).next_power_of_two(),
+                "document {id}: the spill took another page run"
+            );
+        }
+        spilled += usize::from(!spill.is_empty());
+    }
+    // The fixture's live documents with vectors over a page: "long" and "meta".
+    assert!(spilled >= 2, "only {spilled} rows carry chunk bytes");
+
+    // The guard decides against the converted rows.
+    let store = Store::open(&path, Options::default()).expect("reopen the converted file");
+    let stale = store
+        .upsert(
+            Document::new("notes", "big", Version::number(1))
+                .with_chunk(Chunk::new("old", vec![1.0; 32])),
+        )
+        .expect("stale upsert");
+    assert!(
+        matches!(
+            stale,
+            Outcome::Skipped {
+                reason: SkipReason::Older,
+                ..
+            }
+        ),
+        "{stale:?}"
+    );
+    // A new revision of a spilled document reuses its converted vectors for unchanged
+    // text (sent without vectors), under the same ids.
+    let long = store.get("notes", "long").expect("get").expect("long");
+    let mut revision = Document::new("notes", "long", Version::number(2));
+    for chunk in long.chunks.iter().skip(10) {
+        revision = revision.with_chunk(Chunk::without_vector(chunk.text.clone()));
+    }
+    revision = revision.with_chunk(Chunk::new("a new last chunk", vec![0.25; 32]));
+    let revised = store.upsert(revision).expect("revision");
+    let kept = long.chunks.len() as u64 - 10;
+    assert!(
+        matches!(
+            revised,
+            Outcome::Written {
+                chunks_reused,
+                chunks_written: 1,
+                chunks_removed: 9,
+                ..
+            } if chunks_reused == kept
+        ),
+        "{revised:?}"
+    );
+    let long2 = store
+        .snapshot()
+        .expect("snapshot")
+        .get_with_vectors("notes", "long")
+        .expect("get")
+        .expect("long");
+    assert_eq!(long2.chunks.len() as u64, kept + 1);
+    for (old, new) in long.chunks.iter().skip(10).zip(&long2.chunks) {
+        assert_eq!(
+            (old.vector_id, &old.text),
+            (new.vector_id, &new.text),
+            "a kept vector keeps its id"
+        );
+    }
+    let verified = store.verify().expect("verify");
+    assert!(verified.is_ok(), "{:#?}", verified.violations);
+
+    // Searches find converted vectors. The fixture's vectors repeat (17 patterns): b's
+    // vector is also some chunks' of the large documents, and a search for it returns
+    // exactly those chunks first, b's "only" among them.
+    let snapshot = store.snapshot().expect("snapshot");
+    let b_vector = snapshot
+        .get_with_vectors("notes", "b")
+        .expect("get")
+        .and_then(|b| b.chunks.first().and_then(|c| c.vector.clone()))
+        .expect("b's vector");
+    let mut same: Vec<String> = Vec::new();
+    for doc in snapshot.documents(true).expect("documents") {
+        for chunk in doc.expect("document").chunks {
+            if chunk.vector.as_ref() == Some(&b_vector) {
+                same.push(chunk.text);
+            }
+        }
+    }
+    same.sort();
+    assert!(
+        same.len() > 1 && same.contains(&"only".to_string()),
+        "{same:?}"
+    );
+    for options in [
+        SearchOptions::default().exact(true),
+        SearchOptions::default(),
+    ] {
+        let hits = store
+            .search(&b_vector, same.len(), &options)
+            .expect("search");
+        let mut found: Vec<String> = hits.into_iter().map(|h| h.text).collect();
+        found.sort();
+        assert_eq!(found, same, "{options:?}");
+    }
+    drop(store);
+    support::reopen_verified(&path);
+}
+
+/// The conversion is one transaction: fail each of its writes, syncs and length changes
+/// in turn; whatever the durable image then is, it opens with the fixture's contents.
+#[test]
+fn a_failed_conversion_leaves_a_file_that_opens_whole() {
+    let image = std::fs::read(FIXTURE).expect("read the fixture");
+    let (calls, converted_after_failure) =
+        support::every_failed_conversion_reopens(&image, assert_same_contents);
+    println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
+}
+
+/// A damaged schema-2 file: 400 flipped bits, each opened with the page checksums verified.
+/// The conversion never panics: it converts, or refuses the file with a typed error.
+#[test]
+fn a_damaged_schema_2_file_is_converted_or_refused_never_a_panic() {
+    let image = std::fs::read(FIXTURE).expect("read the fixture");
+    let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c2e, 400);
+    println!("damaged schema-2 files: {opened} opened, {refused} refused, 0 panics");
+}
