@@ -42,8 +42,6 @@ mod document;
 #[cfg(feature = "embed")]
 mod embed;
 mod error;
-#[doc(hidden)]
-pub mod fuzzing;
 mod guard;
 mod index;
 mod live_index;
@@ -59,6 +57,12 @@ mod verify;
 mod version;
 mod write;
 mod writer;
+
+/// The test harness (simulated disk, reference model, fuzz entry points): only in the crate's
+/// own tests and under the doc-hidden `testkit` feature, never in a user's build.
+#[cfg(any(test, feature = "testkit"))]
+#[doc(hidden)]
+pub mod testkit;
 
 /// The README's library example, compiled and run as a doctest so it stays true.
 #[cfg(all(doctest, feature = "embed"))]

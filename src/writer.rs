@@ -453,7 +453,7 @@ mod tests {
     //! starts, so what it takes does not depend on timing.
 
     use super::*;
-    use crate::fuzzing::{Disk, FaultMode, IoKind};
+    use crate::testkit::{Disk, FaultMode, IoKind};
     use crate::{Chunk, Options};
 
     struct Rig {
@@ -483,7 +483,7 @@ mod tests {
         }
     }
 
-    /// A rig on a simulated disk (see [`crate::fuzzing::Disk`]).
+    /// A rig on a simulated disk (see [`crate::testkit::Disk`]).
     fn rig_on_disk(options: impl Fn(WriterOptions) -> WriterOptions) -> (Rig, Disk) {
         let disk = Disk::new();
         let store = Store::open_with_backend(disk.backend(), Options::default()).expect("open");

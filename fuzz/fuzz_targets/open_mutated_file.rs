@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = ratchetdb::fuzzing::open_mutated_file(data) {
+    if let Err(broken) = ratchetdb::testkit::open_mutated_file(data) {
         panic!("open_mutated_file: {broken}");
     }
 });

@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = ratchetdb::fuzzing::ops_vs_model(data) {
+    if let Err(broken) = ratchetdb::testkit::ops_vs_model(data) {
         panic!("ops_vs_model: {broken}");
     }
 });

@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = ratchetdb::fuzzing::row_decoding(data) {
+    if let Err(broken) = ratchetdb::testkit::row_decoding(data) {
         panic!("row_decoding: {broken}");
     }
 });

@@ -2,11 +2,15 @@
 //!
 //! Random delivery schedules over 3 sources × 4 document ids — upserts, deletes, `retain`
 //! listings, exact redeliveries, shuffled order, `write_batch` groups, close/reopen — run
-//! against the store and against a reference model written from the semantics alone:
+//! against the store and against the crate's one reference model of the guard
+//! (`ratchetdb::testkit::Model`, shared with the fuzz targets, written from the semantics
+//! alone):
 //!
-//! * per document: `(version, Live(content) | Deleted)`, the row the store should hold;
+//! * per document: its version, tombstone flag, content and chunk count, the row the store
+//!   should hold;
 //! * per `(source, version)`: the listing, because a listing that omits an id the store has
-//!   never seen writes no row, yet refuses a later upsert of that id not newer than it.
+//!   never seen writes no row, yet refuses a later upsert of that id not newer than it;
+//! * the counters.
 //!
 //! Content is a function of `(document, version)` and a listing's ids a function of
 //! `(source, version)`, so no equal-version conflict arises (I8 is covered elsewhere) and the
@@ -25,9 +29,10 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use ratchetdb::testkit::{self, Model, ModelCounters, ModelOutcome, ModelRow};
 use ratchetdb::{
-    Chunk, Document, Durability, Op, OpOutcome, Options, Outcome, PlannedAction, RetainOutcome,
-    SkipReason, Store, StoredDocument, Version,
+    Chunk, Document, Durability, Op, OpOutcome, Options, PlannedAction, SkipReason, Store,
+    StoredDocument, Version,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,12 +60,9 @@ fn all_keys() -> impl Iterator<Item = Key> {
 // ---------------------------------------------------------------------------------------------
 // Deterministic content.
 
-fn mix(mut x: u64) -> u64 {
-    // splitmix64
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+fn mix(x: u64) -> u64 {
+    // One SplitMix64 step from `x`: a well-mixed function of it.
+    ratchetdb::testkit::SplitMix64::new(x).next_u64()
 }
 
 /// One revision's content: what the store must give back.
@@ -313,221 +315,8 @@ fn schedule() -> impl Strategy<Value = Schedule> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The reference model.
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Row {
-    Live(Content),
-    Deleted,
-}
-
-/// What an operation should report.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Expected {
-    Written {
-        chunks: u64,
-        chunks_removed: u64,
-    },
-    Unchanged {
-        version: u64,
-    },
-    Deleted {
-        chunks_removed: u64,
-    },
-    Skipped {
-        reason: SkipReason,
-        stored: u64,
-        incoming: u64,
-    },
-    Retain(RetainOutcome),
-}
-
-/// The counters the model can predict.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct ExpectedCounters {
-    written_new: u64,
-    written_newer: u64,
-    unchanged: u64,
-    deleted: u64,
-    deletes_over_equal_version: u64,
-    skipped_older: u64,
-    skipped_duplicate: u64,
-    skipped_conflict: u64,
-    skipped_tombstoned: u64,
-    skipped_equal_version: u64,
-    retain_listings: u64,
-    retain_documents_removed: u64,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Model {
-    /// The row each document should have.
-    rows: BTreeMap<Key, (u64, Row)>,
-    /// The recorded listings: `(source, version)` -> mask of present ids.
-    listings: BTreeMap<(u8, u64), u8>,
-    counters: ExpectedCounters,
-}
-
-impl Model {
-    /// What the guard compares an incoming write at `incoming` against: the row, or else the
-    /// highest listing not older than `incoming` that omits the id (a tombstone at the
-    /// listing's version). `None`: nothing. `Some((version, None))`: deleted.
-    fn stored(&self, key: Key, incoming: u64) -> Option<(u64, Option<&Content>)> {
-        if let Some((version, row)) = self.rows.get(&key) {
-            return Some((
-                *version,
-                match row {
-                    Row::Live(content) => Some(content),
-                    Row::Deleted => None,
-                },
-            ));
-        }
-        self.listings
-            .iter()
-            .rev()
-            .find(|((source, version), mask)| {
-                *source == key.0 && *version >= incoming && **mask & (1 << key.1) == 0
-            })
-            .map(|((_, version), _)| (*version, None))
-    }
-
-    fn skip(&mut self, reason: SkipReason, stored: u64, incoming: u64) -> Expected {
-        let counters = &mut self.counters;
-        match reason {
-            SkipReason::Older => counters.skipped_older += 1,
-            SkipReason::Duplicate => counters.skipped_duplicate += 1,
-            SkipReason::Conflict => counters.skipped_conflict += 1,
-            SkipReason::Tombstoned => counters.skipped_tombstoned += 1,
-            _ => unreachable!("a reason the model does not know"),
-        }
-        if stored == incoming {
-            counters.skipped_equal_version += 1;
-        }
-        Expected::Skipped {
-            reason,
-            stored,
-            incoming,
-        }
-    }
-
-    fn apply(&mut self, delivery: Delivery, masks: &ListingMasks) -> Expected {
-        match delivery {
-            Delivery::Upsert {
-                source,
-                doc,
-                version,
-            } => self.upsert((source, doc), version),
-            Delivery::Delete {
-                source,
-                doc,
-                version,
-            } => self.delete((source, doc), version),
-            Delivery::Retain { source, version } => {
-                self.retain(source, version, masks[source as usize][version as usize])
-            }
-        }
-    }
-
-    fn upsert(&mut self, key: Key, version: u64) -> Expected {
-        let content = content_of(key.0, key.1, version);
-        let chunks = content.texts.len() as u64;
-        match self.stored(key, version) {
-            // Nothing stored, or a tombstone the revision is newer than.
-            None => {}
-            Some((stored, None)) if version > stored => {}
-            Some((stored, None)) => return self.skip(SkipReason::Tombstoned, stored, version),
-            Some((stored, Some(old))) if version > stored => {
-                if *old == content {
-                    self.rows.insert(key, (version, Row::Live(content)));
-                    self.counters.unchanged += 1;
-                    return Expected::Unchanged { version };
-                }
-                let chunks_removed = (old.texts.len() as u64).saturating_sub(chunks);
-                self.rows.insert(key, (version, Row::Live(content)));
-                self.counters.written_newer += 1;
-                return Expected::Written {
-                    chunks,
-                    chunks_removed,
-                };
-            }
-            Some((stored, Some(old))) if version == stored => {
-                let reason = if *old == content {
-                    SkipReason::Duplicate
-                } else {
-                    SkipReason::Conflict
-                };
-                return self.skip(reason, stored, version);
-            }
-            Some((stored, Some(_))) => return self.skip(SkipReason::Older, stored, version),
-        }
-        self.rows.insert(key, (version, Row::Live(content)));
-        self.counters.written_new += 1;
-        Expected::Written {
-            chunks,
-            chunks_removed: 0,
-        }
-    }
-
-    fn delete(&mut self, key: Key, version: u64) -> Expected {
-        let (chunks_removed, over_equal_live) = match self.stored(key, version) {
-            None => (0, false),
-            // A delete at a version not older than a live revision wins, equal included.
-            Some((stored, Some(old))) if version >= stored => {
-                (old.texts.len() as u64, version == stored)
-            }
-            Some((stored, None)) if version > stored => (0, false),
-            Some((stored, None)) if version == stored => {
-                return self.skip(SkipReason::Duplicate, stored, version)
-            }
-            Some((stored, _)) => return self.skip(SkipReason::Older, stored, version),
-        };
-        self.rows.insert(key, (version, Row::Deleted));
-        self.counters.deleted += 1;
-        if over_equal_live {
-            self.counters.deletes_over_equal_version += 1;
-        }
-        Expected::Deleted { chunks_removed }
-    }
-
-    fn retain(&mut self, source: u8, version: u64, mask: u8) -> Expected {
-        if let Some(&recorded) = self.listings.get(&(source, version)) {
-            let reason = if recorded == mask {
-                SkipReason::Duplicate
-            } else {
-                SkipReason::Conflict
-            };
-            self.skip(reason, version, version);
-            return Expected::Retain(RetainOutcome {
-                skipped: Some(reason),
-                ..RetainOutcome::default()
-            });
-        }
-        let mut outcome = RetainOutcome::default();
-        for ((row_source, doc), (stored, row)) in self.rows.iter_mut() {
-            if *row_source != source || mask & (1 << *doc) != 0 {
-                continue;
-            }
-            match row {
-                Row::Live(content) if version >= *stored => {
-                    outcome.documents_removed += 1;
-                    outcome.chunks_removed += content.texts.len() as u64;
-                }
-                Row::Deleted if version > *stored => {}
-                Row::Live(_) if version < *stored => {
-                    outcome.newer_kept += 1;
-                    continue;
-                }
-                _ => continue,
-            }
-            *stored = version;
-            *row = Row::Deleted;
-        }
-        self.listings.insert((source, version), mask);
-        self.counters.retain_listings += 1;
-        self.counters.retain_documents_removed += outcome.documents_removed;
-        Expected::Retain(outcome)
-    }
-}
+// The reference model is the crate's one model of the guard (`ratchetdb::testkit::Model`),
+// shared with the fuzz targets: it takes the same `Op`s the store does.
 
 // ---------------------------------------------------------------------------------------------
 // Running a schedule.
@@ -551,37 +340,6 @@ impl Backing {
             ),
         }
         .unwrap_or_else(|e| panic!("open: {e}"))
-    }
-}
-
-fn observed(outcome: OpOutcome) -> Expected {
-    match outcome {
-        OpOutcome::Document(Outcome::Written {
-            chunks_written,
-            chunks_reused,
-            chunks_removed,
-            ..
-        }) => Expected::Written {
-            chunks: chunks_written + chunks_reused,
-            chunks_removed,
-        },
-        OpOutcome::Document(Outcome::Unchanged { version }) => Expected::Unchanged {
-            version: version.value,
-        },
-        OpOutcome::Document(Outcome::Deleted { chunks_removed }) => {
-            Expected::Deleted { chunks_removed }
-        }
-        OpOutcome::Document(Outcome::Skipped {
-            reason,
-            stored_version,
-            incoming_version,
-        }) => Expected::Skipped {
-            reason,
-            stored: stored_version.value,
-            incoming: incoming_version.value,
-        },
-        OpOutcome::Retain(outcome) => Expected::Retain(outcome),
-        other => panic!("an outcome the model does not know: {other:?}"),
     }
 }
 
@@ -634,7 +392,7 @@ fn check_state(
         let stored = snapshot
             .get_with_vectors(&source_name, &doc_name)
             .map_err(|e| fail(format!("get {source_name}/{doc_name}: {e}")))?;
-        let expected = model.rows.get(&key);
+        let expected = model.rows.get(&(source_name.clone(), doc_name.clone()));
         let Some(stored) = stored else {
             prop_assert!(
                 expected.is_none(),
@@ -647,7 +405,7 @@ fn check_state(
             );
             continue;
         };
-        let Some((version, row)) = expected else {
+        let Some(row) = expected else {
             return Err(fail(format!(
                 "{source_name}/{doc_name} is stored ({stored:?}) but the model has no row for it"
             )));
@@ -663,61 +421,55 @@ fn check_state(
         versions.insert(key, stored.version.value);
         prop_assert_eq!(
             stored.version,
-            Version::number(*version),
+            Version::number(row.version),
             "{}/{} version",
             &source_name,
             &doc_name
         );
-        match row {
-            Row::Deleted => {
-                prop_assert!(stored.deleted, "{source_name}/{doc_name} should be deleted");
-                prop_assert!(
-                    stored.chunks.is_empty(),
-                    "{source_name}/{doc_name}: a tombstone with chunks"
-                );
-            }
-            Row::Live(content) => {
-                prop_assert!(!stored.deleted, "{source_name}/{doc_name} should be live");
-                let texts: Vec<&str> = stored.chunks.iter().map(|c| c.text.as_str()).collect();
-                prop_assert_eq!(
-                    texts,
-                    content.texts.iter().map(String::as_str).collect::<Vec<_>>(),
-                    "{}/{} chunk texts",
-                    &source_name,
-                    &doc_name
-                );
-                prop_assert_eq!(
-                    &stored.meta,
-                    &content.meta,
-                    "{}/{} meta",
-                    &source_name,
-                    &doc_name
-                );
-                for (position, chunk) in stored.chunks.iter().enumerate() {
-                    prop_assert_eq!(chunk.position as usize, position);
-                    prop_assert_eq!(
-                        chunk.generation,
-                        stored.generation,
-                        "I3: {}/{} chunk {} is of another generation",
-                        &source_name,
-                        &doc_name,
-                        position
-                    );
-                    prop_assert_eq!(&chunk.meta, &Value::Null);
-                    let expected_vector = unit(&vector_of(&chunk.text));
-                    let vector = chunk.vector.as_deref().unwrap_or(&[]);
-                    prop_assert!(
-                        vector.len() == DIMENSION
-                            && vector
-                                .iter()
-                                .zip(&expected_vector)
-                                .all(|(a, b)| (a - b).abs() <= 1e-6),
-                        "{source_name}/{doc_name} chunk {position} ({:?}) has vector {vector:?}, \
-                         its text's is {expected_vector:?}",
-                        chunk.text
-                    );
-                }
-            }
+        if row.deleted {
+            prop_assert!(stored.deleted, "{source_name}/{doc_name} should be deleted");
+            prop_assert!(
+                stored.chunks.is_empty(),
+                "{source_name}/{doc_name}: a tombstone with chunks"
+            );
+            continue;
+        }
+        prop_assert!(!stored.deleted, "{source_name}/{doc_name} should be live");
+        let chunks: Vec<(String, Value)> = stored
+            .chunks
+            .iter()
+            .map(|c| (c.text.clone(), c.meta.clone()))
+            .collect();
+        prop_assert_eq!(
+            testkit::content_of(&stored.meta, &chunks),
+            row.content.clone(),
+            "{}/{} content (metadata, chunk texts and metadata, in order)",
+            &source_name,
+            &doc_name
+        );
+        prop_assert_eq!(stored.chunks.len() as u64, row.chunks);
+        for (position, chunk) in stored.chunks.iter().enumerate() {
+            prop_assert_eq!(chunk.position as usize, position);
+            prop_assert_eq!(
+                chunk.generation,
+                stored.generation,
+                "I3: {}/{} chunk {} is of another generation",
+                &source_name,
+                &doc_name,
+                position
+            );
+            let expected_vector = unit(&vector_of(&chunk.text));
+            let vector = chunk.vector.as_deref().unwrap_or(&[]);
+            prop_assert!(
+                vector.len() == DIMENSION
+                    && vector
+                        .iter()
+                        .zip(&expected_vector)
+                        .all(|(a, b)| (a - b).abs() <= 1e-6),
+                "{source_name}/{doc_name} chunk {position} ({:?}) has vector {vector:?}, \
+                 its text's is {expected_vector:?}",
+                chunk.text
+            );
         }
     }
 
@@ -730,24 +482,13 @@ fn check_state(
         let doc = doc.map_err(|e| fail(format!("documents: {e}")))?;
         listed.insert((doc.source, doc.id));
     }
-    let modelled: BTreeSet<(String, String)> = model
-        .rows
-        .keys()
-        .map(|&(s, d)| (source_name(s), doc_name(d)))
-        .collect();
+    let modelled: BTreeSet<(String, String)> = model.rows.keys().cloned().collect();
     prop_assert_eq!(listed, modelled, "the documents listed");
 
     // Gauges and counters.
     let stats = snapshot.stats().map_err(|e| fail(format!("stats: {e}")))?;
-    let live: Vec<&Content> = model
-        .rows
-        .values()
-        .filter_map(|(_, row)| match row {
-            Row::Live(content) => Some(content),
-            Row::Deleted => None,
-        })
-        .collect();
-    let live_chunks: u64 = live.iter().map(|c| c.texts.len() as u64).sum();
+    let live: Vec<&ModelRow> = model.rows.values().filter(|row| !row.deleted).collect();
+    let live_chunks: u64 = live.iter().map(|row| row.chunks).sum();
     prop_assert_eq!(stats.documents, live.len() as u64, "stats.documents");
     prop_assert_eq!(
         stats.tombstones,
@@ -761,22 +502,11 @@ fn check_state(
         model.listings.len() as u64,
         "stats.listings"
     );
-    let c = &stats.counters;
-    let counters = ExpectedCounters {
-        written_new: c.written_new,
-        written_newer: c.written_newer,
-        unchanged: c.unchanged,
-        deleted: c.deleted,
-        deletes_over_equal_version: c.deletes_over_equal_version,
-        skipped_older: c.skipped_older,
-        skipped_duplicate: c.skipped_duplicate,
-        skipped_conflict: c.skipped_conflict,
-        skipped_tombstoned: c.skipped_tombstoned,
-        skipped_equal_version: c.skipped_equal_version,
-        retain_listings: c.retain_listings,
-        retain_documents_removed: c.retain_documents_removed,
-    };
-    prop_assert_eq!(&counters, &model.counters, "counters");
+    prop_assert_eq!(
+        &ModelCounters::of(&stats.counters),
+        &model.counters,
+        "counters"
+    );
 
     let report = snapshot
         .verify()
@@ -926,21 +656,27 @@ fn run(schedule: &Schedule) -> Result<(), TestCaseError> {
         Backing::Memory
     };
     let mut store = backing.open();
-    let mut model = Model::default();
+    let mut model = Model::new();
     let mut versions = BTreeMap::new();
     for (index, step) in schedule.steps.iter().enumerate() {
         let at = || format!("step {index} ({step:?})");
         match step {
             Step::One(delivery) => {
-                let expected = model.apply(*delivery, masks);
-                let outcome = observed(deliver_one(&store, *delivery, masks));
+                let expected = model.apply(&delivery.op(masks)).map_err(fail)?;
+                let outcome = ModelOutcome::of(&deliver_one(&store, *delivery, masks));
                 prop_assert_eq!(outcome, expected, "{}: outcome", at());
             }
             Step::Batch(deliveries) => {
                 let outcomes = deliver_batch(&store, deliveries, masks);
                 for (delivery, outcome) in deliveries.iter().zip(outcomes) {
-                    let expected = model.apply(*delivery, masks);
-                    prop_assert_eq!(observed(outcome), expected, "{}: {:?}", at(), delivery);
+                    let expected = model.apply(&delivery.op(masks)).map_err(fail)?;
+                    prop_assert_eq!(
+                        ModelOutcome::of(&outcome),
+                        expected,
+                        "{}: {:?}",
+                        at(),
+                        delivery
+                    );
                 }
             }
             Step::Reopen => {

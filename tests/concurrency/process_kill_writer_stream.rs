@@ -23,7 +23,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{content_of, harness_doc, store_rows, verify_clean, Model, SplitMix64};
+use ratchetdb::testkit::{content_of, harness_doc, store_rows, verify_clean, Model, SplitMix64};
 use ratchetdb::{Op, OpOutcome, OpenError, Options, Outcome, SearchOptions, Store, Version};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -130,7 +130,9 @@ fn run_child(path: &Path, seed: u64, delay: Duration) -> (Vec<Ack>, bool) {
     // The child test's name inside this themed binary: its module path less the crate.
     let child_test = format!(
         "{}::child_ingests_the_stream",
-        module_path!().split_once("::").map_or("", |(_, module)| module)
+        module_path!()
+            .split_once("::")
+            .map_or("", |(_, module)| module)
     );
     let mut child = Command::new(std::env::current_exe().expect("current exe"))
         .args([

@@ -42,12 +42,9 @@ fn doc_id(doc: usize) -> String {
     format!("doc{doc}")
 }
 
-fn mix(mut x: u64) -> u64 {
-    // splitmix64
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+fn mix(x: u64) -> u64 {
+    // One SplitMix64 step from `x`: a well-mixed function of it.
+    ratchetdb::testkit::SplitMix64::new(x).next_u64()
 }
 
 /// The chunk count of a revision: a function of (document, revision), between 1 and 7.

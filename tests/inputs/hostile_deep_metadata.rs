@@ -11,7 +11,7 @@
 //! Now `Limits::max_meta_depth` (default 64, at most 127) is checked iteratively before
 //! anything recursive, and a refused value is dismantled without recursion.
 
-use ratchetdb::fuzzing::harness_doc;
+use ratchetdb::testkit::harness_doc;
 use ratchetdb::{Chunk, Options, Outcome, ReadError, Store, WriteError};
 
 fn nested(depth: usize) -> serde_json::Value {

@@ -8,7 +8,7 @@
 //! document, and every export, failed with `Corrupted`. Both limits now have a hard ceiling of
 //! 16 MiB, as the `Limits` documentation always said.
 
-use ratchetdb::fuzzing::store_rows;
+use ratchetdb::testkit::store_rows;
 use ratchetdb::{Chunk, Document, Limits, Options, Outcome, Store, Version, WriteError};
 
 fn vector(i: usize) -> Vec<f32> {

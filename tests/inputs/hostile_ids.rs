@@ -7,7 +7,7 @@
 //! right-to-left marks, `..`, `/`, a lone space) is kept byte for byte, and two spellings of
 //! the same text (NFC "é" and NFD "e\u{301}") are two different documents.
 
-use ratchetdb::fuzzing::{harness_doc, store_rows};
+use ratchetdb::testkit::{harness_doc, store_rows};
 use ratchetdb::{Options, Outcome, Store, Version, WriteError};
 
 fn refused<T: std::fmt::Debug>(result: Result<T, WriteError>, field: &str, what: &str) {

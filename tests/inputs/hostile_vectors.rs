@@ -8,7 +8,7 @@
 //! made only of denormals (or of f32::MAX) is stored as a proper unit vector; only an
 //! all-zero vector, which has no direction, is refused. An L2 store keeps the values as given.
 
-use ratchetdb::fuzzing::store_rows;
+use ratchetdb::testkit::store_rows;
 use ratchetdb::{Chunk, Document, Metric, Op, Options, Outcome, Store, Version, WriteError};
 
 const DIM: usize = 8;

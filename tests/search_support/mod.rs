@@ -5,7 +5,7 @@
 //! measures the data these tests check.
 #![allow(dead_code)]
 
-use ratchetdb::fuzzing::SplitMix64;
+use ratchetdb::testkit::SplitMix64;
 use ratchetdb::{Chunk, Document, Hit, Options, Store, Version};
 use std::path::Path;
 use std::time::Duration;

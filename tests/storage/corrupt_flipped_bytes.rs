@@ -31,7 +31,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{base_image, harness_options, Disk, SplitMix64};
+use ratchetdb::testkit::{base_image, harness_options, Disk, SplitMix64};
 use ratchetdb::Store;
 use std::collections::BTreeMap;
 use support::{clean_store_file, open_with, Opened};
@@ -47,7 +47,7 @@ struct Tally {
 
 fn classify(
     opened: Result<Opened, support::Panic>,
-    rows: &BTreeMap<(String, String), ratchetdb::fuzzing::ModelRow>,
+    rows: &BTreeMap<(String, String), ratchetdb::testkit::ModelRow>,
     tally: &mut Tally,
     what: &str,
 ) -> bool {

@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::harness_options;
+use ratchetdb::testkit::harness_options;
 use ratchetdb::{OpenError, Store};
 use redb::{ReadableDatabase, TableDefinition, TableHandle};
 use support::no_panic;

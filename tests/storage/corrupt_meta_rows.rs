@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{harness_doc, harness_options};
+use ratchetdb::testkit::{harness_doc, harness_options};
 use ratchetdb::{OpenError, Store};
 use redb::TableDefinition;
 use support::no_panic;

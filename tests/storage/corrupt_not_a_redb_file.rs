@@ -10,7 +10,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{harness_doc, harness_options, SplitMix64};
+use ratchetdb::testkit::{harness_doc, harness_options, SplitMix64};
 use ratchetdb::{Outcome, Store};
 use support::no_panic;
 

@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{harness_doc, harness_options};
+use ratchetdb::testkit::{harness_doc, harness_options};
 use ratchetdb::{OpenError, Store};
 use support::{no_panic, schema_version, set_schema_version};
 

@@ -9,7 +9,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::SplitMix64;
+use ratchetdb::testkit::SplitMix64;
 use support::{clean_store_file, no_panic, open_file, Opened};
 
 #[test]

@@ -3,7 +3,7 @@
 //! one sync), so no repair can roll a cleanly closed file back. After a process crash the
 //! repair does run, and keeps every acknowledged write.
 
-use ratchetdb::fuzzing::{
+use ratchetdb::testkit::{
     base_image, harness_doc, harness_options, store_rows, verify_clean, Disk, IoKind,
 };
 use ratchetdb::Store;

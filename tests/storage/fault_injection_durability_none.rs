@@ -5,7 +5,7 @@
 //! the last sync, never a part of a commit. With the writer's periodic sync, what was
 //! acknowledged more than one sync interval ago survives.
 
-use ratchetdb::fuzzing::{harness_doc, harness_options, store_rows, verify_clean, Disk, Model};
+use ratchetdb::testkit::{harness_doc, harness_options, store_rows, verify_clean, Disk, Model};
 use ratchetdb::{Durability, Op, Store, WriterOptions};
 use std::time::Duration;
 

@@ -21,7 +21,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{
+use ratchetdb::testkit::{
     harness_doc, harness_options, store_rows, verify_clean, Disk, FaultMode, IoKind, Model,
     ModelOutcome,
 };

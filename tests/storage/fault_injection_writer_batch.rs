@@ -14,7 +14,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{
+use ratchetdb::testkit::{
     harness_doc, harness_options, store_rows, verify_clean, Disk, FaultMode, Model, ModelOutcome,
 };
 use ratchetdb::{Op, Store, Version, WriteError, WriterOptions};

@@ -1,12 +1,12 @@
 //! Every input in `fuzz/corpus/<target>/` run through the same harness function the fuzz
-//! target calls (`ratchetdb::fuzzing::*`), so that CI exercises the fuzz targets whether or
+//! target calls (`ratchetdb::testkit::*`), so that CI exercises the fuzz targets whether or
 //! not cargo-fuzz and a nightly toolchain are installed: `row_decoding` (every row decoder:
 //! a value or a `Corruption`, never a panic), `open_mutated_file` (a typed error or a store
 //! that reads, verifies and writes, never a panic), `ops_vs_model` (operation programs with
 //! reopens, power losses and I/O faults against the reference model).
 //!
 //! The seed corpus is generated, not hand-edited: `cargo test --test fuzz_corpus_replay --
-//! --ignored write_seed_corpus` writes `ratchetdb::fuzzing::seed_corpus()` into
+//! --ignored write_seed_corpus` writes `ratchetdb::testkit::seed_corpus()` into
 //! `fuzz/corpus/`. Inputs that a fuzz run found interesting (or that once failed) are added
 //! next to the seeds and replayed the same way.
 
@@ -48,7 +48,7 @@ fn replay(target: &str, run: impl Fn(&[u8]) -> Result<(), String>) -> usize {
 #[test]
 fn row_decoding_corpus() {
     let n = replay("row_decoding", |data| {
-        ratchetdb::fuzzing::row_decoding(data).map(|_| ())
+        ratchetdb::testkit::row_decoding(data).map(|_| ())
     });
     println!("row_decoding: {n} inputs");
 }
@@ -56,16 +56,16 @@ fn row_decoding_corpus() {
 #[test]
 fn open_mutated_file_corpus() {
     let n = replay("open_mutated_file", |data| {
-        ratchetdb::fuzzing::open_mutated_file(data).map(|_| ())
+        ratchetdb::testkit::open_mutated_file(data).map(|_| ())
     });
     println!("open_mutated_file: {n} inputs");
 }
 
 #[test]
 fn ops_vs_model_corpus() {
-    let totals = std::sync::Mutex::new(ratchetdb::fuzzing::OpsReport::default());
+    let totals = std::sync::Mutex::new(ratchetdb::testkit::OpsReport::default());
     let n = replay("ops_vs_model", |data| {
-        let report = ratchetdb::fuzzing::ops_vs_model(data)?;
+        let report = ratchetdb::testkit::ops_vs_model(data)?;
         let mut totals = totals.lock().expect("totals");
         totals.acknowledged += report.acknowledged;
         totals.reopens += report.reopens;
@@ -86,7 +86,7 @@ fn the_committed_corpus_holds_every_seed() {
     if std::env::var_os("RATCHET_FUZZ_CORPUS").is_some() {
         return;
     }
-    for (target, name, bytes) in ratchetdb::fuzzing::seed_corpus() {
+    for (target, name, bytes) in ratchetdb::testkit::seed_corpus() {
         let path = corpus_dir().join(target).join(format!("seed-{name}"));
         let committed = std::fs::read(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (run write_seed_corpus)", path.display()));
@@ -101,7 +101,7 @@ fn the_committed_corpus_holds_every_seed() {
 #[test]
 #[ignore = "writes fuzz/corpus/; run by hand after changing seed_corpus()"]
 fn write_seed_corpus() {
-    for (target, name, bytes) in ratchetdb::fuzzing::seed_corpus() {
+    for (target, name, bytes) in ratchetdb::testkit::seed_corpus() {
         let dir = corpus_dir().join(target);
         std::fs::create_dir_all(&dir).expect("mkdir");
         std::fs::write(dir.join(format!("seed-{name}")), bytes).expect("write");

@@ -8,7 +8,7 @@
 
 use crate::support;
 
-use ratchetdb::fuzzing::{harness_doc, harness_options, store_rows, ModelRow};
+use ratchetdb::testkit::{harness_doc, harness_options, store_rows, ModelRow};
 use ratchetdb::{OpenError, Store};
 use std::collections::BTreeMap;
 use std::path::Path;

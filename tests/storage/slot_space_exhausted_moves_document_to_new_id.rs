@@ -3,11 +3,11 @@
 //! to a new internal id: every vector gets a new id (kept vectors too), every old id is gone
 //! from the rows and the index, and nothing else changes for a reader. Reaching the end of
 //! the slot space by writing takes ~16.7M new vectors, so the test sets the document's slot
-//! counter near the end with `fuzzing::set_next_slot` while the store is closed.
+//! counter near the end with `testkit::set_next_slot` while the store is closed.
 
 use crate::search_support;
 
-use ratchetdb::fuzzing::{set_next_slot, vector_owner, SLOTS_PER_DOC};
+use ratchetdb::testkit::{set_next_slot, vector_owner, SLOTS_PER_DOC};
 use ratchetdb::{Chunk, Document, Outcome, SearchOptions, Store, Version};
 use search_support::{assert_verified, normalized, open, random_vector, settle, Rng};
 use std::collections::HashSet;

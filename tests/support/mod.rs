@@ -107,8 +107,8 @@ pub enum Opened {
     /// It opened; what using it found, and the document rows it holds (`Err`: a typed read
     /// error).
     Opened(
-        ratchetdb::fuzzing::OpenReport,
-        Result<std::collections::BTreeMap<(String, String), ratchetdb::fuzzing::ModelRow>, String>,
+        ratchetdb::testkit::OpenReport,
+        Result<std::collections::BTreeMap<(String, String), ratchetdb::testkit::ModelRow>, String>,
     ),
 }
 
@@ -122,9 +122,9 @@ pub fn open_error_kind(e: &ratchetdb::OpenError) -> String {
 }
 
 /// Opens the file at `path`, then reads, verifies and writes it (see
-/// `ratchetdb::fuzzing::exercise`), catching any panic.
+/// `ratchetdb::testkit::exercise`), catching any panic.
 pub fn open_file(path: &std::path::Path) -> Result<Opened, Panic> {
-    open_with(|| ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options().must_exist()))
+    open_with(|| ratchetdb::Store::open(path, ratchetdb::testkit::harness_options().must_exist()))
 }
 
 /// Like [`open_file`], for whatever `open` opens.
@@ -134,9 +134,9 @@ pub fn open_with(
     catch(|| match open() {
         Err(e) => Opened::Refused(open_error_kind(&e), e.to_string()),
         Ok(store) => {
-            let rows = ratchetdb::fuzzing::store_rows(&store);
-            let mut report = ratchetdb::fuzzing::OpenReport::default();
-            ratchetdb::fuzzing::exercise(&store, &mut report);
+            let rows = ratchetdb::testkit::store_rows(&store);
+            let mut report = ratchetdb::testkit::OpenReport::default();
+            ratchetdb::testkit::exercise(&store, &mut report);
             Opened::Opened(report, rows)
         }
     })
@@ -147,15 +147,15 @@ pub fn clean_store_file(
     path: &std::path::Path,
 ) -> (
     Vec<u8>,
-    std::collections::BTreeMap<(String, String), ratchetdb::fuzzing::ModelRow>,
+    std::collections::BTreeMap<(String, String), ratchetdb::testkit::ModelRow>,
 ) {
-    let image = ratchetdb::fuzzing::base_image(0).expect("base image");
+    let image = ratchetdb::testkit::base_image(0).expect("base image");
     std::fs::write(path, &image).expect("write the file");
     // Open and close it once as a file, so that what is measured is a file redb closed.
     let rows = {
-        let store = ratchetdb::Store::open(path, ratchetdb::fuzzing::harness_options())
+        let store = ratchetdb::Store::open(path, ratchetdb::testkit::harness_options())
             .expect("open the clean file");
-        ratchetdb::fuzzing::store_rows(&store).expect("rows")
+        ratchetdb::testkit::store_rows(&store).expect("rows")
     };
     (std::fs::read(path).expect("read the file"), rows)
 }
@@ -192,7 +192,7 @@ pub fn every_failed_conversion_reopens(
     image: &[u8],
     check: impl Fn(&ratchetdb::Store, &str),
 ) -> (u64, u64) {
-    use ratchetdb::fuzzing::{Disk, FaultMode};
+    use ratchetdb::testkit::{Disk, FaultMode};
     use ratchetdb::{Options, Store};
     let probe = Disk::from_image(image.to_vec());
     drop(Store::open_with_backend(probe.backend(), Options::default()).expect("converts"));
@@ -226,10 +226,10 @@ pub fn every_failed_conversion_reopens(
 /// `seed`), with redb's page checksums verified, and verifies what opens. Panics if any of it
 /// panics; returns how many opened and how many were refused with a typed error.
 pub fn flipped_bits_never_panic(image: &[u8], seed: u64, flips: usize) -> (usize, usize) {
-    use ratchetdb::fuzzing::Disk;
+    use ratchetdb::testkit::Disk;
     use ratchetdb::{Options, Store};
     let nonzero: Vec<usize> = (0..image.len()).filter(|&i| image[i] != 0).collect();
-    let mut rng = ratchetdb::fuzzing::SplitMix64::new(seed);
+    let mut rng = ratchetdb::testkit::SplitMix64::new(seed);
     let (mut opened, mut refused) = (0, 0);
     for _ in 0..flips {
         let position = nonzero[rng.below(nonzero.len() as u64) as usize];

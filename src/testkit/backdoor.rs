@@ -1,0 +1,33 @@
+//! Reaching states that take too long to reach by writing: rewriting a row behind the guard, for
+//! tests only.
+
+use crate::schema::{self, DocRow};
+use std::path::Path;
+
+/// Slots per document: the size of a document's vector id space.
+pub const SLOTS_PER_DOC: u64 = schema::SLOTS_PER_DOC;
+
+/// Sets the next vector slot of document `source/id` in the closed store at `path`, as if
+/// its revisions had used that many slots. For testing what happens when a document's slot
+/// space runs out, which takes millions of revisions to reach by writing.
+pub fn set_next_slot(path: &Path, source: &str, id: &str, next_slot: u32) -> Result<(), String> {
+    use redb::ReadableTable;
+    let db = redb::Database::open(path).map_err(|e| e.to_string())?;
+    let txn = db.begin_write().map_err(|e| e.to_string())?;
+    {
+        let mut docs = txn.open_table(schema::DOCS).map_err(|e| e.to_string())?;
+        let mut row: DocRow = match docs.get((source, id)).map_err(|e| e.to_string())? {
+            Some(bytes) => schema::decode("document row", bytes.value()).map_err(|c| c.detail)?,
+            None => return Err(format!("no document {source}/{id}")),
+        };
+        row.next_slot = next_slot;
+        docs.insert((source, id), schema::encode(&row).as_slice())
+            .map_err(|e| e.to_string())?;
+    }
+    txn.commit().map_err(|e| e.to_string())
+}
+
+/// The internal document id a vector id carries.
+pub fn vector_owner(vector_id: u64) -> u64 {
+    schema::split_vector_id(vector_id).0
+}
