@@ -9,6 +9,7 @@
 //! Start with [`Store`].
 
 mod chunking;
+mod contain;
 mod counters;
 mod document;
 mod embed;
