@@ -973,6 +973,94 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The fuzz harness.
+
+/// The harness of the `jsonl_line` fuzz target (which includes this file) and of the corpus
+/// replay test below: bytes read as an input of lines under a 4 KiB line bound and small
+/// limits. Never a panic; a line is never longer than the bound; what is accepted is JSON
+/// serde_json accepts too, within every count limit and the memory budget, and its header
+/// names its operation; what is refused says why. Returns what broke.
+#[allow(dead_code)] // Used by the fuzz target and the tests, not by `ratchet` itself.
+pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
+    const MAX_LINE: usize = 4096;
+    let mut limits = Limits::default();
+    limits.max_chunks_per_document = 8;
+    limits.max_listing_ids = 16;
+    limits.max_dimension = 16;
+    limits.max_meta_bytes = 256;
+    limits.max_meta_depth = 8;
+    let mut reader = LineReader::new(data, MAX_LINE);
+    let mut buf = Vec::new();
+    for _ in 0..256 {
+        let Some(read) = reader.read_line(&mut buf).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        if read == ReadLine::Complete && (buf.len() > MAX_LINE || buf.contains(&b'\n')) {
+            return Err(format!(
+                "a line of {} bytes came through the bound",
+                buf.len()
+            ));
+        }
+        if let ReadLine::TooLong { bytes } = read {
+            if bytes <= MAX_LINE as u64 {
+                return Err(format!("a line of {bytes} bytes was called too long"));
+            }
+            continue;
+        }
+        let parsed = match parse_line_with(&buf, VersionKind::Number, &limits) {
+            Ok(parsed) => parsed,
+            Err(error) if error.message.is_empty() => {
+                return Err(format!("a rejection without a message: {error:?}"))
+            }
+            Err(_) => continue,
+        };
+        if serde_json::from_slice::<serde_json::Value>(&buf).is_err() {
+            return Err(format!(
+                "accepted a line serde_json refuses: {:?}",
+                String::from_utf8_lossy(&buf)
+            ));
+        }
+        if parsed.cost > buf.len() * PARSE_FACTOR + PARSE_ALLOWANCE {
+            return Err(format!("cost {} over the budget", parsed.cost));
+        }
+        let header = &parsed.header;
+        let within = match &parsed.op {
+            Op::Upsert(doc) => {
+                header.kind == OpKind::Upsert
+                    && header.id.as_deref() == Some(doc.id.as_str())
+                    && header.source == doc.source
+                    && doc.chunks.len() <= limits.max_chunks_per_document
+                    && doc.chunks.iter().all(|c| {
+                        c.vector
+                            .as_ref()
+                            .is_none_or(|v| v.len() <= limits.max_dimension)
+                    })
+            }
+            Op::Delete { source, id, .. } => {
+                header.kind == OpKind::Delete
+                    && header.id.as_deref() == Some(id.as_str())
+                    && header.source == *source
+            }
+            Op::Retain {
+                source, present, ..
+            } => {
+                header.kind == OpKind::Retain
+                    && header.source == *source
+                    && present.len() <= limits.max_listing_ids
+            }
+            _ => false,
+        };
+        if !within {
+            return Err(format!(
+                "accepted an operation past a limit or unlike its header: {:?}",
+                String::from_utf8_lossy(&buf)
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1131,6 +1219,138 @@ mod tests {
         assert!(e.message.contains("nested too deeply"), "{e}");
     }
 
+    /// Regression (issue 18, defect 6): duplicate keys inside `meta` were silently
+    /// last-wins while duplicates at the top level were refused. Both are refused now, at
+    /// every depth, naming the key's path.
+    #[test]
+    fn duplicate_keys_in_metadata_are_refused() {
+        let upsert = |meta: &str, chunk_meta: &str| {
+            format!(
+                r#"{{"op":"upsert","source":"s","id":"d","version":1,"meta":{meta},"chunks":[{{"text":"t","meta":{chunk_meta}}}]}}"#
+            )
+        };
+        let e = error(&upsert(r#"{"a":1,"a":2}"#, "{}"));
+        assert_eq!(e.field.as_deref(), Some("meta.a"), "{e}");
+        assert!(e.message.contains("appears twice"), "{e}");
+        let e = error(&upsert(r#"{"x":[{"b":1},{"c":1,"c":1}]}"#, "{}"));
+        assert_eq!(e.field.as_deref(), Some("meta.x[1].c"), "{e}");
+        let e = error(&upsert("{}", r#"{"k":{"z":1,"z":1}}"#));
+        assert_eq!(e.field.as_deref(), Some("chunks[0].meta.k.z"), "{e}");
+        // The same key in two objects is no duplicate; values come through unchanged.
+        let parsed = parse_line(
+            upsert(
+                r#"{"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}}"#,
+                r#"{"k":1}"#,
+            )
+            .as_bytes(),
+            VersionKind::Number,
+        )
+        .unwrap();
+        let Op::Upsert(doc) = parsed.op else {
+            panic!("not an upsert")
+        };
+        assert_eq!(
+            doc.meta,
+            serde_json::json!({"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}})
+        );
+    }
+
+    /// Regression (issue 18, defect 5): a line under the line limit cost ~16 times its size
+    /// before it was refused. Counts, depth and metadata size stop the parse as soon as they
+    /// are passed, and everything parsed is charged against a budget of a small multiple of
+    /// the line's length.
+    #[test]
+    fn limits_are_enforced_while_parsing() {
+        let mut limits = Limits::default();
+        limits.max_chunks_per_document = 2;
+        limits.max_listing_ids = 3;
+        limits.max_dimension = 4;
+        limits.max_meta_bytes = 20;
+        limits.max_meta_depth = 3;
+        let parse = |line: &str| {
+            parse_line_with(line.as_bytes(), VersionKind::Number, &limits)
+                .expect_err("should be rejected")
+        };
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a"},{"text":"b"},{"text":"c"}]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("chunks"), "{e}");
+        assert!(e.message.contains("more than 2 chunks"), "{e}");
+        let e = parse(r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c","d"]}"#);
+        assert_eq!(e.field.as_deref(), Some("ids"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4,5]}]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("chunks[0].vector"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789abcdef"}}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
+        assert!(e.message.contains("the limit is 20"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":[[[[1]]]]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
+        assert!(e.message.contains("nested too deeply"), "{e}");
+        // Exactly at each limit is accepted (the store's own counts: three levels, 20 bytes).
+        for line in [
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4]},{"text":"b"}],"meta":[[[1]]]}"#,
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789ab"}}"#,
+            r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c"]}"#,
+        ] {
+            assert!(
+                parse_line_with(line.as_bytes(), VersionKind::Number, &limits).is_ok(),
+                "{line}"
+            );
+        }
+        // Many tiny ids: refused for memory long before the parse is done, under the
+        // default limits.
+        let ids = vec![r#""a""#; 2_000_000].join(",");
+        let line = format!(r#"{{"op":"retain","source":"s","version":1,"ids":[{ids}]}}"#);
+        let e = error(&line);
+        assert!(e.message.contains("bytes of memory once parsed"), "{e}");
+        // Ordinary ids of the same total length are accepted, and their cost is within the
+        // budget.
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!(r#""docs/page-{i:06}.md""#))
+            .collect();
+        let line = format!(
+            r#"{{"op":"retain","source":"s","version":1,"ids":[{}]}}"#,
+            ids.join(",")
+        );
+        let parsed = parse_line(line.as_bytes(), VersionKind::Number).unwrap();
+        assert!(parsed.cost <= line.len() * PARSE_FACTOR + PARSE_ALLOWANCE);
+        assert!(
+            parsed.cost >= line.len(),
+            "{} for {}",
+            parsed.cost,
+            line.len()
+        );
+    }
+
+    /// Regression (issue 18, defect 6): a UTF-8 byte order mark made line 1 fail with a
+    /// message that did not mention it. It is accepted at the start of the input, and named
+    /// anywhere else.
+    #[test]
+    fn a_byte_order_mark_is_accepted_at_the_start() {
+        let input =
+            b"\xef\xbb\xbf{\"op\":\"delete\",\"source\":\"s\",\"id\":\"d\",\"version\":1}\n\xef\xbb\xbf{}\n"
+                .as_slice();
+        let mut reader = LineReader::new(input, 1 << 20);
+        let mut buf = Vec::new();
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        assert!(parse_line(&buf, VersionKind::Number).is_ok());
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        let e = parse_line(&buf, VersionKind::Number).unwrap_err();
+        assert!(e.message.contains("byte order mark"), "{e}");
+    }
+
     #[test]
     fn lines_are_bounded() {
         let input = b"short\r\n0123456789abcdef\nlast".as_slice();
@@ -1151,5 +1371,33 @@ mod tests {
         );
         assert_eq!(buf, b"last");
         assert_eq!(reader.read_line(&mut buf).unwrap(), None);
+    }
+
+    /// The committed corpus of the `jsonl_line` fuzz target (`fuzz/corpus/jsonl_line`, and
+    /// any further folder in `RATCHET_FUZZ_CORPUS`), through the same harness in every
+    /// `cargo test`.
+    #[test]
+    fn the_jsonl_fuzz_corpus_replays() {
+        let mut dirs = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fuzz/corpus/jsonl_line"
+        ))];
+        if let Some(extra) = std::env::var_os("RATCHET_FUZZ_CORPUS") {
+            dirs.push(std::path::PathBuf::from(extra).join("jsonl_line"));
+        }
+        let mut replayed = 0;
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let data = std::fs::read(entry.path()).unwrap();
+                if let Err(broken) = fuzz_lines(&data) {
+                    panic!("{}: {broken}", entry.path().display());
+                }
+                replayed += 1;
+            }
+        }
+        assert!(replayed >= 10, "only {replayed} corpus files");
     }
 }
