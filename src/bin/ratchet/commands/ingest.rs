@@ -386,7 +386,17 @@ impl Ingest {
                 },
             }
         }
-        Ok(())
+        // The batch is committed and reported: its lines go out now, so that a consumer can
+        // acknowledge them upstream while the run goes on.
+        self.flush_report()
+    }
+
+    /// Writes out the report lines so far (each describes a committed outcome).
+    fn flush_report(&mut self) -> Result<(), Failure> {
+        match &mut self.report {
+            Some(report) => report.flush(),
+            None => Ok(()),
+        }
     }
 
     /// A storage failure: nothing of the batch was written, and the store refuses further
