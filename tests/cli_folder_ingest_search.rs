@@ -277,7 +277,14 @@ fn ingest_search_edit_delete_sync() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("tombstoned 1") && run.stdout.contains("`touch` them"));
+    // One file: singular (issue 18).
+    assert!(
+        run.stdout.contains("tombstoned 1")
+            && run.stdout.contains("note: 1 file was deleted")
+            && run.stdout.contains("`touch` it"),
+        "{}",
+        run.stdout
+    );
     write_file(
         &old_note,
         "The first kettle shipped in 2019.",
