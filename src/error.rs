@@ -204,6 +204,19 @@ impl WriteError {
     pub(crate) fn storage(error: impl Into<redb::Error>) -> WriteError {
         WriteError::Storage(error.into())
     }
+
+    /// A panic inside the storage engine, contained (`contain.rs`).
+    pub(crate) fn contained(detail: String) -> WriteError {
+        WriteError::Corrupted {
+            what: crate::contain::WHAT.to_string(),
+            detail,
+        }
+    }
+
+    /// Whether this is a contained panic of the storage engine.
+    pub(crate) fn is_contained_panic(&self) -> bool {
+        matches!(self, WriteError::Corrupted { what, .. } if what == crate::contain::WHAT)
+    }
 }
 
 /// Errors from reads: `get`, `export`, `stats`, `verify`, `search`.
@@ -239,6 +252,14 @@ pub enum ReadError {
 impl ReadError {
     pub(crate) fn storage(error: impl Into<redb::Error>) -> ReadError {
         ReadError::Storage(error.into())
+    }
+
+    /// A panic inside the storage engine, contained (`contain.rs`).
+    pub(crate) fn contained(detail: String) -> ReadError {
+        ReadError::Corrupted {
+            what: crate::contain::WHAT.to_string(),
+            detail,
+        }
     }
 }
 

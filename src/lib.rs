@@ -37,6 +37,7 @@
 
 #[cfg(feature = "embed")]
 mod chunking;
+mod contain;
 mod counters;
 mod document;
 #[cfg(feature = "embed")]

@@ -244,10 +244,10 @@ impl Snapshot {
         id: &str,
         with_vectors: bool,
     ) -> Result<Option<StoredDocument>, ReadError> {
-        match self.doc_row(source, id)? {
+        crate::contain::contain(ReadError::contained, || match self.doc_row(source, id)? {
             Some(row) => Ok(Some(self.assemble(source, id, &row, with_vectors)?)),
             None => Ok(None),
-        }
+        })
     }
 
     /// Every document (tombstones included), sorted by `(source, id)`, streamed from this
@@ -260,6 +260,7 @@ impl Snapshot {
                 .range::<(&str, &str)>(..)
                 .map_err(ReadError::storage)?,
             with_vectors,
+            failed: false,
         })
     }
 
@@ -330,18 +331,37 @@ pub struct Documents<'s> {
     snapshot: &'s Snapshot,
     range: redb::Range<'static, (&'static str, &'static str), &'static [u8]>,
     with_vectors: bool,
+    /// A panic was contained: the stream has ended.
+    failed: bool,
 }
 
 impl Iterator for Documents<'_> {
     type Item = Result<StoredDocument, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let entry = self.range.next()?;
-        Some((|| {
+        // A panic inside redb stepping the range or reading a row is this item's error; the
+        // stream ends after it (the range's state is not trusted after a panic).
+        if self.failed {
+            return None;
+        }
+        let (snapshot, with_vectors) = (self.snapshot, self.with_vectors);
+        let range = &mut self.range;
+        let item = crate::contain::contain(ReadError::contained, || {
+            let Some(entry) = range.next() else {
+                return Ok(None);
+            };
             let (key, value) = entry.map_err(ReadError::storage)?;
             let (source, id) = key.value();
             let row: DocRow = schema::decode("document row", value.value())?;
-            self.snapshot.assemble(source, id, &row, self.with_vectors)
-        })())
+            snapshot.assemble(source, id, &row, with_vectors).map(Some)
+        });
+        match item {
+            Ok(Some(document)) => Some(Ok(document)),
+            Ok(None) => None,
+            Err(error) => {
+                self.failed = matches!(&error, ReadError::Corrupted { what, .. } if what == crate::contain::WHAT);
+                Some(Err(error))
+            }
+        }
     }
 }

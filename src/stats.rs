@@ -62,6 +62,10 @@ pub struct Stats {
 impl Snapshot {
     /// Counters, totals and recent refusals.
     pub fn stats(&self) -> Result<Stats, ReadError> {
+        crate::contain::contain(ReadError::contained, || self.stats_uncontained())
+    }
+
+    fn stats_uncontained(&self) -> Result<Stats, ReadError> {
         let table = self.txn.open_table(COUNTERS).map_err(ReadError::storage)?;
         let mut counters = Counters::default();
         let gauge = |key: &str| -> Result<u64, ReadError> {

@@ -114,6 +114,10 @@ struct Inner {
     model: Option<String>,
     dimension: RwLock<Option<usize>>,
     tickets: Mutex<Tickets>,
+    /// The highest ticket this store may have issued (across restarts: the persisted high
+    /// water at open, then every ticket issued since). A write carrying a ticket above it is
+    /// refused: the store never issued it.
+    tickets_issued: Arc<AtomicU64>,
     poisoned: Mutex<Option<String>>,
     /// The derived vector index, once loaded (searches scan the file until then).
     live: RwLock<Option<Arc<LiveIndex>>>,
@@ -174,6 +178,15 @@ pub enum PlannedAction {
         /// What is stored.
         stored_version: Version,
     },
+}
+
+/// A panic inside redb while opening, contained (`contain.rs`).
+fn contained_at_open(path: &Path, detail: String) -> OpenError {
+    OpenError::Corrupted {
+        path: path.to_path_buf(),
+        what: crate::contain::WHAT.to_string(),
+        detail,
+    }
 }
 
 fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
@@ -391,6 +404,13 @@ impl Store {
     /// was created (dimension, metric, model); what they leave `None` is taken from the file.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
+        crate::contain::contain(
+            |detail| contained_at_open(path, detail),
+            || Store::open_uncontained(path, options),
+        )
+    }
+
+    fn open_uncontained(path: &Path, options: Options) -> Result<Store, OpenError> {
         let exists = path.exists();
         if !exists && !options.create_if_missing {
             return Err(OpenError::NotFound {
@@ -441,12 +461,17 @@ impl Store {
         options: Options,
     ) -> Result<Store, OpenError> {
         let path = PathBuf::from("<backend>");
-        let db = Database::builder()
-            .set_check_integrity_on_open(options.check_integrity_on_open)
-            .set_cache_size(options.cache_size)
-            .create_with_backend(backend)
-            .map_err(|e| open_error(&path, e))?;
-        Store::from_database(db, &path, false, options)
+        crate::contain::contain(
+            |detail| contained_at_open(&path, detail),
+            || {
+                let db = Database::builder()
+                    .set_check_integrity_on_open(options.check_integrity_on_open)
+                    .set_cache_size(options.cache_size)
+                    .create_with_backend(backend)
+                    .map_err(|e| open_error(&path, e))?;
+                Store::from_database(db, &path, false, options)
+            },
+        )
     }
 
     /// `is_file`: `path` names the database's file (not a caller-supplied backend).
@@ -629,6 +654,7 @@ impl Store {
                     next: high_water,
                     reserved_until: high_water,
                 }),
+                tickets_issued: Arc::new(AtomicU64::new(high_water)),
                 poisoned: Mutex::new(None),
                 live: RwLock::new(None),
                 loader_started: AtomicBool::new(false),
@@ -714,9 +740,11 @@ impl Store {
         durability: Durability,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
         self.check_poisoned()?;
-        let result = self.run_batch_unpoisoned(ops, durability);
+        let result = crate::contain::contain(WriteError::contained, || {
+            self.run_batch_unpoisoned(ops, durability)
+        });
         if let Err(error) = &result {
-            if matches!(error, WriteError::Storage(_)) {
+            if matches!(error, WriteError::Storage(_)) || error.is_contained_panic() {
                 self.poison(error);
             }
         }
@@ -737,6 +765,7 @@ impl Store {
         let settings = BatchSettings {
             policy: self.inner.options.conflict_policy,
             skip_log_capacity: self.inner.options.skip_log_capacity,
+            tickets_issued: self.inner.tickets_issued.clone(),
         };
         let ops = ops.into_iter();
         let mut results = Vec::with_capacity(ops.size_hint().0);
@@ -858,13 +887,14 @@ impl Store {
     pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
         check_name("source", source, &self.inner.options.limits)?;
         self.check_poisoned()?;
-        let result = (|| {
+        let result = crate::contain::contain(WriteError::contained, || {
             let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
             txn.set_durability(redb::Durability::Immediate)
                 .map_err(WriteError::storage)?;
             let settings = BatchSettings {
                 policy: self.inner.options.conflict_policy,
                 skip_log_capacity: self.inner.options.skip_log_capacity,
+                tickets_issued: self.inner.tickets_issued.clone(),
             };
             let outcome = {
                 let mut batch = Batch::begin(&txn, settings, self.dimension())?;
@@ -874,9 +904,14 @@ impl Store {
             };
             txn.commit().map_err(WriteError::storage)?;
             Ok(outcome)
-        })();
+        });
         if let Err(error @ WriteError::Storage(_)) = &result {
             self.poison(error);
+        }
+        if let Err(error) = &result {
+            if error.is_contained_panic() {
+                self.poison(error);
+            }
         }
         result
     }
@@ -962,6 +997,9 @@ impl Store {
         }
         // Ticket 0 is never issued, so any ticket is newer than "nothing".
         tickets.next += 1;
+        self.inner
+            .tickets_issued
+            .fetch_max(tickets.next, Ordering::SeqCst);
         Ok(Version::ticket(tickets.next))
     }
 
@@ -969,6 +1007,10 @@ impl Store {
     /// which chunks need a vector: chunks whose text the stored revision already has a vector
     /// for can be sent without one. Vectors in `doc` are ignored.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
+        crate::contain::contain(ReadError::contained, || self.plan_uncontained(doc))
+    }
+
+    fn plan_uncontained(&self, doc: &Document) -> Result<Plan, ReadError> {
         // Before the clone below: cloning metadata nested deeper than the stack overflows it.
         prepare::check_depths(doc, &self.inner.options.limits)?;
         let draft = Document {
@@ -1185,6 +1227,17 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            self.search_uncontained(query, k, options)
+        })
+    }
+
+    fn search_uncontained(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
         let query = crate::search::prepare_query(
             query,
             self.inner.metric,
@@ -1335,13 +1388,15 @@ impl Store {
 
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
-        let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;
-        Snapshot::new(
-            txn,
-            self.inner.metric,
-            self.dimension(),
-            self.inner.model.clone(),
-        )
+        crate::contain::contain(ReadError::contained, || {
+            let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;
+            Snapshot::new(
+                txn,
+                self.inner.metric,
+                self.dimension(),
+                self.inner.model.clone(),
+            )
+        })
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with
@@ -1362,6 +1417,10 @@ impl Store {
     /// Checks every invariant the rows can show (from one snapshot), and that the vectors
     /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        crate::contain::contain(ReadError::contained, || self.verify_uncontained())
+    }
+
+    fn verify_uncontained(&self) -> Result<VerifyReport, ReadError> {
         let mut report = self.snapshot()?.verify()?;
         if let Some(live) = self.live() {
             for problem in live.agreement(|| self.snapshot())? {

@@ -11,8 +11,10 @@ use crate::error::ReadError;
 use crate::prepare::{content_hash, text_hash, PreparedChunk};
 use crate::read::Snapshot;
 use crate::schema::{
-    self, seq_key, ChunksRow, DocRow, VectorsRow, CHUNKS, COUNTERS, DOCS, DOC_KEYS, VECTORS,
+    self, seq_key, ChangelogRow, ChunksRow, DocRow, ListingRow, SkipRow, VectorsRow, CHANGELOG,
+    CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, SKIP_LOG, VECTORS,
 };
+use crate::version::VersionKind;
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -77,7 +79,17 @@ impl VerifyReport {
 
 impl Snapshot {
     /// Checks every invariant the rows can show; see [`VerifyReport`].
+    ///
+    /// Everything any read decodes is decoded here too: every document row and its metadata
+    /// (tombstones included), every chunks and vectors row with every chunk's metadata and
+    /// every vector, every listing, skip-log and changelog row. A store `verify` passes can be
+    /// exported whole. What no row can show (a vector float or version number changed on
+    /// disk) needs redb's page checksums: `ratchet verify --deep`.
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        crate::contain::contain(ReadError::contained, || self.verify_uncontained())
+    }
+
+    fn verify_uncontained(&self) -> Result<VerifyReport, ReadError> {
         let mut report = VerifyReport::default();
         let counters = self.txn.open_table(COUNTERS).map_err(ReadError::storage)?;
         let counter = |key: &str| -> Result<u64, ReadError> {
@@ -113,6 +125,13 @@ impl Snapshot {
                     source,
                     id,
                     format!("unknown version kind {}", row.version_kind),
+                );
+            }
+            if let Err(error) = serde_json::from_str::<serde_json::Value>(&row.meta) {
+                report.doc(
+                    source,
+                    id,
+                    format!("the document's metadata does not decode: {error}"),
                 );
             }
             if row.internal_id >= next_doc {
@@ -231,6 +250,13 @@ impl Snapshot {
                         format!("chunk {position}: text hash does not match its text"),
                     );
                 }
+                if let Err(error) = serde_json::from_str::<serde_json::Value>(&chunk.meta) {
+                    report.doc(
+                        source,
+                        id,
+                        format!("chunk {position}: its metadata does not decode: {error}"),
+                    );
+                }
             }
             let prepared: Vec<PreparedChunk> = stored
                 .chunks
@@ -264,6 +290,7 @@ impl Snapshot {
                 }
             }
         }
+        self.check_side_tables(&mut report)?;
         let key_rows = doc_keys.len().map_err(ReadError::storage)?;
         if key_rows != doc_count {
             report.store(format!(
@@ -284,6 +311,52 @@ impl Snapshot {
             }
         }
         Ok(report)
+    }
+
+    /// Decodes every listing, skip-log and changelog row (what `stats`, `retain` and the index
+    /// read).
+    fn check_side_tables(&self, report: &mut VerifyReport) -> Result<(), ReadError> {
+        let listings = self.txn.open_table(LISTINGS).map_err(ReadError::storage)?;
+        for entry in listings.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let (source, version) = key.value();
+            match schema::decode::<ListingRow>("listing row", value.value()) {
+                Err(c) => report.store(format!(
+                    "the listing of {source} at version {version} does not decode: {}",
+                    c.detail
+                )),
+                Ok(row) if VersionKind::from_byte(row.version_kind).is_none() => {
+                    report.store(format!(
+                        "the listing of {source} at version {version} has unknown version kind {}",
+                        row.version_kind
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        let skips = self.txn.open_table(SKIP_LOG).map_err(ReadError::storage)?;
+        for entry in skips.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let seq = key.value();
+            let problem = schema::decode::<SkipRow>("skip log row", value.value())
+                .and_then(|row| row.reason().and(row.versions()))
+                .err();
+            if let Some(c) = problem {
+                report.store(format!("skip log row {seq} does not decode: {}", c.detail));
+            }
+        }
+        let changelog = self.txn.open_table(CHANGELOG).map_err(ReadError::storage)?;
+        for entry in changelog.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            if let Err(c) = schema::decode::<ChangelogRow>("changelog row", value.value()) {
+                report.store(format!(
+                    "changelog row {} does not decode: {}",
+                    key.value(),
+                    c.detail
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks a live document's vectors row against its document row.

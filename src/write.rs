@@ -20,6 +20,8 @@ use crate::schema::{
 use crate::version::Version;
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Changelog rows kept behind the newest commit.
 const CHANGELOG_KEEP: u64 = 1024;
@@ -34,10 +36,13 @@ struct Sequences {
 }
 
 /// Store-wide settings a batch needs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct BatchSettings {
     pub policy: ConflictPolicy,
     pub skip_log_capacity: u64,
+    /// The highest ticket the store may have issued; read for each operation, because a
+    /// ticket taken while a group commit is being built may join it.
+    pub tickets_issued: Arc<AtomicU64>,
 }
 
 /// One write transaction's worth of guarded operations.
@@ -235,6 +240,26 @@ impl<'txn> Batch<'txn> {
         }
     }
 
+    /// Refuses a ticket the store never issued (above every ticket it has handed out): it
+    /// would outrank every real ticket of the document forever. Checked after the kind
+    /// (a ticket against a numbered document is a kind mismatch first) and before anything
+    /// is mutated.
+    fn check_ticket(&self, version: Version) -> Result<(), WriteError> {
+        let issued = self.settings.tickets_issued.load(Ordering::SeqCst);
+        if version.kind == crate::version::VersionKind::Ticket && version.value > issued {
+            return Err(crate::error::InputError::new(
+                "version",
+                format!(
+                    "ticket {} was never issued by this store (the highest it has issued is \
+                     {issued}); take tickets with Store::ticket",
+                    version.value
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     fn kind_mismatch(
         source: &str,
         id: &str,
@@ -268,7 +293,11 @@ impl<'txn> Batch<'txn> {
             version: doc.version,
             content_hash: doc.content_hash,
         };
-        match guard::decide(stored.as_ref(), &incoming, self.settings.policy) {
+        let decision = guard::decide(stored.as_ref(), &incoming, self.settings.policy);
+        if !matches!(decision, Decision::KindMismatch { .. }) {
+            self.check_ticket(doc.version)?;
+        }
+        match decision {
             Decision::KindMismatch { stored } => Err(Self::kind_mismatch(
                 &doc.source,
                 &doc.id,
@@ -559,11 +588,15 @@ impl<'txn> Batch<'txn> {
 
     fn delete(&mut self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
         let (row, stored) = self.stored_state(source, id, version)?;
-        match guard::decide(
+        let decision = guard::decide(
             stored.as_ref(),
             &Incoming::Delete { version },
             self.settings.policy,
-        ) {
+        );
+        if !matches!(decision, Decision::KindMismatch { .. }) {
+            self.check_ticket(version)?;
+        }
+        match decision {
             Decision::KindMismatch { stored } => {
                 Err(Self::kind_mismatch(source, id, stored, version))
             }
@@ -724,6 +757,7 @@ impl<'txn> Batch<'txn> {
                 }
             }
         }
+        self.check_ticket(version)?;
         let mut outcome = RetainOutcome {
             newer_kept,
             ..RetainOutcome::default()

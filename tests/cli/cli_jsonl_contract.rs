@@ -366,7 +366,8 @@ fn a_clean_ingest_exits_zero_and_options_apply() {
             "--jsonl",
             "-",
             "--version-kind",
-            "ticket",
+            // Not "ticket": a ticket must have been issued by the store (issue 18).
+            "timestamp_micros",
             "--metric",
             "l2",
             "--dim",
@@ -378,7 +379,7 @@ fn a_clean_ingest_exits_zero_and_options_apply() {
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let documents = json_lines(&export(&db, &["--vectors"]).stdout);
-    assert_eq!(documents[0]["version_kind"], "ticket");
+    assert_eq!(documents[0]["version_kind"], "timestamp_micros");
     assert_eq!(
         documents[0]["chunks"][0]["vector"],
         serde_json::json!([3.0, 4.0])

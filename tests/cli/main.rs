@@ -9,6 +9,12 @@ mod common;
 mod support;
 
 mod cli_demo;
+mod cli_folder_fifo_never_blocks;
 mod cli_folder_ingest_search;
+mod cli_folder_refusals_reach_the_counters;
+mod cli_folder_skipped_files_warn_unless_strict;
 mod cli_jsonl_contract;
+mod cli_messages_a_person_hits;
+mod cli_process_kill_ingest;
 mod hostile_cli_large_stream;
+mod hostile_cli_parse_amplification;

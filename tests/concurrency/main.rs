@@ -1,4 +1,5 @@
-//! Concurrency and crashes: the Writer, readers beside writers, process kills, model-based schedules.
+//! Concurrency and crashes: the Writer, readers beside writers, process kills, model-based
+//! schedules.
 //!
 //! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
 //! scenario, named for it.

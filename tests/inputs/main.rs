@@ -1,4 +1,5 @@
-//! Bad and hostile input through the library: each refused with a typed error naming the field, the store unchanged.
+//! Bad and hostile input through the library: each refused with a typed error naming the field,
+//! the store unchanged.
 //!
 //! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
 //! scenario, named for it.
@@ -12,3 +13,4 @@ mod hostile_document_limits;
 mod hostile_ids;
 mod hostile_vectors;
 mod plan_before_embedding;
+mod ticket_never_issued_is_refused;

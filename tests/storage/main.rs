@@ -1,4 +1,5 @@
-//! Storage tests: damaged and foreign files, fault injection at every I/O point, schema conversions, persistence and the file's layout.
+//! Storage tests: damaged and foreign files, fault injection at every I/O point, schema
+//! conversions, persistence and the file's layout.
 //!
 //! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
 //! scenario, named for it.
@@ -16,6 +17,7 @@ mod corrupt_meta_rows;
 mod corrupt_missing_table;
 mod corrupt_not_a_redb_file;
 mod corrupt_schema_version_too_new;
+mod corrupt_storage_panics_are_contained;
 mod corrupt_truncated_file;
 mod creation_is_atomic;
 mod fault_injection_clean_reopen_no_repair;
@@ -32,3 +34,6 @@ mod schema_2_file_is_converted_on_open;
 mod slot_space_exhausted_moves_document_to_new_id;
 mod spilled_layout_uses_the_pages_it_promises;
 mod stale_revision_with_wrong_dimension;
+mod verify_decodes_every_metadata_value;
+mod verify_deep_finds_a_changed_vector;
+mod write_into_a_store_damaged_elsewhere;

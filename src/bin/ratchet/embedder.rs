@@ -1,10 +1,13 @@
 //! Which embedder a command uses, and the one-line errors when a store disagrees.
 //!
-//! `ingest` (folders) and `demo` use all-MiniLM-L6-v2 when a model folder is configured
-//! (`--model DIR`, else `RATCHET_MODEL`), and the built-in lexical hashing embedder otherwise.
-//! They never look for a model on their own: which embedder fills a store is the user's
-//! choice, made once. `search` follows the store: the model name it recorded says which
-//! embedder made its vectors.
+//! A new store (folder `ingest`, `demo`) gets all-MiniLM-L6-v2 when a model folder is
+//! configured (`--model DIR`, else `RATCHET_MODEL`), and the built-in lexical hashing embedder
+//! otherwise: which embedder fills a store is the user's choice, made once, and ratchet never
+//! goes looking for a model for a new store. An existing store is followed, by `ingest` and
+//! `search` alike: the model name it recorded says which embedder made its vectors, and for
+//! MiniLM the model folder is found the same way (`--model`, `RATCHET_MODEL`, then the
+//! installed model). An explicit `--model` that does not exist, or that a hashing store
+//! cannot use, is an error rather than ignored.
 
 use crate::Failure;
 pub use ratchetdb::MINILM_NAME;
@@ -29,9 +32,67 @@ pub fn configured_model_dir(flag: Option<&Path>) -> Option<PathBuf> {
 /// The embedder for new vectors: MiniLM from `model_dir`, or the hashing embedder.
 pub fn for_ingest(model_dir: Option<&Path>) -> Result<Box<dyn Embedder>, Failure> {
     match model_dir {
-        Some(dir) => load_minilm(dir),
+        Some(dir) => {
+            check_model_dir(dir)?;
+            load_minilm(dir)
+        }
         None => Ok(Box::new(HashingEmbedder::default())),
     }
+}
+
+/// A model folder that is not there is named as such (before a loader reports a file in it
+/// missing).
+fn check_model_dir(dir: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Failure(format!(
+            "the model folder {} (--model or RATCHET_MODEL) is a file; give the folder that \
+             holds config.json, tokenizer.json and model.safetensors",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure(format!(
+            "no model folder at {} (--model or RATCHET_MODEL): {e}; check the path ({})",
+            dir.display(),
+            ratchetdb::MODEL_INSTALL_HINT
+        ))),
+    }
+}
+
+/// Folder `ingest`: the store at `db` (created if missing) and the embedder for it. An
+/// existing store that records its embedder is followed (see the module documentation); a
+/// new or still empty one gets the configured embedder.
+pub fn for_folder_ingest(
+    db: &Path,
+    model_flag: Option<&Path>,
+) -> Result<(Store, Box<dyn Embedder>), Failure> {
+    if db.exists() {
+        let existing = Store::open(db, Options::default())?;
+        let runnable = existing
+            .model()
+            .filter(|name| is_lexical(name) || *name == MINILM_NAME)
+            .map(str::to_string);
+        if let Some(recorded) = runnable {
+            let embedder = for_store(db, Some(&recorded), model_flag)?;
+            if let Some(stored) = existing.dimension().filter(|d| *d != embedder.dimension()) {
+                return Err(open_failure(
+                    db,
+                    embedder.name(),
+                    OpenError::Mismatch {
+                        field: "dimension",
+                        stored: stored.to_string(),
+                        requested: embedder.dimension().to_string(),
+                    },
+                ));
+            }
+            drop(existing);
+            let store = open_store(db, embedder.as_ref())?;
+            return Ok((store, embedder));
+        }
+        drop(existing);
+    }
+    let embedder = for_ingest(configured_model_dir(model_flag).as_deref())?;
+    let store = open_store(db, embedder.as_ref())?;
+    Ok((store, embedder))
 }
 
 #[cfg(feature = "minilm")]
@@ -82,6 +143,13 @@ pub fn for_store(
         )));
     };
     if let Some(dimension) = name.strip_prefix(HASHING_PREFIX) {
+        if let Some(flag) = model_flag {
+            return Err(Failure(format!(
+                "{db} was built with the built-in hashing embedder {name}, so --model {} does \
+                 not apply (a store keeps the embedder it was built with); drop --model",
+                flag.display()
+            )));
+        }
         let dimension = dimension.parse().map_err(|_| {
             Failure(format!(
                 "{db} records the model {name:?}, which this ratchet does not know"
@@ -99,9 +167,12 @@ pub fn for_store(
             )));
         }
         return match minilm_dir_for_search(model_flag) {
-            Some(dir) => load_minilm(&dir),
+            Some(dir) => {
+                check_model_dir(&dir)?;
+                load_minilm(&dir)
+            }
             None => Err(Failure(format!(
-                "{db} was built with {MINILM_NAME}; pass --model DIR or set RATCHET_MODEL ({})",
+                "{db} was built with {MINILM_NAME}; pass --model DIR (or set RATCHET_MODEL) ({})",
                 ratchetdb::MODEL_INSTALL_HINT
             ))),
         };

@@ -3,19 +3,37 @@
 //!
 //! Lines are deserialized straight into typed fields through seeds that track the path, so a
 //! problem found anywhere (a string where a number belongs, a number too large for a float,
-//! an unknown key, nesting past serde_json's limit of 128 levels) is reported at the field
-//! where the parser met it. What the library checks itself (empty ids, size limits, the
-//! dimension) it reports with its own field names.
+//! an unknown key, a key given twice at any depth, metadata nested too deeply) is reported at
+//! the field where the parser met it. What the library checks itself (empty ids, text and id
+//! sizes, the dimension) it reports with its own field names.
+//!
+//! Memory: the limits are enforced while parsing, not after. Counts (chunks per document,
+//! ids per listing, vector dimensions), metadata depth and metadata size (a lower bound of
+//! its canonical JSON, so nothing the store would accept is refused) stop the parse the
+//! moment they are passed, and every value parsed is charged, at an estimate of what it
+//! costs in memory, against a budget of [`PARSE_FACTOR`] times the line's length plus
+//! [`PARSE_ALLOWANCE`]. A line's parsed form therefore never holds more than that: with the
+//! default 64 MiB line limit, at most 4 × 64 MiB + 1 MiB beside the line itself.
 
-use ratchetdb::{Chunk, Document, Op, Version, VersionKind};
+use ratchetdb::{Chunk, Document, Limits, Op, Version, VersionKind};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::cell::RefCell;
+use serde::Deserialize;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io::{self, BufRead};
 use std::marker::PhantomData;
 
 /// The default bound on one line, in bytes (without its newline).
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// A line's parsed form may take this many times the line's length in memory (estimated)...
+pub const PARSE_FACTOR: usize = 4;
+
+/// ...plus this much, so that short lines of small values are never refused for it.
+pub const PARSE_ALLOWANCE: usize = 1 << 20;
+
+/// The UTF-8 byte order mark, accepted (and dropped) at the start of the input.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// A rejected line: what is wrong and, when it belongs to one, the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +101,8 @@ pub struct Header {
 pub struct Parsed {
     pub header: Header,
     pub op: Op,
+    /// The estimated memory its parsed form takes, in bytes (what it was charged).
+    pub cost: usize,
 }
 
 /// Whether a line holds nothing but whitespace (such lines are skipped, not rejected).
@@ -90,21 +110,45 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)
 }
 
-/// Parses one line. `default_kind` is the version kind of a line without `version_kind`.
+/// Parses one line under the store's default [`Limits`]. `default_kind` is the version kind
+/// of a line without `version_kind`.
 pub fn parse_line(line: &[u8], default_kind: VersionKind) -> Result<Parsed, LineError> {
+    parse_line_with(line, default_kind, &Limits::default())
+}
+
+/// [`parse_line`] under the given limits.
+pub fn parse_line_with(
+    line: &[u8],
+    default_kind: VersionKind,
+    limits: &Limits,
+) -> Result<Parsed, LineError> {
     let text = std::str::from_utf8(line).map_err(|e| {
-        LineError::whole(format!(
-            "not valid UTF-8 (at byte {} of the line)",
-            e.valid_up_to()
-        ))
+        let at = e.valid_up_to();
+        let bom = if line[at..].starts_with(BOM) {
+            " (a UTF-8 byte order mark, accepted only at the start of the input)"
+        } else {
+            ""
+        };
+        LineError::whole(format!("not valid UTF-8 (at byte {at} of the line){bom}"))
     })?;
-    let path = Path::default();
+    if text.starts_with('\u{feff}') {
+        return Err(LineError::whole(
+            "starts with a UTF-8 byte order mark, which is accepted only at the start of the \
+             input; remove it",
+        ));
+    }
+    let budget = line
+        .len()
+        .saturating_mul(PARSE_FACTOR)
+        .saturating_add(PARSE_ALLOWANCE);
+    let path = Path::new(limits, budget);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let fields = LineSeed { path: &path }
         .deserialize(&mut deserializer)
         .and_then(|fields| deserializer.end().map(|()| fields))
         .map_err(|e| json_error(&e, path.failed_at.take()))?;
-    build(fields, default_kind)
+    let cost = budget - path.budget.get();
+    build(fields, default_kind, cost)
 }
 
 /// Turns a serde_json error into a line error: the position suffix goes (a line is one line),
@@ -147,7 +191,7 @@ struct Fields {
 
 const LINE_FIELDS: &str = "op, source, id, version, version_kind, chunks, meta, ids";
 
-fn build(fields: Fields, default_kind: VersionKind) -> Result<Parsed, LineError> {
+fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parsed, LineError> {
     let required = |name: &str| LineError::at(name, "is required");
     let op = fields.op.ok_or_else(|| required("op"))?;
     let kind = match op.as_str() {
@@ -217,7 +261,7 @@ fn build(fields: Fields, default_kind: VersionKind) -> Result<Parsed, LineError>
             version,
         },
     };
-    Ok(Parsed { header, op })
+    Ok(Parsed { header, op, cost })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,15 +272,55 @@ enum Segment {
     Index(usize),
 }
 
+impl Segment {
+    fn copy(&self) -> Segment {
+        match self {
+            Segment::Key(key) => Segment::Key(key.clone()),
+            Segment::Index(i) => Segment::Index(*i),
+        }
+    }
+}
+
 /// The path of the value being deserialized, and where the first failure happened. The
-/// innermost failing value records itself; the outer ones see the record taken.
-#[derive(Default)]
+/// innermost failing value records itself; the outer ones see the record taken. It also
+/// carries the limits and what is left of the line's memory budget.
 struct Path {
     segments: RefCell<Vec<Segment>>,
     failed_at: RefCell<Option<String>>,
+    limits: Limits,
+    /// Bytes of the budget not yet charged.
+    budget: Cell<usize>,
+    /// The budget the line started with (for the message).
+    budget_total: usize,
 }
 
 impl Path {
+    fn new(limits: &Limits, budget: usize) -> Path {
+        Path {
+            segments: RefCell::new(Vec::new()),
+            failed_at: RefCell::new(None),
+            limits: limits.clone(),
+            budget: Cell::new(budget),
+            budget_total: budget,
+        }
+    }
+
+    /// Charges `bytes` of estimated memory against the line's budget.
+    fn charge<E: de::Error>(&self, bytes: usize) -> Result<(), E> {
+        let left = self.budget.get();
+        if bytes > left {
+            self.budget.set(0);
+            return Err(E::custom(format!(
+                "the line would take more than {} bytes of memory once parsed ({PARSE_FACTOR} \
+                 times its length plus {PARSE_ALLOWANCE}): its values are too many and too \
+                 small for their size; split it into several lines",
+                self.budget_total
+            )));
+        }
+        self.budget.set(left - bytes);
+        Ok(())
+    }
+
     fn record(&self) {
         let mut failed_at = self.failed_at.borrow_mut();
         if failed_at.is_none() {
@@ -304,10 +388,15 @@ fn at<'p, S>(path: &'p Path, key: &str, seed: S) -> At<'p, S> {
     }
 }
 
-/// An array whose elements are each deserialized by a seed from `element`, at their index.
+/// An array whose elements are each deserialized by a seed from `element`, at their index;
+/// at most `max` of them (`what` names the limit), each charged `element_cost` bytes beside
+/// what its own seed charges.
 struct ArrayOf<'p, S> {
     path: &'p Path,
     element: fn(&'p Path) -> S,
+    max: usize,
+    what: &'static str,
+    element_cost: usize,
 }
 
 impl<'de, 'p, S: DeserializeSeed<'de>> DeserializeSeed<'de> for ArrayOf<'p, S> {
@@ -327,14 +416,39 @@ impl<'de, 'p, S: DeserializeSeed<'de>> Visitor<'de> for ArrayOf<'p, S> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        // A Vec grows by doubling: its slack is charged with each element.
+        let slot = 2 * std::mem::size_of::<S::Value>() + self.element_cost;
         while let Some(value) = seq.next_element_seed(At {
             path: self.path,
             segment: Segment::Index(out.len()),
             seed: (self.element)(self.path),
         })? {
+            if out.len() == self.max {
+                return Err(de::Error::custom(format!(
+                    "has more than {} {}; the limit is {}",
+                    self.max, self.what, self.max
+                )));
+            }
+            self.path.charge(slot)?;
             out.push(value);
         }
         Ok(out)
+    }
+}
+
+/// A string, charged for its bytes.
+struct StringSeed<'p> {
+    path: &'p Path,
+}
+
+impl<'de> DeserializeSeed<'de> for StringSeed<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        let string = String::deserialize(deserializer)?;
+        // The allocator rounds small allocations up.
+        self.path.charge(string.len().max(16))?;
+        Ok(string)
     }
 }
 
@@ -442,7 +556,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let duplicate = match key.as_str() {
                 "text" => text
-                    .replace(map.next_value_seed(at(path, "text", PhantomData::<String>))?)
+                    .replace(map.next_value_seed(at(path, "text", StringSeed { path }))?)
                     .is_some(),
                 "vector" => vector
                     .replace(map.next_value_seed(at(
@@ -451,15 +565,14 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                         Nullable(ArrayOf {
                             path,
                             element: |_| FiniteF32,
+                            max: path.limits.max_dimension,
+                            what: "dimensions",
+                            element_cost: 0,
                         }),
                     ))?)
                     .is_some(),
                 "meta" => meta
-                    .replace(map.next_value_seed(at(
-                        path,
-                        "meta",
-                        PhantomData::<serde_json::Value>,
-                    ))?)
+                    .replace(map.next_value_seed(at(path, "meta", MetaSeed::root(path)))?)
                     .is_some(),
                 _ => {
                     return Err(path.fail(
@@ -478,6 +591,217 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
             vector: vector.flatten(),
             meta: meta.unwrap_or(serde_json::Value::Null),
         })
+    }
+}
+
+/// A metadata value (`meta` of a line or of a chunk), built as a `serde_json::Value` under
+/// the limits: nesting no deeper than `max_meta_depth` (as the store counts it), no key twice
+/// in one object (at the top level and at every depth, as for the line's own fields), a
+/// canonical JSON length (counted as a lower bound while parsing) within `max_meta_bytes`,
+/// and every node charged against the line's memory budget.
+struct MetaSeed<'p> {
+    path: &'p Path,
+    state: &'p MetaState,
+    depth: usize,
+}
+
+/// What one metadata value's parse shares across its levels.
+#[derive(Default)]
+struct MetaState {
+    /// A lower bound of the value's canonical JSON length so far.
+    json_bytes: Cell<usize>,
+    /// Keys and indices from the metadata's root to the value being parsed (for a duplicate
+    /// key's field name).
+    trail: RefCell<Vec<Segment>>,
+}
+
+/// What a `serde_json::Value` node costs beside its own heap (a slot in its parent's `Vec`
+/// or map, with growth slack).
+const VALUE_NODE_BYTES: usize = 2 * std::mem::size_of::<serde_json::Value>();
+/// What a map entry costs beside its key's bytes and its value (a B-tree's share).
+const MAP_ENTRY_BYTES: usize = 64;
+
+impl<'p> MetaSeed<'p> {
+    /// The seed of a whole metadata value; its state lives as long as the line's path.
+    fn root(path: &'p Path) -> MetaRoot<'p> {
+        MetaRoot { path }
+    }
+
+    fn add_json<E: de::Error>(&self, bytes: usize) -> Result<(), E> {
+        let total = self.state.json_bytes.get().saturating_add(bytes);
+        self.state.json_bytes.set(total);
+        let max = self.path.limits.max_meta_bytes;
+        if total > max {
+            return Err(E::custom(format!(
+                "is more than {max} bytes of JSON; the limit is {max}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn leaf<E: de::Error>(&self, json: usize, heap: usize) -> Result<(), E> {
+        self.add_json(json)?;
+        self.path.charge(heap)
+    }
+
+    fn open_container<E: de::Error>(&self) -> Result<(), E> {
+        let max = self.path.limits.max_meta_depth;
+        // The store's count: the root container is at depth 0, and one at `max` is too deep.
+        if self.depth >= max {
+            return Err(E::custom(format!(
+                "nested too deeply (the limit is {max} levels)"
+            )));
+        }
+        self.add_json(2)
+    }
+
+    fn child(&self) -> MetaSeed<'p> {
+        MetaSeed {
+            path: self.path,
+            state: self.state,
+            depth: self.depth + 1,
+        }
+    }
+}
+
+/// The entry point of [`MetaSeed`]: makes the state for one metadata value.
+struct MetaRoot<'p> {
+    path: &'p Path,
+}
+
+impl<'de> DeserializeSeed<'de> for MetaRoot<'_> {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        let state = MetaState::default();
+        MetaSeed {
+            path: self.path,
+            state: &state,
+            depth: 0,
+        }
+        .deserialize(deserializer)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for MetaSeed<'_> {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// Decimal digits of `n`.
+fn digits(mut n: u64) -> usize {
+    let mut count = 1;
+    while n >= 10 {
+        n /= 10;
+        count += 1;
+    }
+    count
+}
+
+impl<'de> Visitor<'de> for MetaSeed<'_> {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        self.leaf(if v { 4 } else { 5 }, 0)?;
+        Ok(serde_json::Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        self.leaf(digits(v.unsigned_abs()) + usize::from(v < 0), 0)?;
+        Ok(serde_json::Value::from(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        self.leaf(digits(v), 0)?;
+        Ok(serde_json::Value::from(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // At least one character (as serde_json's own Value: a non-finite float is null).
+        self.leaf(1, 0)?;
+        Ok(serde_json::Number::from_f64(v)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        self.leaf(v.len() + 2, v.len())?;
+        Ok(serde_json::Value::String(v.to_string()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        self.leaf(v.len() + 2, v.len())?;
+        Ok(serde_json::Value::String(v))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.leaf(4, 0)?;
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.visit_none()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        self.open_container()?;
+        let mut items = Vec::new();
+        loop {
+            self.state
+                .trail
+                .borrow_mut()
+                .push(Segment::Index(items.len()));
+            let item = seq.next_element_seed(self.child());
+            self.state.trail.borrow_mut().pop();
+            let Some(item) = item? else { break };
+            if !items.is_empty() {
+                self.add_json(1)?;
+            }
+            self.path.charge(VALUE_NODE_BYTES)?;
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        self.open_container()?;
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            // The key's quotes, its colon, and the comma before every entry but the first.
+            self.add_json(key.len() + 3 + usize::from(!object.is_empty()))?;
+            self.path
+                .charge(key.len() + VALUE_NODE_BYTES + MAP_ENTRY_BYTES)?;
+            if object.contains_key(&key) {
+                let mut segments = self.path.segments.borrow_mut();
+                let depth = segments.len();
+                segments.extend(self.state.trail.borrow().iter().map(Segment::copy));
+                segments.push(Segment::Key(key));
+                drop(segments);
+                self.path.record();
+                self.path.segments.borrow_mut().truncate(depth);
+                return Err(de::Error::custom(
+                    "appears twice in this object; a key may be given once",
+                ));
+            }
+            self.state
+                .trail
+                .borrow_mut()
+                .push(Segment::Key(key.clone()));
+            let value = map.next_value_seed(self.child());
+            self.state.trail.borrow_mut().pop();
+            object.insert(key, value?);
+        }
+        Ok(serde_json::Value::Object(object))
     }
 }
 
@@ -529,16 +853,15 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
                         ArrayOf {
                             path,
                             element: |path| ChunkSeed { path },
+                            max: path.limits.max_chunks_per_document,
+                            what: "chunks",
+                            element_cost: 0,
                         },
                     ))?)
                     .is_some(),
                 "meta" => fields
                     .meta
-                    .replace(map.next_value_seed(at(
-                        path,
-                        &key,
-                        PhantomData::<serde_json::Value>,
-                    ))?)
+                    .replace(map.next_value_seed(at(path, &key, MetaSeed::root(path)))?)
                     .is_some(),
                 "ids" => fields
                     .ids
@@ -547,7 +870,10 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
                         &key,
                         ArrayOf {
                             path,
-                            element: |_| PhantomData::<String>,
+                            element: |path| StringSeed { path },
+                            max: path.limits.max_listing_ids,
+                            what: "ids",
+                            element_cost: 0,
                         },
                     ))?)
                     .is_some(),
@@ -578,15 +904,21 @@ pub enum ReadLine {
     TooLong { bytes: u64 },
 }
 
-/// Reads lines one at a time, never holding more than `max_bytes` of one line.
+/// Reads lines one at a time, never holding more than `max_bytes` of one line. A UTF-8 byte
+/// order mark at the very start of the input is dropped (editors on Windows write one).
 pub struct LineReader<R> {
     inner: R,
     max_bytes: usize,
+    at_start: bool,
 }
 
 impl<R: BufRead> LineReader<R> {
     pub fn new(inner: R, max_bytes: usize) -> LineReader<R> {
-        LineReader { inner, max_bytes }
+        LineReader {
+            inner,
+            max_bytes,
+            at_start: true,
+        }
     }
 
     /// The next line into `buf` (cleared first); `None` at the end of the input.
@@ -627,14 +959,106 @@ impl<R: BufRead> LineReader<R> {
                 break;
             }
         }
+        let first = std::mem::replace(&mut self.at_start, false);
         if too_long {
             return Ok(Some(ReadLine::TooLong { bytes: total }));
+        }
+        if first && buf.starts_with(BOM) {
+            buf.drain(..BOM.len());
         }
         if buf.last() == Some(&b'\r') {
             buf.pop();
         }
         Ok(Some(ReadLine::Complete))
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fuzz harness.
+
+/// The harness of the `jsonl_line` fuzz target (which includes this file) and of the corpus
+/// replay test below: bytes read as an input of lines under a 4 KiB line bound and small
+/// limits. Never a panic; a line is never longer than the bound; what is accepted is JSON
+/// serde_json accepts too, within every count limit and the memory budget, and its header
+/// names its operation; what is refused says why. Returns what broke.
+#[allow(dead_code)] // Used by the fuzz target and the tests, not by `ratchet` itself.
+pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
+    const MAX_LINE: usize = 4096;
+    let mut limits = Limits::default();
+    limits.max_chunks_per_document = 8;
+    limits.max_listing_ids = 16;
+    limits.max_dimension = 16;
+    limits.max_meta_bytes = 256;
+    limits.max_meta_depth = 8;
+    let mut reader = LineReader::new(data, MAX_LINE);
+    let mut buf = Vec::new();
+    for _ in 0..256 {
+        let Some(read) = reader.read_line(&mut buf).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        if read == ReadLine::Complete && (buf.len() > MAX_LINE || buf.contains(&b'\n')) {
+            return Err(format!(
+                "a line of {} bytes came through the bound",
+                buf.len()
+            ));
+        }
+        if let ReadLine::TooLong { bytes } = read {
+            if bytes <= MAX_LINE as u64 {
+                return Err(format!("a line of {bytes} bytes was called too long"));
+            }
+            continue;
+        }
+        let parsed = match parse_line_with(&buf, VersionKind::Number, &limits) {
+            Ok(parsed) => parsed,
+            Err(error) if error.message.is_empty() => {
+                return Err(format!("a rejection without a message: {error:?}"))
+            }
+            Err(_) => continue,
+        };
+        if serde_json::from_slice::<serde_json::Value>(&buf).is_err() {
+            return Err(format!(
+                "accepted a line serde_json refuses: {:?}",
+                String::from_utf8_lossy(&buf)
+            ));
+        }
+        if parsed.cost > buf.len() * PARSE_FACTOR + PARSE_ALLOWANCE {
+            return Err(format!("cost {} over the budget", parsed.cost));
+        }
+        let header = &parsed.header;
+        let within = match &parsed.op {
+            Op::Upsert(doc) => {
+                header.kind == OpKind::Upsert
+                    && header.id.as_deref() == Some(doc.id.as_str())
+                    && header.source == doc.source
+                    && doc.chunks.len() <= limits.max_chunks_per_document
+                    && doc.chunks.iter().all(|c| {
+                        c.vector
+                            .as_ref()
+                            .is_none_or(|v| v.len() <= limits.max_dimension)
+                    })
+            }
+            Op::Delete { source, id, .. } => {
+                header.kind == OpKind::Delete
+                    && header.id.as_deref() == Some(id.as_str())
+                    && header.source == *source
+            }
+            Op::Retain {
+                source, present, ..
+            } => {
+                header.kind == OpKind::Retain
+                    && header.source == *source
+                    && present.len() <= limits.max_listing_ids
+            }
+            _ => false,
+        };
+        if !within {
+            return Err(format!(
+                "accepted an operation past a limit or unlike its header: {:?}",
+                String::from_utf8_lossy(&buf)
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -795,6 +1219,138 @@ mod tests {
         assert!(e.message.contains("nested too deeply"), "{e}");
     }
 
+    /// Regression (issue 18, defect 6): duplicate keys inside `meta` were silently
+    /// last-wins while duplicates at the top level were refused. Both are refused now, at
+    /// every depth, naming the key's path.
+    #[test]
+    fn duplicate_keys_in_metadata_are_refused() {
+        let upsert = |meta: &str, chunk_meta: &str| {
+            format!(
+                r#"{{"op":"upsert","source":"s","id":"d","version":1,"meta":{meta},"chunks":[{{"text":"t","meta":{chunk_meta}}}]}}"#
+            )
+        };
+        let e = error(&upsert(r#"{"a":1,"a":2}"#, "{}"));
+        assert_eq!(e.field.as_deref(), Some("meta.a"), "{e}");
+        assert!(e.message.contains("appears twice"), "{e}");
+        let e = error(&upsert(r#"{"x":[{"b":1},{"c":1,"c":1}]}"#, "{}"));
+        assert_eq!(e.field.as_deref(), Some("meta.x[1].c"), "{e}");
+        let e = error(&upsert("{}", r#"{"k":{"z":1,"z":1}}"#));
+        assert_eq!(e.field.as_deref(), Some("chunks[0].meta.k.z"), "{e}");
+        // The same key in two objects is no duplicate; values come through unchanged.
+        let parsed = parse_line(
+            upsert(
+                r#"{"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}}"#,
+                r#"{"k":1}"#,
+            )
+            .as_bytes(),
+            VersionKind::Number,
+        )
+        .unwrap();
+        let Op::Upsert(doc) = parsed.op else {
+            panic!("not an upsert")
+        };
+        assert_eq!(
+            doc.meta,
+            serde_json::json!({"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}})
+        );
+    }
+
+    /// Regression (issue 18, defect 5): a line under the line limit cost ~16 times its size
+    /// before it was refused. Counts, depth and metadata size stop the parse as soon as they
+    /// are passed, and everything parsed is charged against a budget of a small multiple of
+    /// the line's length.
+    #[test]
+    fn limits_are_enforced_while_parsing() {
+        let mut limits = Limits::default();
+        limits.max_chunks_per_document = 2;
+        limits.max_listing_ids = 3;
+        limits.max_dimension = 4;
+        limits.max_meta_bytes = 20;
+        limits.max_meta_depth = 3;
+        let parse = |line: &str| {
+            parse_line_with(line.as_bytes(), VersionKind::Number, &limits)
+                .expect_err("should be rejected")
+        };
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a"},{"text":"b"},{"text":"c"}]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("chunks"), "{e}");
+        assert!(e.message.contains("more than 2 chunks"), "{e}");
+        let e = parse(r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c","d"]}"#);
+        assert_eq!(e.field.as_deref(), Some("ids"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4,5]}]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("chunks[0].vector"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789abcdef"}}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
+        assert!(e.message.contains("the limit is 20"), "{e}");
+        let e = parse(
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":[[[[1]]]]}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
+        assert!(e.message.contains("nested too deeply"), "{e}");
+        // Exactly at each limit is accepted (the store's own counts: three levels, 20 bytes).
+        for line in [
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4]},{"text":"b"}],"meta":[[[1]]]}"#,
+            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789ab"}}"#,
+            r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c"]}"#,
+        ] {
+            assert!(
+                parse_line_with(line.as_bytes(), VersionKind::Number, &limits).is_ok(),
+                "{line}"
+            );
+        }
+        // Many tiny ids: refused for memory long before the parse is done, under the
+        // default limits.
+        let ids = vec![r#""a""#; 2_000_000].join(",");
+        let line = format!(r#"{{"op":"retain","source":"s","version":1,"ids":[{ids}]}}"#);
+        let e = error(&line);
+        assert!(e.message.contains("bytes of memory once parsed"), "{e}");
+        // Ordinary ids of the same total length are accepted, and their cost is within the
+        // budget.
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!(r#""docs/page-{i:06}.md""#))
+            .collect();
+        let line = format!(
+            r#"{{"op":"retain","source":"s","version":1,"ids":[{}]}}"#,
+            ids.join(",")
+        );
+        let parsed = parse_line(line.as_bytes(), VersionKind::Number).unwrap();
+        assert!(parsed.cost <= line.len() * PARSE_FACTOR + PARSE_ALLOWANCE);
+        assert!(
+            parsed.cost >= line.len(),
+            "{} for {}",
+            parsed.cost,
+            line.len()
+        );
+    }
+
+    /// Regression (issue 18, defect 6): a UTF-8 byte order mark made line 1 fail with a
+    /// message that did not mention it. It is accepted at the start of the input, and named
+    /// anywhere else.
+    #[test]
+    fn a_byte_order_mark_is_accepted_at_the_start() {
+        let input =
+            b"\xef\xbb\xbf{\"op\":\"delete\",\"source\":\"s\",\"id\":\"d\",\"version\":1}\n\xef\xbb\xbf{}\n"
+                .as_slice();
+        let mut reader = LineReader::new(input, 1 << 20);
+        let mut buf = Vec::new();
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        assert!(parse_line(&buf, VersionKind::Number).is_ok());
+        assert_eq!(
+            reader.read_line(&mut buf).unwrap(),
+            Some(ReadLine::Complete)
+        );
+        let e = parse_line(&buf, VersionKind::Number).unwrap_err();
+        assert!(e.message.contains("byte order mark"), "{e}");
+    }
+
     #[test]
     fn lines_are_bounded() {
         let input = b"short\r\n0123456789abcdef\nlast".as_slice();
@@ -815,5 +1371,33 @@ mod tests {
         );
         assert_eq!(buf, b"last");
         assert_eq!(reader.read_line(&mut buf).unwrap(), None);
+    }
+
+    /// The committed corpus of the `jsonl_line` fuzz target (`fuzz/corpus/jsonl_line`, and
+    /// any further folder in `RATCHET_FUZZ_CORPUS`), through the same harness in every
+    /// `cargo test`.
+    #[test]
+    fn the_jsonl_fuzz_corpus_replays() {
+        let mut dirs = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fuzz/corpus/jsonl_line"
+        ))];
+        if let Some(extra) = std::env::var_os("RATCHET_FUZZ_CORPUS") {
+            dirs.push(std::path::PathBuf::from(extra).join("jsonl_line"));
+        }
+        let mut replayed = 0;
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let data = std::fs::read(entry.path()).unwrap();
+                if let Err(broken) = fuzz_lines(&data) {
+                    panic!("{}: {broken}", entry.path().display());
+                }
+                replayed += 1;
+            }
+        }
+        assert!(replayed >= 10, "only {replayed} corpus files");
     }
 }

@@ -111,8 +111,21 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 /// Opens a store that must already exist (every command but `ingest`): a missing file is an
 /// error, never an empty new store.
-pub fn open_existing(path: &Path) -> Result<Store, OpenError> {
-    Store::open(path, Options::default().must_exist())
+pub fn open_existing(path: &Path) -> Result<Store, Failure> {
+    Store::open(path, Options::default().must_exist()).map_err(open_failure)
+}
+
+/// An open error in the command line's words (the library's advice names library calls).
+pub fn open_failure(error: OpenError) -> Failure {
+    match error {
+        OpenError::NotFound { path } => Failure(format!(
+            "no database at {}: check the path, or create one with `ratchet ingest --db {} DIR` \
+             (or `--jsonl FILE`)",
+            path.display(),
+            path.display()
+        )),
+        other => Failure(other.to_string()),
+    }
 }
 
 fn main() -> ExitCode {

@@ -8,6 +8,11 @@ use crate::Failure;
 use serde::Serialize;
 use std::io::{self, BufWriter, StdoutLock, Write};
 
+/// `n` and the noun, singular for one: "1 file", "2 files", "0 files".
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub struct Output {
     out: BufWriter<StdoutLock<'static>>,
     closed: bool,

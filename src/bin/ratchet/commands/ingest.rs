@@ -33,8 +33,12 @@ Folders (ratchet ingest --db PATH DIR…):
   Every .md, .markdown, .mdown, .txt and .text file under each DIR is one document: its id is
   its path relative to DIR, its source is DIR's name (or --source), its version is its
   modification time in microseconds. Other files are skipped and counted; hidden files and
-  folders (names starting with '.') are ignored. A file that cannot be read, or is not UTF-8,
-  is skipped and counted, and the run goes on (exit code 3). Each file is chunked
+  folders (names starting with '.') are ignored. A file that cannot be read, or that the store
+  refuses, is skipped and counted, and the run goes on (exit code 3). A file that is not UTF-8,
+  whose name is not UTF-8, that was modified before 1970, or that is not a regular file (a
+  FIFO, socket or device: never opened) is skipped with a warning (exit code 3 only with
+  --strict). A UTF-8 byte order mark is dropped. Every file's outcome, refusals and unchanged
+  files included, is counted by the store (`ratchet stats`). Each file is chunked
   (paragraph-aware, --chunk-size, --overlap), planned before any embedding (an unchanged
   file is not embedded at all; a changed one only for its changed chunks) and written
   through the version guard, so a file is never set back to older text.
@@ -43,9 +47,10 @@ Folders (ratchet ingest --db PATH DIR…):
   its version is the newest time among the documents that are gone (never later than the
   run's start; newer documents are kept): a file that turns up later with a modification time
   older than that is refused as deleted until you `touch` it.
-  Embedder: all-MiniLM-L6-v2 from --model DIR (or RATCHET_MODEL; needs a build with
-  --features minilm), else the built-in lexical hashing embedder. A store keeps the embedder
-  it was built with.
+  Embedder: a new store gets all-MiniLM-L6-v2 from --model DIR (or RATCHET_MODEL; needs a
+  build with --features minilm), else the built-in lexical hashing embedder. A store keeps the
+  embedder it was built with: later runs use it without --model (MiniLM's folder is found as
+  `search` finds it: --model, RATCHET_MODEL, then the installed model).
 
 JSONL (ratchet ingest --db PATH --jsonl FILE):
   {"op":"upsert","source":"s","id":"d","version":7,"chunks":[{"text":"…","vector":[0.1,…],"meta":{…}}],"meta":{…}}
@@ -56,7 +61,12 @@ Any line may add "version_kind": "number" | "timestamp_micros" | "ticket" (defau
 identical text. Unknown fields are rejected.
 
 A bad line is rejected alone (stderr: `line N: FIELD: problem`) and every other line is still
-applied; the exit code is then 3. Blank lines are ignored. Lines are applied in batches, one
+applied; the exit code is then 3. Limits are checked while a line is parsed: a key given twice
+(at any depth of "meta" too), more chunks, ids or dimensions than the store takes, metadata
+nested or sized past the store's limits, or a line whose parsed values would take more than 4
+times its length (plus 1 MiB) in memory, is rejected without being built whole. A UTF-8 byte
+order mark is accepted at the start of the input. A "ticket" version must have been issued by
+the store (Store::ticket). Blank lines are ignored. Lines are applied in batches, one
 transaction each (with --workers, through the concurrent writer: same outcomes, same report);
 a storage failure stops the run with exit code 1.
 
@@ -89,6 +99,11 @@ pub struct IngestArgs {
     /// Folders: also remove the documents of files that no longer exist.
     #[arg(long, conflicts_with = "jsonl")]
     sync: bool,
+    /// Folders: exit with code 3 also when files were skipped for what they are (not UTF-8,
+    /// a name that is not UTF-8, modified before 1970, not a regular file); without it
+    /// those are warnings.
+    #[arg(long, conflicts_with = "jsonl")]
+    strict: bool,
     /// Folders: the longest chunk, in characters.
     #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().max_chars as u32, conflicts_with = "jsonl",
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -137,6 +152,7 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
             dirs: args.dirs,
             source: args.source,
             sync: args.sync,
+            strict: args.strict,
             chunker: ChunkerOptions {
                 max_chars: args.chunk_size as usize,
                 overlap_chars: args.overlap,
@@ -262,7 +278,12 @@ fn read_in_batches(
             ReadLine::TooLong { bytes } => ingest.reject(line, too_long(bytes, max_line_bytes)),
             ReadLine::Complete if jsonl::is_blank(&buf) => ingest.blank(line),
             ReadLine::Complete => match jsonl::parse_line(&buf, default_kind) {
-                Ok(parsed) => ingest.push_op(line, parsed.header, parsed.op, buf.len()),
+                Ok(parsed) => {
+                    // A batch is bounded by what its operations take in memory, not only by
+                    // their lines' length.
+                    let bytes = buf.len().max(parsed.cost);
+                    ingest.push_op(line, parsed.header, parsed.op, bytes)
+                }
                 Err(error) => ingest.reject(line, error),
             },
         }
@@ -365,7 +386,17 @@ impl Ingest {
                 },
             }
         }
-        Ok(())
+        // The batch is committed and reported: its lines go out now, so that a consumer can
+        // acknowledge them upstream while the run goes on.
+        self.flush_report()
+    }
+
+    /// Writes out the report lines so far (each describes a committed outcome).
+    fn flush_report(&mut self) -> Result<(), Failure> {
+        match &mut self.report {
+            Some(report) => report.flush(),
+            None => Ok(()),
+        }
     }
 
     /// A storage failure: nothing of the batch was written, and the store refuses further

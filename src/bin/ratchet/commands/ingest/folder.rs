@@ -25,6 +25,7 @@
 //!   the version is the newest version among the stored documents the walk no longer finds
 //!   (ties go to the delete), and no listing is sent when nothing is gone.
 use crate::embedder;
+use crate::output::plural;
 use crate::progress::Progress;
 use crate::{exit, Failure};
 use crossbeam_channel::bounded;
@@ -52,6 +53,9 @@ pub struct FolderArgs {
     pub dirs: Vec<PathBuf>,
     pub source: Option<String>,
     pub sync: bool,
+    /// Files skipped for what they are (not UTF-8, a name that is not UTF-8, a time before
+    /// 1970, not a regular file) make the exit code 3, as unreadable ones always do.
+    pub strict: bool,
     pub chunker: ChunkerOptions,
     pub model: Option<PathBuf>,
     pub workers: Option<usize>,
@@ -104,6 +108,10 @@ mod skip {
     pub const UNREADABLE: &str = "unreadable";
     pub const NOT_UTF8: &str = "not UTF-8";
     pub const REJECTED: &str = "refused by the store";
+    /// A FIFO, socket or device (never opened: reading one can block forever).
+    pub const NOT_REGULAR: &str = "not a regular file";
+    /// A modification time before 1970 cannot be a version (versions count from 1970).
+    pub const BEFORE_1970: &str = "modified before 1970";
 }
 
 impl Tally {
@@ -129,17 +137,25 @@ impl Tally {
         self.chunks_removed += other.chunks_removed;
     }
 
-    /// Files that could not be indexed for a problem of the file itself (exit code 3).
-    fn unindexable(&self) -> u64 {
-        [
-            skip::UNREADABLE,
+    /// Files that could not be indexed for a problem of the file itself (exit code 3): ones
+    /// that could not be read or that the store refused, always; with `strict`, also ones
+    /// skipped for what they are (a warning otherwise, so that one such file in a folder
+    /// does not fail every `--sync` run).
+    fn unindexable(&self, strict: bool) -> u64 {
+        let always = [skip::UNREADABLE, skip::REJECTED];
+        let strict_only = [
             skip::NOT_UTF8,
             skip::NAME_NOT_UTF8,
-            skip::REJECTED,
-        ]
-        .iter()
-        .filter_map(|reason| self.skipped.get(reason))
-        .sum()
+            skip::NOT_REGULAR,
+            skip::BEFORE_1970,
+        ];
+        let count = |reasons: &[&str]| -> u64 {
+            reasons
+                .iter()
+                .filter_map(|reason| self.skipped.get(reason))
+                .sum()
+        };
+        count(&always) + if strict { count(&strict_only) } else { 0 }
     }
 }
 
@@ -202,13 +218,25 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     // Taken before the walk: see the module documentation.
     let run_start = Version::timestamp_micros(micros_since_epoch(SystemTime::now()));
     let roots = roots(&args.dirs, args.source.as_deref())?;
-    let model_dir = embedder::configured_model_dir(args.model.as_deref());
-    let embedder = embedder::for_ingest(model_dir.as_deref())?;
-    let store = embedder::open_store(&args.db, embedder.as_ref())?;
+    let (store, embedder) = embedder::for_folder_ingest(&args.db, args.model.as_deref())?;
     let counters_before = store.stats()?.counters;
 
     let mut tally = Tally::default();
     let walk = walk(&roots, &mut tally, &|line| eprintln!("{line}"));
+    for (index, root) in roots.iter().enumerate() {
+        if walk.present[index].is_empty() && walk.unlisted[index].is_none() {
+            eprintln!(
+                "warning: no Markdown or text files (.{}) under {}{}",
+                TEXT_EXTENSIONS.join(", ."),
+                root.path.display(),
+                if args.sync {
+                    "; --sync removes every document of its source"
+                } else {
+                    ": nothing to index"
+                }
+            );
+        }
+    }
     let progress = Progress::new("ingest", "files", walk.files.len() as u64);
     let sink = match args.workers {
         Some(_) => Sink::Writer(store.writer()),
@@ -284,7 +312,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     for line in summary.lines() {
         println!("{line}");
     }
-    Ok(if tally.unindexable() > 0 {
+    Ok(if tally.unindexable(args.strict) > 0 {
         exit::lines_rejected()
     } else {
         exit::ok()
@@ -465,6 +493,16 @@ fn walk(roots: &[Root], tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
                 tally.skip(skip::NOT_TEXT);
                 continue;
             }
+            // Only regular files: a FIFO would block the open forever, with the database
+            // locked. (A link is checked when it is read, on the open file: `read_file`.)
+            if !entry.file_type().is_file() && !entry.path_is_symlink() {
+                warn(format!(
+                    "warning: skipped {}: not a regular file (a FIFO, socket or device)",
+                    entry.path().display()
+                ));
+                tally.skip(skip::NOT_REGULAR);
+                continue;
+            }
             let Some(id) = document_id(&root.path, entry.path()) else {
                 warn(format!(
                     "warning: skipped {}: its name is not UTF-8, so it cannot be a document id",
@@ -510,19 +548,65 @@ enum Loaded {
     Skipped(&'static str, String),
 }
 
+/// Opens a file without ever blocking: with `O_NONBLOCK`, an open of a FIFO returns at once
+/// (the walk skips them, but one may replace a file between the walk and the read).
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// What reading one file found.
+enum FileRead {
+    Text(SystemTime, Vec<u8>),
+    NotRegular,
+}
+
+/// The file's modification time (first: see the module documentation) and bytes, from one
+/// open file, never blocking on one that is not regular.
+fn read_file(path: &Path) -> std::io::Result<FileRead> {
+    use std::io::Read;
+    let mut file = open_nonblocking(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(FileRead::NotRegular);
+    }
+    let modified = meta.modified()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 26));
+    file.read_to_end(&mut bytes)?;
+    Ok(FileRead::Text(modified, bytes))
+}
+
 fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure> {
     let path = job.path.display();
-    // The time first: see the module documentation.
-    let modified = std::fs::metadata(&job.path).and_then(|m| m.modified());
-    let bytes = modified.and_then(|modified| Ok((modified, std::fs::read(&job.path)?)));
-    let (modified, bytes) = match bytes {
-        Ok(read) => read,
+    let (modified, bytes) = match read_file(&job.path) {
+        Ok(FileRead::Text(modified, bytes)) => (modified, bytes),
+        Ok(FileRead::NotRegular) => {
+            return Ok(Loaded::Skipped(
+                skip::NOT_REGULAR,
+                format!("warning: skipped {path}: not a regular file (a FIFO, socket or device)"),
+            ))
+        }
         Err(error) => {
             return Ok(Loaded::Skipped(
                 skip::UNREADABLE,
                 format!("warning: cannot read {path}: {error}; skipped (check that it exists and its permissions)"),
             ))
         }
+    };
+    let Ok(since_epoch) = modified.duration_since(UNIX_EPOCH) else {
+        return Ok(Loaded::Skipped(
+            skip::BEFORE_1970,
+            format!(
+                "warning: {path} was last modified before 1970, and its modification time is \
+                 its version (microseconds since 1970); `touch` it to index it; skipped"
+            ),
+        ));
     };
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
@@ -540,7 +624,7 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure
     let mut document = Document::new(
         context.roots[job.root].source.clone(),
         job.id.clone(),
-        Version::timestamp_micros(micros_since_epoch(modified)),
+        Version::timestamp_micros(u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX)),
     );
     for chunk in chunk_text(text, &context.chunker) {
         document.chunks.push(Chunk::without_vector(chunk));
@@ -574,19 +658,19 @@ fn process_batch(files: &[FileJob], context: &Context<'_>) -> Result<Tally, Fail
                 context.progress.println(&warning);
                 tally.skip(reason);
             }
-            Loaded::Planned(planned) => match &planned.action {
-                PlannedAction::Skip {
-                    reason: SkipReason::Duplicate,
-                    ..
-                } => tally.unchanged += 1,
-                PlannedAction::Skip { reason, .. } => {
-                    *tally.refused.entry(reason.as_str()).or_default() += 1
-                }
-                _ => {
+            // Every planned file goes to the store, refusals too: the guard refuses them again
+            // (a plan is no promise) and counts them, so the store's counters and skip log
+            // say why, as they do for --jsonl. A refusal needs no vector.
+            Loaded::Planned(planned) => {
+                if matches!(planned.action, PlannedAction::Skip { .. }) {
+                    let mut planned = planned;
+                    planned.to_embed.clear();
+                    writes.push(*planned);
+                } else {
                     waiting_texts += planned.to_embed.len();
                     writes.push(*planned);
                 }
-            },
+            }
         }
         if waiting_texts >= BATCH_CHUNKS_TO_EMBED {
             embed_and_write(std::mem::take(&mut writes), context, &mut tally)?;
@@ -850,13 +934,19 @@ impl Summary<'_> {
         row("chunks removed", t.chunks_removed, String::new());
         lines.push(format!("  {:<22}{:>7.2}s", "elapsed", self.elapsed_s));
         for (reason, n) in &t.refused {
+            let one = *n == 1;
+            let (is, was, them) = if one {
+                ("is", "was", "it")
+            } else {
+                ("are", "were", "them")
+            };
             let hint = match *reason {
-                "older" => "are older than what the store holds (a file restored from a backup keeps its old modification time): `touch` them to index them",
-                "tombstoned" => "were deleted from the store at a time after their modification time (by an earlier --sync): `touch` them to index them again",
-                "conflict" => "changed without a new modification time (did --chunk-size or --overlap change since the last run?); the store will not pick one of two contents with one version: use the same settings, or `touch` the files",
+                "older" => format!("{is} older than what the store holds (a file restored from a backup keeps its old modification time): `touch` {them} to index {them}"),
+                "tombstoned" => format!("{was} deleted from the store at a time after {} modification time (by an earlier --sync): `touch` {them} to index {them} again", if one { "its" } else { "their" }),
+                "conflict" => format!("changed without a new modification time (did --chunk-size or --overlap change since the last run?); the store will not pick one of two contents with one version: use the same settings, or `touch` {}", if one { "the file" } else { "the files" }),
                 _ => continue,
             };
-            lines.push(format!("note: {n} files {hint}"));
+            lines.push(format!("note: {} {hint}", plural(*n, "file", "files")));
         }
         lines
     }

@@ -204,11 +204,11 @@ pub(super) fn run(
         });
 
         // The reporter: input order, each line once its outcome is committed.
-        for Done {
+        while let Ok(Done {
             line,
             bytes,
             submitted,
-        } in done
+        }) = done.recv()
         {
             ingest.progress.inc(1);
             let reported = match submitted {
@@ -232,6 +232,15 @@ pub(super) fn run(
                     }
                 }
             };
+            // Nothing more is ready: what was reported goes out now, so that a consumer can
+            // acknowledge it upstream while the run goes on.
+            let reported = reported.and_then(|()| {
+                if done.is_empty() {
+                    ingest.flush_report()
+                } else {
+                    Ok(())
+                }
+            });
             if let Err(Failure(message)) = reported {
                 stop.store(true, Ordering::SeqCst);
                 fatal.get_or_insert(message);
