@@ -15,7 +15,7 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(&args.db.db)?;
+    let store = open_existing(&args.db)?;
     let report = store.verify()?;
     let mut out = Output::stdout();
     let checked = format!(

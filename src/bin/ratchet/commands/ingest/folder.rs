@@ -49,6 +49,8 @@ const BATCH_CHUNKS_TO_EMBED: usize = 256;
 /// What `ingest` passes in.
 pub struct FolderArgs {
     pub db: PathBuf,
+    /// `--wait`: how long to wait for another writer's lock.
+    pub wait: std::time::Duration,
     pub dirs: Vec<PathBuf>,
     pub source: Option<String>,
     pub sync: bool,
@@ -204,7 +206,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     let roots = roots(&args.dirs, args.source.as_deref())?;
     let model_dir = embedder::configured_model_dir(args.model.as_deref());
     let embedder = embedder::for_ingest(model_dir.as_deref())?;
-    let store = embedder::open_store(&args.db, embedder.as_ref())?;
+    let store = embedder::open_store(&args.db, embedder.as_ref(), args.wait)?;
     let counters_before = store.stats()?.counters;
 
     let mut tally = Tally::default();
