@@ -28,12 +28,19 @@ impl InputError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// Another process (or another `Store` in this process) holds a lock that excludes this
-    /// open: a writer when this one would write (one writer at a time), or a writer that
-    /// opened the file exclusively ([`Options::allow_readers`](crate::Options::allow_readers)
-    /// off, or [`Durability::None`](crate::Durability::None)) when this one would read.
-    #[error("the database {path} is locked by another process writing to it (or another Store in this one): one writer at a time; wait for it (`--wait SECONDS`, Options::wait_for_lock), or read it beside the writer with Store::open_read_only (the read commands do)")]
+    /// Another process (or another `Store` in this process) is writing the file, and this
+    /// open would write too: one writer at a time.
+    #[error("the database {path} is open in another process that writes it (or in another Store in this one): one writer at a time; wait for it (`--wait SECONDS`, Options::wait_for_lock), or read it beside the writer with Store::open_read_only (the read commands do)")]
     Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A read-only open found the file held exclusively by a writer that lets no reader in
+    /// ([`Options::allow_readers`](crate::Options::allow_readers) off, or
+    /// [`Durability::None`](crate::Durability::None), or a ratchetdb build from before
+    /// readers were let in).
+    #[error("the database {path} is open in another process that writes it exclusively, letting no reader in (Options::allow_readers(false), Durability::None, or an older ratchetdb); wait for it to close (`--wait SECONDS`, Options::wait_for_lock)")]
+    HeldExclusively {
         /// The file.
         path: PathBuf,
     },

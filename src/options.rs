@@ -215,7 +215,8 @@ pub struct Options {
     /// How long opening waits for another process's lock on the file (a writer, when this
     /// opens for writing; an exclusive writer, or a crashed writer's file that no writer
     /// has recovered yet, when it opens read-only) before it gives up with
-    /// [`OpenError::Locked`](crate::OpenError::Locked) or
+    /// [`OpenError::Locked`](crate::OpenError::Locked),
+    /// [`OpenError::HeldExclusively`](crate::OpenError::HeldExclusively) or
     /// [`OpenError::NeedsRecovery`](crate::OpenError::NeedsRecovery). Default zero: fail
     /// at once.
     #[serde(default)]

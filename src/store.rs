@@ -484,7 +484,7 @@ impl Store {
     /// ([`OpenError::Empty`]), one of an older schema ([`OpenError::NeedsConversion`]), one
     /// a crashed writer left and no writer has recovered yet
     /// ([`OpenError::NeedsRecovery`]), and one a writer holds exclusively
-    /// ([`OpenError::Locked`]); the last two are retried for up to
+    /// ([`OpenError::HeldExclusively`]); the last two are retried for up to
     /// [`Options::wait_for_lock`]. Of the options, `dimension`, `metric` and `model` are
     /// checked against the file, `cache_size` and `wait_for_lock` apply, and the rest (which
     /// are about writing) are ignored.
@@ -499,7 +499,7 @@ impl Store {
             |e| {
                 matches!(
                     e,
-                    OpenError::Locked { .. } | OpenError::NeedsRecovery { .. }
+                    OpenError::HeldExclusively { .. } | OpenError::NeedsRecovery { .. }
                 )
             },
             || Store::open_read_only_once(path, options.clone()),
@@ -527,6 +527,9 @@ impl Store {
             .open_read_only(path)
             .map_err(|e| match e {
                 redb::DatabaseError::RepairAborted => OpenError::NeedsRecovery {
+                    path: path.to_path_buf(),
+                },
+                redb::DatabaseError::DatabaseAlreadyOpen => OpenError::HeldExclusively {
                     path: path.to_path_buf(),
                 },
                 e => open_error(path, e),

@@ -1,9 +1,9 @@
 //! One process writes a file at a time: a second writer is refused at once with
 //! `OpenError::Locked` (a message saying what to do), or waits for up to
 //! `Options::wait_for_lock` / `ratchet ingest --wait SECONDS` and takes over when the first
-//! closes. Readers open beside a writer that lets them in (the default), and are refused,
-//! or wait, beside one that holds the file exclusively (`allow_readers(false)`, or
-//! `Durability::None`, whose commits redb cannot share).
+//! closes. Readers open beside a writer that lets them in (the default), and are refused
+//! (`OpenError::HeldExclusively`), or wait, beside one that holds the file exclusively
+//! (`allow_readers(false)`, or `Durability::None`, whose commits redb cannot share).
 
 mod common;
 
@@ -87,7 +87,10 @@ fn an_exclusive_writer_keeps_readers_out_until_it_closes() {
             .unwrap();
         writer.sync().unwrap();
         assert!(
-            matches!(Store::open_read_only(&path), Err(OpenError::Locked { .. })),
+            matches!(
+                Store::open_read_only(&path),
+                Err(OpenError::HeldExclusively { .. })
+            ),
             "{options:?}"
         );
         let waiting = {
@@ -125,7 +128,7 @@ fn ingest_refuses_a_second_writer_or_waits_with_the_wait_flag() {
     );
     assert_eq!(run.code, Some(1), "stderr: {}", run.stderr);
     assert!(
-        run.stderr.contains("locked") && run.stderr.contains("--wait"),
+        run.stderr.contains("open in another process") && run.stderr.contains("--wait"),
         "{}",
         run.stderr
     );
