@@ -28,11 +28,58 @@ impl InputError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// Another process (or another `Store` in this process) has the file open.
-    #[error("the database {path} is open in another process (or another Store in this one); close it and retry")]
+    /// Another process (or another `Store` in this process) is writing the file, and this
+    /// open would write too: one writer at a time.
+    #[error("the database {path} is open in another process that writes it (or in another Store in this one): one writer at a time; wait for it (`--wait SECONDS`, Options::wait_for_lock), or read it beside the writer with Store::open_read_only (the read commands do)")]
     Locked {
         /// The file.
         path: PathBuf,
+    },
+    /// A read-only open found the file held exclusively by a writer that lets no reader in
+    /// ([`Options::allow_readers`](crate::Options::allow_readers) off, or
+    /// [`Durability::None`](crate::Durability::None), or a ratchetdb build from before
+    /// readers were let in).
+    #[error("the database {path} is open in another process that writes it exclusively, letting no reader in (Options::allow_readers(false), Durability::None, or an older ratchetdb); wait for it to close (`--wait SECONDS`, Options::wait_for_lock)")]
+    HeldExclusively {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A read-only open found an empty file: a store is never empty (creating one writes
+    /// its tables), so this is a file some other program made, or a creation that never
+    /// started. Nothing was written to it.
+    #[error("{path} is an empty file, not a ratchetdb store; check the path, or make a store there with `ratchet ingest --db` (Store::open), which writes into an empty file")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A read-only open found a file its last writer left without closing it (the process
+    /// crashed or was killed), and no writer has it open to recover it. Recovery writes to
+    /// the file, which a read-only open never does. (Readers that opened before the crash
+    /// keep reading the last commit.)
+    #[error("{path} was left by a writer that stopped without closing it (a crash or kill), and no writer has it open now; a read-only open cannot recover it: open it for writing once (any `ratchet ingest --db`, or Store::open), which recovers every acknowledged write, then read it")]
+    NeedsRecovery {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A read-only open found a file of an older schema that this build converts when it
+    /// opens it for writing; a read-only open never converts.
+    #[error("{path} has schema version {found}, written by an older ratchetdb; this build converts it to schema {supported} when it opens it for writing (any `ratchet ingest --db`, or Store::open, after a backup copy) but a read-only open never writes: convert it once, or read it with the build that wrote it")]
+    NeedsConversion {
+        /// The file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// Opening for writing was refused by the file system: the file or its directory is
+    /// read-only (permissions, or a read-only mount).
+    #[error("{path} cannot be opened for writing ({detail}); to read it, open it read-only (Store::open_read_only; `ratchet search`, `stats`, `export` and `verify` do)")]
+    NotWritable {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        detail: String,
     },
     /// The file does not exist and the options do not allow creating it.
     #[error("no database at {path}; use Store::create, or `ratchet ingest` to make one")]
@@ -191,6 +238,13 @@ pub enum WriteError {
     BatchFailed {
         /// The batch's error.
         cause: String,
+    },
+    /// The store was opened read-only ([`Store::open_read_only`](crate::Store::open_read_only));
+    /// nothing was written.
+    #[error("the store {path} was opened read-only; open it with Store::open to write")]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
     },
     /// The concurrent writer has shut down.
     #[error("the writer has shut down")]

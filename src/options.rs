@@ -3,6 +3,7 @@
 use crate::guard::ConflictPolicy;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// How vectors are compared. Fixed per store when it is created.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -195,6 +196,35 @@ pub struct Options {
     /// every written page is written out as soon as redb lets go of it.
     #[serde(default = "default_cache_size")]
     pub cache_size: usize,
+    /// Let other processes read the file while this store writes it. Default `true`.
+    ///
+    /// A store opened for writing with this set (and [`Durability::Immediate`]) opens the
+    /// file in redb's `ConcurrencyMode::SingleWriter`: one process writes, and any number of
+    /// processes open it with [`Store::open_read_only`](crate::Store::open_read_only) and
+    /// follow its commits. A second writer is refused with
+    /// [`OpenError::Locked`](crate::OpenError::Locked) (or waits, see
+    /// [`Options::wait_for_lock`]). In this mode redb commits in two phases (the pages a
+    /// commit names are on disk before the header that publishes it, so a reader never
+    /// follows a header to pages not yet written) and every commit is durable.
+    ///
+    /// `false`, or [`Durability::None`] (a commit held only in this process's memory cannot
+    /// be shared: redb refuses non-durable commits in the shared modes), opens the file
+    /// exclusively, as before: no other process may open it, not even to read.
+    #[serde(default = "default_allow_readers")]
+    pub allow_readers: bool,
+    /// How long opening waits for another process's lock on the file (a writer, when this
+    /// opens for writing; an exclusive writer, or a crashed writer's file that no writer
+    /// has recovered yet, when it opens read-only) before it gives up with
+    /// [`OpenError::Locked`](crate::OpenError::Locked),
+    /// [`OpenError::HeldExclusively`](crate::OpenError::HeldExclusively) or
+    /// [`OpenError::NeedsRecovery`](crate::OpenError::NeedsRecovery). Default zero: fail
+    /// at once.
+    #[serde(default)]
+    pub wait_for_lock: Duration,
+}
+
+fn default_allow_readers() -> bool {
+    true
 }
 
 /// The default of [`Options::cache_size`]: 64 MiB.
@@ -217,6 +247,8 @@ impl Default for Options {
             create_if_missing: true,
             check_integrity_on_open: false,
             cache_size: DEFAULT_CACHE_SIZE,
+            allow_readers: default_allow_readers(),
+            wait_for_lock: Duration::ZERO,
         }
     }
 }
@@ -269,6 +301,26 @@ impl Options {
     pub fn cache_size(mut self, bytes: usize) -> Options {
         self.cache_size = bytes;
         self
+    }
+
+    /// Whether other processes may read the file while this store writes it (see
+    /// [`Options::allow_readers`]).
+    pub fn allow_readers(mut self, allowed: bool) -> Options {
+        self.allow_readers = allowed;
+        self
+    }
+
+    /// How long opening waits for another process's lock (see [`Options::wait_for_lock`]).
+    pub fn wait_for_lock(mut self, wait: Duration) -> Options {
+        self.wait_for_lock = wait;
+        self
+    }
+
+    /// Whether a store opened for writing with these options shares the file with reader
+    /// processes (redb's `SingleWriter` mode): [`Options::allow_readers`] and a durability
+    /// that every commit makes durable.
+    pub(crate) fn shares_file(&self) -> bool {
+        self.allow_readers && self.durability == Durability::Immediate
     }
 
     /// Refuses to create a missing file.

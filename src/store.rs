@@ -15,13 +15,16 @@ use crate::verify::VerifyReport;
 use crate::version::Version;
 use crate::write::{is_op_error, Batch, BatchEffects, BatchSettings};
 use parking_lot::{Mutex, RwLock};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use redb::{
+    ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
+    TableHandle,
+};
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::Weak;
+use std::sync::{OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// How many tickets one durable commit reserves. After a crash the next block starts above
@@ -106,12 +109,42 @@ impl Background {
     }
 }
 
+/// The redb handle: a writer's, or a read-only one that follows another process's commits.
+enum Db {
+    Writable(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+
+    /// The writer's database; a read-only store has none (`None`).
+    fn writable(&self) -> Option<&Database> {
+        match self {
+            Db::Writable(db) => Some(db),
+            Db::ReadOnly(_) => None,
+        }
+    }
+}
+
 struct Inner {
-    db: Database,
+    db: Db,
     path: PathBuf,
     options: Options,
     metric: Metric,
-    model: Option<String>,
+    /// Recorded once; a read-only store learns it from the file if a writer records it
+    /// after the open.
+    model: OnceLock<String>,
+    /// Opened with [`Store::open_read_only`]: nothing is ever written.
+    read_only: bool,
+    /// Other processes may have the file open (redb's `SingleWriter` mode), so every commit
+    /// must be durable.
+    shared: bool,
     dimension: RwLock<Option<usize>>,
     tickets: Mutex<Tickets>,
     /// The highest ticket this store may have issued (across restarts: the persisted high
@@ -399,45 +432,135 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
 }
 
 impl Store {
-    /// Opens the store at `path`, creating it if it does not exist (unless
+    /// Opens the store at `path` for writing, creating it if it does not exist (unless
     /// [`Options::must_exist`]). The options must agree with what the store recorded when it
     /// was created (dimension, metric, model); what they leave `None` is taken from the file.
+    ///
+    /// One process writes a file at a time: while this store is open, another writer is
+    /// refused with [`OpenError::Locked`] (after waiting up to [`Options::wait_for_lock`]).
+    /// With [`Options::allow_readers`] (the default), other processes may meanwhile open the
+    /// file with [`Store::open_read_only`] and follow its commits.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
         crate::contain::contain(
             |detail| contained_at_open(path, detail),
-            || Store::open_uncontained(path, options),
+            || {
+                check_options(&options)?;
+                with_lock_wait(
+                    options.wait_for_lock,
+                    |e| matches!(e, OpenError::Locked { .. }),
+                    || {
+                        Store::open_writable(path, options.clone())
+                            .map_err(|e| not_writable(path, e))
+                    },
+                )
+            },
         )
     }
 
-    fn open_uncontained(path: &Path, options: Options) -> Result<Store, OpenError> {
+    fn open_writable(path: &Path, options: Options) -> Result<Store, OpenError> {
         let exists = path.exists();
         if !exists && !options.create_if_missing {
             return Err(OpenError::NotFound {
                 path: path.to_path_buf(),
             });
         }
-        if let Some(model) = &options.model {
-            check_name("model", model, &options.limits)?;
-        }
-        if let Some(dimension) = options.dimension {
-            if dimension == 0 || dimension > options.limits.max_dimension {
-                return Err(InputError::new(
-                    "dimension",
-                    format!("must be between 1 and {}", options.limits.max_dimension),
-                )
-                .into());
-            }
-        }
         if !exists {
             create_atomically(path, &options)?;
         }
+        let shared = options.shares_file();
         let db = Database::builder()
             .set_check_integrity_on_open(options.check_integrity_on_open)
             .set_cache_size(options.cache_size)
+            .set_concurrency_mode(if shared {
+                ConcurrencyMode::SingleWriter
+            } else {
+                ConcurrencyMode::ExclusiveWriter
+            })
             .create(path)
             .map_err(|e| open_error(path, e))?;
-        Store::from_database(db, path, true, options)
+        Store::from_database(Db::Writable(db), path, true, shared, options)
+    }
+
+    /// Opens an existing store read-only, with default options (see
+    /// [`Store::open_read_only_with`]).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store, OpenError> {
+        Store::open_read_only_with(path, Options::default())
+    }
+
+    /// Opens an existing store read-only: nothing is ever written to the file (no
+    /// creation, conversion, recovery, recorded dimension or model, persisted graph; its
+    /// bytes and modification time stay as they are), so it works on a file or mount that
+    /// is read-only. Every write returns [`WriteError::ReadOnly`].
+    ///
+    /// Any number of read-only stores, in any number of processes, may have the file open
+    /// while one process writes it (a writer opened with [`Options::allow_readers`], the
+    /// default). Each snapshot, search, `get`, `stats` or `verify` reads the writer's last
+    /// commit at the moment it starts; the vector index follows the writer's commits by the
+    /// changelog, in commit order, as the writer's own index does (a search brings it up to
+    /// its own snapshot first), and a background thread keeps it close behind (it looks for
+    /// new commits every 20 ms).
+    ///
+    /// Refused: a missing file ([`OpenError::NotFound`]), an empty one
+    /// ([`OpenError::Empty`]), one of an older schema ([`OpenError::NeedsConversion`]), one
+    /// a crashed writer left and no writer has recovered yet
+    /// ([`OpenError::NeedsRecovery`]), and one a writer holds exclusively
+    /// ([`OpenError::HeldExclusively`]); the last two are retried for up to
+    /// [`Options::wait_for_lock`]. Of the options, `dimension`, `metric` and `model` are
+    /// checked against the file, `cache_size` and `wait_for_lock` apply, and the rest (which
+    /// are about writing) are ignored.
+    pub fn open_read_only_with(
+        path: impl AsRef<Path>,
+        options: Options,
+    ) -> Result<Store, OpenError> {
+        let path = path.as_ref();
+        check_options(&options)?;
+        crate::contain::contain(
+            |detail| contained_at_open(path, detail),
+            || {
+                with_lock_wait(
+                    options.wait_for_lock,
+                    |e| {
+                        matches!(
+                            e,
+                            OpenError::HeldExclusively { .. } | OpenError::NeedsRecovery { .. }
+                        )
+                    },
+                    || Store::open_read_only_once(path, options.clone()),
+                )
+            },
+        )
+    }
+
+    fn open_read_only_once(path: &Path, options: Options) -> Result<Store, OpenError> {
+        let len = match std::fs::metadata(path) {
+            Ok(meta) => meta.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(OpenError::NotFound {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(open_error(path, redb::Error::Io(e))),
+        };
+        if len == 0 {
+            return Err(OpenError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        let db = Database::builder()
+            .set_cache_size(options.cache_size)
+            .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+            .open_read_only(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::RepairAborted => OpenError::NeedsRecovery {
+                    path: path.to_path_buf(),
+                },
+                redb::DatabaseError::DatabaseAlreadyOpen => OpenError::HeldExclusively {
+                    path: path.to_path_buf(),
+                },
+                e => open_error(path, e),
+            })?;
+        Store::from_database(Db::ReadOnly(db), path, true, false, options)
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there.
@@ -469,16 +592,18 @@ impl Store {
                     .set_cache_size(options.cache_size)
                     .create_with_backend(backend)
                     .map_err(|e| open_error(&path, e))?;
-                Store::from_database(db, &path, false, options)
+                Store::from_database(Db::Writable(db), &path, false, false, options)
             },
         )
     }
 
-    /// `is_file`: `path` names the database's file (not a caller-supplied backend).
+    /// `is_file`: `path` names the database's file (not a caller-supplied backend);
+    /// `shared`: the writer opened it in redb's `SingleWriter` mode.
     fn from_database(
-        db: Database,
+        db: Db,
         path: &Path,
         is_file: bool,
+        shared: bool,
         options: Options,
     ) -> Result<Store, OpenError> {
         let err = |e: redb::Error| open_error(path, e);
@@ -508,7 +633,18 @@ impl Store {
             }
         };
         if is_new {
-            initialise(&db, &options).map_err(err)?;
+            match db.writable() {
+                Some(writable) => initialise(writable, &options).map_err(err)?,
+                // Creating a store commits its tables before the file gets its name, so a
+                // store never lacks them; a read-only open does not add them.
+                None => {
+                    return Err(OpenError::NotAStore {
+                        path: path.to_path_buf(),
+                        detail: "it is a redb file without any tables (no ratchetdb store)"
+                            .to_string(),
+                    })
+                }
+            }
         }
 
         let txn = db.begin_read().map_err(|e| err(e.into()))?;
@@ -609,17 +745,25 @@ impl Store {
         drop(meta);
         drop(txn);
         if let Some(version) = convert_from {
+            let Some(writable) = db.writable() else {
+                return Err(OpenError::NeedsConversion {
+                    path: path.to_path_buf(),
+                    found: version,
+                    supported: schema::SCHEMA_VERSION,
+                });
+            };
             if is_file {
                 backup_before_conversion(path, version)?;
             }
-            convert(&db, path, version, stored_dimension)?;
+            convert(writable, path, version, stored_dimension)?;
         }
 
-        // Record what the options add to what the file knew.
+        // Record what the options add to what the file knew (a read-only store does not:
+        // it only checked them against what is recorded).
         let record_dimension = stored_dimension.is_none() && options.dimension.is_some();
         let record_model = stored_model.is_none() && options.model.is_some();
-        if record_dimension || record_model {
-            let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+        if let (true, Some(writable)) = (record_dimension || record_model, db.writable()) {
+            let mut txn = writable.begin_write().map_err(|e| err(e.into()))?;
             txn.set_durability(redb::Durability::Immediate)
                 .map_err(|e| err(e.into()))?;
             {
@@ -638,8 +782,19 @@ impl Store {
             }
             txn.commit().map_err(|e| err(e.into()))?;
         }
-        let model = stored_model.or_else(|| options.model.clone());
-        let dimension = stored_dimension.or(options.dimension);
+        let read_only = db.writable().is_none();
+        let (model, dimension) = if read_only {
+            (stored_model, stored_dimension)
+        } else {
+            (
+                stored_model.or_else(|| options.model.clone()),
+                stored_dimension.or(options.dimension),
+            )
+        };
+        let model_cell = OnceLock::new();
+        if let Some(model) = model {
+            let _ = model_cell.set(model);
+        }
         let gate = Arc::new(Gate::default());
         let store = Store {
             _handle: Some(Arc::new(Handle { gate: gate.clone() })),
@@ -648,7 +803,9 @@ impl Store {
                 db,
                 path: path.to_path_buf(),
                 metric: stored_metric,
-                model,
+                model: model_cell,
+                read_only,
+                shared,
                 dimension: RwLock::new(dimension),
                 tickets: Mutex::new(Tickets {
                     next: high_water,
@@ -665,6 +822,9 @@ impl Store {
             }),
         };
         store.start_index();
+        if read_only {
+            store.start_follower();
+        }
         Ok(store)
     }
 
@@ -685,7 +845,22 @@ impl Store {
 
     /// The embedding model's name, if one was recorded.
     pub fn model(&self) -> Option<&str> {
-        self.inner.model.as_deref()
+        self.inner.model.get().map(String::as_str)
+    }
+
+    /// Whether this store was opened with [`Store::open_read_only`] (it never writes).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    /// The writer's database, or [`WriteError::ReadOnly`] for a read-only store.
+    fn writable(&self) -> Result<&Database, WriteError> {
+        self.inner
+            .db
+            .writable()
+            .ok_or_else(|| WriteError::ReadOnly {
+                path: self.inner.path.clone(),
+            })
     }
 
     /// The options the store was opened with.
@@ -739,7 +914,14 @@ impl Store {
         ops: impl IntoIterator<Item = O>,
         durability: Durability,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        self.writable()?;
         self.check_poisoned()?;
+        // Where other processes read the file, redb shares only durable commits.
+        let durability = if self.inner.shared {
+            Durability::Immediate
+        } else {
+            durability
+        };
         let result = crate::contain::contain(WriteError::contained, || {
             self.run_batch_unpoisoned(ops, durability)
         });
@@ -756,7 +938,10 @@ impl Store {
         ops: impl IntoIterator<Item = O>,
         durability: Durability,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
-        let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+        let mut txn = self
+            .writable()?
+            .begin_write()
+            .map_err(WriteError::storage)?;
         txn.set_durability(match durability {
             Durability::Immediate => redb::Durability::Immediate,
             Durability::None => redb::Durability::None,
@@ -793,7 +978,8 @@ impl Store {
         // A batch that only refused writes changed nothing but counters and the skip log:
         // the documents it was decided against are already durable, so it needs no fsync.
         // Its counts become durable with the next durable commit (a crash may lose them).
-        if results.iter().all(refused_only) {
+        // (Not where other processes read the file: redb refuses non-durable commits there.)
+        if !self.inner.shared && results.iter().all(refused_only) {
             txn.set_durability(redb::Durability::None)
                 .map_err(WriteError::storage)?;
         }
@@ -886,9 +1072,10 @@ impl Store {
     /// only below a version older than anything that can still be delivered.
     pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
         check_name("source", source, &self.inner.options.limits)?;
+        let db = self.writable()?;
         self.check_poisoned()?;
         let result = crate::contain::contain(WriteError::contained, || {
-            let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+            let mut txn = db.begin_write().map_err(WriteError::storage)?;
             txn.set_durability(redb::Durability::Immediate)
                 .map_err(WriteError::storage)?;
             let settings = BatchSettings {
@@ -955,9 +1142,10 @@ impl Store {
 
     /// Makes every write so far durable (needed only with [`Durability::None`]).
     pub fn sync(&self) -> Result<(), WriteError> {
+        let db = self.writable()?;
         self.check_poisoned()?;
         let result = (|| {
-            let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+            let mut txn = db.begin_write().map_err(WriteError::storage)?;
             txn.set_durability(redb::Durability::Immediate)
                 .map_err(WriteError::storage)?;
             txn.commit().map_err(WriteError::storage)
@@ -973,12 +1161,13 @@ impl Store {
     /// let every retry carry it unchanged (failure F12). Tickets are reserved in blocks, so
     /// a ticket costs no fsync; a crash skips the rest of a block.
     pub fn ticket(&self) -> Result<Version, WriteError> {
+        let db = self.writable()?;
         let mut tickets = self.inner.tickets.lock();
         if tickets.next >= tickets.reserved_until {
             self.check_poisoned()?;
             let until = tickets.reserved_until + TICKET_BLOCK;
             let result = (|| {
-                let mut txn = self.inner.db.begin_write().map_err(WriteError::storage)?;
+                let mut txn = db.begin_write().map_err(WriteError::storage)?;
                 txn.set_durability(redb::Durability::Immediate)
                     .map_err(WriteError::storage)?;
                 {
@@ -1238,6 +1427,10 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        if self.inner.read_only && self.dimension().is_none() {
+            // The writer may have fixed it since this store opened.
+            drop(self.snapshot()?);
+        }
         let query = crate::search::prepare_query(
             query,
             self.inner.metric,
@@ -1344,7 +1537,7 @@ impl Store {
                     &snapshot,
                     dimension,
                     self.inner.metric,
-                    scratch_dir(&self.inner.path),
+                    self.scratch(),
                 )?);
                 self.inner.loader_started.store(true, Ordering::SeqCst);
                 // The background loader may have published one meanwhile: use that.
@@ -1390,13 +1583,85 @@ impl Store {
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
         crate::contain::contain(ReadError::contained, || {
             let txn = self.inner.db.begin_read().map_err(ReadError::storage)?;
+            if self.inner.read_only {
+                self.learn_recorded(&txn)?;
+            }
             Snapshot::new(
                 txn,
                 self.inner.metric,
                 self.dimension(),
-                self.inner.model.clone(),
+                self.model().map(str::to_owned),
             )
         })
+    }
+
+    /// A read-only store: takes the dimension and model from `txn` if the writer recorded
+    /// them after this store opened (each is recorded once and never changes), and starts
+    /// loading the index once the dimension is known.
+    fn learn_recorded(&self, txn: &redb::ReadTransaction) -> Result<(), ReadError> {
+        if self.dimension().is_some() && self.inner.model.get().is_some() {
+            return Ok(());
+        }
+        let meta = txn.open_table(META).map_err(ReadError::storage)?;
+        if self.inner.model.get().is_none() {
+            if let Some(model) = meta_string(&meta, meta_key::MODEL)? {
+                let _ = self.inner.model.set(model);
+            }
+        }
+        if self.dimension().is_none() {
+            if let Some(Ok(stored)) = meta_u64(&meta, meta_key::DIMENSION)? {
+                let dimension = usize::try_from(stored).map_err(|_| ReadError::Corrupted {
+                    what: "dimension".into(),
+                    detail: format!("{stored} is too large"),
+                })?;
+                *self.inner.dimension.write() = Some(dimension);
+                self.start_index();
+            }
+        }
+        Ok(())
+    }
+
+    /// A read-only store: a thread that brings the index up to the writer's latest commit
+    /// every [`FOLLOW_INTERVAL`] (searches do it themselves; this keeps the work they find
+    /// small, and absorbs new vectors into the graph). It holds the store only inside
+    /// [`Background::with`] sections, and ends once the store is closed.
+    fn start_follower(&self) {
+        let background = self.background();
+        let _ = std::thread::Builder::new()
+            .name("ratchetdb-follow".into())
+            .spawn(move || loop {
+                std::thread::sleep(FOLLOW_INTERVAL);
+                if background.with(Store::follow_once).is_none() {
+                    return;
+                }
+            });
+    }
+
+    /// One look for new commits (see [`Store::start_follower`]).
+    fn follow_once(&self) {
+        let Ok(snapshot) = self.snapshot() else {
+            return;
+        };
+        let Some(live) = self.live() else { return };
+        let latest = live_index::commit_seq(&snapshot);
+        drop(snapshot);
+        if !matches!(latest, Ok(seq) if seq > live.applied()) {
+            return;
+        }
+        let covers = self.inner.apply_requested.fetch_add(1, Ordering::SeqCst) + 1;
+        // A panic (a bug) must not end the follower: searches would still be right.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_committed()));
+        self.inner.apply_done.store(covers, Ordering::SeqCst);
+    }
+
+    /// Where hnsw_rs's scratch files go: beside the file, or (read-only) the system's
+    /// temporary directory, since a read-only store never writes beside its file.
+    fn scratch(&self) -> Option<PathBuf> {
+        if self.inner.read_only {
+            None
+        } else {
+            scratch_dir(&self.inner.path)
+        }
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with
@@ -1432,6 +1697,70 @@ impl Store {
             }
         }
         Ok(report)
+    }
+}
+
+/// How often a read-only store's follower looks for the writer's new commits.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Runs `attempt` until it returns something other than an error `retry` accepts, or `wait`
+/// has passed (then it returns that error).
+fn with_lock_wait(
+    wait: Duration,
+    retry: impl Fn(&OpenError) -> bool,
+    mut attempt: impl FnMut() -> Result<Store, OpenError>,
+) -> Result<Store, OpenError> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match attempt() {
+            Err(error) if retry(&error) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(error);
+                }
+                std::thread::sleep(pause.min(deadline - now));
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The checks of the options that need no file.
+fn check_options(options: &Options) -> Result<(), OpenError> {
+    if let Some(model) = &options.model {
+        check_name("model", model, &options.limits)?;
+    }
+    if let Some(dimension) = options.dimension {
+        if dimension == 0 || dimension > options.limits.max_dimension {
+            return Err(InputError::new(
+                "dimension",
+                format!("must be between 1 and {}", options.limits.max_dimension),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A writer's open refused by the file system's permissions or a read-only mount.
+fn not_writable(path: &Path, error: OpenError) -> OpenError {
+    match error {
+        OpenError::Storage {
+            source: redb::Error::Io(e),
+            ..
+        } if matches!(
+            e.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ) =>
+        {
+            OpenError::NotWritable {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }
+        }
+        other => other,
     }
 }
 
@@ -1503,7 +1832,7 @@ fn scratch_dir(path: &Path) -> Option<PathBuf> {
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started = background.with(|store| match (store.snapshot(), store.snapshot()) {
-        (Ok(vectors), Ok(graph)) => Some((vectors, graph, scratch_dir(&store.inner.path))),
+        (Ok(vectors), Ok(graph)) => Some((vectors, graph, store.scratch())),
         _ => {
             store.inner.loader_started.store(false, Ordering::SeqCst);
             None
@@ -1731,6 +2060,10 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
 /// Writes the current graph into the file, replacing the previous snapshot, in one
 /// transaction (a crash leaves the old snapshot or the new one, never a mix).
 fn persist_graph(background: &Background, live: &LiveIndex) {
+    // A read-only store keeps its graph in memory only.
+    if background.with(|store| store.inner.read_only) != Some(false) {
+        return;
+    }
     let points = live.index.graph_point_count();
     let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
         return;
@@ -1741,7 +2074,10 @@ fn persist_graph(background: &Background, live: &LiveIndex) {
         }
         let applied = live.applied();
         let result = (|| -> Result<(), WriteError> {
-            let mut txn = store.inner.db.begin_write().map_err(WriteError::storage)?;
+            let mut txn = store
+                .writable()?
+                .begin_write()
+                .map_err(WriteError::storage)?;
             txn.set_durability(redb::Durability::Immediate)
                 .map_err(WriteError::storage)?;
             {

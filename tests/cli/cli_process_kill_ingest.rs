@@ -13,7 +13,6 @@
 //! that landed while the process was still running count. `RATCHET_KILL_SEED` fixes the
 //! random schedule (the seed is printed).
 
-
 use ratchetdb::{Options, Store, StoredDocument};
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -16,5 +16,6 @@ mod cli_folder_skipped_files_warn_unless_strict;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_process_kill_ingest;
+mod cli_read_commands_on_read_only_media;
 mod hostile_cli_large_stream;
 mod hostile_cli_parse_amplification;

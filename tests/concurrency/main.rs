@@ -1,14 +1,20 @@
-//! Concurrency and crashes: the Writer, readers beside writers, process kills, model-based
-//! schedules.
+//! Concurrency and crashes: the Writer, readers beside writers (in this process and in
+//! others), process kills, model-based schedules.
 //!
 //! One binary per theme (each links the crate, redb, SQLite and the rest once); one file per
 //! scenario, named for it.
 
+#[path = "../common/mod.rs"]
+mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
 mod model_based_schedules;
+mod one_writer_at_a_time;
 mod process_kill_writer_stream;
+mod process_readers_beside_a_streaming_writer;
+mod read_only_open_never_writes;
+mod reader_store_follows_the_writer;
 mod readers_never_see_mixed_revisions;
 mod writer_backpressure_and_shutdown;
 mod writer_group_commit_stress;

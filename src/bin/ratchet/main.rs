@@ -13,8 +13,9 @@ mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratchetdb::{Metric, OpenError, Options, Store, VersionKind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// An embedded, single-file chunk-and-vector store for RAG whose index never moves backwards.
 ///
@@ -56,6 +57,21 @@ pub struct DbArg {
     /// The database file.
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
+    /// How long to wait for another process's lock on the database before giving up: for
+    /// `ingest`, another writer (one process writes at a time); for the read commands, a
+    /// writer that holds the file exclusively, or a file a crashed writer left until a new
+    /// writer recovers it. Default 0: fail at once, saying why.
+    #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = parse_wait)]
+    pub wait: Duration,
+}
+
+/// `--wait SECONDS`: a non-negative number of seconds (fractions allowed).
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("{text:?}: expected a non-negative, finite number of seconds"))
 }
 
 /// `--metric` on the command line.
@@ -109,10 +125,13 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
-/// Opens a store that must already exist (every command but `ingest`): a missing file is an
-/// error, never an empty new store.
-pub fn open_existing(path: &Path) -> Result<Store, Failure> {
-    Store::open(path, Options::default().must_exist()).map_err(open_failure)
+/// Opens a store that must already exist, read-only (`search`, `stats`, `export`,
+/// `verify`): nothing is written to the file, so these work beside a running `ingest`, on a
+/// read-only file or mount, and leave the file's bytes and modification time as they were.
+/// A missing, empty or older-schema file is an error saying what to do, never a new store.
+pub fn open_existing(db: &DbArg) -> Result<Store, Failure> {
+    Store::open_read_only_with(&db.db, Options::default().wait_for_lock(db.wait))
+        .map_err(open_failure)
 }
 
 /// An open error in the command line's words (the library's advice names library calls).

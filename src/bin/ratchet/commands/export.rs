@@ -17,7 +17,7 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(&args.db.db)?;
+    let store = open_existing(&args.db)?;
     let snapshot = store.snapshot()?;
     let mut out = Output::stdout();
     for document in snapshot.documents(args.vectors)? {

@@ -149,6 +149,7 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
         Some(jsonl) => run_jsonl(args, jsonl),
         None => folder::run(folder::FolderArgs {
             db: args.db.db,
+            wait: args.db.wait,
             dirs: args.dirs,
             source: args.source,
             sync: args.sync,
@@ -194,7 +195,7 @@ fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure>
         })?;
         options = options.model(name);
     }
-    let store = Store::open(&args.db.db, options)?;
+    let store = Store::open(&args.db.db, options.wait_for_lock(args.db.wait))?;
 
     let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     progress.set_style(

@@ -44,7 +44,7 @@ pub struct SearchArgs {
 }
 
 pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(&args.db.db)?;
+    let store = open_existing(&args.db)?;
     let (query, embedder_name) = match (&args.vector, &args.query) {
         (Some(vector), _) => (parse_vector(vector)?, None),
         (None, Some(question)) => {

@@ -21,7 +21,7 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(&args.db.db)?;
+    let store = open_existing(&args.db)?;
     let stats = store.stats()?;
     let mut out = Output::stdout();
     if args.json {

@@ -24,15 +24,18 @@ pub struct VerifyArgs {
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let store = if args.deep {
+        // redb's integrity check needs the file open for writing: `--deep` takes the writer's
+        // lock (waiting up to `--wait`) and is refused beside a running ingest.
         Store::open(
             &args.db.db,
             Options::default()
                 .must_exist()
-                .check_integrity_on_open(true),
+                .check_integrity_on_open(true)
+                .wait_for_lock(args.db.wait),
         )
         .map_err(open_failure)?
     } else {
-        open_existing(&args.db.db)?
+        open_existing(&args.db)?
     };
     let report = store.verify()?;
     let mut out = Output::stdout();
