@@ -8,6 +8,7 @@
 //! - `ingest` needed `--model` on every run even into a MiniLM store: it now follows the
 //!   store's recorded embedder (an existing hashing store ignores `RATCHET_MODEL`, a MiniLM
 //!   store finds its model as `search` does).
+//!
 //! (`--ef 0` and `-k 0` belong to `search`'s own tests.)
 
 mod common;
