@@ -11,7 +11,7 @@ mod folder;
 mod workers;
 
 use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
-use crate::output::Output;
+use crate::output::{plural, Output};
 use crate::{exit, DbArg, Failure, MetricArg, VersionKindArg};
 use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -646,13 +646,13 @@ impl Tally {
     fn summary(&self, elapsed_s: f64) -> String {
         let skipped: u64 = self.skipped.values().sum();
         let mut out = format!(
-            "ingest: {} lines in {elapsed_s:.2}s: {} written, {} unchanged, {} deleted, {} retained ({} documents removed), {skipped} skipped",
-            self.lines,
+            "ingest: {} in {elapsed_s:.2}s: {} written, {} unchanged, {} deleted, {} retained ({} removed), {skipped} skipped",
+            plural(self.lines, "line", "lines"),
             self.written,
             self.unchanged,
             self.deleted,
             self.listings,
-            self.listing_documents_removed,
+            plural(self.listing_documents_removed, "document", "documents"),
         );
         if skipped > 0 {
             let reasons: Vec<String> = self
