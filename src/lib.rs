@@ -13,6 +13,7 @@ mod counters;
 mod document;
 mod embed;
 mod error;
+mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
@@ -39,6 +40,7 @@ pub use crate::{
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
     embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
     error::{Error, InputError, OpenError, ReadError, WriteError},
+    filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
