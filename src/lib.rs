@@ -44,7 +44,7 @@ pub use crate::{
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
-    search::{Hit, SearchOptions},
+    search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
     store::{IndexInfo, Plan, PlannedAction, Store},
     verify::{VerifyReport, Violation},

@@ -40,6 +40,28 @@ pub struct SearchOptions {
     /// (see [`Filter`]).
     #[serde(default)]
     pub filter: Option<Filter>,
+    /// How a filtered search that is not exact finds its candidates. Default
+    /// [`FilterStrategy::Auto`].
+    #[serde(default)]
+    pub filter_strategy: FilterStrategy,
+}
+
+/// How a filtered search (not [`SearchOptions::exact`]) finds its candidates, once the
+/// filter has been evaluated on the in-memory filter index (which gives the matching
+/// vectors and their number).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FilterStrategy {
+    /// By the filter's selectivity: the graph when the filter passes many vectors, a scan
+    /// of just the matching ones when that computes fewer distances (see `search.rs`).
+    #[default]
+    Auto,
+    /// The graph, keeping only matching hits and asking it for more until `k` are found
+    /// (past 16 x `max(k, ef)` requested, the exact scan answers instead).
+    Graph,
+    /// A scan of just the matching vectors: exact.
+    ScanMatching,
 }
 
 impl SearchOptions {
@@ -72,6 +94,12 @@ impl SearchOptions {
     /// ```
     pub fn filter(mut self, filter: Filter) -> SearchOptions {
         self.filter = Some(filter);
+        self
+    }
+
+    /// Sets how a filtered search finds its candidates.
+    pub fn filter_strategy(mut self, strategy: FilterStrategy) -> SearchOptions {
+        self.filter_strategy = strategy;
         self
     }
 
@@ -393,9 +421,11 @@ pub(crate) fn search(
     // vector is scanned.
     let want = options.ef.unwrap_or(index::DEFAULT_EF_SEARCH).max(k);
     let scan_matching = match (live, matching) {
-        (Some(live), Some(ids)) => {
-            mode != SearchMode::Exact && scan_is_cheaper(ids.len(), live.index.len_live(), want)
-        }
+        (Some(live), Some(ids)) if mode != SearchMode::Exact => match options.filter_strategy {
+            FilterStrategy::Auto => scan_is_cheaper(ids.len(), live.index.len_live(), want),
+            FilterStrategy::Graph => false,
+            FilterStrategy::ScanMatching => true,
+        },
         _ => false,
     };
     let doc_keys = snapshot
