@@ -17,10 +17,10 @@
 //! store's filter index and resolving the hits against the snapshot.
 //!
 //! One thread: queries run one at a time, and the exact scan splits itself over
-//! `available_parallelism()` threads, so run the bench binary pinned to one core:
-//! `cargo bench --bench filtered_search --no-run`, then
-//! `taskset -c 0 $CARGO_TARGET_DIR/release/deps/filtered_search-* --bench`. The summary
-//! prints the parallelism it saw. `RATCHETDB_FILTERED_BENCH_N` overrides 100k.
+//! `available_parallelism()` threads, so once the store is built (on every core) the bench
+//! pins its main thread, and so the scan's threads, to one core (`taskset -p -c 0`, from
+//! util-linux); the summary prints the parallelism the searches saw.
+//! `cargo bench --bench filtered_search`; `RATCHETDB_FILTERED_BENCH_N` overrides 100k.
 
 mod common;
 
@@ -145,6 +145,12 @@ fn main() {
         start.elapsed()
     );
 
+    // One thread from here on (see the module documentation).
+    let pinned = std::process::Command::new("taskset")
+        .args(["-p", "-c", "0", &std::process::id().to_string()])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    eprintln!("pinned to one core: {pinned}");
     let mut c = Criterion::default()
         .configure_from_args()
         .sample_size(20)

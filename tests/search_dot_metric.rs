@@ -8,11 +8,22 @@ use ratchetdb::{Chunk, Document, Metric, Op, Options, SearchOptions, Store, Vers
 const DIM: usize = 16;
 
 fn vector(i: usize) -> Vec<f32> {
-    // Directions spread around, lengths from 0.5 to about 3.
+    // Directions spread around (a hash per component), lengths from 0.5 to 3.
     let length = 0.5 + (i % 11) as f32 * 0.25;
-    (0..DIM)
-        .map(|j| length * (((i * 31 + j * 7) % 17) as f32 / 8.5 - 1.0))
-        .collect()
+    let mut state = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut direction: Vec<f32> = (0..DIM)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    let norm = direction.iter().map(|x| x * x).sum::<f32>().sqrt();
+    for x in &mut direction {
+        *x *= length / norm;
+    }
+    direction
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -24,7 +35,7 @@ fn dot_product_search_ranks_by_inner_product() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dot.redb");
     let store = Store::open(&path, Options::default().metric(Metric::Dot)).expect("open");
-    let n = 12_000;
+    let n = 4_000;
     let vectors: Vec<Vec<f32>> = (0..n).map(vector).collect();
     for (b, batch) in vectors.chunks(2000).enumerate() {
         let ops = batch
