@@ -20,9 +20,9 @@ use crate::schema::{
     self, split_vector_id, vector_id, ChangelogRow, DocRow, VectorsRow, CHANGELOG, DOCS, DOC_KEYS,
     VECTORS,
 };
-use parking_lot::RwLock;
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use redb::ReadableTable;
-use roaring::RoaringTreemap;
+use roaring::RoaringBitmap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -408,15 +408,18 @@ impl Filter {
     }
 }
 
-/// The postings of one key path.
+/// The postings of one key path, over the index's dense row numbers (one per live vector:
+/// dense rows keep the bitmaps in a few large containers, where vector ids, which carry the
+/// document in their high bits, would scatter them over one small container per document
+/// and make every union slow).
 #[derive(Default)]
 struct PathPostings {
-    /// Vector ids whose chunk has any value at this path.
-    present: RoaringTreemap,
-    /// Scalar value at this path -> vector ids.
-    values: HashMap<Scalar, RoaringTreemap>,
-    /// Scalar element of an array at this path -> vector ids.
-    elements: HashMap<Scalar, RoaringTreemap>,
+    /// Rows whose chunk has any value at this path.
+    present: RoaringBitmap,
+    /// Scalar value at this path -> rows.
+    values: HashMap<Scalar, RoaringBitmap>,
+    /// Scalar element of an array at this path -> rows.
+    elements: HashMap<Scalar, RoaringBitmap>,
 }
 
 /// What the index holds of one live document.
@@ -432,8 +435,13 @@ pub(crate) struct FilterIndex {
     /// The commit sequence it covers.
     covered: u64,
     docs: HashMap<u64, DocEntry>,
-    all: RoaringTreemap,
+    /// Every live row.
+    all: RoaringBitmap,
     paths: HashMap<Vec<String>, PathPostings>,
+    /// Vector id -> row, and row -> vector id (`u64::MAX`: a free row).
+    rows: HashMap<u64, u32>,
+    vids: Vec<u64>,
+    free: Vec<u32>,
 }
 
 /// Every (path, value) of an object, depth first (objects only; arrays are values).
@@ -470,8 +478,11 @@ impl FilterIndex {
         let mut index = FilterIndex {
             covered: crate::live_index::commit_seq(snapshot)?,
             docs: HashMap::new(),
-            all: RoaringTreemap::new(),
+            all: RoaringBitmap::new(),
             paths: HashMap::new(),
+            rows: HashMap::new(),
+            vids: Vec::new(),
+            free: Vec::new(),
         };
         let docs = snapshot.txn.open_table(DOCS).map_err(ReadError::storage)?;
         let vectors = snapshot
@@ -517,7 +528,7 @@ impl FilterIndex {
     /// Adds a document's postings.
     fn post(&mut self, entry: &DocEntry) {
         for (vid, chunk) in entry.vectors.iter().zip(&entry.chunk_metas) {
-            let vid = *vid;
+            let vid = self.allocate(*vid);
             self.all.insert(vid);
             for (path, value) in resolved(chunk, &entry.doc_meta) {
                 let postings = self.paths.entry(path).or_default();
@@ -538,6 +549,34 @@ impl FilterIndex {
         }
     }
 
+    /// The row of a vector id, allocated if it has none.
+    fn allocate(&mut self, vid: u64) -> u32 {
+        if let Some(&row) = self.rows.get(&vid) {
+            return row;
+        }
+        let row = match self.free.pop() {
+            Some(row) => {
+                self.vids[row as usize] = vid;
+                row
+            }
+            None => {
+                self.vids.push(vid);
+                (self.vids.len() - 1) as u32
+            }
+        };
+        self.rows.insert(vid, row);
+        row
+    }
+
+    /// Frees the row of a vector id.
+    fn release(&mut self, vid: u64) {
+        if let Some(row) = self.rows.remove(&vid) {
+            self.vids[row as usize] = u64::MAX;
+            self.all.remove(row);
+            self.free.push(row);
+        }
+    }
+
     /// Re-reads the documents `touched` (internal ids) from `snapshot`.
     fn refresh(&mut self, snapshot: &Snapshot, touched: &HashSet<u64>) -> Result<(), ReadError> {
         let doc_keys = snapshot
@@ -551,11 +590,11 @@ impl FilterIndex {
         let mut removed_any = false;
         for &doc in touched {
             if let Some(old) = self.docs.remove(&doc) {
-                for vid in &old.vectors {
-                    self.all.remove(*vid);
-                }
                 removed_any = true;
                 self.unpost(&old);
+                for vid in &old.vectors {
+                    self.release(*vid);
+                }
             }
             let Some(key) = doc_keys.get(doc).map_err(ReadError::storage)? else {
                 continue;
@@ -581,6 +620,10 @@ impl FilterIndex {
     /// Removes a document's postings (emptied ones are dropped by the caller).
     fn unpost(&mut self, entry: &DocEntry) {
         for (vid, chunk) in entry.vectors.iter().zip(&entry.chunk_metas) {
+            let Some(&row) = self.rows.get(vid) else {
+                continue;
+            };
+            let vid = &row;
             for (path, value) in resolved(chunk, &entry.doc_meta) {
                 let Some(postings) = self.paths.get_mut(&path) else {
                     continue;
@@ -641,12 +684,12 @@ impl FilterIndex {
         Ok(true)
     }
 
-    /// The vector ids of the live chunks `filter` matches.
-    pub(crate) fn evaluate(&self, filter: &Filter) -> RoaringTreemap {
+    /// The rows of the live chunks `filter` matches.
+    fn evaluate(&self, filter: &Filter) -> RoaringBitmap {
         self.eval(&filter.node)
     }
 
-    fn eval(&self, node: &Node) -> RoaringTreemap {
+    fn eval(&self, node: &Node) -> RoaringBitmap {
         match node {
             Node::And(nodes) => {
                 let mut iter = nodes.iter();
@@ -663,7 +706,7 @@ impl FilterIndex {
                 acc
             }
             Node::Or(nodes) => {
-                let mut acc = RoaringTreemap::new();
+                let mut acc = RoaringBitmap::new();
                 for node in nodes {
                     acc |= self.eval(node);
                 }
@@ -674,11 +717,11 @@ impl FilterIndex {
         }
     }
 
-    fn leaf(&self, path: &[String], op: &Op) -> RoaringTreemap {
+    fn leaf(&self, path: &[String], op: &Op) -> RoaringBitmap {
         let Some(postings) = self.paths.get(path) else {
             return match op {
                 Op::Exists(false) => self.all.clone(),
-                _ => RoaringTreemap::new(),
+                _ => RoaringBitmap::new(),
             };
         };
         let lookup = |key: &Scalar| postings.values.get(key).cloned().unwrap_or_default();
@@ -687,7 +730,7 @@ impl FilterIndex {
             Op::Exists(false) => &self.all - &postings.present,
             Op::Eq(x) => lookup(x),
             Op::In(list) => {
-                let mut acc = RoaringTreemap::new();
+                let mut acc = RoaringBitmap::new();
                 for x in list {
                     if let Some(ids) = postings.values.get(x) {
                         acc |= ids;
@@ -707,7 +750,7 @@ impl FilterIndex {
                 acc
             }
             _ => {
-                let mut acc = RoaringTreemap::new();
+                let mut acc = RoaringBitmap::new();
                 for (value, ids) in &postings.values {
                     if op.holds_for_scalar(value) {
                         acc |= ids;
@@ -726,37 +769,116 @@ pub(crate) struct FilterCache {
     index: RwLock<Option<FilterIndex>>,
 }
 
+/// Where a [`Matching`]'s index lives: the store's (read-locked while the search runs, so
+/// that its rows keep their vector ids) or one built for a single search.
+enum IndexRef<'a> {
+    Shared(MappedRwLockReadGuard<'a, FilterIndex>),
+    Owned(FilterIndex),
+}
+
+impl std::ops::Deref for IndexRef<'_> {
+    type Target = FilterIndex;
+    fn deref(&self) -> &FilterIndex {
+        match self {
+            IndexRef::Shared(guard) => guard,
+            IndexRef::Owned(index) => index,
+        }
+    }
+}
+
+/// The chunks a filter matches: a bitmap of the filter index's rows.
+pub(crate) struct Matching<'a> {
+    index: IndexRef<'a>,
+    rows: RoaringBitmap,
+}
+
+impl Matching<'_> {
+    /// Evaluates `filter` on an index built from `snapshot` for this search alone.
+    pub(crate) fn from_snapshot(
+        snapshot: &Snapshot,
+        filter: &Filter,
+    ) -> Result<Matching<'static>, ReadError> {
+        let index = FilterIndex::build(snapshot)?;
+        let rows = index.evaluate(filter);
+        Ok(Matching {
+            index: IndexRef::Owned(index),
+            rows,
+        })
+    }
+
+    /// Whether the chunk of vector id `vid` matches.
+    #[inline]
+    pub(crate) fn contains(&self, vid: u64) -> bool {
+        self.index
+            .rows
+            .get(&vid)
+            .is_some_and(|&row| self.rows.contains(row))
+    }
+
+    /// The number of matching chunks.
+    pub(crate) fn len(&self) -> u64 {
+        self.rows.len()
+    }
+
+    /// Whether no chunk matches.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The matching vector ids.
+    pub(crate) fn vector_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.rows.iter().map(|row| self.index.vids[row as usize])
+    }
+
+    /// Keeps only the vector ids `keep` accepts.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        let vids = &self.index.vids;
+        self.rows.retain(|row| keep(vids[row as usize]));
+    }
+}
+
 impl FilterCache {
-    /// The vector ids of the chunks `filter` matches in `snapshot`, or `None` if the index
-    /// already covers a newer commit than `snapshot` (the caller retries on a newer one).
+    /// The chunks `filter` matches in `snapshot`, or `None` if the index already covers a
+    /// newer commit than `snapshot` (the caller retries on a newer one). The index stays
+    /// read-locked while the result lives.
     pub(crate) fn evaluate(
         &self,
         snapshot: &Snapshot,
         filter: &Filter,
-    ) -> Result<Option<RoaringTreemap>, ReadError> {
+    ) -> Result<Option<Matching<'_>>, ReadError> {
         let seq = crate::live_index::commit_seq(snapshot)?;
-        {
-            let index = self.index.read();
-            if let Some(index) = index.as_ref() {
-                if index.covered == seq {
-                    return Ok(Some(index.evaluate(filter)));
-                }
-                if index.covered > seq {
-                    return Ok(None);
+        loop {
+            {
+                let guard = self.index.read();
+                match guard.as_ref().map(|index| index.covered) {
+                    Some(covered) if covered == seq => {
+                        let rows = guard
+                            .as_ref()
+                            .map(|index| index.evaluate(filter))
+                            .unwrap_or_default();
+                        if let Ok(index) = RwLockReadGuard::try_map(guard, |index| index.as_ref()) {
+                            return Ok(Some(Matching {
+                                index: IndexRef::Shared(index),
+                                rows,
+                            }));
+                        }
+                        continue;
+                    }
+                    Some(covered) if covered > seq => return Ok(None),
+                    _ => {}
                 }
             }
-        }
-        let mut index = self.index.write();
-        match index.as_mut() {
-            Some(current) if current.covered > seq => return Ok(None),
-            Some(current) => {
-                if !current.catch_up(snapshot)? {
-                    *index = Some(FilterIndex::build(snapshot)?);
+            let mut index = self.index.write();
+            match index.as_mut() {
+                Some(current) if current.covered >= seq => {}
+                Some(current) => {
+                    if !current.catch_up(snapshot)? {
+                        *index = Some(FilterIndex::build(snapshot)?);
+                    }
                 }
+                None => *index = Some(FilterIndex::build(snapshot)?),
             }
-            None => *index = Some(FilterIndex::build(snapshot)?),
         }
-        Ok(index.as_ref().map(|index| index.evaluate(filter)))
     }
 }
 

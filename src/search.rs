@@ -6,7 +6,7 @@
 //! live hits come back or none are left. A superseded chunk is never returned.
 
 use crate::error::{InputError, ReadError};
-use crate::filter::{meta_value, Filter, FilterIndex};
+use crate::filter::{meta_value, Filter, Matching};
 use crate::index::{self, SearchMode};
 use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
@@ -17,7 +17,6 @@ use crate::schema::{
 };
 use crate::version::Version;
 use redb::ReadableTable;
-use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -362,8 +361,8 @@ pub(crate) fn check_bounds(
 }
 
 /// Runs a search on `snapshot` with `live` (brought up to the snapshot by the caller) or,
-/// without one, by scanning the snapshot. `matching`: the vector ids `options.filter`
-/// matches, from the store's filter index (`None`: evaluated here from the snapshot).
+/// without one, by scanning the snapshot. `matching`: the chunks `options.filter` matches,
+/// from the store's filter index (`None`: evaluated here on an index of the snapshot).
 pub(crate) fn search(
     snapshot: &Snapshot,
     live: Option<&LiveIndex>,
@@ -371,7 +370,7 @@ pub(crate) fn search(
     k: usize,
     options: &SearchOptions,
     metric: Metric,
-    matching: Option<&RoaringTreemap>,
+    matching: Option<Matching<'_>>,
 ) -> Result<Vec<Hit>, ReadError> {
     if k == 0 {
         return Ok(Vec::new());
@@ -380,27 +379,17 @@ pub(crate) fn search(
     if allowed.as_ref().is_some_and(HashSet::is_empty) {
         return Ok(Vec::new());
     }
-    let built;
-    let matching = match (&options.filter, matching) {
-        (Some(filter), None) => {
-            built = FilterIndex::build(snapshot)?.evaluate(filter);
-            Some(&built)
-        }
+    let mut matching = match (&options.filter, matching) {
+        (Some(filter), None) => Some(Matching::from_snapshot(snapshot, filter)?),
         (Some(_), Some(matching)) => Some(matching),
         (None, _) => None,
     };
-    // The filter's ids restricted to the allowed documents, when both are given.
-    let restricted;
-    let matching = match (matching, &allowed) {
-        (Some(ids), Some(docs)) => {
-            let mut ids = ids.clone();
-            ids.retain(|id| docs.contains(&split_vector_id(id).0));
-            restricted = ids;
-            Some(&restricted)
-        }
-        (ids, _) => ids,
-    };
-    if matching.is_some_and(RoaringTreemap::is_empty) {
+    // The filter's chunks restricted to the allowed documents, when both are given.
+    if let (Some(matching), Some(docs)) = (matching.as_mut(), &allowed) {
+        matching.retain(|id| docs.contains(&split_vector_id(id).0));
+    }
+    let matching = matching.as_ref();
+    if matching.is_some_and(Matching::is_empty) {
         return Ok(Vec::new());
     }
     let mode = if options.exact {
@@ -442,7 +431,7 @@ pub(crate) fn search(
                 .search_among(
                     query,
                     fetch,
-                    matching.into_iter().flat_map(|ids| ids.iter()),
+                    matching.into_iter().flat_map(Matching::vector_ids),
                 )
                 .map_err(|e| ReadError::Input(InputError::new("query", e.to_string())))?,
             Some(live) => {

@@ -1234,7 +1234,7 @@ impl Store {
                 k,
                 options,
                 metric,
-                matching.as_ref(),
+                matching,
             )?;
             if live.applied() == seq {
                 return Ok(hits);
