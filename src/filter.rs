@@ -773,7 +773,7 @@ pub(crate) struct FilterCache {
 /// that its rows keep their vector ids) or one built for a single search.
 enum IndexRef<'a> {
     Shared(MappedRwLockReadGuard<'a, FilterIndex>),
-    Owned(FilterIndex),
+    Owned(Box<FilterIndex>),
 }
 
 impl std::ops::Deref for IndexRef<'_> {
@@ -801,7 +801,7 @@ impl Matching<'_> {
         let index = FilterIndex::build(snapshot)?;
         let rows = index.evaluate(filter);
         Ok(Matching {
-            index: IndexRef::Owned(index),
+            index: IndexRef::Owned(Box::new(index)),
             rows,
         })
     }
