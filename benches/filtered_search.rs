@@ -179,7 +179,7 @@ fn main() {
         ];
         let mut medians = Vec::new();
         for (strategy, options) in &strategies {
-            let group = format!("filtered_search/{name}");
+            let group = format!("filtered_search_{name}");
             medians.push(bench_search(
                 &mut c, &group, strategy, &store, &queries, options,
             ));

@@ -107,7 +107,7 @@ def main():
     import chromadb
 
     client = chromadb.EphemeralClient()
-    collection = client.create_collection("t", metadata={"hnsw:space": "cosine"})
+    collection = client.create_collection("filtered", metadata={"hnsw:space": "cosine"})
     step = 5000
     start = time.perf_counter()
     for s in range(0, n, step):
