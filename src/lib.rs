@@ -43,6 +43,7 @@ mod document;
 #[cfg(feature = "embed")]
 mod embed;
 mod error;
+mod filter;
 mod guard;
 mod index;
 mod live_index;
@@ -81,10 +82,11 @@ pub use crate::{
     counters::Counters,
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
     error::{Error, InputError, OpenError, ReadError, WriteError},
+    filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     guard::{ConflictPolicy, SkipReason},
     options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
-    search::{Hit, SearchOptions},
+    search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
     store::{IndexInfo, Plan, PlannedAction, Store},
     verify::{VerifyReport, Violation},

@@ -183,11 +183,6 @@ impl LiveIndex {
         Ok(true)
     }
 
-    /// The owner document of a vector id (for filters): the id says it.
-    pub(crate) fn owner(&self, vector_id: u64) -> Option<u64> {
-        Some(split_vector_id(vector_id).0)
-    }
-
     /// Checks index agreement (I5) against a snapshot it is brought up to first: the ids
     /// the index can return are exactly the snapshot's vector ids. Returns the problems.
     pub(crate) fn agreement(

@@ -17,6 +17,9 @@ pub enum Metric {
     /// Euclidean distance on the vectors as given. Search scores are distances (lower is
     /// closer).
     L2,
+    /// Dot product (inner product) on the vectors as given, not normalised: a vector's
+    /// length counts. Search scores are dot products (higher is closer).
+    Dot,
 }
 
 impl Metric {
@@ -25,17 +28,24 @@ impl Metric {
         match self {
             Metric::Cosine => "cosine",
             Metric::L2 => "l2",
+            Metric::Dot => "dot",
         }
     }
 
     /// The user-facing score of an internal distance (see `index::distance`): cosine
     /// similarity for `Cosine` (higher is closer), Euclidean distance for `L2` (lower is
-    /// closer).
+    /// closer), the dot product for `Dot` (higher is closer).
     pub(crate) fn score(self, distance: f32) -> f32 {
         match self {
             Metric::Cosine => 1.0 - distance,
             Metric::L2 => distance.max(0.0).sqrt(),
+            Metric::Dot => crate::index::distance::dot_from_distance(distance),
         }
+    }
+
+    /// Whether higher scores are closer (cosine, dot) rather than lower (L2).
+    pub fn higher_is_closer(self) -> bool {
+        !matches!(self, Metric::L2)
     }
 
     /// Stable one-byte tag (index snapshot header).
@@ -43,6 +53,7 @@ impl Metric {
         match self {
             Metric::Cosine => 0,
             Metric::L2 => 1,
+            Metric::Dot => 2,
         }
     }
 
@@ -51,6 +62,7 @@ impl Metric {
         match tag {
             0 => Some(Metric::Cosine),
             1 => Some(Metric::L2),
+            2 => Some(Metric::Dot),
             _ => None,
         }
     }
@@ -60,6 +72,7 @@ impl Metric {
         match name {
             "cosine" => Some(Metric::Cosine),
             "l2" => Some(Metric::L2),
+            "dot" => Some(Metric::Dot),
             _ => None,
         }
     }
@@ -109,6 +122,15 @@ pub struct Limits {
     pub max_dimension: usize,
     /// Ids in one listing given to `retain`. Default 10,000,000.
     pub max_listing_ids: usize,
+    /// Hits one search may ask for (`k`), and the largest graph search width (`ef`).
+    /// Default 10,000. A search allocates for `k` hits up front, so an unbounded `k` could
+    /// abort the process; a larger one is an [`InputError`](crate::InputError) on `k`.
+    #[serde(default = "default_max_k")]
+    pub max_k: usize,
+}
+
+fn default_max_k() -> usize {
+    10_000
 }
 
 fn default_max_meta_depth() -> usize {
@@ -132,6 +154,7 @@ impl Default for Limits {
             max_meta_depth: default_max_meta_depth(),
             max_dimension: 8192,
             max_listing_ids: 10_000_000,
+            max_k: default_max_k(),
         }
     }
 }

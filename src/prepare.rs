@@ -149,6 +149,10 @@ fn check_meta(
     Ok(json)
 }
 
+/// The largest squared length of an L2 or dot-product vector: an eighth of `f32::MAX`, so
+/// that `|a - b|^2` and `a . b` of two such vectors stay finite in f32, rounding included.
+pub(crate) const MAX_SQUARED_NORM: f64 = f32::MAX as f64 / 8.0;
+
 /// Validates a vector and, for cosine, normalises it to unit length.
 pub(crate) fn prepare_vector(
     position: usize,
@@ -180,6 +184,17 @@ pub(crate) fn prepare_vector(
                 format!("is {}; vectors must be finite", vector[i]),
             ));
         }
+    }
+    // L2 and dot products are computed in f32: past this length a distance between two
+    // vectors (|a - b|^2 <= 2|a|^2 + 2|b|^2) or a product could overflow to infinity, and a
+    // far vector would rank beside a near one. Such vectors are refused; cosine normalises.
+    if metric != Metric::Cosine && squares > MAX_SQUARED_NORM {
+        return Err(InputError::new(
+            field(),
+            format!(
+                "has squared length {squares:e}; {metric} vectors may have at most {MAX_SQUARED_NORM:e} (distances would overflow f32)"
+            ),
+        ));
     }
     if metric == Metric::Cosine {
         let norm = squares.sqrt();

@@ -6,6 +6,7 @@
 //! live hits come back or none are left. A superseded chunk is never returned.
 
 use crate::error::{InputError, ReadError};
+use crate::filter::{meta_value, Filter, Matching};
 use crate::index::{self, SearchMode};
 use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
@@ -34,6 +35,32 @@ pub struct SearchOptions {
     pub sources: Vec<String>,
     /// Only chunks of these `(source, id)` documents (empty: all).
     pub documents: Vec<(String, String)>,
+    /// Only chunks whose metadata (the chunk's, then its document's) matches this filter
+    /// (see [`Filter`]).
+    #[serde(default)]
+    pub filter: Option<Filter>,
+    /// How a filtered search that is not exact finds its candidates. Default
+    /// [`FilterStrategy::Auto`].
+    #[serde(default)]
+    pub filter_strategy: FilterStrategy,
+}
+
+/// How a filtered search (not [`SearchOptions::exact`]) finds its candidates, once the
+/// filter has been evaluated on the in-memory filter index (which gives the matching
+/// vectors and their number).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FilterStrategy {
+    /// By the filter's selectivity: the graph when the filter passes many vectors, a scan
+    /// of just the matching ones when that computes fewer distances (see `search.rs`).
+    #[default]
+    Auto,
+    /// The graph, keeping only matching hits and asking it for more until `k` are found
+    /// (past 16 x `max(k, ef)` requested, the exact scan answers instead).
+    Graph,
+    /// A scan of just the matching vectors: exact.
+    ScanMatching,
 }
 
 impl SearchOptions {
@@ -52,6 +79,26 @@ impl SearchOptions {
     /// Restricts to one more source.
     pub fn source(mut self, source: impl Into<String>) -> SearchOptions {
         self.sources.push(source.into());
+        self
+    }
+
+    /// Restricts to chunks matching `filter`.
+    ///
+    /// ```
+    /// use ratchetdb::{Filter, SearchOptions};
+    /// let filter = Filter::parse(&serde_json::json!({"ext": "md"}))?;
+    /// let options = SearchOptions::default().filter(filter);
+    /// assert!(options.filter.is_some());
+    /// # Ok::<(), ratchetdb::InputError>(())
+    /// ```
+    pub fn filter(mut self, filter: Filter) -> SearchOptions {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Sets how a filtered search finds its candidates.
+    pub fn filter_strategy(mut self, strategy: FilterStrategy) -> SearchOptions {
+        self.filter_strategy = strategy;
         self
     }
 
@@ -79,7 +126,8 @@ pub struct Hit {
     pub version: Version,
     /// The generation of the document's current revision (every chunk carries it).
     pub generation: u64,
-    /// Cosine similarity (higher is closer) or L2 distance (lower is closer).
+    /// Cosine similarity or dot product (higher is closer), or L2 distance (lower is
+    /// closer).
     pub score: f32,
 }
 
@@ -134,7 +182,9 @@ fn allowed_documents(
             }
         }
     } else {
-        for source in &options.sources {
+        for (i, source) in options.sources.iter().enumerate() {
+            let before = allowed.len();
+            let mut known = false;
             for entry in docs
                 .range((source.as_str(), "")..)
                 .map_err(ReadError::storage)?
@@ -143,8 +193,16 @@ fn allowed_documents(
                 if key.value().0 != source {
                     break;
                 }
+                known = true;
                 let row: DocRow = schema::decode("document row", value.value())?;
                 allowed.insert(row.internal_id);
+            }
+            if !known && allowed.len() == before {
+                return Err(InputError::new(
+                    format!("sources[{i}]"),
+                    format!("no document of source {source:?} is in this store"),
+                )
+                .into());
             }
         }
     }
@@ -163,6 +221,7 @@ fn resolve(
     chunks: &mut HashMap<u64, ChunksRow>,
     vector_id: u64,
     score: f32,
+    filter: Option<&Filter>,
 ) -> Result<Option<Hit>, ReadError> {
     let (owner, _) = split_vector_id(vector_id);
     let Some((_, position)) = snapshot.vector_owner(vector_id)? else {
@@ -194,10 +253,16 @@ fn resolve(
     let Some(chunk) = chunks.chunks.get(position as usize) else {
         return Ok(None);
     };
+    let meta = meta_value(&chunk.meta);
+    // The filter index may cover another commit than the snapshot: the hit is checked
+    // against the snapshot's own metadata, so a non-matching chunk is never returned.
+    if filter.is_some_and(|f| !f.matches(&meta, &meta_value(&row.meta))) {
+        return Ok(None);
+    }
     Ok(Some(Hit {
         version: row.version()?,
         generation: row.generation,
-        meta: serde_json::from_str(&chunk.meta).unwrap_or(serde_json::Value::Null),
+        meta,
         text: chunk.text.clone(),
         source,
         id,
@@ -213,7 +278,7 @@ fn scan_snapshot(
     query: &[f32],
     k: usize,
     metric: Metric,
-    allowed: Option<&HashSet<u64>>,
+    keep: &dyn Fn(u64) -> bool,
 ) -> Result<Vec<(u64, f32)>, ReadError> {
     let vectors = snapshot
         .txn
@@ -225,10 +290,13 @@ fn scan_snapshot(
         let (key, value) = entry.map_err(ReadError::storage)?;
         let doc = key.value();
         let row = VectorsRow::parse(value.value())?;
-        if allowed.is_some_and(|a| !a.contains(&doc)) || row.dimension() != query.len() {
+        if row.dimension() != query.len() {
             continue;
         }
         for (position, slot) in row.slots().enumerate() {
+            if !keep(vector_id(doc, slot)) {
+                continue;
+            }
             let Some(bytes) = row.vector_bytes(position) else {
                 continue;
             };
@@ -251,8 +319,50 @@ fn scan_snapshot(
         .collect())
 }
 
+/// Work a graph search of width `ef` does, in distance computations per unit of `ef`
+/// (visited points): the cost model [`scan_is_cheaper`] uses.
+const GRAPH_VISITS_PER_EF: f64 = 32.0;
+
+/// Whether scanning just the `matching` vectors costs less than a graph search that
+/// keeps only them: the graph has to reach about `want / s` points (`s` = `matching /
+/// live`, the share the filter passes) at [`GRAPH_VISITS_PER_EF`] distances each, the
+/// scan computes `matching` distances plus a hash lookup each (counted as one more).
+pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
+    let m = matching as f64;
+    let pass = m / live.max(1) as f64;
+    2.0 * m <= GRAPH_VISITS_PER_EF * want as f64 / pass.max(f64::MIN_POSITIVE)
+}
+
+/// Checks `k` and `ef` against `limits` (an [`InputError`] on `k` or `ef`).
+pub(crate) fn check_bounds(
+    k: usize,
+    options: &SearchOptions,
+    limits: &Limits,
+) -> Result<(), ReadError> {
+    if k > limits.max_k {
+        return Err(InputError::new(
+            "k",
+            format!(
+                "is {k}; at most {} hits can be asked for (Limits::max_k)",
+                limits.max_k
+            ),
+        )
+        .into());
+    }
+    match options.ef {
+        Some(0) => Err(InputError::new("ef", "must be at least 1").into()),
+        Some(ef) if ef > limits.max_k => Err(InputError::new(
+            "ef",
+            format!("is {ef}; at most {} (Limits::max_k)", limits.max_k),
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a search on `snapshot` with `live` (brought up to the snapshot by the caller) or,
-/// without one, by scanning the snapshot.
+/// without one, by scanning the snapshot. `matching`: the chunks `options.filter` matches,
+/// from the store's filter index (`None`: evaluated here on an index of the snapshot).
 pub(crate) fn search(
     snapshot: &Snapshot,
     live: Option<&LiveIndex>,
@@ -260,12 +370,26 @@ pub(crate) fn search(
     k: usize,
     options: &SearchOptions,
     metric: Metric,
+    matching: Option<Matching<'_>>,
 ) -> Result<Vec<Hit>, ReadError> {
     if k == 0 {
         return Ok(Vec::new());
     }
     let allowed = allowed_documents(snapshot, options)?;
     if allowed.as_ref().is_some_and(HashSet::is_empty) {
+        return Ok(Vec::new());
+    }
+    let mut matching = match (&options.filter, matching) {
+        (Some(filter), None) => Some(Matching::from_snapshot(snapshot, filter)?),
+        (Some(_), Some(matching)) => Some(matching),
+        (None, _) => None,
+    };
+    // The filter's chunks restricted to the allowed documents, when both are given.
+    if let (Some(matching), Some(docs)) = (matching.as_mut(), &allowed) {
+        matching.retain(|id| docs.contains(&split_vector_id(id).0));
+    }
+    let matching = matching.as_ref();
+    if matching.is_some_and(Matching::is_empty) {
         return Ok(Vec::new());
     }
     let mode = if options.exact {
@@ -276,30 +400,54 @@ pub(crate) fn search(
             None => SearchMode::Auto,
         }
     };
+    let keep = |id: u64| match (matching, &allowed) {
+        (Some(ids), _) => ids.contains(id),
+        (None, Some(docs)) => docs.contains(&split_vector_id(id).0),
+        (None, None) => true,
+    };
+    // A filter passing few vectors: scan just those (exact, and cheaper than a graph
+    // search rejecting most of what it reaches). `--exact` keeps its meaning: every live
+    // vector is scanned.
+    let want = options.ef.unwrap_or(index::DEFAULT_EF_SEARCH).max(k);
+    let scan_matching = match (live, matching) {
+        (Some(live), Some(ids)) if mode != SearchMode::Exact => match options.filter_strategy {
+            FilterStrategy::Auto => scan_is_cheaper(ids.len(), live.index.len_live(), want),
+            FilterStrategy::Graph => false,
+            FilterStrategy::ScanMatching => true,
+        },
+        _ => false,
+    };
     let doc_keys = snapshot
         .txn
         .open_table(DOC_KEYS)
         .map_err(ReadError::storage)?;
     let mut chunks: HashMap<u64, ChunksRow> = HashMap::new();
+    let filter = options.filter.as_ref();
     let mut fetch = k;
     loop {
         let candidates = match live {
+            Some(live) if scan_matching => live
+                .index
+                .search_among(
+                    query,
+                    fetch,
+                    matching.into_iter().flat_map(Matching::vector_ids),
+                )
+                .map_err(|e| ReadError::Input(InputError::new("query", e.to_string())))?,
             Some(live) => {
-                let filter = |id: u64| match &allowed {
-                    None => true,
-                    Some(allowed) => live.owner(id).is_some_and(|doc| allowed.contains(&doc)),
-                };
-                let filter_ref: &(dyn Fn(u64) -> bool + Sync) = &filter;
+                let filter_ref: &(dyn Fn(u64) -> bool + Sync) = &keep;
+                let filter_ref = (matching.is_some() || allowed.is_some()).then_some(filter_ref);
                 live.index
-                    .search(query, fetch, mode, Some(filter_ref))
+                    .search(query, fetch, mode, filter_ref)
                     .map_err(|e| ReadError::Input(InputError::new("query", e.to_string())))?
             }
-            None => scan_snapshot(snapshot, query, fetch, metric, allowed.as_ref())?,
+            None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
         };
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k);
         for (vector_id, score) in candidates {
-            if let Some(hit) = resolve(snapshot, &doc_keys, &mut chunks, vector_id, score)? {
+            if let Some(hit) = resolve(snapshot, &doc_keys, &mut chunks, vector_id, score, filter)?
+            {
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);

@@ -156,6 +156,9 @@ struct Inner {
     live: RwLock<Option<Arc<LiveIndex>>>,
     /// A background loader has been started.
     loader_started: AtomicBool,
+    /// The derived metadata index filtered searches evaluate their filter on, built by the
+    /// first one.
+    filters: crate::filter::FilterCache,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Store::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -815,6 +818,7 @@ impl Store {
                 poisoned: Mutex::new(None),
                 live: RwLock::new(None),
                 loader_started: AtomicBool::new(false),
+                filters: Default::default(),
                 applier: Mutex::new(None),
                 apply_requested: AtomicU64::new(0),
                 apply_done: AtomicU64::new(0),
@@ -1410,6 +1414,10 @@ impl Store {
     /// assert_eq!(hits[0].text, "cats purr");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// `k` may be at most [`Limits::max_k`](crate::Limits::max_k) (an
+    /// [`InputError`](crate::InputError) on `k` otherwise, as for `ef` 0 or above it, and
+    /// for a source in `options.sources` the store holds no document of).
     pub fn search(
         &self,
         query: &[f32],
@@ -1427,6 +1435,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        crate::search::check_bounds(k, options, &self.inner.options.limits)?;
         if self.inner.read_only && self.dimension().is_none() {
             // The writer may have fixed it since this store opened.
             drop(self.snapshot()?);
@@ -1446,23 +1455,82 @@ impl Store {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.snapshot()?;
             let Some(live) = self.live() else {
-                return crate::search::search(&snapshot, None, &query, k, options, metric);
+                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
             };
             if !live.catch_up(&snapshot)? {
-                return crate::search::search(&snapshot, None, &query, k, options, metric);
+                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
             }
             let seq = live_index::commit_seq(&snapshot)?;
             if live.applied() != seq {
                 continue;
             }
-            let hits = crate::search::search(&snapshot, Some(&live), &query, k, options, metric)?;
+            // The filter index, brought up to the snapshot too (a newer search may have
+            // taken it past it: then retry on a newer snapshot, as for the vector index).
+            let matching = match &options.filter {
+                Some(filter) => match self.inner.filters.evaluate(&snapshot, filter)? {
+                    Some(matching) => Some(matching),
+                    None => continue,
+                },
+                None => None,
+            };
+            let hits = crate::search::search(
+                &snapshot,
+                Some(&live),
+                &query,
+                k,
+                options,
+                metric,
+                matching,
+            )?;
             if live.applied() == seq {
                 return Ok(hits);
             }
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.snapshot()?;
-        crate::search::search(&snapshot, None, &query, k, options, metric)
+        crate::search::search(&snapshot, None, &query, k, options, metric, None)
+    }
+
+    /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and
+    /// returns the hits in the order of the queries. An error names the query
+    /// (`queries[3]`); the first error found is returned.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("cats purr", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("dogs bark", vec![0.1, 1.0])))?;
+    /// let hits = store.search_many(&[vec![0.9, 0.2], vec![0.1, 0.9]], 1, &SearchOptions::default())?;
+    /// assert_eq!(hits[0][0].text, "cats purr");
+    /// assert_eq!(hits[1][0].text, "dogs bark");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_many<Q: AsRef<[f32]> + Sync>(
+        &self,
+        queries: &[Q],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Vec<Hit>>, ReadError> {
+        use rayon::prelude::*;
+        crate::search::check_bounds(k, options, &self.inner.options.limits)?;
+        queries
+            .par_iter()
+            .enumerate()
+            .map(|(i, query)| {
+                self.search(query.as_ref(), k, options)
+                    .map_err(|error| match error {
+                        ReadError::Input(e) if e.field.starts_with("query") => {
+                            ReadError::Input(crate::error::InputError::new(
+                                e.field.replacen("query", &format!("queries[{i}]"), 1),
+                                e.problem,
+                            ))
+                        }
+                        other => other,
+                    })
+            })
+            .collect()
     }
 
     /// What the derived index is doing.

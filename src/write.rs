@@ -481,6 +481,11 @@ impl<'txn> Batch<'txn> {
                     kept.insert(slot);
                     reused += 1;
                     entries.push((slot, VectorData::Raw(bytes)));
+                    // Listed although its vector stays: the revision's metadata may have
+                    // changed, and the filter index learns which documents to re-read from
+                    // the changelog (the vector index re-inserting an identical vector
+                    // changes nothing).
+                    self.change.added.push(vector_id(internal_id, slot));
                     continue;
                 }
                 (VectorSource::Keep { old_position: from }, true)

@@ -104,6 +104,9 @@ pub(crate) fn l2_squared(a: &[f32], b: &[f32]) -> f32 {
 ///   hair above 1). Score = `1 - distance`.
 /// - L2: the *squared* Euclidean distance (same order, no square root per row).
 ///   Score = `sqrt(distance)`.
+/// - Dot: a decreasing, non-negative map of the dot product `p` ([`dot_distance`]): `1 - p`
+///   for `p <= 0`, `1 / (1 + p)` above. `hnsw_rs` needs distances `>= 0`, and the map keeps
+///   the order of every pair of dot products. Score = `p` again ([`dot_from_distance`]).
 ///
 /// NaN is mapped to +inf: `hnsw_rs` panics on a NaN distance (its heap ordering
 /// unwraps `partial_cmp`) and asserts distances are `>= 0`. Inputs are validated finite,
@@ -113,12 +116,34 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     let d = match metric {
         Metric::Cosine => 1.0 - dot(a, b),
         Metric::L2 => l2_squared(a, b),
+        Metric::Dot => dot_distance(dot(a, b)),
     };
     // Test NaN before clamping: `f32::max` would turn NaN into 0, "nearest of all".
     if d.is_nan() {
         f32::INFINITY
     } else {
         d.max(0.0)
+    }
+}
+
+/// The internal distance of a dot product `p`: decreasing in `p`, positive, and `1` at 0.
+#[inline]
+pub(crate) fn dot_distance(p: f32) -> f32 {
+    if p <= 0.0 {
+        1.0 - p
+    } else {
+        1.0 / (1.0 + p)
+    }
+}
+
+/// The dot product an internal distance of [`dot_distance`] stands for.
+pub(crate) fn dot_from_distance(d: f32) -> f32 {
+    if d >= 1.0 {
+        1.0 - d
+    } else if d > 0.0 {
+        1.0 / d - 1.0
+    } else {
+        f32::INFINITY
     }
 }
 
@@ -181,5 +206,19 @@ mod tests {
         let d = distance(Metric::L2, &big, &[-f32::MAX, f32::MAX]);
         assert_eq!(d, f32::INFINITY);
         assert_eq!(distance(Metric::Cosine, &[f32::NAN], &[1.0]), f32::INFINITY);
+    }
+
+    #[test]
+    fn dot_distance_keeps_the_order_of_dot_products() {
+        let products = [-1e30f32, -5.0, -1.0, -1e-6, 0.0, 1e-6, 0.5, 1.0, 7.0, 1e30];
+        for pair in products.windows(2) {
+            // A larger product is nearer: a smaller distance.
+            assert!(dot_distance(pair[1]) < dot_distance(pair[0]), "{pair:?}");
+        }
+        for p in products {
+            assert!(dot_distance(p) >= 0.0);
+            let back = dot_from_distance(dot_distance(p));
+            assert!((back - p).abs() <= 1e-5 * p.abs().max(1.0), "{p} -> {back}");
+        }
     }
 }

@@ -497,6 +497,29 @@ impl VectorIndex {
             .collect())
     }
 
+    /// The `k` nearest among `ids` (those live; others are skipped), scored exactly, best
+    /// first, as [`Self::search`] reports them. For filters that pass few vectors: a scan
+    /// of just the vectors they pass costs less than a graph search that has to reject
+    /// most of what it reaches.
+    pub(crate) fn search_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: impl IntoIterator<Item = u64>,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.validate(query)?;
+        let exact = self.exact.read();
+        let mut top = exact::TopK::new(k);
+        for candidate in exact.distances_to(query, ids) {
+            top.push(candidate);
+        }
+        Ok(top
+            .into_sorted()
+            .into_iter()
+            .map(|c| (c.id, self.metric.score(c.distance)))
+            .collect())
+    }
+
     /// Checks the index's invariants: the exact store's layout, and that the graph's
     /// membership agrees with the live set (every live id is a live graph point or is
     /// scored outside the graph; no other id can be returned). For the store's

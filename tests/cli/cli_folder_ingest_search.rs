@@ -209,7 +209,9 @@ fn ingest_search_edit_delete_sync() {
         "the old text is still served: {hits:?}"
     );
 
-    // Same text, newer time (`touch`): the version goes up, nothing is embedded.
+    // Same text, newer time (`touch`): the version goes up, nothing is embedded. The chunk's
+    // metadata carries the file's `mtime` (issue 19), so this is a metadata-only revision:
+    // its vector is reused.
     write_file(
         &docs.join("returns.txt"),
         "Return a kettle within 30 days for a refund.",
@@ -222,7 +224,13 @@ fn ingest_search_edit_delete_sync() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("1 with a newer time"), "{}", run.stdout);
+    assert!(run.stdout.contains("(changed 1)"), "{}", run.stdout);
+    assert_eq!(
+        summary_value(&run.stdout, "chunks reused"),
+        1,
+        "{}",
+        run.stdout
+    );
 
     // Delete a file: without --sync it stays; with --sync it goes.
     std::fs::remove_file(docs.join("returns.txt")).unwrap();

@@ -616,3 +616,117 @@ fn workers_give_the_same_report_and_export_as_one_thread() {
         }
     }
 }
+
+/// `search --where` and `--queries` (issue 19): a filter restricts the hits by chunk and
+/// document metadata; a JSONL file of questions and vectors is answered in one run, each
+/// hit tagged with its query; bad filters, `-k 0`, `--ef 0`, a `k` past the limit and an
+/// unknown source are refused with the exit codes of the contract (2: the command line, 1:
+/// the request) and a message naming what is wrong.
+#[test]
+fn search_where_and_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("index.redb");
+    let input = br#"{"op":"upsert","source":"s","id":"a","version":1,"meta":{"lang":"en"},"chunks":[{"text":"one","vector":[1,0,0],"meta":{"year":2020}},{"text":"two","vector":[0.9,0.1,0],"meta":{"year":2024,"lang":"de"}}]}
+{"op":"upsert","source":"s","id":"b","version":1,"meta":{"lang":"de"},"chunks":[{"text":"three","vector":[0,1,0],"meta":{"year":2022}}]}
+"#;
+    let run = ratchet(
+        &["ingest", "--db", db.to_str().unwrap(), "--jsonl", "-"],
+        Some(input.to_vec()),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let db_arg = db.to_str().unwrap();
+    let search = |extra: &[&str]| {
+        let mut args = vec!["search", "--db", db_arg];
+        args.extend_from_slice(extra);
+        ratchet(&args, None)
+    };
+    let texts = |run: &Run| -> Vec<String> {
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        json_lines(&run.stdout)
+            .iter()
+            .map(|hit| hit["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let vector = "[1,0,0]";
+    // The chunk's key wins over the document's: "two" is German although its document is not.
+    let de = search(&["--vector", vector, "--where", r#"{"lang":"de"}"#, "--json"]);
+    assert_eq!(texts(&de), ["two", "three"]);
+    let recent = search(&[
+        "--vector",
+        vector,
+        "--where",
+        r#"{"$and":[{"year":{"$gte":2021}},{"$not":{"lang":"de"}}]}"#,
+        "--json",
+    ]);
+    assert!(texts(&recent).is_empty());
+    let exact = search(&[
+        "--vector",
+        vector,
+        "--where",
+        r#"{"year":{"$in":[2020,2022]}}"#,
+        "--exact",
+        "--json",
+    ]);
+    assert_eq!(texts(&exact), ["one", "three"]);
+
+    let queries = dir.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        "[0,1,0]\n\n{\"vector\":[1,0,0],\"id\":\"q-one\"}\n",
+    )
+    .unwrap();
+    let many = search(&["--queries", queries.to_str().unwrap(), "-k", "1", "--json"]);
+    assert_eq!(many.code, Some(0), "{}", many.stderr);
+    let hits = json_lines(&many.stdout);
+    assert_eq!(hits.len(), 2);
+    assert_eq!(
+        (hits[0]["query"].clone(), hits[0]["text"].clone()),
+        (0.into(), "three".into())
+    );
+    assert_eq!(hits[1]["query"], 1);
+    assert_eq!(hits[1]["query_id"], "q-one");
+    assert_eq!(hits[1]["text"], "one");
+    // The same file on stdin, filtered.
+    let filtered = ratchet(
+        &[
+            "search",
+            "--db",
+            db_arg,
+            "--queries",
+            "-",
+            "-k",
+            "1",
+            "--json",
+            "--where",
+            r#"{"lang":"en"}"#,
+        ],
+        Some(std::fs::read(&queries).unwrap()),
+    );
+    let hits = json_lines(&filtered.stdout);
+    assert_eq!(hits.len(), 2, "{}", filtered.stderr);
+    assert_eq!(hits[0]["text"], "one");
+
+    let bad_line = dir.path().join("bad.jsonl");
+    std::fs::write(&bad_line, "[1,0,0]\n{\"texts\":\"x\"}\n").unwrap();
+    let run = search(&["--queries", bad_line.to_str().unwrap()]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("line 2"), "{}", run.stderr);
+
+    let refused = |extra: &[&str], code: i32, needle: &str| {
+        let run = search(extra);
+        assert_eq!(run.code, Some(code), "{extra:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{extra:?}: {}", run.stdout);
+        assert!(run.stderr.contains(needle), "{extra:?}: {}", run.stderr);
+    };
+    refused(
+        &["--vector", vector, "--where", r#"{"year":{"$gte":[1]}}"#],
+        1,
+        "where.year.$gte",
+    );
+    refused(&["--vector", vector, "--where", "{not json"], 1, "--where");
+    refused(&["--vector", vector, "-k", "0"], 2, "at least 1");
+    refused(&["--vector", vector, "--ef", "0"], 2, "at least 1");
+    refused(&["--vector", vector, "-k", "18446744073709551615"], 1, "k");
+    refused(&["--vector", vector, "-k", "1000000000"], 1, "at most");
+    refused(&["--vector", vector, "--source", "nope"], 1, "nope");
+}

@@ -10,6 +10,7 @@ mod support;
 
 mod cli_demo;
 mod cli_folder_fifo_never_blocks;
+mod cli_folder_ingest_metadata_filters;
 mod cli_folder_ingest_search;
 mod cli_folder_refusals_reach_the_counters;
 mod cli_folder_skipped_files_warn_unless_strict;

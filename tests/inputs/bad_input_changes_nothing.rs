@@ -423,3 +423,96 @@ fn a_bad_operation_in_a_batch_gets_its_error_and_the_others_apply() {
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.violations);
 }
+
+/// Bad filters and out-of-bounds searches (issue 19): a typed `InputError` naming the place
+/// in the filter (rooted at `where`) or the parameter, and the store exactly as before —
+/// including after a valid filtered search, which builds the in-memory filter index only.
+#[test]
+fn bad_filters_and_search_bounds_are_refused_and_change_nothing() {
+    use ratchetdb::{Filter, ReadError, SearchOptions};
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.redb");
+    let store = open(&path);
+    store
+        .upsert(good("a").with_meta(json!({"lang": "en", "year": 2021})))
+        .unwrap();
+    let before = observe(&store, &path);
+    let bad_filters = [
+        (json!("lang"), "where"),
+        (json!({"lang": ["en"]}), "where.lang"),
+        (
+            json!({"$and": [{"lang": "en"}, {"year": {"$gte": {}}}]}),
+            "where.$and[1].year.$gte",
+        ),
+        (json!({"$or": "x"}), "where.$or"),
+        (json!({"$not": [1]}), "where.$not"),
+        (json!({"year": {"$between": [1, 2]}}), "where.year.$between"),
+        (json!({"year": {"$in": [1, {"a": 1}]}}), "where.year.$in[1]"),
+        (json!({"year": {"$exists": "yes"}}), "where.year.$exists"),
+        (json!({"author.": "x"}), "where.author."),
+        (json!({"$where": "1"}), "where.$where"),
+        (json!({"year": {}}), "where.year"),
+    ];
+    for (filter, field) in bad_filters {
+        let error = Filter::parse(&filter).expect_err("malformed filter");
+        assert_eq!(error.field, field, "{filter}");
+        // The same filter arriving through serde (a config file, the Python binding).
+        let options = json!({"filter": filter});
+        assert!(serde_json::from_value::<SearchOptions>(options).is_err());
+    }
+    let mut deep = json!({"lang": "en"});
+    for _ in 0..100 {
+        deep = json!({ "$not": deep });
+    }
+    assert!(Filter::parse(&deep).is_err(), "nesting is bounded");
+    let huge: Vec<u32> = (0..20_000).collect();
+    let error = Filter::parse(&json!({"year": {"$in": huge}})).expect_err("too many terms");
+    assert!(
+        error.field.starts_with("where.year.$in["),
+        "{}",
+        error.field
+    );
+
+    let query = [1.0, 1.0, 2.0];
+    let input_field = |result: Result<Vec<ratchetdb::Hit>, ReadError>| match result {
+        Err(ReadError::Input(e)) => e.field,
+        other => panic!("expected an InputError, got {other:?}"),
+    };
+    let max_k = ratchetdb::Limits::default().max_k;
+    assert_eq!(
+        input_field(store.search(&query, max_k + 1, &SearchOptions::default())),
+        "k"
+    );
+    assert_eq!(
+        input_field(store.search(&query, usize::MAX, &SearchOptions::default())),
+        "k"
+    );
+    assert_eq!(
+        input_field(store.search(&query, 3, &SearchOptions::default().ef(0))),
+        "ef"
+    );
+    assert_eq!(
+        input_field(store.search(&query, 3, &SearchOptions::default().ef(usize::MAX))),
+        "ef"
+    );
+    assert_eq!(
+        input_field(store.search(&query, 3, &SearchOptions::default().source("nope"))),
+        "sources[0]"
+    );
+    assert_eq!(
+        input_field(
+            store
+                .search_many(&[query.to_vec(), vec![1.0]], 3, &SearchOptions::default())
+                .map(|_| Vec::new())
+        ),
+        "queries[1]"
+    );
+    // A valid filtered search answers, and writes nothing.
+    let filter = Filter::parse(&json!({"lang": "en", "year": {"$gte": 2020}})).unwrap();
+    let hits = store
+        .search(&query, 3, &SearchOptions::default().filter(filter))
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(observe(&store, &path) == before);
+}

@@ -6,7 +6,8 @@
 //! finite numbers, and refusing them would refuse legitimate embeddings with tiny components.
 //! For a cosine store a vector is normalised in f64 before it is stored as f32, so a vector
 //! made only of denormals (or of f32::MAX) is stored as a proper unit vector; only an
-//! all-zero vector, which has no direction, is refused. An L2 store keeps the values as given.
+//! all-zero vector, which has no direction, is refused. An L2 store keeps the values as given,
+//! up to a squared length of `f32::MAX / 8` (longer ones would overflow f32 distances).
 
 use ratchetdb::testkit::store_rows;
 use ratchetdb::{Chunk, Document, Metric, Op, Options, Outcome, Store, Version, WriteError};
@@ -86,6 +87,10 @@ fn denormals_are_accepted_and_cosine_normalises_them() {
             ("min-normal", vec![f32::MIN_POSITIVE; DIM]),
         ];
         for (id, vector) in cases {
+            if metric == Metric::L2 && id == "max" {
+                // Too long for f32 distances: refused (see the test below).
+                continue;
+            }
             let written = store.upsert(doc(id, vector.clone()));
             assert!(
                 matches!(written, Ok(Outcome::Written { .. })),
@@ -144,4 +149,59 @@ fn vector_length_is_bounded() {
         None,
         "a refused vector does not fix the dimension"
     );
+}
+
+/// Regression (issue 19): L2 and dot-product stores accepted vectors near `f32::MAX`; their
+/// distances overflowed to `inf` and a far vector ranked beside (or above) a near one. Such
+/// vectors (squared length above `f32::MAX / 8`) are now refused at write time with an
+/// `InputError` on the vector, and as queries on `query`; the store is unchanged. Vectors
+/// within the bound keep their order.
+#[test]
+fn vectors_too_long_for_f32_distances_are_refused() {
+    for metric in [Metric::L2, Metric::Dot] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.redb");
+        let store = Store::open(&path, Options::default().metric(metric)).expect("open");
+        let mut near = vec![0.0f32; DIM];
+        near[0] = 1.0;
+        store
+            .upsert(
+                Document::new("v", "near", Version::number(1))
+                    .with_chunk(Chunk::new("near", near.clone())),
+            )
+            .expect("near");
+        let before = store_rows(&store).expect("rows");
+        let mut huge = vec![0.0f32; DIM];
+        huge[0] = f32::MAX / 2.0;
+        match store.upsert(doc("huge", huge.clone())) {
+            Err(WriteError::Input(e)) => assert_eq!(e.field, "chunks[1].vector", "{metric}"),
+            other => panic!("{metric}: {other:?}"),
+        }
+        assert_eq!(
+            store_rows(&store).expect("rows"),
+            before,
+            "{metric}: the store changed"
+        );
+        match store.search(&huge, 1, &ratchetdb::SearchOptions::default()) {
+            Err(ratchetdb::ReadError::Input(e)) => assert_eq!(e.field, "query", "{metric}"),
+            other => panic!("{metric}: {other:?}"),
+        }
+        // The largest length allowed: distances stay finite and ordered.
+        let mut far = vec![0.0f32; DIM];
+        far[0] = -((f32::MAX as f64 / 8.0).sqrt() as f32) * 0.999;
+        store
+            .upsert(
+                Document::new("v", "far", Version::number(1)).with_chunk(Chunk::new("far", far)),
+            )
+            .expect("far is within the bound");
+        let hits = store
+            .search(&near, 2, &ratchetdb::SearchOptions::default().exact(true))
+            .expect("search");
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["near", "far"], "{metric}");
+        assert!(
+            hits.iter().all(|h| h.score.is_finite()),
+            "{metric}: {hits:?}"
+        );
+    }
 }

@@ -7,9 +7,15 @@
 mod search_support;
 
 mod build_index_while_the_index_loads_keeps_its_graph;
+mod filter_language_matches_reference;
+mod filter_sees_metadata_only_revisions;
+mod filtered_search_racing_writers;
 mod search_absorbs_vectors_written_while_the_index_is_busy;
+mod search_dot_metric;
+mod search_filtered_graph_matches_exact;
 mod search_filters_and_errors;
 mod search_finds_every_live_vector;
+mod search_many_matches_search;
 mod search_never_returns_superseded_chunks;
 mod search_recall_structured;
 mod search_snapshot_refreshed_as_graph_grows;

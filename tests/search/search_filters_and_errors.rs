@@ -1,5 +1,6 @@
 //! Search options and bad queries: the source and document filters (alone, combined, on
-//! the exact and the graph path), the exact flag, `k = 0`, an empty store, a search right
+//! the exact and the graph path; an unknown source is an error), the exact flag, `k = 0`,
+//! an empty store, a search right
 //! after open (before the index has loaded: an exact scan of the file), and queries the
 //! store refuses — wrong dimension, NaN or infinite components, the zero vector under
 //! cosine, an empty vector — each a `ReadError::Input` naming `query`.
@@ -123,9 +124,17 @@ fn source_and_document_filters_on_the_exact_and_the_graph_path() {
                 truth(&chunks, &query, 50, |s, id| (s, id) == ("code", "doc17")),
                 "{label}"
             );
+            // A source the store has never seen is refused, naming it (issue 19: it used
+            // to answer "no hits" as if the source were empty).
+            match store.search(&query, 10, &mode.clone().source("wiki").source("nowhere")) {
+                Err(ReadError::Input(e)) => {
+                    assert_eq!(e.field, "sources[1]", "{label}");
+                    assert!(e.problem.contains("nowhere"), "{label}: {}", e.problem);
+                }
+                other => panic!("{label}: unknown source gave {other:?}"),
+            }
             // Filters that match nothing.
             for none in [
-                mode.clone().source("nowhere"),
                 mode.clone().document("wiki", "no-such-doc"),
                 mode.clone().document("wiki", "doc1").source("mail"),
             ] {

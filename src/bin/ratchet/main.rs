@@ -81,6 +81,8 @@ pub enum MetricArg {
     Cosine,
     /// Euclidean distance.
     L2,
+    /// Dot product (vectors stored as given).
+    Dot,
 }
 
 impl From<MetricArg> for Metric {
@@ -88,6 +90,7 @@ impl From<MetricArg> for Metric {
         match metric {
             MetricArg::Cosine => Metric::Cosine,
             MetricArg::L2 => Metric::L2,
+            MetricArg::Dot => Metric::Dot,
         }
     }
 }

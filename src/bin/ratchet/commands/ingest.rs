@@ -7,6 +7,7 @@
 //! lines around it, in its batch or not, are still applied. Reports go out in input order
 //! after each operation commits, so a report line always describes a committed outcome.
 
+mod file_meta;
 mod folder;
 mod workers;
 

@@ -4,7 +4,7 @@ use crate::embedder;
 use crate::output::Output;
 use crate::{exit, open_existing, DbArg, Failure};
 use clap::Args;
-use ratchetdb::{Hit, Metric, SearchOptions};
+use ratchetdb::{Filter, Hit, Metric, SearchOptions};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,10 +17,10 @@ pub struct SearchArgs {
     #[command(flatten)]
     db: DbArg,
     /// The question, embedded with the embedder that built the store.
-    #[arg(value_name = "QUESTION", required_unless_present = "vector")]
+    #[arg(value_name = "QUESTION", required_unless_present_any = ["vector", "queries"])]
     query: Option<String>,
-    /// How many hits to return.
-    #[arg(short = 'k', long = "top", value_name = "K", default_value_t = 5)]
+    /// How many hits to return (at least 1, at most the store's limit, 10,000 by default).
+    #[arg(short = 'k', long = "top", value_name = "K", default_value_t = 5, value_parser = positive)]
     k: usize,
     /// Print one JSON object per hit instead of text.
     #[arg(long)]
@@ -28,11 +28,23 @@ pub struct SearchArgs {
     /// Search with this raw vector (a JSON array) instead of a question.
     #[arg(long, value_name = "JSON", conflicts_with = "query")]
     vector: Option<String>,
+    /// Answer every query of FILE (`-`: standard input) in one run: JSON lines, each a
+    /// question (`"text"` or `{"text": "..."}`) or a vector (`[0.1, ...]` or
+    /// `{"vector": [...]}`); an object's `id` is echoed. The model loads once and the
+    /// searches run on every core.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["query", "vector"])]
+    queries: Option<PathBuf>,
+    /// Only chunks whose metadata matches this filter (JSON), e.g. '{"ext": "md"}' or
+    /// '{"year": {"$gte": 2020}}'. Keys are looked up in the chunk's metadata, then its
+    /// document's; operators: $eq $ne $gt $gte $lt $lte $in $nin $exists $contains, $and
+    /// $or $not.
+    #[arg(long = "where", value_name = "JSON")]
+    filter: Option<String>,
     /// Scan every live vector (exact) instead of the ANN graph.
     #[arg(long)]
     exact: bool,
     /// The graph search width: higher is slower and finds more of the true neighbours.
-    #[arg(long, value_name = "N", conflicts_with = "exact")]
+    #[arg(long, value_name = "N", conflicts_with = "exact", value_parser = positive)]
     ef: Option<usize>,
     /// Only chunks of this source (repeatable).
     #[arg(long, value_name = "NAME")]
@@ -43,16 +55,68 @@ pub struct SearchArgs {
     model: Option<PathBuf>,
 }
 
+/// A count of at least 1 (`-k`, `--ef`): 0 is a usage error.
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
+}
+
+/// One query of `--queries`.
+struct Query {
+    id: Option<serde_json::Value>,
+    text: Option<String>,
+    vector: Option<Vec<f32>>,
+}
+
+fn read_queries(path: &std::path::Path) -> Result<Vec<Query>, Failure> {
+    use std::io::BufRead;
+    let name = path.display();
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Failure(format!("--queries {name}: cannot open: {e}")))?;
+        Box::new(std::io::BufReader::new(file))
+    };
+    let mut queries = Vec::new();
+    for (n, line) in reader.lines().enumerate() {
+        let at = |problem: String| Failure(format!("--queries {name} line {}: {problem}", n + 1));
+        let line = line.map_err(|e| at(format!("cannot read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| at(format!("not JSON: {e}")))?;
+        let vector_of = |v: &serde_json::Value| {
+            serde_json::from_value::<Vec<f32>>(v.clone())
+                .map_err(|e| at(format!("a vector must be an array of numbers: {e}")))
+        };
+        let query = match &value {
+            serde_json::Value::String(text) => Query { id: None, text: Some(text.clone()), vector: None },
+            serde_json::Value::Array(_) => Query { id: None, text: None, vector: Some(vector_of(&value)?) },
+            serde_json::Value::Object(object) => {
+                let text = object.get("text").map(|t| {
+                    t.as_str().map(str::to_owned).ok_or_else(|| at("\"text\" must be a string".into()))
+                });
+                let vector = object.get("vector").map(vector_of);
+                match (text, vector) {
+                    (Some(text), None) => Query { id: object.get("id").cloned(), text: Some(text?), vector: None },
+                    (None, Some(vector)) => Query { id: object.get("id").cloned(), text: None, vector: Some(vector?) },
+                    _ => return Err(at("an object needs exactly one of \"text\" and \"vector\"".into())),
+                }
+            }
+            _ => return Err(at("expected a question (a string or {\"text\": ...}) or a vector (an array or {\"vector\": [...]})".into())),
+        };
+        queries.push(query);
+    }
+    Ok(queries)
+}
+
 pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
-    let (query, embedder_name) = match (&args.vector, &args.query) {
-        (Some(vector), _) => (parse_vector(vector)?, None),
-        (None, Some(question)) => {
-            let embedder = embedder::for_store(&args.db.db, store.model(), args.model.as_deref())?;
-            (embedder.embed(question)?, Some(embedder.name().to_string()))
-        }
-        (None, None) => return Err(Failure("give a QUESTION or --vector".into())),
-    };
     let mut options = SearchOptions::default().exact(args.exact);
     if let Some(ef) = args.ef {
         options = options.ef(ef);
@@ -60,11 +124,55 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     for source in &args.source {
         options = options.source(source.clone());
     }
-    let hits = store.search(&query, args.k, &options)?;
+    if let Some(text) = &args.filter {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Failure(format!("--where: not JSON: {e}")))?;
+        let filter = Filter::parse(&value).map_err(|e| Failure(format!("--where: {e}")))?;
+        options = options.filter(filter);
+    }
+    let queries = match (&args.queries, &args.vector, &args.query) {
+        (Some(path), _, _) => read_queries(path)?,
+        (None, Some(vector), _) => vec![Query {
+            id: None,
+            text: None,
+            vector: Some(parse_vector(vector)?),
+        }],
+        (None, None, Some(question)) => vec![Query {
+            id: None,
+            text: Some(question.clone()),
+            vector: None,
+        }],
+        (None, None, None) => return Err(Failure("give a QUESTION, --vector or --queries".into())),
+    };
+    // The model loads once, for every question.
+    let mut embedder_name = None;
+    let mut vectors = Vec::with_capacity(queries.len());
+    if queries.iter().any(|q| q.text.is_some()) {
+        let embedder = embedder::for_store(&args.db.db, store.model(), args.model.as_deref())?;
+        embedder_name = Some(embedder.name().to_string());
+        for query in &queries {
+            match (&query.text, &query.vector) {
+                (Some(text), _) => vectors.push(embedder.embed(text)?),
+                (None, Some(vector)) => vectors.push(vector.clone()),
+                (None, None) => vectors.push(Vec::new()),
+            }
+        }
+    } else {
+        vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
+    }
+    let results = store.search_many(&vectors, args.k, &options)?;
+    let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
-        for (rank, hit) in hits.iter().enumerate() {
-            out.json_line(&HitLine::new(rank + 1, hit))?;
+        for (index, (query, hits)) in queries.iter().zip(&results).enumerate() {
+            for (rank, hit) in hits.iter().enumerate() {
+                let mut line = HitLine::new(rank + 1, hit);
+                if many {
+                    line.query = Some(index);
+                    line.query_id = query.id.as_ref();
+                }
+                out.json_line(&line)?;
+            }
         }
     } else {
         if let Some(name) = &embedder_name {
@@ -72,27 +180,62 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
         }
         let closer = match store.metric() {
             Metric::L2 => "distance, lower is closer",
+            Metric::Dot => "dot product, higher is closer",
             _ => "cosine similarity, higher is closer",
         };
-        if hits.is_empty() {
-            out.text_line("no hits: the store holds no live chunk (for these sources)")?;
-        } else {
-            out.text_line(&format!("{} hits (score: {closer})", hits.len()))?;
-        }
-        for (rank, hit) in hits.iter().enumerate() {
-            out.text_line(&format!(
-                "{:>2}. {:.4}  {}/{}  #{}",
-                rank + 1,
-                hit.score,
-                hit.source,
-                hit.id,
-                hit.position
-            ))?;
-            out.text_line(&format!("    {}", snippet(&hit.text, SNIPPET_CHARS)))?;
+        for (index, (query, hits)) in queries.iter().zip(&results).enumerate() {
+            if many {
+                let what = match (&query.text, &query.id) {
+                    (_, Some(id)) => format!("query {} ({id})", index + 1),
+                    (Some(text), None) => format!("query {}: {}", index + 1, snippet(text, 80)),
+                    (None, None) => format!("query {} (vector)", index + 1),
+                };
+                out.text_line(&what)?;
+            }
+            if hits.is_empty() {
+                let why = if options.filter.is_some() {
+                    "no hits: no live chunk matches the filter"
+                } else {
+                    "no hits: the store holds no live chunk (for these sources)"
+                };
+                out.text_line(why)?;
+            } else {
+                out.text_line(&format!("{} hits (score: {closer})", hits.len()))?;
+            }
+            for (rank, hit) in hits.iter().enumerate() {
+                out.text_line(&format!(
+                    "{:>2}. {:.4}  {}/{}  #{}",
+                    rank + 1,
+                    hit.score,
+                    hit.source,
+                    hit.id,
+                    hit.position
+                ))?;
+                if let Some(place) = place(&hit.meta) {
+                    out.text_line(&format!("    {place}"))?;
+                }
+                out.text_line(&format!("    {}", snippet(&hit.text, SNIPPET_CHARS)))?;
+            }
         }
     }
     out.finish()?;
     Ok(exit::ok())
+}
+
+/// Where a hit of folder ingest comes from: its path and the headings above it
+/// (`docs/guide.md › Install › Linux`); `None` without a `path` in its metadata.
+fn place(meta: &serde_json::Value) -> Option<String> {
+    let path = meta.get("path")?.as_str()?;
+    let mut parts = vec![path.to_string()];
+    if let Some(headings) = meta.get("headings").and_then(|h| h.as_array()) {
+        parts.extend(
+            headings
+                .iter()
+                .filter_map(|h| h.as_str())
+                .map(str::to_owned),
+        );
+    }
+    Some(parts.join(" › "))
 }
 
 fn parse_vector(json: &str) -> Result<Vec<f32>, Failure> {
@@ -115,6 +258,12 @@ pub fn snippet(text: &str, max: usize) -> String {
 /// One hit of `--json`.
 #[derive(Serialize)]
 struct HitLine<'a> {
+    /// With `--queries`: the query's position among them (0-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<usize>,
+    /// With `--queries`: the query's `id`, if it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query_id: Option<&'a serde_json::Value>,
     rank: usize,
     score: f32,
     source: &'a str,
@@ -130,6 +279,8 @@ struct HitLine<'a> {
 impl<'a> HitLine<'a> {
     fn new(rank: usize, hit: &'a Hit) -> HitLine<'a> {
         HitLine {
+            query: None,
+            query_id: None,
             rank,
             score: hit.score,
             source: &hit.source,

@@ -629,8 +629,13 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure
         job.id.clone(),
         Version::timestamp_micros(u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX)),
     );
-    for chunk in chunk_text(text, &context.chunker) {
-        document.chunks.push(Chunk::without_vector(chunk));
+    let chunks = chunk_text(text, &context.chunker);
+    let mtime_secs = micros_since_epoch(modified) / 1_000_000;
+    let metas = super::file_meta::chunk_metas(&job.id, text, &chunks, mtime_secs);
+    for (chunk, meta) in chunks.into_iter().zip(metas) {
+        document
+            .chunks
+            .push(Chunk::without_vector(chunk).with_meta(meta));
     }
     match context.store.plan(&document) {
         Ok(plan) => Ok(Loaded::Planned(Box::new(Planned {
