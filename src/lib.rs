@@ -77,7 +77,11 @@ pub use crate::{
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
     error::{Error, InputError, OpenError, ReadError, WriteError},
     guard::{ConflictPolicy, SkipReason},
-    options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
+    options::{
+        Durability, IndexOptions, Limits, Metric, Options, DEFAULT_CACHE_SIZE,
+        DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M,
+        MIN_INDEX_M,
+    },
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
     search::{Hit, SearchOptions},
     stats::{SkipRecord, Stats},

@@ -400,6 +400,9 @@ impl Store {
         if let Some(model) = &options.model {
             check_name("model", model, &options.limits)?;
         }
+        if let Some((field, why)) = options.index.invalid() {
+            return Err(InputError::new(field, why).into());
+        }
         if let Some(dimension) = options.dimension {
             if dimension == 0 || dimension > options.limits.max_dimension {
                 return Err(InputError::new(
@@ -440,6 +443,9 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: Options,
     ) -> Result<Store, OpenError> {
+        if let Some((field, why)) = options.index.invalid() {
+            return Err(InputError::new(field, why).into());
+        }
         let path = PathBuf::from("<backend>");
         let db = Database::builder()
             .set_check_integrity_on_open(options.check_integrity_on_open)
@@ -1291,6 +1297,7 @@ impl Store {
                     &snapshot,
                     dimension,
                     self.inner.metric,
+                    self.inner.options.index,
                     scratch_dir(&self.inner.path),
                 )?);
                 self.inner.loader_started.store(true, Ordering::SeqCst);
@@ -1444,13 +1451,18 @@ fn scratch_dir(path: &Path) -> Option<PathBuf> {
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started = background.with(|store| match (store.snapshot(), store.snapshot()) {
-        (Ok(vectors), Ok(graph)) => Some((vectors, graph, scratch_dir(&store.inner.path))),
+        (Ok(vectors), Ok(graph)) => Some((
+            vectors,
+            graph,
+            scratch_dir(&store.inner.path),
+            store.inner.options.index,
+        )),
         _ => {
             store.inner.loader_started.store(false, Ordering::SeqCst);
             None
         }
     });
-    let Some(Some((vectors, graph_snapshot, scratch))) = started else {
+    let Some(Some((vectors, graph_snapshot, scratch, params))) = started else {
         return;
     };
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
@@ -1472,7 +1484,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, scratch);
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params, scratch);
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {

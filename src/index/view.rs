@@ -138,7 +138,7 @@ impl GraphView {
         &self.vectors[at..at + self.dim]
     }
 
-    fn links(&self, slot: u32, layer: usize) -> &[u32] {
+    pub(crate) fn links(&self, slot: u32, layer: usize) -> &[u32] {
         let row = slot as usize * MAX_LAYER + layer;
         &self.links[self.row_start[row] as usize..self.row_start[row + 1] as usize]
     }
