@@ -7,6 +7,7 @@
 mod search_support;
 
 mod build_index_while_the_index_loads_keeps_its_graph;
+mod index_options_out_of_range_are_refused;
 mod search_absorbs_vectors_written_while_the_index_is_busy;
 mod search_filters_and_errors;
 mod search_finds_every_live_vector;
