@@ -279,7 +279,10 @@ impl IndexOptions {
         if !(MIN_INDEX_M..=MAX_INDEX_M).contains(&self.m) {
             return Some((
                 "index.m",
-                format!("must be between {MIN_INDEX_M} and {MAX_INDEX_M}, got {}", self.m),
+                format!(
+                    "must be between {MIN_INDEX_M} and {MAX_INDEX_M}, got {}",
+                    self.m
+                ),
             ));
         }
         if !(1..=MAX_INDEX_EF_CONSTRUCTION).contains(&self.ef_construction) {

@@ -84,7 +84,8 @@ fn read_npy(path: &Path, descr: &str) -> Result<(usize, usize, Vec<u8>), String>
         .get(start..start + header_len)
         .and_then(|h| std::str::from_utf8(h).ok())
         .ok_or_else(|| bad("header"))?;
-    if !header.contains(&format!("'descr': '{descr}'")) || !header.contains("'fortran_order': False")
+    if !header.contains(&format!("'descr': '{descr}'"))
+        || !header.contains("'fortran_order': False")
     {
         return Err(bad("dtype or order"));
     }
@@ -187,9 +188,7 @@ pub fn options() -> Options {
     if let Some(ef) = var("RATCHETDB_INDEX_EF_CONSTRUCTION") {
         index = index.ef_construction(ef);
     }
-    Options::default()
-        .durability(Durability::None)
-        .index(index)
+    Options::default().durability(Durability::None).index(index)
 }
 
 /// Writes every base row as a one-chunk document `r<row>`; returns the seconds it took.
@@ -364,9 +363,12 @@ pub fn child(spec: &str) {
             let (query_rss, _) = super::common::memory();
             let sweep: Vec<serde_json::Value> = sweep(&store, &set)
                 .into_iter()
-                .map(|(ef, recall, qps)| serde_json::json!({"ef": ef, "recall": recall, "qps": qps}))
+                .map(
+                    |(ef, recall, qps)| serde_json::json!({"ef": ef, "recall": recall, "qps": qps}),
+                )
                 .collect();
-            let (exact_recall, exact_qps) = pass(&store, &set, &SearchOptions::default().exact(true));
+            let (exact_recall, exact_qps) =
+                pass(&store, &set, &SearchOptions::default().exact(true));
             let (_, query_peak) = super::common::memory();
             serde_json::json!({
                 "open_s": opened, "reopen_first_search_s": first, "ready_rss": ready_rss,

@@ -60,7 +60,11 @@ fn in_range_index_options_build_a_graph_that_finds_every_vector() {
         let hits = store
             .search(&vector(i), 1, &SearchOptions::default().ef(64))
             .unwrap();
-        assert_eq!(hits[0].id, format!("d{i}"), "vector {i} did not find itself");
+        assert_eq!(
+            hits[0].id,
+            format!("d{i}"),
+            "vector {i} did not find itself"
+        );
     }
     assert!(store.verify().unwrap().is_ok());
 }
