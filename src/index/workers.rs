@@ -39,7 +39,7 @@ fn background_pool() -> Option<&'static rayon::ThreadPool> {
     POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         rayon::ThreadPoolBuilder::new()
-            .num_threads(cores.saturating_sub(1).max(1))
+            .num_threads(cores)
             .thread_name(|i| format!("ratchetdb-index-{i}"))
             .start_handler(|_| lower_thread_priority())
             .build()
