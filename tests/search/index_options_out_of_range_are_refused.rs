@@ -39,9 +39,18 @@ fn in_range_index_options_build_a_graph_that_finds_every_vector() {
     let options = Options::default().index(IndexOptions::default().m(8).ef_construction(64));
     let store = Store::open(dir.path().join("store.redb"), options).unwrap();
     let n = 12_000; // above the size from which the store builds a graph
+    // Pseudo-random 16-d vectors (splitmix64): no two nearly parallel.
     let vector = |i: usize| -> Vec<f32> {
-        let a = i as f32 * 0.013;
-        vec![a.sin(), a.cos(), (a * 0.7).sin(), (a * 1.3).cos()]
+        let mut state = i as u64;
+        (0..16)
+            .map(|_| {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
     };
     let ops = (0..n)
         .map(|i| {
