@@ -259,6 +259,32 @@ pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64)> {
     out
 }
 
+/// What resolving a query's hits against a snapshot costs, approximately, in µs per query:
+/// the peers return ids, ratchetdb returns each hit's text, metadata and version read from
+/// the search's snapshot. Measured as `Store::get` of every hit's document (the document
+/// row, its chunks row and vectors row: the reads `search` makes per hit document), for
+/// the hits of every query at `ef` 64.
+pub fn resolution_cost(store: &Store, set: &Set) -> f64 {
+    let options = SearchOptions::default().ef(64);
+    let hits: Vec<Vec<String>> = (0..set.query_count())
+        .map(|i| {
+            store
+                .search(set.query(i), K, &options)
+                .expect("search")
+                .into_iter()
+                .map(|hit| hit.id)
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    for ids in &hits {
+        for id in ids {
+            std::hint::black_box(store.get(SOURCE, id).expect("get"));
+        }
+    }
+    started.elapsed().as_secs_f64() * 1e6 / hits.len() as f64
+}
+
 /// The fastest swept `ef` reaching `target` recall.
 pub fn at_recall(sweep: &[(usize, f64, f64)], target: f64) -> Option<(usize, f64, f64)> {
     sweep
@@ -369,11 +395,13 @@ pub fn child(spec: &str) {
                 .collect();
             let (exact_recall, exact_qps) =
                 pass(&store, &set, &SearchOptions::default().exact(true));
+            let resolve_us = resolution_cost(&store, &set);
             let (_, query_peak) = super::common::memory();
             serde_json::json!({
                 "open_s": opened, "reopen_first_search_s": first, "ready_rss": ready_rss,
                 "query_rss": query_rss, "query_rss_before": rss_before, "sweep": sweep,
                 "exact_qps": exact_qps, "exact_recall": exact_recall, "query_peak": query_peak,
+                "resolve_us_per_query": resolve_us,
             })
         }
         other => panic!("unknown phase {other}"),
