@@ -39,7 +39,7 @@ fn in_range_index_options_build_a_graph_that_finds_every_vector() {
     let options = Options::default().index(IndexOptions::default().m(8).ef_construction(64));
     let store = Store::open(dir.path().join("store.redb"), options).unwrap();
     let n = 12_000; // above the size from which the store builds a graph
-    // Pseudo-random 16-d vectors (splitmix64): no two nearly parallel.
+                    // Pseudo-random 16-d vectors (splitmix64): no two nearly parallel.
     let vector = |i: usize| -> Vec<f32> {
         let mut state = i as u64;
         (0..16)
