@@ -3,7 +3,7 @@
 
 Run by hand (never in CI), after `bash benches/data/fetch.sh`:
 
-  pip install numpy psutil hnswlib faiss-cpu chromadb lancedb sqlite-vec
+  pip install numpy psutil hnswlib faiss-cpu chromadb lancedb sqlite-vec apsw
   cargo bench --bench search --no-run          # prints the bench executable's path
   python3 benches/peers/peers.py --ratchetdb target/release/deps/search-XXXX \
       [--sets glove-100k,minilm,random384] [--libs ratchetdb,hnswlib,...] [--out FILE.md]
@@ -197,29 +197,38 @@ def lancedb_open(path, dim):
     return search, exact
 
 
-def sqlite_vec_build(base, path):
+def sqlite_connect(file):
+    """A connection that can load sqlite-vec: the standard module when its SQLite allows
+    extensions, else APSW (`pip install apsw`; some Python builds lack extension loading)."""
     import sqlite3
 
     import sqlite_vec
 
-    db = sqlite3.connect(str(path / "vec.db"))
+    db = sqlite3.connect(str(file))
+    if hasattr(db, "enable_load_extension"):
+        db.enable_load_extension(True)
+        sqlite_vec.load(db)
+        return db
+    import apsw
+
+    db = apsw.Connection(str(file))
     db.enable_load_extension(True)
-    sqlite_vec.load(db)
+    db.load_extension(sqlite_vec.loadable_path())
+    return db
+
+
+def sqlite_vec_build(base, path):
+    db = sqlite_connect(path / "vec.db")
     db.execute(f"create virtual table v using vec0(embedding float[{base.shape[1]}] distance_metric=cosine)")
-    with db:
-        db.executemany("insert into v(rowid, embedding) values (?, ?)",
-                       ((i, row.tobytes()) for i, row in enumerate(base)))
+    db.execute("begin")
+    db.executemany("insert into v(rowid, embedding) values (?, ?)",
+                   ((i, row.tobytes()) for i, row in enumerate(base)))
+    db.execute("commit")
     db.close()
 
 
 def sqlite_vec_open(path, dim):
-    import sqlite3
-
-    import sqlite_vec
-
-    db = sqlite3.connect(str(path / "vec.db"))
-    db.enable_load_extension(True)
-    sqlite_vec.load(db)
+    db = sqlite_connect(path / "vec.db")
 
     def exact(q):
         rows = db.execute("select rowid from v where embedding match ? and k = ? order by distance",
