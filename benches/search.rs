@@ -16,10 +16,19 @@
 //!   time; the store rebuilds in the background only above 20%), versus after a rebuild
 //!   (`build_index`, timed).
 //!
+//! - on real data (`search_real`, after `bash benches/data/fetch.sh`): GloVe 50-d, MiniLM
+//!   embeddings of Wikipedia sentences, random 384-d of intrinsic dimension 64: recall@10
+//!   and single-thread QPS over an `ef` sweep, criterion groups `real_<set>` at the widths
+//!   reaching recall 0.95 and 0.99 beside the exact scan, time from the last write to a
+//!   searchable graph, file size. Sets whose files are missing are skipped with a message;
+//!   `RATCHETDB_SEARCH_BENCH_SETS=glove-100k,minilm` picks sets (`none`: no real data),
+//!   `RATCHETDB_SEARCH_BENCH_SYNTHETIC=0` skips everything else.
+//!
 //! `cargo bench --bench search`; a summary table is printed at the end. Takes several
 //! minutes, most of it HNSW builds (each reported).
 
 mod common;
+mod search_real;
 
 use common::search_support::Structured;
 use common::{memory, or_nan, run_child, Estimates, NAN_NOTE};
@@ -235,6 +244,10 @@ fn main() {
         child_open(Path::new(&path));
         return;
     }
+    if let Ok(spec) = std::env::var(search_real::CHILD_ENV) {
+        search_real::child(&spec);
+        return;
+    }
     let mut c = Criterion::default()
         .configure_from_args()
         .warm_up_time(Duration::from_millis(500))
@@ -246,6 +259,18 @@ fn main() {
         report.push(s);
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    // ---- real data sets ----
+    for name in search_real::wanted_sets() {
+        match search_real::Set::load(&name, true) {
+            Ok(set) => real_set(&mut c, &set, &mut line),
+            Err(why) => line(format!("{name}: skipped: {why}")),
+        }
+    }
+    if std::env::var("RATCHETDB_SEARCH_BENCH_SYNTHETIC").as_deref() == Ok("0") {
+        finish(c, &report);
+        return;
+    }
 
     // ---- memory bandwidth reference ----
     let buffer: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 7) as f32).collect();
@@ -467,13 +492,90 @@ fn main() {
         dead / rebuilt
     ));
     drop(store);
+    finish(c, &report);
+}
 
+fn finish(c: Criterion, report: &[String]) {
     c.final_summary();
     println!("\n==== search bench summary ====");
-    for l in &report {
+    for l in report {
         println!("{l}");
     }
     if report.iter().any(|l| l.contains("NaN")) {
         println!("{NAN_NOTE}");
+    }
+}
+
+/// One real data set: ingest, wait for the graph, sweep `ef`, criterion at the widths
+/// reaching recall 0.95 and 0.99 and for the exact scan.
+fn real_set(c: &mut Criterion, set: &search_real::Set, line: &mut impl FnMut(String)) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{}.redb", set.name));
+    let store = Store::open(&path, search_real::options()).expect("open");
+    let ingest_s = search_real::ingest(&store, set);
+    let last_write = Instant::now();
+    search_real::wait(&store);
+    let ready = last_write.elapsed().as_secs_f64();
+    let disk = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let n = set.len();
+    let raw = (n * set.dim * 4) as f64;
+    line(format!(
+        "{}: {n} x {}: ingest {ingest_s:.1} s; graph searchable {ready:.1} s after the last write; \
+         file {:.0} MB = {:.1}x the raw vectors",
+        set.name,
+        set.dim,
+        disk as f64 / 1e6,
+        disk as f64 / raw
+    ));
+    let sweep = search_real::sweep(&store, set);
+    for (ef, recall, qps) in &sweep {
+        line(format!(
+            "{}: ef {ef}: recall@10 {recall:.3}, {qps:.0} QPS (one pass)",
+            set.name
+        ));
+    }
+    let group = format!("real_{}", set.name);
+    let queries: Vec<Vec<f32>> = (0..set.query_count())
+        .map(|i| set.query(i).to_vec())
+        .collect();
+    let exact = bench_search(
+        c,
+        &group,
+        "exact",
+        &store,
+        &queries,
+        &SearchOptions::default().exact(true),
+    );
+    line(format!(
+        "{}: exact scan {:.0} us median = {:.0} QPS",
+        set.name,
+        exact * 1e6,
+        1.0 / exact
+    ));
+    for target in [0.95, 0.99] {
+        match search_real::at_recall(&sweep, target) {
+            Some((ef, recall, _)) => {
+                let m = bench_search(
+                    c,
+                    &group,
+                    &format!("ann_ef{ef}"),
+                    &store,
+                    &queries,
+                    &SearchOptions::default().ef(ef),
+                );
+                line(format!(
+                    "{}: recall {target}: ef {ef} (recall {recall:.3}) {:.0} us median = {:.0} QPS, {:.1}x exact",
+                    set.name,
+                    m * 1e6,
+                    1.0 / m,
+                    exact / m
+                ));
+            }
+            None => line(format!(
+                "{}: recall {target} not reached up to ef {}",
+                set.name,
+                search_real::EF_SWEEP[search_real::EF_SWEEP.len() - 1]
+            )),
+        }
     }
 }

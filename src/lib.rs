@@ -84,7 +84,11 @@ pub use crate::{
     error::{Error, InputError, OpenError, ReadError, WriteError},
     filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     guard::{ConflictPolicy, SkipReason},
-    options::{Durability, Limits, Metric, Options, DEFAULT_CACHE_SIZE},
+    options::{
+        Durability, IndexOptions, Limits, Metric, Options, DEFAULT_CACHE_SIZE,
+        DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M,
+        MIN_INDEX_M,
+    },
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
     search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},

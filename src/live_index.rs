@@ -9,6 +9,7 @@
 
 use crate::error::{Corruption, ReadError};
 use crate::index::{IndexError, Metric, VectorIndex};
+use crate::options::IndexOptions;
 use crate::read::Snapshot;
 use crate::schema::{
     self, seq_key, split_vector_id, vector_id, ChangelogRow, VectorsRow, CHANGELOG, COUNTERS,
@@ -63,9 +64,11 @@ impl LiveIndex {
         snapshot: &Snapshot,
         dimension: usize,
         metric: Metric,
+        params: IndexOptions,
         scratch: Option<std::path::PathBuf>,
     ) -> Result<LiveIndex, ReadError> {
         let mut index = VectorIndex::new(dimension, metric).map_err(index_error)?;
+        index.set_graph_params(params.m, params.ef_construction);
         if let Some(dir) = scratch {
             index.set_scratch_dir(dir);
         }

@@ -244,10 +244,111 @@ pub struct Options {
     /// at once.
     #[serde(default)]
     pub wait_for_lock: Duration,
+    /// How the HNSW graph of the derived vector index is built. Default
+    /// [`IndexOptions::default`] (M 16, ef_construction 100). Not recorded in the file: a
+    /// graph keeps the parameters it was built with (a persisted one loads as it was) and
+    /// the next build uses these.
+    #[serde(default)]
+    pub index: IndexOptions,
 }
 
 fn default_allow_readers() -> bool {
     true
+}
+
+/// Build parameters of the HNSW graph (see [`Options::index`]).
+///
+/// ```
+/// use ratchetdb::{IndexOptions, Options};
+/// let options = Options::default().index(IndexOptions::default().m(24).ef_construction(200));
+/// assert_eq!((options.index.m, options.index.ef_construction), (24, 200));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IndexOptions {
+    /// Links per point in each upper layer of the graph; layer 0 keeps twice as many (M in
+    /// the HNSW paper). Default [`DEFAULT_INDEX_M`] (16, as hnswlib's and FAISS's usual
+    /// setting). Between [`MIN_INDEX_M`] and [`MAX_INDEX_M`]; outside that, opening is an
+    /// [`InputError`](crate::InputError) on `index.m`. Higher: better recall at a given
+    /// search width on hard (high intrinsic dimension) data, slower builds, more memory
+    /// (each point holds up to `3 * m` links).
+    #[serde(default = "default_index_m")]
+    pub m: usize,
+    /// Candidate list width while inserting a point (efConstruction). Default
+    /// [`DEFAULT_INDEX_EF_CONSTRUCTION`] (100). Between 1 and
+    /// [`MAX_INDEX_EF_CONSTRUCTION`]; outside that, opening is an
+    /// [`InputError`](crate::InputError) on `index.ef_construction`. Build time grows
+    /// about linearly with it; recall at a given search width grows with it too, with
+    /// diminishing returns: on 100k x 384 structured vectors recall@10 at `ef` 64 was 0.996
+    /// with 100 and 0.997 with 200, for a build 1.65x longer.
+    #[serde(default = "default_index_ef_construction")]
+    pub ef_construction: usize,
+}
+
+/// The default of [`IndexOptions::m`].
+pub const DEFAULT_INDEX_M: usize = 16;
+/// The smallest accepted [`IndexOptions::m`].
+pub const MIN_INDEX_M: usize = 2;
+/// The largest accepted [`IndexOptions::m`] (the graph library accepts up to 256 links per
+/// layer, and layer 0 keeps `2 * m`).
+pub const MAX_INDEX_M: usize = 128;
+/// The default of [`IndexOptions::ef_construction`].
+pub const DEFAULT_INDEX_EF_CONSTRUCTION: usize = 100;
+/// The largest accepted [`IndexOptions::ef_construction`].
+pub const MAX_INDEX_EF_CONSTRUCTION: usize = 4096;
+
+fn default_index_m() -> usize {
+    DEFAULT_INDEX_M
+}
+
+fn default_index_ef_construction() -> usize {
+    DEFAULT_INDEX_EF_CONSTRUCTION
+}
+
+impl Default for IndexOptions {
+    fn default() -> IndexOptions {
+        IndexOptions {
+            m: DEFAULT_INDEX_M,
+            ef_construction: DEFAULT_INDEX_EF_CONSTRUCTION,
+        }
+    }
+}
+
+impl IndexOptions {
+    /// Sets [`IndexOptions::m`].
+    pub fn m(mut self, m: usize) -> IndexOptions {
+        self.m = m;
+        self
+    }
+
+    /// Sets [`IndexOptions::ef_construction`].
+    pub fn ef_construction(mut self, ef_construction: usize) -> IndexOptions {
+        self.ef_construction = ef_construction;
+        self
+    }
+
+    /// The field out of range and why, if any (checked when a store is opened).
+    pub(crate) fn invalid(&self) -> Option<(&'static str, String)> {
+        if !(MIN_INDEX_M..=MAX_INDEX_M).contains(&self.m) {
+            return Some((
+                "index.m",
+                format!(
+                    "must be between {MIN_INDEX_M} and {MAX_INDEX_M}, got {}",
+                    self.m
+                ),
+            ));
+        }
+        if !(1..=MAX_INDEX_EF_CONSTRUCTION).contains(&self.ef_construction) {
+            return Some((
+                "index.ef_construction",
+                format!(
+                    "must be between 1 and {MAX_INDEX_EF_CONSTRUCTION}, got {}",
+                    self.ef_construction
+                ),
+            ));
+        }
+        None
+    }
 }
 
 /// The default of [`Options::cache_size`]: 64 MiB.
@@ -272,6 +373,7 @@ impl Default for Options {
             cache_size: DEFAULT_CACHE_SIZE,
             allow_readers: default_allow_readers(),
             wait_for_lock: Duration::ZERO,
+            index: IndexOptions::default(),
         }
     }
 }
@@ -344,6 +446,12 @@ impl Options {
     /// that every commit makes durable.
     pub(crate) fn shares_file(&self) -> bool {
         self.allow_readers && self.durability == Durability::Immediate
+    }
+
+    /// Sets the graph's build parameters (see [`Options::index`]).
+    pub fn index(mut self, index: IndexOptions) -> Options {
+        self.index = index;
+        self
     }
 
     /// Refuses to create a missing file.

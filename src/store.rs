@@ -586,6 +586,9 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: Options,
     ) -> Result<Store, OpenError> {
+        if let Some((field, why)) = options.index.invalid() {
+            return Err(InputError::new(field, why).into());
+        }
         let path = PathBuf::from("<backend>");
         crate::contain::contain(
             |detail| contained_at_open(&path, detail),
@@ -1605,6 +1608,7 @@ impl Store {
                     &snapshot,
                     dimension,
                     self.inner.metric,
+                    self.inner.options.index,
                     self.scratch(),
                 )?);
                 self.inner.loader_started.store(true, Ordering::SeqCst);
@@ -1800,6 +1804,9 @@ fn check_options(options: &Options) -> Result<(), OpenError> {
     if let Some(model) = &options.model {
         check_name("model", model, &options.limits)?;
     }
+    if let Some((field, why)) = options.index.invalid() {
+        return Err(InputError::new(field, why).into());
+    }
     if let Some(dimension) = options.dimension {
         if dimension == 0 || dimension > options.limits.max_dimension {
             return Err(InputError::new(
@@ -1900,13 +1907,15 @@ fn scratch_dir(path: &Path) -> Option<PathBuf> {
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started = background.with(|store| match (store.snapshot(), store.snapshot()) {
-        (Ok(vectors), Ok(graph)) => Some((vectors, graph, store.scratch())),
+        (Ok(vectors), Ok(graph)) => {
+            Some((vectors, graph, store.scratch(), store.inner.options.index))
+        }
         _ => {
             store.inner.loader_started.store(false, Ordering::SeqCst);
             None
         }
     });
-    let Some(Some((vectors, graph_snapshot, scratch))) = started else {
+    let Some(Some((vectors, graph_snapshot, scratch, params))) = started else {
         return;
     };
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
@@ -1928,7 +1937,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, scratch);
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params, scratch);
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {

@@ -30,14 +30,23 @@ use super::view::{GraphView, Slots};
 use super::{IndexError, Metric};
 use std::sync::Arc;
 
-/// Links per point per layer (layer 0 keeps twice as many). `hnsw_rs` accepts <= 256.
-pub(crate) const MAX_NB_CONNECTION: usize = 16;
-/// Candidate list width while inserting. 100 rather than 200: at 100k x 384 structured
-/// vectors (`benches/search.rs`) recall@10 at the default `ef` is 0.996 with 100 and 0.997
-/// with 200 (0.955 / 0.957 at ef 24), while a build takes about 1.65x less time (63 s
-/// versus 104 s for 100k with `hnsw_rs` alone under the same machine load; in the store,
-/// a build at open took 66 s against 173 s in an earlier, more loaded run).
-pub(crate) const EF_CONSTRUCTION: usize = 100;
+/// How a new graph is built: `Options::index` (whose docs give the defaults and why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GraphParams {
+    /// Links per point per layer (layer 0 keeps twice as many). `hnsw_rs` accepts <= 256.
+    pub(crate) m: usize,
+    /// Candidate list width while inserting.
+    pub(crate) ef_construction: usize,
+}
+
+impl Default for GraphParams {
+    fn default() -> Self {
+        GraphParams {
+            m: crate::options::DEFAULT_INDEX_M,
+            ef_construction: crate::options::DEFAULT_INDEX_EF_CONSTRUCTION,
+        }
+    }
+}
 /// Number of layers. `hnsw_rs`'s dump refuses any other value than its NB_LAYER_MAX (16).
 pub(crate) const MAX_LAYER: usize = 16;
 /// A graph search may ask for at most this many times `max(k, ef)` hits before the
@@ -225,14 +234,14 @@ pub(crate) fn data_id(id: u64) -> Result<usize, IndexError> {
 }
 
 impl Graph {
-    /// An empty graph sized for about `capacity` points.
-    pub(crate) fn new(metric: Metric, dim: usize, capacity: usize) -> Self {
+    /// An empty graph sized for about `capacity` points, built with `params`.
+    pub(crate) fn new(metric: Metric, dim: usize, capacity: usize, params: GraphParams) -> Self {
         let cell = HnswCell::new(HnswIo::default(), |_| {
             Hnsw::new(
-                MAX_NB_CONNECTION,
+                params.m,
                 capacity,
                 MAX_LAYER,
-                EF_CONSTRUCTION,
+                params.ef_construction,
                 KernelDistance { metric },
             )
         });
@@ -674,6 +683,12 @@ impl Graph {
         let mut membership = self.membership.write();
         membership.unviewed.clear();
         *self.view.write() = Some(view);
+    }
+
+    #[cfg(test)]
+    /// The flat view searches use, if any.
+    pub(crate) fn view(&self) -> Option<Arc<GraphView>> {
+        self.view.read().clone()
     }
 
     #[cfg(test)]

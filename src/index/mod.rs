@@ -191,6 +191,8 @@ pub(crate) struct VectorIndex {
     metric: Metric,
     /// Where snapshot scratch files go (`None`: the system temp directory).
     scratch_dir: Option<PathBuf>,
+    /// Build parameters of new graphs (`Options::index`).
+    params: hnsw::GraphParams,
     exact: RwLock<ExactStore>,
     graph: RwLock<Option<Arc<Graph>>>,
     /// While a snapshot's graph loads into `hnsw_rs` (and no graph is installed): a view
@@ -229,6 +231,7 @@ impl VectorIndex {
             dim,
             metric,
             scratch_dir: None,
+            params: hnsw::GraphParams::default(),
             exact: RwLock::new(ExactStore::new(dim, metric)),
             graph: RwLock::new(None),
             early: RwLock::new(None),
@@ -256,6 +259,12 @@ impl VectorIndex {
     /// of the system temp directory.
     pub(crate) fn set_scratch_dir(&mut self, dir: PathBuf) {
         self.scratch_dir = Some(dir);
+    }
+
+    /// Builds new graphs with `m` links per point per upper layer (`2 * m` in layer 0) and
+    /// insertion width `ef_construction` (the store passes `Options::index`, validated).
+    pub(crate) fn set_graph_params(&mut self, m: usize, ef_construction: usize) {
+        self.params = hnsw::GraphParams { m, ef_construction };
     }
 
     /// Checks a vector or query: length, finiteness, unit norm for cosine.
@@ -588,7 +597,7 @@ impl VectorIndex {
         let _build = self.build.lock();
         let journal = self.start_journal();
         let ids = self.exact.read().ids().to_vec();
-        let graph = Graph::new(self.metric, self.dim, ids.len());
+        let graph = Graph::new(self.metric, self.dim, ids.len(), self.params);
         #[cfg(test)]
         {
             self.builds.0.fetch_add(1, Ordering::SeqCst);

@@ -280,7 +280,7 @@ impl ParsedSnapshot {
     /// set) and removes the scratch files.
     pub(crate) fn load_graph(self) -> Result<Graph, IndexError> {
         let Some(dir) = self.dir else {
-            return Ok(Graph::new(self.metric, self.dim, 0));
+            return Ok(Graph::new(self.metric, self.dim, 0, Default::default()));
         };
         let metric = self.metric;
         let loader = HnswIo::new(dir.path(), DUMP_BASENAME);

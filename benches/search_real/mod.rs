@@ -1,0 +1,410 @@
+//! The search bench on data nobody here wrote: GloVe 50-d, MiniLM embeddings of Wikipedia
+//! sentences, and a seeded random 384-d set of intrinsic dimension 64, all fetched and
+//! prepared by `benches/data/fetch.sh` into `benches/data/sets/` (git-ignored; or
+//! `RATCHETDB_BENCH_DATA`). A set whose files are missing is skipped with a message.
+//!
+//! Two uses:
+//! - in the bench run: per set, ingest (one chunk per document), wait for the graph, then
+//!   criterion groups `real_<set>` (graph search at several `ef` beside the exact scan)
+//!   and a summary with recall@10, time to a searchable graph, file size and memory;
+//! - child modes for `benches/peers/peers.py`, which runs every library in two fresh
+//!   processes on the same files: `RATCHETDB_REAL_CHILD=build:<set>:<path>` and
+//!   `query:<set>:<path>` each print one JSON line.
+
+use ratchetdb::{
+    Chunk, Document, Durability, IndexOptions, Op, Options, SearchOptions, Store, Version,
+};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The child-mode variable (see the module docs).
+pub const CHILD_ENV: &str = "RATCHETDB_REAL_CHILD";
+/// Which sets the bench run measures: comma-separated names, `none` for none. Default
+/// [`DEFAULT_SETS`].
+pub const SETS_ENV: &str = "RATCHETDB_SEARCH_BENCH_SETS";
+pub const DEFAULT_SETS: &str = "glove-100k,minilm,random384";
+/// `k` of every search.
+pub const K: usize = 10;
+/// Search widths swept (the sweep stops once recall@10 reaches 0.999).
+pub const EF_SWEEP: [usize; 15] = [
+    10, 16, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 384, 512,
+];
+/// Documents per write transaction while ingesting.
+const BATCH: usize = 1000;
+const SOURCE: &str = "real";
+
+/// One prepared set: base vectors, held-out queries, their exact 100 nearest base rows.
+pub struct Set {
+    pub name: String,
+    pub dim: usize,
+    pub base: Vec<f32>,
+    pub queries: Vec<f32>,
+    /// `truth_k` nearest base rows per query, nearest first.
+    pub truth: Vec<i32>,
+    pub truth_k: usize,
+    /// A chunk text per base row (MiniLM's sentences), if the set has texts.
+    pub texts: Option<Vec<String>>,
+}
+
+/// Where the sets are.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("RATCHETDB_BENCH_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/sets"))
+}
+
+/// The sets the bench run measures (see [`SETS_ENV`]).
+pub fn wanted_sets() -> Vec<String> {
+    let names = std::env::var(SETS_ENV).unwrap_or_else(|_| DEFAULT_SETS.to_string());
+    names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != "none")
+        .map(String::from)
+        .collect()
+}
+
+/// A 2-d `.npy` array of little-endian f32 (`<f4`) or i32 (`<i4`), C order: (rows, cols,
+/// raw bytes of the data).
+fn read_npy(path: &Path, descr: &str) -> Result<(usize, usize, Vec<u8>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = |why: &str| format!("{}: not a 2-d {descr} .npy file ({why})", path.display());
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("magic"));
+    }
+    let (header_len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        _ => return Err(bad("version")),
+    };
+    let header = bytes
+        .get(start..start + header_len)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .ok_or_else(|| bad("header"))?;
+    if !header.contains(&format!("'descr': '{descr}'"))
+        || !header.contains("'fortran_order': False")
+    {
+        return Err(bad("dtype or order"));
+    }
+    let shape = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .ok_or_else(|| bad("shape"))?;
+    let dims: Vec<usize> = shape
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().map_err(|_| bad("shape")))
+        .collect::<Result<_, _>>()?;
+    let [rows, cols] = dims[..] else {
+        return Err(bad("not 2-d"));
+    };
+    let data = bytes[start + header_len..].to_vec();
+    if data.len() != rows * cols * 4 {
+        return Err(bad("length"));
+    }
+    Ok((rows, cols, data))
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+impl Set {
+    /// Loads `name`; `Err` says why it cannot (missing files: run fetch.sh).
+    pub fn load(name: &str, with_base: bool) -> Result<Set, String> {
+        let dir = data_dir();
+        let file = |part: &str| dir.join(format!("{name}.{part}.npy"));
+        if !file("base").exists() {
+            return Err(format!(
+                "{} missing: run `bash benches/data/fetch.sh` first",
+                file("base").display()
+            ));
+        }
+        let (_, dim, queries) = read_npy(&file("queries"), "<f4")?;
+        let (_, truth_k, truth) = read_npy(&file("truth"), "<i4")?;
+        let base = if with_base {
+            let (_, base_dim, base) = read_npy(&file("base"), "<f4")?;
+            if base_dim != dim {
+                return Err(format!("{name}: base and queries differ in dimension"));
+            }
+            f32s(&base)
+        } else {
+            Vec::new()
+        };
+        let texts_path = dir.join(format!("{name}.texts.txt"));
+        let texts = if with_base && texts_path.exists() {
+            let text = std::fs::read_to_string(&texts_path).map_err(|e| e.to_string())?;
+            Some(text.lines().map(String::from).collect())
+        } else {
+            None
+        };
+        Ok(Set {
+            name: name.to_string(),
+            dim,
+            base,
+            queries: f32s(&queries),
+            truth: truth
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            truth_k,
+            texts,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.base.len() / self.dim
+    }
+
+    pub fn query_count(&self) -> usize {
+        self.queries.len() / self.dim
+    }
+
+    pub fn query(&self, i: usize) -> &[f32] {
+        &self.queries[i * self.dim..(i + 1) * self.dim]
+    }
+
+    fn truth_of(&self, i: usize) -> &[i32] {
+        &self.truth[i * self.truth_k..i * self.truth_k + K]
+    }
+}
+
+/// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), and
+/// the graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` if set.
+pub fn options() -> Options {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let mut index = IndexOptions::default();
+    if let Some(m) = var("RATCHETDB_INDEX_M") {
+        index = index.m(m);
+    }
+    if let Some(ef) = var("RATCHETDB_INDEX_EF_CONSTRUCTION") {
+        index = index.ef_construction(ef);
+    }
+    Options::default().durability(Durability::None).index(index)
+}
+
+/// Writes every base row as a one-chunk document `r<row>`; returns the seconds it took.
+pub fn ingest(store: &Store, set: &Set) -> f64 {
+    let started = Instant::now();
+    let n = set.len();
+    for first in (0..n).step_by(BATCH) {
+        let ops = (first..(first + BATCH).min(n))
+            .map(|row| {
+                let text = match &set.texts {
+                    Some(texts) => texts.get(row).cloned().unwrap_or_default(),
+                    None => format!("row {row}"),
+                };
+                let vector = set.base[row * set.dim..(row + 1) * set.dim].to_vec();
+                Op::Upsert(
+                    Document::new(SOURCE, format!("r{row}"), Version::number(1))
+                        .with_chunk(Chunk::new(text, vector)),
+                )
+            })
+            .collect();
+        for result in store.write_batch(ops).expect("batch") {
+            result.expect("write");
+        }
+    }
+    store.sync().expect("sync");
+    started.elapsed().as_secs_f64()
+}
+
+/// Waits until the index is loaded, covers every commit and no build runs.
+pub fn wait(store: &Store) {
+    assert!(store.wait_for_index(Duration::from_secs(3600)), "index");
+}
+
+/// The base rows of `search`'s hits.
+fn rows(store: &Store, query: &[f32], options: &SearchOptions) -> Vec<i32> {
+    store
+        .search(query, K, options)
+        .expect("search")
+        .iter()
+        .filter_map(|hit| hit.id.strip_prefix('r').and_then(|r| r.parse().ok()))
+        .collect()
+}
+
+/// One pass over every query, one at a time: (recall@10, queries per second).
+pub fn pass(store: &Store, set: &Set, options: &SearchOptions) -> (f64, f64) {
+    let q = set.query_count();
+    let started = Instant::now();
+    let found: Vec<Vec<i32>> = (0..q).map(|i| rows(store, set.query(i), options)).collect();
+    let seconds = started.elapsed().as_secs_f64();
+    let hits: usize = found
+        .iter()
+        .enumerate()
+        .map(|(i, f)| f.iter().filter(|r| set.truth_of(i).contains(r)).count())
+        .sum();
+    (hits as f64 / (q * K) as f64, q as f64 / seconds)
+}
+
+/// The ef sweep: `(ef, recall, qps)` until recall reaches 0.999.
+pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64)> {
+    let mut out = Vec::new();
+    for ef in EF_SWEEP {
+        let (recall, qps) = pass(store, set, &SearchOptions::default().ef(ef));
+        out.push((ef, recall, qps));
+        if recall >= 0.999 {
+            break;
+        }
+    }
+    out
+}
+
+/// What resolving a query's hits against a snapshot costs, approximately, in µs per query:
+/// the peers return ids, ratchetdb returns each hit's text, metadata and version read from
+/// the search's snapshot. Measured as `Store::get` of every hit's document (the document
+/// row, its chunks row and vectors row: the reads `search` makes per hit document), for
+/// the hits of every query at `ef` 64.
+pub fn resolution_cost(store: &Store, set: &Set) -> f64 {
+    let options = SearchOptions::default().ef(64);
+    let hits: Vec<Vec<String>> = (0..set.query_count())
+        .map(|i| {
+            store
+                .search(set.query(i), K, &options)
+                .expect("search")
+                .into_iter()
+                .map(|hit| hit.id)
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    for ids in &hits {
+        for id in ids {
+            std::hint::black_box(store.get(SOURCE, id).expect("get"));
+        }
+    }
+    started.elapsed().as_secs_f64() * 1e6 / hits.len() as f64
+}
+
+/// The fastest swept `ef` reaching `target` recall.
+pub fn at_recall(sweep: &[(usize, f64, f64)], target: f64) -> Option<(usize, f64, f64)> {
+    sweep
+        .iter()
+        .copied()
+        .filter(|s| s.1 >= target)
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+/// Where the file's bytes are: per table, its pages and the bytes stored in them; pages
+/// allocated in all; the rest of the file is free space (left by copy-on-write). Opens the
+/// file with redb directly: the store must be closed.
+pub fn disk_breakdown(path: &Path) -> serde_json::Value {
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
+    let db = redb::Database::open(path).expect("redb open");
+    let mut tables = serde_json::Map::new();
+    {
+        let txn = db.begin_read().expect("read");
+        for handle in txn.list_tables().expect("tables") {
+            let name = handle.name().to_string();
+            let table = txn.open_untyped_table(handle).expect("table");
+            let stats = table.stats().expect("stats");
+            tables.insert(
+                name,
+                serde_json::json!({
+                    "pages_bytes": (stats.leaf_pages() + stats.branch_pages()) * 4096,
+                    "stored_bytes": stats.stored_bytes(),
+                    "fragmented_bytes": stats.fragmented_bytes(),
+                }),
+            );
+        }
+    }
+    let txn = db.begin_write().expect("write");
+    let stats = txn.stats().expect("stats");
+    let allocated = stats.allocated_pages() * stats.page_size() as u64;
+    txn.abort().expect("abort");
+    drop(db);
+    let file = file_len(path);
+    serde_json::json!({
+        "file": file, "allocated": allocated, "free": file.saturating_sub(allocated),
+        "tables": tables,
+    })
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The child modes (see the module docs); prints one JSON line.
+pub fn child(spec: &str) {
+    let mut parts = spec.splitn(3, ':');
+    let (Some(phase), Some(name), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+        panic!("{CHILD_ENV}=build|query:<set>:<path>, got {spec}");
+    };
+    let path = Path::new(path);
+    let json = match phase {
+        "build" => {
+            let set = Set::load(name, true).unwrap_or_else(|e| panic!("{e}"));
+            let (rss_before, _) = super::common::memory();
+            let store = Store::open(path, options()).expect("open");
+            let ingest_s = ingest(&store, &set);
+            let last_write = Instant::now();
+            wait(&store);
+            let ready = last_write.elapsed().as_secs_f64();
+            let disk = file_len(path);
+            let (rss, build_peak) = super::common::memory();
+            drop(store);
+            let breakdown = disk_breakdown(path);
+            // The same graph built again in the foreground (every core, caller's priority).
+            let store = Store::open(path, options()).expect("reopen");
+            wait(&store);
+            let started = Instant::now();
+            store.build_index().expect("build_index");
+            let foreground = started.elapsed().as_secs_f64();
+            let (_, peak_after_foreground) = super::common::memory();
+            drop(store);
+            serde_json::json!({
+                "disk_breakdown": breakdown,
+                "ingest_s": ingest_s, "ready_after_last_write_s": ready, "disk": disk,
+                "build_peak": build_peak, "build_rss": rss, "rss_before": rss_before,
+                "foreground_build_s": foreground, "disk_after_foreground": file_len(path),
+                "peak_after_foreground": peak_after_foreground, "n": set.len(),
+            })
+        }
+        "query" => {
+            let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
+            let (rss_before, _) = super::common::memory();
+            let started = Instant::now();
+            let store = Store::open(path, options()).expect("open");
+            let opened = started.elapsed().as_secs_f64();
+            loop {
+                let info = store.index_info();
+                if info.graph_ready || started.elapsed() > Duration::from_secs(900) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            rows(&store, set.query(0), &SearchOptions::default().ef(64));
+            let first = started.elapsed().as_secs_f64();
+            let (ready_rss, _) = super::common::memory();
+            wait(&store);
+            let (query_rss, _) = super::common::memory();
+            let sweep: Vec<serde_json::Value> = sweep(&store, &set)
+                .into_iter()
+                .map(
+                    |(ef, recall, qps)| serde_json::json!({"ef": ef, "recall": recall, "qps": qps}),
+                )
+                .collect();
+            let (exact_recall, exact_qps) =
+                pass(&store, &set, &SearchOptions::default().exact(true));
+            let resolve_us = resolution_cost(&store, &set);
+            let (_, query_peak) = super::common::memory();
+            serde_json::json!({
+                "open_s": opened, "reopen_first_search_s": first, "ready_rss": ready_rss,
+                "query_rss": query_rss, "query_rss_before": rss_before, "sweep": sweep,
+                "exact_qps": exact_qps, "exact_recall": exact_recall, "query_peak": query_peak,
+                "resolve_us_per_query": resolve_us,
+            })
+        }
+        other => panic!("unknown phase {other}"),
+    };
+    println!("{json}");
+}
