@@ -21,22 +21,9 @@ fn a_fifo_named_md_is_skipped_not_waited_for() {
     assert!(made.success());
     std::os::unix::fs::symlink(&fifo, docs.join("link-to-pipe.md")).unwrap();
     let db = dir.path().join("store.redb");
-    let args = [
-        "ingest",
-        "--db",
-        db.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ];
-    // Before the fix this never returned: the deadline kills it and fails the test.
-    let run = cli::run(
-        &args,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(60),
-    );
-    cli::assert_no_panic(&run, &args);
+    // Before the fix this never returned: the helper's one-minute deadline kills it and
+    // fails the test.
+    let run = cli::ingest_folder(&db, &docs, &[]);
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(
         run.stdout.contains("not a regular file 2"),
@@ -57,15 +44,6 @@ fn a_fifo_named_md_is_skipped_not_waited_for() {
     assert_eq!(export.stdout.lines().count(), 1, "{}", export.stdout);
     assert!(export.stdout.contains("real.md"));
     // --strict makes the skip an error code, as for any file skipped for what it is.
-    let mut strict = args.to_vec();
-    strict.push("--strict");
-    let run = cli::run(
-        &strict,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(60),
-    );
+    let run = cli::ingest_folder(&db, &docs, &["--strict"]);
     assert_eq!(run.code, Some(3), "{}{}", run.stdout, run.stderr);
 }

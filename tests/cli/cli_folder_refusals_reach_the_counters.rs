@@ -13,22 +13,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 fn ingest(db: &Path, dir: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "ingest",
-        "--db",
-        db.to_str().unwrap(),
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let run = cli::run(
-        &args,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(60),
-    );
-    cli::assert_no_panic(&run, &args);
+    let run = cli::ingest_folder(db, dir, extra);
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     run
 }

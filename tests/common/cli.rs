@@ -82,3 +82,21 @@ pub fn assert_no_panic(run: &Run, args: &[&str]) {
         run.stderr
     );
 }
+
+/// `ratchet ingest --db DB DIR EXTRA...` with the hashing embedder (no `RATCHET_MODEL`),
+/// given a minute; panics on a panic in the child, leaves the exit status to the caller.
+pub fn ingest_folder(db: &std::path::Path, dir: &std::path::Path, extra: &[&str]) -> Run {
+    let (db, dir) = (db.to_string_lossy(), dir.to_string_lossy());
+    let mut args = vec!["ingest", "--db", db.as_ref(), dir.as_ref()];
+    args.extend_from_slice(extra);
+    let run = run(
+        &args,
+        |c| {
+            c.env_remove("RATCHET_MODEL");
+        },
+        None,
+        Duration::from_secs(60),
+    );
+    assert_no_panic(&run, &args);
+    run
+}
