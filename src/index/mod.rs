@@ -835,19 +835,15 @@ pub(crate) mod test_support {
 
     use super::normalize;
 
-    /// splitmix64: a tiny deterministic PRNG (no `rand` dependency).
-    pub(crate) struct SplitMix64(u64);
+    /// The crate's one SplitMix64 (`testkit`), with the draws these tests need.
+    pub(crate) struct SplitMix64(crate::testkit::SplitMix64);
 
     impl SplitMix64 {
         pub(crate) fn new(seed: u64) -> Self {
-            SplitMix64(seed)
+            SplitMix64(crate::testkit::SplitMix64::new(seed))
         }
         pub(crate) fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            self.0.next_u64()
         }
         /// Uniform in [-1, 1).
         pub(crate) fn unit(&mut self) -> f32 {
