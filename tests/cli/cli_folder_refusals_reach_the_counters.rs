@@ -8,9 +8,8 @@ use crate::common;
 
 use common::cli::{self, Run};
 use ratchetdb::{Options, Store};
-use std::fs::File;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 fn ingest(db: &Path, dir: &Path, extra: &[&str]) -> Run {
     let run = cli::ingest_folder(db, dir, extra);
@@ -19,13 +18,7 @@ fn ingest(db: &Path, dir: &Path, extra: &[&str]) -> Run {
 }
 
 fn write_file(file: &Path, text: &str, secs: u64) {
-    std::fs::write(file, text).unwrap();
-    File::options()
-        .write(true)
-        .open(file)
-        .unwrap()
-        .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-        .unwrap();
+    cli::write_file_at(file, text, secs);
 }
 
 #[test]

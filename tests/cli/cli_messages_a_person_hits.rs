@@ -14,9 +14,8 @@
 use crate::common;
 
 use common::cli::{self, Run};
-use std::fs::File;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 fn ratchet(args: &[&str], env: &[(&str, &str)]) -> Run {
     let run = cli::run(
@@ -35,13 +34,7 @@ fn ratchet(args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 fn write_file(file: &Path, text: &str, secs: u64) {
-    std::fs::write(file, text).unwrap();
-    File::options()
-        .write(true)
-        .open(file)
-        .unwrap()
-        .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-        .unwrap();
+    cli::write_file_at(file, text, secs);
 }
 
 #[test]

@@ -100,3 +100,15 @@ pub fn ingest_folder(db: &std::path::Path, dir: &std::path::Path, extra: &[&str]
     assert_no_panic(&run, &args);
     run
 }
+
+/// Writes `text` to `file` and sets its modification time to `secs` after the epoch (folder
+/// ingest takes a file's version from it).
+pub fn write_file_at(file: &std::path::Path, text: &str, secs: u64) {
+    std::fs::write(file, text).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(file)
+        .expect("open")
+        .set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        .expect("set_modified");
+}
