@@ -25,7 +25,7 @@
 mod common;
 
 use common::search_support::Structured;
-use common::{or_nan, Estimates, NAN_NOTE};
+use common::NAN_NOTE;
 use criterion::Criterion;
 use ratchetdb::{
     Chunk, Document, Durability, Filter, FilterStrategy, Op, Options, SearchOptions, Store, Version,
@@ -78,6 +78,7 @@ fn key(hit: &ratchetdb::Hit) -> (String, u32) {
     (hit.id.clone(), hit.position)
 }
 
+/// [`common::bench_search`] at this bench's `K`.
 fn bench_search(
     c: &mut Criterion,
     group: &str,
@@ -86,19 +87,7 @@ fn bench_search(
     queries: &[Vec<f32>],
     options: &SearchOptions,
 ) -> f64 {
-    let mut g = c.benchmark_group(group);
-    let mut i = 0;
-    let estimates = Estimates::before_run(group, name);
-    g.bench_function(name, |b| {
-        b.iter(|| {
-            i += 1;
-            store
-                .search(&queries[i % queries.len()], K, options)
-                .expect("search")
-        })
-    });
-    g.finish();
-    or_nan(estimates.median())
+    common::bench_search(c, group, name, store, queries, K, options)
 }
 
 fn recall(store: &Store, queries: &[Vec<f32>], options: &SearchOptions) -> f64 {

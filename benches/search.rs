@@ -31,7 +31,7 @@ mod common;
 mod search_real;
 
 use common::search_support::Structured;
-use common::{memory, or_nan, run_child, Estimates, NAN_NOTE};
+use common::{memory, run_child, NAN_NOTE};
 use criterion::Criterion;
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
 use std::path::Path;
@@ -111,8 +111,7 @@ fn recall(store: &Store, queries: &[Vec<f32>], truth: &[Vec<(String, u32)>], ef:
     found as f64 / (queries.len() * K) as f64
 }
 
-/// Benchmarks one search configuration over the queries in turn; returns the median (`NaN`
-/// when criterion did not measure it in this run: see [`Estimates::median`]).
+/// [`common::bench_search`] at this bench's `K`.
 fn bench_search(
     c: &mut Criterion,
     group: &str,
@@ -121,19 +120,7 @@ fn bench_search(
     queries: &[Vec<f32>],
     options: &SearchOptions,
 ) -> f64 {
-    let mut g = c.benchmark_group(group);
-    let mut i = 0;
-    let estimates = Estimates::before_run(group, name);
-    g.bench_function(name, |b| {
-        b.iter(|| {
-            i += 1;
-            store
-                .search(&queries[i % queries.len()], K, options)
-                .expect("search")
-        })
-    });
-    g.finish();
-    or_nan(estimates.median())
+    common::bench_search(c, group, name, store, queries, K, options)
 }
 
 /// Read bandwidth over a 1 GB buffer with `threads` threads, in bytes/s (median of 5).

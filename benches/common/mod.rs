@@ -187,3 +187,30 @@ pub fn run_child(env: &str, value: impl AsRef<OsStr>) -> serde_json::Value {
     let line = stdout.lines().last().expect("child output");
     serde_json::from_str(line).expect("child json")
 }
+
+/// Benchmarks one search configuration, `k` nearest over `queries` in turn, as criterion
+/// function `name` of `group`; returns its median (`NaN` when criterion did not measure it in
+/// this run: see [`Estimates::median`]).
+pub fn bench_search(
+    c: &mut criterion::Criterion,
+    group: &str,
+    name: &str,
+    store: &Store,
+    queries: &[Vec<f32>],
+    k: usize,
+    options: &ratchetdb::SearchOptions,
+) -> f64 {
+    let mut g = c.benchmark_group(group);
+    let mut i = 0;
+    let estimates = Estimates::before_run(group, name);
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            i += 1;
+            store
+                .search(&queries[i % queries.len()], k, options)
+                .expect("search")
+        })
+    });
+    g.finish();
+    or_nan(estimates.median())
+}
