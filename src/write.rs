@@ -274,7 +274,7 @@ impl<'txn> Batch<'txn> {
         }
     }
 
-    fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
+    pub(crate) fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
         // Before the guard: whether a wrong-dimension vector is an error must not depend on
         // whether the revision happens to be stale, nor on batch boundaries.
         if let Some(expected) = self.dimension {
@@ -591,7 +591,12 @@ impl<'txn> Batch<'txn> {
         })
     }
 
-    fn delete(&mut self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+    pub(crate) fn delete(
+        &mut self,
+        source: &str,
+        id: &str,
+        version: Version,
+    ) -> Result<Outcome, WriteError> {
         let (row, stored) = self.stored_state(source, id, version)?;
         let decision = guard::decide(
             stored.as_ref(),
@@ -693,7 +698,7 @@ impl<'txn> Batch<'txn> {
         Ok(removed)
     }
 
-    fn retain(
+    pub(crate) fn retain(
         &mut self,
         source: &str,
         present: &[String],
