@@ -127,7 +127,7 @@ impl Snapshot {
             )
             .into());
         };
-        let chunks = schema::decode_chunks(bytes.value(), vectors.spill())?;
+        let chunks = schema::join_chunks(bytes.value(), vectors)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",

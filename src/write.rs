@@ -14,8 +14,8 @@ use crate::guard::{self, ConflictPolicy, ContentHash, Decision, Incoming, SkipRe
 use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
-    DocRow, ListingRow, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS, DOCS,
-    DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SLOTS_PER_DOC, VECTORS,
+    DocRow, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS,
+    DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SLOTS_PER_DOC, VECTORS,
 };
 use crate::version::Version;
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -380,7 +380,7 @@ impl<'txn> Batch<'txn> {
         };
         let parsed = VectorsRow::parse(&vectors)?;
         let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
-            Some(bytes) => schema::decode_chunks(bytes.value(), parsed.spill())?,
+            Some(bytes) => schema::join_chunks(bytes.value(), &parsed)?,
             None => {
                 return Err(Corruption::new(
                     "chunk table",
@@ -524,12 +524,10 @@ impl<'txn> Batch<'txn> {
                 })
                 .collect(),
         };
-        // The chunks row's last bytes fill the slack of the vectors row's pages
-        // (`schema::split_chunks`); the vectors are encoded straight into their reserved
-        // place in a redb page.
-        let chunks_bytes = schema::encode(&chunks_row);
-        let vectors_len = VectorsRow::encoded_len(&entries);
-        let (rest, spill) = schema::split_chunks(&chunks_bytes, vectors_len);
+        // The two rows as `schema::RevisionRows` splits them; the vectors are encoded
+        // straight into their reserved place in a redb page.
+        let chunks_bytes = schema::encode_chunks(&chunks_row);
+        let rows = RevisionRows::split(&chunks_bytes, &entries);
         // Unchanged vectors (every one kept in place: a metadata-only revision) with an
         // unchanged spill are not rewritten.
         let unchanged = !rekey
@@ -538,16 +536,16 @@ impl<'txn> Batch<'txn> {
             && plan.iter().enumerate().all(
                 |(p, s)| matches!(s, VectorSource::Keep { old_position } if *old_position == p),
             )
-            && old_vectors.spill() == spill;
+            && rows.spill_matches(&old_vectors);
         if !unchanged {
             let mut slot = self
                 .vectors
-                .insert_reserve(internal_id, vectors_len + spill.len())
+                .insert_reserve(internal_id, rows.vectors_row_len())
                 .map_err(WriteError::storage)?;
-            VectorsRow::encode_into(&entries, spill, slot.as_mut())?;
+            rows.write_vectors_row(&entries, slot.as_mut())?;
         }
         self.chunks
-            .insert(internal_id, rest)
+            .insert(internal_id, rows.chunks_row())
             .map_err(WriteError::storage)?;
         let new_count = doc.chunks.len() as u32;
         let old_count = old.len() as u32;

@@ -3,7 +3,7 @@
 //! Schema 1 stored a row per chunk (`chunks`, keyed by internal id and position) and a row
 //! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
 //! stores each live revision as one chunks row and one vectors row under the document's
-//! internal id. Schema 3 (`schema.rs`) keeps those two rows, with the vectors row's
+//! internal id. Schema 3 (`schema/`) keeps those two rows, with the vectors row's
 //! dimension in its header and the last bytes of the encoded chunks row moved to the end
 //! of the vectors row, into the slack of its pages.
 //!
@@ -23,11 +23,11 @@ use crate::counters::name as counter;
 use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
-    self, meta_key, ChunkEntry, ChunksRow, DocRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
+    self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, CHANGELOG, CHUNKS,
     COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Schema 1's chunk rows: (internal id, position) -> [`ChunkRowV1`].
 const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
@@ -37,7 +37,7 @@ const VECTORS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
 const NEXT_VECTOR_V1: &str = "seq.next_vector";
 
 /// Schema 1's document row: schema 2's without `next_slot`.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct DocRowV1 {
     internal_id: u64,
     version_kind: u8,
@@ -50,7 +50,7 @@ struct DocRowV1 {
 }
 
 /// Schema 1's chunk row.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct ChunkRowV1 {
     generation: u64,
     text_hash: ContentHash,
@@ -78,8 +78,8 @@ fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
     MigrationError::Corrupted(Corruption::new(what, detail))
 }
 
-/// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, as
-/// `write.rs` does: the chunks row's last [`schema::spill_len`] bytes after the vectors.
+/// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, split
+/// by [`RevisionRows`] as a write splits them.
 fn put_revision(
     chunks: &mut Table<'_, u64, &'static [u8]>,
     vectors: &mut Table<'_, u64, &'static [u8]>,
@@ -87,10 +87,12 @@ fn put_revision(
     chunks_bytes: &[u8],
     entries: &[(u32, VectorData<'_>)],
 ) -> Result<(), MigrationError> {
-    let (rest, spill) = schema::split_chunks(chunks_bytes, VectorsRow::encoded_len(entries));
-    let row = VectorsRow::encode(entries, spill).map_err(MigrationError::Corrupted)?;
+    let rows = RevisionRows::split(chunks_bytes, entries);
+    let row = rows
+        .vectors_row(entries)
+        .map_err(MigrationError::Corrupted)?;
     vectors.insert(id, row.as_slice())?;
-    chunks.insert(id, rest)?;
+    chunks.insert(id, rows.chunks_row())?;
     Ok(())
 }
 
@@ -357,7 +359,10 @@ pub(crate) fn schema_2_to_3(
                 put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?;
             }
             None => {
-                let row = VectorsRow::encode(&entries, &[]).map_err(MigrationError::Corrupted)?;
+                // No chunks row: the vectors row carries nothing.
+                let row = RevisionRows::split(&[], &entries)
+                    .vectors_row(&entries)
+                    .map_err(MigrationError::Corrupted)?;
                 vectors.insert(id, row.as_slice())?;
             }
         }
@@ -370,6 +375,7 @@ pub(crate) fn schema_2_to_3(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::VectorsRow;
 
     /// A schema-2 vectors row of `slots`, each vector `floats` long.
     fn row_v2(slots: &[u32], floats: usize) -> Vec<u8> {
