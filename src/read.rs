@@ -64,10 +64,6 @@ pub struct Snapshot {
     vectors: ReadOnlyTable<u64, &'static [u8]>,
 }
 
-fn parse_meta(json: &str) -> Result<serde_json::Value, Corruption> {
-    serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
-}
-
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -204,7 +200,7 @@ impl Snapshot {
                 chunks.push(StoredChunk {
                     // Below the row's u32 count.
                     position: position as u32,
-                    meta: parse_meta(&chunk.meta)?,
+                    meta: schema::decode_meta(&chunk.meta)?,
                     text: chunk.text,
                     generation: stored.generation,
                     vector_id: vector_id(row.internal_id, slot),
@@ -219,7 +215,7 @@ impl Snapshot {
             deleted: row.deleted,
             generation: row.generation,
             content_hash: hex(&row.content_hash),
-            meta: parse_meta(&row.meta)?,
+            meta: schema::decode_meta(&row.meta)?,
             chunks,
         })
     }

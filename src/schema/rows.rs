@@ -234,6 +234,13 @@ pub(crate) struct ListingRow {
     pub members_hash: ContentHash,
 }
 
+/// Stored metadata (a document's or a chunk's canonical JSON), decoded. Every reader of
+/// metadata (reads, search, the filter index) goes through this, so metadata that does not
+/// decode is a corruption everywhere.
+pub(crate) fn decode_meta(json: &str) -> Result<serde_json::Value, Corruption> {
+    serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
+}
+
 /// Canonical JSON: object keys sorted at every depth, whatever map type serde_json was built
 /// with (so the content hash does not depend on a cargo feature of a dependency).
 pub(crate) fn canonical_json(value: &serde_json::Value) -> String {

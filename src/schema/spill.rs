@@ -336,16 +336,27 @@ impl<'a> VectorsRow<'a> {
         Some(decode_floats(self.vector_bytes(position)?))
     }
 
-    /// Whether the vector at `position` is bit-identical to `vector`.
+    /// Whether the vector at `position` is bit-identical to `vector` (the harness's check;
+    /// the write path compares through [`same_vector`]).
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn same_vector(&self, position: usize, vector: &[f32]) -> bool {
-        self.vector_bytes(position).is_some_and(|stored| {
-            stored.len() == vector.len() * 4
-                && stored
-                    .chunks_exact(4)
-                    .zip(vector)
-                    .all(|(b, x)| b == x.to_le_bytes())
-        })
+        self.vector_bytes(position)
+            .is_some_and(|stored| same_vector(stored, vector))
     }
+
+    /// Every `(slot, vector bytes)` in position order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u32, &'a [u8])> + '_ {
+        (0..self.count).filter_map(|p| Some((self.slot(p)?, self.vector_bytes(p)?)))
+    }
+}
+
+/// Whether a stored vector's bytes (little-endian f32s) are bit-identical to `vector`.
+pub(crate) fn same_vector(stored: &[u8], vector: &[f32]) -> bool {
+    stored.len() == vector.len() * 4
+        && stored
+            .chunks_exact(4)
+            .zip(vector)
+            .all(|(b, x)| b == x.to_le_bytes())
 }
 
 /// Little-endian f32 bytes to floats (a trailing partial float is ignored).
