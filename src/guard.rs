@@ -98,17 +98,17 @@ impl Stored {
     }
 }
 
-/// An arriving write, as far as the guard needs it (for [`decide`]).
+/// An arriving write, as far as the guard needs it (for the case table's [`decide`]).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Incoming {
     Upsert {
         version: Version,
         content_hash: ContentHash,
     },
-    // Built by the guard's case table, which runs both kinds through `decide`; the write
-    // path calls `decide_delete` directly.
-    #[cfg_attr(not(test), allow(dead_code))]
-    Delete { version: Version },
+    Delete {
+        version: Version,
+    },
 }
 
 /// Why an accepted upsert is written.
@@ -157,9 +157,10 @@ pub(crate) enum DeleteDecision {
     KindMismatch { stored: VersionKind },
 }
 
-/// The guard's answer to either kind of write, for callers that hold an [`Incoming`] (the
-/// store's `plan`). The write path uses [`decide_upsert`] and [`decide_delete`], whose
+/// Either kind's answer in one type, for the case table, which runs upserts and deletes
+/// through one [`decide`]. The store uses [`decide_upsert`] and [`decide_delete`], whose
 /// answers cannot name the other kind's effects.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
     /// [`WriteReason::Insert`].
@@ -167,9 +168,9 @@ pub(crate) enum Decision {
     /// [`WriteReason::Replace`].
     Replace,
     /// [`UpsertDecision::Unchanged`].
-    BumpVersion,
+    Unchanged,
     /// [`WriteReason::ResolveConflict`].
-    ReplaceOnTie,
+    ResolveConflict,
     /// [`DeleteDecision::Tombstone`].
     Tombstone { over_equal_version: bool },
     /// Refuse. `equal_version` feeds the resolution-of-the-version-signal statistic.
@@ -181,13 +182,14 @@ pub(crate) enum Decision {
     KindMismatch { stored: VersionKind },
 }
 
+#[cfg(test)]
 impl From<UpsertDecision> for Decision {
     fn from(decision: UpsertDecision) -> Decision {
         match decision {
             UpsertDecision::Write(WriteReason::Insert) => Decision::Insert,
             UpsertDecision::Write(WriteReason::Replace) => Decision::Replace,
-            UpsertDecision::Write(WriteReason::ResolveConflict) => Decision::ReplaceOnTie,
-            UpsertDecision::Unchanged => Decision::BumpVersion,
+            UpsertDecision::Write(WriteReason::ResolveConflict) => Decision::ResolveConflict,
+            UpsertDecision::Unchanged => Decision::Unchanged,
             UpsertDecision::Skip {
                 reason,
                 equal_version,
@@ -200,6 +202,7 @@ impl From<UpsertDecision> for Decision {
     }
 }
 
+#[cfg(test)]
 impl From<DeleteDecision> for Decision {
     fn from(decision: DeleteDecision) -> Decision {
         match decision {
@@ -218,7 +221,8 @@ impl From<DeleteDecision> for Decision {
     }
 }
 
-/// Decides what an incoming write does to a document. Pure: no I/O, no clock, no state.
+/// Decides what an incoming write does to a document (the case table's entry point).
+#[cfg(test)]
 pub(crate) fn decide(
     stored: Option<&Stored>,
     incoming: &Incoming,
@@ -382,12 +386,7 @@ mod tests {
                 Refuse,
                 skip(SkipReason::Duplicate, true),
             ),
-            (
-                Some(live(5, 1)),
-                upsert(6, 1),
-                Refuse,
-                Decision::BumpVersion,
-            ),
+            (Some(live(5, 1)), upsert(6, 1), Refuse, Decision::Unchanged),
             // Live, other content.
             (
                 Some(live(5, 1)),
@@ -401,7 +400,12 @@ mod tests {
                 Refuse,
                 skip(SkipReason::Conflict, true),
             ),
-            (Some(live(5, 1)), upsert(5, 2), High, Decision::ReplaceOnTie),
+            (
+                Some(live(5, 1)),
+                upsert(5, 2),
+                High,
+                Decision::ResolveConflict,
+            ),
             (
                 Some(live(5, 2)),
                 upsert(5, 1),
@@ -567,7 +571,7 @@ mod tests {
                                         assert!(
                                             matches!(
                                                 decision,
-                                                Decision::ReplaceOnTie
+                                                Decision::ResolveConflict
                                                     | Decision::Tombstone {
                                                         over_equal_version: true
                                                     }
