@@ -49,13 +49,14 @@ mod guard;
 mod index;
 mod indexer;
 mod live_index;
-mod migrate;
 mod open;
 mod options;
 mod plan;
 mod prepare;
 mod read;
 mod schema;
+// `crate::migrate` until the modules that open a file import `schema::migrate` directly.
+use schema::migrate;
 mod search;
 mod stats;
 mod store;

@@ -4,7 +4,7 @@
 use crate::document::Document;
 use crate::engine::Engine;
 use crate::error::{InputError, ReadError, WriteError};
-use crate::guard::{self, Decision, Incoming, SkipReason};
+use crate::guard::{self, SkipReason, UpsertDecision};
 use crate::prepare;
 use crate::version::Version;
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,8 @@ pub struct Plan {
 pub enum PlannedAction {
     /// The revision would be written.
     Write,
-    /// The content is identical; only the version would be raised. Nothing to embed.
+    /// The content is identical; only the version would be raised (the write's outcome would
+    /// be `Outcome::Unchanged`). Nothing to embed.
     BumpVersion,
     /// The revision would be refused. Nothing to embed.
     Skip {
@@ -73,18 +74,20 @@ pub(crate) fn plan(engine: &Engine, doc: &Document) -> Result<Plan, ReadError> {
     let snapshot = engine.snapshot()?;
     let (stored, known_texts) =
         snapshot.plan_state(&prepared.source, &prepared.id, prepared.version)?;
-    let incoming = Incoming::Upsert {
-        version: prepared.version,
-        content_hash: prepared.content_hash,
-    };
-    let action = match guard::decide(stored.as_ref(), &incoming, engine.options().conflict_policy) {
-        Decision::Insert | Decision::Replace | Decision::ReplaceOnTie => PlannedAction::Write,
-        Decision::BumpVersion => PlannedAction::BumpVersion,
-        Decision::Skip { reason, .. } => PlannedAction::Skip {
+    let decision = guard::decide_upsert(
+        stored.as_ref(),
+        prepared.version,
+        prepared.content_hash,
+        engine.options().conflict_policy,
+    );
+    let action = match decision {
+        UpsertDecision::Write(_) => PlannedAction::Write,
+        UpsertDecision::Unchanged => PlannedAction::BumpVersion,
+        UpsertDecision::Skip { reason, .. } => PlannedAction::Skip {
             reason,
             stored_version: stored.map(|s| s.version).unwrap_or(prepared.version),
         },
-        Decision::KindMismatch { stored } => {
+        UpsertDecision::KindMismatch { stored } => {
             return Err(ReadError::Input(InputError::new(
                 "version",
                 format!(
@@ -93,7 +96,6 @@ pub(crate) fn plan(engine: &Engine, doc: &Document) -> Result<Plan, ReadError> {
                 ),
             )))
         }
-        Decision::Tombstone { .. } => PlannedAction::Write,
     };
     let (mut reusable, mut to_embed) = (Vec::new(), Vec::new());
     for (position, chunk) in prepared.chunks.iter().enumerate() {

@@ -60,19 +60,17 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = row.dimension();
         let _ = row.position_of(u32::MAX);
         let _ = row.vector(row.len());
-        let mut entries = Vec::with_capacity(row.len());
         for position in 0..row.len() {
-            let (Some(slot), Some(bytes)) = (row.slot(position), row.vector_bytes(position)) else {
+            let (Some(_), Some(_)) = (row.slot(position), row.vector_bytes(position)) else {
                 return Err(format!(
                     "vectors row: position {position} of {} unreadable",
                     row.len()
                 ));
             };
             let _ = row.same_vector(position, &[0.0]);
-            entries.push((slot, VectorData::Raw(bytes)));
         }
-        let _ = schema::decode_chunks(data, row.spill());
-        if VectorsRow::encode(&entries, row.spill()).as_deref() != Ok(data) {
+        let _ = schema::join_chunks(data, &row);
+        if row.reencode().as_deref() != Ok(data) {
             return Err("vectors row: re-encoding changed the bytes".to_string());
         }
     }

@@ -21,3 +21,4 @@ mod search_never_returns_superseded_chunks;
 mod search_recall_structured;
 mod search_snapshot_refreshed_as_graph_grows;
 mod search_snapshot_round_trip;
+mod undecodable_metadata_is_corruption_in_search;
