@@ -55,8 +55,6 @@ mod plan;
 mod prepare;
 mod read;
 mod schema;
-// `crate::migrate` until the modules that open a file import `schema::migrate` directly.
-use schema::migrate;
 mod search;
 mod stats;
 mod store;

@@ -566,21 +566,23 @@ fn convert(
     txn.set_durability(redb::Durability::Immediate)
         .map_err(|e| err(e.into()))?;
     let converted = match version {
-        1 => crate::migrate::schema_1(&txn, dimension),
-        _ => crate::migrate::schema_2_to_3(&txn, dimension),
+        1 => crate::schema::migrate::schema_1(&txn, dimension),
+        _ => crate::schema::migrate::schema_2_to_3(&txn, dimension),
     };
     match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),
-        Err(crate::migrate::MigrationError::Storage(e)) => Err(err(e)),
-        Err(crate::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
+        Err(crate::schema::migrate::MigrationError::Storage(e)) => Err(err(e)),
+        Err(crate::schema::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
             path: path.to_path_buf(),
             what: c.what,
             detail: c.detail,
         }),
-        Err(crate::migrate::MigrationError::TooLarge(detail)) => Err(OpenError::Unconvertible {
-            path: path.to_path_buf(),
-            detail,
-        }),
+        Err(crate::schema::migrate::MigrationError::TooLarge(detail)) => {
+            Err(OpenError::Unconvertible {
+                path: path.to_path_buf(),
+                detail,
+            })
+        }
     }
 }
 

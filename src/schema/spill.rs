@@ -53,6 +53,13 @@ fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
         .min(chunks_len)
 }
 
+/// [`spill_len`] for the harness: the benches that write schema 3's layout straight into
+/// redb take the split from here rather than from a copy of the formula.
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) fn spill_len_for_harness(vectors_len: usize, chunks_len: usize) -> usize {
+    spill_len(vectors_len, chunks_len)
+}
+
 /// A document's chunks row from its chunks row's bytes and the bytes its vectors row
 /// carries (the encoded row's last [`spill_len`] bytes).
 fn decode_chunks(rest: &[u8], spill: &[u8]) -> Result<ChunksRow, Corruption> {

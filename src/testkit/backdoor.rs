@@ -21,6 +21,13 @@ pub fn set_document_meta(path: &Path, source: &str, id: &str, meta: &str) -> Res
     rewrite_document_row(path, source, id, |row| row.meta = meta.to_string())
 }
 
+/// How many of a chunks row's `chunks_len` encoded bytes ride at the end of a vectors row
+/// whose vectors take `vectors_len` bytes (schema 3's spill, decided in `schema/spill.rs`):
+/// for benches that write the layout straight into redb.
+pub fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
+    schema::spill_len_for_harness(vectors_len, chunks_len)
+}
+
 /// The internal document id a vector id carries.
 pub fn vector_owner(vector_id: u64) -> u64 {
     schema::split_vector_id(vector_id).0
