@@ -542,7 +542,7 @@ const PERSIST_MIN_POINTS: usize = 4096;
 /// before falling back to scanning the snapshot.
 const SEARCH_ATTEMPTS: usize = 8;
 
-/// The state of the derived index, from [`Store::index_info`].
+/// The state of the derived index, from [`Store::index_info`](crate::Store::index_info).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct IndexInfo {

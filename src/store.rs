@@ -333,7 +333,7 @@ impl Store {
             .collect())
     }
 
-    /// Makes every write so far durable (needed only with [`Durability::None`]).
+    /// Makes every write so far durable (needed only with [`Durability::None`](crate::Durability::None)).
     pub fn sync(&self) -> Result<(), WriteError> {
         self.engine.sync()
     }
