@@ -141,6 +141,56 @@ impl Membership {
         }
     }
 
+    /// Top `k` live ids passing `filter`, searched in the flat `view`: with dead points
+    /// or a filter, both are applied inside the traversal
+    /// ([`GraphView::search_admitting`]), which widens as fewer points pass, instead of
+    /// over-fetching and dropping afterwards; merged with the outside ids (and, with
+    /// `score_unviewed`, the points added since the view's export) scored exactly. If the
+    /// traversal drains every point it can reach with fewer than `k` admitted, the exact
+    /// scan answers (few points pass, or few are reachable: the scan is exact and cheap).
+    #[allow(clippy::too_many_arguments)] // one query's parameters; shared by two callers
+    pub(crate) fn search_view(
+        &self,
+        exact: &ExactStore,
+        view: &GraphView,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: IdFilter<'_>,
+        score_unviewed: bool,
+    ) -> Vec<Candidate> {
+        if k == 0 {
+            return Vec::new();
+        }
+        let want = ef.max(k);
+        let (hits, drained) = if filter.is_none() && self.dead == 0 {
+            (view.search(query, want, want), false)
+        } else {
+            view.search_admitting(query, want, want, |id| {
+                self.is_live(id) && filter.is_none_or(|f| f(id))
+            })
+        };
+        if hits.len() < k && drained {
+            return exact.search(query, k, filter);
+        }
+        let mut top = TopK::new(k);
+        for (id, distance) in hits {
+            top.push(Candidate { distance, id });
+        }
+        let unviewed = self
+            .unviewed
+            .iter()
+            .copied()
+            .filter(|&id| score_unviewed && self.is_live(id));
+        let outside = self.outside.iter().copied().chain(unviewed);
+        for candidate in exact.distances_to(query, outside) {
+            if filter.is_none_or(|f| f(candidate.id)) {
+                top.push(candidate);
+            }
+        }
+        top.into_sorted()
+    }
+
     /// Top `k` live ids passing `filter`: graph candidates from `raw(fetch)` (the `fetch`
     /// nearest points, live or dead, nearest first), over-fetched until `k` live ones
     /// are found, merged with the outside ids scored exactly. Falls back to the exact
@@ -630,15 +680,16 @@ impl Graph {
     /// `outside` ids. `exact` must be the index's store, read-locked by the caller for
     /// the whole call, so that the live set cannot change under the search.
     ///
-    /// Dead points and the caller's filter are applied to the graph's hits afterwards,
-    /// not through `hnsw_rs`'s `search_filter`: that one never stops early once a filter
-    /// is given (it drains its candidate heap), which measured 2x slower with a filter
-    /// that passes everything, and 200x slower than the exact scan with a filter passing
-    /// 1% (it walks the whole graph). Instead the graph is asked for
-    /// `max(k, ef) / live fraction` hits; if fewer than `k` survive the filters, the
-    /// request grows by the observed pass rate, and once it would exceed
-    /// [`MAX_OVERFETCH`] x `max(k, ef)` the exact scan answers instead (a filter that
-    /// selective leaves the scan few distances to compute).
+    /// Searches the flat view when there is one ([`Membership::search_view`]: dead points
+    /// and the filter applied inside the traversal). Without a view, `hnsw_rs` answers and
+    /// dead points and the caller's filter are applied to its hits afterwards, not through
+    /// `hnsw_rs`'s `search_filter`: that one never stops early once a filter is given (it
+    /// drains its candidate heap), which measured 2x slower with a filter that passes
+    /// everything, and 200x slower than the exact scan with a filter passing 1% (it walks
+    /// the whole graph). Instead the graph is asked for `max(k, ef) / live fraction` hits;
+    /// if fewer than `k` survive the filters, the request grows by the observed pass rate,
+    /// and once it would exceed [`MAX_OVERFETCH`] x `max(k, ef)` the exact scan answers
+    /// instead (a filter that selective leaves the scan few distances to compute).
     pub(crate) fn search(
         &self,
         exact: &ExactStore,
@@ -650,15 +701,7 @@ impl Graph {
         let membership = self.membership.read();
         // Points added since the view was exported are not in it: scored exactly.
         match self.view.read().clone() {
-            Some(view) => membership.search(
-                exact,
-                query,
-                k,
-                ef,
-                filter,
-                |fetch| view.search(query, fetch, fetch),
-                true,
-            ),
+            Some(view) => membership.search_view(exact, &view, query, k, ef, filter, true),
             None => membership.search(
                 exact,
                 query,
