@@ -284,7 +284,7 @@ fn snapshot_round_trip_gives_identical_results() {
             index.remove(id);
         }
         let blobs = index.snapshot_blobs().unwrap().unwrap();
-        assert!(blobs.len() >= 2 && blobs[0].len() == snapshot::HEADER_LEN);
+        assert!(blobs.len() >= 2 && blobs[0].len() == persisted::HEADER_LEN);
 
         let reopened = filled(metric, &vectors);
         for id in 0..100 {
@@ -668,8 +668,8 @@ fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_ag
 
 #[test]
 fn slots_number_points_layer_by_layer_in_rank_order() {
-    use super::hnsw::MAX_LAYER;
     use super::view::Slots;
+    use super::view::MAX_LAYER;
     let slots = Slots::new(|layer| [3, 2].get(layer).copied().unwrap_or(0));
     assert_eq!(slots.len(), 5);
     let numbered: Vec<Option<u32>> = [(0, 0), (0, 2), (1, 0), (1, 1)]

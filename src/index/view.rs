@@ -14,14 +14,13 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::sync::Arc;
-
-use parking_lot::RwLock;
 
 use super::distance::distance;
-use super::exact::{Candidate, ExactStore, IdFilter};
-use super::hnsw::{Membership, MAX_LAYER};
 use super::Metric;
+
+/// Number of layers a graph may have. `hnsw_rs`'s dump refuses any other value than its
+/// NB_LAYER_MAX (16); the flat layout keeps a link row per (point, layer).
+pub(crate) const MAX_LAYER: usize = 16;
 
 /// Slot numbering of a graph's points, as both `hnsw_rs`'s point iterator and its dump
 /// lay them out: layer 0's points first, each layer in rank order, so a point's slot is
@@ -257,27 +256,5 @@ impl GraphView {
             .map(|Near(d, slot)| (self.ids[slot as usize], d))
             .collect();
         (found, drained)
-    }
-}
-
-/// A view serving searches with its own membership while the real graph loads.
-pub(crate) struct EarlyGraph {
-    pub(crate) view: Arc<GraphView>,
-    pub(crate) membership: RwLock<Membership>,
-}
-
-impl EarlyGraph {
-    /// As `Graph::search`, over the view.
-    pub(crate) fn search(
-        &self,
-        exact: &ExactStore,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: IdFilter<'_>,
-    ) -> Vec<Candidate> {
-        self.membership
-            .read()
-            .search_view(exact, &self.view, query, k, ef, filter, false)
     }
 }
