@@ -56,8 +56,10 @@ pub enum FilterStrategy {
     /// of just the matching ones when that computes fewer distances (see `search.rs`).
     #[default]
     Auto,
-    /// The graph, keeping only matching hits and asking it for more until `k` are found
-    /// (past 16 x `max(k, ef)` requested, the exact scan answers instead).
+    /// The graph, with the filter applied inside its traversal: every point reached routes
+    /// the search, only matching ones enter the results, and the search widens until
+    /// `max(k, ef)` matching ones are found (if it runs out of reachable points first, the
+    /// exact scan answers instead).
     Graph,
     /// A scan of just the matching vectors: exact.
     ScanMatching,

@@ -860,11 +860,8 @@ fn the_view_applies_a_filter_inside_its_traversal() {
             .unwrap())
         .into_iter()
         .collect();
-        let (hits, drained) = view.search_admitting(q, 10, 10, admit);
-        assert!(
-            !drained,
-            "the traversal found 10 admitted points without draining"
-        );
+        let (hits, ending) = view.search_admitting(q, 10, 10, usize::MAX, admit);
+        assert_eq!(ending, view::Ending::Converged, "10 admitted points found");
         assert_eq!(hits.len(), 10);
         assert!(
             hits.iter().all(|&(id, _)| admit(id)),
@@ -878,7 +875,11 @@ fn the_view_applies_a_filter_inside_its_traversal() {
     }
     let recall = found as f64 / (10 * queries.len()) as f64;
     assert!(recall >= 0.95, "filtered recall@10 = {recall}");
-    // A filter nothing passes drains the traversal and returns nothing.
-    let (none, drained) = view.search_admitting(&queries[0], 10, 10, |_| false);
-    assert!(none.is_empty() && drained);
+    // A filter nothing passes drains the traversal and returns nothing; a budget stops it
+    // early, and says so.
+    let (none, ending) = view.search_admitting(&queries[0], 10, 10, usize::MAX, |_| false);
+    assert!(none.is_empty());
+    assert_eq!(ending, view::Ending::Drained);
+    let (_, ending) = view.search_admitting(&queries[0], 10, 10, 100, |_| false);
+    assert_eq!(ending, view::Ending::OverBudget);
 }

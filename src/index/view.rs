@@ -120,6 +120,18 @@ impl Ord for Near {
     }
 }
 
+/// How a [`GraphView::search_admitting`] traversal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// HNSW's stop: `ef` admitted points, all nearer than every candidate left.
+    Converged,
+    /// No candidate left: every point reachable from the entry was expanded, so the
+    /// admitted points found are all the reachable ones (possibly fewer than `ef`).
+    Drained,
+    /// The distance budget ran out first: the results are incomplete.
+    OverBudget,
+}
+
 impl GraphView {
     /// Assembles a view; `None` if the arrays do not fit together (the caller checked the
     /// dump they come from, so this is a second line of defence, not the first).
@@ -175,7 +187,8 @@ impl GraphView {
     /// The `knbn` nearest points (id, distance) found by a search of width `ef`,
     /// nearest first.
     pub(crate) fn search(&self, query: &[f32], knbn: usize, ef: usize) -> Vec<(u64, f32)> {
-        self.search_admitting(query, knbn, ef, |_| true).0
+        self.search_admitting(query, knbn, ef, usize::MAX, |_| true)
+            .0
     }
 
     /// The `knbn` nearest points (id, distance) whose id `admit` accepts, found by a
@@ -186,17 +199,18 @@ impl GraphView {
     /// further the traversal widens, and a filter passing 1 point in 100 costs about 100
     /// times the reached points instead of a post-filter's collapse in recall.
     ///
-    /// The second value is whether the traversal ran out of points to expand (it reached
-    /// every point linked from the entry before filling `ef` admitted ones): then no more
-    /// admitted points are reachable and the caller, if it found fewer than it needs, has
-    /// to look elsewhere (the exact scan).
+    /// The second value says how the traversal ended ([`Ending`]): it may run out of
+    /// points to expand before holding `ef` admitted ones, or compute more than
+    /// `max_distances` distances in layer 0 (a filter so selective that the traversal
+    /// would walk much of the graph: the exact scan is then cheaper and exact).
     pub(crate) fn search_admitting(
         &self,
         query: &[f32],
         knbn: usize,
         ef: usize,
+        max_distances: usize,
         admit: impl Fn(u64) -> bool,
-    ) -> (Vec<(u64, f32)>, bool) {
+    ) -> (Vec<(u64, f32)>, Ending) {
         let dist = |slot: u32| distance(self.metric, query, self.vector(slot));
         let mut current = Near(dist(self.entry), self.entry);
         for layer in (1..=self.top).rev() {
@@ -216,7 +230,7 @@ impl GraphView {
         }
         let ef = ef.max(knbn).max(1);
         let admitted = |slot: u32| admit(self.ids[slot as usize]);
-        let (found, drained) = VISITED.with(|cell| {
+        let (found, ending) = VISITED.with(|cell| {
             let mut visited = cell.borrow_mut();
             let mark = visited.start(self.ids.len());
             visited.marks[current.1 as usize] = mark;
@@ -225,16 +239,22 @@ impl GraphView {
             if admitted(current.1) {
                 best.push(current);
             }
-            let mut drained = true;
+            let mut ending = Ending::Drained;
+            let mut distances = 0usize;
             while let Some(Reverse(nearest)) = frontier.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
-                    drained = false;
+                    ending = Ending::Converged;
+                    break;
+                }
+                if distances > max_distances {
+                    ending = Ending::OverBudget;
                     break;
                 }
                 for &next in self.links(nearest.1, 0) {
                     if std::mem::replace(&mut visited.marks[next as usize], mark) == mark {
                         continue;
                     }
+                    distances += 1;
                     let candidate = Near(dist(next), next);
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
                         frontier.push(Reverse(candidate));
@@ -247,7 +267,7 @@ impl GraphView {
                     }
                 }
             }
-            (best.into_sorted_vec(), drained)
+            (best.into_sorted_vec(), ending)
         });
         let mut found = found;
         found.truncate(knbn);
@@ -255,6 +275,6 @@ impl GraphView {
             .into_iter()
             .map(|Near(d, slot)| (self.ids[slot as usize], d))
             .collect();
-        (found, drained)
+        (found, ending)
     }
 }
