@@ -347,24 +347,6 @@ pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
     2.0 * m <= GRAPH_VISITS_PER_EF * want as f64 * pass.powf(-GRAPH_SELECTIVITY_EXPONENT)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::scan_is_cheaper;
-
-    #[test]
-    fn the_graph_answers_down_to_about_seven_percent_at_100k() {
-        let live = 100_000;
-        assert!(!scan_is_cheaper(50_000, live, 64), "50 %");
-        assert!(!scan_is_cheaper(10_000, live, 64), "10 %");
-        assert!(!scan_is_cheaper(8_000, live, 64), "8 %");
-        assert!(scan_is_cheaper(6_000, live, 64), "6 %");
-        assert!(scan_is_cheaper(1_000, live, 64), "1 %");
-        assert!(scan_is_cheaper(100, live, 64), "0.1 %");
-        // Nothing matching: scanning nothing is free.
-        assert!(scan_is_cheaper(0, live, 64));
-    }
-}
-
 /// Checks `k` and `ef` against `limits` (an [`InputError`] on `k` or `ef`).
 pub(crate) fn check_bounds(
     k: usize,
@@ -492,5 +474,23 @@ pub(crate) fn search(
             return Ok(hits);
         }
         fetch = fetch.saturating_mul(4);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_is_cheaper;
+
+    #[test]
+    fn the_graph_answers_down_to_about_seven_percent_at_100k() {
+        let live = 100_000;
+        assert!(!scan_is_cheaper(50_000, live, 64), "50 %");
+        assert!(!scan_is_cheaper(10_000, live, 64), "10 %");
+        assert!(!scan_is_cheaper(8_000, live, 64), "8 %");
+        assert!(scan_is_cheaper(6_000, live, 64), "6 %");
+        assert!(scan_is_cheaper(1_000, live, 64), "1 %");
+        assert!(scan_is_cheaper(100, live, 64), "0.1 %");
+        // Nothing matching: scanning nothing is free.
+        assert!(scan_is_cheaper(0, live, 64));
     }
 }

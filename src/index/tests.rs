@@ -850,7 +850,7 @@ fn the_view_applies_a_filter_inside_its_traversal() {
     index.build_graph().unwrap();
     let graph = index.graph.read().clone().unwrap();
     let view = graph.view().unwrap();
-    let admit = |id: u64| id.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 50 == 0;
+    let admit = |id: u64| id.wrapping_mul(0x9E37_79B9_7F4A_7C15).is_multiple_of(50);
     let queries = low_rank_vectors(6_100, 100, DIM);
     let mut found = 0;
     for q in &queries {
