@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ratchetdb import Store
+from ratchetdb import InputError, Store
 
 try:
     from langchain_core.documents import Document
@@ -170,14 +170,20 @@ class RatchetVectorStore(VectorStore):
         filter: Optional[dict] = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        hits = self.store.search(
-            np.asarray(embedding, dtype=np.float32),
-            k,
-            where=filter,
-            sources=[self.source],
-            exact=kwargs.get("exact", False),
-            ef=kwargs.get("ef"),
-        )
+        try:
+            hits = self.store.search(
+                np.asarray(embedding, dtype=np.float32),
+                k,
+                where=filter,
+                sources=[self.source],
+                exact=kwargs.get("exact", False),
+                ef=kwargs.get("ef"),
+            )
+        except InputError as error:
+            # The store holds no document of this source yet: nothing matches.
+            if error.field.startswith("sources"):
+                return []
+            raise
         return [
             (
                 Document(

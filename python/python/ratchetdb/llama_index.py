@@ -32,7 +32,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ratchetdb import Store, matches
+from ratchetdb import InputError, Store, matches
 
 try:
     from llama_index.core.bridge.pydantic import PrivateAttr
@@ -313,14 +313,20 @@ class RatchetVectorStore(BasePydanticVectorStore):
             {"ref_doc_id": {"$in": list(query.doc_ids)}} if query.doc_ids else None,
             {NODE_ID_KEY: {"$in": list(query.node_ids)}} if query.node_ids else None,
         )
-        hits = self._store.search(
-            np.asarray(query.query_embedding, dtype=np.float32),
-            query.similarity_top_k,
-            where=where,
-            sources=[self.source],
-            exact=kwargs.get("exact", False),
-            ef=kwargs.get("ef"),
-        )
+        try:
+            hits = self._store.search(
+                np.asarray(query.query_embedding, dtype=np.float32),
+                query.similarity_top_k,
+                where=where,
+                sources=[self.source],
+                exact=kwargs.get("exact", False),
+                ef=kwargs.get("ef"),
+            )
+        except InputError as error:
+            # The store holds no document of this source yet: nothing matches.
+            if error.field.startswith("sources"):
+                return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+            raise
         nodes, similarities, ids = [], [], []
         for hit in hits:
             node = metadata_dict_to_node(hit.meta or {}, text=hit.text)
