@@ -2,13 +2,15 @@
 //! runs this bench and the same calls through `ratchetdb` for Python, in one run):
 //!
 //! - `search_rust`: `Store::search` (k 10, default ef, graph ready) over the store the
-//!   Python script built, with its queries; the script times the same call through Python
-//!   on the same file and reports the difference per call (the binding's overhead);
+//!   Python script built (20,000 chunks), with its queries; the script times the same call
+//!   through Python on the same file and reports the difference per call (the binding's
+//!   overhead); `search_small_rust` the same on a store of one document of 100 chunks (an
+//!   exact scan), where the binding's share is largest and least drowned in noise;
 //! - `write_batch_100k_rust`: 100,000 chunks (1,000 documents of 100 chunks, 384-d) written
 //!   with `write_batch`, 100 documents per transaction, into a fresh store; the script
 //!   writes the same chunks from NumPy through `Store.write_batch`.
 //!
-//! Data comes from the directory in `RATCHETDB_PY_BENCH_DIR` (`store.redb`, `queries.f32`,
+//! Data comes from the directory in `RATCHETDB_PY_BENCH_DIR` (`store.redb`, `small.redb`, `queries.f32`,
 //! `base.f32`: raw little-endian f32, 384 per row); without it, the bench makes random data
 //! of the same shapes itself so that it runs on its own. Texts and metadata are the ones the
 //! script writes: `doc {d} chunk {c}`, `{"chunk": c}`.
@@ -23,6 +25,7 @@ const DOCS: usize = 1_000;
 const CHUNKS: usize = 100;
 const DOCS_PER_BATCH: usize = 100;
 const SEARCH_DOCS: usize = 200;
+const SMALL_DOCS: usize = 1;
 const QUERIES: usize = 100;
 const K: usize = 10;
 
@@ -56,6 +59,7 @@ fn doc(d: usize, vectors: &[f32]) -> Document {
 struct Data {
     _dir: tempfile::TempDir,
     store: PathBuf,
+    small: PathBuf,
     queries: Vec<f32>,
     base: Vec<f32>,
 }
@@ -67,6 +71,7 @@ fn data() -> Data {
             let given = PathBuf::from(given);
             Data {
                 store: given.join("store.redb"),
+                small: given.join("small.redb"),
                 queries: read_f32(&given.join("queries.f32")),
                 base: read_f32(&given.join("base.f32")),
                 _dir: dir,
@@ -74,16 +79,21 @@ fn data() -> Data {
         }
         None => {
             let base = random(DOCS * CHUNKS * DIM, 1);
-            let store_path = dir.path().join("store.redb");
-            let store = Store::open(&store_path, Options::default()).expect("open");
-            let ops = (0..SEARCH_DOCS)
-                .map(|d| Op::Upsert(doc(d, &base)))
-                .collect();
-            store.write_batch(ops).expect("write");
-            store.build_index().expect("build index");
-            drop(store);
+            let write = |name: &str, docs: usize| {
+                let path = dir.path().join(name);
+                let store = Store::open(&path, Options::default()).expect("open");
+                let ops = (0..docs).map(|d| Op::Upsert(doc(d, &base))).collect();
+                store.write_batch(ops).expect("write");
+                store.build_index().expect("build index");
+                path
+            };
+            let (store, small) = (
+                write("store.redb", SEARCH_DOCS),
+                write("small.redb", SMALL_DOCS),
+            );
             Data {
-                store: store_path,
+                store,
+                small,
                 queries: random(QUERIES * DIM, 2),
                 base,
                 _dir: dir,
@@ -94,22 +104,26 @@ fn data() -> Data {
 
 fn python_overhead(c: &mut Criterion) {
     let data = data();
-    let store = Store::open(&data.store, Options::default()).expect("open the search store");
-    assert!(
-        store.wait_for_index(Duration::from_secs(600)),
-        "index ready"
-    );
     let queries: Vec<&[f32]> = data.queries.chunks_exact(DIM).collect();
     let options = SearchOptions::default();
     let mut group = c.benchmark_group("python_overhead");
-    let mut i = 0;
-    group.bench_function("search_rust", |b| {
-        b.iter(|| {
-            i = (i + 1) % queries.len();
-            store.search(queries[i], K, &options).expect("search")
-        })
-    });
-    drop(store);
+    for (name, path) in [
+        ("search_rust", &data.store),
+        ("search_small_rust", &data.small),
+    ] {
+        let store = Store::open(path, Options::default()).expect("open the search store");
+        assert!(
+            store.wait_for_index(Duration::from_secs(600)),
+            "index ready"
+        );
+        let mut i = 0;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                store.search(queries[i], K, &options).expect("search")
+            })
+        });
+    }
 
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(60));

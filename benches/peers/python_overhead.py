@@ -9,8 +9,9 @@ Run by hand (never in CI), with `ratchetdb` installed from ./python as a release
 1. Makes the data (NumPy, seeded): 1,000 documents of 100 chunks of 384-d float32, and 100
    queries; builds the search store (the first 200 documents: 20,000 chunks) through the
    binding, and waits for its graph.
+   Also a small store (the first document: 100 chunks, searched by an exact scan).
 2. Runs `cargo bench --bench python_overhead` on the same files (RATCHETDB_PY_BENCH_DIR):
-   criterion's medians of `Store::search` (k 10) and of writing the 100,000 chunks with
+   criterion's medians of `Store::search` (k 10) on both stores and of writing the 100,000 chunks with
    `write_batch`, 100 documents per transaction, into a fresh store.
 3. Times the same calls through Python: `Store.search` over the same store and queries
    (median of 15 repeats of 1,000 calls), and the same 100,000 chunks written from NumPy
@@ -35,7 +36,8 @@ import numpy as np
 import ratchetdb
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DIM, DOCS, CHUNKS, DOCS_PER_BATCH, SEARCH_DOCS, QUERIES, K = 384, 1000, 100, 100, 200, 100, 10
+DIM, DOCS, CHUNKS, DOCS_PER_BATCH, SEARCH_DOCS, SMALL_DOCS, QUERIES, K = (
+    384, 1000, 100, 100, 200, 1, 100, 10)
 
 
 def ops_for(base, docs):
@@ -65,6 +67,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
     parser.add_argument("--skip-cargo", action="store_true", help="reuse the last criterion run")
+    parser.add_argument("--search-only", action="store_true", help="only the search rows")
     args = parser.parse_args()
     rng = np.random.default_rng(1)
     base = (rng.random((DOCS * CHUNKS, DIM), dtype=np.float32) - 0.5).astype(np.float32)
@@ -76,48 +79,64 @@ def main():
         for start in range(0, SEARCH_DOCS, DOCS_PER_BATCH):
             store.write_batch(ops_for(base, range(start, start + DOCS_PER_BATCH)))
         assert store.wait_for_index(600)
+    with ratchetdb.Store(str(work / "small.redb")) as store:
+        store.write_batch(ops_for(base, range(SMALL_DOCS)))
+        assert store.wait_for_index(600)
 
     if not args.skip_cargo:
         env = dict(os.environ, RATCHETDB_PY_BENCH_DIR=str(work))
-        subprocess.run(
-            ["cargo", "bench", "--bench", "python_overhead"], cwd=ROOT, env=env, check=True
-        )
+        command = ["cargo", "bench", "--bench", "python_overhead"]
+        if args.search_only:
+            command += ["--", "search"]
+        subprocess.run(command, cwd=ROOT, env=env, check=True)
     rust_search = criterion_median("python_overhead", "search_rust")
-    rust_write = criterion_median("python_overhead", "write_batch_100k_rust")
+    rust_small = criterion_median("python_overhead", "search_small_rust")
+    rust_write = None if args.search_only else criterion_median(
+        "python_overhead", "write_batch_100k_rust"
+    )
 
-    with ratchetdb.Store(str(work / "store.redb")) as store:
-        assert store.wait_for_index(600)
-        for q in queries:
-            store.search(q, K)
-        rows = list(queries)
-        per_call = []
-        for _ in range(15):
-            start = time.perf_counter()
-            for i in range(1000):
-                store.search(rows[i % QUERIES], K)
-            per_call.append((time.perf_counter() - start) / 1000)
-        py_search = statistics.median(per_call)
+    def py_median(name):
+        with ratchetdb.Store(str(work / name)) as store:
+            assert store.wait_for_index(600)
+            for q in queries:
+                store.search(q, K)
+            rows = list(queries)
+            per_call = []
+            for _ in range(15):
+                start = time.perf_counter()
+                for i in range(1000):
+                    store.search(rows[i % QUERIES], K)
+                per_call.append((time.perf_counter() - start) / 1000)
+            return statistics.median(per_call)
+
+    py_search = py_median("store.redb")
+    py_small = py_median("small.redb")
 
     writes = []
-    for _ in range(5):
+    for _ in range(0 if args.search_only else 5):
         with tempfile.TemporaryDirectory() as tmp:
             with ratchetdb.Store(os.path.join(tmp, "bulk.redb")) as store:
                 start = time.perf_counter()
                 for s in range(0, DOCS, DOCS_PER_BATCH):
                     store.write_batch(ops_for(base, range(s, s + DOCS_PER_BATCH)))
                 writes.append(time.perf_counter() - start)
-    py_write = statistics.median(writes)
+    py_write = statistics.median(writes) if writes else None
 
     chunks = DOCS * CHUNKS
     lines = [
         "| measurement | Rust (criterion median) | Python (median) | difference / ratio |",
         "|---|---|---|---|",
         f"| `search`, k {K}, 20,000 x 384-d, graph | {rust_search * 1e6:.1f} us | "
-        f"{py_search * 1e6:.1f} us | +{(py_search - rust_search) * 1e6:.1f} us per call |",
+        f"{py_search * 1e6:.1f} us | {(py_search - rust_search) * 1e6:+.1f} us per call |",
+        f"| `search`, k {K}, 100 x 384-d, one document (exact scan) | {rust_small * 1e6:.1f} us | "
+        f"{py_small * 1e6:.1f} us | {(py_small - rust_small) * 1e6:+.1f} us per call |",
+    ]
+    if py_write is not None:
+        lines.append(
         f"| `write_batch`, 100,000 chunks (1,000 docs x 100, 100 docs per transaction) | "
         f"{rust_write:.2f} s ({chunks / rust_write:,.0f} chunks/s) | {py_write:.2f} s "
-        f"({chunks / py_write:,.0f} chunks/s) | Python takes {py_write / rust_write:.2f}x Rust's time |",
-    ]
+        f"({chunks / py_write:,.0f} chunks/s) | Python takes {py_write / rust_write:.2f}x Rust's time |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -5,7 +5,7 @@ use crate::errors::input;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use ratchetdb::{Version, VersionKind};
 
 /// A store-issued ticket: a version strictly newer than every ticket the store issued
@@ -136,8 +136,42 @@ pub(crate) fn json(value: &Bound<'_, PyAny>, field: &str) -> PyResult<serde_json
     if value.is_none() {
         return Ok(serde_json::Value::Null);
     }
+    check_json(value, field, 0)?;
     pythonize::depythonize::<serde_json::Value>(value)
         .map_err(|e| input(field, format!("is not JSON-like ({e})")))
+}
+
+/// Levels of nesting a JSON-like value may have: beyond the store's metadata limit (127),
+/// and shallow enough that converting it never exhausts the stack.
+const MAX_JSON_DEPTH: usize = 128;
+
+/// Refuses what JSON cannot hold faithfully (NaN and infinite floats, which would become
+/// `null`) and nesting deeper than [`MAX_JSON_DEPTH`], before anything is converted.
+fn check_json(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<()> {
+    if depth > MAX_JSON_DEPTH {
+        return Err(input(
+            field,
+            format!("is nested deeper than {MAX_JSON_DEPTH} levels"),
+        ));
+    }
+    if let Ok(x) = value.cast::<PyFloat>() {
+        if !x.value().is_finite() {
+            return Err(input(field, "holds a NaN or infinite float, which JSON cannot"));
+        }
+    } else if let Ok(dict) = value.cast::<PyDict>() {
+        for (_, item) in dict.iter() {
+            check_json(&item, field, depth + 1)?;
+        }
+    } else if let Ok(list) = value.cast::<PyList>() {
+        for item in list.iter() {
+            check_json(&item, field, depth + 1)?;
+        }
+    } else if let Ok(tuple) = value.cast::<PyTuple>() {
+        for item in tuple.iter() {
+            check_json(&item, field, depth + 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// A JSON value as a Python object.
@@ -160,7 +194,11 @@ pub(crate) fn vector_rows(
 ) -> PyResult<Vec<Option<Vec<f32>>>> {
     let array = match value.extract::<PyReadonlyArray2<'_, f32>>() {
         Ok(array) => Some(array),
-        Err(_) if is_ndarray(value)? => Some(as_f32_array(value, field)?.extract()?),
+        Err(_) if is_ndarray(value)? => Some(
+            as_f32_array(value, field)?
+                .extract()
+                .map_err(|_| input(field, "must be a 2-D array (one row per text)"))?,
+        ),
         Err(_) => None,
     };
     if let Some(array) = array {
@@ -268,4 +306,12 @@ pub(crate) fn strings(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<Str
                 .map_err(|_| input(format!("{field}[{i}]"), "must be a str"))
         })
         .collect()
+}
+
+/// A count argument (`k`, `ef`, `dimension`): a positive int.
+pub(crate) fn count(value: i64, field: &str) -> PyResult<usize> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| input(field, format!("is {value}; it must be a positive int")))
 }

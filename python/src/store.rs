@@ -64,11 +64,11 @@ impl PyStore {
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
         exact: bool,
-        ef: Option<usize>,
+        ef: Option<i64>,
     ) -> PyResult<SearchOptions> {
         let mut options = SearchOptions::default().exact(exact);
         if let Some(ef) = ef {
-            options = options.ef(ef);
+            options = options.ef(convert::count(ef, "ef")?);
         }
         if let Some(sources) = sources {
             if let Ok(one) = sources.extract::<String>() {
@@ -227,14 +227,14 @@ impl PyStore {
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
-        dimension: Option<usize>,
+        dimension: Option<i64>,
         metric: Option<&str>,
         durability: &str,
         read_only: bool,
     ) -> PyResult<PyStore> {
         let mut options = Options::default();
         if let Some(dimension) = dimension {
-            options = options.dimension(dimension);
+            options = options.dimension(convert::count(dimension, "dimension")?);
         }
         if let Some(name) = metric {
             let metric = Metric::parse(name).ok_or_else(|| {
@@ -435,12 +435,13 @@ impl PyStore {
         &self,
         py: Python<'_>,
         vector: &Bound<'_, PyAny>,
-        k: usize,
+        k: i64,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
         exact: bool,
-        ef: Option<usize>,
+        ef: Option<i64>,
     ) -> PyResult<Vec<Hit>> {
+        let k = convert::count(k, "k")?;
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
         let store = self.store()?;
         let hits = match vector.extract::<PyReadonlyArray1<'_, f32>>() {
@@ -469,12 +470,13 @@ impl PyStore {
         &self,
         py: Python<'_>,
         matrix: &Bound<'_, PyAny>,
-        k: usize,
+        k: i64,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
         exact: bool,
-        ef: Option<usize>,
+        ef: Option<i64>,
     ) -> PyResult<Vec<Vec<Hit>>> {
+        let k = convert::count(k, "k")?;
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?

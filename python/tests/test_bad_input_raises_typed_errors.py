@@ -90,3 +90,42 @@ def test_write_batch_returns_input_errors_in_place(store):
     with pytest.raises(ratchetdb.InputError) as error:
         store.write_batch([{"op": "upsert", "source": "s", "id": "q", "version": 1, "texts": ["a"], "vectors": [[1.0, 0.0]], "metas": [1, 2]}])
     assert error.value.field == "ops[0].metas"
+
+
+def test_counts_and_array_shapes_are_input_errors(store, tmp_path):
+    store.upsert("s", "d", 1, ["a"], [[1.0, 0.0]])
+    for kwargs, field in [(dict(k=0), "k"), (dict(k=-3), "k"), (dict(ef=-1), "ef")]:
+        with pytest.raises(ratchetdb.InputError) as error:
+            store.search([1.0, 0.0], **kwargs)
+        assert error.value.field == field
+    with pytest.raises(ratchetdb.InputError) as error:
+        store.search(np.zeros((2, 2)))
+    assert error.value.field == "vector"
+    with pytest.raises(ratchetdb.InputError) as error:
+        store.upsert("s", "e", 1, ["a"], np.zeros(2))
+    assert error.value.field == "vectors"
+    with pytest.raises(ratchetdb.InputError) as error:
+        store.search_many(np.zeros(2))
+    assert error.value.field.startswith("matrix")
+    with pytest.raises(ratchetdb.InputError) as error:
+        ratchetdb.Store(str(tmp_path / "neg.redb"), dimension=-1)
+    assert error.value.field == "dimension"
+    with pytest.raises(ratchetdb.InputError) as error:
+        store.upsert("s", "e", 1, ["a"], [[1.0, 0.0]], metas=[{"x": float("nan")}])
+    assert error.value.field == "metas[0]"
+    assert store.get("s", "e") is None
+
+
+def test_metadata_json_cannot_hold_is_refused_not_changed(store):
+    store.upsert("s", "d", 1, ["a"], [[1.0, 0.0]])
+    deep = {}
+    for _ in range(100_000):
+        deep = {"x": deep}
+    for meta in ({"x": float("nan")}, {"x": [1.0, float("inf")]}, deep):
+        with pytest.raises(ratchetdb.InputError) as error:
+            store.upsert("s", "e", 1, ["a"], [[1.0, 0.0]], metas=[meta])
+        assert error.value.field == "metas[0]"
+    with pytest.raises(ratchetdb.InputError) as error:
+        store.search([1.0, 0.0], where=deep)
+    assert error.value.field == "where"
+    assert store.get("s", "e") is None
