@@ -156,7 +156,10 @@ fn check_json(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<(
     }
     if let Ok(x) = value.cast::<PyFloat>() {
         if !x.value().is_finite() {
-            return Err(input(field, "holds a NaN or infinite float, which JSON cannot"));
+            return Err(input(
+                field,
+                "holds a NaN or infinite float, which JSON cannot",
+            ));
         }
     } else if let Ok(dict) = value.cast::<PyDict>() {
         for (_, item) in dict.iter() {
