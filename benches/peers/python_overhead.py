@@ -68,6 +68,12 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--skip-cargo", action="store_true", help="reuse the last criterion run")
     parser.add_argument("--search-only", action="store_true", help="only the search rows")
+    parser.add_argument(
+        "--paired-only",
+        action="store_true",
+        help="only the paired measurement (no cargo bench, no writes): each call's wall time "
+        "less the Rust call's own time, measured inside the same call",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(1)
     base = (rng.random((DOCS * CHUNKS, DIM), dtype=np.float32) - 0.5).astype(np.float32)
@@ -82,6 +88,28 @@ def main():
     with ratchetdb.Store(str(work / "small.redb")) as store:
         store.write_batch(ops_for(base, range(SMALL_DOCS)))
         assert store.wait_for_index(600)
+
+    def paired(name):
+        # Each call's wall time in Python less the time the Rust `Store::search` call took
+        # inside it (`_search_timed`): the binding's cost, measured on the same call, so the
+        # machine's load largely cancels out.
+        with ratchetdb.Store(str(work / name)) as store:
+            assert store.wait_for_index(600)
+            rows = list(queries)
+            for q in rows:
+                store._search_timed(q, K)
+            costs = []
+            for i in range(15_000):
+                start = time.perf_counter_ns()
+                _, inner = store._search_timed(rows[i % QUERIES], K)
+                costs.append(time.perf_counter_ns() - start - inner)
+            return statistics.median(costs) / 1e3, min(costs) / 1e3
+
+    if args.paired_only:
+        for name, label in (("store.redb", "20,000 x 384-d, graph"), ("small.redb", "100 x 384-d, exact")):
+            median, least = paired(name)
+            print(f"| binding cost per `search`, k {K}, {label} | median {median:.1f} us | min {least:.1f} us |")
+        return 0
 
     if not args.skip_cargo:
         env = dict(os.environ, RATCHETDB_PY_BENCH_DIR=str(work))

@@ -60,6 +60,43 @@ impl PyStore {
         }
     }
 
+    /// The search `search` runs, and how long the Rust `Store::search` call took.
+    fn search_timed(
+        &self,
+        py: Python<'_>,
+        vector: &Bound<'_, PyAny>,
+        k: i64,
+        options: &SearchOptions,
+    ) -> PyResult<(Vec<Hit>, std::time::Duration)> {
+        let k = convert::count(k, "k")?;
+        let store = self.store()?;
+        let timed = |query: &[f32]| {
+            let started = std::time::Instant::now();
+            let hits = store.search(query, k, options);
+            (hits, started.elapsed())
+        };
+        let (hits, inner) = match vector.extract::<PyReadonlyArray1<'_, f32>>() {
+            Ok(array) => match array.as_slice() {
+                // float32 and contiguous: read in place, no copy.
+                Ok(query) => py.detach(|| timed(query)),
+                Err(_) => {
+                    let query = array.as_array().to_vec();
+                    py.detach(|| timed(&query))
+                }
+            },
+            Err(_) => {
+                let query = convert::vector(vector, "vector")?;
+                py.detach(|| timed(&query))
+            }
+        };
+        let hits = hits.map_err(from_read)?;
+        let hits = hits
+            .into_iter()
+            .map(|hit| Hit::new(py, hit))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((hits, inner))
+    }
+
     fn search_options(
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
@@ -441,25 +478,23 @@ impl PyStore {
         exact: bool,
         ef: Option<i64>,
     ) -> PyResult<Vec<Hit>> {
-        let k = convert::count(k, "k")?;
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
-        let store = self.store()?;
-        let hits = match vector.extract::<PyReadonlyArray1<'_, f32>>() {
-            Ok(array) => match array.as_slice() {
-                // float32 and contiguous: read in place, no copy.
-                Ok(query) => py.detach(|| store.search(query, k, &options)),
-                Err(_) => {
-                    let query = array.as_array().to_vec();
-                    py.detach(|| store.search(&query, k, &options))
-                }
-            },
-            Err(_) => {
-                let query = convert::vector(vector, "vector")?;
-                py.detach(|| store.search(&query, k, &options))
-            }
-        }
-        .map_err(from_read)?;
-        hits.into_iter().map(|hit| Hit::new(py, hit)).collect()
+        Ok(self.search_timed(py, vector, k, &options)?.0)
+    }
+
+    /// `search(vector, k)` that also returns the nanoseconds spent inside the Rust
+    /// `Store::search` call, for `benches/peers/python_overhead.py`: the binding's own cost
+    /// is the call's wall time less that, measured on the same call.
+    #[pyo3(signature = (vector, k=10))]
+    fn _search_timed(
+        &self,
+        py: Python<'_>,
+        vector: &Bound<'_, PyAny>,
+        k: i64,
+    ) -> PyResult<(Vec<Hit>, u64)> {
+        let options = PyStore::search_options(None, None, false, None)?;
+        let (hits, inner) = self.search_timed(py, vector, k, &options)?;
+        Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
     }
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of

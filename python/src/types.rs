@@ -2,6 +2,7 @@
 
 use crate::convert::{json_to_py, version_to_py};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 /// What one upsert or delete did.
@@ -150,28 +151,53 @@ impl From<ratchetdb::RetainOutcome> for RetainOutcome {
 }
 
 /// One search result: a live chunk of the snapshot the search read.
-#[pyclass(module = "ratchetdb._ratchetdb", frozen, get_all)]
+///
+/// `meta` and `version` become Python objects when first read (and are the same object on
+/// every later read): a search that only looks at texts and scores does not pay for them.
+#[pyclass(module = "ratchetdb._ratchetdb", frozen)]
 pub(crate) struct Hit {
     /// The document's source.
+    #[pyo3(get)]
     source: String,
     /// The document id.
+    #[pyo3(get)]
     id: String,
     /// The chunk's position in the document.
+    #[pyo3(get)]
     position: u32,
     /// The chunk's text.
+    #[pyo3(get)]
     text: String,
-    /// The chunk's metadata (`None` for none).
-    meta: Py<PyAny>,
     /// Cosine similarity or dot product (higher is closer), or L2 distance (lower is closer).
+    #[pyo3(get)]
     score: f32,
-    /// The document's version.
-    version: Py<PyAny>,
     /// The generation of the document's revision.
+    #[pyo3(get)]
     generation: u64,
+    stored_meta: serde_json::Value,
+    meta: PyOnceLock<Py<PyAny>>,
+    stored_version: ratchetdb::Version,
+    version: PyOnceLock<Py<PyAny>>,
 }
 
 #[pymethods]
 impl Hit {
+    /// The chunk's metadata (`None` for none).
+    #[getter]
+    fn meta(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.meta
+            .get_or_try_init(py, || json_to_py(py, &self.stored_meta))
+            .map(|meta| meta.clone_ref(py))
+    }
+
+    /// The document's version (`int`, `datetime` or `Ticket`, as written).
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.version
+            .get_or_try_init(py, || version_to_py(py, self.stored_version))
+            .map(|version| version.clone_ref(py))
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Hit(source={:?}, id={:?}, position={}, score={})",
@@ -182,10 +208,12 @@ impl Hit {
 
 impl Hit {
     /// The Python form of a ratchetdb hit.
-    pub(crate) fn new(py: Python<'_>, hit: ratchetdb::Hit) -> PyResult<Hit> {
+    pub(crate) fn new(_py: Python<'_>, hit: ratchetdb::Hit) -> PyResult<Hit> {
         Ok(Hit {
-            meta: json_to_py(py, &hit.meta)?,
-            version: version_to_py(py, hit.version)?,
+            stored_meta: hit.meta,
+            meta: PyOnceLock::new(),
+            stored_version: hit.version,
+            version: PyOnceLock::new(),
             source: hit.source,
             id: hit.id,
             position: hit.position,
