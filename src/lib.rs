@@ -55,6 +55,7 @@ mod schema;
 mod search;
 mod stats;
 mod store;
+mod text;
 mod verify;
 mod version;
 mod write;
@@ -93,6 +94,7 @@ pub use crate::{
     search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
     store::{IndexInfo, Plan, PlannedAction, Store},
+    text::{Bm25, Fusion, TextLanguage, TextOptions},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},
     writer::{Pending, Writer, WriterOptions, WriterStats},

@@ -60,6 +60,31 @@ pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
+/// (term, vector id of a chunk) -> the term's count in the chunk (low 32 bits) and the
+/// chunk's length in terms (high 32 bits): the full-text index's postings (`text/`). A
+/// chunk is named by its vector id, which never changes while its text stays (see
+/// [`vector_id`]); removing a chunk's postings is a point delete per term.
+pub(crate) const TEXT_POSTINGS: TableDefinition<(&str, u64), u64> =
+    TableDefinition::new("text_postings");
+/// vector id -> the chunk's length in terms: one row per live chunk.
+pub(crate) const TEXT_LENGTHS: TableDefinition<u64, u32> = TableDefinition::new("text_lengths");
+/// term -> the number of live chunks that contain it.
+pub(crate) const TEXT_DF: TableDefinition<&str, u64> = TableDefinition::new("text_df");
+/// name -> u64: the text index's totals ([`text_key`]).
+pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+
+/// Names in the `text_totals` table.
+pub(crate) mod text_key {
+    /// Live chunks indexed.
+    pub(crate) const CHUNKS: &str = "chunks";
+    /// The sum of their lengths in terms.
+    pub(crate) const TERMS: &str = "terms";
+    /// The commit sequence (`seq.commit`) the text index was last brought up to: a build
+    /// that maintains the index writes it in every transaction that changes chunks, so a
+    /// file another build wrote since shows a different commit and is re-indexed on open.
+    pub(crate) const COMMIT: &str = "commit";
+}
+
 /// Names in the `meta` table.
 pub(crate) mod meta_key {
     pub(crate) const FORMAT: &str = "format";
@@ -69,6 +94,8 @@ pub(crate) mod meta_key {
     pub(crate) const MODEL: &str = "model";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
     pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
+    /// JSON of the `TextOptions` the text index was built with; absent: no text index.
+    pub(crate) const TEXT_ANALYZER: &str = "text_analyzer";
 }
 
 /// Names of the sequences in the `counters` table.

@@ -159,6 +159,11 @@ struct Inner {
     /// The derived metadata index filtered searches evaluate their filter on, built by the
     /// first one.
     filters: crate::filter::FilterCache,
+    /// The text index's analyzer writes use (a writer's; `None`: no text index kept, or a
+    /// read-only store, whose searches read the analysis from each snapshot).
+    text: Option<Arc<crate::text::Analyzer>>,
+    /// The analyzer text searches last read from the file.
+    text_cache: Mutex<Option<Arc<crate::text::Analyzer>>>,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Store::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -431,6 +436,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
     open(txn, schema::INDEX_SNAPSHOT)?;
+    crate::text::create_tables(txn)?;
     Ok(())
 }
 
@@ -788,6 +794,19 @@ impl Store {
             }
             txn.commit().map_err(|e| err(e.into()))?;
         }
+        // The text index: built, rebuilt or removed in one transaction as the options say.
+        let text = match db.writable() {
+            Some(writable) => {
+                crate::text::prepare_on_open(writable, options.text_index, options.text.as_ref())
+                    .map_err(|e| match e {
+                        WriteError::Storage(e) => err(e),
+                        WriteError::Corrupted { what, detail } => corrupted(&what, detail),
+                        other => corrupted("text index", other.to_string()),
+                    })?
+                    .0
+            }
+            None => None,
+        };
         let read_only = db.writable().is_none();
         let (model, dimension) = if read_only {
             (stored_model, stored_dimension)
@@ -822,6 +841,8 @@ impl Store {
                 live: RwLock::new(None),
                 loader_started: AtomicBool::new(false),
                 filters: Default::default(),
+                text,
+                text_cache: Mutex::new(None),
                 applier: Mutex::new(None),
                 apply_requested: AtomicU64::new(0),
                 apply_done: AtomicU64::new(0),
@@ -958,6 +979,7 @@ impl Store {
             policy: self.inner.options.conflict_policy,
             skip_log_capacity: self.inner.options.skip_log_capacity,
             tickets_issued: self.inner.tickets_issued.clone(),
+            text: self.inner.text.clone(),
         };
         let ops = ops.into_iter();
         let mut results = Vec::with_capacity(ops.size_hint().0);
@@ -1089,6 +1111,7 @@ impl Store {
                 policy: self.inner.options.conflict_policy,
                 skip_log_capacity: self.inner.options.skip_log_capacity,
                 tickets_issued: self.inner.tickets_issued.clone(),
+                text: self.inner.text.clone(),
             };
             let outcome = {
                 let mut batch = Batch::begin(&txn, settings, self.dimension())?;
@@ -1438,6 +1461,18 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        self.search_then(query, k, options, |_, hits| Ok(hits))
+    }
+
+    /// The vector search, handing its hits and the snapshot they were resolved against to
+    /// `then` (hybrid search runs its text search on that same snapshot).
+    fn search_then<T>(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+        mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
         crate::search::check_bounds(k, options, &self.inner.options.limits)?;
         if self.inner.read_only && self.dimension().is_none() {
             // The writer may have fixed it since this store opened.
@@ -1458,10 +1493,14 @@ impl Store {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.snapshot()?;
             let Some(live) = self.live() else {
-                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
-                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
             }
             let seq = live_index::commit_seq(&snapshot)?;
             if live.applied() != seq {
@@ -1486,12 +1525,126 @@ impl Store {
                 matching,
             )?;
             if live.applied() == seq {
-                return Ok(hits);
+                return then(&snapshot, hits);
             }
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.snapshot()?;
-        crate::search::search(&snapshot, None, &query, k, options, metric, None)
+        let hits = crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+        then(&snapshot, hits)
+    }
+
+    /// The `k` chunks that best match `query` by BM25 over their words (see
+    /// [`TextOptions`](crate::TextOptions) for how text becomes words), best first; a hit's
+    /// score is its BM25 score. [`SearchOptions::bm25`] sets k1 and b; the sources,
+    /// documents and metadata filter of `options` apply as for [`Store::search`] (`ef`,
+    /// `exact` and the filter strategy are about vectors and are ignored).
+    ///
+    /// Every hit is a live chunk of one snapshot: the text index changes in the transaction
+    /// that changes the chunks, so a superseded, deleted or orphaned chunk is never
+    /// returned. [`ReadError::NoTextIndex`] if the store keeps no text index.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("error E1234: disk full", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("all good", vec![0.1, 1.0])))?;
+    /// let hits = store.search_text("E1234", 5, &SearchOptions::default())?;
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(hits[0].text, "error E1234: disk full");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_text(
+        &self,
+        query: &str,
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            crate::search::check_bounds(k, options, &self.inner.options.limits)?;
+            self.check_text_query(query)?;
+            let snapshot = self.snapshot()?;
+            let analyzer = crate::text::analyzer_of(&snapshot, &self.inner.text_cache)?;
+            let matching = match &options.filter {
+                // `None` when the filter index covers another commit: then every
+                // candidate's metadata is checked as it is resolved.
+                Some(filter) => self.inner.filters.evaluate(&snapshot, filter)?,
+                None => None,
+            };
+            crate::text::search_text(&snapshot, &analyzer, query, k, options, matching.as_ref())
+        })
+    }
+
+    /// The `k` best chunks by both `vector` (nearest neighbours, as [`Store::search`]) and
+    /// `text` (BM25, as [`Store::search_text`]), merged by [`SearchOptions::fusion`]:
+    /// reciprocal rank fusion with k = 60 by default, or a weighted sum of the scaled
+    /// scores. Each ranking contributes its best `max(4k, 50)` chunks; a hit's score is its
+    /// fused score. Both rankings are resolved against one snapshot, so every hit is a live
+    /// chunk of it.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("cats purr", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("dogs bark", vec![0.1, 1.0])))?;
+    /// let hits = store.search_hybrid("dogs", &[0.2, 0.9], 1, &SearchOptions::default())?;
+    /// assert_eq!(hits[0].text, "dogs bark");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_hybrid(
+        &self,
+        text: &str,
+        vector: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            crate::search::check_bounds(k, options, &self.inner.options.limits)?;
+            self.check_text_query(text)?;
+            options.fusion.check()?;
+            let depth = crate::text::fusion_depth(k, self.inner.options.limits.max_k);
+            let higher = self.inner.metric.higher_is_closer();
+            self.search_then(vector, depth, options, |snapshot, vector_hits| {
+                let analyzer = crate::text::analyzer_of(snapshot, &self.inner.text_cache)?;
+                let text_hits =
+                    crate::text::search_text(snapshot, &analyzer, text, depth, options, None)?;
+                Ok(crate::text::fuse(
+                    vector_hits,
+                    text_hits,
+                    k,
+                    options.fusion,
+                    higher,
+                ))
+            })
+        })
+    }
+
+    /// Whether this store can answer text searches: it keeps a text index (a read-only
+    /// store: the file has one) that covers its documents.
+    pub fn has_text_index(&self) -> bool {
+        self.snapshot()
+            .and_then(|s| crate::text::analyzer_of(&s, &self.inner.text_cache))
+            .is_ok()
+    }
+
+    /// Refuses a text query longer than a chunk may be.
+    fn check_text_query(&self, query: &str) -> Result<(), ReadError> {
+        let max = self.inner.options.limits.max_chunk_text_bytes;
+        if query.len() > max {
+            return Err(InputError::new(
+                "query",
+                format!(
+                    "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
+                    query.len()
+                ),
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and

@@ -291,6 +291,7 @@ impl Snapshot {
             }
         }
         self.check_side_tables(&mut report)?;
+        crate::text::verify(self, &mut report)?;
         let key_rows = doc_keys.len().map_err(ReadError::storage)?;
         if key_rows != doc_count {
             report.store(format!(

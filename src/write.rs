@@ -43,6 +43,8 @@ pub(crate) struct BatchSettings {
     /// The highest ticket the store may have issued; read for each operation, because a
     /// ticket taken while a group commit is being built may join it.
     pub tickets_issued: Arc<AtomicU64>,
+    /// The text index's analyzer (`None`: the store keeps no text index).
+    pub text: Option<Arc<crate::text::Analyzer>>,
 }
 
 /// One write transaction's worth of guarded operations.
@@ -57,6 +59,8 @@ pub(crate) struct Batch<'txn> {
     meta: Table<'txn, &'static str, &'static [u8]>,
     changelog: Table<'txn, u64, &'static [u8]>,
     skip_log: Table<'txn, u64, &'static [u8]>,
+    /// The text index's tables, when the store keeps one (`text/`).
+    text: Option<crate::text::TextWriter<'txn>>,
     settings: BatchSettings,
     seq: Sequences,
     deltas: BTreeMap<&'static str, i64>,
@@ -108,6 +112,10 @@ impl<'txn> Batch<'txn> {
             meta: txn.open_table(META).map_err(open_err)?,
             changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
             skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
+            text: match &settings.text {
+                Some(analyzer) => Some(crate::text::TextWriter::open(txn, analyzer.clone())?),
+                None => None,
+            },
             counters,
             settings,
             seq,
@@ -472,6 +480,9 @@ impl<'txn> Batch<'txn> {
         let (mut written, mut reused) = (0u64, 0u64);
         let mut kept: HashSet<u32> = HashSet::new();
         let mut entries: Vec<(u32, VectorData<'_>)> = Vec::with_capacity(doc.chunks.len());
+        // Chunks under a new vector id, and those whose id goes: the text index's changes.
+        let mut text_added: Vec<(u64, &str)> = Vec::new();
+        let mut text_removed: Vec<(u64, &str)> = Vec::new();
         for (position, (chunk, source)) in doc.chunks.iter().zip(&plan).enumerate() {
             let missing = || Corruption::new("vectors row", "a planned vector is missing");
             let vector = match (*source, rekey) {
@@ -504,13 +515,20 @@ impl<'txn> Batch<'txn> {
             let slot = next_slot;
             next_slot += 1;
             self.change.added.push(vector_id(internal_id, slot));
+            text_added.push((vector_id(internal_id, slot), chunk.text.as_str()));
             entries.push((slot, vector));
         }
         // Remove what this revision no longer has: the old vectors nobody kept.
-        for slot in old_vectors.slots() {
+        for (old_position, slot) in old_vectors.slots().enumerate() {
             if !kept.contains(&slot) {
                 self.change.removed.push(vector_id(old_internal_id, slot));
+                if let Some(old_chunk) = old.get(old_position) {
+                    text_removed.push((vector_id(old_internal_id, slot), old_chunk.text.as_str()));
+                }
             }
+        }
+        if let Some(text) = &mut self.text {
+            text.apply(&text_removed, &text_added)?;
         }
         let chunks_row = ChunksRowRef {
             generation,
@@ -638,6 +656,18 @@ impl<'txn> Batch<'txn> {
             Some(row) => {
                 let mut removed = 0u64;
                 if !row.deleted {
+                    if self.text.is_some() {
+                        let (old, vectors) = self.old_revision(row)?;
+                        let vectors = VectorsRow::parse(&vectors)?;
+                        let gone: Vec<(u64, &str)> = vectors
+                            .slots()
+                            .zip(&old)
+                            .map(|(slot, c)| (vector_id(row.internal_id, slot), c.text.as_str()))
+                            .collect();
+                        if let Some(text) = &mut self.text {
+                            text.apply(&gone, &[])?;
+                        }
+                    }
                     let Some(bytes) = self
                         .vectors
                         .remove(row.internal_id)
@@ -888,6 +918,9 @@ impl<'txn> Batch<'txn> {
         }
         // The index applies changelog rows right after each commit and reloads from the
         // vectors if it ever finds a gap, so only a recent window is kept.
+        if let Some(text) = self.text.take() {
+            text.finish(self.seq.commit)?;
+        }
         let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
         if keep_from > 0 {
             self.changelog
