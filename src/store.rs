@@ -315,6 +315,8 @@ fn initialise(db: &Database, options: &Options) -> Result<(), redb::Error> {
         )?;
         meta.insert(meta_key::METRIC, metric.as_str().as_bytes())?;
     }
+    // An empty text index, so the first open does not build one in a second transaction.
+    crate::text::initialise(&txn, options)?;
     txn.commit()?;
     Ok(())
 }

@@ -104,6 +104,23 @@ pub(crate) fn prepare_on_open(
     Ok((Some(analyzer), OpenAction::Built))
 }
 
+/// A new store's text index (empty, at commit 0) and its recorded analysis, unless
+/// `options` keep none.
+pub(crate) fn initialise(
+    txn: &redb::WriteTransaction,
+    options: &crate::options::Options,
+) -> Result<(), redb::Error> {
+    if !options.text_index {
+        return Ok(());
+    }
+    let analysis = options.text.clone().unwrap_or_default();
+    let json = serde_json::to_vec(&analysis).unwrap_or_default();
+    txn.open_table(META)?
+        .insert(meta_key::TEXT_ANALYZER, json.as_slice())?;
+    txn.open_table(TEXT_TOTALS)?.insert(text_key::COMMIT, 0)?;
+    Ok(())
+}
+
 /// The text tables, for a new store's table list.
 pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(crate::schema::TEXT_POSTINGS)?;
