@@ -60,18 +60,23 @@ pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
-/// (term, vector id of a chunk) -> the term's count in the chunk (low 32 bits) and the
-/// chunk's length in terms (high 32 bits): the full-text index's postings (`text/`). A
-/// chunk is named by its vector id, which never changes while its text stays (see
-/// [`vector_id`]); removing a chunk's postings is a point delete per term.
-pub(crate) const TEXT_POSTINGS: TableDefinition<(&str, u64), u64> =
-    TableDefinition::new("text_postings");
-/// vector id -> the chunk's length in terms: one row per live chunk.
-pub(crate) const TEXT_LENGTHS: TableDefinition<u64, u32> = TableDefinition::new("text_lengths");
-/// term -> the number of live chunks that contain it.
-pub(crate) const TEXT_DF: TableDefinition<&str, u64> = TableDefinition::new("text_df");
+/// vector id of a live chunk -> [`TextRow`]: the chunk's terms with their counts, and its
+/// length: the full-text index's postings, chunk by chunk (`text/`). A chunk is named by
+/// its vector id, which never changes while its text stays (see [`vector_id`]), and a
+/// document's chunks are neighbours, so indexing or removing a revision touches one leaf or
+/// two, not one per distinct term. Searches invert these rows in memory (`text/memory.rs`).
+pub(crate) const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
 /// name -> u64: the text index's totals ([`text_key`]).
 pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+
+/// A row of [`TEXT_CHUNKS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TextRow {
+    /// The chunk's length in terms.
+    pub len: u32,
+    /// Each distinct term and its count, sorted by term.
+    pub terms: Vec<(String, u32)>,
+}
 
 /// Names in the `text_totals` table.
 pub(crate) mod text_key {

@@ -164,6 +164,8 @@ struct Inner {
     text: Option<Arc<crate::text::Analyzer>>,
     /// The analyzer text searches last read from the file.
     text_cache: Mutex<Option<Arc<crate::text::Analyzer>>>,
+    /// The text index inverted in memory, which text searches score on.
+    text_index: crate::text::TextCache,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Store::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -845,6 +847,7 @@ impl Store {
                 filters: Default::default(),
                 text,
                 text_cache: Mutex::new(None),
+                text_index: Default::default(),
                 applier: Mutex::new(None),
                 apply_requested: AtomicU64::new(0),
                 apply_done: AtomicU64::new(0),
@@ -1575,7 +1578,15 @@ impl Store {
                 Some(filter) => self.inner.filters.evaluate(&snapshot, filter)?,
                 None => None,
             };
-            crate::text::search_text(&snapshot, &analyzer, query, k, options, matching.as_ref())
+            crate::text::search_text(
+                &snapshot,
+                &self.inner.text_index,
+                &analyzer,
+                query,
+                k,
+                options,
+                matching.as_ref(),
+            )
         })
     }
 
@@ -1612,8 +1623,15 @@ impl Store {
             let higher = self.inner.metric.higher_is_closer();
             self.search_then(vector, depth, options, |snapshot, vector_hits| {
                 let analyzer = crate::text::analyzer_of(snapshot, &self.inner.text_cache)?;
-                let text_hits =
-                    crate::text::search_text(snapshot, &analyzer, text, depth, options, None)?;
+                let text_hits = crate::text::search_text(
+                    snapshot,
+                    &self.inner.text_index,
+                    &analyzer,
+                    text,
+                    depth,
+                    options,
+                    None,
+                )?;
                 Ok(crate::text::fuse(
                     vector_hits,
                     text_hits,

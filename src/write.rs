@@ -482,7 +482,7 @@ impl<'txn> Batch<'txn> {
         let mut entries: Vec<(u32, VectorData<'_>)> = Vec::with_capacity(doc.chunks.len());
         // Chunks under a new vector id, and those whose id goes: the text index's changes.
         let mut text_added: Vec<(u64, &str)> = Vec::new();
-        let mut text_removed: Vec<(u64, &str)> = Vec::new();
+        let mut text_removed: Vec<u64> = Vec::new();
         for (position, (chunk, source)) in doc.chunks.iter().zip(&plan).enumerate() {
             let missing = || Corruption::new("vectors row", "a planned vector is missing");
             let vector = match (*source, rekey) {
@@ -519,12 +519,10 @@ impl<'txn> Batch<'txn> {
             entries.push((slot, vector));
         }
         // Remove what this revision no longer has: the old vectors nobody kept.
-        for (old_position, slot) in old_vectors.slots().enumerate() {
+        for slot in old_vectors.slots() {
             if !kept.contains(&slot) {
                 self.change.removed.push(vector_id(old_internal_id, slot));
-                if let Some(old_chunk) = old.get(old_position) {
-                    text_removed.push((vector_id(old_internal_id, slot), old_chunk.text.as_str()));
-                }
+                text_removed.push(vector_id(old_internal_id, slot));
             }
         }
         if let Some(text) = &mut self.text {
@@ -656,18 +654,6 @@ impl<'txn> Batch<'txn> {
             Some(row) => {
                 let mut removed = 0u64;
                 if !row.deleted {
-                    if self.text.is_some() {
-                        let (old, vectors) = self.old_revision(row)?;
-                        let vectors = VectorsRow::parse(&vectors)?;
-                        let gone: Vec<(u64, &str)> = vectors
-                            .slots()
-                            .zip(&old)
-                            .map(|(slot, c)| (vector_id(row.internal_id, slot), c.text.as_str()))
-                            .collect();
-                        if let Some(text) = &mut self.text {
-                            text.apply(&gone, &[])?;
-                        }
-                    }
                     let Some(bytes) = self
                         .vectors
                         .remove(row.internal_id)
@@ -680,10 +666,15 @@ impl<'txn> Batch<'txn> {
                         .into());
                     };
                     let vectors = VectorsRow::parse(bytes.value())?;
-                    for slot in vectors.slots() {
-                        self.change.removed.push(vector_id(row.internal_id, slot));
-                    }
+                    let gone: Vec<u64> = vectors
+                        .slots()
+                        .map(|slot| vector_id(row.internal_id, slot))
+                        .collect();
                     drop(bytes);
+                    self.change.removed.extend_from_slice(&gone);
+                    if let Some(text) = &mut self.text {
+                        text.apply(&gone, &[])?;
+                    }
                     self.chunks
                         .remove(row.internal_id)
                         .map_err(WriteError::storage)?;

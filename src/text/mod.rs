@@ -3,8 +3,11 @@
 //!
 //! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
 //!   words per language).
-//! - `write.rs`: the postings, lengths, document frequencies and totals tables, updated by the
-//!   write batch as it writes and removes chunk rows; the whole-index (re)build.
+//! - `write.rs`: the `text_chunks` rows (each chunk's terms, counts and length) and the
+//!   totals, updated by the write batch as it writes and removes chunk rows; the whole-index
+//!   (re)build.
+//! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
+//!   by the changelog, as the filter index is.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
@@ -17,12 +20,14 @@
 //! searches until then.
 
 mod analyze;
+mod memory;
 mod search;
 mod verify;
 mod write;
 
 pub(crate) use analyze::Analyzer;
 pub use analyze::{TextLanguage, TextOptions};
+pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};
 pub use search::{Bm25, Fusion};
 pub(crate) use verify::check as verify;
@@ -123,9 +128,7 @@ pub(crate) fn initialise(
 
 /// The text tables, for a new store's table list.
 pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
-    txn.open_table(crate::schema::TEXT_POSTINGS)?;
-    txn.open_table(crate::schema::TEXT_LENGTHS)?;
-    txn.open_table(crate::schema::TEXT_DF)?;
+    txn.open_table(crate::schema::TEXT_CHUNKS)?;
     txn.open_table(TEXT_TOTALS)?;
     Ok(())
 }

@@ -1,19 +1,19 @@
-//! BM25 over the text tables of one snapshot, and rank fusion with the vector search.
+//! BM25 over the text index of one snapshot, and rank fusion with the vector search.
 //!
-//! Invariant: a text hit is scored from the postings of the snapshot it is resolved against,
-//! and the postings change in the transaction that changes the chunks: a superseded,
-//! deleted or orphaned chunk has no posting in any snapshot where it is not live. Every hit
-//! is still resolved (`search::resolve`) like a vector hit, which re-checks the metadata
-//! filter on the snapshot's rows.
+//! Invariant: a text hit is scored on the inverted index of exactly the commit of the
+//! snapshot it is resolved against (`memory.rs`), and the rows it inverts change in the
+//! transaction that changes the chunks: a superseded, deleted or orphaned chunk has no
+//! posting in any snapshot where it is not live. Every hit is still resolved
+//! (`search::resolve`) like a vector hit, which re-checks the metadata filter on the
+//! snapshot's rows.
 
 use super::analyze::{Analyzer, TextOptions};
-use super::write::split_posting;
+use super::memory::{InvertedIndex, TextCache};
 use crate::error::{InputError, ReadError};
 use crate::filter::Matching;
 use crate::read::Snapshot;
 use crate::schema::{
-    meta_key, seq_key, split_vector_id, text_key, ChunksRow, COUNTERS, DOC_KEYS, META, TEXT_DF,
-    TEXT_POSTINGS, TEXT_TOTALS,
+    meta_key, seq_key, split_vector_id, text_key, ChunksRow, COUNTERS, DOC_KEYS, META, TEXT_TOTALS,
 };
 use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
 use parking_lot::Mutex;
@@ -170,68 +170,36 @@ pub(crate) fn analyzer_of(
 /// Every chunk with at least one of `query`'s terms and its BM25 score, best first (ties
 /// by vector id), among the chunks `keep` passes.
 pub(crate) fn score(
-    snapshot: &Snapshot,
+    index: &InvertedIndex,
     analyzer: &Analyzer,
     query: &str,
     bm25: &Bm25,
     keep: &dyn Fn(u64) -> bool,
-) -> Result<Vec<(u64, f32)>, ReadError> {
+) -> Vec<(u64, f32)> {
     let (terms, _) = analyzer.term_counts(query);
-    if terms.is_empty() {
-        return Ok(Vec::new());
+    let n = index.chunk_count();
+    if terms.is_empty() || n == 0 {
+        return Vec::new();
     }
-    let totals = snapshot
-        .txn
-        .open_table(TEXT_TOTALS)
-        .map_err(ReadError::storage)?;
-    let total = |key: &str| -> Result<u64, ReadError> {
-        Ok(totals
-            .get(key)
-            .map_err(ReadError::storage)?
-            .map_or(0, |v| v.value()))
-    };
-    let n = total(text_key::CHUNKS)?;
-    let avg_len = if n == 0 {
-        0.0
-    } else {
-        total(text_key::TERMS)? as f32 / n as f32
-    };
-    let df_table = snapshot
-        .txn
-        .open_table(TEXT_DF)
-        .map_err(ReadError::storage)?;
-    let postings = snapshot
-        .txn
-        .open_table(TEXT_POSTINGS)
-        .map_err(ReadError::storage)?;
+    let avg_len = index.total_terms() as f32 / n as f32;
     let mut scores: HashMap<u64, f32> = HashMap::new();
     let mut terms: Vec<&String> = terms.keys().collect();
     terms.sort();
     for term in terms {
-        let Some(df) = df_table
-            .get(term.as_str())
-            .map_err(ReadError::storage)?
-            .map(|v| v.value())
-        else {
+        let postings = index.postings(term);
+        if postings.is_empty() {
             continue;
-        };
-        let idf = Bm25::idf(n, df);
-        for entry in postings
-            .range((term.as_str(), 0u64)..=(term.as_str(), u64::MAX))
-            .map_err(ReadError::storage)?
-        {
-            let (key, value) = entry.map_err(ReadError::storage)?;
-            let id = key.value().1;
-            if !keep(id) {
-                continue;
+        }
+        let idf = Bm25::idf(n, postings.len() as u64);
+        for &(id, tf, len) in postings {
+            if keep(id) {
+                *scores.entry(id).or_insert(0.0) += bm25.term_score(idf, tf, len, avg_len);
             }
-            let (tf, len) = split_posting(value.value());
-            *scores.entry(id).or_insert(0.0) += bm25.term_score(idf, tf, len, avg_len);
         }
     }
     let mut ranked: Vec<(u64, f32)> = scores.into_iter().collect();
     ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(ranked)
+    ranked
 }
 
 /// The `k` best live chunks for `query` by BM25 on `snapshot`. `matching`: the chunks the
@@ -239,6 +207,7 @@ pub(crate) fn score(
 /// checked on resolving it).
 pub(crate) fn search_text(
     snapshot: &Snapshot,
+    cache: &TextCache,
     analyzer: &Analyzer,
     query: &str,
     k: usize,
@@ -256,7 +225,9 @@ pub(crate) fn search_text(
                 .as_ref()
                 .is_none_or(|docs| docs.contains(&split_vector_id(id).0))
     };
-    let ranked = score(snapshot, analyzer, query, &options.bm25, &keep)?;
+    let ranked = cache.with(snapshot, analyzer.options(), |index| {
+        score(index, analyzer, query, &options.bm25, &keep)
+    })?;
     let doc_keys = snapshot
         .txn
         .open_table(DOC_KEYS)

@@ -1,15 +1,14 @@
 //! `verify()`'s checks of the text index against the chunks: every live chunk indexed with
-//! exactly its terms, no posting or length row for a chunk that is not live, document
-//! frequencies and totals equal to what the postings say, and the index stamped with the
-//! documents' commit.
+//! exactly its terms, counts and length, no row for a chunk that is not live, the totals
+//! equal to what the rows say, and the index stamped with the documents' commit.
 
 use super::analyze::{Analyzer, TextOptions};
-use super::write::split_posting;
+use super::write::text_row;
 use crate::error::ReadError;
 use crate::read::Snapshot;
 use crate::schema::{
-    self, meta_key, seq_key, text_key, vector_id, DocRow, VectorsRow, COUNTERS, DOCS, META,
-    TEXT_DF, TEXT_LENGTHS, TEXT_POSTINGS, TEXT_TOTALS,
+    self, meta_key, seq_key, text_key, vector_id, DocRow, TextRow, VectorsRow, COUNTERS, DOCS,
+    META, TEXT_CHUNKS, TEXT_TOTALS,
 };
 use crate::verify::{VerifyReport, Violation};
 use redb::ReadableTable;
@@ -63,12 +62,10 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
     drop(bytes);
     let analyzer = Analyzer::new(&options);
 
-    // What the chunks say the index must hold.
-    let mut expected_df: HashMap<String, u64> = HashMap::new();
-    let mut expected_len: HashMap<u64, u32> = HashMap::new();
+    // What the chunks say the index must hold, row by row.
+    let mut live: HashMap<u64, u32> = HashMap::new();
     let mut expected_terms = 0u64;
-    let mut expected_postings = 0u64;
-    let postings = txn.open_table(TEXT_POSTINGS).map_err(ReadError::storage)?;
+    let rows = txn.open_table(TEXT_CHUNKS).map_err(ReadError::storage)?;
     let docs = txn.open_table(DOCS).map_err(ReadError::storage)?;
     for entry in docs.iter().map_err(ReadError::storage)? {
         let (key, value) = entry.map_err(ReadError::storage)?;
@@ -94,94 +91,47 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
                 continue;
             };
             let vid = vector_id(row.internal_id, slot);
-            let (counts, len) = analyzer.term_counts(&chunk.text);
-            expected_len.insert(vid, len);
-            expected_terms += u64::from(len);
-            for (term, tf) in counts {
-                expected_postings += 1;
-                match postings
-                    .get((term.as_str(), vid))
-                    .map_err(ReadError::storage)?
-                {
-                    None => problems.push("missing posting", || {
-                        format!("{source}/{id} chunk {position} has no posting for {term:?}")
+            let expected = text_row(&analyzer, &chunk.text);
+            live.insert(vid, expected.len);
+            expected_terms += u64::from(expected.len);
+            match rows.get(vid).map_err(ReadError::storage)? {
+                None => problems.push("missing row", || {
+                    format!("{source}/{id} chunk {position} is not indexed")
+                }),
+                Some(bytes) => match schema::decode::<TextRow>("text row", bytes.value()) {
+                    Err(c) => problems.push("undecodable row", || {
+                        format!("{source}/{id} chunk {position}: {}", c.detail)
                     }),
-                    Some(v) if split_posting(v.value()) != (tf, len) => {
-                        let (stored_tf, stored_len) = split_posting(v.value());
-                        problems.push("wrong posting", || {
-                            format!(
-                                "{source}/{id} chunk {position}: the posting for {term:?} says \
-                                 {stored_tf} of {stored_len} terms, the text {tf} of {len}"
-                            )
-                        });
-                    }
-                    Some(_) => {}
-                }
-                *expected_df.entry(term).or_insert(0) += 1;
+                    Ok(stored) if stored != expected => problems.push("wrong row", || {
+                        format!(
+                            "{source}/{id} chunk {position} is indexed with {} terms of length \
+                             {}, its text has {} of length {}",
+                            stored.terms.len(),
+                            stored.len,
+                            expected.terms.len(),
+                            expected.len
+                        )
+                    }),
+                    Ok(_) => {}
+                },
             }
         }
     }
-
-    // Every posting belongs to a live chunk (and so was counted above, or is extra).
-    let mut posting_count = 0u64;
-    for entry in postings.iter().map_err(ReadError::storage)? {
+    // Every row belongs to a live chunk.
+    let mut row_count = 0u64;
+    for entry in rows.iter().map_err(ReadError::storage)? {
         let (key, _) = entry.map_err(ReadError::storage)?;
-        let (term, vid) = key.value();
-        posting_count += 1;
-        if !expected_len.contains_key(&vid) {
-            problems.push("dead posting", || {
-                format!("a posting for {term:?} names chunk {vid}, which is not live")
+        let vid = key.value();
+        row_count += 1;
+        if !live.contains_key(&vid) {
+            problems.push("dead row", || {
+                format!("chunk {vid} is indexed but is not a live chunk")
             });
         }
     }
-    if posting_count != expected_postings {
-        problems.push("posting count", || {
-            format!("{posting_count} postings, the live chunks have {expected_postings} terms")
-        });
-    }
-    let lengths = txn.open_table(TEXT_LENGTHS).map_err(ReadError::storage)?;
-    let mut length_rows = 0u64;
-    for entry in lengths.iter().map_err(ReadError::storage)? {
-        let (key, value) = entry.map_err(ReadError::storage)?;
-        let (vid, len) = (key.value(), value.value());
-        length_rows += 1;
-        match expected_len.get(&vid) {
-            None => problems.push("dead length", || {
-                format!("a length row names chunk {vid}, which is not live")
-            }),
-            Some(&expected) if expected != len => problems.push("wrong length", || {
-                format!("chunk {vid} has length {len}, its text {expected} terms")
-            }),
-            Some(_) => {}
-        }
-    }
-    if length_rows != expected_len.len() as u64 {
-        problems.push("length count", || {
-            format!(
-                "{length_rows} length rows for {} live chunks",
-                expected_len.len()
-            )
-        });
-    }
-    let df = txn.open_table(TEXT_DF).map_err(ReadError::storage)?;
-    let mut df_rows = 0u64;
-    for entry in df.iter().map_err(ReadError::storage)? {
-        let (key, value) = entry.map_err(ReadError::storage)?;
-        let (term, stored) = (key.value(), value.value());
-        df_rows += 1;
-        let expected = expected_df.get(term).copied().unwrap_or(0);
-        if stored != expected {
-            problems.push("document frequency", || {
-                format!("{term:?} is counted in {stored} chunks, the postings say {expected}")
-            });
-        }
-    }
-    if df_rows != expected_df.len() as u64 {
-        problems.push("document frequency count", || {
-            format!(
-                "{df_rows} document-frequency rows for {} distinct live terms",
-                expected_df.len()
-            )
+    if row_count != live.len() as u64 {
+        problems.push("row count", || {
+            format!("{row_count} text rows for {} live chunks", live.len())
         });
     }
     let totals = txn.open_table(TEXT_TOTALS).map_err(ReadError::storage)?;
@@ -192,7 +142,7 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
             .map_or(0, |v| v.value()))
     };
     for (key, expected) in [
-        (text_key::CHUNKS, expected_len.len() as u64),
+        (text_key::CHUNKS, live.len() as u64),
         (text_key::TERMS, expected_terms),
     ] {
         let stored = total(key)?;
