@@ -5,7 +5,7 @@
 //! The `text_index` group sets an accepted write and a stale skip with the full-text index
 //! (the default) beside the same on a store opened with `Options::text_index(false)`, in one
 //! run, on the bench's documents (24 distinct words) and on prose-like ones (about 90
-//! distinct terms a chunk, `common::prose`).
+//! distinct terms a chunk, `common::prose`), without fsync, and for prose durable too.
 //!
 //! Durability::None isolates the engine's own work from the disk's fsync; the `durable`
 //! group repeats the accepted write and the stale skip with Durability::Immediate, where
@@ -112,17 +112,20 @@ fn text_index(c: &mut Criterion) {
     let mut group = c.benchmark_group("text_index");
     group.sample_size(30);
     type Make = fn(u64, u64) -> ratchetdb::Document;
-    for (words, make) in [
-        ("bench_words", document as Make),
-        ("prose", prose_document as Make),
+    for (words, make, durability) in [
+        ("bench_words", document as Make, Durability::None),
+        ("prose", prose_document as Make, Durability::None),
+        (
+            "prose_durable",
+            prose_document as Make,
+            Durability::Immediate,
+        ),
     ] {
         for text in [true, false] {
             let dir = tempfile::tempdir().expect("tempdir");
             let store = Store::open(
                 dir.path().join("bench.redb"),
-                Options::default()
-                    .durability(Durability::None)
-                    .text_index(text),
+                Options::default().durability(durability).text_index(text),
             )
             .expect("open");
             for doc in 0..200 {
