@@ -8,7 +8,7 @@
 //! return `Corruption`); what is contained here is redb's.
 //!
 //! The default panic hook still prints the panic's message on stderr when it happens; the
-//! caller gets the error. A write that panicked poisons the store (see `Store::poison`): the
+//! caller gets the error. A write that panicked poisons the store (see `Engine::write_txn`): the
 //! transaction was dropped while unwinding, so nothing of it is visible, and redb's in-memory
 //! state is not trusted for further writes until the file is reopened.
 

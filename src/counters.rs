@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod name {
     pub(crate) const WRITTEN_NEW: &str = "written.new";
     pub(crate) const WRITTEN_NEWER: &str = "written.newer";
-    pub(crate) const WRITTEN_TIE_BROKEN: &str = "written.tie_broken";
+    /// `conflicts_resolved` (the persisted key keeps its first name).
+    pub(crate) const CONFLICTS_RESOLVED: &str = "written.tie_broken";
     pub(crate) const UNCHANGED: &str = "unchanged";
     pub(crate) const DELETED: &str = "deleted";
-    pub(crate) const DELETED_OVER_EQUAL_LIVE: &str = "deleted.over_equal_live";
+    /// `deletes_over_equal_version` (the persisted key keeps its first name).
+    pub(crate) const DELETES_OVER_EQUAL_VERSION: &str = "deleted.over_equal_live";
     pub(crate) const SKIPPED_OLDER: &str = "skipped.older";
     pub(crate) const SKIPPED_DUPLICATE: &str = "skipped.duplicate";
     pub(crate) const SKIPPED_CONFLICT: &str = "skipped.conflict";
@@ -88,10 +90,10 @@ impl Counters {
         let slot = match key {
             name::WRITTEN_NEW => &mut self.written_new,
             name::WRITTEN_NEWER => &mut self.written_newer,
-            name::WRITTEN_TIE_BROKEN => &mut self.conflicts_resolved,
+            name::CONFLICTS_RESOLVED => &mut self.conflicts_resolved,
             name::UNCHANGED => &mut self.unchanged,
             name::DELETED => &mut self.deleted,
-            name::DELETED_OVER_EQUAL_LIVE => &mut self.deletes_over_equal_version,
+            name::DELETES_OVER_EQUAL_VERSION => &mut self.deletes_over_equal_version,
             name::SKIPPED_OLDER => &mut self.skipped_older,
             name::SKIPPED_DUPLICATE => &mut self.skipped_duplicate,
             name::SKIPPED_CONFLICT => &mut self.skipped_conflict,
@@ -108,5 +110,18 @@ impl Counters {
             _ => return,
         };
         *slot = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name;
+
+    /// The Rust names follow the concepts' one name; the keys in the file never change.
+    #[test]
+    fn renamed_counters_keep_their_persisted_keys() {
+        assert_eq!(name::CONFLICTS_RESOLVED, "written.tie_broken");
+        assert_eq!(name::DELETES_OVER_EQUAL_VERSION, "deleted.over_equal_live");
+        assert_eq!(name::UNCHANGED, "unchanged");
     }
 }

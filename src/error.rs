@@ -310,9 +310,24 @@ pub enum ReadError {
         /// What went wrong.
         detail: String,
     },
+    /// The in-memory vector index failed a search it should have answered (a query that
+    /// passed validation, so the failure is ratchetdb's, not the input's nor the file's).
+    /// Nothing stored is affected; please report it.
+    #[error("the vector index failed a search ({detail}); nothing stored is affected")]
+    IndexSearch {
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 impl ReadError {
+    /// An index failure during a search: internal, never the caller's input.
+    pub(crate) fn index_search(error: crate::index::IndexError) -> ReadError {
+        ReadError::IndexSearch {
+            detail: error.to_string(),
+        }
+    }
+
     pub(crate) fn storage(error: impl Into<redb::Error>) -> ReadError {
         ReadError::Storage(error.into())
     }

@@ -468,10 +468,6 @@ fn resolved<'a>(chunk: &'a Value, doc: &'a Value) -> Vec<(Vec<String>, &'a Value
     out
 }
 
-fn parse_meta(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
 impl FilterIndex {
     /// Builds the index from every live document of `snapshot`.
     pub(crate) fn build(snapshot: &Snapshot) -> Result<FilterIndex, ReadError> {
@@ -517,8 +513,12 @@ impl FilterIndex {
                 .iter()
                 .map(|&slot| vector_id(row.internal_id, slot))
                 .collect(),
-            chunk_metas: chunks.chunks.iter().map(|c| parse_meta(&c.meta)).collect(),
-            doc_meta: parse_meta(&row.meta),
+            chunk_metas: chunks
+                .chunks
+                .iter()
+                .map(|c| schema::decode_meta(&c.meta))
+                .collect::<Result<_, _>>()?,
+            doc_meta: schema::decode_meta(&row.meta)?,
         };
         self.post(&entry);
         self.docs.insert(row.internal_id, entry);
@@ -880,11 +880,6 @@ impl FilterCache {
             }
         }
     }
-}
-
-/// Parses a metadata string as stored (canonical JSON; `null` if it does not parse).
-pub(crate) fn meta_value(text: &str) -> Value {
-    parse_meta(text)
 }
 
 #[cfg(test)]

@@ -98,7 +98,8 @@ impl Stored {
     }
 }
 
-/// An arriving write, as far as the guard needs it.
+/// An arriving write, as far as the guard needs it (for the case table's [`decide`]).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Incoming {
     Upsert {
@@ -110,29 +111,26 @@ pub(crate) enum Incoming {
     },
 }
 
-impl Incoming {
-    pub(crate) fn version(&self) -> Version {
-        match self {
-            Incoming::Upsert { version, .. } | Incoming::Delete { version } => *version,
-        }
-    }
-}
-
-/// The guard's answer.
+/// Why an accepted upsert is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Decision {
-    /// No row yet: write the revision.
+pub(crate) enum WriteReason {
+    /// No row yet.
     Insert,
     /// A newer version with different content, or a revision newer than a tombstone.
     Replace,
-    /// A newer version with identical content: raise the version, touch no chunk.
-    BumpVersion,
-    /// Same version, different content, accepted by [`ConflictPolicy::HighestContentHash`].
-    ReplaceOnTie,
-    /// Write a tombstone, or raise an existing one. `over_equal_live` marks a delete that
-    /// meets a live revision of the same version: deletes dominate ties so that every
-    /// delivery order ends in the same state, and the store counts these apart.
-    Tombstone { over_equal_live: bool },
+    /// Same version, different content, accepted by [`ConflictPolicy::HighestContentHash`]:
+    /// a conflict resolved (counted as `conflicts_resolved`).
+    ResolveConflict,
+}
+
+/// The guard's answer to an upsert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UpsertDecision {
+    /// Write the revision.
+    Write(WriteReason),
+    /// A newer version with identical content: the outcome is `Unchanged`; the stored
+    /// version is raised and no chunk is touched. Only over a live revision.
+    Unchanged,
     /// Refuse. `equal_version` feeds the resolution-of-the-version-signal statistic.
     Skip {
         reason: SkipReason,
@@ -142,66 +140,176 @@ pub(crate) enum Decision {
     KindMismatch { stored: VersionKind },
 }
 
-/// Decides what an incoming write does to a document. Pure: no I/O, no clock, no state.
+/// The guard's answer to a delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeleteDecision {
+    /// Write a tombstone, or raise an existing one. `over_equal_version` marks a delete that
+    /// meets a live revision of the same version: deletes win ties so that every delivery
+    /// order ends in the same state, and the store counts these apart
+    /// (`deletes_over_equal_version`).
+    Tombstone { over_equal_version: bool },
+    /// Refuse. `equal_version` feeds the resolution-of-the-version-signal statistic.
+    Skip {
+        reason: SkipReason,
+        equal_version: bool,
+    },
+    /// The stored and incoming versions are of different kinds and cannot be compared.
+    KindMismatch { stored: VersionKind },
+}
+
+/// Either kind's answer in one type, for the case table, which runs upserts and deletes
+/// through one [`decide`]. The store uses [`decide_upsert`] and [`decide_delete`], whose
+/// answers cannot name the other kind's effects.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// [`WriteReason::Insert`].
+    Insert,
+    /// [`WriteReason::Replace`].
+    Replace,
+    /// [`UpsertDecision::Unchanged`].
+    Unchanged,
+    /// [`WriteReason::ResolveConflict`].
+    ResolveConflict,
+    /// [`DeleteDecision::Tombstone`].
+    Tombstone { over_equal_version: bool },
+    /// Refuse. `equal_version` feeds the resolution-of-the-version-signal statistic.
+    Skip {
+        reason: SkipReason,
+        equal_version: bool,
+    },
+    /// The stored and incoming versions are of different kinds and cannot be compared.
+    KindMismatch { stored: VersionKind },
+}
+
+#[cfg(test)]
+impl From<UpsertDecision> for Decision {
+    fn from(decision: UpsertDecision) -> Decision {
+        match decision {
+            UpsertDecision::Write(WriteReason::Insert) => Decision::Insert,
+            UpsertDecision::Write(WriteReason::Replace) => Decision::Replace,
+            UpsertDecision::Write(WriteReason::ResolveConflict) => Decision::ResolveConflict,
+            UpsertDecision::Unchanged => Decision::Unchanged,
+            UpsertDecision::Skip {
+                reason,
+                equal_version,
+            } => Decision::Skip {
+                reason,
+                equal_version,
+            },
+            UpsertDecision::KindMismatch { stored } => Decision::KindMismatch { stored },
+        }
+    }
+}
+
+#[cfg(test)]
+impl From<DeleteDecision> for Decision {
+    fn from(decision: DeleteDecision) -> Decision {
+        match decision {
+            DeleteDecision::Tombstone { over_equal_version } => {
+                Decision::Tombstone { over_equal_version }
+            }
+            DeleteDecision::Skip {
+                reason,
+                equal_version,
+            } => Decision::Skip {
+                reason,
+                equal_version,
+            },
+            DeleteDecision::KindMismatch { stored } => Decision::KindMismatch { stored },
+        }
+    }
+}
+
+/// Decides what an incoming write does to a document (the case table's entry point).
+#[cfg(test)]
 pub(crate) fn decide(
     stored: Option<&Stored>,
     incoming: &Incoming,
     policy: ConflictPolicy,
 ) -> Decision {
-    let Some(stored) = stored else {
-        return match incoming {
-            Incoming::Upsert { .. } => Decision::Insert,
-            Incoming::Delete { .. } => Decision::Tombstone {
-                over_equal_live: false,
-            },
-        };
-    };
-    let version = incoming.version();
-    if stored.version.kind != version.kind {
-        return Decision::KindMismatch {
-            stored: stored.version.kind,
-        };
+    match *incoming {
+        Incoming::Upsert {
+            version,
+            content_hash,
+        } => decide_upsert(stored, version, content_hash, policy).into(),
+        Incoming::Delete { version } => decide_delete(stored, version).into(),
     }
-    let ordering = version.value.cmp(&stored.version.value);
-    let skip = |reason| Decision::Skip {
+}
+
+/// Compares `version` with the stored one: `Err` with the stored kind if they cannot be
+/// compared.
+fn compare(stored: &Stored, version: Version) -> Result<std::cmp::Ordering, VersionKind> {
+    if stored.version.kind == version.kind {
+        Ok(version.value.cmp(&stored.version.value))
+    } else {
+        Err(stored.version.kind)
+    }
+}
+
+/// Decides what an upsert of `version` with `content_hash` does. Pure.
+pub(crate) fn decide_upsert(
+    stored: Option<&Stored>,
+    version: Version,
+    content_hash: ContentHash,
+    policy: ConflictPolicy,
+) -> UpsertDecision {
+    let Some(stored) = stored else {
+        return UpsertDecision::Write(WriteReason::Insert);
+    };
+    let ordering = match compare(stored, version) {
+        Ok(ordering) => ordering,
+        Err(stored) => return UpsertDecision::KindMismatch { stored },
+    };
+    let skip = |reason| UpsertDecision::Skip {
         reason,
         equal_version: ordering.is_eq(),
     };
     use std::cmp::Ordering::{Equal, Greater, Less};
-    match (incoming, stored.deleted, ordering) {
-        // Upserts against a tombstone: only a strictly newer revision brings the document back.
-        (Incoming::Upsert { .. }, true, Greater) => Decision::Replace,
-        (Incoming::Upsert { .. }, true, Equal | Less) => skip(SkipReason::Tombstoned),
-        // Upserts against a live revision.
-        (Incoming::Upsert { content_hash, .. }, false, Greater) => {
-            if *content_hash == stored.content_hash {
-                Decision::BumpVersion
-            } else {
-                Decision::Replace
+    let same_content = content_hash == stored.content_hash;
+    match (stored.deleted, ordering) {
+        // Against a tombstone: only a strictly newer revision brings the document back.
+        (true, Greater) => UpsertDecision::Write(WriteReason::Replace),
+        (true, Equal | Less) => skip(SkipReason::Tombstoned),
+        // Against a live revision.
+        (false, Greater) if same_content => UpsertDecision::Unchanged,
+        (false, Greater) => UpsertDecision::Write(WriteReason::Replace),
+        (false, Equal) if same_content => skip(SkipReason::Duplicate),
+        (false, Equal) => match policy {
+            ConflictPolicy::HighestContentHash if content_hash > stored.content_hash => {
+                UpsertDecision::Write(WriteReason::ResolveConflict)
             }
-        }
-        (Incoming::Upsert { content_hash, .. }, false, Equal) => {
-            if *content_hash == stored.content_hash {
-                skip(SkipReason::Duplicate)
-            } else {
-                match policy {
-                    ConflictPolicy::HighestContentHash if *content_hash > stored.content_hash => {
-                        Decision::ReplaceOnTie
-                    }
-                    _ => skip(SkipReason::Conflict),
-                }
-            }
-        }
-        (Incoming::Upsert { .. }, false, Less) => skip(SkipReason::Older),
-        // Deletes.
-        (Incoming::Delete { .. }, _, Greater) => Decision::Tombstone {
-            over_equal_live: false,
+            _ => skip(SkipReason::Conflict),
         },
-        (Incoming::Delete { .. }, true, Equal) => skip(SkipReason::Duplicate),
-        (Incoming::Delete { .. }, false, Equal) => Decision::Tombstone {
-            over_equal_live: true,
+        (false, Less) => skip(SkipReason::Older),
+    }
+}
+
+/// Decides what a delete at `version` does. Pure.
+pub(crate) fn decide_delete(stored: Option<&Stored>, version: Version) -> DeleteDecision {
+    let Some(stored) = stored else {
+        return DeleteDecision::Tombstone {
+            over_equal_version: false,
+        };
+    };
+    let ordering = match compare(stored, version) {
+        Ok(ordering) => ordering,
+        Err(stored) => return DeleteDecision::KindMismatch { stored },
+    };
+    let skip = |reason| DeleteDecision::Skip {
+        reason,
+        equal_version: ordering.is_eq(),
+    };
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match (stored.deleted, ordering) {
+        (_, Greater) => DeleteDecision::Tombstone {
+            over_equal_version: false,
         },
-        (Incoming::Delete { .. }, _, Less) => skip(SkipReason::Older),
+        (true, Equal) => skip(SkipReason::Duplicate),
+        (false, Equal) => DeleteDecision::Tombstone {
+            over_equal_version: true,
+        },
+        (_, Less) => skip(SkipReason::Older),
     }
 }
 
@@ -262,7 +370,7 @@ mod tests {
                 delete(1),
                 Refuse,
                 Decision::Tombstone {
-                    over_equal_live: false,
+                    over_equal_version: false,
                 },
             ),
             // Live, same content.
@@ -278,12 +386,7 @@ mod tests {
                 Refuse,
                 skip(SkipReason::Duplicate, true),
             ),
-            (
-                Some(live(5, 1)),
-                upsert(6, 1),
-                Refuse,
-                Decision::BumpVersion,
-            ),
+            (Some(live(5, 1)), upsert(6, 1), Refuse, Decision::Unchanged),
             // Live, other content.
             (
                 Some(live(5, 1)),
@@ -297,7 +400,12 @@ mod tests {
                 Refuse,
                 skip(SkipReason::Conflict, true),
             ),
-            (Some(live(5, 1)), upsert(5, 2), High, Decision::ReplaceOnTie),
+            (
+                Some(live(5, 1)),
+                upsert(5, 2),
+                High,
+                Decision::ResolveConflict,
+            ),
             (
                 Some(live(5, 2)),
                 upsert(5, 1),
@@ -323,7 +431,7 @@ mod tests {
                 delete(5),
                 Refuse,
                 Decision::Tombstone {
-                    over_equal_live: true,
+                    over_equal_version: true,
                 },
             ),
             (
@@ -331,7 +439,7 @@ mod tests {
                 delete(6),
                 Refuse,
                 Decision::Tombstone {
-                    over_equal_live: false,
+                    over_equal_version: false,
                 },
             ),
             // Tombstone, upsert: never brought back by a version that is not newer.
@@ -372,7 +480,7 @@ mod tests {
                 delete(6),
                 Refuse,
                 Decision::Tombstone {
-                    over_equal_live: false,
+                    over_equal_version: false,
                 },
             ),
         ];
@@ -463,9 +571,9 @@ mod tests {
                                         assert!(
                                             matches!(
                                                 decision,
-                                                Decision::ReplaceOnTie
+                                                Decision::ResolveConflict
                                                     | Decision::Tombstone {
-                                                        over_equal_live: true
+                                                        over_equal_version: true
                                                     }
                                             ),
                                             "silent tie: {stored:?} {incoming:?} -> {decision:?}"

@@ -42,13 +42,16 @@ mod counters;
 mod document;
 #[cfg(feature = "embed")]
 mod embed;
+mod engine;
 mod error;
 mod filter;
 mod guard;
 mod index;
+mod indexer;
 mod live_index;
-mod migrate;
+mod open;
 mod options;
+mod plan;
 mod prepare;
 mod read;
 mod schema;
@@ -85,15 +88,17 @@ pub use crate::{
     error::{Error, InputError, OpenError, ReadError, WriteError},
     filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     guard::{ConflictPolicy, SkipReason},
+    indexer::IndexInfo,
     options::{
         Durability, IndexOptions, Limits, Metric, Options, DEFAULT_CACHE_SIZE,
         DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M,
         MIN_INDEX_M,
     },
+    plan::{Plan, PlannedAction},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
     search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
-    store::{IndexInfo, Plan, PlannedAction, Store},
+    store::Store,
     text::{Bm25, Fusion, TextLanguage, TextOptions},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},

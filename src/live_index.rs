@@ -31,10 +31,10 @@ pub(crate) struct LiveIndex {
     /// A graph build (or snapshot load) is running in the background.
     pub building: AtomicBool,
     /// Points in the graph the file's snapshot holds (0: none persisted by this process
-    /// or loaded); see `store::absorb_and_refresh`.
+    /// or loaded); see `indexer::absorb_and_refresh`.
     pub persisted_points: AtomicUsize,
     /// The number of live vectors when the last graph build failed (`usize::MAX`: the last
-    /// one did not fail); see `store::build_retry_due`.
+    /// one did not fail); see `indexer::build_retry_due`.
     pub failed_build_at: AtomicUsize,
 }
 

@@ -382,49 +382,98 @@ pub(crate) fn prepare_op(
             id,
             version,
         } => {
-            check_name("source", &source, limits)?;
-            check_name("id", &id, limits)?;
+            let delete = prepare_delete(source, id, version, limits)?;
             Ok(PreparedOp::Delete {
-                source,
-                id,
-                version,
+                source: delete.source,
+                id: delete.id,
+                version: delete.version,
             })
         }
         Op::Retain {
             source,
-            mut present,
+            present,
             version,
         } => {
-            check_name("source", &source, limits)?;
-            if present.len() > limits.max_listing_ids {
-                return Err(InputError::new(
-                    "ids",
-                    format!(
-                        "has {} ids; the limit is {}",
-                        present.len(),
-                        limits.max_listing_ids
-                    ),
-                )
-                .into());
-            }
-            for (i, id) in present.iter().enumerate() {
-                check_name(&format!("ids[{i}]"), id, limits)?;
-            }
-            present.sort_unstable();
-            present.dedup();
-            let mut hasher = blake3::Hasher::new();
-            for id in &present {
-                hasher.update(&(id.len() as u64).to_le_bytes());
-                hasher.update(id.as_bytes());
-            }
+            let retain = prepare_retain(source, present, version, limits)?;
             Ok(PreparedOp::Retain {
-                source,
-                present,
-                version,
-                members_hash: *hasher.finalize().as_bytes(),
+                source: retain.source,
+                present: retain.present,
+                version: retain.version,
+                members_hash: retain.members_hash,
             })
         }
     }
+}
+
+/// A validated delete.
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedDelete {
+    pub source: String,
+    pub id: String,
+    pub version: Version,
+}
+
+/// Validates a delete.
+pub(crate) fn prepare_delete(
+    source: String,
+    id: String,
+    version: Version,
+    limits: &Limits,
+) -> Result<PreparedDelete, WriteError> {
+    check_name("source", &source, limits)?;
+    check_name("id", &id, limits)?;
+    Ok(PreparedDelete {
+        source,
+        id,
+        version,
+    })
+}
+
+/// A validated listing.
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedRetain {
+    pub source: String,
+    /// Sorted, without duplicates.
+    pub present: Vec<String>,
+    pub version: Version,
+    pub members_hash: ContentHash,
+}
+
+/// Validates a listing: names checked, ids sorted and deduplicated, and hashed.
+pub(crate) fn prepare_retain(
+    source: String,
+    mut present: Vec<String>,
+    version: Version,
+    limits: &Limits,
+) -> Result<PreparedRetain, WriteError> {
+    check_name("source", &source, limits)?;
+    if present.len() > limits.max_listing_ids {
+        return Err(InputError::new(
+            "ids",
+            format!(
+                "has {} ids; the limit is {}",
+                present.len(),
+                limits.max_listing_ids
+            ),
+        )
+        .into());
+    }
+    for (i, id) in present.iter().enumerate() {
+        check_name(&format!("ids[{i}]"), id, limits)?;
+    }
+    present.sort_unstable();
+    present.dedup();
+    let mut hasher = blake3::Hasher::new();
+    for id in &present {
+        hasher.update(&(id.len() as u64).to_le_bytes());
+        hasher.update(id.as_bytes());
+    }
+    Ok(PreparedRetain {
+        source,
+        present,
+        version,
+        members_hash: *hasher.finalize().as_bytes(),
+    })
 }
 
 #[cfg(test)]

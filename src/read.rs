@@ -64,10 +64,6 @@ pub struct Snapshot {
     vectors: ReadOnlyTable<u64, &'static [u8]>,
 }
 
-fn parse_meta(json: &str) -> Result<serde_json::Value, Corruption> {
-    serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
-}
-
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -127,7 +123,7 @@ impl Snapshot {
             )
             .into());
         };
-        let chunks = schema::decode_chunks(bytes.value(), vectors.spill())?;
+        let chunks = schema::join_chunks(bytes.value(), vectors)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",
@@ -204,7 +200,7 @@ impl Snapshot {
                 chunks.push(StoredChunk {
                     // Below the row's u32 count.
                     position: position as u32,
-                    meta: parse_meta(&chunk.meta)?,
+                    meta: schema::decode_meta(&chunk.meta)?,
                     text: chunk.text,
                     generation: stored.generation,
                     vector_id: vector_id(row.internal_id, slot),
@@ -219,7 +215,7 @@ impl Snapshot {
             deleted: row.deleted,
             generation: row.generation,
             content_hash: hex(&row.content_hash),
-            meta: parse_meta(&row.meta)?,
+            meta: schema::decode_meta(&row.meta)?,
             chunks,
         })
     }

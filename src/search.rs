@@ -6,7 +6,7 @@
 //! live hits come back or none are left. A superseded chunk is never returned.
 
 use crate::error::{InputError, ReadError};
-use crate::filter::{meta_value, Filter, Matching};
+use crate::filter::{Filter, Matching};
 use crate::index::{self, SearchMode};
 use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
@@ -273,11 +273,14 @@ pub(crate) fn resolve(
     let Some(chunk) = chunks.chunks.get(position as usize) else {
         return Ok(None);
     };
-    let meta = meta_value(&chunk.meta);
+    // Metadata that does not decode is a corruption, as it is for `get`.
+    let meta = schema::decode_meta(&chunk.meta)?;
     // The filter index may cover another commit than the snapshot: the hit is checked
     // against the snapshot's own metadata, so a non-matching chunk is never returned.
-    if filter.is_some_and(|f| !f.matches(&meta, &meta_value(&row.meta))) {
-        return Ok(None);
+    if let Some(filter) = filter {
+        if !filter.matches(&meta, &schema::decode_meta(&row.meta)?) {
+            return Ok(None);
+        }
     }
     Ok(Some(Hit {
         version: row.version()?,
@@ -453,13 +456,13 @@ pub(crate) fn search(
                     fetch,
                     matching.into_iter().flat_map(Matching::vector_ids),
                 )
-                .map_err(|e| ReadError::Input(InputError::new("query", e.to_string())))?,
+                .map_err(ReadError::index_search)?,
             Some(live) => {
                 let filter_ref: &(dyn Fn(u64) -> bool + Sync) = &keep;
                 let filter_ref = (matching.is_some() || allowed.is_some()).then_some(filter_ref);
                 live.index
                     .search(query, fetch, mode, filter_ref)
-                    .map_err(|e| ReadError::Input(InputError::new("query", e.to_string())))?
+                    .map_err(ReadError::index_search)?
             }
             None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
         };

@@ -91,227 +91,75 @@ impl Snapshot {
 
     fn verify_uncontained(&self) -> Result<VerifyReport, ReadError> {
         let mut report = VerifyReport::default();
-        let counters = self.txn.open_table(COUNTERS).map_err(ReadError::storage)?;
-        let counter = |key: &str| -> Result<u64, ReadError> {
-            Ok(counters
-                .get(key)
-                .map_err(ReadError::storage)?
-                .map(|v| v.value())
-                .unwrap_or(0))
-        };
-        let next_doc = counter(seq_key::NEXT_DOC)?;
-        let next_generation = counter(seq_key::NEXT_GENERATION)?;
-        let docs = self.txn.open_table(DOCS).map_err(ReadError::storage)?;
-        let doc_keys = self.txn.open_table(DOC_KEYS).map_err(ReadError::storage)?;
-        let chunks = self.txn.open_table(CHUNKS).map_err(ReadError::storage)?;
-        let vectors = self.txn.open_table(VECTORS).map_err(ReadError::storage)?;
+        let tables = Tables::open(self)?;
         // Internal ids of live documents: the only ones that may have chunks and vectors rows.
         let mut live: HashSet<u64> = HashSet::new();
         let mut doc_count = 0u64;
-
-        for entry in docs.iter().map_err(ReadError::storage)? {
+        for entry in tables.docs.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let (source, id) = key.value();
             doc_count += 1;
+            let mut doc = DocReport {
+                report: &mut report,
+                source,
+                id,
+            };
             let row: DocRow = match schema::decode("document row", value.value()) {
                 Ok(row) => row,
                 Err(c) => {
-                    report.doc(source, id, format!("undecodable row: {}", c.detail));
+                    doc.add(format!("undecodable row: {}", c.detail));
                     continue;
                 }
             };
-            if row.version().is_err() {
-                report.doc(
-                    source,
-                    id,
-                    format!("unknown version kind {}", row.version_kind),
-                );
-            }
-            if let Err(error) = serde_json::from_str::<serde_json::Value>(&row.meta) {
-                report.doc(
-                    source,
-                    id,
-                    format!("the document's metadata does not decode: {error}"),
-                );
-            }
-            if row.internal_id >= next_doc {
-                report.doc(
-                    source,
-                    id,
-                    format!(
-                        "internal id {} is not below the sequence {next_doc}",
-                        row.internal_id
-                    ),
-                );
-            }
-            match doc_keys.get(row.internal_id).map_err(ReadError::storage)? {
-                Some(k) if k.value() == (source, id) => {}
-                Some(k) => {
-                    let (s, i) = k.value();
-                    report.doc(
-                        source,
-                        id,
-                        format!("internal id {} maps back to {s}/{i}", row.internal_id),
-                    );
-                }
-                None => report.doc(
-                    source,
-                    id,
-                    format!("internal id {} has no reverse entry", row.internal_id),
-                ),
-            }
-            let chunks_row = chunks
-                .get(row.internal_id)
-                .map_err(ReadError::storage)?
-                .map(|v| v.value().to_vec());
-            let vectors_row = vectors
-                .get(row.internal_id)
-                .map_err(ReadError::storage)?
-                .map(|v| v.value().to_vec());
+            check_document_row(&mut doc, &row, tables.next_doc);
+            check_reverse_entry(&mut doc, &tables, &row)?;
+            let revision = tables.revision_rows(row.internal_id)?;
             if row.deleted {
-                report.tombstones += 1;
-                if row.chunk_count != 0 || chunks_row.is_some() || vectors_row.is_some() {
-                    report.doc(
-                        source,
-                        id,
-                        format!(
-                            "tombstone with chunk_count {}, a chunks row: {}, a vectors row: {}",
-                            row.chunk_count,
-                            chunks_row.is_some(),
-                            vectors_row.is_some()
-                        ),
-                    );
-                }
+                doc.report.tombstones += 1;
+                check_tombstone(&mut doc, &row, &revision);
                 continue;
             }
-            report.documents += 1;
+            doc.report.documents += 1;
             live.insert(row.internal_id);
-            if row.generation == 0 || row.generation >= next_generation.max(1) {
-                report.doc(
-                    source,
-                    id,
-                    format!("generation {} outside 1..{next_generation}", row.generation),
-                );
-            }
-            // The vectors row first: it carries the chunks row's last bytes.
-            let vectors = vectors_row.as_deref().map(VectorsRow::parse);
-            match &vectors {
-                None => report.doc(source, id, "the vectors row is missing"),
-                Some(Err(c)) => report.doc(source, id, format!("vectors row: {}", c.detail)),
-                Some(Ok(vectors)) => {
-                    report.vectors += vectors.len() as u64;
-                    self.check_vectors(&mut report, source, id, &row, vectors);
-                }
-            }
-            let spill = match &vectors {
-                Some(Ok(vectors)) => vectors.spill(),
-                _ => &[],
-            };
-            let stored: ChunksRow = match chunks_row.map(|b| schema::decode_chunks(&b, spill)) {
-                None => {
-                    report.doc(source, id, "the chunks row is missing");
-                    continue;
-                }
-                // Reported above: the chunks row's tail was in it.
-                Some(Err(_)) if !matches!(vectors, Some(Ok(_))) => continue,
-                Some(Err(c)) => {
-                    report.doc(source, id, format!("undecodable chunks row: {}", c.detail));
-                    continue;
-                }
-                Some(Ok(stored)) => stored,
-            };
-            report.chunks += stored.chunks.len() as u64;
-            if stored.chunks.len() != row.chunk_count as usize {
-                report.doc(
-                    source,
-                    id,
-                    format!(
-                        "chunk_count is {} but the chunks row holds {}",
-                        row.chunk_count,
-                        stored.chunks.len()
-                    ),
-                );
-            }
-            if stored.generation != row.generation {
-                report.doc(
-                    source,
-                    id,
-                    format!(
-                        "the chunks have generation {} but the document has {}",
-                        stored.generation, row.generation
-                    ),
-                );
-            }
-            for (position, chunk) in stored.chunks.iter().enumerate() {
-                if chunk.text_hash != text_hash(&chunk.text) {
-                    report.doc(
-                        source,
-                        id,
-                        format!("chunk {position}: text hash does not match its text"),
-                    );
-                }
-                if let Err(error) = serde_json::from_str::<serde_json::Value>(&chunk.meta) {
-                    report.doc(
-                        source,
-                        id,
-                        format!("chunk {position}: its metadata does not decode: {error}"),
-                    );
-                }
-            }
-            let prepared: Vec<PreparedChunk> = stored
-                .chunks
-                .into_iter()
-                .map(|chunk| PreparedChunk {
-                    text_hash: chunk.text_hash,
-                    text: chunk.text,
-                    meta: chunk.meta,
-                    vector: None,
-                })
-                .collect();
-            if prepared.len() == row.chunk_count as usize
-                && content_hash(&row.meta, &prepared) != row.content_hash
-            {
-                report.doc(
-                    source,
-                    id,
-                    "content hash does not match the chunks and metadata",
-                );
-            }
+            check_generation(&mut doc, &row, tables.next_generation);
+            self.check_revision(&mut doc, &row, revision);
         }
-
-        for (table, what) in [(&chunks, "chunks"), (&vectors, "vectors")] {
-            for entry in table.iter().map_err(ReadError::storage)? {
-                let (key, _) = entry.map_err(ReadError::storage)?;
-                if !live.contains(&key.value()) {
-                    report.store(format!(
-                        "a {what} row for internal id {} belongs to no live document: orphaned {what}",
-                        key.value()
-                    ));
-                }
-            }
-        }
+        check_orphans(&mut report, &tables, &live)?;
         self.check_side_tables(&mut report)?;
         crate::text::verify(self, &mut report)?;
-        let key_rows = doc_keys.len().map_err(ReadError::storage)?;
-        if key_rows != doc_count {
-            report.store(format!(
-                "{key_rows} reverse entries for {doc_count} documents"
-            ));
-        }
-        for (gauge, actual) in [
-            (name::LIVE_DOCUMENTS, report.documents),
-            (name::LIVE_TOMBSTONES, report.tombstones),
-            (name::LIVE_CHUNKS, report.chunks),
-            (name::LIVE_VECTORS, report.vectors),
-        ] {
-            let recorded = counter(gauge)?;
-            if recorded != actual {
-                report.store(format!(
-                    "counter {gauge} says {recorded}, the rows say {actual}"
-                ));
+        check_reverse_entry_count(&mut report, &tables, doc_count)?;
+        check_gauges(&mut report, &tables)?;
+        Ok(report)
+    }
+
+    /// A live document's two revision rows: the vectors row (which carries the chunks row's
+    /// last bytes), then the chunks row joined with it, its chunks and its content hash.
+    fn check_revision(&self, doc: &mut DocReport<'_>, row: &DocRow, revision: RevisionBytes) {
+        let vectors = revision.vectors.as_deref().map(VectorsRow::parse);
+        match &vectors {
+            None => doc.add("the vectors row is missing"),
+            Some(Err(c)) => doc.add(format!("vectors row: {}", c.detail)),
+            Some(Ok(vectors)) => {
+                doc.report.vectors += vectors.len() as u64;
+                self.check_vectors(doc, row, vectors);
             }
         }
-        Ok(report)
+        // Without a readable vectors row, the chunks row is decoded alone: whole if it
+        // carried nothing, a reported corruption if it did.
+        let joined = revision.chunks.map(|b| match &vectors {
+            Some(Ok(vectors)) => schema::join_chunks(&b, vectors),
+            _ => schema::decode("chunks row", &b),
+        });
+        let stored: ChunksRow = match joined {
+            None => return doc.add("the chunks row is missing"),
+            // Reported above: the chunks row's tail was in it.
+            Some(Err(_)) if !matches!(vectors, Some(Ok(_))) => return,
+            Some(Err(c)) => return doc.add(format!("undecodable chunks row: {}", c.detail)),
+            Some(Ok(stored)) => stored,
+        };
+        doc.report.chunks += stored.chunks.len() as u64;
+        check_chunks(doc, row, &stored);
+        check_content_hash(doc, row, stored);
     }
 
     /// Decodes every listing, skip-log and changelog row (what `stats`, `retain` and the index
@@ -361,66 +209,41 @@ impl Snapshot {
     }
 
     /// Checks a live document's vectors row against its document row.
-    fn check_vectors(
-        &self,
-        report: &mut VerifyReport,
-        source: &str,
-        id: &str,
-        row: &DocRow,
-        vectors: &VectorsRow<'_>,
-    ) {
+    fn check_vectors(&self, doc: &mut DocReport<'_>, row: &DocRow, vectors: &VectorsRow<'_>) {
         if vectors.len() != row.chunk_count as usize {
-            report.doc(
-                source,
-                id,
-                format!(
-                    "chunk_count is {} but the vectors row holds {}",
-                    row.chunk_count,
-                    vectors.len()
-                ),
-            );
+            doc.add(format!(
+                "chunk_count is {} but the vectors row holds {}",
+                row.chunk_count,
+                vectors.len()
+            ));
         }
         if let Some(dimension) = self.dimension.filter(|_| vectors.len() > 0) {
             if vectors.dimension() != dimension {
-                report.doc(
-                    source,
-                    id,
-                    format!(
-                        "vectors have {} dimensions, the store {dimension}",
-                        vectors.dimension()
-                    ),
-                );
+                doc.add(format!(
+                    "vectors have {} dimensions, the store {dimension}",
+                    vectors.dimension()
+                ));
             }
         }
         if u64::from(row.next_slot) > schema::SLOTS_PER_DOC {
-            report.doc(
-                source,
-                id,
-                format!(
-                    "next slot {} is past the slot space ({})",
-                    row.next_slot,
-                    schema::SLOTS_PER_DOC
-                ),
-            );
+            doc.add(format!(
+                "next slot {} is past the slot space ({})",
+                row.next_slot,
+                schema::SLOTS_PER_DOC
+            ));
         }
         let mut seen = HashSet::new();
         for (position, slot) in vectors.slots().enumerate() {
             if slot >= row.next_slot {
-                report.doc(
-                    source,
-                    id,
-                    format!(
-                        "chunk {position}: vector slot {slot} is not below the document's next slot {}",
-                        row.next_slot
-                    ),
-                );
+                doc.add(format!(
+                    "chunk {position}: vector slot {slot} is not below the document's next slot {}",
+                    row.next_slot
+                ));
             }
             if !seen.insert(slot) {
-                report.doc(
-                    source,
-                    id,
-                    format!("chunk {position}: vector slot {slot} is used twice"),
-                );
+                doc.add(format!(
+                    "chunk {position}: vector slot {slot} is used twice"
+                ));
             }
             let finite = vectors
                 .vector_bytes(position)
@@ -428,12 +251,248 @@ impl Snapshot {
                 .chunks_exact(4)
                 .all(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite());
             if !finite {
-                report.doc(
-                    source,
-                    id,
-                    format!("chunk {position}: vector has a non-finite value"),
-                );
+                doc.add(format!("chunk {position}: vector has a non-finite value"));
             }
         }
     }
+}
+
+/// Where a document's violations go: the report, with the document's name.
+struct DocReport<'a> {
+    report: &'a mut VerifyReport,
+    source: &'a str,
+    id: &'a str,
+}
+
+impl DocReport<'_> {
+    fn add(&mut self, problem: impl Into<String>) {
+        self.report.doc(self.source, self.id, problem);
+    }
+}
+
+/// The tables and sequences every document is checked against.
+struct Tables {
+    counters: redb::ReadOnlyTable<&'static str, u64>,
+    docs: redb::ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
+    doc_keys: redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
+    chunks: redb::ReadOnlyTable<u64, &'static [u8]>,
+    vectors: redb::ReadOnlyTable<u64, &'static [u8]>,
+    next_doc: u64,
+    next_generation: u64,
+}
+
+/// The bytes of a document's chunks and vectors rows, either absent.
+struct RevisionBytes {
+    chunks: Option<Vec<u8>>,
+    vectors: Option<Vec<u8>>,
+}
+
+impl Tables {
+    fn open(snapshot: &Snapshot) -> Result<Tables, ReadError> {
+        let txn = &snapshot.txn;
+        let mut tables = Tables {
+            counters: txn.open_table(COUNTERS).map_err(ReadError::storage)?,
+            docs: txn.open_table(DOCS).map_err(ReadError::storage)?,
+            doc_keys: txn.open_table(DOC_KEYS).map_err(ReadError::storage)?,
+            chunks: txn.open_table(CHUNKS).map_err(ReadError::storage)?,
+            vectors: txn.open_table(VECTORS).map_err(ReadError::storage)?,
+            next_doc: 0,
+            next_generation: 0,
+        };
+        tables.next_doc = tables.counter(seq_key::NEXT_DOC)?;
+        tables.next_generation = tables.counter(seq_key::NEXT_GENERATION)?;
+        Ok(tables)
+    }
+
+    fn counter(&self, key: &str) -> Result<u64, ReadError> {
+        Ok(self
+            .counters
+            .get(key)
+            .map_err(ReadError::storage)?
+            .map(|v| v.value())
+            .unwrap_or(0))
+    }
+
+    fn revision_rows(&self, internal_id: u64) -> Result<RevisionBytes, ReadError> {
+        let read = |table: &redb::ReadOnlyTable<u64, &'static [u8]>| {
+            Ok::<_, ReadError>(
+                table
+                    .get(internal_id)
+                    .map_err(ReadError::storage)?
+                    .map(|v| v.value().to_vec()),
+            )
+        };
+        Ok(RevisionBytes {
+            chunks: read(&self.chunks)?,
+            vectors: read(&self.vectors)?,
+        })
+    }
+}
+
+/// A document row's own fields: a known version kind, metadata that decodes, an internal id
+/// the sequence has handed out.
+fn check_document_row(doc: &mut DocReport<'_>, row: &DocRow, next_doc: u64) {
+    if row.version().is_err() {
+        doc.add(format!("unknown version kind {}", row.version_kind));
+    }
+    if let Err(error) = serde_json::from_str::<serde_json::Value>(&row.meta) {
+        doc.add(format!("the document's metadata does not decode: {error}"));
+    }
+    if row.internal_id >= next_doc {
+        doc.add(format!(
+            "internal id {} is not below the sequence {next_doc}",
+            row.internal_id
+        ));
+    }
+}
+
+/// The document's internal id maps back to it.
+fn check_reverse_entry(
+    doc: &mut DocReport<'_>,
+    tables: &Tables,
+    row: &DocRow,
+) -> Result<(), ReadError> {
+    match tables
+        .doc_keys
+        .get(row.internal_id)
+        .map_err(ReadError::storage)?
+    {
+        Some(k) if k.value() == (doc.source, doc.id) => {}
+        Some(k) => {
+            let (s, i) = k.value();
+            doc.add(format!(
+                "internal id {} maps back to {s}/{i}",
+                row.internal_id
+            ));
+        }
+        None => doc.add(format!(
+            "internal id {} has no reverse entry",
+            row.internal_id
+        )),
+    }
+    Ok(())
+}
+
+/// A tombstone has no chunks and neither a chunks nor a vectors row.
+fn check_tombstone(doc: &mut DocReport<'_>, row: &DocRow, revision: &RevisionBytes) {
+    let (chunks, vectors) = (revision.chunks.is_some(), revision.vectors.is_some());
+    if row.chunk_count != 0 || chunks || vectors {
+        doc.add(format!(
+            "tombstone with chunk_count {}, a chunks row: {chunks}, a vectors row: {vectors}",
+            row.chunk_count
+        ));
+    }
+}
+
+/// A live document's generation was handed out by the sequence (and is never 0).
+fn check_generation(doc: &mut DocReport<'_>, row: &DocRow, next_generation: u64) {
+    if row.generation == 0 || row.generation >= next_generation.max(1) {
+        doc.add(format!(
+            "generation {} outside 1..{next_generation}",
+            row.generation
+        ));
+    }
+}
+
+/// The chunks row holds the document's chunk count, under its generation, each chunk's text
+/// hash matching its text and its metadata decoding.
+fn check_chunks(doc: &mut DocReport<'_>, row: &DocRow, stored: &ChunksRow) {
+    if stored.chunks.len() != row.chunk_count as usize {
+        doc.add(format!(
+            "chunk_count is {} but the chunks row holds {}",
+            row.chunk_count,
+            stored.chunks.len()
+        ));
+    }
+    if stored.generation != row.generation {
+        doc.add(format!(
+            "the chunks have generation {} but the document has {}",
+            stored.generation, row.generation
+        ));
+    }
+    for (position, chunk) in stored.chunks.iter().enumerate() {
+        if chunk.text_hash != text_hash(&chunk.text) {
+            doc.add(format!(
+                "chunk {position}: text hash does not match its text"
+            ));
+        }
+        if let Err(error) = serde_json::from_str::<serde_json::Value>(&chunk.meta) {
+            doc.add(format!(
+                "chunk {position}: its metadata does not decode: {error}"
+            ));
+        }
+    }
+}
+
+/// The document's content hash is the hash of its metadata and chunks (checked only when the
+/// chunk count agrees; a disagreement is reported by [`check_chunks`]).
+fn check_content_hash(doc: &mut DocReport<'_>, row: &DocRow, stored: ChunksRow) {
+    let prepared: Vec<PreparedChunk> = stored
+        .chunks
+        .into_iter()
+        .map(|chunk| PreparedChunk {
+            text_hash: chunk.text_hash,
+            text: chunk.text,
+            meta: chunk.meta,
+            vector: None,
+        })
+        .collect();
+    if prepared.len() == row.chunk_count as usize
+        && content_hash(&row.meta, &prepared) != row.content_hash
+    {
+        doc.add("content hash does not match the chunks and metadata");
+    }
+}
+
+/// Every chunks and vectors row belongs to a live document.
+fn check_orphans(
+    report: &mut VerifyReport,
+    tables: &Tables,
+    live: &HashSet<u64>,
+) -> Result<(), ReadError> {
+    for (table, what) in [(&tables.chunks, "chunks"), (&tables.vectors, "vectors")] {
+        for entry in table.iter().map_err(ReadError::storage)? {
+            let (key, _) = entry.map_err(ReadError::storage)?;
+            if !live.contains(&key.value()) {
+                report.store(format!(
+                    "a {what} row for internal id {} belongs to no live document: orphaned {what}",
+                    key.value()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One reverse entry per document row.
+fn check_reverse_entry_count(
+    report: &mut VerifyReport,
+    tables: &Tables,
+    doc_count: u64,
+) -> Result<(), ReadError> {
+    let key_rows = tables.doc_keys.len().map_err(ReadError::storage)?;
+    if key_rows != doc_count {
+        report.store(format!(
+            "{key_rows} reverse entries for {doc_count} documents"
+        ));
+    }
+    Ok(())
+}
+
+/// The persisted gauges agree with what the rows hold.
+fn check_gauges(report: &mut VerifyReport, tables: &Tables) -> Result<(), ReadError> {
+    for (gauge, actual) in [
+        (name::LIVE_DOCUMENTS, report.documents),
+        (name::LIVE_TOMBSTONES, report.tombstones),
+        (name::LIVE_CHUNKS, report.chunks),
+        (name::LIVE_VECTORS, report.vectors),
+    ] {
+        let recorded = tables.counter(gauge)?;
+        if recorded != actual {
+            report.store(format!(
+                "counter {gauge} says {recorded}, the rows say {actual}"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -10,18 +10,24 @@
 use crate::counters::name as counter;
 use crate::document::{OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{Corruption, WriteError};
-use crate::guard::{self, ConflictPolicy, ContentHash, Decision, Incoming, SkipReason, Stored};
+use crate::guard::{
+    self, ConflictPolicy, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision,
+    WriteReason,
+};
 use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
-    DocRow, ListingRow, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS, DOCS,
-    DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SLOTS_PER_DOC, VECTORS,
+    DocRow, ListingRow, RevisionRows, SkipRow, VectorsRow, CHANGELOG, CHUNKS, COUNTERS, DOCS,
+    DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
 use crate::version::Version;
+use plan::RevisionPlan;
 use redb::{ReadableTable, Table, WriteTransaction};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+mod plan;
 
 /// Changelog rows kept behind the newest commit.
 const CHANGELOG_KEEP: u64 = 1024;
@@ -282,7 +288,7 @@ impl<'txn> Batch<'txn> {
         }
     }
 
-    fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
+    pub(crate) fn upsert(&mut self, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
         // Before the guard: whether a wrong-dimension vector is an error must not depend on
         // whether the revision happens to be stale, nor on batch boundaries.
         if let Some(expected) = self.dimension {
@@ -297,22 +303,23 @@ impl<'txn> Batch<'txn> {
             }
         }
         let (row, stored) = self.stored_state(&doc.source, &doc.id, doc.version)?;
-        let incoming = Incoming::Upsert {
-            version: doc.version,
-            content_hash: doc.content_hash,
-        };
-        let decision = guard::decide(stored.as_ref(), &incoming, self.settings.policy);
-        if !matches!(decision, Decision::KindMismatch { .. }) {
+        let decision = guard::decide_upsert(
+            stored.as_ref(),
+            doc.version,
+            doc.content_hash,
+            self.settings.policy,
+        );
+        if !matches!(decision, UpsertDecision::KindMismatch { .. }) {
             self.check_ticket(doc.version)?;
         }
         match decision {
-            Decision::KindMismatch { stored } => Err(Self::kind_mismatch(
+            UpsertDecision::KindMismatch { stored } => Err(Self::kind_mismatch(
                 &doc.source,
                 &doc.id,
                 stored,
                 doc.version,
             )),
-            Decision::Skip {
+            UpsertDecision::Skip {
                 reason,
                 equal_version,
             } => {
@@ -326,27 +333,13 @@ impl<'txn> Batch<'txn> {
                     doc.version,
                 ))
             }
-            Decision::BumpVersion => {
-                let Some(mut row) = row else {
-                    return Err(
-                        Corruption::new("guard", "version bump without a stored row").into(),
-                    );
-                };
-                row.version = doc.version.value;
-                self.docs
-                    .insert(
-                        (doc.source.as_str(), doc.id.as_str()),
-                        schema::encode(&row).as_slice(),
-                    )
-                    .map_err(WriteError::storage)?;
-                self.bump(counter::UNCHANGED, 1);
-                Ok(Outcome::Unchanged {
-                    version: doc.version,
-                })
-            }
-            decision @ (Decision::Insert | Decision::Replace | Decision::ReplaceOnTie) => {
-                let counter_name = match (decision, &row) {
-                    (Decision::ReplaceOnTie, _) => counter::WRITTEN_TIE_BROKEN,
+            UpsertDecision::Unchanged => match row {
+                Some(row) => self.raise_version(row, doc),
+                None => unreachable!("the guard answers Unchanged only over a live revision's row"),
+            },
+            UpsertDecision::Write(reason) => {
+                let counter_name = match (reason, &row) {
+                    (WriteReason::ResolveConflict, _) => counter::CONFLICTS_RESOLVED,
                     (_, Some(row)) if !row.deleted => counter::WRITTEN_NEWER,
                     _ => counter::WRITTEN_NEW,
                 };
@@ -354,10 +347,22 @@ impl<'txn> Batch<'txn> {
                 self.bump(counter_name, 1);
                 Ok(outcome)
             }
-            Decision::Tombstone { .. } => {
-                Err(Corruption::new("guard", "tombstone decided for an upsert").into())
-            }
         }
+    }
+
+    /// An `Unchanged` upsert: raises the live revision's version; no chunk is touched.
+    fn raise_version(&mut self, mut row: DocRow, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
+        row.version = doc.version.value;
+        self.docs
+            .insert(
+                (doc.source.as_str(), doc.id.as_str()),
+                schema::encode(&row).as_slice(),
+            )
+            .map_err(WriteError::storage)?;
+        self.bump(counter::UNCHANGED, 1);
+        Ok(Outcome::Unchanged {
+            version: doc.version,
+        })
     }
 
     /// A new internal document id (not yet recorded anywhere).
@@ -388,7 +393,7 @@ impl<'txn> Batch<'txn> {
         };
         let parsed = VectorsRow::parse(&vectors)?;
         let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
-            Some(bytes) => schema::decode_chunks(bytes.value(), parsed.spill())?,
+            Some(bytes) => schema::join_chunks(bytes.value(), &parsed)?,
             None => {
                 return Err(Corruption::new(
                     "chunk table",
@@ -412,118 +417,55 @@ impl<'txn> Batch<'txn> {
         Ok((chunks.chunks, vectors))
     }
 
+    /// Writes a revision of `doc` over the stored `row`: reads the old revision, asks
+    /// [`plan::plan_revision`] what to write, then writes it.
     fn write_revision(
         &mut self,
         row: Option<DocRow>,
         doc: &PreparedDoc,
     ) -> Result<Outcome, WriteError> {
         // Read and plan; nothing is mutated until every check has passed.
-        let mut dimension = self.dimension;
-        for (position, chunk) in doc.chunks.iter().enumerate() {
-            if let Some(vector) = &chunk.vector {
-                match dimension {
-                    Some(expected) if expected != vector.len() => {
-                        return Err(WriteError::DimensionMismatch {
-                            position,
-                            expected,
-                            found: vector.len(),
-                        })
-                    }
-                    _ => dimension = Some(vector.len()),
-                }
-            }
-        }
-        let (old, old_bytes) = match &row {
+        let (old_chunks, old_bytes) = match &row {
             Some(row) if !row.deleted => self.old_revision(row)?,
             _ => (Vec::new(), EMPTY_VECTORS.to_vec()),
         };
         let old_vectors = VectorsRow::parse(&old_bytes)?;
-        let plan = plan_vectors(&old, &old_vectors, doc)?;
-        let fresh_slots = plan
-            .iter()
-            .filter(|s| !matches!(s, VectorSource::Keep { .. }))
-            .count() as u64;
-        // A document whose revisions used up its slot space moves to a new internal id: every
-        // vector gets a new id there, and the old ids are removed as for any revision.
-        let rekey = row
-            .as_ref()
-            .is_some_and(|r| u64::from(r.next_slot) + fresh_slots > SLOTS_PER_DOC);
+        let old = plan::old_chunks(&old_chunks, &old_vectors);
+        let plan = plan::plan_revision(row.as_ref(), &old, doc, self.dimension)?;
 
         // Mutate.
-        let (old_internal_id, internal_id, mut next_slot) = match &row {
-            Some(row) if !rekey => (row.internal_id, row.internal_id, row.next_slot),
-            _ => {
-                let id = self.new_internal_id()?;
-                if let Some(row) = &row {
-                    self.doc_keys
-                        .remove(row.internal_id)
-                        .map_err(WriteError::storage)?;
-                    self.chunks
-                        .remove(row.internal_id)
-                        .map_err(WriteError::storage)?;
-                    self.vectors
-                        .remove(row.internal_id)
-                        .map_err(WriteError::storage)?;
-                }
-                self.doc_keys
-                    .insert(id, (doc.source.as_str(), doc.id.as_str()))
-                    .map_err(WriteError::storage)?;
-                (row.as_ref().map_or(id, |r| r.internal_id), id, 0u32)
-            }
-        };
-        if dimension != self.dimension {
-            self.dimension = dimension;
+        let (internal_id, next_slot) = self.revision_home(row.as_ref(), plan.rekey, doc)?;
+        if plan.dimension != self.dimension {
+            self.dimension = plan.dimension;
             self.dimension_fixed_here = true;
         }
         let generation = self.seq.next_generation;
         self.seq.next_generation += 1;
-        let (mut written, mut reused) = (0u64, 0u64);
-        let mut kept: HashSet<u32> = HashSet::new();
-        let mut entries: Vec<(u32, VectorData<'_>)> = Vec::with_capacity(doc.chunks.len());
-        // Chunks under a new vector id, and those whose id goes: the text index's changes.
-        let mut text_added: Vec<(u64, &str)> = Vec::new();
+        let first_fresh = next_slot;
+        let (entries, next_slot) = plan.entries(next_slot);
+        // The text index's changes: chunks under a fresh vector id, and the ids that go.
+        let text_added: Vec<(u64, &str)> = entries
+            .iter()
+            .zip(&doc.chunks)
+            .filter(|((slot, _), _)| *slot >= first_fresh)
+            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
+            .collect();
         let mut text_removed: Vec<u64> = Vec::new();
-        for (position, (chunk, source)) in doc.chunks.iter().zip(&plan).enumerate() {
-            let missing = || Corruption::new("vectors row", "a planned vector is missing");
-            let vector = match (*source, rekey) {
-                (VectorSource::Keep { old_position }, false) => {
-                    let slot = old_vectors.slot(old_position).ok_or_else(missing)?;
-                    let bytes = old_vectors.vector_bytes(old_position).ok_or_else(missing)?;
-                    kept.insert(slot);
-                    reused += 1;
-                    entries.push((slot, VectorData::Raw(bytes)));
-                    // Listed although its vector stays: the revision's metadata may have
-                    // changed, and the filter index learns which documents to re-read from
-                    // the changelog (the vector index re-inserting an identical vector
-                    // changes nothing).
-                    self.change.added.push(vector_id(internal_id, slot));
-                    continue;
-                }
-                (VectorSource::Keep { old_position: from }, true)
-                | (VectorSource::Copy { from }, _) => {
-                    reused += 1;
-                    VectorData::Raw(old_vectors.vector_bytes(from).ok_or_else(missing)?)
-                }
-                (VectorSource::New, _) => {
-                    let Some(vector) = &chunk.vector else {
-                        return Err(WriteError::MissingVector { position });
-                    };
-                    written += 1;
-                    VectorData::Floats(vector)
-                }
-            };
-            let slot = next_slot;
-            next_slot += 1;
-            self.change.added.push(vector_id(internal_id, slot));
-            text_added.push((vector_id(internal_id, slot), chunk.text.as_str()));
-            entries.push((slot, vector));
-        }
-        // Remove what this revision no longer has: the old vectors nobody kept.
-        for slot in old_vectors.slots() {
-            if !kept.contains(&slot) {
-                self.change.removed.push(vector_id(old_internal_id, slot));
-                text_removed.push(vector_id(old_internal_id, slot));
-            }
+        // Every vector of the revision is listed, kept ones too: the revision's metadata may
+        // have changed, and the filter index learns which documents to re-read from the
+        // changelog (the vector index re-inserting an identical vector changes nothing).
+        self.change.added.extend(
+            entries
+                .iter()
+                .map(|(slot, _)| vector_id(internal_id, *slot)),
+        );
+        if let Some(old_internal_id) = row.as_ref().map(|r| r.internal_id) {
+            text_removed.extend(
+                plan.removed_slots
+                    .iter()
+                    .map(|slot| vector_id(old_internal_id, *slot)),
+            );
+            self.change.removed.extend_from_slice(&text_removed);
         }
         if let Some(text) = &mut self.text {
             text.apply(&text_removed, &text_added)?;
@@ -540,41 +482,27 @@ impl<'txn> Batch<'txn> {
                 })
                 .collect(),
         };
-        // The chunks row's last bytes fill the slack of the vectors row's pages
-        // (`schema::split_chunks`); the vectors are encoded straight into their reserved
-        // place in a redb page.
-        let chunks_bytes = schema::encode(&chunks_row);
-        let vectors_len = VectorsRow::encoded_len(&entries);
-        let (rest, spill) = schema::split_chunks(&chunks_bytes, vectors_len);
-        // Unchanged vectors (every one kept in place: a metadata-only revision) with an
-        // unchanged spill are not rewritten.
-        let unchanged = !rekey
-            && row.as_ref().is_some_and(|r| !r.deleted)
-            && plan.len() == old.len()
-            && plan.iter().enumerate().all(
-                |(p, s)| matches!(s, VectorSource::Keep { old_position } if *old_position == p),
-            )
-            && old_vectors.spill() == spill;
-        if !unchanged {
+        // The two rows as `schema::RevisionRows` splits them; the vectors are encoded
+        // straight into their reserved place in a redb page, unless every vector stayed in
+        // place and the vectors row already carries the same chunks-row bytes.
+        let chunks_bytes = schema::encode_chunks(&chunks_row);
+        let rows = RevisionRows::split(&chunks_bytes, &entries);
+        if !(plan.vectors_in_place && rows.spill_matches(&old_vectors)) {
             let mut slot = self
                 .vectors
-                .insert_reserve(internal_id, vectors_len + spill.len())
+                .insert_reserve(internal_id, rows.vectors_row_len())
                 .map_err(WriteError::storage)?;
-            VectorsRow::encode_into(&entries, spill, slot.as_mut())?;
+            rows.write_vectors_row(&entries, slot.as_mut())?;
         }
         self.chunks
-            .insert(internal_id, rest)
+            .insert(internal_id, rows.chunks_row())
             .map_err(WriteError::storage)?;
-        let new_count = doc.chunks.len() as u32;
-        let old_count = old.len() as u32;
-        let chunks_removed = u64::from(old_count.saturating_sub(new_count));
-        let was_tombstone = matches!(&row, Some(r) if r.deleted);
         let new_row = DocRow {
             internal_id,
             version_kind: doc.version.kind.to_byte(),
             version: doc.version.value,
             generation,
-            chunk_count: new_count,
+            chunk_count: doc.chunks.len() as u32,
             content_hash: doc.content_hash,
             deleted: false,
             meta: doc.meta.clone(),
@@ -586,58 +514,90 @@ impl<'txn> Batch<'txn> {
                 schema::encode(&new_row).as_slice(),
             )
             .map_err(WriteError::storage)?;
-
-        if row.is_none() || was_tombstone {
-            self.bump(counter::LIVE_DOCUMENTS, 1);
-        }
-        if was_tombstone {
-            self.bump(counter::LIVE_TOMBSTONES, -1);
-        }
-        let live_delta = i64::from(new_count) - i64::from(old_count);
-        self.bump(counter::LIVE_CHUNKS, live_delta);
-        self.bump(counter::LIVE_VECTORS, live_delta);
-        self.bump(counter::CHUNKS_WRITTEN, written as i64);
-        self.bump(counter::CHUNKS_REUSED, reused as i64);
-        self.bump(counter::CHUNKS_REMOVED, chunks_removed as i64);
+        self.count_revision(&plan, row.is_none(), new_row.chunk_count);
         Ok(Outcome::Written {
             generation,
-            chunks_written: written,
-            chunks_reused: reused,
-            chunks_removed,
+            chunks_written: plan.chunks_written,
+            chunks_reused: plan.chunks_reused,
+            chunks_removed: plan.chunks_removed,
         })
     }
 
-    fn delete(&mut self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+    /// The internal id a revision is written under and the document's next slot there: the
+    /// stored row's, or (for a new document, or one moving off a used-up slot space) a new
+    /// id, whose reverse entry is written and the old id's rows removed.
+    fn revision_home(
+        &mut self,
+        row: Option<&DocRow>,
+        rekey: bool,
+        doc: &PreparedDoc,
+    ) -> Result<(u64, u32), WriteError> {
+        if let Some(row) = row.filter(|_| !rekey) {
+            return Ok((row.internal_id, row.next_slot));
+        }
+        let id = self.new_internal_id()?;
+        if let Some(row) = row {
+            self.doc_keys
+                .remove(row.internal_id)
+                .map_err(WriteError::storage)?;
+            self.chunks
+                .remove(row.internal_id)
+                .map_err(WriteError::storage)?;
+            self.vectors
+                .remove(row.internal_id)
+                .map_err(WriteError::storage)?;
+        }
+        self.doc_keys
+            .insert(id, (doc.source.as_str(), doc.id.as_str()))
+            .map_err(WriteError::storage)?;
+        Ok((id, 0))
+    }
+
+    /// The counters a written revision moves.
+    fn count_revision(&mut self, plan: &RevisionPlan<'_>, was_absent: bool, new_count: u32) {
+        if was_absent || plan.was_tombstone {
+            self.bump(counter::LIVE_DOCUMENTS, 1);
+        }
+        if plan.was_tombstone {
+            self.bump(counter::LIVE_TOMBSTONES, -1);
+        }
+        let live_delta = i64::from(new_count) - i64::from(plan.old_count);
+        self.bump(counter::LIVE_CHUNKS, live_delta);
+        self.bump(counter::LIVE_VECTORS, live_delta);
+        self.bump(counter::CHUNKS_WRITTEN, plan.chunks_written as i64);
+        self.bump(counter::CHUNKS_REUSED, plan.chunks_reused as i64);
+        self.bump(counter::CHUNKS_REMOVED, plan.chunks_removed as i64);
+    }
+
+    pub(crate) fn delete(
+        &mut self,
+        source: &str,
+        id: &str,
+        version: Version,
+    ) -> Result<Outcome, WriteError> {
         let (row, stored) = self.stored_state(source, id, version)?;
-        let decision = guard::decide(
-            stored.as_ref(),
-            &Incoming::Delete { version },
-            self.settings.policy,
-        );
-        if !matches!(decision, Decision::KindMismatch { .. }) {
+        let decision = guard::decide_delete(stored.as_ref(), version);
+        if !matches!(decision, DeleteDecision::KindMismatch { .. }) {
             self.check_ticket(version)?;
         }
         match decision {
-            Decision::KindMismatch { stored } => {
+            DeleteDecision::KindMismatch { stored } => {
                 Err(Self::kind_mismatch(source, id, stored, version))
             }
-            Decision::Skip {
+            DeleteDecision::Skip {
                 reason,
                 equal_version,
             } => {
                 let stored_version = stored.map(|s| s.version).unwrap_or(version);
                 Ok(self.skip(source, id, reason, equal_version, stored_version, version))
             }
-            Decision::Tombstone { over_equal_live } => {
+            DeleteDecision::Tombstone { over_equal_version } => {
                 let chunks_removed = self.tombstone(source, id, row, version)?;
                 self.bump(counter::DELETED, 1);
-                if over_equal_live {
-                    self.bump(counter::DELETED_OVER_EQUAL_LIVE, 1);
+                if over_equal_version {
+                    self.bump(counter::DELETES_OVER_EQUAL_VERSION, 1);
                 }
                 Ok(Outcome::Deleted { chunks_removed })
-            }
-            other => {
-                Err(Corruption::new("guard", format!("{other:?} decided for a delete")).into())
             }
         }
     }
@@ -714,7 +674,7 @@ impl<'txn> Batch<'txn> {
         Ok(removed)
     }
 
-    fn retain(
+    pub(crate) fn retain(
         &mut self,
         source: &str,
         present: &[String],
@@ -763,23 +723,19 @@ impl<'txn> Batch<'txn> {
                 }
                 let row: DocRow = schema::decode("document row", value.value())?;
                 let stored = row.stored()?;
-                match guard::decide(
-                    Some(&stored),
-                    &Incoming::Delete { version },
-                    self.settings.policy,
-                ) {
-                    Decision::KindMismatch { stored } => {
+                match guard::decide_delete(Some(&stored), version) {
+                    DeleteDecision::KindMismatch { stored } => {
                         return Err(Self::kind_mismatch(source, row_id, stored, version))
                     }
-                    Decision::Tombstone { .. } => {
+                    DeleteDecision::Tombstone { .. } => {
                         let live = !row.deleted;
                         omitted.push((row_id.to_string(), row, live));
                     }
-                    Decision::Skip {
+                    DeleteDecision::Skip {
                         reason: SkipReason::Older,
                         ..
                     } if !stored.deleted => newer_kept += 1,
-                    _ => {}
+                    DeleteDecision::Skip { .. } => {}
                 }
             }
         }
@@ -974,79 +930,6 @@ impl<'txn> Batch<'txn> {
 
 /// The vectors row of a document with no chunks.
 const EMPTY_VECTORS: [u8; 8] = [0; 8];
-
-/// Where a new chunk's vector comes from (positions are the old revision's).
-#[derive(Clone, Copy, Debug)]
-enum VectorSource {
-    /// Keep an old vector (same text, same or no incoming vector), with its id, wherever
-    /// the chunk now is.
-    Keep { old_position: usize },
-    /// Copy an old vector for identical text that another position already keeps.
-    Copy { from: usize },
-    /// Write the incoming vector under a new id.
-    New,
-}
-
-/// Where each new position's vector comes from. An old vector is kept for a position with
-/// identical text (in place first, then moved from another position), each old vector by at
-/// most one position; a chunk without a vector may also copy one. Checks only; no mutation.
-fn plan_vectors(
-    old: &[ChunkEntry],
-    old_vectors: &VectorsRow<'_>,
-    doc: &PreparedDoc,
-) -> Result<Vec<VectorSource>, WriteError> {
-    let same = |old_position: usize, vector: &Option<Vec<f32>>| match vector {
-        None => true,
-        Some(vector) => old_vectors.same_vector(old_position, vector),
-    };
-    let mut plan: Vec<Option<VectorSource>> = vec![None; doc.chunks.len()];
-    let mut claimed: HashSet<usize> = HashSet::new();
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        let Some(old_chunk) = old.get(position) else {
-            continue;
-        };
-        if old_chunk.text_hash == chunk.text_hash && same(position, &chunk.vector) {
-            claimed.insert(position);
-            plan[position] = Some(VectorSource::Keep {
-                old_position: position,
-            });
-        }
-    }
-    let mut by_text: HashMap<ContentHash, Vec<usize>> = HashMap::new();
-    for (old_position, old_chunk) in old.iter().enumerate() {
-        by_text
-            .entry(old_chunk.text_hash)
-            .or_default()
-            .push(old_position);
-    }
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if plan[position].is_some() {
-            continue;
-        }
-        let candidates = by_text
-            .get(&chunk.text_hash)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let chosen = candidates.iter().copied().find(|&old_position| {
-            !claimed.contains(&old_position) && same(old_position, &chunk.vector)
-        });
-        if let Some(old_position) = chosen {
-            claimed.insert(old_position);
-        }
-        plan[position] = Some(match (chosen, &chunk.vector) {
-            (Some(old_position), _) => VectorSource::Keep { old_position },
-            (None, Some(_)) => VectorSource::New,
-            (None, None) => match candidates.first() {
-                Some(&from) => VectorSource::Copy { from },
-                None => return Err(WriteError::MissingVector { position }),
-            },
-        });
-    }
-    Ok(plan
-        .into_iter()
-        .map(|p| p.unwrap_or(VectorSource::New))
-        .collect())
-}
 
 /// Whether this error is one operation's own (its input) rather than the batch's (storage).
 pub(crate) fn is_op_error(error: &WriteError) -> bool {

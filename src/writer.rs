@@ -12,10 +12,10 @@
 //! returned; under [`Durability::Immediate`] an answer means the operation is on disk.
 
 use crate::document::{Document, Op, OpOutcome, Outcome};
+use crate::engine::{Apply, DocumentOp, Engine};
 use crate::error::WriteError;
 use crate::options::Durability;
-use crate::prepare::PreparedOp;
-use crate::store::Store;
+use crate::write::Batch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,13 +45,14 @@ pub struct WriterOptions {
 }
 
 impl WriterOptions {
-    /// The defaults, with the store's durability.
-    pub fn for_store(store: &Store) -> WriterOptions {
+    /// The defaults, with the given durability (`WriterOptions::for_store` takes the
+    /// store's).
+    pub(crate) fn with_durability(durability: Durability) -> WriterOptions {
         WriterOptions {
             queue_capacity: 4096,
             max_batch_ops: 1024,
             max_batch_wait: Duration::ZERO,
-            durability: store.options().durability,
+            durability,
             sync_interval: Duration::from_secs(1),
         }
     }
@@ -103,8 +104,90 @@ pub struct WriterStats {
 type Reply = Result<OpOutcome, WriteError>;
 
 enum Message {
-    Op(PreparedOp, Sender<Reply>),
+    Op(Box<dyn Queued>),
     Stop,
+}
+
+/// An operation and where its outcome goes: the outcome has the type its kind has, so an
+/// upsert is answered with an [`Outcome`] and never with anything else.
+struct Job<A: Apply> {
+    op: A,
+    reply: Sender<Result<A::Outcome, WriteError>>,
+}
+
+/// A queued job of any kind, as the committer's batch applies it.
+trait Queued: Send {
+    /// Decides and applies the operation; the outcome comes back bound to its producer.
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError>;
+
+    /// Answers the producer with `error`.
+    fn fail(&self, error: WriteError);
+
+    /// What answers the producer with an error if the batch fails after this job was
+    /// handed to it.
+    fn failure(&self) -> Box<dyn FnOnce(WriteError) + Send>;
+}
+
+/// An applied job's outcome, sent to its producer once the batch has committed.
+trait Answer: Send {
+    /// Whether the outcome changed no document, listing or vector.
+    fn changed_nothing(&self) -> bool;
+
+    fn send(self: Box<Self>);
+}
+
+struct Answered<O> {
+    outcome: O,
+    changed_nothing: bool,
+    reply: Sender<Result<O, WriteError>>,
+}
+
+impl<O: Send> Answer for Answered<O> {
+    fn changed_nothing(&self) -> bool {
+        self.changed_nothing
+    }
+
+    fn send(self: Box<Self>) {
+        let _ = self.reply.send(Ok(self.outcome));
+    }
+}
+
+impl<A> Queued for Job<A>
+where
+    A: Apply + Send,
+    A::Outcome: Send + 'static,
+{
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError> {
+        let outcome = self.op.apply(batch)?;
+        Ok(Box::new(Answered {
+            changed_nothing: A::changed_nothing(&outcome),
+            outcome,
+            reply: self.reply.clone(),
+        }))
+    }
+
+    fn fail(&self, error: WriteError) {
+        let _ = self.reply.send(Err(error));
+    }
+
+    fn failure(&self) -> Box<dyn FnOnce(WriteError) + Send> {
+        let reply = self.reply.clone();
+        Box::new(move |error| {
+            let _ = reply.send(Err(error));
+        })
+    }
+}
+
+impl Apply for Box<dyn Queued> {
+    type Outcome = Box<dyn Answer>;
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError> {
+        (**self).apply(batch)
+    }
+
+    fn changed_nothing(outcome: &Box<dyn Answer>) -> bool {
+        outcome.changed_nothing()
+    }
 }
 
 /// The answer to one submitted operation, to wait for or poll.
@@ -180,7 +263,7 @@ impl Drop for Shared {
 /// ```
 #[derive(Clone)]
 pub struct Writer {
-    store: Store,
+    engine: Arc<Engine>,
     shared: Arc<Shared>,
 }
 
@@ -194,8 +277,8 @@ impl std::fmt::Debug for Writer {
 
 impl Writer {
     /// Starts the committer thread.
-    pub(crate) fn start(store: Store, options: WriterOptions) -> Writer {
-        let (shared, committer) = Committer::new(&store, options);
+    pub(crate) fn start(engine: Arc<Engine>, options: WriterOptions) -> Writer {
+        let (shared, committer) = Committer::new(&engine, options);
         let handle = std::thread::Builder::new()
             .name("ratchetdb-committer".into())
             .spawn(move || committer.run());
@@ -203,13 +286,29 @@ impl Writer {
         if let Ok(handle) = handle {
             *shared.committer.lock() = Some(handle);
         }
-        Writer { store, shared }
+        Writer { engine, shared }
     }
 
     fn queue(&self, op: Op, wait: bool) -> Result<Pending, WriteError> {
-        let prepared = self.store.prepare(op)?;
+        let prepared = self.engine.prepare(op)?;
         let (reply, pending) = crossbeam_channel::bounded(1);
-        let message = Message::Op(prepared, reply);
+        self.send(
+            Job {
+                op: prepared,
+                reply,
+            },
+            wait,
+        )?;
+        Ok(Pending { reply: pending })
+    }
+
+    /// Queues a job, waiting while the queue is full (or not: [`WriteError::Full`]).
+    fn send<A>(&self, job: Job<A>, wait: bool) -> Result<(), WriteError>
+    where
+        A: Apply + Send + 'static,
+        A::Outcome: Send + 'static,
+    {
+        let message = Message::Op(Box::new(job));
         if wait {
             self.shared
                 .queue
@@ -221,7 +320,14 @@ impl Writer {
                 TrySendError::Disconnected(_) => WriteError::Closed,
             })?;
         }
-        Ok(Pending { reply: pending })
+        Ok(())
+    }
+
+    /// Queues a document operation and waits for its outcome.
+    fn document(&self, op: DocumentOp) -> Result<Outcome, WriteError> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        self.send(Job { op, reply }, true)?;
+        answer.recv().unwrap_or(Err(WriteError::Closed))
     }
 
     /// Validates `op` here, in the caller's thread, and queues it, waiting while the queue is
@@ -237,13 +343,8 @@ impl Writer {
 
     /// Submits an upsert and waits for its outcome.
     pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
-        match self.submit(Op::Upsert(doc))?.wait()? {
-            OpOutcome::Document(outcome) => Ok(outcome),
-            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
-                what: "writer".into(),
-                detail: "retain outcome for an upsert".into(),
-            }),
-        }
+        let doc = self.engine.prepare_document(doc)?;
+        self.document(DocumentOp::Upsert(doc))
     }
 
     /// Submits a delete and waits for its outcome.
@@ -253,18 +354,13 @@ impl Writer {
         id: &str,
         version: crate::Version,
     ) -> Result<Outcome, WriteError> {
-        let op = Op::Delete {
-            source: source.to_string(),
-            id: id.to_string(),
+        let delete = crate::prepare::prepare_delete(
+            source.to_string(),
+            id.to_string(),
             version,
-        };
-        match self.submit(op)?.wait()? {
-            OpOutcome::Document(outcome) => Ok(outcome),
-            OpOutcome::Retain(_) => Err(WriteError::Corrupted {
-                what: "writer".into(),
-                detail: "retain outcome for a delete".into(),
-            }),
-        }
+            &self.engine.options().limits,
+        )?;
+        self.document(DocumentOp::Delete(delete))
     }
 
     /// What the writer has committed so far.
@@ -284,16 +380,16 @@ impl Writer {
 }
 
 struct Committer {
-    store: Store,
+    engine: Arc<Engine>,
     incoming: Receiver<Message>,
     options: WriterOptions,
     shared: std::sync::Weak<Shared>,
 }
 
 impl Committer {
-    /// A committer for `store`, and the queue and counters its writers share (the queue
+    /// A committer for `engine`, and the queue and counters its writers share (the queue
     /// holds `options.queue_capacity` messages).
-    fn new(store: &Store, options: WriterOptions) -> (Arc<Shared>, Committer) {
+    fn new(engine: &Arc<Engine>, options: WriterOptions) -> (Arc<Shared>, Committer) {
         let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
         let shared = Arc::new(Shared {
             queue,
@@ -303,7 +399,7 @@ impl Committer {
             max_batch_ops: AtomicU64::new(0),
         });
         let committer = Committer {
-            store: store.clone(),
+            engine: engine.clone(),
             incoming,
             options,
             shared: Arc::downgrade(&shared),
@@ -323,7 +419,7 @@ impl Committer {
                 match self.incoming.recv_timeout(wait) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
-                        if unsynced && self.store.sync().is_ok() {
+                        if unsynced && self.engine.sync().is_ok() {
                             unsynced = false;
                         }
                         last_sync = Instant::now();
@@ -337,20 +433,16 @@ impl Committer {
                     Err(_) => break,
                 }
             };
-            let mut ops = Vec::new();
-            let mut replies = Vec::new();
+            let mut jobs = Vec::new();
             let mut stop = false;
             let mut next = Some(first);
             let deadline = Instant::now() + self.options.max_batch_wait;
             while let Some(message) = next.take() {
                 match message {
-                    Message::Op(op, reply) => {
-                        ops.push(op);
-                        replies.push(reply);
-                    }
+                    Message::Op(job) => jobs.push(job),
                     Message::Stop => stop = true,
                 }
-                if stop || ops.len() >= self.options.max_batch_ops {
+                if stop || jobs.len() >= self.options.max_batch_ops {
                     break;
                 }
                 next = if self.options.max_batch_wait.is_zero() {
@@ -359,14 +451,14 @@ impl Committer {
                     self.incoming.recv_deadline(deadline).ok()
                 };
             }
-            if !ops.is_empty() {
-                self.commit(ops, replies, &mut stop);
+            if !jobs.is_empty() {
+                self.commit(jobs, &mut stop);
                 unsynced = self.options.durability == Durability::None;
             }
             // Under sustained load the queue never runs dry, so the timeout above never
             // fires: the interval is checked after every batch too.
             if unsynced && last_sync.elapsed() >= self.options.sync_interval {
-                if self.store.sync().is_ok() {
+                if self.engine.sync().is_ok() {
                     unsynced = false;
                 }
                 last_sync = Instant::now();
@@ -377,12 +469,12 @@ impl Committer {
         }
         // Anything that raced past Stop is refused; what was accepted before it is committed.
         while let Ok(message) = self.incoming.try_recv() {
-            if let Message::Op(_, reply) = message {
-                let _ = reply.send(Err(WriteError::Closed));
+            if let Message::Op(job) = message {
+                job.fail(WriteError::Closed);
             }
         }
         if unsynced {
-            let _ = self.store.sync();
+            let _ = self.engine.sync();
         }
     }
 
@@ -393,16 +485,17 @@ impl Committer {
     /// Taking late arrivals keeps the batches large under load: when one batch took every
     /// operation in flight, producers submit the next ones only after it commits, and the
     /// next batch would otherwise be the few that arrived by the time the committer looked.
-    fn commit(&self, ops: Vec<PreparedOp>, mut replies: Vec<Sender<Reply>>, stop: &mut bool) {
+    fn commit(&self, jobs: Vec<Box<dyn Queued>>, stop: &mut bool) {
         let max = self.options.max_batch_ops;
+        let taken = std::cell::Cell::new(jobs.len());
         let arrivals = std::iter::from_fn(|| {
-            if *stop || replies.len() >= max {
+            if *stop || taken.get() >= max {
                 return None;
             }
             match self.incoming.try_recv() {
-                Ok(Message::Op(op, reply)) => {
-                    replies.push(reply);
-                    Some(op)
+                Ok(Message::Op(job)) => {
+                    taken.set(taken.get() + 1);
+                    Some(job)
                 }
                 Ok(Message::Stop) => {
                     *stop = true;
@@ -411,36 +504,32 @@ impl Committer {
                 Err(_) => None,
             }
         });
-        let result = self
-            .store
-            .run_batch_with(ops.into_iter().chain(arrivals), self.options.durability);
-        match result {
-            Ok(results) => {
+        // Should the batch fail (even before it starts: a read-only or poisoned engine),
+        // every producer whose job it holds or took is told why.
+        let mut failures: Vec<_> = jobs.iter().map(|job| job.failure()).collect();
+        let arrivals = arrivals.inspect(|job| failures.push(job.failure()));
+        let jobs = jobs.into_iter().chain(arrivals);
+        match self.engine.run_batch_with(jobs, self.options.durability) {
+            Ok(done) => {
                 if let Some(shared) = self.shared.upgrade() {
-                    let n = replies.len() as u64;
+                    let n = done.len() as u64;
                     shared.batches.fetch_add(1, Ordering::Relaxed);
                     shared.ops.fetch_add(n, Ordering::Relaxed);
                     shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
                 }
-                let mut replies = replies.into_iter();
-                for (reply, result) in replies.by_ref().zip(results) {
-                    let _ = reply.send(result);
-                }
-                // One outcome per operation taken is `run_batch_with`'s contract; should it
-                // ever break, no producer is left without an answer.
-                for reply in replies {
-                    let _ = reply.send(Err(WriteError::Corrupted {
-                        what: "writer".into(),
-                        detail: "no outcome for the operation".into(),
-                    }));
+                for (job, outcome) in done {
+                    match outcome {
+                        Ok(answer) => answer.send(),
+                        Err(error) => job.fail(error),
+                    }
                 }
             }
             Err(error) => {
                 let cause = error.to_string();
-                for reply in replies {
-                    let _ = reply.send(Err(WriteError::BatchFailed {
+                for fail in failures {
+                    fail(WriteError::BatchFailed {
                         cause: cause.clone(),
-                    }));
+                    });
                 }
             }
         }
@@ -453,8 +542,9 @@ mod tests {
     //! starts, so what it takes does not depend on timing.
 
     use super::*;
+    use crate::prepare::PreparedOp;
     use crate::testkit::{Disk, FaultMode, IoKind};
-    use crate::{Chunk, Options};
+    use crate::{Chunk, Options, Store};
 
     struct Rig {
         _dir: tempfile::TempDir,
@@ -472,7 +562,7 @@ mod tests {
     }
 
     fn rig_on(dir: tempfile::TempDir, store: Store, options: WriterOptions) -> Rig {
-        let (shared, committer) = Committer::new(&store, options.queue_capacity(64));
+        let (shared, committer) = Committer::new(store.engine(), options.queue_capacity(64));
         let queue = shared.queue.clone();
         Rig {
             _dir: dir,
@@ -495,7 +585,15 @@ mod tests {
     fn op(store: &Store, i: usize) -> PreparedOp {
         let doc = Document::new("s", format!("d{i}"), crate::Version::number(1))
             .with_chunk(Chunk::new(format!("text {i}"), vec![1.0, 0.5]));
-        store.prepare(Op::Upsert(doc)).expect("prepare")
+        store.engine().prepare(Op::Upsert(doc)).expect("prepare")
+    }
+
+    /// Operation `i` queued as a job, answered on `reply`.
+    fn job(store: &Store, i: usize, reply: Sender<Reply>) -> Box<dyn Queued> {
+        Box::new(Job {
+            op: op(store, i),
+            reply,
+        })
     }
 
     /// Queues operations `from..to`; returns their answers.
@@ -504,7 +602,7 @@ mod tests {
             .map(|i| {
                 let (reply, answer) = crossbeam_channel::bounded(1);
                 rig.queue
-                    .send(Message::Op(op(&rig.store, i), reply))
+                    .send(Message::Op(job(&rig.store, i, reply)))
                     .expect("queue");
                 answer
             })
@@ -526,7 +624,7 @@ mod tests {
         let (reply, answer) = crossbeam_channel::bounded(1);
         let mut stop = false;
         rig.committer
-            .commit(vec![op(&rig.store, first)], vec![reply], &mut stop);
+            .commit(vec![job(&rig.store, first, reply)], &mut stop);
         (answer, stop)
     }
 

@@ -4,6 +4,7 @@
 
 use super::fresh;
 use super::rotation::Rotation;
+use ratchetdb::testkit::spill_len;
 use ratchetdb::{Document, DEFAULT_CACHE_SIZE};
 use redb::{Database, TableDefinition};
 use std::path::Path;
@@ -40,18 +41,9 @@ pub enum Layout {
     /// Schema 2: the texts in one value, the vectors in another.
     TwoBlobs,
     /// Schema 3: as `TwoBlobs`, with the texts' last bytes moved to the end of the vectors'
-    /// value, up to the end of the page run the vectors alone need (`ratchetdb`'s
-    /// `spill_len`: 4 KiB pages, 16 bytes of leaf beside a lone value, 64 kept free).
+    /// value, up to the end of the page run the vectors alone need (the store's own
+    /// `spill_len`, through `testkit`).
     Spilled,
-}
-
-/// The bytes of `texts_len` that the floor's `Spilled` layout moves after `vectors_len`.
-fn spill_len(vectors_len: usize, texts_len: usize) -> usize {
-    let alone = vectors_len + 16;
-    if alone <= 4096 {
-        return 0;
-    }
-    (alone.next_power_of_two() - (vectors_len + 64)).min(texts_len)
 }
 
 /// Writes `docs` straight into redb in one durable transaction, in `layout`. Row sizes follow

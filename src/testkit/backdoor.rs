@@ -11,6 +11,35 @@ pub const SLOTS_PER_DOC: u64 = schema::SLOTS_PER_DOC;
 /// its revisions had used that many slots. For testing what happens when a document's slot
 /// space runs out, which takes millions of revisions to reach by writing.
 pub fn set_next_slot(path: &Path, source: &str, id: &str, next_slot: u32) -> Result<(), String> {
+    rewrite_document_row(path, source, id, |row| row.next_slot = next_slot)
+}
+
+/// Replaces the stored metadata of document `source/id` in the closed store at `path` with
+/// `meta`, as it is (not checked to be JSON). For testing what reads and searches make of
+/// metadata damaged on disk.
+pub fn set_document_meta(path: &Path, source: &str, id: &str, meta: &str) -> Result<(), String> {
+    rewrite_document_row(path, source, id, |row| row.meta = meta.to_string())
+}
+
+/// How many of a chunks row's `chunks_len` encoded bytes ride at the end of a vectors row
+/// whose vectors take `vectors_len` bytes (schema 3's spill, decided in `schema/spill.rs`):
+/// for benches that write the layout straight into redb.
+pub fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
+    schema::spill_len_for_harness(vectors_len, chunks_len)
+}
+
+/// The internal document id a vector id carries.
+pub fn vector_owner(vector_id: u64) -> u64 {
+    schema::split_vector_id(vector_id).0
+}
+
+/// Rewrites the row of document `source/id` in the closed store at `path` with `change`.
+fn rewrite_document_row(
+    path: &Path,
+    source: &str,
+    id: &str,
+    change: impl FnOnce(&mut DocRow),
+) -> Result<(), String> {
     use redb::ReadableTable;
     let db = redb::Database::open(path).map_err(|e| e.to_string())?;
     let txn = db.begin_write().map_err(|e| e.to_string())?;
@@ -20,14 +49,9 @@ pub fn set_next_slot(path: &Path, source: &str, id: &str, next_slot: u32) -> Res
             Some(bytes) => schema::decode("document row", bytes.value()).map_err(|c| c.detail)?,
             None => return Err(format!("no document {source}/{id}")),
         };
-        row.next_slot = next_slot;
+        change(&mut row);
         docs.insert((source, id), schema::encode(&row).as_slice())
             .map_err(|e| e.to_string())?;
     }
     txn.commit().map_err(|e| e.to_string())
-}
-
-/// The internal document id a vector id carries.
-pub fn vector_owner(vector_id: u64) -> u64 {
-    schema::split_vector_id(vector_id).0
 }

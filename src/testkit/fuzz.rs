@@ -60,19 +60,17 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = row.dimension();
         let _ = row.position_of(u32::MAX);
         let _ = row.vector(row.len());
-        let mut entries = Vec::with_capacity(row.len());
         for position in 0..row.len() {
-            let (Some(slot), Some(bytes)) = (row.slot(position), row.vector_bytes(position)) else {
+            let (Some(_), Some(_)) = (row.slot(position), row.vector_bytes(position)) else {
                 return Err(format!(
                     "vectors row: position {position} of {} unreadable",
                     row.len()
                 ));
             };
             let _ = row.same_vector(position, &[0.0]);
-            entries.push((slot, VectorData::Raw(bytes)));
         }
-        let _ = schema::decode_chunks(data, row.spill());
-        if VectorsRow::encode(&entries, row.spill()).as_deref() != Ok(data) {
+        let _ = schema::join_chunks(data, &row);
+        if row.reencode().as_deref() != Ok(data) {
             return Err("vectors row: re-encoding changed the bytes".to_string());
         }
     }
@@ -445,6 +443,57 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Applies `ops` as one `write_batch`, or through a concurrent `Writer`, and checks every
+    /// answer against the model.
+    fn batch(&mut self, ops: Vec<Op>, through_writer: bool) -> Result<(), String> {
+        let store = self.store()?.clone();
+        if !through_writer {
+            match store.write_batch(ops.clone()) {
+                Ok(results) => {
+                    for (op, result) in ops.into_iter().zip(results) {
+                        self.answer(op, result)?;
+                    }
+                }
+                Err(e) => {
+                    for op in ops {
+                        let e = match &e {
+                            WriteError::Poisoned { cause } => WriteError::Poisoned {
+                                cause: cause.clone(),
+                            },
+                            other => WriteError::BatchFailed {
+                                cause: other.to_string(),
+                            },
+                        };
+                        self.answer(op, Err(e))?;
+                    }
+                }
+            }
+        } else {
+            let writer = store.writer_with(WriterOptions::for_store(&store));
+            let pending: Vec<_> = ops
+                .into_iter()
+                .map(|op| (op.clone(), writer.submit(op)))
+                .collect();
+            for (op, submitted) in pending {
+                let result = submitted.and_then(|p| p.wait());
+                let result = match result {
+                    // After a poisoning, the writer says so as a failed batch.
+                    Err(WriteError::BatchFailed { cause })
+                        if self.poisoned && cause.contains("refuses writes") =>
+                    {
+                        Err(WriteError::Poisoned { cause })
+                    }
+                    other => other,
+                };
+                self.answer(op, result)?;
+            }
+            writer.shutdown();
+        }
+        Ok(())
+    }
+}
+
 /// Fuzz target `ops_vs_model`: the input is a program of operations on a small key space
 /// (2 sources, 4 ids, versions 0..8, a few contents), single or batched through
 /// `write_batch` or the concurrent `Writer`, with clean reopens, power losses and injected
@@ -499,49 +548,7 @@ pub fn ops_vs_model(data: &[u8]) -> Result<OpsReport, String> {
                         decode_op(tag, &mut reader)
                     })
                     .collect();
-                let store = run.store()?.clone();
-                if tag % 11 == 5 {
-                    match store.write_batch(ops.clone()) {
-                        Ok(results) => {
-                            for (op, result) in ops.into_iter().zip(results) {
-                                run.answer(op, result)?;
-                            }
-                        }
-                        Err(e) => {
-                            for op in ops {
-                                let e = match &e {
-                                    WriteError::Poisoned { cause } => WriteError::Poisoned {
-                                        cause: cause.clone(),
-                                    },
-                                    other => WriteError::BatchFailed {
-                                        cause: other.to_string(),
-                                    },
-                                };
-                                run.answer(op, Err(e))?;
-                            }
-                        }
-                    }
-                } else {
-                    let writer = store.writer_with(WriterOptions::for_store(&store));
-                    let pending: Vec<_> = ops
-                        .into_iter()
-                        .map(|op| (op.clone(), writer.submit(op)))
-                        .collect();
-                    for (op, submitted) in pending {
-                        let result = submitted.and_then(|p| p.wait());
-                        let result = match result {
-                            // After a poisoning, the writer says so as a failed batch.
-                            Err(WriteError::BatchFailed { cause })
-                                if run.poisoned && cause.contains("refuses writes") =>
-                            {
-                                Err(WriteError::Poisoned { cause })
-                            }
-                            other => other,
-                        };
-                        run.answer(op, result)?;
-                    }
-                    writer.shutdown();
-                }
+                run.batch(ops, tag % 11 == 6)?;
             }
             7 => run.reopen(None)?,
             8 => {
@@ -574,11 +581,18 @@ pub fn ops_vs_model(data: &[u8]) -> Result<OpsReport, String> {
 /// ignored test `write_seed_corpus` in `tests/fuzz_corpus_replay.rs` writes it to
 /// `fuzz/corpus/<target>/`.
 pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut seeds = row_seeds();
+    seeds.extend(file_seeds());
+    seeds.extend(program_seeds());
+    seeds
+}
+
+/// `row_decoding` seeds: each row type, whole and cut short, and some garbage.
+fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
     let mut add = |target: &'static str, name: &str, bytes: Vec<u8>| {
         seeds.push((target, name.to_string(), bytes));
     };
-
     // row_decoding: each row type, whole and cut short, and some garbage.
     let doc = DocRow {
         internal_id: 7,
@@ -658,6 +672,15 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         vec![0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
     );
 
+    seeds
+}
+
+/// `open_mutated_file` seeds: raw files, and mutation records of both base images.
+fn file_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
+    let mut add = |target: &'static str, name: &str, bytes: Vec<u8>| {
+        seeds.push((target, name.to_string(), bytes));
+    };
     // open_mutated_file: raw files, and mutation records of both base images.
     add("open_mutated_file", "raw-empty", vec![0]);
     add(
@@ -695,6 +718,15 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         }
     }
 
+    seeds
+}
+
+/// `ops_vs_model` seeds: programs that reach every opcode.
+fn program_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
+    let mut add = |target: &'static str, name: &str, bytes: Vec<u8>| {
+        seeds.push((target, name.to_string(), bytes));
+    };
     // ops_vs_model: programs (see `ops_vs_model` for the opcodes).
     let programs: [(&str, &[u8]); 12] = [
         ("upserts", &[0, 0, 1, 5, 1, 2, 1, 9, 2, 4, 2, 3]),

@@ -296,7 +296,7 @@ impl Model {
     }
 
     fn delete(&mut self, source: &str, id: &str, version: u64) -> ModelOutcome {
-        let (chunks_removed, over_equal_live) = match self.stored(source, id, version) {
+        let (chunks_removed, over_equal_version) = match self.stored(source, id, version) {
             None => (0, false),
             // A delete at a version not older than a live revision wins, equal included.
             Some(stored) if !stored.deleted && version >= stored.version => {
@@ -310,7 +310,7 @@ impl Model {
         };
         self.tombstone(source, id, version);
         self.counters.deleted += 1;
-        if over_equal_live {
+        if over_equal_version {
             self.counters.deletes_over_equal_version += 1;
         }
         ModelOutcome::Deleted { chunks_removed }

@@ -169,7 +169,7 @@ where
                 Corruption::new("chunk table", format!("document {id} has no chunks row")).into(),
             );
         };
-        let row_chunks: ChunksRow = schema::decode_chunks(chunk_bytes.value(), parsed.spill())?;
+        let row_chunks: ChunksRow = schema::join_chunks(chunk_bytes.value(), &parsed)?;
         for (position, chunk) in row_chunks.chunks.iter().enumerate() {
             let Some(slot) = parsed.slot(position) else {
                 return Err(Corruption::new(

@@ -23,3 +23,4 @@ mod search_snapshot_refreshed_as_graph_grows;
 mod search_snapshot_round_trip;
 mod text_and_hybrid_search_never_return_stale_chunks;
 mod text_search_matches_reference_bm25;
+mod undecodable_metadata_is_corruption_in_search;

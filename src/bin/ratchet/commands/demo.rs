@@ -84,13 +84,56 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let store = Store::open(&db, options.clone())?;
 
     let mut out = Output::stdout();
+    let ended = introduce(&mut out, &corpus, &db, embedder.name())?;
+    // Deliver the schedule through the concurrent writer.
+    let arrivals = deliver_schedule(&mut out, &store, &corpus, &embeddings, args.seed)?;
+    // Check it.
+    let (report, difference) = check_state(&mut out, &store, &corpus, &embeddings, options)?;
+    // The same arrivals through the naive index.
+    let (naive, ratchet_audit) = compare_with_naive(
+        &mut out,
+        &store,
+        &corpus,
+        &embeddings,
+        &arrivals,
+        args.seed,
+        ended,
+    )?;
+    // Questions.
+    ask_questions(&mut out, &store, &corpus, embedder.as_ref(), &naive)?;
+
+    let passed = report.is_ok() && difference.is_none() && ratchet_audit.is_clean();
+    let elapsed = started.elapsed().as_secs_f64();
+    if passed {
+        out.text_line(&format!(
+            "verification passed: verify clean, equal to in-order delivery, nothing stale, \
+             orphaned or deleted retrievable ({elapsed:.1}s). Inspect it: ratchet stats --db {}",
+            db.display()
+        ))?;
+    } else {
+        out.text_line(&format!(
+            "VERIFICATION FAILED ({elapsed:.1}s): {}",
+            failure_summary(&report, difference.as_deref(), &ratchet_audit)
+        ))?;
+    }
+    out.finish()?;
+    Ok(if passed { exit::ok() } else { exit::error() })
+}
+
+/// Prints what the demo delivers; returns how many documents end deleted or vanished.
+fn introduce(
+    out: &mut Output,
+    corpus: &[CorpusDocument],
+    db: &Path,
+    embedder_name: &str,
+) -> Result<usize, Failure> {
     let revisions: usize = corpus.iter().map(|d| d.revisions.len()).sum();
     let shrinking = corpus
         .iter()
         .filter(|d| d.revisions.windows(2).any(|w| w[1].len() < w[0].len()))
         .count();
-    let deleted = count_end(&corpus, |end| matches!(end, End::Deleted(_)));
-    let vanished = count_end(&corpus, |end| matches!(end, End::Vanished(_)));
+    let deleted = count_end(corpus, |end| matches!(end, End::Deleted(_)));
+    let vanished = count_end(corpus, |end| matches!(end, End::Vanished(_)));
     out.text_line(&format!(
         "ratchet demo: the Kettlebird handbook, {} documents with {revisions} revisions \
          ({shrinking} documents shrink in a later revision); {deleted} are deleted at the \
@@ -100,15 +143,26 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     out.text_line(&format!(
         "store {}, embedder {}",
         db.display(),
-        embedder::describe(embedder.name())
+        embedder::describe(embedder_name)
     ))?;
     out.text_line("")?;
 
-    // Deliver the schedule through the concurrent writer.
-    let schedule = schedule::adversarial(&corpus, args.seed);
+    Ok(deleted + vanished)
+}
+
+/// Delivers the adversarial schedule of `seed` through the concurrent writer, printing each
+/// phase's tally and the store's counters; returns every delivery in arrival order.
+fn deliver_schedule(
+    out: &mut Output,
+    store: &Store,
+    corpus: &[CorpusDocument],
+    embeddings: &Embeddings,
+    seed: u64,
+) -> Result<Vec<Delivery>, Failure> {
+    let schedule = schedule::adversarial(corpus, seed);
     out.text_line(&format!(
         "delivering through an adversarial schedule (seed {}):",
-        args.seed
+        seed
     ))?;
     out.text_line(&format!(
         "  {:<46}{:>6}{:>9}{:>9}{:>11}{:>7}{:>12}",
@@ -117,7 +171,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let writer = store.writer();
     let mut arrivals: Vec<Delivery> = Vec::new();
     for (number, phase) in schedule.iter().enumerate() {
-        let (tally, arrived) = deliver(&writer, phase, &corpus, &embeddings)?;
+        let (tally, arrived) = deliver(&writer, phase, corpus, embeddings)?;
         arrivals.extend(arrived);
         out.text_line(&format!(
             "  {:<46}{:>6}{:>9}{:>9}{:>11}{:>7}{:>12}",
@@ -157,7 +211,18 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     ))?;
     out.text_line("")?;
 
-    // Check it.
+    Ok(arrivals)
+}
+
+/// Runs `verify` and compares the store with an in-order delivery into a second one,
+/// printing both; returns the report and the first difference, if any.
+fn check_state(
+    out: &mut Output,
+    store: &Store,
+    corpus: &[CorpusDocument],
+    embeddings: &Embeddings,
+    options: Options,
+) -> Result<(ratchetdb::VerifyReport, Option<String>), Failure> {
     let report = store.verify()?;
     if report.is_ok() {
         out.text_line(&format!(
@@ -169,8 +234,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             out.text_line(&format!("verify: violation: {violation}"))?;
         }
     }
-    let reference = in_order_store(&corpus, &embeddings, options)?;
-    let difference = first_difference(&store, &reference)?;
+    let reference = in_order_store(corpus, embeddings, options)?;
+    let difference = first_difference(store, &reference)?;
     match &difference {
         None => out.text_line(&format!(
             "in-order delivery into a second store: identical final state ({} documents \
@@ -182,14 +247,27 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         ))?,
     }
 
-    // The same arrivals through the naive index.
-    let mut naive = NaiveIndex::new(args.seed);
-    for delivery in &arrivals {
-        naive.apply(delivery, &corpus, &embeddings);
+    Ok((report, difference))
+}
+
+/// Replays the same arrivals into the naive index and prints both audits side by side;
+/// returns the naive index and the store's audit.
+fn compare_with_naive(
+    out: &mut Output,
+    store: &Store,
+    corpus: &[CorpusDocument],
+    embeddings: &Embeddings,
+    arrivals: &[Delivery],
+    seed: u64,
+    ended: usize,
+) -> Result<(NaiveIndex, Audit), Failure> {
+    let mut naive = NaiveIndex::new(seed);
+    for delivery in arrivals {
+        naive.apply(delivery, corpus, embeddings);
     }
-    let naive_audit = audit(&corpus, naive.retrievable());
-    let ratchet_documents = documents(&store)?;
-    let ratchet_audit = audit(&corpus, retrievable(&corpus, &ratchet_documents)?);
+    let naive_audit = audit(corpus, naive.retrievable());
+    let ratchet_documents = documents(store)?;
+    let ratchet_audit = audit(corpus, retrievable(corpus, &ratchet_documents)?);
     let live = corpus.iter().filter(|d| d.end == End::Live).count();
     let current_chunks: usize = corpus
         .iter()
@@ -212,7 +290,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
             ratchet_audit.orphan_chunks,
         ),
         (
-            format!("resurrected deletes (of {})", deleted + vanished),
+            format!("resurrected deletes (of {ended})"),
             naive_audit.resurrected_deletes,
             ratchet_audit.resurrected_deletes,
         ),
@@ -230,7 +308,17 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     )?;
     out.text_line("")?;
 
-    // Questions.
+    Ok((naive, ratchet_audit))
+}
+
+/// Asks the demo's questions of the store and of the naive index, printing both answers.
+fn ask_questions(
+    out: &mut Output,
+    store: &Store,
+    corpus: &[CorpusDocument],
+    embedder: &dyn Embedder,
+    naive: &NaiveIndex,
+) -> Result<(), Failure> {
     let lexical = embedder::is_lexical(embedder.name());
     out.text_line(&format!(
         "three questions ({})",
@@ -244,7 +332,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         let query = embedder.embed(question)?;
         out.text_line(&format!("Q: {question}"))?;
         for hit in store.search(&query, 2, &SearchOptions::default())? {
-            let doc = document_index(&corpus, &hit.id)?;
+            let doc = document_index(corpus, &hit.id)?;
             out.text_line(&format!(
                 "   ratchetdb {:.3}  {} #{}  [{}]  {}",
                 hit.score,
@@ -272,22 +360,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     out.text_line("")?;
 
-    let passed = report.is_ok() && difference.is_none() && ratchet_audit.is_clean();
-    let elapsed = started.elapsed().as_secs_f64();
-    if passed {
-        out.text_line(&format!(
-            "verification passed: verify clean, equal to in-order delivery, nothing stale, \
-             orphaned or deleted retrievable ({elapsed:.1}s). Inspect it: ratchet stats --db {}",
-            db.display()
-        ))?;
-    } else {
-        out.text_line(&format!(
-            "VERIFICATION FAILED ({elapsed:.1}s): {}",
-            failure_summary(&report, difference.as_deref(), &ratchet_audit)
-        ))?;
-    }
-    out.finish()?;
-    Ok(if passed { exit::ok() } else { exit::error() })
+    Ok(())
 }
 
 fn count_end(corpus: &[CorpusDocument], which: impl Fn(End) -> bool) -> usize {

@@ -143,8 +143,8 @@ fn read_queries(path: &std::path::Path) -> Result<Vec<Query>, Failure> {
     Ok(queries)
 }
 
-pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(&args.db)?;
+/// The search options the arguments ask for.
+fn search_options(args: &SearchArgs) -> Result<SearchOptions, Failure> {
     let mut options = SearchOptions::default().exact(args.exact);
     if let Some(ef) = args.ef {
         options = options.ef(ef);
@@ -158,7 +158,12 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
         let filter = Filter::parse(&value).map_err(|e| Failure(format!("--where: {e}")))?;
         options = options.filter(filter);
     }
-    let queries = match (&args.queries, &args.vector, &args.query) {
+    Ok(options)
+}
+
+/// The queries the arguments give: a file of them, one vector, or one question.
+fn queries(args: &SearchArgs) -> Result<Vec<Query>, Failure> {
+    Ok(match (&args.queries, &args.vector, &args.query) {
         (Some(path), _, _) => read_queries(path)?,
         (None, Some(vector), _) => vec![Query {
             id: None,
@@ -171,7 +176,13 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
             vector: None,
         }],
         (None, None, None) => return Err(Failure("give a QUESTION, --vector or --queries".into())),
-    };
+    })
+}
+
+pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
+    let store = open_existing(&args.db)?;
+    let options = search_options(&args)?;
+    let queries = queries(&args)?;
     let mode = match (args.mode, &args.vector) {
         (Some(Mode::Text | Mode::Hybrid), Some(_)) => {
             return Err(Failure(

@@ -226,20 +226,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
 
     let mut tally = Tally::default();
     let walk = walk(&roots, &mut tally, &|line| eprintln!("{line}"));
-    for (index, root) in roots.iter().enumerate() {
-        if walk.present[index].is_empty() && walk.unlisted[index].is_none() {
-            eprintln!(
-                "warning: no Markdown or text files (.{}) under {}{}",
-                TEXT_EXTENSIONS.join(", ."),
-                root.path.display(),
-                if args.sync {
-                    "; --sync removes every document of its source"
-                } else {
-                    ": nothing to index"
-                }
-            );
-        }
-    }
+    warn_of_empty_roots(&roots, &walk, args.sync);
     let progress = Progress::new("ingest", "files", walk.files.len() as u64);
     let sink = match args.workers {
         Some(_) => Sink::Writer(store.writer()),
@@ -281,25 +268,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     progress.finish();
 
     if args.sync {
-        for (index, root) in roots.iter().enumerate() {
-            if let Some(folder) = &walk.unlisted[index] {
-                eprintln!(
-                    "warning: --sync skipped for source {:?}: the folder {folder} could not be \
-                     listed, so files in it would be taken for deleted; fix its permissions and \
-                     run again",
-                    root.source
-                );
-                continue;
-            }
-            sync(
-                &store,
-                &sink,
-                root,
-                &walk.present[index],
-                run_start,
-                &mut tally,
-            )?;
-        }
+        sync_roots(&store, &sink, &roots, &walk, run_start, &mut tally)?;
     }
     if let Sink::Writer(writer) = &sink {
         writer.shutdown();
@@ -320,6 +289,48 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     } else {
         exit::ok()
     })
+}
+
+/// Warns of every root with no file to index (and, with `--sync`, what that will do).
+fn warn_of_empty_roots(roots: &[Root], walk: &Walk, sync: bool) {
+    for (index, root) in roots.iter().enumerate() {
+        if walk.present[index].is_empty() && walk.unlisted[index].is_none() {
+            eprintln!(
+                "warning: no Markdown or text files (.{}) under {}{}",
+                TEXT_EXTENSIONS.join(", ."),
+                root.path.display(),
+                if sync {
+                    "; --sync removes every document of its source"
+                } else {
+                    ": nothing to index"
+                }
+            );
+        }
+    }
+}
+
+/// `--sync` for every root whose folders could all be listed (a warning for the others).
+fn sync_roots(
+    store: &Store,
+    sink: &Sink,
+    roots: &[Root],
+    walk: &Walk,
+    run_start: Version,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    for (index, root) in roots.iter().enumerate() {
+        if let Some(folder) = &walk.unlisted[index] {
+            eprintln!(
+                "warning: --sync skipped for source {:?}: the folder {folder} could not be \
+                     listed, so files in it would be taken for deleted; fix its permissions and \
+                     run again",
+                root.source
+            );
+            continue;
+        }
+        sync(store, sink, root, &walk.present[index], run_start, tally)?;
+    }
+    Ok(())
 }
 
 /// `--sync` for one folder: a listing of the files present, at the version of the newest

@@ -23,7 +23,7 @@ use super::{op_error, read_error, too_long, Ingest};
 use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use crate::Failure;
 use crossbeam_channel::{bounded, Receiver, Sender};
-use ratchetdb::{Op, Pending, VersionKind, WriteError, WriterOptions};
+use ratchetdb::{Op, Pending, VersionKind, WriteError, Writer, WriterOptions};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -109,6 +109,75 @@ fn is_fatal(error: &WriteError) -> bool {
     )
 }
 
+/// A parser thread: parses each job's line and answers it.
+fn parse_jobs(jobs: Receiver<Job>, default_kind: VersionKind) {
+    for job in jobs {
+        let parsed = match jsonl::parse_line(&job.text, default_kind) {
+            Ok(parsed) => Parsed::Op(parsed.header, parsed.op),
+            Err(error) => Parsed::Rejected(error),
+        };
+        let _ = job.reply.send(parsed);
+    }
+}
+
+/// The submitter: takes each line's parse in input order and submits its operation to the
+/// writer, passing it on to the reporter.
+fn submit_in_order(slots: Receiver<Slot>, done_queue: Sender<Done>, submitter: &Writer) {
+    for slot in slots {
+        let parsed = slot.parsed.recv().unwrap_or_else(|_| {
+            Parsed::Rejected(LineError::whole("not parsed: a parser thread ended"))
+        });
+        let submitted = match parsed {
+            Parsed::Blank => Submitted::Blank,
+            Parsed::Rejected(error) => Submitted::Rejected(error),
+            Parsed::Op(header, op) => Submitted::Op(header, submitter.submit(op)),
+        };
+        let done = Done {
+            line: slot.line,
+            bytes: slot.bytes,
+            submitted,
+        };
+        if done_queue.send(done).is_err() {
+            break;
+        }
+    }
+}
+
+/// Reports one line once its outcome is known; a fatal writer error sets `stop` and
+/// records why the run ends in `fatal`.
+fn report(
+    ingest: &mut Ingest,
+    line: u64,
+    submitted: Submitted,
+    stop: &AtomicBool,
+    fatal: &mut Option<String>,
+) -> Result<(), Failure> {
+    match submitted {
+        Submitted::Blank => ingest.report_blank(line),
+        Submitted::Rejected(error) => ingest.report_rejected(line, None, &error),
+        Submitted::Op(header, submitted) => match submitted.and_then(|pending| pending.wait()) {
+            Ok(outcome) => ingest.report_outcome(line, &header, &outcome),
+            Err(error) if is_fatal(&error) => {
+                stop.store(true, Ordering::SeqCst);
+                fatal.get_or_insert_with(|| {
+                    format!("{error}; line {line} and the lines after it were not applied")
+                });
+                ingest.report_not_applied(line, &header, &error)
+            }
+            Err(error) => ingest.report_rejected(line, Some(&header), &op_error(&error)),
+        },
+    }
+}
+
+/// Flushes the report when no further line is ready (`idle`).
+fn flush_if_idle(ingest: &mut Ingest, idle: bool) -> Result<(), Failure> {
+    if idle {
+        ingest.flush_report()
+    } else {
+        Ok(())
+    }
+}
+
 /// Reads, parses, writes and reports every line. Returns the number of lines read and the
 /// error that stopped the run, if one did.
 pub(super) fn run(
@@ -169,39 +238,11 @@ pub(super) fn run(
         });
         for _ in 0..workers {
             let jobs = jobs.clone();
-            scope.spawn(move || {
-                for job in jobs {
-                    let parsed = match jsonl::parse_line(&job.text, default_kind) {
-                        Ok(parsed) => Parsed::Op(parsed.header, parsed.op),
-                        Err(error) => Parsed::Rejected(error),
-                    };
-                    let _ = job.reply.send(parsed);
-                }
-            });
+            scope.spawn(move || parse_jobs(jobs, default_kind));
         }
         drop(jobs);
         let submitter = writer.clone();
-        scope.spawn(move || {
-            let done_queue = done_queue;
-            for slot in slots {
-                let parsed = slot.parsed.recv().unwrap_or_else(|_| {
-                    Parsed::Rejected(LineError::whole("not parsed: a parser thread ended"))
-                });
-                let submitted = match parsed {
-                    Parsed::Blank => Submitted::Blank,
-                    Parsed::Rejected(error) => Submitted::Rejected(error),
-                    Parsed::Op(header, op) => Submitted::Op(header, submitter.submit(op)),
-                };
-                let done = Done {
-                    line: slot.line,
-                    bytes: slot.bytes,
-                    submitted,
-                };
-                if done_queue.send(done).is_err() {
-                    break;
-                }
-            }
-        });
+        scope.spawn(move || submit_in_order(slots, done_queue, &submitter));
 
         // The reporter: input order, each line once its outcome is committed.
         while let Ok(Done {
@@ -211,36 +252,10 @@ pub(super) fn run(
         }) = done.recv()
         {
             ingest.progress.inc(1);
-            let reported = match submitted {
-                Submitted::Blank => ingest.report_blank(line),
-                Submitted::Rejected(error) => ingest.report_rejected(line, None, &error),
-                Submitted::Op(header, submitted) => {
-                    match submitted.and_then(|pending| pending.wait()) {
-                        Ok(outcome) => ingest.report_outcome(line, &header, &outcome),
-                        Err(error) if is_fatal(&error) => {
-                            stop.store(true, Ordering::SeqCst);
-                            fatal.get_or_insert_with(|| {
-                                format!(
-                                    "{error}; line {line} and the lines after it were not applied"
-                                )
-                            });
-                            ingest.report_not_applied(line, &header, &error)
-                        }
-                        Err(error) => {
-                            ingest.report_rejected(line, Some(&header), &op_error(&error))
-                        }
-                    }
-                }
-            };
+            let reported = report(ingest, line, submitted, &stop, &mut fatal);
             // Nothing more is ready: what was reported goes out now, so that a consumer can
             // acknowledge it upstream while the run goes on.
-            let reported = reported.and_then(|()| {
-                if done.is_empty() {
-                    ingest.flush_report()
-                } else {
-                    Ok(())
-                }
-            });
+            let reported = reported.and_then(|()| flush_if_idle(ingest, done.is_empty()));
             if let Err(Failure(message)) = reported {
                 stop.store(true, Ordering::SeqCst);
                 fatal.get_or_insert(message);

@@ -3,7 +3,7 @@
 //! Schema 1 stored a row per chunk (`chunks`, keyed by internal id and position) and a row
 //! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
 //! stores each live revision as one chunks row and one vectors row under the document's
-//! internal id. Schema 3 (`schema.rs`) keeps those two rows, with the vectors row's
+//! internal id. Schema 3 (`schema/`) keeps those two rows, with the vectors row's
 //! dimension in its header and the last bytes of the encoded chunks row moved to the end
 //! of the vectors row, into the slack of its pages.
 //!
@@ -23,11 +23,11 @@ use crate::counters::name as counter;
 use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
-    self, meta_key, ChunkEntry, ChunksRow, DocRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
+    self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, CHANGELOG, CHUNKS,
     COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Schema 1's chunk rows: (internal id, position) -> [`ChunkRowV1`].
 const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
@@ -37,7 +37,7 @@ const VECTORS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
 const NEXT_VECTOR_V1: &str = "seq.next_vector";
 
 /// Schema 1's document row: schema 2's without `next_slot`.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct DocRowV1 {
     internal_id: u64,
     version_kind: u8,
@@ -50,7 +50,7 @@ struct DocRowV1 {
 }
 
 /// Schema 1's chunk row.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct ChunkRowV1 {
     generation: u64,
     text_hash: ContentHash,
@@ -78,8 +78,8 @@ fn corrupted(what: &str, detail: impl Into<String>) -> MigrationError {
     MigrationError::Corrupted(Corruption::new(what, detail))
 }
 
-/// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, as
-/// `write.rs` does: the chunks row's last [`schema::spill_len`] bytes after the vectors.
+/// Writes a revision's chunks row (encoded) and vectors in this schema's two rows, split
+/// by [`RevisionRows`] as a write splits them.
 fn put_revision(
     chunks: &mut Table<'_, u64, &'static [u8]>,
     vectors: &mut Table<'_, u64, &'static [u8]>,
@@ -87,10 +87,12 @@ fn put_revision(
     chunks_bytes: &[u8],
     entries: &[(u32, VectorData<'_>)],
 ) -> Result<(), MigrationError> {
-    let (rest, spill) = schema::split_chunks(chunks_bytes, VectorsRow::encoded_len(entries));
-    let row = VectorsRow::encode(entries, spill).map_err(MigrationError::Corrupted)?;
+    let rows = RevisionRows::split(chunks_bytes, entries);
+    let row = rows
+        .vectors_row(entries)
+        .map_err(MigrationError::Corrupted)?;
     vectors.insert(id, row.as_slice())?;
-    chunks.insert(id, rest)?;
+    chunks.insert(id, rows.chunks_row())?;
     Ok(())
 }
 
@@ -137,95 +139,22 @@ pub(crate) fn schema_1(
                     schema::SLOTS_PER_DOC
                 )));
             }
-            // Not sized from the row alone: a damaged count must not allocate.
-            let mut entries = Vec::with_capacity((count as usize).min(1024));
-            let mut floats: Vec<Vec<u8>> = Vec::with_capacity((count as usize).min(1024));
-            for position in 0..count {
-                let Some(bytes) = chunks_v1.get((old.internal_id, position))? else {
-                    return Err(corrupted(
-                        "schema-1 chunk table",
-                        format!("{source}/{id} lacks chunk {position} of {count}"),
-                    ));
-                };
-                let chunk: ChunkRowV1 = schema::decode("schema-1 chunk row", bytes.value())
-                    .map_err(MigrationError::Corrupted)?;
-                if chunk.generation != old.generation {
-                    return Err(corrupted(
-                        "schema-1 chunk row",
-                        format!("{source}/{id} chunk {position} has another generation"),
-                    ));
-                }
-                let Some(vector) = vectors_v1.get(chunk.vector_id)? else {
-                    return Err(corrupted(
-                        "schema-1 vector table",
-                        format!(
-                            "{source}/{id} chunk {position}: vector {} is missing",
-                            chunk.vector_id
-                        ),
-                    ));
-                };
-                let vector = vector.value();
-                let owner = vector
-                    .get(..12)
-                    .map(|h| (&h[0..8], &h[8..12]))
-                    .map(|(d, p)| {
-                        (
-                            u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]),
-                            u32::from_le_bytes([p[0], p[1], p[2], p[3]]),
-                        )
-                    });
-                if owner != Some((old.internal_id, position)) || vector.len() % 4 != 0 {
-                    return Err(corrupted(
-                        "schema-1 vector row",
-                        format!(
-                            "vector {} does not belong to {source}/{id} chunk {position}",
-                            chunk.vector_id
-                        ),
-                    ));
-                }
-                floats.push(vector[12..].to_vec());
-                entries.push(ChunkEntry {
-                    text_hash: chunk.text_hash,
-                    text: chunk.text,
-                    meta: chunk.meta,
-                });
-            }
-            let row = ChunksRow {
-                generation: old.generation,
-                chunks: entries,
-            };
-            // One row must stay readable (rows decode under `MAX_ROW_BYTES`): a document
-            // schema 1 held in many rows may not fit in one.
-            let len = schema::encoded_len(&row);
-            if len > schema::MAX_ROW_BYTES {
-                return Err(MigrationError::TooLarge(format!(
-                    "{source}/{id} holds {len} bytes of chunk text and metadata; one row holds at most {}",
-                    schema::MAX_ROW_BYTES
-                )));
-            }
-            live_documents += 1;
-            live_chunks += u64::from(count);
-            let width = dimension.map_or_else(|| floats.first().map_or(0, Vec::len), |d| d * 4);
-            if floats.iter().any(|f| f.len() != width || f.is_empty()) {
-                return Err(corrupted(
-                    "schema-1 vector row",
-                    format!(
-                        "{source}/{id} has a vector of another length than the store's dimension"
-                    ),
-                ));
-            }
-            // Slot = position: every vector gets a new id, and the old ids are gone with
-            // the changelog and the graph snapshot.
-            let slotted: Vec<(u32, VectorData<'_>)> = (0u32..)
-                .zip(floats.iter().map(|f| VectorData::Raw(f)))
-                .collect();
-            put_revision(
+            let revision = read_revision_v1(
+                &chunks_v1,
+                &vectors_v1,
+                (source.as_str(), id.as_str()),
+                &old,
+            )?;
+            put_revision_v1(
                 &mut chunks,
                 &mut vectors,
+                (source.as_str(), id.as_str()),
                 old.internal_id,
-                &schema::encode(&row),
-                &slotted,
+                revision,
+                dimension,
             )?;
+            live_documents += 1;
+            live_chunks += u64::from(count);
         }
         if old.deleted {
             tombstones += 1;
@@ -266,6 +195,118 @@ pub(crate) fn schema_1(
         counters.insert(gauge, value)?;
     }
     Ok(keys.len() as u64)
+}
+
+/// A live schema-1 document's chunk rows and vectors, checked: every position present,
+/// under the document's generation, each vector owned by its chunk.
+fn read_revision_v1(
+    chunks_v1: &Table<'_, (u64, u32), &'static [u8]>,
+    vectors_v1: &Table<'_, u64, &'static [u8]>,
+    (source, id): (&str, &str),
+    old: &DocRowV1,
+) -> Result<(ChunksRow, Vec<Vec<u8>>), MigrationError> {
+    let count = old.chunk_count;
+    // Not sized from the row alone: a damaged count must not allocate.
+    let mut entries = Vec::with_capacity((count as usize).min(1024));
+    let mut floats: Vec<Vec<u8>> = Vec::with_capacity((count as usize).min(1024));
+    for position in 0..count {
+        let Some(bytes) = chunks_v1.get((old.internal_id, position))? else {
+            return Err(corrupted(
+                "schema-1 chunk table",
+                format!("{source}/{id} lacks chunk {position} of {count}"),
+            ));
+        };
+        let chunk: ChunkRowV1 = schema::decode("schema-1 chunk row", bytes.value())
+            .map_err(MigrationError::Corrupted)?;
+        if chunk.generation != old.generation {
+            return Err(corrupted(
+                "schema-1 chunk row",
+                format!("{source}/{id} chunk {position} has another generation"),
+            ));
+        }
+        let Some(vector) = vectors_v1.get(chunk.vector_id)? else {
+            return Err(corrupted(
+                "schema-1 vector table",
+                format!(
+                    "{source}/{id} chunk {position}: vector {} is missing",
+                    chunk.vector_id
+                ),
+            ));
+        };
+        let vector = vector.value();
+        let owner = vector
+            .get(..12)
+            .map(|h| (&h[0..8], &h[8..12]))
+            .map(|(d, p)| {
+                (
+                    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]),
+                    u32::from_le_bytes([p[0], p[1], p[2], p[3]]),
+                )
+            });
+        if owner != Some((old.internal_id, position)) || vector.len() % 4 != 0 {
+            return Err(corrupted(
+                "schema-1 vector row",
+                format!(
+                    "vector {} does not belong to {source}/{id} chunk {position}",
+                    chunk.vector_id
+                ),
+            ));
+        }
+        floats.push(vector[12..].to_vec());
+        entries.push(ChunkEntry {
+            text_hash: chunk.text_hash,
+            text: chunk.text,
+            meta: chunk.meta,
+        });
+    }
+    Ok((
+        ChunksRow {
+            generation: old.generation,
+            chunks: entries,
+        },
+        floats,
+    ))
+}
+
+/// Writes a live schema-1 document's revision (read by [`read_revision_v1`]) as this
+/// schema's two rows, slot = position, after checking it fits one row and every vector has
+/// the store's `dimension`.
+fn put_revision_v1(
+    chunks: &mut Table<'_, u64, &'static [u8]>,
+    vectors: &mut Table<'_, u64, &'static [u8]>,
+    (source, id): (&str, &str),
+    internal_id: u64,
+    (row, floats): (ChunksRow, Vec<Vec<u8>>),
+    dimension: Option<usize>,
+) -> Result<(), MigrationError> {
+    // One row must stay readable (rows decode under `MAX_ROW_BYTES`): a document schema 1
+    // held in many rows may not fit in one.
+    let len = schema::encoded_len(&row);
+    if len > schema::MAX_ROW_BYTES {
+        return Err(MigrationError::TooLarge(format!(
+            "{source}/{id} holds {len} bytes of chunk text and metadata; one row holds at most {}",
+            schema::MAX_ROW_BYTES
+        )));
+    }
+    let width = dimension.map_or_else(|| floats.first().map_or(0, Vec::len), |d| d * 4);
+    if floats.iter().any(|f| f.len() != width || f.is_empty()) {
+        return Err(corrupted(
+            "schema-1 vector row",
+            format!("{source}/{id} has a vector of another length than the store's dimension"),
+        ));
+    }
+    // Slot = position: every vector gets a new id, and the old ids are gone with the
+    // changelog and the graph snapshot.
+    let slotted: Vec<(u32, VectorData<'_>)> = (0u32..)
+        .zip(floats.iter().map(|f| VectorData::Raw(f)))
+        .collect();
+    put_revision(
+        chunks,
+        vectors,
+        internal_id,
+        &schema::encode(&row),
+        &slotted,
+    )
 }
 
 /// A schema-2 vectors row: `count u32 LE | slot u32 LE * count | f32 LE * dimension * count`
@@ -357,7 +398,10 @@ pub(crate) fn schema_2_to_3(
                 put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?;
             }
             None => {
-                let row = VectorsRow::encode(&entries, &[]).map_err(MigrationError::Corrupted)?;
+                // No chunks row: the vectors row carries nothing.
+                let row = RevisionRows::split(&[], &entries)
+                    .vectors_row(&entries)
+                    .map_err(MigrationError::Corrupted)?;
                 vectors.insert(id, row.as_slice())?;
             }
         }
@@ -370,6 +414,7 @@ pub(crate) fn schema_2_to_3(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::VectorsRow;
 
     /// A schema-2 vectors row of `slots`, each vector `floats` long.
     fn row_v2(slots: &[u32], floats: usize) -> Vec<u8> {

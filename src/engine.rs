@@ -1,0 +1,493 @@
+//! The engine: the redb file as one owner of transactions.
+//!
+//! [`Engine`] owns the database handle, what the file recorded (metric, dimension, model),
+//! the ticket reservation, and the poison flag, and it is the one place a write transaction
+//! is begun and committed ([`Engine::write_txn`]): guarded batches, purges, syncs, ticket
+//! blocks and the persisted graph all go through it. Both [`Store`](crate::Store) and the
+//! concurrent [`Writer`](crate::Writer) write through an engine; neither knows the other.
+//!
+//! Invariant: a storage error or a contained panic inside a write transaction poisons the
+//! engine: every later write is refused with `Poisoned` until the file is reopened.
+//! Invariant: the engine never knows the derived index; after a commit that changed the set
+//! of vectors (or when a read-only engine learns its dimension) it calls the change hook its
+//! owner installed, which keeps the index in step.
+
+use crate::document::{Document, Op, PurgeOutcome};
+use crate::document::{OpOutcome, Outcome, RetainOutcome};
+use crate::error::{ReadError, WriteError};
+use crate::open::{meta_string, meta_u64, Db, Recognised};
+use crate::options::{Durability, Metric, Options};
+use crate::prepare::{self, check_name, PreparedDelete, PreparedDoc, PreparedOp, PreparedRetain};
+use crate::read::Snapshot;
+use crate::schema::{meta_key, seq_key, COUNTERS, META};
+use crate::version::Version;
+use crate::write::{is_op_error, Batch, BatchSettings};
+use parking_lot::{Mutex, RwLock};
+use redb::{Database, WriteTransaction};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// How many tickets one durable commit reserves. After a crash the next block starts above
+/// every ticket ever issued, so a ticket is never issued twice.
+const TICKET_BLOCK: u64 = 4096;
+
+/// How a write transaction ends (see [`Engine::write_txn`]).
+pub(crate) enum Finish<R> {
+    /// Commit, then return the value.
+    Commit(R),
+    /// Abort (nothing of the transaction becomes visible), then return the value.
+    Abort(R),
+}
+
+/// What is called after a commit that changed the set of vectors.
+type ChangeHook = Box<dyn Fn() + Send + Sync>;
+
+/// The redb file and everything a transaction needs to know about it.
+pub(crate) struct Engine {
+    db: Db,
+    path: PathBuf,
+    options: Options,
+    metric: Metric,
+    /// Recorded once; a read-only engine learns it from the file if a writer records it
+    /// after the open.
+    model: OnceLock<String>,
+    /// Other processes may have the file open (redb's `SingleWriter` mode), so every commit
+    /// must be durable.
+    shared: bool,
+    dimension: RwLock<Option<usize>>,
+    tickets: Mutex<Tickets>,
+    /// The highest ticket this store may have issued (across restarts: the persisted high
+    /// water at open, then every ticket issued since). A write carrying a ticket above it is
+    /// refused: the store never issued it.
+    tickets_issued: Arc<AtomicU64>,
+    poisoned: Mutex<Option<String>>,
+    on_change: OnceLock<ChangeHook>,
+    /// The text index's analyzer writes use (a writer's; `None`: no text index kept, or
+    /// read-only, whose searches read the analysis from each snapshot).
+    text: Option<Arc<crate::text::Analyzer>>,
+    /// The analyzer text searches last read from the file.
+    pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
+    /// The text index inverted in memory, which text searches score on.
+    pub(crate) text_index: crate::text::TextCache,
+}
+
+#[derive(Debug)]
+struct Tickets {
+    next: u64,
+    reserved_until: u64,
+}
+
+impl Engine {
+    /// An engine over a database [`recognise`](crate::open::recognise)d as a store.
+    pub(crate) fn new(
+        db: Db,
+        path: &Path,
+        shared: bool,
+        options: Options,
+        recognised: Recognised,
+    ) -> Engine {
+        let model = OnceLock::new();
+        if let Some(recorded) = recognised.model {
+            let _ = model.set(recorded);
+        }
+        Engine {
+            db,
+            path: path.to_path_buf(),
+            options,
+            metric: recognised.metric,
+            model,
+            shared,
+            dimension: RwLock::new(recognised.dimension),
+            tickets: Mutex::new(Tickets {
+                next: recognised.high_water,
+                reserved_until: recognised.high_water,
+            }),
+            tickets_issued: Arc::new(AtomicU64::new(recognised.high_water)),
+            poisoned: Mutex::new(None),
+            on_change: OnceLock::new(),
+            text: recognised.text,
+            text_analyzer: Mutex::new(None),
+            text_index: Default::default(),
+        }
+    }
+
+    /// Installs what runs after a commit that changed the set of vectors (once).
+    pub(crate) fn set_change_hook(&self, hook: ChangeHook) {
+        let _ = self.on_change.set(hook);
+    }
+
+    fn changed(&self) {
+        if let Some(hook) = self.on_change.get() {
+            hook();
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub(crate) fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    pub(crate) fn dimension(&self) -> Option<usize> {
+        *self.dimension.read()
+    }
+
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.model.get().map(String::as_str)
+    }
+
+    /// Whether the file was opened read-only (nothing is ever written).
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.db.writable().is_none()
+    }
+
+    /// Where scratch files go while a graph is written or read: beside the file, or
+    /// (read-only) the system's temporary directory, since a read-only store never writes
+    /// beside its file.
+    pub(crate) fn scratch(&self) -> Option<PathBuf> {
+        if self.is_read_only() {
+            None
+        } else {
+            self.path
+                .parent()
+                .filter(|p| p.is_dir())
+                .map(Path::to_path_buf)
+        }
+    }
+
+    /// The writer's database, or [`WriteError::ReadOnly`] for a read-only store.
+    fn writable(&self) -> Result<&Database, WriteError> {
+        self.db.writable().ok_or_else(|| WriteError::ReadOnly {
+            path: self.path.clone(),
+        })
+    }
+
+    pub(crate) fn check_poisoned(&self) -> Result<(), WriteError> {
+        match &*self.poisoned.lock() {
+            Some(cause) => Err(WriteError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, error: &WriteError) {
+        let mut poisoned = self.poisoned.lock();
+        if poisoned.is_none() {
+            *poisoned = Some(error.to_string());
+        }
+    }
+
+    /// THE write transaction: refused on a read-only or poisoned engine; begun with
+    /// `durability`; `work` decides whether it commits or aborts; a panic inside is
+    /// contained (`contain.rs`); a storage error or a contained panic poisons the engine.
+    pub(crate) fn write_txn<R>(
+        &self,
+        durability: redb::Durability,
+        work: impl FnOnce(&mut WriteTransaction) -> Result<Finish<R>, WriteError>,
+    ) -> Result<R, WriteError> {
+        let db = self.writable()?;
+        self.check_poisoned()?;
+        let result = crate::contain::contain(WriteError::contained, || {
+            let mut txn = db.begin_write().map_err(WriteError::storage)?;
+            txn.set_durability(durability)
+                .map_err(WriteError::storage)?;
+            match work(&mut txn)? {
+                Finish::Commit(value) => {
+                    txn.commit().map_err(WriteError::storage)?;
+                    Ok(value)
+                }
+                Finish::Abort(value) => {
+                    txn.abort().map_err(WriteError::storage)?;
+                    Ok(value)
+                }
+            }
+        });
+        if let Err(error) = &result {
+            if matches!(error, WriteError::Storage(_)) || error.is_contained_panic() {
+                self.poison(error);
+            }
+        }
+        result
+    }
+
+    /// Validates an operation against this store's settings.
+    pub(crate) fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        prepare::prepare_op(op, self.metric, self.dimension(), &self.options.limits)
+    }
+
+    /// Validates an upsert against this store's settings.
+    pub(crate) fn prepare_document(&self, doc: Document) -> Result<PreparedDoc, WriteError> {
+        prepare::prepare_document(doc, self.metric, self.dimension(), &self.options.limits)
+    }
+
+    fn batch_settings(&self) -> BatchSettings {
+        BatchSettings {
+            policy: self.options.conflict_policy,
+            skip_log_capacity: self.options.skip_log_capacity,
+            tickets_issued: self.tickets_issued.clone(),
+            text: self.text.clone(),
+        }
+    }
+
+    /// Runs prepared operations in one write transaction with the store's durability (see
+    /// [`Self::run_batch_with`]).
+    pub(crate) fn run_batch<A: Apply>(
+        &self,
+        ops: impl IntoIterator<Item = A>,
+    ) -> Result<Applied<A>, WriteError> {
+        self.run_batch_with(ops, self.options.durability)
+    }
+
+    /// Runs operations in one write transaction, taking them from `ops` one at a time: each
+    /// is applied before the next is asked for, so that the concurrent `Writer` can let
+    /// operations that arrive while its transaction is being built join it. Each operation
+    /// comes back paired with its own outcome, in order. The outer error is the batch's
+    /// (storage: the batch is not acknowledged, whole or absent on disk, and the engine is
+    /// poisoned); the inner ones are each operation's own.
+    pub(crate) fn run_batch_with<A: Apply>(
+        &self,
+        ops: impl IntoIterator<Item = A>,
+        durability: Durability,
+    ) -> Result<Applied<A>, WriteError> {
+        self.run(durability, |batch| {
+            let ops = ops.into_iter();
+            let mut done = Vec::with_capacity(ops.size_hint().0);
+            for mut op in ops {
+                match op.apply(batch) {
+                    Ok(outcome) => done.push((op, Ok(outcome))),
+                    Err(error) if is_op_error(&error) => done.push((op, Err(error))),
+                    Err(error) => return Err(error),
+                }
+            }
+            let refused_only = done.iter().all(|(_, result)| match result {
+                Ok(outcome) => A::changed_nothing(outcome),
+                Err(_) => true,
+            });
+            let applied = done.iter().any(|(_, result)| result.is_ok());
+            Ok((done, applied, refused_only))
+        })
+    }
+
+    /// Runs one operation in its own transaction with the store's durability.
+    pub(crate) fn run_one<A: Apply>(&self, mut op: A) -> Result<A::Outcome, WriteError> {
+        self.run(self.options.durability, |batch| match op.apply(batch) {
+            Ok(outcome) => {
+                let refused = A::changed_nothing(&outcome);
+                Ok((Ok(outcome), true, refused))
+            }
+            Err(error) if is_op_error(&error) => Ok((Err(error), false, true)),
+            Err(error) => Err(error),
+        })?
+    }
+
+    /// A guarded batch: `apply` returns its value, whether any operation was applied (if
+    /// none was, nothing is committed, so that not even the commit counter moves: I9), and
+    /// whether every operation was refused (then the commit needs no fsync).
+    fn run<T>(
+        &self,
+        durability: Durability,
+        apply: impl FnOnce(&mut Batch<'_>) -> Result<(T, bool, bool), WriteError>,
+    ) -> Result<T, WriteError> {
+        // Where other processes read the file, redb shares only durable commits.
+        let durability = match (self.shared, durability) {
+            (true, _) | (false, Durability::Immediate) => redb::Durability::Immediate,
+            (false, Durability::None) => redb::Durability::None,
+        };
+        let (value, effects) = self.write_txn(durability, |txn| {
+            let (value, refused_only, effects) = {
+                let mut batch = Batch::begin(txn, self.batch_settings(), self.dimension())?;
+                let (value, applied, refused_only) = apply(&mut batch)?;
+                if !applied {
+                    return Ok(Finish::Abort((value, None)));
+                }
+                (value, refused_only, batch.finish()?)
+            };
+            // A batch that only refused writes changed nothing but counters and the skip
+            // log: the documents it was decided against are already durable, so it needs no
+            // fsync. Its counts become durable with the next durable commit (a crash may
+            // lose them). (Not where other processes read the file: redb refuses
+            // non-durable commits there.)
+            if !self.shared && refused_only {
+                txn.set_durability(redb::Durability::None)
+                    .map_err(WriteError::storage)?;
+            }
+            Ok(Finish::Commit((value, Some(effects))))
+        })?;
+        // Published only once committed.
+        if let Some(effects) = effects {
+            if let Some(dimension) = effects.dimension_fixed {
+                *self.dimension.write() = Some(dimension);
+            }
+            if effects.changelog.is_some() {
+                self.changed();
+            }
+        }
+        Ok(value)
+    }
+
+    /// Removes the tombstones and listings of `source` older than `before` (see
+    /// [`Store::purge`](crate::Store::purge)).
+    pub(crate) fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+        check_name("source", source, &self.options.limits)?;
+        self.write_txn(redb::Durability::Immediate, |txn| {
+            let mut batch = Batch::begin(txn, self.batch_settings(), self.dimension())?;
+            let outcome = batch.purge(source, before)?;
+            batch.finish()?;
+            Ok(Finish::Commit(outcome))
+        })
+    }
+
+    /// Makes every write so far durable.
+    pub(crate) fn sync(&self) -> Result<(), WriteError> {
+        self.write_txn(redb::Durability::Immediate, |_| Ok(Finish::Commit(())))
+    }
+
+    /// A new ticket (see [`Store::ticket`](crate::Store::ticket)).
+    pub(crate) fn ticket(&self) -> Result<Version, WriteError> {
+        self.writable()?;
+        let mut tickets = self.tickets.lock();
+        if tickets.next >= tickets.reserved_until {
+            let until = tickets.reserved_until + TICKET_BLOCK;
+            self.write_txn(redb::Durability::Immediate, |txn| {
+                let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+                counters
+                    .insert(seq_key::TICKET_HIGH_WATER, until)
+                    .map_err(WriteError::storage)?;
+                Ok(Finish::Commit(()))
+            })?;
+            tickets.reserved_until = until;
+        }
+        // Ticket 0 is never issued, so any ticket is newer than "nothing".
+        tickets.next += 1;
+        self.tickets_issued
+            .fetch_max(tickets.next, Ordering::SeqCst);
+        Ok(Version::ticket(tickets.next))
+    }
+
+    /// A consistent read view: everything read through it comes from one committed state.
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            let txn = self.db.begin_read().map_err(ReadError::storage)?;
+            if self.is_read_only() {
+                self.learn_recorded(&txn)?;
+            }
+            Snapshot::new(
+                txn,
+                self.metric,
+                self.dimension(),
+                self.model().map(str::to_owned),
+            )
+        })
+    }
+
+    /// A read-only engine: takes the dimension and model from `txn` if the writer recorded
+    /// them after this store opened (each is recorded once and never changes), and calls
+    /// the change hook once the dimension is known (the index can start loading).
+    fn learn_recorded(&self, txn: &redb::ReadTransaction) -> Result<(), ReadError> {
+        if self.dimension().is_some() && self.model.get().is_some() {
+            return Ok(());
+        }
+        let meta = txn.open_table(META).map_err(ReadError::storage)?;
+        if self.model.get().is_none() {
+            if let Some(model) = meta_string(&meta, meta_key::MODEL)? {
+                let _ = self.model.set(model);
+            }
+        }
+        if self.dimension().is_none() {
+            if let Some(Ok(stored)) = meta_u64(&meta, meta_key::DIMENSION)? {
+                let dimension = usize::try_from(stored).map_err(|_| ReadError::Corrupted {
+                    what: "dimension".into(),
+                    detail: format!("{stored} is too large"),
+                })?;
+                *self.dimension.write() = Some(dimension);
+                self.changed();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A batch's operations, each paired with its own outcome, in order.
+pub(crate) type Applied<A> = Vec<(A, Result<<A as Apply>::Outcome, WriteError>)>;
+
+/// An operation a batch can apply, with the outcome its kind has.
+pub(crate) trait Apply {
+    /// What applying it tells its caller.
+    type Outcome;
+
+    /// Decides and applies the operation in `batch`. An error `is_op_error` accepts is the
+    /// operation's own (nothing of it was applied); any other fails the batch.
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Self::Outcome, WriteError>;
+
+    /// Whether the outcome changed no document, listing or vector (a refusal).
+    fn changed_nothing(outcome: &Self::Outcome) -> bool;
+}
+
+impl Apply for PreparedOp {
+    type Outcome = OpOutcome;
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<OpOutcome, WriteError> {
+        batch.apply(self)
+    }
+
+    fn changed_nothing(outcome: &OpOutcome) -> bool {
+        match outcome {
+            OpOutcome::Document(outcome) => outcome.skip_reason().is_some(),
+            OpOutcome::Retain(outcome) => outcome.skipped.is_some(),
+        }
+    }
+}
+
+impl Apply for &PreparedOp {
+    type Outcome = OpOutcome;
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<OpOutcome, WriteError> {
+        batch.apply(self)
+    }
+
+    fn changed_nothing(outcome: &OpOutcome) -> bool {
+        PreparedOp::changed_nothing(outcome)
+    }
+}
+
+/// An operation on one document: an upsert or a delete.
+#[derive(Clone, Debug)]
+pub(crate) enum DocumentOp {
+    Upsert(PreparedDoc),
+    Delete(PreparedDelete),
+}
+
+impl Apply for DocumentOp {
+    type Outcome = Outcome;
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Outcome, WriteError> {
+        match self {
+            DocumentOp::Upsert(doc) => batch.upsert(doc),
+            DocumentOp::Delete(delete) => batch.delete(&delete.source, &delete.id, delete.version),
+        }
+    }
+
+    fn changed_nothing(outcome: &Outcome) -> bool {
+        outcome.skip_reason().is_some()
+    }
+}
+
+impl Apply for PreparedRetain {
+    type Outcome = RetainOutcome;
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<RetainOutcome, WriteError> {
+        batch.retain(&self.source, &self.present, self.version, self.members_hash)
+    }
+
+    fn changed_nothing(outcome: &RetainOutcome) -> bool {
+        outcome.skipped.is_some()
+    }
+}

@@ -1,0 +1,1077 @@
+//! The derived index's lifecycle: loading it in the background after an open, applying
+//! each commit's vector changes, building, absorbing into and persisting the graph, and
+//! following another process's writer.
+//!
+//! [`Indexer`] owns it all, with one explicit [`IndexState`]. It reaches the file only
+//! through its [`Engine`]; background threads hold a [`Background`] (a weak reference and
+//! the closing gate), never a `Store`.
+//!
+//! Invariant: background index threads never hold the file open: they reach the indexer
+//! only inside [`Background::with`] sections, which end before the last `Store` handle's
+//! drop returns.
+//! Invariant: searches never depend on background work: each brings the index up to its own
+//! snapshot first, and answers exactly while the index is loading.
+
+use crate::engine::{Engine, Finish};
+use crate::error::{ReadError, WriteError};
+use crate::filter::FilterCache;
+use crate::index::{Workers, EXACT_THRESHOLD};
+use crate::live_index::{self, LiveIndex};
+use crate::options::Metric;
+use crate::read::Snapshot;
+use crate::schema::{self, meta_key, META};
+use crate::search::{Hit, SearchOptions};
+use crate::verify::VerifyReport;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Closing: background threads use the indexer only inside sections of this gate, so when
+/// the last user handle drops, it waits for a running section and then shuts the gate;
+/// the file is closed (and its lock freed) by the time that drop returns.
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    closed: RwLock<bool>,
+}
+
+impl Gate {
+    /// Waits for running sections, then refuses every later one.
+    pub(crate) fn close(&self) {
+        *self.closed.write() = true;
+    }
+}
+
+/// What a background thread holds: no strong reference, so it never keeps the file open.
+#[derive(Clone)]
+pub(crate) struct Background {
+    indexer: Weak<Indexer>,
+    gate: Arc<Gate>,
+}
+
+impl Background {
+    /// Runs `f` on the indexer if the store is still open.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Indexer) -> R) -> Option<R> {
+        let closed = self.gate.closed.read();
+        if *closed {
+            return None;
+        }
+        let indexer = self.indexer.upgrade()?;
+        let result = f(&indexer);
+        drop(indexer);
+        drop(closed);
+        Some(result)
+    }
+}
+
+/// Where the derived index is in its life.
+pub(crate) enum IndexState {
+    /// Nothing loaded, no loader running (the dimension may be unknown yet). Searches scan
+    /// the file.
+    Unloaded,
+    /// A loader is reading the vectors (in the background, or a foreground `build_index`).
+    Loading,
+    /// The index holds the live vectors of some commit and follows the changelog.
+    Loaded(Arc<LiveIndex>),
+}
+
+/// The owner of the derived vector index and the filter index of one store.
+pub(crate) struct Indexer {
+    pub(crate) engine: Arc<Engine>,
+    me: Weak<Indexer>,
+    state: RwLock<IndexState>,
+    /// The derived metadata index filtered searches evaluate their filter on, built by the
+    /// first one.
+    filters: FilterCache,
+    /// Wakes the index applier after a commit that changed vectors (see
+    /// [`Indexer::after_commit`]); started with the first such commit.
+    applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
+    /// Passes asked of the applier, and the request count the last finished pass covered
+    /// (equal: the applier is idle and holds no read snapshot).
+    apply_requested: AtomicU64,
+    apply_done: AtomicU64,
+    gate: Arc<Gate>,
+}
+
+impl Drop for Indexer {
+    fn drop(&mut self) {
+        // A background build or absorber holds the index itself, not the indexer: tell it
+        // to stop rather than finish a graph nobody will search.
+        if let IndexState::Loaded(live) = self.state.get_mut() {
+            live.index.close();
+        }
+    }
+}
+
+impl Indexer {
+    /// The indexer of `engine`, installed as its change hook; starts loading the index (if
+    /// the dimension is known) and, for a read-only engine, following the writer.
+    pub(crate) fn start(engine: Arc<Engine>, gate: Arc<Gate>) -> Arc<Indexer> {
+        let indexer = Arc::new_cyclic(|me| Indexer {
+            engine: engine.clone(),
+            me: me.clone(),
+            state: RwLock::new(IndexState::Unloaded),
+            filters: FilterCache::default(),
+            applier: Mutex::new(None),
+            apply_requested: AtomicU64::new(0),
+            apply_done: AtomicU64::new(0),
+            gate,
+        });
+        let hook = Arc::downgrade(&indexer);
+        engine.set_change_hook(Box::new(move || {
+            if let Some(indexer) = hook.upgrade() {
+                indexer.after_commit();
+            }
+        }));
+        indexer.start_index();
+        if engine.is_read_only() {
+            indexer.start_follower();
+        }
+        indexer
+    }
+
+    /// A loader ended without publishing an index: the next commit or search may start one.
+    fn loading_failed(&self) {
+        let mut state = self.state.write();
+        if matches!(*state, IndexState::Loading) {
+            *state = IndexState::Unloaded;
+        }
+    }
+
+    /// After a commit that changed the set of vectors: wakes the index applier, which
+    /// brings the derived index up to the new commit off the writing thread (a committer
+    /// goes straight on to its next batch). Wakes coalesce: one pass applies every commit
+    /// made before it started. Searches never depend on it: each brings the index up to
+    /// its own snapshot first.
+    pub(crate) fn after_commit(&self) {
+        if self.live().is_none() {
+            self.start_index();
+            return;
+        }
+        let mut applier = self.applier.lock();
+        if applier.is_none() {
+            let (wake, woken) = crossbeam_channel::bounded::<()>(1);
+            let background = self.background();
+            let spawned = std::thread::Builder::new()
+                .name("ratchetdb-apply".into())
+                .spawn(move || {
+                    // Ends when the store closes: its sender drops with it.
+                    for () in woken {
+                        let pass = background.with(|ix| {
+                            // Every request counted so far follows a commit this pass's
+                            // snapshot will see.
+                            let covers = ix.apply_requested.load(Ordering::SeqCst);
+                            // A panic (a bug) must not end the applier: searches would
+                            // still be right, but `wait_for_index` would wait forever.
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                ix.apply_committed()
+                            }));
+                            ix.apply_done.store(covers, Ordering::SeqCst);
+                        });
+                        if pass.is_none() {
+                            return;
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => *applier = Some(wake),
+                // No thread: apply here, as the writer.
+                Err(_) => {
+                    drop(applier);
+                    self.apply_committed();
+                    return;
+                }
+            }
+        }
+        self.apply_requested.fetch_add(1, Ordering::SeqCst);
+        if let Some(wake) = applier.as_ref() {
+            // Full: a wake is already pending and will cover this commit.
+            let _ = wake.try_send(());
+        }
+    }
+
+    /// Brings the derived index up to the latest commit, and starts a graph rebuild (many
+    /// dead points) or absorbs new vectors into the graph in the background.
+    fn apply_committed(&self) {
+        let Some(live) = self.live() else {
+            self.start_index();
+            return;
+        };
+        let caught_up = self
+            .engine
+            .snapshot()
+            .and_then(|snapshot| live.catch_up(&snapshot));
+        if !matches!(caught_up, Ok(true)) {
+            // The changelog could not bring it up to date: load it again from the vectors.
+            *self.state.write() = IndexState::Unloaded;
+            self.start_index();
+            return;
+        }
+        if maintenance_due(&live).is_some() && !live.building.swap(true, Ordering::SeqCst) {
+            let background = self.background();
+            let worker = live.clone();
+            let spawned = std::thread::Builder::new()
+                .name("ratchetdb-index".into())
+                .spawn(move || maintain_index(&background, &worker));
+            if spawned.is_err() {
+                // No thread: searches stay correct (outside ids are scored exactly).
+                live.building.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn background(&self) -> Background {
+        Background {
+            indexer: self.me.clone(),
+            gate: self.gate.clone(),
+        }
+    }
+
+    /// The loaded index, if it is loaded.
+    pub(crate) fn live(&self) -> Option<Arc<LiveIndex>> {
+        match &*self.state.read() {
+            IndexState::Loaded(live) => Some(live.clone()),
+            IndexState::Unloaded | IndexState::Loading => None,
+        }
+    }
+
+    /// Starts loading the index in the background, once the dimension is known. Opening
+    /// never waits for it: until it is loaded, searches scan the file (exact, slower).
+    fn start_index(&self) {
+        let Some(dimension) = self.engine.dimension() else {
+            return;
+        };
+        {
+            let mut state = self.state.write();
+            if !matches!(*state, IndexState::Unloaded) {
+                return;
+            }
+            *state = IndexState::Loading;
+        }
+        let background = self.background();
+        let metric = self.engine.metric();
+        let spawned = std::thread::Builder::new()
+            .name("ratchetdb-index-load".into())
+            .spawn(move || load_index(background, dimension, metric));
+        if spawned.is_err() {
+            self.loading_failed();
+        }
+    }
+
+    /// A search over one snapshot the index covers exactly (see `Store::search`).
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        self.search_then(query, k, options, |_, hits| Ok(hits))
+    }
+
+    /// [`Indexer::search`], handing its hits and the snapshot they were resolved against to
+    /// `then` (hybrid search runs its text search on that same snapshot).
+    pub(crate) fn search_then<T>(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+        mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
+        crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+        if self.engine.is_read_only() && self.engine.dimension().is_none() {
+            // The writer may have fixed it since this store opened.
+            drop(self.engine.snapshot()?);
+        }
+        let query = crate::search::prepare_query(
+            query,
+            self.engine.metric(),
+            self.engine.dimension(),
+            &self.engine.options().limits,
+        )?;
+        let metric = self.engine.metric();
+        // The index must cover exactly the snapshot's commit for the whole search: an index
+        // ahead of it (a commit applied meanwhile) has already dropped vectors the snapshot
+        // still holds live, and the search would miss them (a document being rewritten
+        // would come back partly, or not at all). Optimistic: check before and after, and
+        // retry on a newer snapshot if a commit was applied in between.
+        for _ in 0..SEARCH_ATTEMPTS {
+            let snapshot = self.engine.snapshot()?;
+            let Some(live) = self.live() else {
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
+            };
+            if !live.catch_up(&snapshot)? {
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
+            }
+            let seq = live_index::commit_seq(&snapshot)?;
+            if live.applied() != seq {
+                continue;
+            }
+            // The filter index, brought up to the snapshot too (a newer search may have
+            // taken it past it: then retry on a newer snapshot, as for the vector index).
+            let matching = match &options.filter {
+                Some(filter) => match self.filters.evaluate(&snapshot, filter)? {
+                    Some(matching) => Some(matching),
+                    None => continue,
+                },
+                None => None,
+            };
+            let hits = crate::search::search(
+                &snapshot,
+                Some(&live),
+                &query,
+                k,
+                options,
+                metric,
+                matching,
+            )?;
+            if live.applied() == seq {
+                return then(&snapshot, hits);
+            }
+        }
+        // Commits keep landing faster than a search: scan the snapshot itself (exact).
+        let snapshot = self.engine.snapshot()?;
+        let hits = crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+        then(&snapshot, hits)
+    }
+
+    /// The filter index's chunks matching `filter` at `snapshot`'s commit (`None`: it
+    /// covers another commit).
+    pub(crate) fn matching<'s>(
+        &'s self,
+        snapshot: &Snapshot,
+        filter: &crate::filter::Filter,
+    ) -> Result<Option<crate::filter::Matching<'s>>, ReadError> {
+        self.filters.evaluate(snapshot, filter)
+    }
+
+    /// [`Indexer::search`] for every query, spread over the cores (rayon's pool); an error
+    /// names the query (`queries[3]`).
+    pub(crate) fn search_many<Q: AsRef<[f32]> + Sync>(
+        &self,
+        queries: &[Q],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Vec<Hit>>, ReadError> {
+        use rayon::prelude::*;
+        crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+        queries
+            .par_iter()
+            .enumerate()
+            .map(|(i, query)| {
+                crate::contain::contain(ReadError::contained, || {
+                    self.search(query.as_ref(), k, options)
+                })
+                .map_err(|error| match error {
+                    ReadError::Input(e) if e.field.starts_with("query") => {
+                        ReadError::Input(crate::error::InputError::new(
+                            e.field.replacen("query", &format!("queries[{i}]"), 1),
+                            e.problem,
+                        ))
+                    }
+                    other => other,
+                })
+            })
+            .collect()
+    }
+
+    /// What the derived index is doing.
+    pub(crate) fn index_info(&self) -> IndexInfo {
+        match self.live() {
+            None => IndexInfo::default(),
+            Some(live) => IndexInfo {
+                loaded: true,
+                graph_ready: live.index.graph_ready(),
+                building: live.building.load(Ordering::SeqCst),
+                live_vectors: live.index.len_live() as u64,
+                dead_fraction: live.index.dead_fraction(),
+                applied_commit: live.applied(),
+                graph_points: live.index.graph_point_count() as u64,
+                outside_vectors: live.index.outside_count() as u64,
+                persisted_points: live.persisted_points.load(Ordering::SeqCst) as u64,
+            },
+        }
+    }
+
+    /// Waits until the index has loaded, covers the latest commit, and no applier pass,
+    /// graph build or load is running; `false` on timeout. Searches never need this (they
+    /// bring the index up to their own snapshot, and answer exactly meanwhile); tests and
+    /// benchmarks do, and so does anything that needs the file's I/O to be deterministic
+    /// (background passes hold read snapshots, which change the pages a commit reuses).
+    pub(crate) fn wait_for_index(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Idle first: a pass that starts a graph build marks it building before it
+            // counts itself done, so `info` read after this sees the build. Under the
+            // applier's lock, which a commit holds while it counts a request and wakes the
+            // applier: a wake still queued means a pass is still to come.
+            let idle = {
+                let applier = self.applier.lock();
+                let queued = applier.as_ref().is_some_and(|wake| !wake.is_empty());
+                !queued
+                    && self.apply_done.load(Ordering::SeqCst)
+                        >= self.apply_requested.load(Ordering::SeqCst)
+            };
+            let info = self.index_info();
+            if self.engine.dimension().is_none() {
+                return true;
+            }
+            let latest = self
+                .engine
+                .snapshot()
+                .and_then(|snapshot| live_index::commit_seq(&snapshot));
+            // A snapshot that cannot be taken leaves nothing to wait for.
+            let applied = latest.map_or(true, |seq| info.applied_commit >= seq);
+            if info.loaded && !info.building && applied && idle {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
+    /// the file so the next open loads it instead of building it again. A build that fails
+    /// (inside the graph library, or as the store closes) is [`ReadError::IndexBuild`];
+    /// nothing stored changes, and searches go on over the previous graph (or exactly).
+    pub(crate) fn build_index(&self) -> Result<(), ReadError> {
+        let Some(dimension) = self.engine.dimension() else {
+            return Ok(());
+        };
+        let live = match self.live() {
+            Some(live) => live,
+            None => {
+                let snapshot = self.engine.snapshot()?;
+                let live = Arc::new(LiveIndex::load(
+                    &snapshot,
+                    dimension,
+                    self.engine.metric(),
+                    self.engine.options().index,
+                    self.engine.scratch(),
+                )?);
+                // The background loader may have published one meanwhile: use that.
+                let mut state = self.state.write();
+                match &*state {
+                    IndexState::Loaded(published) => published.clone(),
+                    IndexState::Unloaded | IndexState::Loading => {
+                        *state = IndexState::Loaded(live.clone());
+                        live
+                    }
+                }
+            }
+        };
+        // Every vector committed so far (a storage error here is reported as one), then
+        // the graph, then (on every core) whatever was committed during the build: the
+        // persisted graph holds them all.
+        live.catch_up(&self.engine.snapshot()?)?;
+        while live.building.swap(true, Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _clear = ClearBuildingOnUnwind(&live.building);
+        let built = live.index.build_graph().and_then(|()| {
+            while live
+                .index
+                .absorb_outside_with(ABSORB_CHUNK, Workers::Foreground)?
+                > 0
+            {}
+            Ok(())
+        });
+        if built.is_ok() {
+            live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
+            persist_graph(&self.background(), &live);
+        }
+        live.building.store(false, Ordering::SeqCst);
+        // Not `Corrupted`: the build works on vectors already read and checked; nothing in
+        // the file is wrong when it fails.
+        built.map_err(|e| ReadError::IndexBuild {
+            detail: e.to_string(),
+        })
+    }
+
+    /// A read-only store: a thread that brings the index up to the writer's latest commit
+    /// every [`FOLLOW_INTERVAL`] (searches do it themselves; this keeps the work they find
+    /// small, and absorbs new vectors into the graph). It holds the store only inside
+    /// [`Background::with`] sections, and ends once the store is closed.
+    fn start_follower(&self) {
+        let background = self.background();
+        let _ = std::thread::Builder::new()
+            .name("ratchetdb-follow".into())
+            .spawn(move || loop {
+                std::thread::sleep(FOLLOW_INTERVAL);
+                if background.with(Indexer::follow_once).is_none() {
+                    return;
+                }
+            });
+    }
+
+    /// One look for new commits (see [`Indexer::start_follower`]).
+    fn follow_once(&self) {
+        let Ok(snapshot) = self.engine.snapshot() else {
+            return;
+        };
+        let Some(live) = self.live() else { return };
+        let latest = live_index::commit_seq(&snapshot);
+        drop(snapshot);
+        if !matches!(latest, Ok(seq) if seq > live.applied()) {
+            return;
+        }
+        let covers = self.apply_requested.fetch_add(1, Ordering::SeqCst) + 1;
+        // A panic (a bug) must not end the follower: searches would still be right.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_committed()));
+        self.apply_done.store(covers, Ordering::SeqCst);
+    }
+
+    /// The violations of I5 (the index's vectors are exactly the live vectors of the file)
+    /// added to `report`.
+    pub(crate) fn verify_agreement(
+        &self,
+        mut report: VerifyReport,
+    ) -> Result<VerifyReport, ReadError> {
+        if let Some(live) = self.live() {
+            for problem in live.agreement(|| self.engine.snapshot())? {
+                report.violations.push(crate::verify::Violation {
+                    source: None,
+                    id: None,
+                    problem: format!("index: {problem}"),
+                });
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// How often a read-only store's follower looks for the writer's new commits.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Rebuild the graph in the background when more than this share of its points is dead.
+const REBUILD_DEAD_FRACTION: f64 = 0.2;
+
+/// New vectors moved into the graph per step of the background absorber.
+const ABSORB_CHUNK: usize = 2048;
+
+/// The persisted graph is rewritten once the graph holds this share more points than
+/// the last snapshot (see [`absorb_and_refresh`]). A trade-off: each rewrite writes the
+/// whole graph (about 2.2 KB per 384-d point), so growth `g` writes about `1 + 1/g`
+/// times the final graph in all; what a rewrite would have saved is only absorbing work
+/// after an open (a snapshot's missing vectors are scored exactly until absorbed; they
+/// never delay the first graph search).
+const PERSIST_GROWTH: f64 = 0.5;
+
+/// ... and at least this many more.
+const PERSIST_MIN_POINTS: usize = 4096;
+
+/// Searches retried on a newer snapshot when a commit was applied to the index during one,
+/// before falling back to scanning the snapshot.
+const SEARCH_ATTEMPTS: usize = 8;
+
+/// The state of the derived index, from [`Store::index_info`](crate::Store::index_info).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// The in-memory index holds the live vectors (before that, searches scan the file).
+    pub loaded: bool,
+    /// An ANN graph is ready (searches above the exact threshold use it).
+    pub graph_ready: bool,
+    /// A graph build or snapshot load is running in the background.
+    pub building: bool,
+    /// Live vectors in the index.
+    pub live_vectors: u64,
+    /// Share of the graph's settled points that are dead (removed or superseded), waiting
+    /// for a rebuild; a point being inserted counts once it settles.
+    pub dead_fraction: f64,
+    /// The last commit sequence the index has applied.
+    pub applied_commit: u64,
+    /// Points (live or dead) in the ANN graph; 0 without one.
+    pub graph_points: u64,
+    /// Live vectors scored exactly beside the graph: new ones the background absorber has
+    /// not moved in yet, and points no graph search would reach.
+    pub outside_vectors: u64,
+    /// Points of the graph snapshot this process loaded or last wrote into the file (0:
+    /// none yet). The snapshot is rewritten after a build, and once absorbing has grown
+    /// the graph by half (at least 4096 points) past it.
+    pub persisted_points: u64,
+}
+
+/// The background loader: every vector into memory and, at the same time on a second
+/// thread, the persisted graph parsed; then the graph is installed (or, without a usable
+/// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
+fn load_index(background: Background, dimension: usize, metric: Metric) {
+    let started = background.with(|ix| match (ix.engine.snapshot(), ix.engine.snapshot()) {
+        (Ok(vectors), Ok(graph)) => Some((
+            vectors,
+            graph,
+            ix.engine.scratch(),
+            ix.engine.options().index,
+        )),
+        _ => {
+            ix.loading_failed();
+            None
+        }
+    });
+    let Some(Some((vectors, graph_snapshot, scratch, params))) = started else {
+        return;
+    };
+    // The read snapshots do not keep the file open: if the store closes meanwhile, the
+    // reads fail and this thread ends.
+    let (loaded, parsed) = std::thread::scope(|scope| {
+        let graph_scratch = scratch.clone();
+        let parser = std::thread::Builder::new()
+            .name("ratchetdb-index-load".into())
+            .spawn_scoped(scope, move || {
+                let parts = live_index::read_graph_snapshot(&graph_snapshot);
+                drop(graph_snapshot);
+                match parts {
+                    Ok(parts) if !parts.is_empty() => Some(crate::index::parse_snapshot(
+                        &parts,
+                        metric,
+                        dimension,
+                        graph_scratch.as_deref(),
+                    )),
+                    _ => None,
+                }
+            });
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params, scratch);
+        drop(vectors);
+        let parsed = match parser {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Some(Err(crate::index::IndexError::Graph {
+                    detail: "snapshot parser panicked".into(),
+                }))
+            }),
+            Err(error) => Some(Err(crate::index::IndexError::Io(error))),
+        };
+        (loaded, parsed)
+    });
+    let installed = background.with(|ix| {
+        let Ok(live) = loaded else {
+            ix.loading_failed();
+            return None;
+        };
+        let live = Arc::new(live);
+        {
+            // `build_index` may have loaded and published its own meanwhile (with the graph
+            // it built): keep that one.
+            let mut state = ix.state.write();
+            if matches!(*state, IndexState::Loaded(_)) {
+                return None;
+            }
+            live.building.store(true, Ordering::SeqCst);
+            *state = IndexState::Loaded(live.clone());
+        }
+        // Commits that landed while loading. One that found no index to wake the applier
+        // for committed before the index was published, so this snapshot, taken after,
+        // covers it (catching up before publishing could miss it for good).
+        {
+            let _clear = ClearBuildingOnUnwind(&live.building);
+            if let Ok(snapshot) = ix.engine.snapshot() {
+                let _ = live.catch_up(&snapshot);
+            }
+        }
+        Some(live)
+    });
+    let Some(Some(live)) = installed else { return };
+    let _clear = ClearBuildingOnUnwind(&live.building);
+    // A persisted graph that loads is used; one that does not (damaged, torn, from another
+    // version) is ignored and rebuilt. Without one, small stores stay exact.
+    let (had_snapshot, loaded) = match parsed {
+        Some(parsed) => (
+            true,
+            parsed
+                .and_then(|graph| {
+                    let points = graph.point_count();
+                    live.index.install_snapshot(graph)?;
+                    live.persisted_points.store(points, Ordering::SeqCst);
+                    Ok(())
+                })
+                .is_ok(),
+        ),
+        None => (false, false),
+    };
+    if loaded {
+        absorb_and_refresh(&background, &live);
+    } else if had_snapshot || live.index.len_live() >= EXACT_THRESHOLD {
+        build_graph(&background, &live);
+    }
+    // Commits made while loading found it building and started nothing.
+    maintain_index(&background, &live);
+}
+
+/// After a failed graph build, the share by which the number of live vectors must move
+/// away from what it was at the failure before another build is tried. A build fails on a
+/// panic inside `hnsw_rs` (or the store closing); on the same vectors it would most likely
+/// fail again, and without this every commit would start one, each a full pass over the
+/// vectors. Searches stay exact (correct, slower) meanwhile; a reopen tries at once.
+const RETRY_BUILD_AFTER_CHANGE: f64 = 0.1;
+
+/// Whether a graph build may start now (see [`RETRY_BUILD_AFTER_CHANGE`]).
+fn build_retry_due(live: &LiveIndex) -> bool {
+    let failed_at = live.failed_build_at.load(Ordering::SeqCst);
+    if failed_at == usize::MAX {
+        return true;
+    }
+    let moved = live.index.len_live().abs_diff(failed_at) as f64;
+    moved >= (failed_at as f64 * RETRY_BUILD_AFTER_CHANGE).max(1.0)
+}
+
+/// Builds a fresh graph from the live vectors (on the background pool) and persists it;
+/// records a failure for [`build_retry_due`]. Returns whether it was built.
+fn build_graph(background: &Background, live: &LiveIndex) -> bool {
+    let vectors = live.index.len_live();
+    let built = live.index.build_graph_in_background().is_ok();
+    if built {
+        live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
+        persist_graph(background, live);
+    } else {
+        live.failed_build_at.store(vectors, Ordering::SeqCst);
+    }
+    built
+}
+
+/// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
+/// commits then start the graph work again, and [`Store::wait_for_index`] does not wait
+/// for a thread that is gone. (Normal exits manage the flag themselves.) Panics inside
+/// `hnsw_rs` do not get this far: they come back as errors, see `Graph::insert_into_hnsw`.
+struct ClearBuildingOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for ClearBuildingOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Graph work due on a live index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Maintenance {
+    /// Too many dead points (or no graph yet at a size that wants one).
+    Rebuild,
+    /// Live vectors scored exactly that have no graph point yet.
+    Absorb,
+}
+
+fn maintenance_due(live: &LiveIndex) -> Option<Maintenance> {
+    let index = &live.index;
+    let rebuild = index.dead_fraction() > REBUILD_DEAD_FRACTION
+        || (!index.graph_ready() && index.needs_rebuild(REBUILD_DEAD_FRACTION));
+    if rebuild && build_retry_due(live) {
+        Some(Maintenance::Rebuild)
+    } else if index.has_absorbable() {
+        Some(Maintenance::Absorb)
+    } else {
+        None
+    }
+}
+
+/// Does the graph work that is due until none is, then clears `live.building` (which the
+/// caller set). Work that became due meanwhile is done here too: a commit whose applier
+/// pass found `building` set started nothing, and without this its vectors would wait for
+/// the next commit to be absorbed (scored exactly meanwhile: slower, never wrong). Stops
+/// on a failed build or absorb, or when the store closes.
+fn maintain_index(background: &Background, live: &LiveIndex) {
+    let _clear = ClearBuildingOnUnwind(&live.building);
+    loop {
+        while let Some(work) = maintenance_due(live) {
+            let done = !live.index.is_closed()
+                && match work {
+                    Maintenance::Rebuild => build_graph(background, live),
+                    // Nothing moved while some was due: stop rather than spin. A failed
+                    // insertion dropped the graph: go on to the rebuild that is then due
+                    // (at `EXACT_THRESHOLD` live vectors or more; if it fails too, the
+                    // loop stops there, and `build_retry_due` spaces out the next tries).
+                    Maintenance::Absorb => match absorb_and_refresh(background, live) {
+                        Some(moved) => moved > 0,
+                        None => !live.index.graph_ready(),
+                    },
+                };
+            if !done {
+                live.building.store(false, Ordering::SeqCst);
+                return;
+            }
+        }
+        live.building.store(false, Ordering::SeqCst);
+        // A pass between the last check and the store above saw `building` set: look again.
+        if live.index.is_closed()
+            || maintenance_due(live).is_none()
+            || live.building.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+    }
+}
+
+/// Moves every vector scored outside the graph into it, then refreshes the persisted
+/// snapshot once the graph has grown by [`PERSIST_GROWTH`] of what the last snapshot
+/// holds (at least [`PERSIST_MIN_POINTS`]), so that the work an open leaves to the
+/// absorber stays a bounded share of the graph while the snapshot writes add up to a
+/// constant factor of the vectors ingested.
+///
+/// Returns how many vectors it moved into the graph, `None` if absorbing failed.
+fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize> {
+    let mut moved = 0usize;
+    let absorbed = loop {
+        match live.index.absorb_outside(ABSORB_CHUNK) {
+            Ok(0) => break Some(moved),
+            Ok(n) => moved += n,
+            Err(_) => break None,
+        }
+    };
+    // Export the graph's flat view again once enough points were added since the last.
+    live.index.refresh_view_if_due();
+    let points = live.index.graph_point_count();
+    let persisted = live.persisted_points.load(Ordering::SeqCst);
+    let due = (persisted as f64 * PERSIST_GROWTH) as usize;
+    if points >= persisted.saturating_add(due.max(PERSIST_MIN_POINTS)) {
+        persist_graph(background, live);
+    }
+    absorbed
+}
+
+/// Writes the current graph into the file, replacing the previous snapshot, in one
+/// transaction (a crash leaves the old snapshot or the new one, never a mix). A failure is
+/// not reported: the graph stays in memory, and the engine poisons itself on a storage
+/// error as for any write.
+fn persist_graph(background: &Background, live: &LiveIndex) {
+    // A read-only store keeps its graph in memory only.
+    if background.with(|ix| ix.engine.is_read_only()) != Some(false) {
+        return;
+    }
+    let points = live.index.graph_point_count();
+    let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
+        return;
+    };
+    background.with(|ix| {
+        let applied = live.applied();
+        let written = ix
+            .engine
+            .write_txn(redb::Durability::Immediate, |txn| {
+                let mut table = txn
+                    .open_table(schema::INDEX_SNAPSHOT)
+                    .map_err(WriteError::storage)?;
+                table.retain(|_, _| false).map_err(WriteError::storage)?;
+                for (part, blob) in blobs.iter().enumerate() {
+                    table
+                        .insert(part as u32, blob.as_slice())
+                        .map_err(WriteError::storage)?;
+                }
+                let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+                meta.insert(
+                    meta_key::INDEX_SNAPSHOT_SEQ,
+                    applied.to_le_bytes().as_slice(),
+                )
+                .map_err(WriteError::storage)?;
+                Ok(Finish::Commit(()))
+            })
+            .is_ok();
+        if written {
+            live.persisted_points.store(points, Ordering::SeqCst);
+        }
+    });
+}
+
+#[cfg(test)]
+mod background_panic_tests {
+    //! Regression: a panic in the background graph work (inside `hnsw_rs` while
+    //! absorbing new vectors) ended the maintenance thread with the index's `building`
+    //! flag still set, so no later commit started graph work again and
+    //! `Store::wait_for_index` waited out its whole timeout.
+
+    use super::*;
+    use crate::index::test_support::low_rank_vectors;
+    use crate::options::{Durability, Options};
+    use crate::{Chunk, Document, Op, SearchOptions, Store, Version};
+
+    const DIM: usize = 16;
+
+    /// A new store in a new temporary directory (kept alive by the first half), without
+    /// fsyncs: these tests crash nothing.
+    fn open_store(name: &str) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default().durability(Durability::None);
+        let store = Store::open(dir.path().join(name), options).expect("open");
+        (dir, store)
+    }
+
+    /// Writes one-chunk documents `{source}/v{i}` for `i` in `from..to`, with `vectors[i]`,
+    /// in batches of 1000.
+    fn write(store: &Store, source: &str, vectors: &[Vec<f32>], from: usize, to: usize) {
+        for start in (from..to).step_by(1000) {
+            let ops = (start..to.min(start + 1000))
+                .map(|i| {
+                    Op::Upsert(
+                        Document::new(source, format!("v{i}"), Version::number(1))
+                            .with_chunk(Chunk::new(format!("chunk {i}"), vectors[i].clone())),
+                    )
+                })
+                .collect();
+            for outcome in store.write_batch(ops).expect("write a batch") {
+                outcome.expect("write a document");
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_graph_insert_leaves_the_index_maintained() {
+        let (_dir, store) = open_store("panic.redb");
+        write(
+            &store,
+            "first",
+            &low_rank_vectors(5, 10_500, DIM),
+            0,
+            10_500,
+        );
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "first build"
+        );
+        let live = store.indexer().live().expect("loaded");
+        // Panics a third of the way through the batch below (inside the insert loop).
+        assert!(
+            live.index.fail_graph_inserts_after(Some(100)),
+            "a graph was built"
+        );
+        let persisted = store.index_info().persisted_points;
+        assert!(persisted > 0 && persisted <= 10_500, "{persisted}");
+
+        // Absorbing these panics inside hnsw_rs: the graph is dropped, and the same
+        // worker goes on to rebuild it (from every live vector) and persist that.
+        let more = low_rank_vectors(6, 300, DIM);
+        write(&store, "more", &more, 0, 300);
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "the index never settled after the panic: {:?}",
+            store.index_info()
+        );
+        let info = store.index_info();
+        assert!(info.graph_ready && !info.building, "{info:?}");
+        // A point for every live vector (the few no search reaches are scored exactly,
+        // as after any build; `verify` checks that membership).
+        assert_eq!(info.graph_points, 10_800, "{info:?}");
+        // Absorbing 300 points persists nothing (the snapshot is refreshed after 50 %
+        // growth); only the rebuild persists all 10,800.
+        assert_eq!(info.persisted_points, 10_800, "{info:?}");
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        for (i, v) in more.iter().enumerate() {
+            let exact = SearchOptions::default().exact(true);
+            let hits = store.search(v, 1, &exact).expect("search");
+            let top = hits.first().map(|h| (h.source.as_str(), h.id.clone()));
+            assert_eq!(top, Some(("more", format!("v{i}"))), "vector {i}");
+        }
+    }
+
+    // Regression: after a graph build failed (a panic inside hnsw_rs), every later commit
+    // started another full build, which failed the same way.
+    #[test]
+    fn a_failed_build_is_retried_only_after_the_vectors_change() {
+        let (_dir, store) = open_store("retry.redb");
+        let vectors = low_rank_vectors(7, 12_500, DIM);
+        let write_range = |from: usize, to: usize| {
+            write(&store, "s", &vectors, from, to);
+            assert!(store.wait_for_index(Duration::from_secs(120)), "settled");
+        };
+        write_range(0, 1_000);
+        let live = store.indexer().live().expect("loaded");
+        live.index.fail_builds(true);
+        for from in (1_000..10_000).step_by(1_000) {
+            write_range(from, from + 1_000);
+        }
+        assert_eq!(live.index.builds_started(), 1, "the first build, at 10,000");
+        assert!(!store.index_info().graph_ready);
+        // Small commits: the vectors barely changed, so the build is not tried again.
+        for from in (10_000..10_050).step_by(10) {
+            write_range(from, from + 10);
+        }
+        assert_eq!(live.index.builds_started(), 1);
+        // 10 % more vectors than at the failure: tried again (and fails again).
+        write_range(10_050, 11_050);
+        assert_eq!(live.index.builds_started(), 2);
+        assert!(!store.index_info().graph_ready);
+        // Searches are exact meanwhile, and right.
+        let hits = store
+            .search(&vectors[10_500], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v10500"));
+        // The cause gone, the next try after enough change builds the graph.
+        live.index.fail_builds(false);
+        write_range(11_050, 12_500);
+        assert_eq!(live.index.builds_started(), 3);
+        let info = store.index_info();
+        assert!(info.graph_ready, "{info:?}");
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+    }
+
+    // Regression: `Store::build_index` reported a failed build (a panic inside hnsw_rs)
+    // as `ReadError::Corrupted { what: "vector index" }`, telling the caller the file was
+    // damaged when nothing in it was.
+    #[test]
+    fn a_failed_build_index_is_an_index_build_error_and_changes_nothing() {
+        let (_dir, store) = open_store("build.redb");
+        // Past the exact threshold: the background builds a graph and persists it.
+        let vectors = low_rank_vectors(8, 10_500, DIM);
+        write(&store, "s", &vectors, 0, 10_500);
+        assert!(store.wait_for_index(Duration::from_secs(120)), "settled");
+        let live = store.indexer().live().expect("loaded");
+        let before = store.index_info();
+        assert!(
+            before.graph_ready && before.persisted_points > 0,
+            "{before:?}"
+        );
+        let counters = store.stats().expect("stats").counters;
+
+        live.index.fail_builds(true);
+        match store.build_index() {
+            Err(ReadError::IndexBuild { detail }) => assert!(!detail.is_empty()),
+            other => panic!("expected an IndexBuild error, got {other:?}"),
+        }
+        // The graph that served before still serves, and the persisted one is the same.
+        let after = store.index_info();
+        assert!(after.graph_ready && !after.building, "{after:?}");
+        assert_eq!(after.graph_points, before.graph_points, "{after:?}");
+        assert_eq!(after.persisted_points, before.persisted_points, "{after:?}");
+        assert_eq!(store.stats().expect("stats").counters, counters);
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        let hits = store
+            .search(&vectors[1_234], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v1234"));
+
+        // The cause gone, the same call builds and persists the graph.
+        live.index.fail_builds(false);
+        store.build_index().expect("build");
+        let info = store.index_info();
+        assert!(info.graph_ready, "{info:?}");
+        assert_eq!(info.persisted_points, 10_500, "{info:?}");
+    }
+
+    #[test]
+    fn clear_building_on_unwind_clears_only_when_its_thread_unwinds() {
+        let flag = Arc::new(AtomicBool::new(true));
+        let held = flag.clone();
+        let result = std::thread::spawn(move || {
+            let _clear = ClearBuildingOnUnwind(&held);
+            panic!("a bug in background graph work");
+        })
+        .join();
+        assert!(result.is_err());
+        assert!(
+            !flag.load(Ordering::SeqCst),
+            "cleared by the unwinding thread"
+        );
+
+        flag.store(true, Ordering::SeqCst);
+        drop(ClearBuildingOnUnwind(&flag));
+        assert!(
+            flag.load(Ordering::SeqCst),
+            "a normal exit leaves it to its owner"
+        );
+    }
+}

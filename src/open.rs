@@ -1,0 +1,693 @@
+//! Opening and recognising a store file: creating it atomically, telling a store from
+//! someone else's redb file, checking what it recorded against the options, converting an
+//! older schema (after a backup), and recording what the options add.
+//!
+//! Everything here runs before a [`Store`](crate::Store) exists; what it learns is handed to
+//! the engine as a [`Recognised`].
+
+use crate::error::{InputError, OpenError};
+use crate::options::{Metric, Options};
+use crate::prepare::check_name;
+use crate::schema::{self, meta_key, seq_key, COUNTERS, META};
+use redb::{
+    ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
+    TableHandle,
+};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The redb handle: a writer's, or a read-only one that follows another process's commits.
+pub(crate) enum Db {
+    Writable(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl Db {
+    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+
+    /// The writer's database; a read-only store has none (`None`).
+    pub(crate) fn writable(&self) -> Option<&Database> {
+        match self {
+            Db::Writable(db) => Some(db),
+            Db::ReadOnly(_) => None,
+        }
+    }
+}
+
+/// What a store file recorded, checked against the options and completed by them.
+#[derive(Debug)]
+pub(crate) struct Recognised {
+    pub(crate) metric: Metric,
+    pub(crate) dimension: Option<usize>,
+    pub(crate) model: Option<String>,
+    /// The persisted ticket high water (0: no ticket reserved yet).
+    pub(crate) high_water: u64,
+    /// The text index's analyzer writes use (`None`: no text index kept, or read-only).
+    pub(crate) text: Option<std::sync::Arc<crate::text::Analyzer>>,
+}
+
+/// Opens (creating it if allowed and missing) the file at `path` for writing; `true` with
+/// it when other processes may read the file meanwhile (redb's `SingleWriter` mode).
+pub(crate) fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool), OpenError> {
+    let exists = path.exists();
+    if !exists && !options.create_if_missing {
+        return Err(OpenError::NotFound {
+            path: path.to_path_buf(),
+        });
+    }
+    if !exists {
+        create_atomically(path, options)?;
+    }
+    let shared = options.shares_file();
+    let db = Database::builder()
+        .set_check_integrity_on_open(options.check_integrity_on_open)
+        .set_cache_size(options.cache_size)
+        .set_concurrency_mode(if shared {
+            ConcurrencyMode::SingleWriter
+        } else {
+            ConcurrencyMode::ExclusiveWriter
+        })
+        .create(path)
+        .map_err(|e| open_error(path, e))?;
+    Ok((Db::Writable(db), shared))
+}
+
+/// Opens an existing file read-only (one attempt; see `Store::open_read_only_with`).
+pub(crate) fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenError> {
+    let len = match std::fs::metadata(path) {
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(OpenError::NotFound {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(open_error(path, redb::Error::Io(e))),
+    };
+    if len == 0 {
+        return Err(OpenError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let db = Database::builder()
+        .set_cache_size(options.cache_size)
+        .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+        .open_read_only(path)
+        .map_err(|e| match e {
+            redb::DatabaseError::RepairAborted => OpenError::NeedsRecovery {
+                path: path.to_path_buf(),
+            },
+            redb::DatabaseError::DatabaseAlreadyOpen => OpenError::HeldExclusively {
+                path: path.to_path_buf(),
+            },
+            e => open_error(path, e),
+        })?;
+    Ok(Db::ReadOnly(db))
+}
+
+/// Opens a database on a caller-supplied redb storage backend.
+pub(crate) fn open_backend(
+    backend: impl redb::StorageBackend,
+    path: &Path,
+    options: &Options,
+) -> Result<Db, OpenError> {
+    let db = Database::builder()
+        .set_check_integrity_on_open(options.check_integrity_on_open)
+        .set_cache_size(options.cache_size)
+        .create_with_backend(backend)
+        .map_err(|e| open_error(path, e))?;
+    Ok(Db::Writable(db))
+}
+
+/// Recognises the store in `db`: initialises a new one, checks what the file recorded
+/// against `options`, converts an older schema (`is_file`: backing the file up first), and
+/// records what the options add (a writer only).
+pub(crate) fn recognise(
+    db: &Db,
+    path: &Path,
+    is_file: bool,
+    options: &Options,
+) -> Result<Recognised, OpenError> {
+    initialise_if_new(db, path, options)?;
+    let recorded = read_recorded(db, path, options)?;
+    if let Some(version) = recorded.convert_from {
+        let Some(writable) = db.writable() else {
+            return Err(OpenError::NeedsConversion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: schema::SCHEMA_VERSION,
+            });
+        };
+        if is_file {
+            backup_before_conversion(path, version)?;
+        }
+        convert(writable, path, version, recorded.dimension)?;
+    }
+    let Some(writable) = db.writable() else {
+        // A read-only store only checked the options against what is recorded.
+        return Ok(Recognised {
+            metric: recorded.metric,
+            dimension: recorded.dimension,
+            model: recorded.model,
+            high_water: recorded.high_water,
+            text: None,
+        });
+    };
+    record_what_options_add(writable, path, &recorded, options)?;
+    // The text index: built, rebuilt or removed in one transaction as the options say.
+    let (text, _) =
+        crate::text::prepare_on_open(writable, options.text_index, options.text.as_ref()).map_err(
+            |e| match e {
+                crate::error::WriteError::Storage(e) => open_error(path, e),
+                other => OpenError::Corrupted {
+                    path: path.to_path_buf(),
+                    what: "text index".to_string(),
+                    detail: other.to_string(),
+                },
+            },
+        )?;
+    Ok(Recognised {
+        metric: recorded.metric,
+        dimension: recorded.dimension.or(options.dimension),
+        model: recorded.model.or_else(|| options.model.clone()),
+        high_water: recorded.high_water,
+        text,
+    })
+}
+
+/// A new store (a redb file without tables) gets its tables and metadata; a redb file that
+/// holds someone else's tables is refused.
+fn initialise_if_new(db: &Db, path: &Path, options: &Options) -> Result<(), OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let txn = db.begin_read().map_err(|e| err(e.into()))?;
+    let tables: Vec<String> = txn
+        .list_tables()
+        .map_err(|e| err(e.into()))?
+        .map(|t| t.name().to_string())
+        .collect();
+    drop(txn);
+    if !tables.is_empty() {
+        if !tables.iter().any(|t| t == META.name()) {
+            return Err(OpenError::NotAStore {
+                path: path.to_path_buf(),
+                detail: format!("it holds the tables {tables:?} and no ratchetdb metadata"),
+            });
+        }
+        return Ok(());
+    }
+    match db.writable() {
+        Some(writable) => initialise(writable, options).map_err(err),
+        // Creating a store commits its tables before the file gets its name, so a store
+        // never lacks them; a read-only open does not add them.
+        None => Err(OpenError::NotAStore {
+            path: path.to_path_buf(),
+            detail: "it is a redb file without any tables (no ratchetdb store)".to_string(),
+        }),
+    }
+}
+
+/// What the file's metadata says, checked against the options.
+struct Recorded {
+    /// The schema to convert from (older than this build's), if any.
+    convert_from: Option<u32>,
+    metric: Metric,
+    dimension: Option<usize>,
+    model: Option<String>,
+    high_water: u64,
+}
+
+/// Reads the meta table (format marker, schema version, metric, dimension, model) and the
+/// ticket high water, refusing what contradicts `options`.
+fn read_recorded(db: &Db, path: &Path, options: &Options) -> Result<Recorded, OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let txn = db.begin_read().map_err(|e| err(e.into()))?;
+    let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+    // Compare without keeping the AccessGuard: a guard outliving the read transaction
+    // pins its page, and the write transaction that records the dimension or model would
+    // free that page under it (redb asserts on this in debug builds).
+    let is_store = meta
+        .get(meta_key::FORMAT)
+        .map_err(|e| err(e.into()))?
+        .is_some_and(|f| f.value() == schema::FORMAT_MAGIC);
+    if !is_store {
+        return Err(OpenError::NotAStore {
+            path: path.to_path_buf(),
+            detail: "its metadata lacks the ratchetdb format marker".to_string(),
+        });
+    }
+    let convert_from = check_schema_version(&meta, path)?;
+    let metric = recorded_metric(&meta, path, options)?;
+    let (dimension, model) = recorded_dimension_and_model(&meta, path, options)?;
+    let high_water = {
+        let counters = txn.open_table(COUNTERS).map_err(|e| err(e.into()))?;
+        counters
+            .get(seq_key::TICKET_HIGH_WATER)
+            .map_err(|e| err(e.into()))?
+            .map(|v| v.value())
+            .unwrap_or(0)
+    };
+    Ok(Recorded {
+        convert_from,
+        metric,
+        dimension,
+        model,
+        high_water,
+    })
+}
+
+fn corrupted(path: &Path, what: &str, detail: String) -> OpenError {
+    OpenError::Corrupted {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+        detail,
+    }
+}
+
+/// The schema version this build can open; `Some(version)` for an older one it converts.
+fn check_schema_version(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    path: &Path,
+) -> Result<Option<u32>, OpenError> {
+    let schema_version =
+        match meta_u64(meta, meta_key::SCHEMA_VERSION).map_err(|e| open_error(path, e))? {
+            Some(Ok(v)) => v,
+            Some(Err(len)) => {
+                return Err(corrupted(
+                    path,
+                    "schema version",
+                    format!("{len} bytes, expected 8"),
+                ))
+            }
+            None => return Err(corrupted(path, "schema version", "missing".to_string())),
+        };
+    if schema_version > u64::from(schema::SCHEMA_VERSION) {
+        return Err(OpenError::SchemaTooNew {
+            path: path.to_path_buf(),
+            found: u32::try_from(schema_version).unwrap_or(u32::MAX),
+            supported: schema::SCHEMA_VERSION,
+        });
+    }
+    if schema_version < 1 {
+        return Err(OpenError::SchemaTooOld {
+            path: path.to_path_buf(),
+            found: u32::try_from(schema_version).unwrap_or(0),
+            supported: schema::SCHEMA_VERSION,
+        });
+    }
+    Ok(u32::try_from(schema_version)
+        .ok()
+        .filter(|v| (1..schema::SCHEMA_VERSION).contains(v)))
+}
+
+fn mismatch(field: &'static str, stored: String, requested: String) -> OpenError {
+    OpenError::Mismatch {
+        field,
+        stored,
+        requested,
+    }
+}
+
+/// The recorded metric, which the options may repeat but not change.
+fn recorded_metric(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    path: &Path,
+    options: &Options,
+) -> Result<Metric, OpenError> {
+    let stored = match meta_string(meta, meta_key::METRIC).map_err(|e| open_error(path, e))? {
+        Some(name) => Metric::parse(&name)
+            .ok_or_else(|| corrupted(path, "metric", format!("unknown metric {name:?}")))?,
+        None => return Err(corrupted(path, "metric", "missing".to_string())),
+    };
+    match options.metric {
+        Some(requested) if requested != stored => Err(mismatch(
+            "metric",
+            stored.to_string(),
+            requested.to_string(),
+        )),
+        _ => Ok(stored),
+    }
+}
+
+/// The recorded dimension and model (each may be unrecorded yet), which the options may
+/// repeat but not change.
+fn recorded_dimension_and_model(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    path: &Path,
+    options: &Options,
+) -> Result<(Option<usize>, Option<String>), OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let dimension = match meta_u64(meta, meta_key::DIMENSION).map_err(err)? {
+        Some(Ok(v)) => Some(
+            usize::try_from(v)
+                .map_err(|_| corrupted(path, "dimension", format!("{v} is too large")))?,
+        ),
+        Some(Err(len)) => {
+            return Err(corrupted(
+                path,
+                "dimension",
+                format!("{len} bytes, expected 8"),
+            ))
+        }
+        None => None,
+    };
+    let model = meta_string(meta, meta_key::MODEL).map_err(err)?;
+    if let (Some(stored), Some(requested)) = (dimension, options.dimension) {
+        if stored != requested {
+            return Err(mismatch(
+                "dimension",
+                stored.to_string(),
+                requested.to_string(),
+            ));
+        }
+    }
+    if let (Some(stored), Some(requested)) = (&model, &options.model) {
+        if stored != requested {
+            return Err(mismatch("model", stored.clone(), requested.clone()));
+        }
+    }
+    Ok((dimension, model))
+}
+
+/// Records the dimension and model the options give and the file does not have yet.
+fn record_what_options_add(
+    db: &Database,
+    path: &Path,
+    recorded: &Recorded,
+    options: &Options,
+) -> Result<(), OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let dimension = options.dimension.filter(|_| recorded.dimension.is_none());
+    let model = options.model.as_ref().filter(|_| recorded.model.is_none());
+    if dimension.is_none() && model.is_none() {
+        return Ok(());
+    }
+    let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| err(e.into()))?;
+    {
+        let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+        if let Some(dimension) = dimension {
+            meta.insert(
+                meta_key::DIMENSION,
+                (dimension as u64).to_le_bytes().as_slice(),
+            )
+            .map_err(|e| err(e.into()))?;
+        }
+        if let Some(model) = model {
+            meta.insert(meta_key::MODEL, model.as_bytes())
+                .map_err(|e| err(e.into()))?;
+        }
+    }
+    txn.commit().map_err(|e| err(e.into()))
+}
+
+/// A panic inside redb while opening, contained (`contain.rs`).
+pub(crate) fn contained_at_open(path: &Path, detail: String) -> OpenError {
+    OpenError::Corrupted {
+        path: path.to_path_buf(),
+        what: crate::contain::WHAT.to_string(),
+        detail,
+    }
+}
+
+pub(crate) fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenError {
+    match error.into() {
+        redb::Error::DatabaseAlreadyOpen => OpenError::Locked {
+            path: path.to_path_buf(),
+        },
+        // redb's "Not a redb database" (no magic number): someone else's file, a truncated
+        // one, or one whose creation never finished (redb writes the magic last).
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => OpenError::NotAStore {
+            path: path.to_path_buf(),
+            detail: format!(
+                "{e}: not a redb file, a truncated one, or a new store whose creation was \
+                 interrupted (such a file never held data)"
+            ),
+        },
+        // A read past the end: the file is shorter than its own header says.
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            OpenError::Corrupted {
+                path: path.to_path_buf(),
+                what: "redb file".to_string(),
+                detail: format!("truncated: {e}"),
+            }
+        }
+        redb::Error::Corrupted(detail) => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "redb file".to_string(),
+            detail,
+        },
+        // The file holds ratchetdb's meta table (that is how it was recognised), and every
+        // store is created with all of its tables: one missing or of another type means a
+        // damaged table tree (seen with a flipped bit in a table name).
+        redb::Error::TableDoesNotExist(table)
+        | redb::Error::TableIsMultimap(table)
+        | redb::Error::TableIsNotMultimap(table) => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: format!("table {table:?}"),
+            detail: "missing, or not the table this store created".to_string(),
+        },
+        error @ redb::Error::TableTypeMismatch { .. } => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "table types".to_string(),
+            detail: error.to_string(),
+        },
+        source => OpenError::Storage {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+pub(crate) fn meta_string(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<String>, redb::Error> {
+    Ok(table
+        .get(key)?
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+}
+
+pub(crate) fn meta_u64(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<Result<u64, usize>>, redb::Error> {
+    Ok(table.get(key)?.map(|v| {
+        let bytes = v.value();
+        <[u8; 8]>::try_from(bytes)
+            .map(u64::from_le_bytes)
+            .map_err(|_| bytes.len())
+    }))
+}
+
+/// Writes a new store's tables and metadata in one durable transaction.
+fn initialise(db: &Database, options: &Options) -> Result<(), redb::Error> {
+    let mut txn = db.begin_write()?;
+    txn.set_durability(redb::Durability::Immediate)?;
+    create_tables(&txn)?;
+    {
+        let mut meta = txn.open_table(META)?;
+        let metric = options.metric.unwrap_or_default();
+        meta.insert(meta_key::FORMAT, schema::FORMAT_MAGIC)?;
+        meta.insert(
+            meta_key::SCHEMA_VERSION,
+            u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
+        )?;
+        meta.insert(meta_key::METRIC, metric.as_str().as_bytes())?;
+    }
+    // An empty text index, so the first open does not build one in a second transaction.
+    crate::text::initialise(&txn, options)?;
+    txn.commit()?;
+    Ok(())
+}
+
+/// Creates a new store file so that a crash never leaves a half-made file at `path`: the
+/// store is built under a temporary name beside it and then linked into place, which fails
+/// (and changes nothing) if another process created `path` meanwhile.
+fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
+    let io_error = |e: std::io::Error| OpenError::Storage {
+        path: path.to_path_buf(),
+        source: redb::Error::Io(e),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    let made = Database::builder()
+        .set_cache_size(options.cache_size)
+        .create(&temporary)
+        .map_err(|e| open_error(&temporary, e))
+        .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));
+    let linked = made.and_then(|()| match std::fs::hard_link(&temporary, path) {
+        Ok(()) => Ok(()),
+        // Someone else created it first: open theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // A file system without hard links: an atomic rename, unless the name is taken.
+        Err(_) if !path.exists() => std::fs::rename(&temporary, path).map_err(io_error),
+        Err(e) => Err(io_error(e)),
+    });
+    let _ = std::fs::remove_file(&temporary);
+    linked?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Make the new name durable.
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Where the original of a file converted from schema `version` is kept.
+pub(crate) fn schema_backup_path(path: &Path, version: u32) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".schema{version}-backup"));
+    PathBuf::from(name)
+}
+
+/// Copies a file of schema `version` aside before it is converted (the conversion cannot be
+/// undone, and builds of that schema cannot open the result). No write has happened since
+/// the open, so the copy is the file as the old build left it (redb syncs what it repairs on
+/// open).
+fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> {
+    let backup = schema_backup_path(path, version);
+    std::fs::copy(path, &backup)
+        .and_then(|_| std::fs::File::open(&backup)?.sync_all())
+        .map_err(|e| OpenError::Storage {
+            path: backup,
+            source: redb::Error::Io(e),
+        })?;
+    // Make the backup's name durable before the conversion commits.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Converts a file of schema `version` (1 or 2) in one durable write transaction
+/// (`migrate.rs`).
+fn convert(
+    db: &Database,
+    path: &Path,
+    version: u32,
+    dimension: Option<usize>,
+) -> Result<(), OpenError> {
+    let err = |e: redb::Error| open_error(path, e);
+    let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| err(e.into()))?;
+    let converted = match version {
+        1 => crate::schema::migrate::schema_1(&txn, dimension),
+        _ => crate::schema::migrate::schema_2_to_3(&txn, dimension),
+    };
+    match converted {
+        Ok(_) => txn.commit().map_err(|e| err(e.into())),
+        Err(crate::schema::migrate::MigrationError::Storage(e)) => Err(err(e)),
+        Err(crate::schema::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: c.what,
+            detail: c.detail,
+        }),
+        Err(crate::schema::migrate::MigrationError::TooLarge(detail)) => {
+            Err(OpenError::Unconvertible {
+                path: path.to_path_buf(),
+                detail,
+            })
+        }
+    }
+}
+
+/// Every table, so that a new store has them all and reads never meet a missing table.
+fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
+        txn: &redb::WriteTransaction,
+        def: TableDefinition<K, V>,
+    ) -> Result<(), redb::Error> {
+        txn.open_table(def)?;
+        Ok(())
+    }
+    open(txn, schema::META)?;
+    open(txn, schema::COUNTERS)?;
+    open(txn, schema::DOCS)?;
+    open(txn, schema::DOC_KEYS)?;
+    open(txn, schema::CHUNKS)?;
+    open(txn, schema::VECTORS)?;
+    open(txn, schema::CHANGELOG)?;
+    open(txn, schema::SKIP_LOG)?;
+    open(txn, schema::LISTINGS)?;
+    open(txn, schema::LISTING_MEMBERS)?;
+    open(txn, schema::INDEX_SNAPSHOT)?;
+    crate::text::create_tables(txn)?;
+    Ok(())
+}
+
+/// Runs `attempt` until it returns something other than an error `retry` accepts, or `wait`
+/// has passed (then it returns that error).
+pub(crate) fn with_lock_wait<T>(
+    wait: Duration,
+    retry: impl Fn(&OpenError) -> bool,
+    mut attempt: impl FnMut() -> Result<T, OpenError>,
+) -> Result<T, OpenError> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match attempt() {
+            Err(error) if retry(&error) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(error);
+                }
+                std::thread::sleep(pause.min(deadline - now));
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The checks of the options that need no file.
+pub(crate) fn check_options(options: &Options) -> Result<(), OpenError> {
+    if let Some(model) = &options.model {
+        check_name("model", model, &options.limits)?;
+    }
+    if let Some((field, why)) = options.index.invalid() {
+        return Err(InputError::new(field, why).into());
+    }
+    if let Some(dimension) = options.dimension {
+        if dimension == 0 || dimension > options.limits.max_dimension {
+            return Err(InputError::new(
+                "dimension",
+                format!("must be between 1 and {}", options.limits.max_dimension),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A writer's open refused by the file system's permissions or a read-only mount.
+pub(crate) fn not_writable(path: &Path, error: OpenError) -> OpenError {
+    match error {
+        OpenError::Storage {
+            source: redb::Error::Io(e),
+            ..
+        } if matches!(
+            e.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ) =>
+        {
+            OpenError::NotWritable {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,39 @@
+//! The file format, in one place: every table and key (`tables`), the row codecs (`rows`),
+//! a live revision's vectors row and the chunks-row bytes it carries (`spill`), and the
+//! conversions of schema-1 and schema-2 files (`migrate`).
+//!
+//! Rows are encoded with bincode (standard configuration, serde) except vectors, which are raw
+//! little-endian bytes behind a small header. Every decode returns a
+//! [`Corruption`](crate::error::Corruption) on bad bytes; nothing here panics on the file's
+//! contents.
+//!
+//! A document's revision is three rows whatever its chunk count: its [`DocRow`], one
+//! [`ChunksRow`] with every chunk's text in position order, and one vectors row with every
+//! chunk's vector ([`VectorsRow`]). Fewer, larger rows are what redb writes fastest (the
+//! `group_commit` bench measures the floor both ways). A vector's id is its document's
+//! internal id and a per-document slot ([`vector_id`]): a slot is never reused within a
+//! document, so an id names one vector for the life of the file, and the id alone says which
+//! row holds it.
+//!
+//! redb gives a value larger than a page a run of pages of its own, a power of two long, so
+//! a 12 KB vectors row takes 16 KiB. The encoded chunks row fills that slack (schema 3): how
+//! many of its bytes ride at the end of the vectors row, and how the two rows are split and
+//! joined, is known to `spill.rs` alone; every reader and writer goes through
+//! [`RevisionRows`] and [`join_chunks`]. A document of eight 384-d chunks and 8 KB of text
+//! then writes 24 KiB of rows instead of 32 KiB; a scan of the vectors still reads one row
+//! per document.
+
+pub(crate) mod migrate;
+mod rows;
+mod spill;
+mod tables;
+
+pub(crate) use rows::*;
+pub(crate) use spill::*;
+pub(crate) use tables::*;
+
+/// The schema version this build writes and the newest it reads.
+pub(crate) const SCHEMA_VERSION: u32 = 3;
+
+/// The marker stored under `meta["format"]`.
+pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";

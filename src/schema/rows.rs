@@ -1,0 +1,370 @@
+//! The rows stored with bincode (document, chunks, changelog, skip-log and listing rows),
+//! their codec, and vector ids.
+
+use crate::error::Corruption;
+use crate::guard::{ContentHash, SkipReason, Stored};
+use crate::version::{Version, VersionKind};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::fmt::Debug;
+
+/// The largest row a decode will believe in: a corrupt length prefix cannot make a decode
+/// allocate more than this.
+pub(crate) const MAX_ROW_BYTES: usize = 64 * 1024 * 1024;
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_ROW_BYTES>()
+}
+
+/// Encodes a row. Debug builds check that the bytes decode back to the same row.
+pub(crate) fn encode<T>(row: &T) -> Vec<u8>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    let bytes = encode_unchecked(row);
+    debug_assert_eq!(
+        decode::<T>("row being written", &bytes).as_ref().ok(),
+        Some(row),
+        "an encoded row does not decode back to itself"
+    );
+    bytes
+}
+
+/// Encodes a chunks row given by reference. Debug builds check that the bytes decode to the
+/// [`ChunksRow`] holding the same fields.
+pub(crate) fn encode_chunks(row: &ChunksRowRef<'_>) -> Vec<u8> {
+    let bytes = encode_unchecked(row);
+    debug_assert!(
+        decode::<ChunksRow>("chunks row being written", &bytes).is_ok_and(|back| {
+            back.generation == row.generation
+                && back.chunks.len() == row.chunks.len()
+                && back.chunks.iter().zip(&row.chunks).all(|(b, r)| {
+                    &b.text_hash == r.text_hash && b.text == r.text && b.meta == r.meta
+                })
+        }),
+        "an encoded chunks row does not decode back to its chunks"
+    );
+    bytes
+}
+
+fn encode_unchecked<T: Serialize>(row: &T) -> Vec<u8> {
+    // Encoding plain structs of integers, strings and byte arrays into a Vec cannot fail.
+    let bytes = bincode::serde::encode_to_vec(row, config()).unwrap_or_default();
+    debug_assert_eq!(
+        bytes.len(),
+        encoded_len(row),
+        "a row's length and its encoding"
+    );
+    bytes
+}
+
+/// The length of `row`'s encoding (counted, not written).
+pub(crate) fn encoded_len<T: Serialize>(row: &T) -> usize {
+    let mut size = bincode::enc::write::SizeWriter::default();
+    // Counting cannot fail for the same reason encoding cannot.
+    let _ = bincode::serde::encode_into_writer(row, &mut size, config());
+    size.bytes_written
+}
+
+/// Decodes a row that must fill `bytes` exactly; `what` names the row in the error. Debug
+/// builds check that the row re-encodes into no more bytes than it was read from (bincode's
+/// varints may be read from a longer form than they are written in, never a shorter one).
+pub(crate) fn decode<T>(what: &str, bytes: &[u8]) -> Result<T, Corruption>
+where
+    T: Serialize + DeserializeOwned,
+{
+    match bincode::serde::decode_from_slice::<T, _>(bytes, config()) {
+        Ok((row, used)) if used == bytes.len() => {
+            debug_assert!(
+                encoded_len(&row) <= bytes.len(),
+                "a decoded {what} re-encodes longer than it was read"
+            );
+            Ok(row)
+        }
+        Ok((_, used)) => Err(Corruption::new(
+            what,
+            format!("{} trailing bytes after the row", bytes.len() - used),
+        )),
+        Err(e) => Err(Corruption::new(what, e.to_string())),
+    }
+}
+
+/// A document's row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DocRow {
+    pub internal_id: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    /// The generation stamped on every chunk of the current revision (0 for tombstones).
+    pub generation: u64,
+    pub chunk_count: u32,
+    pub content_hash: ContentHash,
+    pub deleted: bool,
+    /// Canonical JSON of the document metadata.
+    pub meta: String,
+    /// The next vector slot of this document: slots are never reused, so a vector id is
+    /// never reused (kept across tombstones; see [`vector_id`]).
+    pub next_slot: u32,
+}
+
+impl DocRow {
+    pub(crate) fn version(&self) -> Result<Version, Corruption> {
+        let kind = VersionKind::from_byte(self.version_kind).ok_or_else(|| {
+            Corruption::new(
+                "document row",
+                format!("unknown version kind {}", self.version_kind),
+            )
+        })?;
+        Ok(Version {
+            kind,
+            value: self.version,
+        })
+    }
+
+    pub(crate) fn stored(&self) -> Result<Stored, Corruption> {
+        Ok(Stored {
+            version: self.version()?,
+            deleted: self.deleted,
+            content_hash: self.content_hash,
+        })
+    }
+}
+
+/// Bits of a vector id that hold the slot within its document.
+pub(crate) const SLOT_BITS: u32 = 24;
+/// Slots per document: a document whose revisions have used them all is given a new
+/// internal id (and so a fresh slot space) by its next revision.
+pub(crate) const SLOTS_PER_DOC: u64 = 1 << SLOT_BITS;
+/// The largest internal document id a vector id can carry.
+pub(crate) const MAX_INTERNAL_ID: u64 = (u64::MAX >> SLOT_BITS) - 1;
+
+/// The vector id of `slot` of internal document `doc` (`doc <= MAX_INTERNAL_ID`).
+pub(crate) fn vector_id(doc: u64, slot: u32) -> u64 {
+    (doc << SLOT_BITS) | (u64::from(slot) & (SLOTS_PER_DOC - 1))
+}
+
+/// The internal document id and slot a vector id names.
+pub(crate) fn split_vector_id(id: u64) -> (u64, u32) {
+    // The mask keeps the value below 2^24, so the cast cannot truncate.
+    (id >> SLOT_BITS, (id & (SLOTS_PER_DOC - 1)) as u32)
+}
+
+/// The chunks of a document's live revision, in position order, under one generation stamp.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChunksRow {
+    /// The generation stamped on the revision's chunks; equals the document row's.
+    pub generation: u64,
+    pub chunks: Vec<ChunkEntry>,
+}
+
+/// One chunk in a [`ChunksRow`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChunkEntry {
+    pub text_hash: ContentHash,
+    pub text: String,
+    /// Canonical JSON of the chunk metadata.
+    pub meta: String,
+}
+
+/// [`ChunksRow`] by reference, for encoding without copying the texts: the same fields in
+/// the same order, so the bytes are identical (a unit test holds the two together).
+#[derive(Serialize)]
+pub(crate) struct ChunksRowRef<'a> {
+    pub generation: u64,
+    pub chunks: Vec<ChunkEntryRef<'a>>,
+}
+
+/// [`ChunkEntry`] by reference.
+#[derive(Serialize)]
+pub(crate) struct ChunkEntryRef<'a> {
+    pub text_hash: &'a ContentHash,
+    pub text: &'a str,
+    pub meta: &'a str,
+}
+
+/// What one commit did to the set of vectors, for replaying into the derived index.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChangelogRow {
+    pub added: Vec<u64>,
+    pub removed: Vec<u64>,
+}
+
+/// One refused write, kept in the bounded skip log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SkipRow {
+    pub source: String,
+    pub id: String,
+    pub reason: u8,
+    pub stored_kind: u8,
+    pub stored_value: u64,
+    pub incoming_kind: u8,
+    pub incoming_value: u64,
+}
+
+impl SkipRow {
+    pub(crate) fn reason(&self) -> Result<SkipReason, Corruption> {
+        SkipReason::from_byte(self.reason).ok_or_else(|| {
+            Corruption::new("skip log row", format!("unknown reason {}", self.reason))
+        })
+    }
+
+    pub(crate) fn versions(&self) -> Result<(Version, Version), Corruption> {
+        let kind = |b: u8| {
+            VersionKind::from_byte(b)
+                .ok_or_else(|| Corruption::new("skip log row", format!("unknown version kind {b}")))
+        };
+        Ok((
+            Version {
+                kind: kind(self.stored_kind)?,
+                value: self.stored_value,
+            },
+            Version {
+                kind: kind(self.incoming_kind)?,
+                value: self.incoming_value,
+            },
+        ))
+    }
+}
+
+/// A recorded listing of one source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ListingRow {
+    pub version_kind: u8,
+    pub present_count: u64,
+    /// blake3 over the sorted present ids, to tell a redelivery from a conflicting listing.
+    pub members_hash: ContentHash,
+}
+
+/// Stored metadata (a document's or a chunk's canonical JSON), decoded. Every reader of
+/// metadata (reads, search, the filter index) goes through this, so metadata that does not
+/// decode is a corruption everywhere.
+pub(crate) fn decode_meta(json: &str) -> Result<serde_json::Value, Corruption> {
+    serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
+}
+
+/// Canonical JSON: object keys sorted at every depth, whatever map type serde_json was built
+/// with (so the content hash does not depend on a cargo feature of a dependency).
+pub(crate) fn canonical_json(value: &serde_json::Value) -> String {
+    fn write(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                    out.push(':');
+                    if let Some(v) = map.get(key) {
+                        write(v, out);
+                    }
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_trip() {
+        let doc = DocRow {
+            internal_id: 7,
+            version_kind: 1,
+            version: 1_700_000_000_000_000,
+            generation: 42,
+            chunk_count: 3,
+            content_hash: [9; 32],
+            deleted: false,
+            meta: "{\"a\":1}".into(),
+            next_slot: 11,
+        };
+        let bytes = encode(&doc);
+        assert_eq!(decode::<DocRow>("doc", &bytes).ok(), Some(doc));
+    }
+
+    #[test]
+    fn vector_ids_carry_document_and_slot() {
+        for (doc, slot) in [
+            (0, 0),
+            (1, 0),
+            (7, 5),
+            (MAX_INTERNAL_ID, (SLOTS_PER_DOC - 1) as u32),
+        ] {
+            assert_eq!(split_vector_id(vector_id(doc, slot)), (doc, slot));
+        }
+        assert_ne!(vector_id(1, 0), vector_id(0, 1));
+    }
+
+    #[test]
+    fn chunks_row_ref_encodes_like_chunks_row() {
+        let row = ChunksRow {
+            generation: 9,
+            chunks: vec![ChunkEntry {
+                text_hash: [3; 32],
+                text: "héllo".into(),
+                meta: "{}".into(),
+            }],
+        };
+        let by_ref = ChunksRowRef {
+            generation: row.generation,
+            chunks: row
+                .chunks
+                .iter()
+                .map(|c| ChunkEntryRef {
+                    text_hash: &c.text_hash,
+                    text: &c.text,
+                    meta: &c.meta,
+                })
+                .collect(),
+        };
+        assert_eq!(encode(&row), encode_chunks(&by_ref));
+    }
+
+    #[test]
+    fn bad_bytes_are_corruption_not_panics() {
+        for len in 0..40 {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let _ = decode::<DocRow>("doc", &bytes);
+            let _ = decode::<ChunksRow>("chunks", &bytes);
+        }
+        assert!(decode::<DocRow>("doc", &[]).is_err());
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys() {
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"b":[1,{"z":1,"a":2}],"a":"x\"y"}"#).unwrap_or_default();
+        assert_eq!(
+            canonical_json(&value),
+            r#"{"a":"x\"y","b":[1,{"a":2,"z":1}]}"#
+        );
+    }
+}
+
+/// A row of [`TEXT_CHUNKS`](super::TEXT_CHUNKS).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TextRow {
+    /// The chunk's length in terms.
+    pub len: u32,
+    /// Each distinct term and its count, sorted by term.
+    pub terms: Vec<(String, u32)>,
+}

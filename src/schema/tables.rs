@@ -1,0 +1,78 @@
+//! Every table of the file, its key and value types, and the names in the `meta` and
+//! `counters` tables.
+
+use redb::TableDefinition;
+
+/// name -> bytes: format marker, schema version, dimension, metric, model.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// name -> u64: the sequences (internal doc id, generation, vector id, ticket high water,
+/// commit sequence) and the persisted counters.
+pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// (source, doc id) -> [`DocRow`](super::DocRow).
+pub(crate) const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
+/// internal doc id -> (source, doc id): resolves a chunk or vector back to its document.
+pub(crate) const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
+/// internal doc id -> the live revision's encoded [`ChunksRow`](super::ChunksRow) but for the bytes its
+/// vectors row carries (`spill.rs`: [`RevisionRows`](super::RevisionRows),
+/// [`join_chunks`](super::join_chunks)).
+pub(crate) const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
+/// internal doc id -> [`VectorsRow`](super::VectorsRow) bytes: the live revision's vectors, in position order,
+/// then the last bytes of its encoded chunks row.
+pub(crate) const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
+/// commit sequence -> [`ChangelogRow`](super::ChangelogRow): vector ids added and removed by that commit.
+pub(crate) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
+/// skip sequence -> [`SkipRow`](super::SkipRow): the most recent refusals, bounded.
+pub(crate) const SKIP_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("skip_log");
+/// (source, listing version value) -> [`ListingRow`](super::ListingRow).
+pub(crate) const LISTINGS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("listings");
+/// (source, listing version value, doc id) -> (): the ids a listing says exist.
+pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
+    TableDefinition::new("listing_members");
+
+/// part number -> bytes: the persisted ANN graph (see `index::snapshot`), written whole in
+/// one transaction and checksummed, so it is either complete or ignored.
+pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
+    TableDefinition::new("index_snapshot");
+
+/// vector id of a live chunk -> `TextRow`: the chunk's terms with their counts, and its
+/// length: the full-text index, chunk by chunk (`text/`). A chunk is named by its vector id,
+/// which never changes while its text stays, and a document's chunks are neighbours, so
+/// indexing or removing a revision touches a leaf or two, not one per distinct term.
+/// Searches invert these rows in memory (`text/memory.rs`).
+pub(crate) const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
+/// name -> u64: the text index's totals ([`text_key`]).
+pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+
+/// Names in the `text_totals` table.
+pub(crate) mod text_key {
+    /// Live chunks indexed.
+    pub(crate) const CHUNKS: &str = "chunks";
+    /// The sum of their lengths in terms.
+    pub(crate) const TERMS: &str = "terms";
+    /// The commit sequence (`seq.commit`) the text index was last brought up to: a build
+    /// that maintains the index writes it in every transaction that changes chunks, so a
+    /// file another build wrote since shows a different commit and is re-indexed on open.
+    pub(crate) const COMMIT: &str = "commit";
+}
+
+/// Names in the `meta` table.
+pub(crate) mod meta_key {
+    pub(crate) const FORMAT: &str = "format";
+    pub(crate) const SCHEMA_VERSION: &str = "schema_version";
+    pub(crate) const DIMENSION: &str = "dimension";
+    pub(crate) const METRIC: &str = "metric";
+    pub(crate) const MODEL: &str = "model";
+    /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
+    pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
+    /// JSON of the `TextOptions` the text index was built with; absent: no text index.
+    pub(crate) const TEXT_ANALYZER: &str = "text_analyzer";
+}
+
+/// Names of the sequences in the `counters` table.
+pub(crate) mod seq_key {
+    pub(crate) const NEXT_DOC: &str = "seq.next_doc";
+    pub(crate) const NEXT_GENERATION: &str = "seq.next_generation";
+    pub(crate) const NEXT_SKIP: &str = "seq.next_skip";
+    pub(crate) const COMMIT: &str = "seq.commit";
+    pub(crate) const TICKET_HIGH_WATER: &str = "seq.ticket_high_water";
+}
