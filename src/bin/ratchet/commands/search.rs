@@ -211,23 +211,7 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     } else {
         vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
     }
-    let results = match mode {
-        Mode::Vector => store.search_many(&vectors, args.k, &options)?,
-        Mode::Text | Mode::Hybrid => {
-            let mut results = Vec::with_capacity(queries.len());
-            for (query, vector) in queries.iter().zip(&vectors) {
-                results.push(match (mode, &query.text) {
-                    (Mode::Text, Some(text)) => store.search_text(text, args.k, &options)?,
-                    (Mode::Hybrid, Some(text)) => {
-                        store.search_hybrid(text, vector, args.k, &options)?
-                    }
-                    // A vector query: there are no words to match.
-                    _ => store.search(vector, args.k, &options)?,
-                });
-            }
-            results
-        }
-    };
+    let results = run_searches(&store, mode, &queries, &vectors, args.k, &options)?;
     let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
@@ -290,6 +274,30 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     }
     out.finish()?;
     Ok(exit::ok())
+}
+
+/// Every query's hits in `mode` (a vector query is a vector search in any mode).
+fn run_searches(
+    store: &Store,
+    mode: Mode,
+    queries: &[Query],
+    vectors: &[Vec<f32>],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Vec<Hit>>, Failure> {
+    if mode == Mode::Vector {
+        return Ok(store.search_many(vectors, k, options)?);
+    }
+    let mut results = Vec::with_capacity(queries.len());
+    for (query, vector) in queries.iter().zip(vectors) {
+        results.push(match (mode, &query.text) {
+            (Mode::Text, Some(text)) => store.search_text(text, k, options)?,
+            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options)?,
+            // A vector query: there are no words to match.
+            _ => store.search(vector, k, options)?,
+        });
+    }
+    Ok(results)
 }
 
 fn mode_name(mode: Mode) -> &'static str {
