@@ -24,9 +24,10 @@ use parking_lot::RwLock;
 use rayon::prelude::*;
 
 use super::distance::KernelDistance;
-use super::exact::{Candidate, ExactStore, IdFilter, TopK};
-use super::snapshot::panic_message;
-use super::view::{GraphView, Slots};
+use super::exact::{Candidate, ExactStore, IdFilter};
+use super::membership::Membership;
+use super::panic_message;
+use super::view::{GraphView, Slots, MAX_LAYER};
 use super::{IndexError, Metric};
 use std::sync::Arc;
 
@@ -47,11 +48,6 @@ impl Default for GraphParams {
         }
     }
 }
-/// Number of layers. `hnsw_rs`'s dump refuses any other value than its NB_LAYER_MAX (16).
-pub(crate) const MAX_LAYER: usize = 16;
-/// A graph search may ask for at most this many times `max(k, ef)` hits before the
-/// exact scan answers instead (see [`Graph::search`]).
-pub(crate) const MAX_OVERFETCH: usize = 16;
 /// Below this many points an insert batch runs on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
 
@@ -72,145 +68,6 @@ self_cell::self_cell!(
         dependent: HnswGraph,
     }
 );
-
-/// Which graph points are live, and which live ids are scored outside the graph.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Membership {
-    /// Every id with a point in the graph -> whether that point is live.
-    points: HashMap<u64, bool>,
-    /// Number of `false` entries in `points`.
-    dead: usize,
-    /// Live ids whose current vector is not in the graph (an outdated point for the same
-    /// id is, marked dead). Scored exactly at query time.
-    outside: HashSet<u64>,
-    /// Entries of `points` (dead until settled) whose `hnsw_rs` insertion is in flight.
-    pending: usize,
-    /// Points added since the graph's flat view was exported: scored exactly (when live)
-    /// while the view answers.
-    unviewed: HashSet<u64>,
-}
-
-impl Membership {
-    #[inline]
-    fn is_live(&self, id: u64) -> bool {
-        self.points.get(&id) == Some(&true)
-    }
-
-    fn mark_dead(&mut self, id: u64) {
-        if let Some(live) = self.points.get_mut(&id) {
-            if *live {
-                *live = false;
-                self.dead += 1;
-            }
-        }
-    }
-
-    /// The membership of a freshly loaded graph (see `snapshot`): every point of `all` is
-    /// live except those in `dead`; `outside` ids are scored exactly.
-    pub(crate) fn loaded(all: &[u64], dead: &[u64], outside: Vec<u64>) -> Membership {
-        let mut membership = Membership {
-            points: all.iter().map(|&id| (id, true)).collect(),
-            outside: outside.into_iter().collect(),
-            ..Membership::default()
-        };
-        for &id in dead {
-            membership.mark_dead(id);
-        }
-        membership
-    }
-
-    /// `id` is no longer live: see [`Graph::mark_removed`].
-    pub(crate) fn remove(&mut self, id: u64) {
-        self.mark_dead(id);
-        self.outside.remove(&id);
-    }
-
-    /// `id` has a vector the graph does not hold: see [`Graph::mark_outside`].
-    pub(crate) fn set_outside(&mut self, id: u64) {
-        self.mark_dead(id);
-        self.outside.insert(id);
-    }
-
-    /// Live points of `ids` are scored outside instead: see [`Graph::score_outside`].
-    pub(crate) fn score_outside(&mut self, ids: &[u64]) {
-        for &id in ids {
-            if self.is_live(id) {
-                self.mark_dead(id);
-                self.outside.insert(id);
-            }
-        }
-    }
-
-    /// Top `k` live ids passing `filter`: graph candidates from `raw(fetch)` (the `fetch`
-    /// nearest points, live or dead, nearest first), over-fetched until `k` live ones
-    /// are found, merged with the outside ids scored exactly. Falls back to the exact
-    /// scan when too few points are live for the graph to be worth asking.
-    /// `score_unviewed`: `raw` is a flat view, so points added since it was exported are
-    /// scored exactly too.
-    #[allow(clippy::too_many_arguments)] // one query's parameters; shared by two callers
-    pub(crate) fn search(
-        &self,
-        exact: &ExactStore,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: IdFilter<'_>,
-        raw: impl Fn(usize) -> Vec<(u64, f32)>,
-        score_unviewed: bool,
-    ) -> Vec<Candidate> {
-        if k == 0 {
-            return Vec::new();
-        }
-        let points = self.points.len();
-        let keep = |id: u64| self.is_live(id) && filter.is_none_or(|f| f(id));
-        let want = ef.max(k);
-        let budget = want.saturating_mul(MAX_OVERFETCH);
-        let live_points = points - self.dead;
-        let mut fetch = if self.dead == 0 {
-            want
-        } else if live_points == 0 {
-            usize::MAX
-        } else {
-            want.saturating_mul(points).div_ceil(live_points)
-        };
-        let mut top;
-        loop {
-            fetch = fetch.min(points.max(1));
-            if fetch > budget {
-                return exact.search(query, k, filter);
-            }
-            let hits = raw(fetch);
-            top = TopK::new(k);
-            let mut kept = 0usize;
-            for &(id, distance) in &hits {
-                if keep(id) {
-                    kept += 1;
-                    top.push(Candidate { distance, id });
-                }
-            }
-            let exhausted = hits.len() < fetch || fetch >= points;
-            if kept >= k || exhausted {
-                break;
-            }
-            // Grow the request by the pass rate seen in this sample (at least double).
-            let pass_rate = kept.max(1) as f64 / hits.len().max(1) as f64;
-            let next = (want as f64 / pass_rate * 1.25).ceil() as usize;
-            fetch = next.max(fetch.saturating_mul(2));
-        }
-        let unviewed = self
-            .unviewed
-            .iter()
-            .copied()
-            .filter(|&id| score_unviewed && self.is_live(id));
-        let outside = self.outside.iter().copied().chain(unviewed);
-        for candidate in exact.distances_to(query, outside) {
-            if filter.is_none_or(|f| f(candidate.id)) {
-                top.push(candidate);
-            }
-        }
-        top.into_sorted()
-    }
-}
 
 /// An HNSW graph over some of the vectors of an [`ExactStore`], plus its membership.
 pub(crate) struct Graph {
@@ -630,15 +487,16 @@ impl Graph {
     /// `outside` ids. `exact` must be the index's store, read-locked by the caller for
     /// the whole call, so that the live set cannot change under the search.
     ///
-    /// Dead points and the caller's filter are applied to the graph's hits afterwards,
-    /// not through `hnsw_rs`'s `search_filter`: that one never stops early once a filter
-    /// is given (it drains its candidate heap), which measured 2x slower with a filter
-    /// that passes everything, and 200x slower than the exact scan with a filter passing
-    /// 1% (it walks the whole graph). Instead the graph is asked for
-    /// `max(k, ef) / live fraction` hits; if fewer than `k` survive the filters, the
-    /// request grows by the observed pass rate, and once it would exceed
-    /// [`MAX_OVERFETCH`] x `max(k, ef)` the exact scan answers instead (a filter that
-    /// selective leaves the scan few distances to compute).
+    /// Searches the flat view when there is one ([`Membership::search_view`]: dead points
+    /// and the filter applied inside the traversal). Without a view, `hnsw_rs` answers and
+    /// dead points and the caller's filter are applied to its hits afterwards, not through
+    /// `hnsw_rs`'s `search_filter`: that one never stops early once a filter is given (it
+    /// drains its candidate heap), which measured 2x slower with a filter that passes
+    /// everything, and 200x slower than the exact scan with a filter passing 1% (it walks
+    /// the whole graph). Instead the graph is asked for `max(k, ef) / live fraction` hits;
+    /// if fewer than `k` survive the filters, the request grows by the observed pass rate,
+    /// and once it would exceed `MAX_OVERFETCH` x `max(k, ef)` the exact scan answers
+    /// instead (a filter that selective leaves the scan few distances to compute).
     pub(crate) fn search(
         &self,
         exact: &ExactStore,
@@ -650,15 +508,7 @@ impl Graph {
         let membership = self.membership.read();
         // Points added since the view was exported are not in it: scored exactly.
         match self.view.read().clone() {
-            Some(view) => membership.search(
-                exact,
-                query,
-                k,
-                ef,
-                filter,
-                |fetch| view.search(query, fetch, fetch),
-                true,
-            ),
+            Some(view) => membership.search_view(exact, &view, query, k, ef, filter, true),
             None => membership.search(
                 exact,
                 query,

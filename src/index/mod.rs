@@ -4,13 +4,17 @@
 //! can always rebuild it from the `vectors` table (insert every live vector, then
 //! [`VectorIndex::build_graph`]).
 //!
-//! Layout:
-//! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
-//! - [`hnsw`]: an `hnsw_rs` graph over (a superset of) the live vectors; deletion by
-//!   filtering dead points at query time.
-//! - [`snapshot`]: a graph to/from checksummed byte blobs.
+//! Layout (each module uses only those listed before it, and this one's shared types):
 //! - [`distance`]: the distance kernels both paths share.
+//! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
+//! - [`view`]: a graph's links and vectors in flat arrays, and the HNSW search over them
+//!   (with a filter applied inside the traversal).
+//! - [`membership`]: which graph points are live, which ids are scored outside the graph,
+//!   and the search merging the two; the early view serving while a graph loads.
+//! - [`hnsw`]: an `hnsw_rs` graph over (a superset of) the live vectors; deletion by
+//!   marking points dead.
+//! - [`persisted`]: a graph to/from checksummed byte blobs (the `index_snapshot` table).
 //!
 //! Invariant: a search returns only live ids, scored against their current vector. A
 //! graph point is marked live only while the exact store holds the same vector for its
@@ -23,7 +27,8 @@
 pub(crate) mod distance;
 mod exact;
 mod hnsw;
-mod snapshot;
+mod membership;
+mod persisted;
 mod view;
 mod workers;
 
@@ -36,8 +41,8 @@ use parking_lot::{Mutex, RwLock};
 use exact::{Candidate, ExactStore};
 pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
-pub(crate) use snapshot::ParsedSnapshot;
-use view::EarlyGraph;
+use membership::EarlyGraph;
+pub(crate) use persisted::ParsedSnapshot;
 pub(crate) use workers::Workers;
 
 /// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
@@ -49,7 +54,7 @@ pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
     dim: usize,
     scratch: Option<&std::path::Path>,
 ) -> Result<ParsedSnapshot, IndexError> {
-    snapshot::from_blobs(blobs, metric, dim, scratch)
+    persisted::from_blobs(blobs, metric, dim, scratch)
 }
 
 /// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
@@ -143,6 +148,15 @@ pub(crate) enum IndexError {
     /// A scratch file of a snapshot could not be written or read.
     #[error("index snapshot scratch I/O: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The message a caught panic carried, if it was a string.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 #[cfg(test)]
@@ -609,7 +623,7 @@ impl VectorIndex {
         self.catch_up_and_install(graph, journal, None, workers)
     }
 
-    /// Serialises the current graph into blobs (see [`snapshot`]); `None` without a
+    /// Serialises the current graph into blobs (see [`persisted`]); `None` without a
     /// graph. Holds the build lock while `hnsw_rs` dumps (the dump must be one state),
     /// so run it off the write path.
     pub(crate) fn snapshot_blobs(&self) -> Result<Option<Vec<Vec<u8>>>, IndexError> {
@@ -619,7 +633,7 @@ impl VectorIndex {
         let Some(graph) = self.graph.read().clone() else {
             return Ok(None);
         };
-        snapshot::to_blobs(&graph, self.scratch_dir.as_deref()).map(Some)
+        persisted::to_blobs(&graph, self.scratch_dir.as_deref()).map(Some)
     }
 
     #[cfg(test)]

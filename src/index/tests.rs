@@ -284,7 +284,7 @@ fn snapshot_round_trip_gives_identical_results() {
             index.remove(id);
         }
         let blobs = index.snapshot_blobs().unwrap().unwrap();
-        assert!(blobs.len() >= 2 && blobs[0].len() == snapshot::HEADER_LEN);
+        assert!(blobs.len() >= 2 && blobs[0].len() == persisted::HEADER_LEN);
 
         let reopened = filled(metric, &vectors);
         for id in 0..100 {
@@ -668,8 +668,8 @@ fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_ag
 
 #[test]
 fn slots_number_points_layer_by_layer_in_rank_order() {
-    use super::hnsw::MAX_LAYER;
     use super::view::Slots;
+    use super::view::MAX_LAYER;
     let slots = Slots::new(|layer| [3, 2].get(layer).copied().unwrap_or(0));
     assert_eq!(slots.len(), 5);
     let numbered: Vec<Option<u32>> = [(0, 0), (0, 2), (1, 0), (1, 1)]
@@ -838,4 +838,48 @@ fn graph_params_set_the_links_per_point_of_new_graphs() {
         .count();
     assert!(found as f64 >= 0.95 * N as f64, "{found} of {N}");
     assert_consistent(&narrow);
+}
+
+#[test]
+fn the_view_applies_a_filter_inside_its_traversal() {
+    // Ids passing 1 in 50, spread independently of the vectors: a post-filter of a width-10
+    // search would keep about none of them; the in-traversal filter widens until it holds
+    // 10 admitted points, nearly all of them the true filtered top 10.
+    let vectors = low_rank_vectors(61, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let graph = index.graph.read().clone().unwrap();
+    let view = graph.view().unwrap();
+    let admit = |id: u64| id.wrapping_mul(0x9E37_79B9_7F4A_7C15).is_multiple_of(50);
+    let queries = low_rank_vectors(6_100, 100, DIM);
+    let mut found = 0;
+    for q in &queries {
+        let filter: &(dyn Fn(u64) -> bool + Sync) = &admit;
+        let truth: HashSet<u64> = ids(&index
+            .search(q, 10, SearchMode::Exact, Some(filter))
+            .unwrap())
+        .into_iter()
+        .collect();
+        let (hits, ending) = view.search_admitting(q, 10, 10, usize::MAX, admit);
+        assert_eq!(ending, view::Ending::Converged, "10 admitted points found");
+        assert_eq!(hits.len(), 10);
+        assert!(
+            hits.iter().all(|&(id, _)| admit(id)),
+            "a hit the filter refuses"
+        );
+        assert!(
+            hits.windows(2).all(|w| w[0].1 <= w[1].1),
+            "hits nearest first"
+        );
+        found += hits.iter().filter(|h| truth.contains(&h.0)).count();
+    }
+    let recall = found as f64 / (10 * queries.len()) as f64;
+    assert!(recall >= 0.95, "filtered recall@10 = {recall}");
+    // A filter nothing passes drains the traversal and returns nothing; a budget stops it
+    // early, and says so.
+    let (none, ending) = view.search_admitting(&queries[0], 10, 10, usize::MAX, |_| false);
+    assert!(none.is_empty());
+    assert_eq!(ending, view::Ending::Drained);
+    let (_, ending) = view.search_admitting(&queries[0], 10, 10, 100, |_| false);
+    assert_eq!(ending, view::Ending::OverBudget);
 }

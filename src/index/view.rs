@@ -14,14 +14,13 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::sync::Arc;
-
-use parking_lot::RwLock;
 
 use super::distance::distance;
-use super::exact::{Candidate, ExactStore, IdFilter};
-use super::hnsw::{Membership, MAX_LAYER};
 use super::Metric;
+
+/// Number of layers a graph may have. `hnsw_rs`'s dump refuses any other value than its
+/// NB_LAYER_MAX (16); the flat layout keeps a link row per (point, layer).
+pub(crate) const MAX_LAYER: usize = 16;
 
 /// Slot numbering of a graph's points, as both `hnsw_rs`'s point iterator and its dump
 /// lay them out: layer 0's points first, each layer in rank order, so a point's slot is
@@ -121,6 +120,18 @@ impl Ord for Near {
     }
 }
 
+/// How a [`GraphView::search_admitting`] traversal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// HNSW's stop: `ef` admitted points, all nearer than every candidate left.
+    Converged,
+    /// No candidate left: every point reachable from the entry was expanded, so the
+    /// admitted points found are all the reachable ones (possibly fewer than `ef`).
+    Drained,
+    /// The distance budget ran out first: the results are incomplete.
+    OverBudget,
+}
+
 impl GraphView {
     /// Assembles a view; `None` if the arrays do not fit together (the caller checked the
     /// dump they come from, so this is a second line of defence, not the first).
@@ -176,6 +187,30 @@ impl GraphView {
     /// The `knbn` nearest points (id, distance) found by a search of width `ef`,
     /// nearest first.
     pub(crate) fn search(&self, query: &[f32], knbn: usize, ef: usize) -> Vec<(u64, f32)> {
+        self.search_admitting(query, knbn, ef, usize::MAX, |_| true)
+            .0
+    }
+
+    /// The `knbn` nearest points (id, distance) whose id `admit` accepts, found by a
+    /// search of width `ef` that applies `admit` inside the traversal (as hnswlib's
+    /// filtered search does): every point reached routes the beam, but only admitted ones
+    /// enter the result set, and the search stops only once `ef` admitted points are
+    /// nearer than everything left to expand. So the fewer points `admit` passes, the
+    /// further the traversal widens, and a filter passing 1 point in 100 costs about 100
+    /// times the reached points instead of a post-filter's collapse in recall.
+    ///
+    /// The second value says how the traversal ended ([`Ending`]): it may run out of
+    /// points to expand before holding `ef` admitted ones, or compute more than
+    /// `max_distances` distances in layer 0 (a filter so selective that the traversal
+    /// would walk much of the graph: the exact scan is then cheaper and exact).
+    pub(crate) fn search_admitting(
+        &self,
+        query: &[f32],
+        knbn: usize,
+        ef: usize,
+        max_distances: usize,
+        admit: impl Fn(u64) -> bool,
+    ) -> (Vec<(u64, f32)>, Ending) {
         let dist = |slot: u32| distance(self.metric, query, self.vector(slot));
         let mut current = Near(dist(self.entry), self.entry);
         for layer in (1..=self.top).rev() {
@@ -194,65 +229,52 @@ impl GraphView {
             }
         }
         let ef = ef.max(knbn).max(1);
-        let found = VISITED.with(|cell| {
+        let admitted = |slot: u32| admit(self.ids[slot as usize]);
+        let (found, ending) = VISITED.with(|cell| {
             let mut visited = cell.borrow_mut();
             let mark = visited.start(self.ids.len());
             visited.marks[current.1 as usize] = mark;
             let mut frontier = BinaryHeap::from([Reverse(current)]);
-            let mut best = BinaryHeap::from([current]);
+            let mut best = BinaryHeap::with_capacity(ef + 1);
+            if admitted(current.1) {
+                best.push(current);
+            }
+            let mut ending = Ending::Drained;
+            let mut distances = 0usize;
             while let Some(Reverse(nearest)) = frontier.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
+                    ending = Ending::Converged;
+                    break;
+                }
+                if distances > max_distances {
+                    ending = Ending::OverBudget;
                     break;
                 }
                 for &next in self.links(nearest.1, 0) {
                     if std::mem::replace(&mut visited.marks[next as usize], mark) == mark {
                         continue;
                     }
+                    distances += 1;
                     let candidate = Near(dist(next), next);
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
                         frontier.push(Reverse(candidate));
-                        best.push(candidate);
-                        if best.len() > ef {
-                            best.pop();
+                        if admitted(next) {
+                            best.push(candidate);
+                            if best.len() > ef {
+                                best.pop();
+                            }
                         }
                     }
                 }
             }
-            best.into_sorted_vec()
+            (best.into_sorted_vec(), ending)
         });
         let mut found = found;
         found.truncate(knbn);
-        found
+        let found = found
             .into_iter()
             .map(|Near(d, slot)| (self.ids[slot as usize], d))
-            .collect()
-    }
-}
-
-/// A view serving searches with its own membership while the real graph loads.
-pub(crate) struct EarlyGraph {
-    pub(crate) view: Arc<GraphView>,
-    pub(crate) membership: RwLock<Membership>,
-}
-
-impl EarlyGraph {
-    /// As `Graph::search`, over the view.
-    pub(crate) fn search(
-        &self,
-        exact: &ExactStore,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: IdFilter<'_>,
-    ) -> Vec<Candidate> {
-        self.membership.read().search(
-            exact,
-            query,
-            k,
-            ef,
-            filter,
-            |fetch| self.view.search(query, fetch, fetch),
-            false,
-        )
+            .collect();
+        (found, ending)
     }
 }

@@ -29,7 +29,7 @@ pub(crate) const LISTINGS: TableDefinition<(&str, u64), &[u8]> = TableDefinition
 pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
     TableDefinition::new("listing_members");
 
-/// part number -> bytes: the persisted ANN graph (see `index::snapshot`), written whole in
+/// part number -> bytes: the persisted ANN graph (see `index::persisted`), written whole in
 /// one transaction and checksummed, so it is either complete or ignored.
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");

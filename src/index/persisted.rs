@@ -47,8 +47,10 @@ use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 
 use super::distance::KernelDistance;
-use super::hnsw::{Graph, HnswCell, Membership, MAX_LAYER};
-use super::view::{GraphView, Slots};
+use super::hnsw::{Graph, HnswCell};
+use super::membership::Membership;
+use super::panic_message;
+use super::view::{GraphView, Slots, MAX_LAYER};
 use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
@@ -97,15 +99,6 @@ fn incompatible(detail: impl Into<String>) -> IndexError {
     IndexError::Incompatible {
         detail: detail.into(),
     }
-}
-
-/// The message a caught panic carried, if it was a string.
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 fn scratch_dir(parent: Option<&Path>) -> Result<tempfile::TempDir, IndexError> {

@@ -1,0 +1,385 @@
+"""LangChain integration: ``RatchetVectorStore`` and ``index``.
+
+``RatchetVectorStore(path, embedding, *, source="langchain")`` is a LangChain ``VectorStore``
+over one ratchetdb file. Each document added with ``add_documents``/``add_texts`` is a
+ratchetdb document ``(source, id)`` of one chunk, written at a store ticket (so a later add of
+the same id replaces it, and a redelivery of the same content is a no-op).
+
+``index(docs, vector_store, *, source_id_key="source", cleanup=None, batch_size=100)`` is the
+guarded replacement of LangChain's ``index()`` plus record manager: the chunks of one source
+document are grouped (over the whole input, whatever the batches) and written as ONE
+versioned ratchetdb document whose id is the source id, so a source split across batches
+can never be half-deleted or re-embedded. Chunks whose text the stored revision already
+has are not embedded again (``Store.plan``). ``cleanup="full"`` is a ``retain`` of the
+sources seen in this run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ratchetdb import InputError, Store
+
+try:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ratchetdb.langchain needs langchain-core: pip install 'ratchetdb[langchain]'"
+    ) from error
+
+__all__ = ["RatchetVectorStore", "index"]
+
+
+def _matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+
+
+class RatchetVectorStore(VectorStore):
+    """A LangChain vector store backed by a ratchetdb file.
+
+    ``filter=`` in the search methods is ratchetdb's metadata filter (``{"lang": "en",
+    "year": {"$gte": 2020}}``; see ``Store.search``). Scores from
+    ``similarity_search_with_score`` are the store's (cosine similarity by default).
+    """
+
+    def __init__(
+        self,
+        path: Any,
+        embedding: Embeddings,
+        *,
+        source: str = "langchain",
+        store: Optional[Store] = None,
+        **store_options: Any,
+    ) -> None:
+        self.store = store if store is not None else Store(path, **store_options)
+        self.embedding = embedding
+        self.source = source
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.embedding
+
+    def close(self) -> None:
+        """Closes the underlying store."""
+        self.store.close()
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        metric = self.store.metric
+        if metric == "l2":
+            return self._euclidean_relevance_score_fn
+        # Cosine similarity (and dot product) are already "higher is closer".
+        return lambda score: (score + 1.0) / 2.0
+
+    # ----- writing -------------------------------------------------------------------
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: Optional[list[dict]] = None,
+        *,
+        ids: Optional[list[str]] = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        texts = list(texts)
+        if not texts:
+            return []
+        metadatas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        ids = [i if i else str(uuid.uuid4()) for i in ids] if ids else None
+        if ids is None:
+            ids = [str(uuid.uuid4()) for _ in texts]
+        if not (len(metadatas) == len(texts) == len(ids)):
+            raise ValueError("texts, metadatas and ids must have the same length")
+        vectors = _matrix(self.embedding.embed_documents(texts))
+        version = self.store.ticket()
+        ops = [
+            {
+                "op": "upsert",
+                "source": self.source,
+                "id": id_,
+                "version": version,
+                "texts": [text],
+                "vectors": vectors[i : i + 1],
+                "metas": [metadata or {}],
+            }
+            for i, (id_, text, metadata) in enumerate(zip(ids, texts, metadatas))
+        ]
+        for result in self.store.write_batch(ops):
+            if isinstance(result, BaseException):
+                raise result
+        return ids
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = kwargs.pop("ids", None)
+        if ids is None:
+            ids = [doc.id for doc in documents]
+            if not any(ids):
+                ids = None
+        return self.add_texts(
+            [doc.page_content for doc in documents],
+            [doc.metadata for doc in documents],
+            ids=ids,
+            **kwargs,
+        )
+
+    def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+        """Deletes these ids (versioned tombstones at a new ticket); ``ids=None`` deletes
+        every document of this store's source."""
+        version = self.store.ticket()
+        if ids is None:
+            self.store.retain(self.source, [], version)
+            return True
+        ops = [
+            {"op": "delete", "source": self.source, "id": id_, "version": version}
+            for id_ in ids
+        ]
+        for result in self.store.write_batch(ops):
+            if isinstance(result, BaseException):
+                raise result
+        return True
+
+    # ----- reading -------------------------------------------------------------------
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        documents = []
+        for id_ in ids:
+            stored = self.store.get(self.source, id_)
+            if stored is None or stored["deleted"]:
+                continue
+            for chunk in stored["chunks"]:
+                documents.append(
+                    Document(
+                        id=_chunk_id(id_, chunk["position"]),
+                        page_content=chunk["text"],
+                        metadata=chunk["meta"] or {},
+                    )
+                )
+        return documents
+
+    def similarity_search_with_score_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        filter: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        try:
+            hits = self.store.search(
+                np.asarray(embedding, dtype=np.float32),
+                k,
+                where=filter,
+                sources=[self.source],
+                exact=kwargs.get("exact", False),
+                ef=kwargs.get("ef"),
+            )
+        except InputError as error:
+            # The store holds no document of this source yet: nothing matches.
+            if error.field.startswith("sources"):
+                return []
+            raise
+        return [
+            (
+                Document(
+                    id=_chunk_id(hit.id, hit.position),
+                    page_content=hit.text,
+                    metadata=hit.meta or {},
+                ),
+                float(hit.score),
+            )
+            for hit in hits
+        ]
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return [
+            doc
+            for doc, _ in self.similarity_search_with_score_by_vector(
+                embedding, k, **kwargs
+            )
+        ]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return self.similarity_search_with_score_by_vector(
+            self.embedding.embed_query(query), k, filter=filter, **kwargs
+        )
+
+    def similarity_search(
+        self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any
+    ) -> list[Document]:
+        return [
+            doc
+            for doc, _ in self.similarity_search_with_score(
+                query, k, filter=filter, **kwargs
+            )
+        ]
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: Optional[list[dict]] = None,
+        *,
+        ids: Optional[list[str]] = None,
+        path: Any = None,
+        **kwargs: Any,
+    ) -> "RatchetVectorStore":
+        if path is None:
+            raise ValueError("RatchetVectorStore.from_texts needs path=")
+        store = cls(path, embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+
+def _chunk_id(doc_id: str, position: int) -> str:
+    """The LangChain id of a chunk: the document id for its first (or only) chunk, and
+    ``"<id>#<position>"`` for the others (documents written by ``index``)."""
+    return doc_id if position == 0 else f"{doc_id}#{position}"
+
+
+def _own_id(doc: Document) -> str:
+    payload = json.dumps(
+        [doc.page_content, doc.metadata], sort_keys=True, default=str
+    ).encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def index(
+    docs_source: Iterable[Document] | Any,
+    vector_store: RatchetVectorStore,
+    *,
+    source_id_key: str | Callable[[Document], str] | None = "source",
+    cleanup: Optional[str] = None,
+    batch_size: int = 100,
+) -> dict[str, int]:
+    """Indexes ``docs_source`` (documents, or a LangChain loader) into ``vector_store``.
+
+    The chunks of each source document (grouped by ``source_id_key``, a metadata key or a
+    function of the document, over the WHOLE input) are written as one ratchetdb document
+    whose id is the source id, at one store ticket for the whole run: a source's revision
+    replaces its previous one whole, in one transaction, whatever ``batch_size`` is. Chunks
+    whose text the stored revision already holds reuse their vectors (not embedded again);
+    a source whose content is unchanged is only version-bumped.
+
+    ``cleanup``: ``None`` and ``"incremental"`` leave sources absent from this run alone
+    (a source present in the run always replaces its previous chunks: that is what a
+    revision is); ``"full"`` also deletes every document of the store's source that this run
+    did not write (a ``retain`` at the run's ticket). ``batch_size`` is the number of chunks
+    embedded and written per call.
+
+    Returns LangChain's counts, in chunks: ``num_added`` (chunks of sources new to the
+    store), ``num_updated`` (chunks written with a new vector into a source that existed),
+    ``num_skipped`` (chunks unchanged or whose vector was reused), ``num_deleted`` (chunks
+    removed: the surplus of shrunken sources and the documents ``"full"`` removed).
+    """
+    if cleanup not in (None, "incremental", "full"):
+        raise ValueError(
+            f"cleanup is {cleanup!r}; expected None, 'incremental' or 'full'"
+        )
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    if hasattr(docs_source, "lazy_load"):
+        docs_source = docs_source.lazy_load()
+    if isinstance(source_id_key, str):
+        key = source_id_key
+
+        def source_of(doc: Document) -> Optional[str]:
+            value = doc.metadata.get(key)
+            return None if value is None else str(value)
+
+    elif source_id_key is None:
+
+        def source_of(doc: Document) -> Optional[str]:
+            return None
+
+    else:
+        source_of = source_id_key  # type: ignore[assignment]
+
+    groups: dict[str, list[Document]] = {}
+    for n, doc in enumerate(docs_source):
+        source_id = source_of(doc)
+        if source_id is None:
+            if cleanup is not None:
+                raise ValueError(
+                    f"document {n} has no source id ({source_id_key!r}); cleanup="
+                    f"{cleanup!r} needs one for every document"
+                )
+            source_id = _own_id(doc)
+        groups.setdefault(source_id, []).append(doc)
+
+    store = vector_store.store
+    source = vector_store.source
+    version = store.ticket()
+    counts = {"num_added": 0, "num_updated": 0, "num_skipped": 0, "num_deleted": 0}
+
+    pending: list[dict] = []
+    pending_chunks = 0
+    existed: dict[str, bool] = {}
+
+    def flush() -> None:
+        nonlocal pending, pending_chunks
+        if not pending:
+            return
+        ops = pending
+        pending, pending_chunks = [], 0
+        for op, result in zip(ops, store.write_batch(ops)):
+            if isinstance(result, BaseException):
+                raise result
+            if result.status == "written":
+                key = "num_updated" if existed[op["id"]] else "num_added"
+                counts[key] += result.chunks_written
+                counts["num_skipped"] += result.chunks_reused
+                counts["num_deleted"] += result.chunks_removed
+            elif result.status == "unchanged":
+                counts["num_skipped"] += len(op["texts"])
+            elif result.status == "skipped":
+                counts["num_skipped"] += len(op["texts"])
+
+    for source_id, docs in groups.items():
+        texts = [doc.page_content for doc in docs]
+        metas = [doc.metadata or {} for doc in docs]
+        plan = store.plan(source, source_id, version, texts, metas=metas)
+        stored = store.get(source, source_id)
+        existed[source_id] = stored is not None and not stored["deleted"]
+        vectors: list[Optional[np.ndarray]] = [None] * len(texts)
+        to_embed = plan["to_embed"] if plan["action"] == "write" else []
+        for start in range(0, len(to_embed), batch_size):
+            positions = to_embed[start : start + batch_size]
+            embedded = vector_store.embedding.embed_documents(
+                [texts[p] for p in positions]
+            )
+            for p, vector in zip(positions, embedded):
+                vectors[p] = np.asarray(vector, dtype=np.float32)
+        if plan["action"] == "skip":
+            counts["num_skipped"] += len(texts)
+            continue
+        pending.append(
+            {
+                "op": "upsert",
+                "source": source,
+                "id": source_id,
+                "version": version,
+                "texts": texts,
+                "vectors": vectors,
+                "metas": metas,
+            }
+        )
+        pending_chunks += len(texts)
+        if pending_chunks >= batch_size:
+            flush()
+    flush()
+
+    if cleanup == "full":
+        outcome = store.retain(source, list(groups), version)
+        counts["num_deleted"] += outcome.chunks_removed
+    return counts

@@ -1,0 +1,336 @@
+"""LlamaIndex integration: ``RatchetVectorStore``, a ``BasePydanticVectorStore`` over one
+ratchetdb file (``stores_text = True``).
+
+Layout: the nodes of one ``ref_doc_id`` are the chunks of ONE ratchetdb document
+``(source, ref_doc_id)`` (a node without a ``ref_doc_id`` is a document of its own, keyed by
+its node id). Every write is versioned by a store ticket, so ``delete(ref_doc_id)`` is a
+versioned tombstone that no late write of an older revision can undo.
+
+Nodes of one ``ref_doc_id`` arriving over several ``add`` calls (``VectorStoreIndex``
+inserts in batches of 2048) are MERGED, never wiped: ``add`` reads the document's stored
+revision and writes a new one holding the stored nodes (in their order) with the incoming
+ones replacing nodes of the same node id in place and the others appended. Stored nodes
+are written without a vector, so the store keeps their vectors (nothing is embedded
+again). To replace a document's nodes, delete it first: that is what ``refresh_ref_docs``
+and ``update_ref_doc`` do. Merging is serialised by a lock per ``RatchetVectorStore``; two
+processes (or two instances) merging into the same ``ref_doc_id`` at once may keep only the
+later merge, whole (never a mix).
+
+Filters: ``MetadataFilters`` become ratchetdb metadata filters (evaluated in Rust, on
+the chunk's metadata). ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``,
+``contains``, ``text_match`` (substring), ``any``, ``all``, ``is_empty`` (absent, ``None``
+or ``""``), nested filters, and the conditions ``and``, ``or``, ``not`` (none of the
+filters holds) are supported; ``text_match_insensitive`` raises ``ValueError``. As in
+ratchetdb's language, ``!=`` and ``nin`` match only nodes that have the key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from ratchetdb import InputError, Store, matches
+
+try:
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.schema import BaseNode
+    from llama_index.core.vector_stores.types import (
+        BasePydanticVectorStore,
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+        VectorStoreQuery,
+        VectorStoreQueryResult,
+    )
+    from llama_index.core.vector_stores.utils import (
+        metadata_dict_to_node,
+        node_to_metadata_dict,
+    )
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ratchetdb.llama_index needs llama-index-core: pip install 'ratchetdb[llama-index]'"
+    ) from error
+
+__all__ = ["RatchetVectorStore", "to_where"]
+
+NODE_ID_KEY = "_node_id"
+
+
+def _one(f: MetadataFilter) -> dict:
+    op, key, value = f.operator, f.key, f.value
+    simple = {
+        FilterOperator.EQ: "$eq",
+        FilterOperator.NE: "$ne",
+        FilterOperator.GT: "$gt",
+        FilterOperator.GTE: "$gte",
+        FilterOperator.LT: "$lt",
+        FilterOperator.LTE: "$lte",
+        FilterOperator.IN: "$in",
+        FilterOperator.NIN: "$nin",
+        FilterOperator.CONTAINS: "$contains",
+        FilterOperator.TEXT_MATCH: "$contains",
+    }
+    if op in simple:
+        return {key: {simple[op]: value}}
+    if op == FilterOperator.ANY:
+        return {"$or": [{key: {"$contains": v}} for v in value or []]}
+    if op == FilterOperator.ALL:
+        return {"$and": [{key: {"$contains": v}} for v in value or []]}
+    if op == FilterOperator.IS_EMPTY:
+        return {
+            "$or": [
+                {key: {"$exists": False}},
+                {key: {"$eq": None}},
+                {key: {"$eq": ""}},
+            ]
+        }
+    raise ValueError(f"the filter operator {op.value!r} has no ratchetdb equivalent")
+
+
+def to_where(filters: Optional[MetadataFilters]) -> Optional[dict]:
+    """A LlamaIndex ``MetadataFilters`` as a ratchetdb ``where`` filter (``None`` for none)."""
+    if filters is None or not filters.filters:
+        return None
+    parts = [
+        to_where(f) if isinstance(f, MetadataFilters) else _one(f)
+        for f in filters.filters
+    ]
+    parts = [p if p is not None else {} for p in parts]
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.AND:
+        return {"$and": parts}
+    if condition == FilterCondition.OR:
+        return {"$or": parts}
+    if condition == FilterCondition.NOT:
+        return {"$not": {"$or": parts}}
+    raise ValueError(f"the filter condition {condition!r} has no ratchetdb equivalent")
+
+
+def _and(*parts: Optional[dict]) -> Optional[dict]:
+    present = [p for p in parts if p]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else {"$and": present}
+
+
+class RatchetVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store backed by a ratchetdb file. See the module docstring for how
+    nodes map to documents and how several ``add`` calls for one ``ref_doc_id`` combine."""
+
+    stores_text: bool = True
+    flat_metadata: bool = False
+    source: str = "llama_index"
+
+    _store: Store = PrivateAttr()
+    _lock: Any = PrivateAttr()
+
+    def __init__(
+        self,
+        path: Any = None,
+        *,
+        source: str = "llama_index",
+        store: Optional[Store] = None,
+        **store_options: Any,
+    ) -> None:
+        super().__init__(source=source)
+        if store is None:
+            if path is None:
+                raise ValueError("RatchetVectorStore needs a path (or store=)")
+            store = Store(path, **store_options)
+        self._store = store
+        self._lock = threading.Lock()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RatchetVectorStore"
+
+    @property
+    def client(self) -> Store:
+        """The ``ratchetdb.Store``."""
+        return self._store
+
+    def close(self) -> None:
+        """Closes the underlying store."""
+        self._store.close()
+
+    # ----- writing -------------------------------------------------------------------
+
+    @staticmethod
+    def _doc_id(node: BaseNode) -> str:
+        return node.ref_doc_id or node.node_id
+
+    def _meta(self, node: BaseNode) -> dict:
+        meta = node_to_metadata_dict(
+            node, remove_text=True, flat_metadata=self.flat_metadata
+        )
+        meta[NODE_ID_KEY] = node.node_id
+        return meta
+
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Adds nodes, merging them into their ``ref_doc_id``'s stored nodes (see the module
+        docstring); returns their node ids."""
+        if not nodes:
+            return []
+        groups: dict[str, list[BaseNode]] = {}
+        for node in nodes:
+            if node.embedding is None:
+                raise ValueError(f"node {node.node_id} has no embedding")
+            groups.setdefault(self._doc_id(node), []).append(node)
+        with self._lock:
+            version = self._store.ticket()
+            ops = []
+            for doc_id, incoming in groups.items():
+                # node id -> (text, meta, vector or None to keep the stored one)
+                merged: dict[str, tuple[str, dict, Optional[np.ndarray]]] = {}
+                stored = self._store.get(self.source, doc_id)
+                if stored is not None and not stored["deleted"]:
+                    for chunk in stored["chunks"]:
+                        meta = chunk["meta"] or {}
+                        merged[meta.get(NODE_ID_KEY, "")] = (chunk["text"], meta, None)
+                for node in incoming:
+                    merged[node.node_id] = (
+                        node.get_content(),
+                        self._meta(node),
+                        np.asarray(node.embedding, dtype=np.float32),
+                    )
+                ops.append(
+                    {
+                        "op": "upsert",
+                        "source": self.source,
+                        "id": doc_id,
+                        "version": version,
+                        "texts": [t for t, _, _ in merged.values()],
+                        "vectors": [v for _, _, v in merged.values()],
+                        "metas": [m for _, m, _ in merged.values()],
+                    }
+                )
+            for result in self._store.write_batch(ops):
+                if isinstance(result, BaseException):
+                    raise result
+        return [node.node_id for node in nodes]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Deletes every node of ``ref_doc_id`` (a versioned tombstone)."""
+        with self._lock:
+            self._store.delete(self.source, ref_doc_id, self._store.ticket())
+
+    def _documents(self):
+        for doc in self._store.export():
+            if doc["source"] == self.source and not doc["deleted"]:
+                yield doc
+
+    def delete_nodes(
+        self,
+        node_ids: Optional[list[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Deletes the nodes with these ids that match ``filters`` (either may be ``None``;
+        both ``None`` deletes nothing). Each affected document is rewritten once without
+        them (the kept nodes keep their vectors), or deleted when none is left."""
+        if node_ids is None and filters is None:
+            return
+        wanted = set(node_ids) if node_ids is not None else None
+        where = to_where(filters)
+        with self._lock:
+            version = self._store.ticket()
+            ops = []
+            for doc in self._documents():
+                kept = []
+                for chunk in doc["chunks"]:
+                    meta = chunk["meta"] or {}
+                    hit = (wanted is None or meta.get(NODE_ID_KEY) in wanted) and (
+                        where is None or matches(where, meta, doc["meta"])
+                    )
+                    if not hit:
+                        kept.append(chunk)
+                if len(kept) == len(doc["chunks"]):
+                    continue
+                if not kept:
+                    ops.append(
+                        {
+                            "op": "delete",
+                            "source": self.source,
+                            "id": doc["id"],
+                            "version": version,
+                        }
+                    )
+                else:
+                    ops.append(
+                        {
+                            "op": "upsert",
+                            "source": self.source,
+                            "id": doc["id"],
+                            "version": version,
+                            "texts": [c["text"] for c in kept],
+                            "vectors": [None] * len(kept),
+                            "metas": [c["meta"] for c in kept],
+                            "meta": doc["meta"],
+                        }
+                    )
+            if ops:
+                for result in self._store.write_batch(ops):
+                    if isinstance(result, BaseException):
+                        raise result
+
+    def clear(self) -> None:
+        """Deletes every node of this store's source (a ``retain`` of nothing)."""
+        with self._lock:
+            self._store.retain(self.source, [], self._store.ticket())
+
+    # ----- reading -------------------------------------------------------------------
+
+    def get_nodes(
+        self,
+        node_ids: Optional[list[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+    ) -> list[BaseNode]:
+        """The stored nodes with these ids (all when ``None``) that match ``filters``."""
+        wanted = set(node_ids) if node_ids is not None else None
+        where = to_where(filters)
+        nodes = []
+        for doc in self._documents():
+            for chunk in doc["chunks"]:
+                meta = chunk["meta"] or {}
+                if wanted is not None and meta.get(NODE_ID_KEY) not in wanted:
+                    continue
+                if where is not None and not matches(where, meta, doc["meta"]):
+                    continue
+                nodes.append(metadata_dict_to_node(meta, text=chunk["text"]))
+        return nodes
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The ``similarity_top_k`` nearest nodes to ``query.query_embedding`` that match
+        ``query.filters``, ``query.doc_ids`` (ref doc ids) and ``query.node_ids``."""
+        if query.query_embedding is None:
+            raise ValueError("RatchetVectorStore.query needs query.query_embedding")
+        where = _and(
+            to_where(query.filters),
+            {"ref_doc_id": {"$in": list(query.doc_ids)}} if query.doc_ids else None,
+            {NODE_ID_KEY: {"$in": list(query.node_ids)}} if query.node_ids else None,
+        )
+        try:
+            hits = self._store.search(
+                np.asarray(query.query_embedding, dtype=np.float32),
+                query.similarity_top_k,
+                where=where,
+                sources=[self.source],
+                exact=kwargs.get("exact", False),
+                ef=kwargs.get("ef"),
+            )
+        except InputError as error:
+            # The store holds no document of this source yet: nothing matches.
+            if error.field.startswith("sources"):
+                return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+            raise
+        nodes, similarities, ids = [], [], []
+        for hit in hits:
+            node = metadata_dict_to_node(hit.meta or {}, text=hit.text)
+            nodes.append(node)
+            similarities.append(float(hit.score))
+            ids.append(node.node_id)
+        return VectorStoreQueryResult(nodes=nodes, similarities=similarities, ids=ids)
