@@ -63,6 +63,13 @@ pub(crate) struct Engine {
     tickets_issued: Arc<AtomicU64>,
     poisoned: Mutex<Option<String>>,
     on_change: OnceLock<ChangeHook>,
+    /// The text index's analyzer writes use (a writer's; `None`: no text index kept, or
+    /// read-only, whose searches read the analysis from each snapshot).
+    text: Option<Arc<crate::text::Analyzer>>,
+    /// The analyzer text searches last read from the file.
+    pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
+    /// The text index inverted in memory, which text searches score on.
+    pub(crate) text_index: crate::text::TextCache,
 }
 
 #[derive(Debug)]
@@ -99,6 +106,9 @@ impl Engine {
             tickets_issued: Arc::new(AtomicU64::new(recognised.high_water)),
             poisoned: Mutex::new(None),
             on_change: OnceLock::new(),
+            text: recognised.text,
+            text_analyzer: Mutex::new(None),
+            text_index: Default::default(),
         }
     }
 
@@ -223,6 +233,7 @@ impl Engine {
             policy: self.options.conflict_policy,
             skip_log_capacity: self.options.skip_log_capacity,
             tickets_issued: self.tickets_issued.clone(),
+            text: self.text.clone(),
         }
     }
 

@@ -291,6 +291,15 @@ pub enum ReadError {
     /// An I/O or storage-engine error.
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// A text or hybrid search on a store without a usable text index: one opened for
+    /// writing with [`Options::text_index`](crate::Options::text_index) off, or whose
+    /// documents a build without the text index has written since (the next writer to open
+    /// it rebuilds the index).
+    #[error("no text index: {detail}")]
+    NoTextIndex {
+        /// Why, and what to do.
+        detail: String,
+    },
     /// [`Store::build_index`](crate::Store::build_index) could not build the ANN graph: a
     /// failure inside the graph library, a vector id this platform's `usize` cannot hold,
     /// or the store closing meanwhile. Nothing stored is affected. Searches go on over the

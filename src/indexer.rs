@@ -18,6 +18,7 @@ use crate::filter::FilterCache;
 use crate::index::{Workers, EXACT_THRESHOLD};
 use crate::live_index::{self, LiveIndex};
 use crate::options::Metric;
+use crate::read::Snapshot;
 use crate::schema::{self, meta_key, META};
 use crate::search::{Hit, SearchOptions};
 use crate::verify::VerifyReport;
@@ -265,6 +266,18 @@ impl Indexer {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        self.search_then(query, k, options, |_, hits| Ok(hits))
+    }
+
+    /// [`Indexer::search`], handing its hits and the snapshot they were resolved against to
+    /// `then` (hybrid search runs its text search on that same snapshot).
+    pub(crate) fn search_then<T>(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+        mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
         if self.engine.is_read_only() && self.engine.dimension().is_none() {
             // The writer may have fixed it since this store opened.
@@ -285,10 +298,14 @@ impl Indexer {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.engine.snapshot()?;
             let Some(live) = self.live() else {
-                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
-                return crate::search::search(&snapshot, None, &query, k, options, metric, None);
+                let hits =
+                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                return then(&snapshot, hits);
             }
             let seq = live_index::commit_seq(&snapshot)?;
             if live.applied() != seq {
@@ -313,12 +330,23 @@ impl Indexer {
                 matching,
             )?;
             if live.applied() == seq {
-                return Ok(hits);
+                return then(&snapshot, hits);
             }
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.engine.snapshot()?;
-        crate::search::search(&snapshot, None, &query, k, options, metric, None)
+        let hits = crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+        then(&snapshot, hits)
+    }
+
+    /// The filter index's chunks matching `filter` at `snapshot`'s commit (`None`: it
+    /// covers another commit).
+    pub(crate) fn matching<'s>(
+        &'s self,
+        snapshot: &Snapshot,
+        filter: &crate::filter::Filter,
+    ) -> Result<Option<crate::filter::Matching<'s>>, ReadError> {
+        self.filters.evaluate(snapshot, filter)
     }
 
     /// [`Indexer::search`] for every query, spread over the cores (rayon's pool); an error

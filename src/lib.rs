@@ -58,6 +58,7 @@ mod schema;
 mod search;
 mod stats;
 mod store;
+mod text;
 mod verify;
 mod version;
 mod write;
@@ -98,6 +99,7 @@ pub use crate::{
     search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
     store::Store,
+    text::{Bm25, Fusion, TextLanguage, TextOptions},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},
     writer::{Pending, Writer, WriterOptions, WriterStats},

@@ -47,6 +47,8 @@ pub(crate) struct Recognised {
     pub(crate) model: Option<String>,
     /// The persisted ticket high water (0: no ticket reserved yet).
     pub(crate) high_water: u64,
+    /// The text index's analyzer writes use (`None`: no text index kept, or read-only).
+    pub(crate) text: Option<std::sync::Arc<crate::text::Analyzer>>,
 }
 
 /// Opens (creating it if allowed and missing) the file at `path` for writing; `true` with
@@ -152,14 +154,28 @@ pub(crate) fn recognise(
             dimension: recorded.dimension,
             model: recorded.model,
             high_water: recorded.high_water,
+            text: None,
         });
     };
     record_what_options_add(writable, path, &recorded, options)?;
+    // The text index: built, rebuilt or removed in one transaction as the options say.
+    let (text, _) =
+        crate::text::prepare_on_open(writable, options.text_index, options.text.as_ref()).map_err(
+            |e| match e {
+                crate::error::WriteError::Storage(e) => open_error(path, e),
+                other => OpenError::Corrupted {
+                    path: path.to_path_buf(),
+                    what: "text index".to_string(),
+                    detail: other.to_string(),
+                },
+            },
+        )?;
     Ok(Recognised {
         metric: recorded.metric,
         dimension: recorded.dimension.or(options.dimension),
         model: recorded.model.or_else(|| options.model.clone()),
         high_water: recorded.high_water,
+        text,
     })
 }
 
@@ -483,6 +499,8 @@ fn initialise(db: &Database, options: &Options) -> Result<(), redb::Error> {
         )?;
         meta.insert(meta_key::METRIC, metric.as_str().as_bytes())?;
     }
+    // An empty text index, so the first open does not build one in a second transaction.
+    crate::text::initialise(&txn, options)?;
     txn.commit()?;
     Ok(())
 }
@@ -606,6 +624,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
     open(txn, schema::INDEX_SNAPSHOT)?;
+    crate::text::create_tables(txn)?;
     Ok(())
 }
 

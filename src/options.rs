@@ -250,6 +250,21 @@ pub struct Options {
     /// the next build uses these.
     #[serde(default)]
     pub index: IndexOptions,
+    /// Keep the full-text (BM25) index of the chunks, in the same transaction as the
+    /// chunks. Default `true`. A writer opening a store without it builds it in one
+    /// transaction; opening with `false` removes it (text and hybrid search then return
+    /// [`ReadError::NoTextIndex`](crate::ReadError::NoTextIndex)).
+    #[serde(default = "default_text_index")]
+    pub text_index: bool,
+    /// How the text index turns text into terms (language, stemming, stop words). `None`:
+    /// whatever the store recorded, or language-neutral for a new store. Opening for
+    /// writing with analysis other than the recorded one rebuilds the text index.
+    #[serde(default)]
+    pub text: Option<crate::text::TextOptions>,
+}
+
+fn default_text_index() -> bool {
+    true
 }
 
 fn default_allow_readers() -> bool {
@@ -374,6 +389,8 @@ impl Default for Options {
             allow_readers: default_allow_readers(),
             wait_for_lock: Duration::ZERO,
             index: IndexOptions::default(),
+            text_index: default_text_index(),
+            text: None,
         }
     }
 }
@@ -451,6 +468,24 @@ impl Options {
     /// Sets the graph's build parameters (see [`Options::index`]).
     pub fn index(mut self, index: IndexOptions) -> Options {
         self.index = index;
+        self
+    }
+
+    /// Keeps the full-text index or not (see [`Options::text_index`]).
+    pub fn text_index(mut self, enabled: bool) -> Options {
+        self.text_index = enabled;
+        self
+    }
+
+    /// Sets the text index's analysis (see [`Options::text`]).
+    ///
+    /// ```
+    /// use ratchetdb::{Options, TextLanguage, TextOptions};
+    /// let options = Options::default().text(TextOptions::language(TextLanguage::English));
+    /// assert!(options.text.is_some());
+    /// ```
+    pub fn text(mut self, text: crate::text::TextOptions) -> Options {
+        self.text = Some(text);
         self
     }
 

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 /// How to search. `SearchOptions::default()`: no filter, default effort, exact below the
 /// size where a scan is as fast as the graph.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SearchOptions {
     /// Graph search width (`ef`): higher is slower and finds more of the true neighbours.
@@ -43,6 +43,14 @@ pub struct SearchOptions {
     /// [`FilterStrategy::Auto`].
     #[serde(default)]
     pub filter_strategy: FilterStrategy,
+    /// BM25's parameters for [`Store::search_text`](crate::Store::search_text) and
+    /// [`Store::search_hybrid`](crate::Store::search_hybrid) (default k1 1.2, b 0.75).
+    #[serde(default)]
+    pub bm25: crate::text::Bm25,
+    /// How [`Store::search_hybrid`](crate::Store::search_hybrid) merges its two rankings
+    /// (default reciprocal rank fusion, k 60).
+    #[serde(default)]
+    pub fusion: crate::text::Fusion,
 }
 
 /// How a filtered search (not [`SearchOptions::exact`]) finds its candidates, once the
@@ -104,6 +112,18 @@ impl SearchOptions {
         self
     }
 
+    /// Sets BM25's parameters (text and hybrid search).
+    pub fn bm25(mut self, k1: f32, b: f32) -> SearchOptions {
+        self.bm25 = crate::text::Bm25 { k1, b };
+        self
+    }
+
+    /// Sets how hybrid search merges the vector and the text ranking.
+    pub fn fusion(mut self, fusion: crate::text::Fusion) -> SearchOptions {
+        self.fusion = fusion;
+        self
+    }
+
     /// Restricts to one more document.
     pub fn document(mut self, source: impl Into<String>, id: impl Into<String>) -> SearchOptions {
         self.documents.push((source.into(), id.into()));
@@ -159,7 +179,7 @@ pub(crate) fn prepare_query(
 }
 
 /// The internal ids of the documents a filter allows (`None`: no filter).
-fn allowed_documents(
+pub(crate) fn allowed_documents(
     snapshot: &Snapshot,
     options: &SearchOptions,
 ) -> Result<Option<HashSet<u64>>, ReadError> {
@@ -217,7 +237,7 @@ const CHUNKS_CACHE: usize = 64;
 /// Resolves a candidate against the snapshot; `None` if it is not a live chunk there.
 /// `doc_keys` is the snapshot's `doc_keys` table, opened once per search; `chunks` caches
 /// the chunks rows decoded so far in this search (hits often share a document).
-fn resolve(
+pub(crate) fn resolve(
     snapshot: &Snapshot,
     doc_keys: &redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
     chunks: &mut HashMap<u64, ChunksRow>,

@@ -396,6 +396,136 @@ impl Store {
         })
     }
 
+    /// The `k` chunks that best match `query` by BM25 over their words (see
+    /// [`TextOptions`](crate::TextOptions) for how text becomes words), best first; a hit's
+    /// score is its BM25 score. [`SearchOptions::bm25`] sets k1 and b; the sources,
+    /// documents and metadata filter of `options` apply as for [`Store::search`] (`ef`,
+    /// `exact` and the filter strategy are about vectors and are ignored).
+    ///
+    /// Every hit is a live chunk of one snapshot: the text index changes in the transaction
+    /// that changes the chunks, so a superseded, deleted or orphaned chunk is never
+    /// returned. [`ReadError::NoTextIndex`] if the store keeps no text index.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("error E1234: disk full", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("all good", vec![0.1, 1.0])))?;
+    /// let hits = store.search_text("E1234", 5, &SearchOptions::default())?;
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(hits[0].text, "error E1234: disk full");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_text(
+        &self,
+        query: &str,
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+            self.check_text_query(query)?;
+            let snapshot = self.engine.snapshot()?;
+            let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
+            let matching = match &options.filter {
+                // `None` when the filter index covers another commit: then every
+                // candidate's metadata is checked as it is resolved.
+                Some(filter) => self.indexer.matching(&snapshot, filter)?,
+                None => None,
+            };
+            crate::text::search_text(
+                &snapshot,
+                &self.engine.text_index,
+                &analyzer,
+                query,
+                k,
+                options,
+                matching.as_ref(),
+            )
+        })
+    }
+
+    /// The `k` best chunks by both `vector` (nearest neighbours, as [`Store::search`]) and
+    /// `text` (BM25, as [`Store::search_text`]), merged by [`SearchOptions::fusion`]:
+    /// reciprocal rank fusion with k = 60 by default, or a weighted sum of the scaled
+    /// scores. Each ranking contributes its best `max(4k, 50)` chunks; a hit's score is its
+    /// fused score. Both rankings are resolved against one snapshot, so every hit is a live
+    /// chunk of it.
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "a", Version::number(1))
+    ///     .with_chunk(Chunk::new("cats purr", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("dogs bark", vec![0.1, 1.0])))?;
+    /// let hits = store.search_hybrid("dogs", &[0.2, 0.9], 1, &SearchOptions::default())?;
+    /// assert_eq!(hits[0].text, "dogs bark");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_hybrid(
+        &self,
+        text: &str,
+        vector: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::contain::contain(ReadError::contained, || {
+            crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+            self.check_text_query(text)?;
+            options.fusion.check()?;
+            let depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
+            let higher = self.engine.metric().higher_is_closer();
+            self.indexer
+                .search_then(vector, depth, options, |snapshot, vector_hits| {
+                    let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
+                    let text_hits = crate::text::search_text(
+                        snapshot,
+                        &self.engine.text_index,
+                        &analyzer,
+                        text,
+                        depth,
+                        options,
+                        None,
+                    )?;
+                    Ok(crate::text::fuse(
+                        vector_hits,
+                        text_hits,
+                        k,
+                        options.fusion,
+                        higher,
+                    ))
+                })
+        })
+    }
+
+    /// Whether this store can answer text searches: it keeps a text index (a read-only
+    /// store: the file has one) that covers its documents.
+    pub fn has_text_index(&self) -> bool {
+        self.engine
+            .snapshot()
+            .and_then(|s| crate::text::analyzer_of(&s, &self.engine.text_analyzer))
+            .is_ok()
+    }
+
+    /// Refuses a text query longer than a chunk may be.
+    fn check_text_query(&self, query: &str) -> Result<(), ReadError> {
+        let max = self.engine.options().limits.max_chunk_text_bytes;
+        if query.len() > max {
+            return Err(crate::error::InputError::new(
+                "query",
+                format!(
+                    "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
+                    query.len()
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and
     /// returns the hits in the order of the queries. An error names the query
     /// (`queries[3]`); the first error found is returned.

@@ -126,6 +126,7 @@ impl Snapshot {
         }
         check_orphans(&mut report, &tables, &live)?;
         self.check_side_tables(&mut report)?;
+        crate::text::verify(self, &mut report)?;
         check_reverse_entry_count(&mut report, &tables, doc_count)?;
         check_gauges(&mut report, &tables)?;
         Ok(report)

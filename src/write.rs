@@ -49,6 +49,8 @@ pub(crate) struct BatchSettings {
     /// The highest ticket the store may have issued; read for each operation, because a
     /// ticket taken while a group commit is being built may join it.
     pub tickets_issued: Arc<AtomicU64>,
+    /// The text index's analyzer (`None`: the store keeps no text index).
+    pub text: Option<Arc<crate::text::Analyzer>>,
 }
 
 /// One write transaction's worth of guarded operations.
@@ -63,6 +65,8 @@ pub(crate) struct Batch<'txn> {
     meta: Table<'txn, &'static str, &'static [u8]>,
     changelog: Table<'txn, u64, &'static [u8]>,
     skip_log: Table<'txn, u64, &'static [u8]>,
+    /// The text index's tables, when the store keeps one (`text/`).
+    text: Option<crate::text::TextWriter<'txn>>,
     settings: BatchSettings,
     seq: Sequences,
     deltas: BTreeMap<&'static str, i64>,
@@ -114,6 +118,10 @@ impl<'txn> Batch<'txn> {
             meta: txn.open_table(META).map_err(open_err)?,
             changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
             skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
+            text: match &settings.text {
+                Some(analyzer) => Some(crate::text::TextWriter::open(txn, analyzer.clone())?),
+                None => None,
+            },
             counters,
             settings,
             seq,
@@ -433,7 +441,16 @@ impl<'txn> Batch<'txn> {
         }
         let generation = self.seq.next_generation;
         self.seq.next_generation += 1;
+        let first_fresh = next_slot;
         let (entries, next_slot) = plan.entries(next_slot);
+        // The text index's changes: chunks under a fresh vector id, and the ids that go.
+        let text_added: Vec<(u64, &str)> = entries
+            .iter()
+            .zip(&doc.chunks)
+            .filter(|((slot, _), _)| *slot >= first_fresh)
+            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
+            .collect();
+        let mut text_removed: Vec<u64> = Vec::new();
         // Every vector of the revision is listed, kept ones too: the revision's metadata may
         // have changed, and the filter index learns which documents to re-read from the
         // changelog (the vector index re-inserting an identical vector changes nothing).
@@ -443,11 +460,15 @@ impl<'txn> Batch<'txn> {
                 .map(|(slot, _)| vector_id(internal_id, *slot)),
         );
         if let Some(old_internal_id) = row.as_ref().map(|r| r.internal_id) {
-            self.change.removed.extend(
+            text_removed.extend(
                 plan.removed_slots
                     .iter()
                     .map(|slot| vector_id(old_internal_id, *slot)),
             );
+            self.change.removed.extend_from_slice(&text_removed);
+        }
+        if let Some(text) = &mut self.text {
+            text.apply(&text_removed, &text_added)?;
         }
         let chunks_row = ChunksRowRef {
             generation,
@@ -605,10 +626,15 @@ impl<'txn> Batch<'txn> {
                         .into());
                     };
                     let vectors = VectorsRow::parse(bytes.value())?;
-                    for slot in vectors.slots() {
-                        self.change.removed.push(vector_id(row.internal_id, slot));
-                    }
+                    let gone: Vec<u64> = vectors
+                        .slots()
+                        .map(|slot| vector_id(row.internal_id, slot))
+                        .collect();
                     drop(bytes);
+                    self.change.removed.extend_from_slice(&gone);
+                    if let Some(text) = &mut self.text {
+                        text.apply(&gone, &[])?;
+                    }
                     self.chunks
                         .remove(row.internal_id)
                         .map_err(WriteError::storage)?;
@@ -839,6 +865,9 @@ impl<'txn> Batch<'txn> {
         }
         // The index applies changelog rows right after each commit and reloads from the
         // vectors if it ever finds a gap, so only a recent window is kept.
+        if let Some(text) = self.text.take() {
+            text.finish(self.seq.commit)?;
+        }
         let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
         if keep_from > 0 {
             self.changelog

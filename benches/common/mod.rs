@@ -56,6 +56,30 @@ pub fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// About 1 KB of prose-like words: a 20,000-word synthetic vocabulary drawn with a skew
+/// (a few words common, most rare), so a chunk has about as many distinct terms as real
+/// text (the full-text index writes one posting per distinct term).
+pub fn prose(seed: u64) -> String {
+    let mut state = seed;
+    let mut out = String::with_capacity(1100);
+    while out.len() < 1000 {
+        let u = (splitmix(&mut state) % 1_000_000) as f64 / 1_000_000.0;
+        out.push_str(&format!("w{}", (u * u * u * 20_000.0) as u64));
+        out.push(' ');
+    }
+    out
+}
+
+/// [`document`] with [`prose`] for text.
+pub fn prose_document(doc: u64, version: u64) -> Document {
+    let mut d = Document::new("bench", format!("doc-{doc}"), Version::number(version));
+    for c in 0..CHUNKS_PER_DOC as u64 {
+        let seed = doc.wrapping_mul(1_000_003) ^ version.wrapping_mul(7919) ^ c;
+        d = d.with_chunk(Chunk::new(prose(seed), vector(seed)));
+    }
+    d
+}
+
 /// About 1 KB of words.
 pub fn text(seed: u64) -> String {
     let mut state = seed;

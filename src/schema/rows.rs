@@ -359,3 +359,12 @@ mod tests {
         );
     }
 }
+
+/// A row of [`TEXT_CHUNKS`](super::TEXT_CHUNKS).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TextRow {
+    /// The chunk's length in terms.
+    pub len: u32,
+    /// Each distinct term and its count, sorted by term.
+    pub terms: Vec<(String, u32)>,
+}

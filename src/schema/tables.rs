@@ -34,6 +34,27 @@ pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
+/// vector id of a live chunk -> `TextRow`: the chunk's terms with their counts, and its
+/// length: the full-text index, chunk by chunk (`text/`). A chunk is named by its vector id,
+/// which never changes while its text stays, and a document's chunks are neighbours, so
+/// indexing or removing a revision touches a leaf or two, not one per distinct term.
+/// Searches invert these rows in memory (`text/memory.rs`).
+pub(crate) const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
+/// name -> u64: the text index's totals ([`text_key`]).
+pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+
+/// Names in the `text_totals` table.
+pub(crate) mod text_key {
+    /// Live chunks indexed.
+    pub(crate) const CHUNKS: &str = "chunks";
+    /// The sum of their lengths in terms.
+    pub(crate) const TERMS: &str = "terms";
+    /// The commit sequence (`seq.commit`) the text index was last brought up to: a build
+    /// that maintains the index writes it in every transaction that changes chunks, so a
+    /// file another build wrote since shows a different commit and is re-indexed on open.
+    pub(crate) const COMMIT: &str = "commit";
+}
+
 /// Names in the `meta` table.
 pub(crate) mod meta_key {
     pub(crate) const FORMAT: &str = "format";
@@ -43,6 +64,8 @@ pub(crate) mod meta_key {
     pub(crate) const MODEL: &str = "model";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
     pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
+    /// JSON of the `TextOptions` the text index was built with; absent: no text index.
+    pub(crate) const TEXT_ANALYZER: &str = "text_analyzer";
 }
 
 /// Names of the sequences in the `counters` table.

@@ -18,5 +18,6 @@ mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_process_kill_ingest;
 mod cli_read_commands_on_read_only_media;
+mod cli_search_modes;
 mod hostile_cli_large_stream;
 mod hostile_cli_parse_amplification;

