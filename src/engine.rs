@@ -333,6 +333,38 @@ impl Engine {
         Ok(value)
     }
 
+    /// Validates and applies `ops` in one transaction (see
+    /// [`Store::write_batch`](crate::Store::write_batch)): an operation refused while
+    /// being validated keeps its place in the answers and never reaches the batch.
+    pub(crate) fn write_batch(
+        &self,
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        let mut prepared = Vec::with_capacity(ops.len());
+        let mut slots = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.prepare(op) {
+                Ok(op) => {
+                    slots.push(None);
+                    prepared.push(op);
+                }
+                Err(error) => slots.push(Some(error)),
+            }
+        }
+        // One outcome per prepared operation, paired with it by `run_batch`.
+        let mut applied = self
+            .run_batch(prepared)?
+            .into_iter()
+            .map(|(_, outcome)| outcome);
+        Ok(slots
+            .into_iter()
+            .filter_map(|slot| match slot {
+                Some(error) => Some(Err(error)),
+                None => applied.next(),
+            })
+            .collect())
+    }
+
     /// Removes the tombstones and listings of `source` older than `before` (see
     /// [`Store::purge`](crate::Store::purge)).
     pub(crate) fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {

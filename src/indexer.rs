@@ -546,6 +546,94 @@ impl Indexer {
     }
 }
 
+impl Indexer {
+    /// See [`Store::search_text`](crate::Store::search_text).
+    pub(crate) fn search_text(
+        &self,
+        query: &str,
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+        self.check_text_query(query)?;
+        let snapshot = self.engine.snapshot()?;
+        let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
+        let matching = match &options.filter {
+            // `None` when the filter index covers another commit: then every
+            // candidate's metadata is checked as it is resolved.
+            Some(filter) => self.matching(&snapshot, filter)?,
+            None => None,
+        };
+        crate::text::search_text(
+            &snapshot,
+            &self.engine.text_index,
+            &analyzer,
+            query,
+            k,
+            options,
+            matching.as_ref(),
+        )
+    }
+
+    /// See [`Store::search_hybrid`](crate::Store::search_hybrid).
+    pub(crate) fn search_hybrid(
+        &self,
+        text: &str,
+        vector: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+        self.check_text_query(text)?;
+        options.fusion.check()?;
+        let depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
+        let higher = self.engine.metric().higher_is_closer();
+        self.search_then(vector, depth, options, |snapshot, vector_hits| {
+            let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
+            let text_hits = crate::text::search_text(
+                snapshot,
+                &self.engine.text_index,
+                &analyzer,
+                text,
+                depth,
+                options,
+                None,
+            )?;
+            Ok(crate::text::fuse(
+                vector_hits,
+                text_hits,
+                k,
+                options.fusion,
+                higher,
+            ))
+        })
+    }
+
+    /// See [`Store::has_text_index`](crate::Store::has_text_index).
+    pub(crate) fn has_text_index(&self) -> bool {
+        self.engine
+            .snapshot()
+            .and_then(|s| crate::text::analyzer_of(&s, &self.engine.text_analyzer))
+            .is_ok()
+    }
+
+    /// Refuses a text query longer than a chunk may be.
+    fn check_text_query(&self, query: &str) -> Result<(), ReadError> {
+        let max = self.engine.options().limits.max_chunk_text_bytes;
+        if query.len() > max {
+            return Err(crate::error::InputError::new(
+                "query",
+                format!(
+                    "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
+                    query.len()
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
 /// How often a read-only store's follower looks for the writer's new commits.
 const FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
 

@@ -51,9 +51,90 @@ pub(crate) struct Recognised {
     pub(crate) text: Option<std::sync::Arc<crate::text::Analyzer>>,
 }
 
+/// [`OpenError::AlreadyExists`] if a non-empty file is at `path` (`Store::create`).
+pub(crate) fn refuse_existing(path: &Path) -> Result<(), OpenError> {
+    let non_empty = std::fs::metadata(path)
+        .map(|m| m.len() > 0)
+        .unwrap_or(false);
+    if non_empty {
+        return Err(OpenError::AlreadyExists {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Opens the file at `path` as its writer and hands the database to `then` (which makes
+/// the store): the options checked first, a lock held by another writer waited for up to
+/// [`Options::wait_for_lock`], a panic inside redb contained.
+pub(crate) fn as_writer<T>(
+    path: &Path,
+    options: &Options,
+    then: impl Fn(Db, bool) -> Result<T, OpenError>,
+) -> Result<T, OpenError> {
+    crate::contain::contain(
+        |detail| contained_at_open(path, detail),
+        || {
+            check_options(options)?;
+            with_lock_wait(
+                options.wait_for_lock,
+                |e| matches!(e, OpenError::Locked { .. }),
+                || {
+                    let (db, shared) =
+                        open_writable(path, options).map_err(|e| not_writable(path, e))?;
+                    then(db, shared)
+                },
+            )
+        },
+    )
+}
+
+/// Opens the file at `path` read-only and hands the database to `then`: a file a crashed
+/// writer left, or one a writer holds exclusively, waited for up to
+/// [`Options::wait_for_lock`]; a panic inside redb contained.
+pub(crate) fn as_reader<T>(
+    path: &Path,
+    options: &Options,
+    then: impl Fn(Db) -> Result<T, OpenError>,
+) -> Result<T, OpenError> {
+    check_options(options)?;
+    crate::contain::contain(
+        |detail| contained_at_open(path, detail),
+        || {
+            with_lock_wait(
+                options.wait_for_lock,
+                |e| {
+                    matches!(
+                        e,
+                        OpenError::HeldExclusively { .. } | OpenError::NeedsRecovery { .. }
+                    )
+                },
+                || then(open_read_only(path, options)?),
+            )
+        },
+    )
+}
+
+/// Opens a database on a caller-supplied redb backend (named `<backend>` in errors) and
+/// hands it to `then`.
+pub(crate) fn on_backend<T>(
+    backend: impl redb::StorageBackend,
+    options: &Options,
+    then: impl FnOnce(Db, &Path) -> Result<T, OpenError>,
+) -> Result<T, OpenError> {
+    if let Some((field, why)) = options.index.invalid() {
+        return Err(InputError::new(field, why).into());
+    }
+    let path = PathBuf::from("<backend>");
+    crate::contain::contain(
+        |detail| contained_at_open(&path, detail),
+        || then(open_backend(backend, &path, options)?, &path),
+    )
+}
+
 /// Opens (creating it if allowed and missing) the file at `path` for writing; `true` with
 /// it when other processes may read the file meanwhile (redb's `SingleWriter` mode).
-pub(crate) fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool), OpenError> {
+fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool), OpenError> {
     let exists = path.exists();
     if !exists && !options.create_if_missing {
         return Err(OpenError::NotFound {
@@ -78,7 +159,7 @@ pub(crate) fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool)
 }
 
 /// Opens an existing file read-only (one attempt; see `Store::open_read_only_with`).
-pub(crate) fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenError> {
+fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenError> {
     let len = match std::fs::metadata(path) {
         Ok(meta) => meta.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -110,7 +191,7 @@ pub(crate) fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenE
 }
 
 /// Opens a database on a caller-supplied redb storage backend.
-pub(crate) fn open_backend(
+fn open_backend(
     backend: impl redb::StorageBackend,
     path: &Path,
     options: &Options,
@@ -630,7 +711,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
 
 /// Runs `attempt` until it returns something other than an error `retry` accepts, or `wait`
 /// has passed (then it returns that error).
-pub(crate) fn with_lock_wait<T>(
+fn with_lock_wait<T>(
     wait: Duration,
     retry: impl Fn(&OpenError) -> bool,
     mut attempt: impl FnMut() -> Result<T, OpenError>,
@@ -653,7 +734,7 @@ pub(crate) fn with_lock_wait<T>(
 }
 
 /// The checks of the options that need no file.
-pub(crate) fn check_options(options: &Options) -> Result<(), OpenError> {
+fn check_options(options: &Options) -> Result<(), OpenError> {
     if let Some(model) = &options.model {
         check_name("model", model, &options.limits)?;
     }
@@ -673,7 +754,7 @@ pub(crate) fn check_options(options: &Options) -> Result<(), OpenError> {
 }
 
 /// A writer's open refused by the file system's permissions or a read-only mount.
-pub(crate) fn not_writable(path: &Path, error: OpenError) -> OpenError {
+fn not_writable(path: &Path, error: OpenError) -> OpenError {
     match error {
         OpenError::Storage {
             source: redb::Error::Io(e),

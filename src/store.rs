@@ -4,9 +4,9 @@
 
 use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::engine::{DocumentOp, Engine};
-use crate::error::{InputError, OpenError, ReadError, WriteError};
+use crate::error::{OpenError, ReadError, WriteError};
 use crate::indexer::{Gate, IndexInfo, Indexer};
-use crate::open::{self, contained_at_open, with_lock_wait};
+use crate::open;
 use crate::options::{Metric, Options};
 use crate::plan::Plan;
 use crate::prepare;
@@ -16,7 +16,7 @@ use crate::stats::Stats;
 use crate::verify::VerifyReport;
 use crate::version::Version;
 use crate::writer::{Writer, WriterOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,21 +75,9 @@ impl Store {
     /// file with [`Store::open_read_only`] and follow its commits.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
-        crate::contain::contain(
-            |detail| contained_at_open(path, detail),
-            || {
-                open::check_options(&options)?;
-                with_lock_wait(
-                    options.wait_for_lock,
-                    |e| matches!(e, OpenError::Locked { .. }),
-                    || {
-                        let (db, shared) = open::open_writable(path, &options)
-                            .map_err(|e| open::not_writable(path, e))?;
-                        Store::from_db(db, path, true, shared, options.clone())
-                    },
-                )
-            },
-        )
+        open::as_writer(path, &options, |db, shared| {
+            Store::from_db(db, path, true, shared, options.clone())
+        })
     }
 
     /// Opens an existing store read-only, with default options (see
@@ -124,38 +112,15 @@ impl Store {
         options: Options,
     ) -> Result<Store, OpenError> {
         let path = path.as_ref();
-        open::check_options(&options)?;
-        crate::contain::contain(
-            |detail| contained_at_open(path, detail),
-            || {
-                with_lock_wait(
-                    options.wait_for_lock,
-                    |e| {
-                        matches!(
-                            e,
-                            OpenError::HeldExclusively { .. } | OpenError::NeedsRecovery { .. }
-                        )
-                    },
-                    || {
-                        let db = open::open_read_only(path, &options)?;
-                        Store::from_db(db, path, true, false, options.clone())
-                    },
-                )
-            },
-        )
+        open::as_reader(path, &options, |db| {
+            Store::from_db(db, path, true, false, options.clone())
+        })
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there.
     pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
-        if std::fs::metadata(path)
-            .map(|m| m.len() > 0)
-            .unwrap_or(false)
-        {
-            return Err(OpenError::AlreadyExists {
-                path: path.to_path_buf(),
-            });
-        }
+        open::refuse_existing(path)?;
         Store::open(path, options)
     }
 
@@ -165,17 +130,9 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: Options,
     ) -> Result<Store, OpenError> {
-        if let Some((field, why)) = options.index.invalid() {
-            return Err(InputError::new(field, why).into());
-        }
-        let path = PathBuf::from("<backend>");
-        crate::contain::contain(
-            |detail| contained_at_open(&path, detail),
-            || {
-                let db = open::open_backend(backend, &path, &options)?;
-                Store::from_db(db, &path, false, false, options)
-            },
-        )
+        open::on_backend(backend, &options, |db, path| {
+            Store::from_db(db, path, false, false, options.clone())
+        })
     }
 
     /// A store over a database: recognised (`open.rs`), then its engine and indexer.
@@ -307,30 +264,7 @@ impl Store {
         &self,
         ops: Vec<Op>,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
-        let mut prepared = Vec::with_capacity(ops.len());
-        let mut slots = Vec::with_capacity(ops.len());
-        for op in ops {
-            match self.engine.prepare(op) {
-                Ok(op) => {
-                    slots.push(None);
-                    prepared.push(op);
-                }
-                Err(error) => slots.push(Some(error)),
-            }
-        }
-        // One outcome per prepared operation, paired with it by `run_batch`.
-        let mut applied = self
-            .engine
-            .run_batch(prepared)?
-            .into_iter()
-            .map(|(_, outcome)| outcome);
-        Ok(slots
-            .into_iter()
-            .filter_map(|slot| match slot {
-                Some(error) => Some(Err(error)),
-                None => applied.next(),
-            })
-            .collect())
+        self.engine.write_batch(ops)
     }
 
     /// Makes every write so far durable (needed only with [`Durability::None`](crate::Durability::None)).
@@ -425,25 +359,7 @@ impl Store {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
         crate::contain::contain(ReadError::contained, || {
-            crate::search::check_bounds(k, options, &self.engine.options().limits)?;
-            self.check_text_query(query)?;
-            let snapshot = self.engine.snapshot()?;
-            let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
-            let matching = match &options.filter {
-                // `None` when the filter index covers another commit: then every
-                // candidate's metadata is checked as it is resolved.
-                Some(filter) => self.indexer.matching(&snapshot, filter)?,
-                None => None,
-            };
-            crate::text::search_text(
-                &snapshot,
-                &self.engine.text_index,
-                &analyzer,
-                query,
-                k,
-                options,
-                matching.as_ref(),
-            )
+            self.indexer.search_text(query, k, options)
         })
     }
 
@@ -473,57 +389,14 @@ impl Store {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
         crate::contain::contain(ReadError::contained, || {
-            crate::search::check_bounds(k, options, &self.engine.options().limits)?;
-            self.check_text_query(text)?;
-            options.fusion.check()?;
-            let depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
-            let higher = self.engine.metric().higher_is_closer();
-            self.indexer
-                .search_then(vector, depth, options, |snapshot, vector_hits| {
-                    let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
-                    let text_hits = crate::text::search_text(
-                        snapshot,
-                        &self.engine.text_index,
-                        &analyzer,
-                        text,
-                        depth,
-                        options,
-                        None,
-                    )?;
-                    Ok(crate::text::fuse(
-                        vector_hits,
-                        text_hits,
-                        k,
-                        options.fusion,
-                        higher,
-                    ))
-                })
+            self.indexer.search_hybrid(text, vector, k, options)
         })
     }
 
     /// Whether this store can answer text searches: it keeps a text index (a read-only
     /// store: the file has one) that covers its documents.
     pub fn has_text_index(&self) -> bool {
-        self.engine
-            .snapshot()
-            .and_then(|s| crate::text::analyzer_of(&s, &self.engine.text_analyzer))
-            .is_ok()
-    }
-
-    /// Refuses a text query longer than a chunk may be.
-    fn check_text_query(&self, query: &str) -> Result<(), ReadError> {
-        let max = self.engine.options().limits.max_chunk_text_bytes;
-        if query.len() > max {
-            return Err(crate::error::InputError::new(
-                "query",
-                format!(
-                    "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
-                    query.len()
-                ),
-            )
-            .into());
-        }
-        Ok(())
+        self.indexer.has_text_index()
     }
 
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and

@@ -61,11 +61,24 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
     };
     drop(bytes);
     let analyzer = Analyzer::new(&options);
+    let rows = txn.open_table(TEXT_CHUNKS).map_err(ReadError::storage)?;
+    let (live, expected_terms) = check_live_chunks(snapshot, &analyzer, &rows, &mut problems)?;
+    check_no_dead_rows(&rows, &live, &mut problems)?;
+    check_totals(snapshot, &live, expected_terms, &mut problems)
+}
 
+/// Every live chunk has its row, equal to what its text analyses to. Returns each live
+/// chunk's length in terms, and their sum.
+fn check_live_chunks(
+    snapshot: &Snapshot,
+    analyzer: &Analyzer,
+    rows: &redb::ReadOnlyTable<u64, &'static [u8]>,
+    problems: &mut Problems<'_>,
+) -> Result<(HashMap<u64, u32>, u64), ReadError> {
+    let txn = &snapshot.txn;
     // What the chunks say the index must hold, row by row.
     let mut live: HashMap<u64, u32> = HashMap::new();
     let mut expected_terms = 0u64;
-    let rows = txn.open_table(TEXT_CHUNKS).map_err(ReadError::storage)?;
     let docs = txn.open_table(DOCS).map_err(ReadError::storage)?;
     for entry in docs.iter().map_err(ReadError::storage)? {
         let (key, value) = entry.map_err(ReadError::storage)?;
@@ -91,7 +104,7 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
                 continue;
             };
             let vid = vector_id(row.internal_id, slot);
-            let expected = text_row(&analyzer, &chunk.text);
+            let expected = text_row(analyzer, &chunk.text);
             live.insert(vid, expected.len);
             expected_terms += u64::from(expected.len);
             match rows.get(vid).map_err(ReadError::storage)? {
@@ -117,7 +130,15 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
             }
         }
     }
-    // Every row belongs to a live chunk.
+    Ok((live, expected_terms))
+}
+
+/// Every row belongs to a live chunk.
+fn check_no_dead_rows(
+    rows: &redb::ReadOnlyTable<u64, &'static [u8]>,
+    live: &HashMap<u64, u32>,
+    problems: &mut Problems<'_>,
+) -> Result<(), ReadError> {
     let mut row_count = 0u64;
     for entry in rows.iter().map_err(ReadError::storage)? {
         let (key, _) = entry.map_err(ReadError::storage)?;
@@ -134,6 +155,17 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
             format!("{row_count} text rows for {} live chunks", live.len())
         });
     }
+    Ok(())
+}
+
+/// The totals agree with the live chunks, and the index covers the documents' commit.
+fn check_totals(
+    snapshot: &Snapshot,
+    live: &HashMap<u64, u32>,
+    expected_terms: u64,
+    problems: &mut Problems<'_>,
+) -> Result<(), ReadError> {
+    let txn = &snapshot.txn;
     let totals = txn.open_table(TEXT_TOTALS).map_err(ReadError::storage)?;
     let total = |key: &str| -> Result<u64, ReadError> {
         Ok(totals
