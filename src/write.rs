@@ -443,14 +443,14 @@ impl<'txn> Batch<'txn> {
         self.seq.next_generation += 1;
         let first_fresh = next_slot;
         let (entries, next_slot) = plan.entries(next_slot);
-        // The text index's changes: chunks under a fresh vector id, and the ids that go.
-        let text_added: Vec<(u64, &str)> = entries
-            .iter()
-            .zip(&doc.chunks)
-            .filter(|((slot, _), _)| *slot >= first_fresh)
-            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
-            .collect();
-        let mut text_removed: Vec<u64> = Vec::new();
+        let removed: Vec<u64> = match row.as_ref() {
+            Some(row) => plan
+                .removed_slots
+                .iter()
+                .map(|slot| vector_id(row.internal_id, *slot))
+                .collect(),
+            None => Vec::new(),
+        };
         // Every vector of the revision is listed, kept ones too: the revision's metadata may
         // have changed, and the filter index learns which documents to re-read from the
         // changelog (the vector index re-inserting an identical vector changes nothing).
@@ -459,17 +459,8 @@ impl<'txn> Batch<'txn> {
                 .iter()
                 .map(|(slot, _)| vector_id(internal_id, *slot)),
         );
-        if let Some(old_internal_id) = row.as_ref().map(|r| r.internal_id) {
-            text_removed.extend(
-                plan.removed_slots
-                    .iter()
-                    .map(|slot| vector_id(old_internal_id, *slot)),
-            );
-            self.change.removed.extend_from_slice(&text_removed);
-        }
-        if let Some(text) = &mut self.text {
-            text.apply(&text_removed, &text_added)?;
-        }
+        self.change.removed.extend_from_slice(&removed);
+        self.index_text(doc, internal_id, &entries, first_fresh, &removed)?;
         let chunks_row = ChunksRowRef {
             generation,
             chunks: doc
@@ -521,6 +512,29 @@ impl<'txn> Batch<'txn> {
             chunks_reused: plan.chunks_reused,
             chunks_removed: plan.chunks_removed,
         })
+    }
+
+    /// The text index's changes for a revision (when the store keeps one): the chunks under
+    /// a fresh vector id (slot `first_fresh` or later) are indexed, the `removed` ids
+    /// un-indexed.
+    fn index_text(
+        &mut self,
+        doc: &PreparedDoc,
+        internal_id: u64,
+        entries: &[(u32, crate::schema::VectorData<'_>)],
+        first_fresh: u32,
+        removed: &[u64],
+    ) -> Result<(), WriteError> {
+        let Some(text) = &mut self.text else {
+            return Ok(());
+        };
+        let added: Vec<(u64, &str)> = entries
+            .iter()
+            .zip(&doc.chunks)
+            .filter(|((slot, _), _)| *slot >= first_fresh)
+            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
+            .collect();
+        text.apply(removed, &added)
     }
 
     /// The internal id a revision is written under and the document's next slot there: the

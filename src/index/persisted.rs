@@ -330,7 +330,78 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let (header, parts) = blobs
         .split_first()
         .ok_or_else(|| corrupted("no header blob"))?;
-    let header = header.as_ref();
+    let header = check_header(header.as_ref(), parts, metric, dim)?;
+    let (graph_bytes, data, unreachable) = split_sections(parts, &header)?;
+    if header.point_count == 0 {
+        if !graph_bytes.is_empty() || !data.is_empty() {
+            return Err(corrupted("empty graph with a payload"));
+        }
+        return Ok(ParsedSnapshot {
+            metric,
+            dim,
+            dir: None,
+            view: None,
+            unreachable,
+            data,
+            summary: DumpSummary::default(),
+        });
+    }
+    // The scratch files are written while the dump is parsed; nothing reads them unless
+    // the parse passes (and the directory goes with them if it does not).
+    let dir = scratch_dir(scratch)?;
+    let (summary, written) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| -> std::io::Result<()> {
+            std::fs::write(
+                dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")),
+                &graph_bytes,
+            )?;
+            std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.data")), &data)
+        });
+        let summary = parse_dump(&graph_bytes, &data, dim);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("scratch writer panicked")));
+        (summary, written)
+    });
+    let summary = summary?;
+    written?;
+    if summary.ids.len() as u64 != header.point_count {
+        return Err(corrupted(format!(
+            "dump has {} points, header announces {}",
+            summary.ids.len(),
+            header.point_count
+        )));
+    }
+    let view = build_view(&graph_bytes, &data, &summary, metric, dim)?;
+    drop(graph_bytes);
+    Ok(ParsedSnapshot {
+        metric,
+        dim,
+        dir: Some(dir),
+        view: Some(view),
+        unreachable,
+        data,
+        summary,
+    })
+}
+
+/// What a checked header announces.
+struct Header {
+    graph_len: usize,
+    data_len: usize,
+    unreachable_len: usize,
+    point_count: u64,
+}
+
+/// Checks the header blob against the payload parts (lengths, then the checksum, before
+/// any other field is trusted) and against the index (format version, platform, metric,
+/// dimension).
+fn check_header<B: AsRef<[u8]>>(
+    header: &[u8],
+    parts: &[B],
+    metric: Metric,
+    dim: usize,
+) -> Result<Header, IndexError> {
     if header.len() != HEADER_LEN {
         return Err(corrupted(format!(
             "header is {} bytes, expected {HEADER_LEN}",
@@ -377,8 +448,25 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     if hasher.finalize().as_bytes()[..] != header[CHECKSUM_AT..] {
         return Err(corrupted("checksum mismatch"));
     }
+    check_compatible(header, le_u32(8), le_u64(16), metric, dim)?;
+    let too_large = || corrupted("snapshot too large for this platform");
+    Ok(Header {
+        graph_len: usize::try_from(graph_len).map_err(|_| too_large())?,
+        data_len: usize::try_from(data_len).map_err(|_| too_large())?,
+        unreachable_len: usize::try_from(unreachable_len).map_err(|_| too_large())?,
+        point_count: le_u64(24),
+    })
+}
 
-    let version = le_u32(8);
+/// A checksummed header written by this format version, on this platform, for this
+/// index's metric and dimension.
+fn check_compatible(
+    header: &[u8],
+    version: u32,
+    saved_dim: u64,
+    metric: Metric,
+    dim: usize,
+) -> Result<(), IndexError> {
     if version != FORMAT_VERSION {
         return Err(incompatible(format!(
             "format version {version}, this build reads {FORMAT_VERSION}"
@@ -396,28 +484,30 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "snapshot metric {saved_metric:?}, index metric {metric:?}"
         )));
     }
-    if le_u64(16) != dim as u64 {
+    if saved_dim != dim as u64 {
         return Err(incompatible(format!(
-            "snapshot dimension {}, index dimension {dim}",
-            le_u64(16)
+            "snapshot dimension {saved_dim}, index dimension {dim}"
         )));
     }
-    let point_count = le_u64(24);
+    Ok(())
+}
 
-    // One copy of each section, straight from the parts (a section may span parts).
-    let too_large = || corrupted("snapshot too large for this platform");
-    let graph_len = usize::try_from(graph_len).map_err(|_| too_large())?;
-    let data_len = usize::try_from(data_len).map_err(|_| too_large())?;
-    let unreachable_len = usize::try_from(unreachable_len).map_err(|_| too_large())?;
-    let mut graph_bytes = Vec::with_capacity(graph_len);
-    let mut data = Vec::with_capacity(data_len);
-    let mut unreachable_bytes = Vec::with_capacity(unreachable_len);
+/// One copy of each section (graph, data, unreachable ids), straight from the parts (a
+/// section may span parts).
+#[allow(clippy::type_complexity)]
+fn split_sections<B: AsRef<[u8]>>(
+    parts: &[B],
+    header: &Header,
+) -> Result<(Vec<u8>, Vec<u8>, Vec<u64>), IndexError> {
+    let mut graph_bytes = Vec::with_capacity(header.graph_len);
+    let mut data = Vec::with_capacity(header.data_len);
+    let mut unreachable_bytes = Vec::with_capacity(header.unreachable_len);
     for part in parts {
         let mut part = part.as_ref();
         for (section, len) in [
-            (&mut graph_bytes, graph_len),
-            (&mut data, data_len),
-            (&mut unreachable_bytes, unreachable_len),
+            (&mut graph_bytes, header.graph_len),
+            (&mut data, header.data_len),
+            (&mut unreachable_bytes, header.unreachable_len),
         ] {
             let take = (len - section.len()).min(part.len());
             section.extend_from_slice(&part[..take]);
@@ -428,58 +518,7 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
         .collect();
-    drop(unreachable_bytes);
-
-    if point_count == 0 {
-        if !graph_bytes.is_empty() || !data.is_empty() {
-            return Err(corrupted("empty graph with a payload"));
-        }
-        return Ok(ParsedSnapshot {
-            metric,
-            dim,
-            dir: None,
-            view: None,
-            unreachable,
-            data,
-            summary: DumpSummary::default(),
-        });
-    }
-    // The scratch files are written while the dump is parsed; nothing reads them unless
-    // the parse passes (and the directory goes with them if it does not).
-    let dir = scratch_dir(scratch)?;
-    let (summary, written) = std::thread::scope(|scope| {
-        let writer = scope.spawn(|| -> std::io::Result<()> {
-            std::fs::write(
-                dir.path().join(format!("{DUMP_BASENAME}.hnsw.graph")),
-                &graph_bytes,
-            )?;
-            std::fs::write(dir.path().join(format!("{DUMP_BASENAME}.hnsw.data")), &data)
-        });
-        let summary = parse_dump(&graph_bytes, &data, dim);
-        let written = writer
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("scratch writer panicked")));
-        (summary, written)
-    });
-    let summary = summary?;
-    written?;
-    if summary.ids.len() as u64 != point_count {
-        return Err(corrupted(format!(
-            "dump has {} points, header announces {point_count}",
-            summary.ids.len()
-        )));
-    }
-    let view = build_view(&graph_bytes, &data, &summary, metric, dim)?;
-    drop(graph_bytes);
-    Ok(ParsedSnapshot {
-        metric,
-        dim,
-        dir: Some(dir),
-        view: Some(view),
-        unreachable,
-        data,
-        summary,
-    })
+    Ok((graph_bytes, data, unreachable))
 }
 
 /// The [`GraphView`] of a dump [`parse_dump`] has accepted: every point's links by slot
@@ -657,7 +696,55 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
         .checked_mul(std::mem::size_of::<f32>())
         .ok_or_else(|| corrupted("dimension overflows"))?;
     let mut g = Cursor::new(graph, "graph dump");
-    // Description.
+    let nb_point = check_description(&mut g, dim)?;
+    let after_description = g.at;
+
+    let mut d = Cursor::new(data, "data dump");
+    d.expect_u32(MAGIC_DATA, "data magic")?;
+    if d.usize()? != dim {
+        return Err(incompatible("data dump dimension differs"));
+    }
+
+    // Pass 1: layers, points, vectors. Records each layer's origin ids so that pass 2
+    // can check neighbour references (which may point to later layers).
+    if g.u8()? as usize != MAX_LAYER {
+        return Err(incompatible("point indexation layer count is not 16"));
+    }
+    let mut summary = DumpSummary::default();
+    let layers = read_points(&mut g, &mut d, vector_bytes, &mut summary)?;
+    let entry_origin = g.usize()? as u64;
+    let entry_layer = g.u8()?;
+    let entry_rank = g.i32()?;
+    g.finish()?;
+    d.finish()?;
+    if summary.ids.len() != nb_point || nb_point == 0 {
+        return Err(corrupted(format!(
+            "{} points in layers, description says {nb_point}",
+            summary.ids.len()
+        )));
+    }
+    if !resolves(&layers, entry_layer, entry_rank, entry_origin) {
+        return Err(corrupted("entry point does not resolve"));
+    }
+    summary.layer_sizes = layers.iter().map(Vec::len).collect();
+    summary.links_at = after_description + 1;
+    summary.entry = (entry_layer, entry_rank);
+    check_links(graph, after_description, &layers)?;
+    Ok(summary)
+}
+
+/// Whether (`layer`, `rank`) names the point `origin` in `layers`.
+fn resolves(layers: &[Vec<u64>], layer: u8, rank: i32, origin: u64) -> bool {
+    usize::try_from(rank).ok().and_then(|rank| {
+        layers
+            .get(layer as usize)
+            .and_then(|points| points.get(rank))
+    }) == Some(&origin)
+}
+
+/// The dump's description: an hnsw_rs v4 Full dump of this dimension, distance and element
+/// type. Returns the point count it announces.
+fn check_description(g: &mut Cursor<'_>, dim: usize) -> Result<usize, IndexError> {
     if g.u32()? != MAGIC_DESCR_V4 {
         return Err(incompatible("not an hnsw_rs v4 dump"));
     }
@@ -689,21 +776,19 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
     if g.name()? != std::any::type_name::<f32>() {
         return Err(incompatible("dump vectors are not f32"));
     }
-    let after_description = g.at;
+    Ok(nb_point)
+}
 
-    let mut d = Cursor::new(data, "data dump");
-    d.expect_u32(MAGIC_DATA, "data magic")?;
-    if d.usize()? != dim {
-        return Err(incompatible("data dump dimension differs"));
-    }
-
-    // Pass 1: layers, points, vectors. Records each layer's origin ids so that pass 2
-    // can check neighbour references (which may point to later layers).
-    if g.u8()? as usize != MAX_LAYER {
-        return Err(incompatible("point indexation layer count is not 16"));
-    }
+/// Pass 1 over the points of every layer (graph and data dumps in step): positions,
+/// neighbour counts, vectors (finite, of the right length), ids (each once). Returns each
+/// layer's ids by rank.
+fn read_points(
+    g: &mut Cursor<'_>,
+    d: &mut Cursor<'_>,
+    vector_bytes: usize,
+    summary: &mut DumpSummary,
+) -> Result<Vec<Vec<u64>>, IndexError> {
     let mut layers: Vec<Vec<u64>> = Vec::with_capacity(MAX_LAYER);
-    let mut summary = DumpSummary::default();
     let mut seen = HashSet::new();
     for layer in 0..MAX_LAYER {
         g.expect_u32(MAGIC_LAYER, "layer magic")?;
@@ -750,36 +835,19 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
         }
         layers.push(origins);
     }
-    let entry_origin = g.usize()? as u64;
-    let entry_layer = g.u8()?;
-    let entry_rank = g.i32()?;
-    g.finish()?;
-    d.finish()?;
-    if summary.ids.len() != nb_point || nb_point == 0 {
-        return Err(corrupted(format!(
-            "{} points in layers, description says {nb_point}",
-            summary.ids.len()
-        )));
-    }
-    let resolves = |layer: u8, rank: i32, origin: u64| {
-        usize::try_from(rank).ok().and_then(|rank| {
-            layers
-                .get(layer as usize)
-                .and_then(|points| points.get(rank))
-        }) == Some(&origin)
-    };
-    if !resolves(entry_layer, entry_rank, entry_origin) {
-        return Err(corrupted("entry point does not resolve"));
-    }
-    summary.layer_sizes = layers.iter().map(Vec::len).collect();
-    summary.links_at = after_description + 1;
-    summary.entry = (entry_layer, entry_rank);
+    Ok(layers)
+}
 
-    // Pass 2: every neighbour must name an existing point with a non-NaN distance
-    // (the loader indexes its layer table with them and sorts by distance).
+/// Pass 2: every neighbour must name an existing point with a non-NaN distance (the loader
+/// indexes its layer table with them and sorts by distance).
+fn check_links(
+    graph: &[u8],
+    after_description: usize,
+    layers: &[Vec<u64>],
+) -> Result<(), IndexError> {
     let mut g = Cursor::new(graph, "graph dump");
     g.take(after_description + 1)?;
-    for layer in &layers {
+    for layer in layers {
         g.take(4 + USIZE)?;
         for _ in layer {
             g.take(4 + USIZE + 1 + 4)?;
@@ -790,12 +858,12 @@ pub(crate) fn parse_dump(graph: &[u8], data: &[u8], dim: usize) -> Result<DumpSu
                     let n_layer = g.u8()?;
                     let n_rank = g.i32()?;
                     let distance = g.f32()?;
-                    if !resolves(n_layer, n_rank, origin) || distance.is_nan() {
+                    if !resolves(layers, n_layer, n_rank, origin) || distance.is_nan() {
                         return Err(corrupted(format!("bad neighbour reference to {origin}")));
                     }
                 }
             }
         }
     }
-    Ok(summary)
+    Ok(())
 }
