@@ -17,8 +17,7 @@
 use crate::error::{InputError, ReadError};
 use crate::read::Snapshot;
 use crate::schema::{
-    self, split_vector_id, vector_id, ChangelogRow, DocRow, VectorsRow, CHANGELOG, DOCS, DOC_KEYS,
-    VECTORS,
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
 };
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use redb::ReadableTable;
@@ -656,28 +655,15 @@ impl FilterIndex {
         if self.covered >= target {
             return Ok(true);
         }
-        let changelog = snapshot
-            .txn
-            .open_table(CHANGELOG)
-            .map_err(ReadError::storage)?;
+        let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
+        else {
+            return Ok(false);
+        };
         let mut touched = HashSet::new();
-        let mut expected = self.covered + 1;
-        for entry in changelog
-            .range(expected..=target)
-            .map_err(ReadError::storage)?
-        {
-            let (key, value) = entry.map_err(ReadError::storage)?;
-            if key.value() != expected {
-                return Ok(false);
-            }
-            expected += 1;
-            let change: ChangelogRow = schema::decode("changelog row", value.value())?;
+        for change in changes {
             for id in change.added.iter().chain(&change.removed) {
                 touched.insert(split_vector_id(*id).0);
             }
-        }
-        if expected != target + 1 {
-            return Ok(false);
         }
         self.refresh(snapshot, &touched)?;
         self.covered = target;

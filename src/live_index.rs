@@ -58,6 +58,37 @@ pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
     Ok(seq.unwrap_or(0))
 }
 
+/// The changelog rows of the commits after `covered` up to `target`, in commit order;
+/// `None` when the changelog no longer holds every one of them (the derived index that
+/// asked rebuilds from the tables instead).
+pub(crate) fn changes_since(
+    snapshot: &Snapshot,
+    covered: u64,
+    target: u64,
+) -> Result<Option<Vec<ChangelogRow>>, ReadError> {
+    let changelog = snapshot
+        .txn
+        .open_table(CHANGELOG)
+        .map_err(ReadError::storage)?;
+    let mut expected = covered + 1;
+    let mut changes = Vec::new();
+    for entry in changelog
+        .range(expected..=target)
+        .map_err(ReadError::storage)?
+    {
+        let (key, value) = entry.map_err(ReadError::storage)?;
+        if key.value() != expected {
+            return Ok(None);
+        }
+        expected += 1;
+        changes.push(schema::decode::<ChangelogRow>(
+            "changelog row",
+            value.value(),
+        )?);
+    }
+    Ok((expected == target + 1).then_some(changes))
+}
+
 impl LiveIndex {
     /// An index loaded with every vector of `snapshot`, covering its commit sequence.
     pub(crate) fn load(

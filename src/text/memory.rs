@@ -10,7 +10,7 @@
 use super::analyze::TextOptions;
 use crate::error::ReadError;
 use crate::read::Snapshot;
-use crate::schema::{self, ChangelogRow, TextRow, CHANGELOG, TEXT_CHUNKS};
+use crate::schema::{self, TextRow, TEXT_CHUNKS};
 use parking_lot::RwLock;
 use redb::ReadableTable;
 use std::collections::HashMap;
@@ -90,33 +90,14 @@ impl InvertedIndex {
     /// the changelog no longer holds them all (the caller rebuilds).
     fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
         let target = crate::live_index::commit_seq(snapshot)?;
-        let changelog = snapshot
-            .txn
-            .open_table(CHANGELOG)
-            .map_err(ReadError::storage)?;
         let rows = snapshot
             .txn
             .open_table(TEXT_CHUNKS)
             .map_err(ReadError::storage)?;
-        let mut expected = self.covered + 1;
-        let mut changes = Vec::new();
-        for entry in changelog
-            .range(expected..=target)
-            .map_err(ReadError::storage)?
-        {
-            let (key, value) = entry.map_err(ReadError::storage)?;
-            if key.value() != expected {
-                return Ok(false);
-            }
-            expected += 1;
-            changes.push(schema::decode::<ChangelogRow>(
-                "changelog row",
-                value.value(),
-            )?);
-        }
-        if expected != target + 1 {
+        let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
+        else {
             return Ok(false);
-        }
+        };
         for change in changes {
             for &id in &change.removed {
                 self.remove_chunk(id);
