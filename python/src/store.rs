@@ -497,6 +497,78 @@ impl PyStore {
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
     }
 
+    /// The `k` chunks that best match `query` by BM25 over their words, best first (a hit's
+    /// score is its BM25 score). `where` and `sources` as for `search`; `k1` and `b` set
+    /// BM25's parameters (defaults 1.2 and 0.75). Raises `RatchetError` if the store keeps no
+    /// text index.
+    #[pyo3(signature = (query, k=10, *, r#where=None, sources=None, k1=None, b=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_text(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: i64,
+        r#where: Option<&Bound<'_, PyAny>>,
+        sources: Option<&Bound<'_, PyAny>>,
+        k1: Option<f32>,
+        b: Option<f32>,
+    ) -> PyResult<Vec<Hit>> {
+        let k = convert::count(k, "k")?;
+        let options = with_bm25(
+            PyStore::search_options(r#where, sources, false, None)?,
+            k1,
+            b,
+        );
+        let store = self.store()?;
+        let hits = py
+            .detach(|| store.search_text(&query, k, &options))
+            .map_err(from_read)?;
+        hits.into_iter().map(|hit| Hit::new(py, hit)).collect()
+    }
+
+    /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
+    /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
+    /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
+    #[pyo3(signature = (text, vector, k=10, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_hybrid(
+        &self,
+        py: Python<'_>,
+        text: String,
+        vector: &Bound<'_, PyAny>,
+        k: i64,
+        r#where: Option<&Bound<'_, PyAny>>,
+        sources: Option<&Bound<'_, PyAny>>,
+        ef: Option<i64>,
+        rrf_k: Option<i64>,
+        vector_weight: Option<f32>,
+    ) -> PyResult<Vec<Hit>> {
+        let k = convert::count(k, "k")?;
+        let mut options = PyStore::search_options(r#where, sources, false, ef)?;
+        options = match (rrf_k, vector_weight) {
+            (Some(_), Some(_)) => {
+                return Err(input(
+                    "vector_weight",
+                    "cannot be given with rrf_k: pick one fusion",
+                ))
+            }
+            (Some(rrf_k), None) => options.fusion(ratchetdb::Fusion::Rrf {
+                k: u32::try_from(rrf_k)
+                    .map_err(|_| input("rrf_k", "must be between 1 and 4294967295"))?,
+            }),
+            (None, Some(vector_weight)) => {
+                options.fusion(ratchetdb::Fusion::Weighted { vector_weight })
+            }
+            (None, None) => options,
+        };
+        let query = convert::vector(vector, "vector")?;
+        let store = self.store()?;
+        let hits = py
+            .detach(|| store.search_hybrid(&text, &query, k, &options))
+            .map_err(from_read)?;
+        hits.into_iter().map(|hit| Hit::new(py, hit)).collect()
+    }
+
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
     /// hits per row.
     #[pyo3(signature = (matrix, k=10, *, r#where=None, sources=None, exact=false, ef=None))]
@@ -699,4 +771,13 @@ pub(crate) fn matches(
         None => serde_json::Value::Null,
     };
     Ok(filter.matches(&json(meta, "meta")?, &doc_meta))
+}
+
+/// `options` with BM25's `k1` and `b` where given (the defaults elsewhere).
+fn with_bm25(options: SearchOptions, k1: Option<f32>, b: Option<f32>) -> SearchOptions {
+    if k1.is_none() && b.is_none() {
+        return options;
+    }
+    let default = ratchetdb::Bm25::default();
+    options.bm25(k1.unwrap_or(default.k1), b.unwrap_or(default.b))
 }
