@@ -27,9 +27,7 @@ mod common;
 use common::search_support::Structured;
 use common::NAN_NOTE;
 use criterion::Criterion;
-use ratchetdb::{
-    Chunk, Document, Durability, Filter, FilterStrategy, Op, Options, SearchOptions, Store, Version,
-};
+use ratchetdb::{Durability, Filter, FilterStrategy, Options, SearchOptions, Store};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -50,28 +48,9 @@ fn bucket(chunk: u64) -> u64 {
 }
 
 fn ingest(store: &Store, vectors: &[Vec<f32>]) {
-    let docs: Vec<&[Vec<f32>]> = vectors.chunks(CHUNKS_PER_DOC).collect();
-    for (batch_index, batch) in docs.chunks(500).enumerate() {
-        let ops = batch
-            .iter()
-            .enumerate()
-            .map(|(j, chunks)| {
-                let d = batch_index * 500 + j;
-                let mut doc = Document::new("bench", format!("d{d}"), Version::number(1));
-                for (p, v) in chunks.iter().enumerate() {
-                    let chunk = (d * CHUNKS_PER_DOC + p) as u64;
-                    doc = doc.with_chunk(
-                        Chunk::new(format!("d{d}#{p}"), v.clone())
-                            .with_meta(json!({ "bucket": bucket(chunk) })),
-                    );
-                }
-                Op::Upsert(doc)
-            })
-            .collect();
-        for result in store.write_batch(ops).expect("batch") {
-            result.expect("write");
-        }
-    }
+    common::ingest_docs(store, vectors, CHUNKS_PER_DOC, |chunk| {
+        Some(json!({ "bucket": bucket(chunk) }))
+    });
 }
 
 fn key(hit: &ratchetdb::Hit) -> (String, u32) {

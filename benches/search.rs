@@ -33,7 +33,7 @@ mod search_real;
 use common::search_support::Structured;
 use common::{memory, run_child, NAN_NOTE};
 use criterion::Criterion;
-use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
+use ratchetdb::{Durability, Op, Options, SearchOptions, Store, Version};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -57,24 +57,7 @@ fn open(path: &Path) -> Store {
 
 /// Writes `vectors` as documents of 8 chunks, 500 documents per transaction.
 fn ingest(store: &Store, vectors: &[Vec<f32>]) {
-    let docs: Vec<&[Vec<f32>]> = vectors.chunks(CHUNKS_PER_DOC).collect();
-    for (batch_index, batch) in docs.chunks(500).enumerate() {
-        let ops = batch
-            .iter()
-            .enumerate()
-            .map(|(j, chunks)| {
-                let d = batch_index * 500 + j;
-                let mut doc = Document::new("bench", format!("d{d}"), Version::number(1));
-                for (p, v) in chunks.iter().enumerate() {
-                    doc = doc.with_chunk(Chunk::new(format!("d{d}#{p}"), v.clone()));
-                }
-                Op::Upsert(doc)
-            })
-            .collect();
-        for result in store.write_batch(ops).expect("batch") {
-            result.expect("write");
-        }
-    }
+    common::ingest_docs(store, vectors, CHUNKS_PER_DOC, |_| None);
 }
 
 fn wait(store: &Store) {

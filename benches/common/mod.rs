@@ -10,6 +10,38 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+/// Writes `vectors` as documents `bench/d{d}` of `chunks_per_doc` chunks (texts `d{d}#{p}`),
+/// 500 documents per transaction; `meta(chunk)` is each chunk's metadata, by its number.
+pub fn ingest_docs(
+    store: &Store,
+    vectors: &[Vec<f32>],
+    chunks_per_doc: usize,
+    meta: impl Fn(u64) -> Option<serde_json::Value>,
+) {
+    let docs: Vec<&[Vec<f32>]> = vectors.chunks(chunks_per_doc).collect();
+    for (batch_index, batch) in docs.chunks(500).enumerate() {
+        let ops = batch
+            .iter()
+            .enumerate()
+            .map(|(j, chunks)| {
+                let d = batch_index * 500 + j;
+                let mut doc = Document::new("bench", format!("d{d}"), Version::number(1));
+                for (p, v) in chunks.iter().enumerate() {
+                    let mut chunk = Chunk::new(format!("d{d}#{p}"), v.clone());
+                    if let Some(meta) = meta((d * chunks_per_doc + p) as u64) {
+                        chunk = chunk.with_meta(meta);
+                    }
+                    doc = doc.with_chunk(chunk);
+                }
+                Op::Upsert(doc)
+            })
+            .collect();
+        for result in store.write_batch(ops).expect("batch") {
+            result.expect("write");
+        }
+    }
+}
+
 /// The search tests' vector generator (embedding-like: low-rank clusters plus noise), shared
 /// so that the search bench measures the data the search tests check.
 #[path = "../../tests/search_support/mod.rs"]
