@@ -156,6 +156,16 @@ pub enum OpenError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The PostgreSQL server refused or failed the open (connecting, creating or reading the
+    /// store's tables); nothing was changed that a retry would not redo.
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL error opening {url}: {detail}")]
+    Server {
+        /// The server's address (the URL without its password).
+        url: String,
+        /// The server's error.
+        detail: String,
+    },
     /// An I/O or storage-engine error.
     #[error("storage error opening {path}: {source}")]
     Storage {
@@ -246,6 +256,16 @@ pub enum WriteError {
         /// The file.
         path: PathBuf,
     },
+    /// The PostgreSQL server failed the batch's transaction (a lost connection, a server
+    /// error): the transaction was rolled back, so none of the batch is stored unless the
+    /// commit itself was lost in flight; redeliver it (what did land is refused as a
+    /// duplicate).
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL error: {detail}")]
+    Server {
+        /// The server's error.
+        detail: String,
+    },
     /// The concurrent writer has shut down.
     #[error("the writer has shut down")]
     Closed,
@@ -291,6 +311,13 @@ pub enum ReadError {
     /// An I/O or storage-engine error.
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// The PostgreSQL server failed the read (a lost connection, a server error).
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL error: {detail}")]
+    Server {
+        /// The server's error.
+        detail: String,
+    },
     /// A text or hybrid search on a store without a usable text index: one opened for
     /// writing with [`Options::text_index`](crate::Options::text_index) off, or whose
     /// documents a build without the text index has written since (the next writer to open

@@ -85,7 +85,7 @@ impl<'de> Deserialize<'de> for Filter {
 /// A scalar a filter compares with, and a key of the index's postings. Numbers are kept
 /// as the bits of their `f64` value (`-0.0` as `0.0`), so `1` and `1.0` are one key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Scalar {
+pub(crate) enum Scalar {
     Null,
     Bool(bool),
     Num(u64),
@@ -134,7 +134,7 @@ impl Scalar {
 
 /// One condition on one key.
 #[derive(Clone, Debug)]
-enum Op {
+pub(crate) enum Op {
     Eq(Scalar),
     Ne(Scalar),
     Gt(Scalar),
@@ -186,7 +186,7 @@ impl Op {
 }
 
 #[derive(Clone, Debug)]
-enum Node {
+pub(crate) enum Node {
     And(Vec<Node>),
     Or(Vec<Node>),
     Not(Box<Node>),
@@ -404,6 +404,12 @@ impl Filter {
     /// The JSON the filter was parsed from.
     pub fn as_json(&self) -> &Value {
         &self.source
+    }
+
+    /// The parsed tree (the Postgres backend translates it to SQL).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn node(&self) -> &Node {
+        &self.node
     }
 }
 

@@ -36,6 +36,8 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 #[cfg(feature = "embed")]
+#[cfg(feature = "postgres")]
+mod backend;
 mod chunking;
 mod contain;
 mod counters;
@@ -75,6 +77,8 @@ pub mod testkit;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+#[cfg(feature = "postgres")]
+pub use crate::backend::postgres::PgStore;
 #[cfg(feature = "minilm")]
 pub use crate::embed::{locate_model, MiniLmEmbedder};
 #[cfg(feature = "embed")]

@@ -18,10 +18,14 @@ mod backdoor;
 mod disk;
 mod fuzz;
 mod model;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod rng;
 
 pub use backdoor::*;
 pub use disk::*;
 pub use fuzz::*;
 pub use model::*;
+#[cfg(feature = "postgres")]
+pub use postgres::*;
 pub use rng::*;

@@ -1,0 +1,335 @@
+//! The PostgreSQL + pgvector backend: [`PgStore`].
+//!
+//! The same guarded writes as the embedded store, on a server's tables. A batch is ONE SQL
+//! transaction: it takes the per-document locks it needs, reads each stored row
+//! `SELECT ... FOR UPDATE`, asks the same pure `guard::decide_upsert` / `decide_delete`, and
+//! carries the answer out (chunks and vectors replaced whole, surplus removed, tombstones
+//! and listings versioned, counters and the skip log in tables, generations and tickets
+//! from sequences). Searches run pgvector's HNSW index inside one statement that joins each
+//! candidate chunk to its document row, so a superseded chunk is never returned.
+//!
+//! Module map: `schema.rs` the tables and opening, `write.rs` the batch transaction,
+//! `read.rs` get / export / counters / search, `filter_sql.rs` the metadata filter as SQL
+//! over `jsonb`, `verify.rs` the invariants checked against the tables.
+//!
+//! Invariant: writers of one document are serialised by locks the server holds until the
+//! transaction ends (a transaction-level advisory lock per document key, which also covers
+//! a document that has no row yet, then the row's own `FOR UPDATE` lock); a listing takes
+//! its source exclusively, every other write takes it shared. No process-level lock is
+//! involved, so writers in several processes and machines are serialised the same way.
+
+mod filter_sql;
+mod read;
+mod schema;
+mod verify;
+mod write;
+
+use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::error::{InputError, OpenError, ReadError, WriteError};
+use crate::options::{Metric, Options};
+use crate::read::StoredDocument;
+use crate::search::{Hit, SearchOptions};
+use crate::stats::Stats;
+use crate::verify::VerifyReport;
+use crate::version::Version;
+use parking_lot::{Mutex, RwLock};
+
+/// A ratchetdb store on a PostgreSQL server with the pgvector extension.
+///
+/// It has the embedded [`Store`](crate::Store)'s write, read and search API (same
+/// operations, outcomes and errors) over tables in one PostgreSQL schema, so several
+/// processes on several machines can write and search one corpus. Each `PgStore` holds one
+/// connection; open one per writer thread or process for concurrency.
+///
+/// ```no_run
+/// use ratchetdb::{Chunk, Document, Options, PgStore, SearchOptions, Version};
+/// let store = PgStore::open("postgres://postgres@127.0.0.1:5432/ratchetdb", Options::default())?;
+/// store.upsert(Document::new("wiki", "intro", Version::number(1))
+///     .with_chunk(Chunk::new("Ratchets turn one way.", vec![1.0, 0.0, 0.0])))?;
+/// let hits = store.search(&[1.0, 0.0, 0.0], 5, &SearchOptions::default())?;
+/// assert_eq!(hits[0].id, "intro");
+/// # Ok::<(), ratchetdb::Error>(())
+/// ```
+pub struct PgStore {
+    client: Mutex<postgres::Client>,
+    /// The server's address without a password, for messages.
+    url: String,
+    schema: String,
+    options: Options,
+    metric: Metric,
+    /// Fixed by the first vector written (by any process); read again while unknown.
+    dimension: RwLock<Option<usize>>,
+}
+
+/// The PostgreSQL schema [`PgStore::open`] keeps its tables in.
+pub(crate) const DEFAULT_SCHEMA: &str = "ratchetdb";
+
+impl PgStore {
+    /// Opens (creating if missing) the store in the schema `ratchetdb` of the database at
+    /// `url` (`postgres://user:password@host:port/database`). The `vector` extension is
+    /// created if missing (which needs the privilege to create it).
+    pub fn open(url: &str, options: Options) -> Result<PgStore, OpenError> {
+        PgStore::open_in(url, DEFAULT_SCHEMA, options)
+    }
+
+    /// Opens (creating if missing) the store kept in PostgreSQL schema `schema` (lowercase
+    /// ASCII letters, digits and `_`, starting with a letter or `_`, at most 63 bytes): one
+    /// database can hold many stores.
+    pub fn open_in(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
+        schema::open(url, schema, options)
+    }
+
+    /// The schema holding this store's tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The server's address (without its password).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The vector dimension, once fixed (by the options or the first vector written).
+    pub fn dimension(&self) -> Option<usize> {
+        *self.dimension.read()
+    }
+
+    /// The store's metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Writes a revision (guarded); see [`Store::upsert`](crate::Store::upsert).
+    pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
+        match self.write_one(Op::Upsert(doc))? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(mismatched_outcome()),
+        }
+    }
+
+    /// Deletes a document at a version (a versioned tombstone; guarded); see
+    /// [`Store::delete`](crate::Store::delete).
+    pub fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+        let op = Op::Delete {
+            source: source.to_string(),
+            id: id.to_string(),
+            version,
+        };
+        match self.write_one(op)? {
+            OpOutcome::Document(outcome) => Ok(outcome),
+            OpOutcome::Retain(_) => Err(mismatched_outcome()),
+        }
+    }
+
+    /// A listing of what exists in `source` at `version`; see
+    /// [`Store::retain`](crate::Store::retain).
+    pub fn retain<I, S>(
+        &self,
+        source: &str,
+        present: I,
+        version: Version,
+    ) -> Result<RetainOutcome, WriteError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let op = Op::Retain {
+            source: source.to_string(),
+            present: present.into_iter().map(Into::into).collect(),
+            version,
+        };
+        match self.write_one(op)? {
+            OpOutcome::Retain(outcome) => Ok(outcome),
+            OpOutcome::Document(_) => Err(mismatched_outcome()),
+        }
+    }
+
+    /// Applies `ops` in one SQL transaction, each guarded; see
+    /// [`Store::write_batch`](crate::Store::write_batch). The outer error is the batch's
+    /// (the transaction was rolled back), the inner ones each operation's own.
+    pub fn write_batch(
+        &self,
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        write::write_batch(self, ops)
+    }
+
+    /// Removes the tombstones and listings of `source` older than `before`; see
+    /// [`Store::purge`](crate::Store::purge).
+    pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+        write::purge(self, source, before)
+    }
+
+    /// A new ticket from the server's sequence: newer than every ticket any process has
+    /// taken from this store.
+    pub fn ticket(&self) -> Result<Version, WriteError> {
+        write::ticket(self)
+    }
+
+    /// A document and its chunks (with their vectors) in order, read in one snapshot;
+    /// tombstones come back with `deleted: true` and no chunks.
+    pub fn get(&self, source: &str, id: &str) -> Result<Option<StoredDocument>, ReadError> {
+        read::get(self, source, id)
+    }
+
+    /// Every document (tombstones included) with its chunks and vectors, ordered by
+    /// `(source, id)`, read in one snapshot: the export `ratchet copy` moves.
+    pub fn documents(&self) -> Result<Vec<StoredDocument>, ReadError> {
+        read::documents(self)
+    }
+
+    /// The `k` live chunks nearest to `query` through pgvector's HNSW index (or an exact
+    /// scan with [`SearchOptions::exact`]), best first, resolved in the statement's snapshot:
+    /// a superseded or deleted chunk is never returned. Sources, documents and the metadata
+    /// filter apply as in [`Store::search`](crate::Store::search); `ef` sets
+    /// `hnsw.ef_search`.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        read::search(self, query, k, options)
+    }
+
+    /// Counters, totals and recent refusals, read in one snapshot.
+    pub fn stats(&self) -> Result<Stats, ReadError> {
+        read::stats(self)
+    }
+
+    /// Checks every invariant the tables can show (one snapshot): chunk rows and counts
+    /// against document rows, generations, positions, vector dimensions, tombstones without
+    /// chunks, the counters against the rows.
+    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        verify::verify(self)
+    }
+
+    /// Removes the store: drops its schema and everything in it.
+    pub fn destroy(self) -> Result<(), WriteError> {
+        let sql = format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            quote_ident(&self.schema)
+        );
+        self.client
+            .lock()
+            .batch_execute(&sql)
+            .map_err(write::server_error)
+    }
+
+    fn write_one(&self, op: Op) -> Result<OpOutcome, WriteError> {
+        self.write_batch(vec![op])?
+            .pop()
+            .unwrap_or_else(|| Err(mismatched_outcome()))
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("url", &self.url)
+            .field("schema", &self.schema)
+            .field("metric", &self.metric)
+            .field("dimension", &self.dimension())
+            .finish()
+    }
+}
+
+/// A batch answered an operation with another kind's outcome (never happens: the batch
+/// pairs each operation with its own kind's outcome).
+fn mismatched_outcome() -> WriteError {
+    WriteError::Corrupted {
+        what: "batch".into(),
+        detail: "an operation was answered with another kind's outcome".into(),
+    }
+}
+
+/// `"name"`, for a schema name already checked by [`check_schema_name`].
+fn quote_ident(name: &str) -> String {
+    format!("\"{name}\"")
+}
+
+/// Checks a PostgreSQL schema name (a plain identifier, never needing escapes).
+fn check_schema_name(schema: &str) -> Result<(), InputError> {
+    let ok = !schema.is_empty()
+        && schema.len() <= 63
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(InputError::new(
+            "schema",
+            "must be 1 to 63 lowercase ASCII letters, digits and '_', not starting with a digit",
+        ))
+    }
+}
+
+/// A version's value as a `bigint` that sorts the same way (the high bit flipped), so that
+/// SQL range conditions on versions follow the guard's unsigned order.
+fn ord(value: u64) -> i64 {
+    (value ^ (1 << 63)) as i64
+}
+
+/// The inverse of [`ord`].
+fn unord(value: i64) -> u64 {
+    (value as u64) ^ (1 << 63)
+}
+
+/// The URL without its password.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &userinfo[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ord_keeps_the_unsigned_order() {
+        let values = [0, 1, 2, i64::MAX as u64, 1 << 63, u64::MAX - 1, u64::MAX];
+        for pair in values.windows(2) {
+            assert!(ord(pair[0]) < ord(pair[1]), "{pair:?}");
+        }
+        for v in values {
+            assert_eq!(unord(ord(v)), v);
+        }
+    }
+
+    #[test]
+    fn redact_hides_only_the_password() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5/db"),
+            "postgres://u:***@h:5/db"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(check_schema_name("ratchetdb_t1").is_ok());
+        for bad in ["", "1a", "A", "a-b", "a\"b", &"a".repeat(64)] {
+            assert_eq!(check_schema_name(bad).unwrap_err().field, "schema", "{bad}");
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The store's tables in one PostgreSQL schema, and opening them.
+//!
+//! - `meta(key, value)`: `metric`, `dimension`, `model`, recorded once.
+//! - `documents(source, id, ...)`: one row per document, live or tombstone (the guard's
+//!   stored state; versions as order-preserving `bigint`s, see `ord`).
+//! - `chunks(source, id, position, ...)`: a live revision's chunks, each with its vector
+//!   (`vector`, typed `vector(d)` once the dimension is fixed) and a never-reused vector id;
+//!   pgvector's HNSW index on `embedding` for the store's metric.
+//! - `listings(source, version, ...)` and `listing_members(source, version, id)`: retain.
+//! - `counters(name, shard, value)`: counter totals, spread over shards by the writing
+//!   backend's pid so that concurrent writers do not queue on one row; a counter is the
+//!   sum of its shards.
+//! - `skip_log(seq, ...)`: recent refusals, trimmed to the skip-log capacity.
+//! - sequences `generation_seq`, `vector_seq`, `ticket_seq`.
+
+use super::{check_schema_name, quote_ident, redact, PgStore};
+use crate::error::{InputError, OpenError};
+use crate::options::Metric;
+use crate::options::Options;
+use parking_lot::{Mutex, RwLock};
+
+const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    source text NOT NULL,
+    id text NOT NULL,
+    version_kind smallint NOT NULL,
+    version bigint NOT NULL,
+    deleted boolean NOT NULL,
+    content_hash bytea NOT NULL,
+    generation bigint NOT NULL,
+    chunk_count integer NOT NULL,
+    meta_json text NOT NULL,
+    meta jsonb NOT NULL,
+    PRIMARY KEY (source, id)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    source text NOT NULL,
+    id text NOT NULL,
+    position integer NOT NULL,
+    generation bigint NOT NULL,
+    vector_id bigint NOT NULL UNIQUE,
+    text text NOT NULL,
+    text_hash bytea NOT NULL,
+    meta_json text NOT NULL,
+    meta jsonb NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (source, id, position),
+    FOREIGN KEY (source, id) REFERENCES documents (source, id)
+);
+CREATE TABLE IF NOT EXISTS listings (
+    source text NOT NULL,
+    version bigint NOT NULL,
+    version_kind smallint NOT NULL,
+    members_hash bytea NOT NULL,
+    present_count bigint NOT NULL,
+    PRIMARY KEY (source, version)
+);
+CREATE TABLE IF NOT EXISTS listing_members (
+    source text NOT NULL,
+    version bigint NOT NULL,
+    id text NOT NULL,
+    PRIMARY KEY (source, version, id)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name text NOT NULL,
+    shard integer NOT NULL,
+    value bigint NOT NULL,
+    PRIMARY KEY (name, shard)
+);
+CREATE TABLE IF NOT EXISTS skip_log (
+    seq bigserial PRIMARY KEY,
+    source text NOT NULL,
+    id text NOT NULL,
+    reason smallint NOT NULL,
+    stored_kind smallint NOT NULL,
+    stored_value bigint NOT NULL,
+    incoming_kind smallint NOT NULL,
+    incoming_value bigint NOT NULL
+);
+CREATE SEQUENCE IF NOT EXISTS generation_seq;
+CREATE SEQUENCE IF NOT EXISTS vector_seq MINVALUE 0 START 0;
+CREATE SEQUENCE IF NOT EXISTS ticket_seq;
+";
+
+/// The metric's name as recorded in `meta`.
+pub(super) fn metric_name(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Cosine => "cosine",
+        Metric::L2 => "l2",
+        Metric::Dot => "dot",
+    }
+}
+
+fn metric_from_name(name: &str) -> Option<Metric> {
+    match name {
+        "cosine" => Some(Metric::Cosine),
+        "l2" => Some(Metric::L2),
+        "dot" => Some(Metric::Dot),
+        _ => None,
+    }
+}
+
+/// pgvector's operator class for the metric's HNSW index.
+fn opclass(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Cosine => "vector_cosine_ops",
+        Metric::L2 => "vector_l2_ops",
+        Metric::Dot => "vector_ip_ops",
+    }
+}
+
+/// Fixes the dimension inside the caller's transaction: records it, types the vector
+/// column `vector(d)`, and builds the HNSW index for the metric. The caller holds the
+/// dimension lock.
+pub(super) fn fix_dimension<C: postgres::GenericClient>(
+    client: &mut C,
+    dimension: usize,
+    metric: Metric,
+    options: &Options,
+) -> Result<(), postgres::Error> {
+    client.execute(
+        "INSERT INTO meta (key, value) VALUES ('dimension', $1)",
+        &[&dimension.to_string()],
+    )?;
+    client.batch_execute(&format!(
+        "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dimension});
+         CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks
+             USING hnsw (embedding {}) WITH (m = {}, ef_construction = {});",
+        opclass(metric),
+        options.index.m,
+        options.index.ef_construction,
+    ))
+}
+
+/// The advisory-lock key serialising the fixing of the dimension (two-key form: its own
+/// key space, apart from the per-document locks).
+pub(super) const DIMENSION_LOCK: (i32, i32) = (0x5244_4200, 1);
+/// The lock serialising schema creation.
+const SCHEMA_LOCK: (i32, i32) = (0x5244_4200, 2);
+
+pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
+    check_schema_name(schema)?;
+    let shown = redact(url);
+    let server = |error: postgres::Error| OpenError::Server {
+        url: shown.clone(),
+        detail: super::write::describe(&error),
+    };
+    let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(server)?;
+    // The extension first, in the database's default schema (`public`), where every
+    // store's schema finds the `vector` type through its search path.
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
+        .map_err(server)?
+        .is_some();
+    if !exists {
+        client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
+            .map_err(server)?;
+    }
+    let extension_schema: String = client
+        .query_one(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+             WHERE e.extname = 'vector'",
+            &[],
+        )
+        .map_err(server)?
+        .get(0);
+    let quoted = quote_ident(schema);
+    client
+        .batch_execute(&format!(
+            "SET search_path = {quoted}, \"{extension_schema}\"; SET hnsw.iterative_scan = strict_order"
+        ))
+        .map_err(server)?;
+    let (metric, dimension) = {
+        let mut txn = client.transaction().map_err(server)?;
+        txn.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&SCHEMA_LOCK.0, &SCHEMA_LOCK.1],
+        )
+        .map_err(server)?;
+        txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
+            .map_err(server)?;
+        txn.batch_execute(TABLES).map_err(server)?;
+        txn.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&DIMENSION_LOCK.0, &DIMENSION_LOCK.1],
+        )
+        .map_err(server)?;
+        let recorded = |txn: &mut postgres::Transaction<'_>, key: &str| {
+            txn.query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+                .map(|row| row.map(|row| row.get::<_, String>(0)))
+        };
+        let metric = match recorded(&mut txn, "metric").map_err(server)? {
+            Some(name) => {
+                let stored = metric_from_name(&name).ok_or_else(|| OpenError::Corrupted {
+                    path: shown.clone().into(),
+                    what: "meta".into(),
+                    detail: format!("unknown metric {name:?}"),
+                })?;
+                if let Some(requested) = options.metric.filter(|m| *m != stored) {
+                    return Err(OpenError::Mismatch {
+                        field: "metric",
+                        stored: name,
+                        requested: metric_name(requested).into(),
+                    });
+                }
+                stored
+            }
+            None => {
+                let metric = options.metric.unwrap_or_default();
+                txn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('metric', $1)",
+                    &[&metric_name(metric)],
+                )
+                .map_err(server)?;
+                metric
+            }
+        };
+        if let Some(model) = &options.model {
+            match recorded(&mut txn, "model").map_err(server)? {
+                Some(stored) if stored != *model => {
+                    return Err(OpenError::Mismatch {
+                        field: "model",
+                        stored,
+                        requested: model.clone(),
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    txn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('model', $1)",
+                        &[model],
+                    )
+                    .map_err(server)?;
+                }
+            }
+        }
+        let dimension = match recorded(&mut txn, "dimension").map_err(server)? {
+            Some(text) => {
+                let stored: usize = text.parse().map_err(|_| OpenError::Corrupted {
+                    path: shown.clone().into(),
+                    what: "meta".into(),
+                    detail: format!("dimension {text:?} is not a number"),
+                })?;
+                if let Some(requested) = options.dimension.filter(|d| *d != stored) {
+                    return Err(OpenError::Mismatch {
+                        field: "dimension",
+                        stored: stored.to_string(),
+                        requested: requested.to_string(),
+                    });
+                }
+                Some(stored)
+            }
+            None => match options.dimension {
+                Some(0) => {
+                    return Err(InputError::new("dimension", "must be at least 1").into());
+                }
+                Some(dimension) => {
+                    fix_dimension(&mut txn, dimension, metric, &options).map_err(server)?;
+                    Some(dimension)
+                }
+                None => None,
+            },
+        };
+        txn.commit().map_err(server)?;
+        (metric, dimension)
+    };
+    Ok(PgStore {
+        client: Mutex::new(client),
+        url: shown,
+        schema: schema.to_string(),
+        options,
+        metric,
+        dimension: RwLock::new(dimension),
+    })
+}

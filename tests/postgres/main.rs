@@ -1,0 +1,18 @@
+//! The Postgres backend (`PgStore`, the `postgres` feature) against a real server: the
+//! guard's schedules against the reference model and the embedded store, search never
+//! returning a superseded chunk, filters against the reference semantics, bad input, and
+//! what only a server shows (writers on separate connections racing, a writer killed
+//! mid-transaction).
+//!
+//! Every test needs `RATCHETDB_PG_URL` (`scripts/postgres.sh start` prints it); without it
+//! each test says it skipped and passes. Each test works in its own PostgreSQL schema, so
+//! they run in parallel.
+
+mod pg;
+
+mod bad_input_changes_nothing_on_postgres;
+mod filters_on_postgres_match_the_reference;
+mod killed_writer_leaves_nothing_partial;
+mod model_schedules_on_postgres;
+mod racing_writers_on_separate_connections_converge;
+mod search_never_returns_superseded_chunks_on_postgres;

@@ -1,0 +1,80 @@
+//! The shared helper: the server from `RATCHETDB_PG_URL`, a fresh schema per test, and the
+//! store read back in the reference model's terms.
+#![allow(dead_code)]
+
+use ratchetdb::testkit::{self, ModelRow};
+use ratchetdb::{Options, PgStore, StoredDocument};
+use std::collections::BTreeMap;
+
+/// The server's URL, or `None` after saying the test skipped.
+pub fn url(test: &str) -> Option<String> {
+    match std::env::var("RATCHETDB_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "skipped {test}: RATCHETDB_PG_URL is not set (scripts/postgres.sh start prints it)"
+            );
+            None
+        }
+    }
+}
+
+/// The schema a test works in (unique per test and process, so runs never meet).
+pub fn schema(test: &str) -> String {
+    format!("t_{}_{}", test, std::process::id())
+}
+
+/// A fresh store in the test's own schema (dropped first), or `None` when no server is
+/// configured.
+pub fn fresh(test: &str, options: Options) -> Option<(PgStore, String)> {
+    let url = url(test)?;
+    let schema = schema(test);
+    testkit::pg_execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .expect("drop the test's schema");
+    let store = PgStore::open_in(&url, &schema, options).expect("open the Postgres store");
+    Some((store, url))
+}
+
+/// Every document of the store as the model represents it.
+pub fn rows(store: &PgStore) -> BTreeMap<(String, String), ModelRow> {
+    store
+        .documents()
+        .expect("export")
+        .into_iter()
+        .map(|doc| ((doc.source.clone(), doc.id.clone()), model_row(&doc)))
+        .collect()
+}
+
+/// One document as the model represents it.
+pub fn model_row(doc: &StoredDocument) -> ModelRow {
+    let content = if doc.deleted {
+        "null".to_string()
+    } else {
+        let chunks: Vec<(String, serde_json::Value)> = doc
+            .chunks
+            .iter()
+            .map(|c| (c.text.clone(), c.meta.clone()))
+            .collect();
+        testkit::content_of(&doc.meta, &chunks)
+    };
+    ModelRow {
+        version: doc.version.value,
+        deleted: doc.deleted,
+        content,
+        chunks: if doc.deleted {
+            0
+        } else {
+            doc.chunks.len() as u64
+        },
+    }
+}
+
+/// Panics with the violations unless `verify()` finds none.
+pub fn assert_verified(store: &PgStore) {
+    let report = store.verify().expect("verify");
+    assert!(
+        report.is_ok(),
+        "verify found violations: {:?}",
+        report.violations
+    );
+}
