@@ -11,6 +11,7 @@
 mod pg;
 
 mod bad_input_changes_nothing_on_postgres;
+mod cli_copy_round_trip;
 mod filters_on_postgres_match_the_reference;
 mod killed_writer_leaves_nothing_partial;
 mod model_schedules_on_postgres;

@@ -179,6 +179,16 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
             &[&SCHEMA_LOCK.0, &SCHEMA_LOCK.1],
         )
         .map_err(server)?;
+        if !options.create_if_missing
+            && txn
+                .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+                .map_err(server)?
+                .is_none()
+        {
+            return Err(OpenError::NotFound {
+                path: format!("{shown} (schema {schema})").into(),
+            });
+        }
         txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
             .map_err(server)?;
         txn.batch_execute(TABLES).map_err(server)?;

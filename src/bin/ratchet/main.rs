@@ -49,6 +49,10 @@ enum Command {
     Verify(commands::verify::VerifyArgs),
     /// Counters, totals and the most recent refused writes.
     Stats(commands::stats::StatsArgs),
+    /// Copy every document between a redb file and a PostgreSQL store (`postgres://...`),
+    /// either way, and verify both ends.
+    #[cfg(feature = "postgres")]
+    Copy(commands::copy::CopyArgs),
 }
 
 /// The database file, shared by every subcommand.
@@ -159,6 +163,8 @@ fn main() -> ExitCode {
         Command::Export(args) => commands::export::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Stats(args) => commands::stats::run(args),
+        #[cfg(feature = "postgres")]
+        Command::Copy(args) => commands::copy::run(args),
     };
     match result {
         Ok(code) => code,

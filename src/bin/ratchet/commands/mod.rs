@@ -1,5 +1,7 @@
 //! One module per subcommand. Each has its clap `Args` and a `run` returning the exit code.
 
+#[cfg(feature = "postgres")]
+pub mod copy;
 pub mod demo;
 pub mod export;
 pub mod ingest;
