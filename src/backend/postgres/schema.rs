@@ -165,7 +165,8 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
             &[],
         )
         .map_err(server)?
-        .get(0);
+        .try_get(0)
+        .map_err(server)?;
     let quoted = quote_ident(schema);
     client
         .batch_execute(&format!(
@@ -199,7 +200,7 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
         .map_err(server)?;
         let recorded = |txn: &mut postgres::Transaction<'_>, key: &str| {
             txn.query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
-                .map(|row| row.map(|row| row.get::<_, String>(0)))
+                .and_then(|row| row.map(|row| row.try_get::<_, String>(0)).transpose())
         };
         let metric = match recorded(&mut txn, "metric").map_err(server)? {
             Some(name) => {

@@ -306,7 +306,7 @@ fn tickets_issued(txn: &mut Transaction<'_>) -> Result<u64, postgres::Error> {
         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ticket_seq",
         &[],
     )?;
-    Ok(row.get::<_, i64>(0).max(0) as u64)
+    Ok(row.try_get::<_, i64>(0)?.max(0) as u64)
 }
 
 /// A 64-bit lock key for a text key.
@@ -342,7 +342,7 @@ fn lock(
             &[&DIMENSION_LOCK.0, &DIMENSION_LOCK.1],
         )?;
         if let Some(row) = txn.query_opt("SELECT value FROM meta WHERE key = 'dimension'", &[])? {
-            dimension = row.get::<_, String>(0).parse().ok();
+            dimension = row.try_get::<_, String>(0)?.parse().ok();
         }
     }
     let mut sources: BTreeMap<i32, bool> = BTreeMap::new();
@@ -455,11 +455,11 @@ fn doc_row(txn: &mut Transaction<'_>, source: &str, id: &str) -> Result<Option<D
     let what = "documents row";
     Ok(Some(DocRow {
         stored: Stored {
-            version: version_of(row.get(0), row.get(1), what)?,
-            deleted: row.get(2),
-            content_hash: hash_of(row.get(3), what)?,
+            version: version_of(row.try_get(0)?, row.try_get(1)?, what)?,
+            deleted: row.try_get(2)?,
+            content_hash: hash_of(row.try_get(3)?, what)?,
         },
-        chunk_count: row.get(4),
+        chunk_count: row.try_get(4)?,
     }))
 }
 
@@ -481,8 +481,8 @@ fn listing_tombstone(
     )?;
     match row {
         Some(row) => Ok(Some(Stored::tombstone(version_of(
-            row.get(0),
-            row.get(1),
+            row.try_get(0)?,
+            row.try_get(1)?,
             "listings row",
         )?))),
         None => Ok(None),
@@ -716,12 +716,14 @@ fn write_revision(
                 .into());
             }
             rows.iter()
-                .map(|r| OldChunk {
-                    text_hash: r.get(0),
-                    vector_id: r.get(1),
-                    embedding: r.get(2),
+                .map(|r| {
+                    Ok(OldChunk {
+                        text_hash: r.try_get(0)?,
+                        vector_id: r.try_get(1)?,
+                        embedding: r.try_get(2)?,
+                    })
                 })
-                .collect()
+                .collect::<Result<_, postgres::Error>>()?
         }
         None => Vec::new(),
     };
@@ -745,10 +747,12 @@ fn write_revision(
             &[&(fresh as i32)],
         )?
         .into_iter()
-        .map(|r| r.get::<_, i64>(0));
+        .map(|r| r.try_get::<_, i64>(0))
+        .collect::<Result<Vec<i64>, _>>()?
+        .into_iter();
     let generation: i64 = txn
         .query_one("SELECT nextval('generation_seq')", &[])?
-        .get(0);
+        .try_get(0)?;
     let (mut written, mut reused) = (0u64, 0u64);
     let mut vector_ids = Vec::with_capacity(plan.len());
     let mut embeddings = Vec::with_capacity(plan.len());
@@ -960,8 +964,8 @@ fn retain(
         &[&source, &ord(version.value)],
     )?;
     if let Some(existing) = existing {
-        let same = existing.get::<_, i16>(0) == kind_byte(version)
-            && existing.get::<_, &[u8]>(1) == members_hash.as_slice();
+        let same = existing.try_get::<_, i16>(0)? == kind_byte(version)
+            && existing.try_get::<_, &[u8]>(1)? == members_hash.as_slice();
         let reason = if same {
             SkipReason::Duplicate
         } else {
@@ -982,15 +986,15 @@ fn retain(
     let mut omitted: Vec<(String, DocRow)> = Vec::new();
     let mut newer_kept = 0u64;
     for r in &rows {
-        let id: String = r.get(0);
+        let id: String = r.try_get(0)?;
         let what = "documents row";
         let row = DocRow {
             stored: Stored {
-                version: version_of(r.get(1), r.get(2), what)?,
-                deleted: r.get(3),
-                content_hash: hash_of(r.get(4), what)?,
+                version: version_of(r.try_get(1)?, r.try_get(2)?, what)?,
+                deleted: r.try_get(3)?,
+                content_hash: hash_of(r.try_get(4)?, what)?,
             },
-            chunk_count: r.get(5),
+            chunk_count: r.try_get(5)?,
         };
         match guard::decide_delete(Some(&row.stored), version) {
             DeleteDecision::KindMismatch { stored } => {
@@ -1119,7 +1123,10 @@ pub(super) fn purge(
              RETURNING version",
             &[&source, &kind_byte(before), &ord(before.value)],
         )?;
-        let versions: Vec<i64> = listings.iter().map(|r| r.get(0)).collect();
+        let versions: Vec<i64> = listings
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?;
         txn.execute(
             "DELETE FROM listing_members WHERE source = $1 AND version = ANY($2)",
             &[&source, &versions],
@@ -1150,7 +1157,7 @@ pub(super) fn ticket(store: &PgStore) -> Result<Version, WriteError> {
         .client
         .lock()
         .query_one("SELECT nextval('ticket_seq')", &[])
-        .map_err(server_error)?
-        .get(0);
+        .and_then(|row| row.try_get(0))
+        .map_err(server_error)?;
     Ok(Version::ticket(value.max(0) as u64))
 }
