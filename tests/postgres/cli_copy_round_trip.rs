@@ -1,4 +1,5 @@
-//! `ratchet copy` moves a store from a redb file to PostgreSQL and back: every document
+//! `ratchet copy` moves a store from a redb file to PostgreSQL and back (and `ratchet verify`
+//! and `stats` read the PostgreSQL end by its URL): every document
 //! (live and tombstone) keeps its version, content hash, metadata and chunk texts, the
 //! copy runs `verify` on both ends and says `ok`, and the file copied back exports the
 //! same documents as the original. The PostgreSQL end is a database of its own, created
@@ -90,6 +91,21 @@ fn cli_copy_round_trip() {
     }
     let before = export(&Store::open(&original, Options::default()).expect("open"));
     copy(original.to_str().expect("utf-8 path"), &target);
+    // `verify` and `stats` take the URL as `--db`.
+    for command in ["verify", "stats"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_ratchet"))
+            .args([command, "--db", &target])
+            .output()
+            .expect("run ratchet");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "ratchet {command}: {stdout}");
+        if command == "verify" {
+            assert!(
+                stdout.starts_with("ok: 27 documents, 4 tombstones"),
+                "{stdout}"
+            );
+        }
+    }
     let back = dir.path().join("back.redb");
     copy(&target, back.to_str().expect("utf-8 path"));
     let after = export(&Store::open(&back, Options::default()).expect("open"));

@@ -141,6 +141,15 @@ pub fn open_existing(db: &DbArg) -> Result<Store, Failure> {
         .map_err(open_failure)
 }
 
+/// `--db postgres://...` (or `postgresql://`): the URL of a PostgreSQL store (`stats` and
+/// `verify` accept one; `copy` takes `--from`/`--to`).
+#[cfg(feature = "postgres")]
+pub fn postgres_url(db: &DbArg) -> Option<&str> {
+    db.db
+        .to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
 /// An open error in the command line's words (the library's advice names library calls).
 pub fn open_failure(error: OpenError) -> Failure {
     match error {

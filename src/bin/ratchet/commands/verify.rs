@@ -23,6 +23,13 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = crate::postgres_url(&args.db) {
+        // A PostgreSQL store: the same checks against the server's tables (`--deep` is
+        // about the redb file's pages and does not apply).
+        let report = ratchetdb::PgStore::open(url, Options::default().must_exist())?.verify()?;
+        return print(&report, args.json, "");
+    }
     let store = if args.deep {
         // redb's integrity check needs the file open for writing: `--deep` takes the writer's
         // lock (waiting up to `--wait`) and is refused beside a running ingest.
@@ -38,6 +45,16 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
         open_existing(&args.db)?
     };
     let report = store.verify()?;
+    let pages = if args.deep {
+        " and every page checksum"
+    } else {
+        ""
+    };
+    print(&report, args.json, pages)
+}
+
+/// Prints the report; exit 0 iff it holds no violation.
+fn print(report: &ratchetdb::VerifyReport, json: bool, pages: &str) -> Result<ExitCode, Failure> {
     let mut out = Output::stdout();
     let checked = format!(
         "{}, {}, {}, {}",
@@ -46,13 +63,8 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
         plural(report.chunks, "chunk", "chunks"),
         plural(report.vectors, "vector", "vectors"),
     );
-    let pages = if args.deep {
-        " and every page checksum"
-    } else {
-        ""
-    };
-    if args.json {
-        out.json_line(&report)?;
+    if json {
+        out.json_line(report)?;
     } else if report.is_ok() {
         out.text_line(&format!("ok: {checked}; every invariant holds{pages}"))?;
     } else {
