@@ -148,20 +148,6 @@ impl Engine {
         self.db.writable().is_none()
     }
 
-    /// Where scratch files go while a graph is written or read: beside the file, or
-    /// (read-only) the system's temporary directory, since a read-only store never writes
-    /// beside its file.
-    pub(crate) fn scratch(&self) -> Option<PathBuf> {
-        if self.is_read_only() {
-            None
-        } else {
-            self.path
-                .parent()
-                .filter(|p| p.is_dir())
-                .map(Path::to_path_buf)
-        }
-    }
-
     /// The writer's database, or [`WriteError::ReadOnly`] for a read-only store.
     fn writable(&self) -> Result<&Database, WriteError> {
         self.db.writable().ok_or_else(|| WriteError::ReadOnly {

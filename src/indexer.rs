@@ -453,7 +453,6 @@ impl Indexer {
                     dimension,
                     self.engine.metric(),
                     self.engine.options().index,
-                    self.engine.scratch(),
                 )?);
                 // The background loader may have published one meanwhile: use that.
                 let mut state = self.state.write();
@@ -691,40 +690,31 @@ pub struct IndexInfo {
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started = background.with(|ix| match (ix.engine.snapshot(), ix.engine.snapshot()) {
-        (Ok(vectors), Ok(graph)) => Some((
-            vectors,
-            graph,
-            ix.engine.scratch(),
-            ix.engine.options().index,
-        )),
+        (Ok(vectors), Ok(graph)) => Some((vectors, graph, ix.engine.options().index)),
         _ => {
             ix.loading_failed();
             None
         }
     });
-    let Some(Some((vectors, graph_snapshot, scratch, params))) = started else {
+    let Some(Some((vectors, graph_snapshot, params))) = started else {
         return;
     };
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
     // reads fail and this thread ends.
     let (loaded, parsed) = std::thread::scope(|scope| {
-        let graph_scratch = scratch.clone();
         let parser = std::thread::Builder::new()
             .name("ratchetdb-index-load".into())
             .spawn_scoped(scope, move || {
                 let parts = live_index::read_graph_snapshot(&graph_snapshot);
                 drop(graph_snapshot);
                 match parts {
-                    Ok(parts) if !parts.is_empty() => Some(crate::index::parse_snapshot(
-                        &parts,
-                        metric,
-                        dimension,
-                        graph_scratch.as_deref(),
-                    )),
+                    Ok(parts) if !parts.is_empty() => {
+                        Some(crate::index::parse_snapshot(&parts, metric, dimension))
+                    }
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, params, scratch);
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params);
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
@@ -792,7 +782,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
 
 /// After a failed graph build, the share by which the number of live vectors must move
 /// away from what it was at the failure before another build is tried. A build fails on a
-/// panic inside `hnsw_rs` (or the store closing); on the same vectors it would most likely
+/// panic inside the graph (or the store closing); on the same vectors it would most likely
 /// fail again, and without this every commit would start one, each a full pass over the
 /// vectors. Searches stay exact (correct, slower) meanwhile; a reopen tries at once.
 const RETRY_BUILD_AFTER_CHANGE: f64 = 0.1;
@@ -824,7 +814,7 @@ fn build_graph(background: &Background, live: &LiveIndex) -> bool {
 /// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
 /// commits then start the graph work again, and [`Store::wait_for_index`] does not wait
 /// for a thread that is gone. (Normal exits manage the flag themselves.) Panics inside
-/// `hnsw_rs` do not get this far: they come back as errors, see `Graph::insert_into_hnsw`.
+/// the graph do not get this far: they come back as errors, see `Graph::insert_links`.
 struct ClearBuildingOnUnwind<'a>(&'a AtomicBool);
 
 impl Drop for ClearBuildingOnUnwind<'_> {
@@ -910,8 +900,6 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
             Err(_) => break None,
         }
     };
-    // Export the graph's flat view again once enough points were added since the last.
-    live.index.refresh_view_if_due();
     let points = live.index.graph_point_count();
     let persisted = live.persisted_points.load(Ordering::SeqCst);
     let due = (persisted as f64 * PERSIST_GROWTH) as usize;
@@ -1027,7 +1015,7 @@ mod background_panic_tests {
         let persisted = store.index_info().persisted_points;
         assert!(persisted > 0 && persisted <= 10_500, "{persisted}");
 
-        // Absorbing these panics inside hnsw_rs: the graph is dropped, and the same
+        // Absorbing these panics inside the graph: the graph is dropped, and the same
         // worker goes on to rebuild it (from every live vector) and persist that.
         let more = low_rank_vectors(6, 300, DIM);
         write(&store, "more", &more, 0, 300);

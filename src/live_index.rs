@@ -96,13 +96,9 @@ impl LiveIndex {
         dimension: usize,
         metric: Metric,
         params: IndexOptions,
-        scratch: Option<std::path::PathBuf>,
     ) -> Result<LiveIndex, ReadError> {
         let mut index = VectorIndex::new(dimension, metric).map_err(index_error)?;
         index.set_graph_params(params.m, params.ef_construction);
-        if let Some(dir) = scratch {
-            index.set_scratch_dir(dir);
-        }
         let live = LiveIndex {
             index,
             applied: Mutex::new(commit_seq(snapshot)?),

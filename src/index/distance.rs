@@ -9,11 +9,9 @@
 //! a second time with AVX2 enabled and picked at run time; it returns the same bits as
 //! the baseline (SSE2) build, only faster.
 //!
-//! We do not use `anndists`' `DistDot`/`DistL2` (the SIMD distances `hnsw_rs` ships):
-//! `DistDot` asserts `dot <= 1.000002`, which f32-normalised vectors of 1536 dimensions
-//! break about once in 3 000 self-comparisons (rounding), i.e. a panic on a query path.
-
-use hnsw_rs::anndists::dist::distances::Distance;
+//! (`anndists`' `DistDot`, the SIMD distance `hnsw_rs` shipped, was not used: it asserts
+//! `dot <= 1.000002`, which f32-normalised vectors of 1536 dimensions break about once in
+//! 3 000 self-comparisons, i.e. a panic on a query path.)
 
 use super::Metric;
 
@@ -144,23 +142,6 @@ pub(crate) fn dot_from_distance(d: f32) -> f32 {
         1.0 / d - 1.0
     } else {
         f32::INFINITY
-    }
-}
-
-/// The distance handed to `hnsw_rs`: our kernel behind its `Distance` trait.
-///
-/// Its type name is written into graph dumps by `hnsw_rs` and checked on reload, so
-/// renaming or moving this type makes existing snapshots incompatible (they are then
-/// rebuilt, which is always safe).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct KernelDistance {
-    /// Which distance to compute.
-    pub(crate) metric: Metric,
-}
-
-impl Distance<f32> for KernelDistance {
-    fn eval(&self, va: &[f32], vb: &[f32]) -> f32 {
-        distance(self.metric, va, vb)
     }
 }
 

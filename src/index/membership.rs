@@ -1,17 +1,14 @@
 //! Which graph points are live, which live ids are scored outside the graph, and the
-//! search that merges the two: shared by the `hnsw_rs` graph and the snapshot's early view.
+//! search that merges the two.
 //!
 //! A graph point is never removed: dead points still route the traversal, and searches
-//! keep them out of the results (inside the flat view's traversal, or by over-fetching
-//! from `hnsw_rs`). Ids whose current vector the graph lacks are scored exactly.
+//! keep them out of the results (inside the graph's traversal). Ids whose current vector
+//! the graph lacks are scored exactly.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-
-use parking_lot::RwLock;
 
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
-use super::view::{Ending, GraphView};
+use super::graph::{Ending, Hnsw};
 
 /// A filtered traversal of the flat view computes at most the graph's point count divided
 /// by this many distances (and at least 64 x `max(k, ef)`) before the exact scan answers
@@ -19,10 +16,6 @@ use super::view::{Ending, GraphView};
 /// (`benches/filtered_search.rs`, docs/benchmarks.md): at 1 % selectivity an unbounded
 /// traversal cost 31x an unfiltered search, at 0.1 % it walked the whole graph (137x).
 pub(crate) const TRAVERSAL_BUDGET_DIVISOR: usize = 4;
-
-/// A graph search may ask for at most this many times `max(k, ef)` hits before the
-/// exact scan answers instead (see `Graph::search`).
-pub(crate) const MAX_OVERFETCH: usize = 16;
 
 /// Which graph points are live, and which live ids are scored outside the graph.
 #[derive(Debug, Default, Clone)]
@@ -34,11 +27,8 @@ pub(crate) struct Membership {
     /// Live ids whose current vector is not in the graph (an outdated point for the same
     /// id is, marked dead). Scored exactly at query time.
     pub(super) outside: HashSet<u64>,
-    /// Entries of `points` (dead until settled) whose `hnsw_rs` insertion is in flight.
+    /// Entries of `points` (dead until settled) whose graph insertion is in flight.
     pub(super) pending: usize,
-    /// Points added since the graph's flat view was exported: scored exactly (when live)
-    /// while the view answers.
-    pub(super) unviewed: HashSet<u64>,
 }
 
 impl Membership {
@@ -92,36 +82,33 @@ impl Membership {
         }
     }
 
-    /// Top `k` live ids passing `filter`, searched in the flat `view`: with dead points
-    /// or a filter, both are applied inside the traversal
-    /// ([`GraphView::search_admitting`]), which widens as fewer points pass, instead of
-    /// over-fetching and dropping afterwards; merged with the outside ids (and, with
-    /// `score_unviewed`, the points added since the view's export) scored exactly. If the
+    /// Top `k` live ids passing `filter`, searched in `graph`: with dead points or a
+    /// filter, both are applied inside the traversal ([`Hnsw::search_admitting`]), which
+    /// widens as fewer points pass, instead of over-fetching and dropping afterwards;
+    /// merged with the outside ids scored exactly. If the
     /// traversal drains every point it can reach with fewer than `k` admitted, the exact
     /// scan answers (few points pass, or few are reachable: the scan is exact and cheap).
-    #[allow(clippy::too_many_arguments)] // one query's parameters; shared by two callers
-    pub(crate) fn search_view(
+    pub(crate) fn search_graph(
         &self,
         exact: &ExactStore,
-        view: &GraphView,
+        graph: &Hnsw,
         query: &[f32],
         k: usize,
         ef: usize,
         filter: IdFilter<'_>,
-        score_unviewed: bool,
     ) -> Vec<Candidate> {
         if k == 0 {
             return Vec::new();
         }
         let want = ef.max(k);
         let (hits, ending) = if filter.is_none() && self.dead == 0 {
-            (view.search(query, want, want), Ending::Converged)
+            (graph.search(query, want, want), Ending::Converged)
         } else {
             // A quarter of the points: past that the traversal is walking much of the
             // graph, and the exact scan (which tests the filter before computing a
             // distance) costs no more and is exact.
             let budget = (self.points.len() / TRAVERSAL_BUDGET_DIVISOR).max(want * 64);
-            view.search_admitting(query, want, want, budget, |id| {
+            graph.search_admitting(query, want, want, budget, |id| {
                 self.is_live(id) && filter.is_none_or(|f| f(id))
             })
         };
@@ -137,109 +124,11 @@ impl Membership {
         for (id, distance) in hits {
             top.push(Candidate { distance, id });
         }
-        let unviewed = self
-            .unviewed
-            .iter()
-            .copied()
-            .filter(|&id| score_unviewed && self.is_live(id));
-        let outside = self.outside.iter().copied().chain(unviewed);
-        for candidate in exact.distances_to(query, outside) {
+        for candidate in exact.distances_to(query, self.outside.iter().copied()) {
             if filter.is_none_or(|f| f(candidate.id)) {
                 top.push(candidate);
             }
         }
         top.into_sorted()
-    }
-
-    /// Top `k` live ids passing `filter`: graph candidates from `raw(fetch)` (the `fetch`
-    /// nearest points, live or dead, nearest first), over-fetched until `k` live ones
-    /// are found, merged with the outside ids scored exactly. Falls back to the exact
-    /// scan when too few points are live for the graph to be worth asking.
-    /// `score_unviewed`: `raw` is a flat view, so points added since it was exported are
-    /// scored exactly too.
-    #[allow(clippy::too_many_arguments)] // one query's parameters; shared by two callers
-    pub(crate) fn search(
-        &self,
-        exact: &ExactStore,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: IdFilter<'_>,
-        raw: impl Fn(usize) -> Vec<(u64, f32)>,
-        score_unviewed: bool,
-    ) -> Vec<Candidate> {
-        if k == 0 {
-            return Vec::new();
-        }
-        let points = self.points.len();
-        let keep = |id: u64| self.is_live(id) && filter.is_none_or(|f| f(id));
-        let want = ef.max(k);
-        let budget = want.saturating_mul(MAX_OVERFETCH);
-        let live_points = points - self.dead;
-        let mut fetch = if self.dead == 0 {
-            want
-        } else if live_points == 0 {
-            usize::MAX
-        } else {
-            want.saturating_mul(points).div_ceil(live_points)
-        };
-        let mut top;
-        loop {
-            fetch = fetch.min(points.max(1));
-            if fetch > budget {
-                return exact.search(query, k, filter);
-            }
-            let hits = raw(fetch);
-            top = TopK::new(k);
-            let mut kept = 0usize;
-            for &(id, distance) in &hits {
-                if keep(id) {
-                    kept += 1;
-                    top.push(Candidate { distance, id });
-                }
-            }
-            let exhausted = hits.len() < fetch || fetch >= points;
-            if kept >= k || exhausted {
-                break;
-            }
-            // Grow the request by the pass rate seen in this sample (at least double).
-            let pass_rate = kept.max(1) as f64 / hits.len().max(1) as f64;
-            let next = (want as f64 / pass_rate * 1.25).ceil() as usize;
-            fetch = next.max(fetch.saturating_mul(2));
-        }
-        let unviewed = self
-            .unviewed
-            .iter()
-            .copied()
-            .filter(|&id| score_unviewed && self.is_live(id));
-        let outside = self.outside.iter().copied().chain(unviewed);
-        for candidate in exact.distances_to(query, outside) {
-            if filter.is_none_or(|f| f(candidate.id)) {
-                top.push(candidate);
-            }
-        }
-        top.into_sorted()
-    }
-}
-
-/// A view serving searches with its own membership while the real graph loads.
-pub(crate) struct EarlyGraph {
-    pub(crate) view: Arc<GraphView>,
-    pub(crate) membership: RwLock<Membership>,
-}
-
-impl EarlyGraph {
-    /// As `Graph::search`, over the view.
-    pub(crate) fn search(
-        &self,
-        exact: &ExactStore,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: IdFilter<'_>,
-    ) -> Vec<Candidate> {
-        self.membership
-            .read()
-            .search_view(exact, &self.view, query, k, ef, filter, false)
     }
 }

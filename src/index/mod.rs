@@ -8,31 +8,32 @@
 //! - [`distance`]: the distance kernels both paths share.
 //! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
-//! - [`view`]: a graph's links and vectors in flat arrays, and the HNSW search over them
-//!   (with a filter applied inside the traversal).
+//! - [`graph`]: the HNSW graph itself: links as `u32` slots in flat arrays, the vectors
+//!   it was built on, parallel insertion, and the search (a filter applied inside the
+//!   traversal).
 //! - [`membership`]: which graph points are live, which ids are scored outside the graph,
-//!   and the search merging the two; the early view serving while a graph loads.
-//! - [`hnsw`]: an `hnsw_rs` graph over (a superset of) the live vectors; deletion by
-//!   marking points dead.
-//! - [`persisted`]: a graph to/from checksummed byte blobs (the `index_snapshot` table).
+//!   and the search merging the two.
+//! - [`hnsw`]: a graph and its membership over (a superset of) the live vectors; deletion
+//!   by marking points dead.
+//! - [`persisted`]: a graph's links to/from checksummed byte blobs (the `index_snapshot`
+//!   table); the vectors come from the exact store.
 //!
 //! Invariant: a search returns only live ids, scored against their current vector. A
 //! graph point is marked live only while the exact store holds the same vector for its
 //! id; removals and replacements update that mark under the exact store's write lock,
 //! and a search holds its read lock throughout.
 //!
-//! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` or
-//! `early` -> a graph's membership -> that graph's flat view -> `journal`.
+//! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` -> a
+//! graph's membership -> that graph's arrays (then one point's row lock) -> `journal`.
 
 pub(crate) mod distance;
 mod exact;
+mod graph;
 mod hnsw;
 mod membership;
 mod persisted;
-mod view;
 mod workers;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -41,7 +42,6 @@ use parking_lot::{Mutex, RwLock};
 use exact::{Candidate, ExactStore};
 pub(crate) use exact::{IdFilter, InsertOutcome};
 use hnsw::Graph;
-use membership::EarlyGraph;
 pub(crate) use persisted::ParsedSnapshot;
 pub(crate) use workers::Workers;
 
@@ -52,9 +52,8 @@ pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
     blobs: &[B],
     metric: Metric,
     dim: usize,
-    scratch: Option<&std::path::Path>,
 ) -> Result<ParsedSnapshot, IndexError> {
-    persisted::from_blobs(blobs, metric, dim, scratch)
+    persisted::from_blobs(blobs, metric, dim)
 }
 
 /// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
@@ -79,10 +78,6 @@ const BUILD_CHUNK: usize = 8192;
 /// [`CATCH_UP_ROUNDS`] rounds).
 const CATCH_UP_FINAL: usize = 256;
 const CATCH_UP_ROUNDS: usize = 8;
-
-/// Points added since the last export of a graph's flat view that make a new export due
-/// (see [`VectorIndex::refresh_view_if_due`]), at the least.
-const VIEW_REFRESH_MIN: usize = 2048;
 
 /// Largest deviation of a cosine vector's squared norm from 1 that is accepted.
 const UNIT_NORM_TOLERANCE: f32 = 1e-3;
@@ -117,12 +112,6 @@ pub(crate) enum IndexError {
         /// The vector's squared L2 norm.
         norm_squared: f32,
     },
-    /// A vector id the graph cannot address (`usize` narrower than 64 bits).
-    #[error("vector id {id} does not fit in usize on this platform")]
-    IdOutOfRange {
-        /// The id.
-        id: u64,
-    },
     /// A snapshot is damaged: torn, truncated, bit-flipped or malformed.
     #[error("corrupted index snapshot: {detail}")]
     Corrupted {
@@ -136,7 +125,7 @@ pub(crate) enum IndexError {
         /// What differs.
         detail: String,
     },
-    /// `hnsw_rs` failed (or panicked) while inserting into, dumping or loading a graph.
+    /// The graph failed (a panic while inserting, or more points than it can address).
     #[error("hnsw graph: {detail}")]
     Graph {
         /// Its message.
@@ -145,8 +134,8 @@ pub(crate) enum IndexError {
     /// The store closed while a graph build was running; the build stopped.
     #[error("the store closed during an index build")]
     Closed,
-    /// A scratch file of a snapshot could not be written or read.
-    #[error("index snapshot scratch I/O: {0}")]
+    /// A thread of the index could not be started.
+    #[error("index thread: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -203,15 +192,10 @@ pub(crate) enum SearchMode {
 pub(crate) struct VectorIndex {
     dim: usize,
     metric: Metric,
-    /// Where snapshot scratch files go (`None`: the system temp directory).
-    scratch_dir: Option<PathBuf>,
     /// Build parameters of new graphs (`Options::index`).
     params: hnsw::GraphParams,
     exact: RwLock<ExactStore>,
     graph: RwLock<Option<Arc<Graph>>>,
-    /// While a snapshot's graph loads into `hnsw_rs` (and no graph is installed): a view
-    /// of it that serves graph searches meanwhile.
-    early: RwLock<Option<Arc<EarlyGraph>>>,
     /// Serialises insert/remove (and the last step of a build).
     mutation: Mutex<()>,
     /// Serialises graph builds and snapshot loads.
@@ -244,11 +228,9 @@ impl VectorIndex {
         Ok(VectorIndex {
             dim,
             metric,
-            scratch_dir: None,
             params: hnsw::GraphParams::default(),
             exact: RwLock::new(ExactStore::new(dim, metric)),
             graph: RwLock::new(None),
-            early: RwLock::new(None),
             mutation: Mutex::new(()),
             build: Mutex::new(()),
             journal: Mutex::new(None),
@@ -267,12 +249,6 @@ impl VectorIndex {
     /// Whether [`Self::close`] was called.
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
-    }
-
-    /// Puts snapshot scratch files under `dir` (e.g. beside the database file) instead
-    /// of the system temp directory.
-    pub(crate) fn set_scratch_dir(&mut self, dir: PathBuf) {
-        self.scratch_dir = Some(dir);
     }
 
     /// Builds new graphs with `m` links per point per upper layer (`2 * m` in layer 0) and
@@ -320,9 +296,8 @@ impl VectorIndex {
     }
 
     fn insert_many(&self, items: &[(u64, &[f32])]) -> Result<Vec<InsertOutcome>, IndexError> {
-        for &(id, vector) in items {
+        for &(_, vector) in items {
             self.validate(vector)?;
-            hnsw::data_id(id)?;
         }
         let _mutation = self.mutation.lock();
         let mut exact = self.exact.write();
@@ -343,12 +318,6 @@ impl VectorIndex {
         }
         if let Some(journal) = self.journal.lock().as_mut() {
             journal.extend_from_slice(&changed);
-        }
-        if let Some(early) = self.early.read().as_ref() {
-            let mut membership = early.membership.write();
-            for &id in &changed {
-                membership.set_outside(id);
-            }
         }
         let Some(graph) = self.graph.read().clone() else {
             return Ok(outcomes);
@@ -381,7 +350,7 @@ impl VectorIndex {
     /// Moves up to `max` outside ids into the graph; returns how many it inserted. Meant
     /// for a background thread: the graph insertion holds no lock writers need, and the
     /// new points become live only if their id still has the inserted vector.
-    /// If `hnsw_rs` fails (panics) while inserting, the graph is dropped: searches score
+    /// If the graph fails (panics) while inserting, the graph is dropped: searches score
     /// every vector exactly until a rebuild makes a fresh one.
     pub(crate) fn absorb_outside(&self, max: usize) -> Result<usize, IndexError> {
         self.absorb_outside_with(max, Workers::Background)
@@ -429,7 +398,7 @@ impl VectorIndex {
         });
         let _mutation = self.mutation.lock();
         if let Err(error) = inserted {
-            // A failed insertion (a panic inside `hnsw_rs`) may have stopped halfway
+            // A failed insertion (a panic inside the graph) may have stopped halfway
             // through linking a point, and the graph no longer agrees with its membership:
             // it is dropped at once, before anything else, so that no search that starts
             // from now on walks it. Searches score exactly until a rebuild makes a fresh
@@ -467,9 +436,6 @@ impl VectorIndex {
         if let Some(graph) = self.graph.read().as_ref() {
             graph.mark_removed(id);
         }
-        if let Some(early) = self.early.read().as_ref() {
-            early.membership.write().remove(id);
-        }
         true
     }
 
@@ -505,13 +471,8 @@ impl VectorIndex {
             SearchMode::Auto => Some(DEFAULT_EF_SEARCH),
         };
         let graph = ef.and_then(|_| self.graph.read().clone());
-        let early = match (ef, &graph) {
-            (Some(_), None) => self.early.read().clone(),
-            _ => None,
-        };
-        let candidates: Vec<Candidate> = match (ef, graph, early) {
-            (Some(ef), Some(graph), _) => graph.search(&exact, query, k, ef, filter),
-            (Some(ef), None, Some(early)) => early.search(&exact, query, k, ef, filter),
+        let candidates: Vec<Candidate> = match (ef, graph) {
+            (Some(ef), Some(graph)) => graph.search(&exact, query, k, ef, filter),
             _ => exact.search(query, k, filter),
         };
         Ok(candidates
@@ -561,7 +522,7 @@ impl VectorIndex {
 
     /// Whether a graph is ready (searches in ANN mode use it).
     pub(crate) fn graph_ready(&self) -> bool {
-        self.graph.read().is_some() || self.early.read().is_some()
+        self.graph.read().is_some()
     }
 
     /// Fraction of the graph's points that are dead (removed or superseded); 0 without
@@ -611,7 +572,7 @@ impl VectorIndex {
         let _build = self.build.lock();
         let journal = self.start_journal();
         let ids = self.exact.read().ids().to_vec();
-        let graph = Graph::new(self.metric, self.dim, ids.len(), self.params);
+        let graph = Graph::new(self.metric, self.dim, self.params);
         #[cfg(test)]
         {
             self.builds.0.fetch_add(1, Ordering::SeqCst);
@@ -623,8 +584,8 @@ impl VectorIndex {
         self.catch_up_and_install(graph, journal, None, workers)
     }
 
-    /// Serialises the current graph into blobs (see [`persisted`]); `None` without a
-    /// graph. Holds the build lock while `hnsw_rs` dumps (the dump must be one state),
+    /// Serialises the current graph's links into blobs (see [`persisted`]); `None` without
+    /// a graph. Holds the build lock while the links are copied (they must be one state),
     /// so run it off the write path.
     pub(crate) fn snapshot_blobs(&self) -> Result<Option<Vec<Vec<u8>>>, IndexError> {
         // No absorber or build may insert while the graph is dumped and walked; writers
@@ -633,80 +594,31 @@ impl VectorIndex {
         let Some(graph) = self.graph.read().clone() else {
             return Ok(None);
         };
-        persisted::to_blobs(&graph, self.scratch_dir.as_deref()).map(Some)
+        persisted::to_blobs(&graph).map(Some)
     }
 
     #[cfg(test)]
     /// Loads a graph from blobs made by [`Self::snapshot_blobs`] and swaps it in:
     /// [`parse_snapshot`] then [`Self::install_snapshot`].
     pub(crate) fn load_snapshot<B: AsRef<[u8]>>(&self, blobs: &[B]) -> Result<(), IndexError> {
-        let loaded = parse_snapshot(blobs, self.metric, self.dim, self.scratch_dir.as_deref())?;
+        let loaded = parse_snapshot(blobs, self.metric, self.dim)?;
         self.install_snapshot(loaded)
     }
 
-    /// Swaps in a graph parsed by [`parse_snapshot`]. Every point is checked against the
-    /// live vectors: a point is used only if its id is live with a bit-identical vector.
-    /// Live ids the snapshot lacks are scored outside the graph (exactly) until
+    /// Swaps in a graph parsed by [`parse_snapshot`]: its points take their vectors from
+    /// the exact store (the snapshot holds links only), and a point is used only if its id
+    /// is live with the vector it was inserted with (see [`persisted`]). Live ids the
+    /// snapshot lacks are scored outside the graph (exactly) until
     /// [`Self::absorb_outside`] inserts them, so the graph serves at once however old the
     /// snapshot is: staleness costs search speed until absorbed, never correctness.
-    ///
-    /// The snapshot's [`view::GraphView`] serves graph searches from the moment it is
-    /// reconciled; `hnsw_rs` loads the same graph meanwhile (most of the time an open
-    /// takes), which then replaces it.
-    pub(crate) fn install_snapshot(&self, mut parsed: ParsedSnapshot) -> Result<(), IndexError> {
+    pub(crate) fn install_snapshot(&self, parsed: ParsedSnapshot) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
-        let membership = {
+        let graph = {
             let exact = self.exact.read();
-            parsed.membership(exact.ids(), |id| exact.get(id))
+            parsed.into_graph(exact.ids(), |id| exact.get(id))?
         };
-        let view = parsed.take_view().map(Arc::new);
-        if let Some(view) = view.clone() {
-            let mut early = membership.clone();
-            early.score_outside(parsed.unreachable());
-            // Writers are held off while the changes made since the journal started (which
-            // `membership` may predate) are applied; later ones reach the view directly.
-            let _mutation = self.mutation.lock();
-            let exact = self.exact.read();
-            let changed = self.journal.lock().clone().unwrap_or_default();
-            for id in changed {
-                match exact.get(id) {
-                    None => early.remove(id),
-                    Some(_) => early.set_outside(id),
-                }
-            }
-            *self.early.write() = Some(Arc::new(EarlyGraph {
-                view,
-                membership: RwLock::new(early),
-            }));
-        }
-        let unreachable = parsed.unreachable().to_vec();
-        let installed = parsed.load_graph().and_then(|graph| {
-            graph.set_membership(membership);
-            if let Some(view) = view {
-                // The view of the very graph just loaded.
-                graph.set_view(view);
-            }
-            self.catch_up_and_install(graph, journal, Some(unreachable), Workers::Foreground)
-        });
-        if installed.is_err() {
-            let _mutation = self.mutation.lock();
-            *self.early.write() = None;
-        }
-        installed
-    }
-
-    /// Re-exports the graph's flat view once enough points were added since the last
-    /// export (meanwhile they are scored exactly beside it): at least [`VIEW_REFRESH_MIN`]
-    /// and a fiftieth of the graph, so exports cost a bounded share of the insertions.
-    pub(crate) fn refresh_view_if_due(&self) {
-        let _build = self.build.lock();
-        let Some(graph) = self.graph.read().clone() else {
-            return;
-        };
-        if graph.view_due(VIEW_REFRESH_MIN) {
-            graph.refresh_view();
-        }
+        self.catch_up_and_install(graph, journal, None, Workers::Foreground)
     }
 
     /// Tests only: while `on`, the inserts of every graph build panic (see
@@ -814,15 +726,9 @@ impl VectorIndex {
         self.replay(&graph, changed);
         graph.score_outside(&unreachable);
         let graph = Arc::new(graph);
-        *self.graph.write() = Some(graph.clone());
-        *self.early.write() = None;
+        *self.graph.write() = Some(graph);
         drop(mutation);
         drop(journal);
-        // A fresh export unless the view came with the graph (the caller holds the build
-        // lock: no insert runs meanwhile).
-        if graph.view_due(0) {
-            graph.refresh_view();
-        }
         Ok(())
     }
 

@@ -346,12 +346,19 @@ fn an_old_snapshot_is_reconciled_with_the_live_vectors() {
     reopened.load_snapshot(&blobs).unwrap();
     assert_consistent(&reopened);
     let graph = reopened.graph.read().clone().unwrap();
-    assert_eq!(graph.dead_count(), 110);
+    // Points no search reaches (the removed ones' links are dropped at load) are scored
+    // outside too.
+    let unreachable: std::collections::HashSet<u64> = graph
+        .unreachable_ids()
+        .into_iter()
+        .filter(|&id| id >= 110)
+        .collect();
+    assert_eq!(graph.dead_count(), 110 + unreachable.len());
     // The replaced ids and the ids added since are scored outside the graph at once (the
     // graph serves immediately); the added ones wait for the absorber.
-    assert_eq!(graph.outside_count(), 10 + N / 2);
+    assert_eq!(graph.outside_count(), 10 + N / 2 + unreachable.len());
     for id in 110..(N / 2) as u64 {
-        assert!(graph.is_live(id), "{id}");
+        assert!(graph.is_live(id) || unreachable.contains(&id), "{id}");
     }
     let every_vector_found = |index: &VectorIndex| {
         for (i, v) in vectors.iter().enumerate().skip(110) {
@@ -452,13 +459,11 @@ fn a_damaged_snapshot_is_an_error_not_a_panic() {
     drop(index);
 }
 
-/// Re-seals `payload` under a valid header: what a bug in our writer, or a format
-/// change in `hnsw_rs`, would produce. The checksum passes; the parser must object.
-fn reseal(header: &[u8], payload: &[u8], graph_len: usize) -> Vec<Vec<u8>> {
-    let mut header = header[..56].to_vec();
-    header[32..40].copy_from_slice(&(graph_len as u64).to_le_bytes());
-    header[40..48].copy_from_slice(&((payload.len() - graph_len) as u64).to_le_bytes());
-    header[48..52].copy_from_slice(&1u32.to_le_bytes());
+/// Re-seals `payload` under a valid header: what a bug in our writer would produce. The
+/// checksum passes; the parser must object.
+fn reseal(header: &[u8], payload: &[u8]) -> Vec<Vec<u8>> {
+    let mut header = header[..64].to_vec();
+    header[44..48].copy_from_slice(&1u32.to_le_bytes());
     let mut hasher = blake3::Hasher::new();
     hasher.update(&header);
     hasher.update(payload);
@@ -467,143 +472,116 @@ fn reseal(header: &[u8], payload: &[u8], graph_len: usize) -> Vec<Vec<u8>> {
 }
 
 #[test]
-fn a_well_sealed_but_malformed_dump_never_reaches_hnsw_rs() {
+fn a_well_sealed_but_malformed_snapshot_is_refused_or_loads_consistently() {
     let (_, blobs) = small_snapshot();
     let payload: Vec<u8> = blobs[1..].concat();
-    let graph_len = u64::from_le_bytes(blobs[0][32..40].try_into().unwrap()) as usize;
-    let fresh = || filled(Metric::Cosine, &low_rank_vectors(31, 150, DIM));
+    let n = 150;
+    let fresh = || filled(Metric::Cosine, &low_rank_vectors(31, n, DIM));
     // Sanity: resealing the untouched payload loads.
-    fresh()
-        .load_snapshot(&reseal(&blobs[0], &payload, graph_len))
-        .unwrap();
+    fresh().load_snapshot(&reseal(&blobs[0], &payload)).unwrap();
 
     let mut rng = SplitMix64::new(1234);
     let mut refused = 0;
     for round in 0..300 {
         let mut damaged = payload.clone();
-        // Mostly structural bytes early in each file (description, counts, magics),
-        // then anywhere.
+        // Ids and fingerprints, then the levels, then anywhere (mostly links).
         let at = match round % 3 {
-            0 => rng.below(200.min(graph_len)),
-            1 => graph_len + rng.below(64),
+            0 => rng.below(16 * n),
+            1 => 16 * n + rng.below(n),
             _ => rng.below(damaged.len()),
         };
         damaged[at] = damaged[at].wrapping_add(1 + rng.below(255) as u8);
         let target = fresh();
-        // Must return (Ok or Err), never panic or abort. Bytes that only change a
-        // neighbour distance or a vector value still form a valid dump.
-        if target
-            .load_snapshot(&reseal(&blobs[0], &damaged, graph_len))
-            .is_err()
-        {
-            refused += 1;
-        } else {
-            assert_consistent(&target);
+        // Must return (Ok or Err), never panic. A changed id or fingerprint makes a point
+        // dead (its id scored outside); a link to another valid slot is still a graph.
+        match target.load_snapshot(&reseal(&blobs[0], &damaged)) {
+            Err(_) => refused += 1,
+            Ok(()) => {
+                assert_consistent(&target);
+                let vectors = low_rank_vectors(31, n, DIM);
+                for (i, v) in vectors.iter().enumerate() {
+                    let hit = target.search(v, 1, ANN, None).unwrap()[0].0;
+                    assert_eq!(hit, i as u64, "round {round}: vector {i}");
+                }
+            }
         }
     }
+    // Every level change (a third of the rounds) and most link changes are refused.
     assert!(
         refused > 100,
-        "only {refused} of 300 malformed dumps refused"
+        "only {refused} of 300 malformed snapshots refused"
     );
-    // Truncations at every kind of boundary.
-    for cut in [0, 1, 4, 30, graph_len - 1, graph_len + 3, payload.len() - 1] {
-        let mut torn = payload[..cut].to_vec();
-        let torn_graph_len = graph_len.min(cut);
-        torn.truncate(cut);
+    // Truncations anywhere.
+    for cut in [0, 1, 4, 30, 16 * n, 17 * n + 3, payload.len() - 1] {
         assert!(fresh()
-            .load_snapshot(&reseal(&blobs[0], &torn, torn_graph_len))
+            .load_snapshot(&reseal(&blobs[0], &payload[..cut]))
             .is_err());
     }
 }
 
+/// Regression (issue 17): earlier builds persisted `hnsw_rs`'s dump (format version 2),
+/// every vector written a second time. Such a snapshot is recognised as incompatible,
+/// never parsed, and the store rebuilds the graph.
 #[test]
-fn the_snapshot_view_finds_what_the_loaded_graph_finds() {
+fn an_hnsw_rs_dump_snapshot_is_incompatible() {
+    let (_, blobs) = small_snapshot();
+    let mut old = vec![0u8; 88];
+    old[..8].copy_from_slice(&persisted::MAGIC);
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let target = filled(Metric::Cosine, &low_rank_vectors(31, 150, DIM));
+    match target.load_snapshot(&[old, blobs[1].clone()]) {
+        Err(IndexError::Incompatible { detail }) => assert!(detail.contains("hnsw_rs"), "{detail}"),
+        other => panic!("expected Incompatible, got {other:?}"),
+    }
+    assert!(!target.graph_ready());
+}
+
+#[test]
+fn a_snapshot_holds_links_only_and_loads_vectors_from_the_store() {
     let vectors = low_rank_vectors(21, N, DIM);
     let queries = low_rank_vectors(22, 50, DIM);
     let index = filled(Metric::Cosine, &vectors);
     index.build_graph().unwrap();
     let blobs = index.snapshot_blobs().unwrap().unwrap();
+    // Links (2M + 1 words of layer 0 per point, a few upper rows), ids, fingerprints,
+    // levels: no vector is in it (they alone would be N * DIM * 4 bytes).
+    let bytes: usize = blobs.iter().map(Vec::len).sum();
+    let m = crate::options::DEFAULT_INDEX_M;
+    let links_only = N * (8 + 8 + 1 + (2 * m + 1) * 4) * 5 / 4 + persisted::HEADER_LEN;
+    assert!(bytes <= links_only, "{bytes} bytes > {links_only}");
+    assert!(
+        bytes < N * DIM * 4,
+        "{bytes} bytes: as large as the vectors"
+    );
 
     let reopened = filled(Metric::Cosine, &vectors);
-    let mut parsed = parse_snapshot(&blobs, Metric::Cosine, DIM, None).unwrap();
-    let view = parsed.take_view().expect("a view of a non-empty graph");
-    let mut membership = {
-        let exact = reopened.exact.read();
-        parsed.membership(exact.ids(), |id| exact.get(id))
-    };
-    membership.score_outside(parsed.unreachable());
-    let early = EarlyGraph {
-        view: Arc::new(view),
-        membership: RwLock::new(membership),
-    };
-    let top10 = |search: &dyn Fn(&[f32]) -> Vec<u64>| -> Vec<Vec<u64>> {
-        queries.iter().map(|q| search(q)).collect()
-    };
-    let view_hits = {
-        let exact = reopened.exact.read();
-        // Every vector is found by a view search for itself.
-        for (i, v) in vectors.iter().enumerate() {
-            assert_eq!(early.search(&exact, v, 1, 64, None)[0].id, i as u64, "{i}");
-        }
-        top10(&|q| {
-            early
-                .search(&exact, q, 10, 64, None)
-                .into_iter()
-                .map(|c| c.id)
-                .collect()
-        })
-    };
-    drop(parsed);
     reopened
-        .install_snapshot(parse_snapshot(&blobs, Metric::Cosine, DIM, None).unwrap())
+        .install_snapshot(parse_snapshot(&blobs, Metric::Cosine, DIM).unwrap())
         .unwrap();
-    let graph_hits = top10(&|q| {
-        reopened
-            .search(q, 10, ANN, None)
-            .unwrap()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
-    });
-    let truth = top10(&|q| {
-        reopened
-            .search(q, 10, SearchMode::Exact, None)
-            .unwrap()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
-    });
-    let recall = |hits: &[Vec<u64>]| {
-        let found: usize = hits
-            .iter()
-            .zip(&truth)
-            .map(|(h, t)| h.iter().filter(|id| t.contains(id)).count())
-            .sum();
-        found as f64 / (10 * truth.len()) as f64
-    };
-    let (view_recall, graph_recall) = (recall(&view_hits), recall(&graph_hits));
-    assert!(view_recall >= 0.95, "view recall {view_recall}");
-    assert!(
-        (view_recall - graph_recall).abs() <= 0.02,
-        "view recall {view_recall}, loaded graph recall {graph_recall}"
-    );
+    assert_consistent(&reopened);
+    for q in &queries {
+        assert_eq!(
+            index.search(q, 10, ANN, None).unwrap(),
+            reopened.search(q, 10, ANN, None).unwrap()
+        );
+    }
 }
 
 #[test]
-fn the_snapshot_view_serves_while_the_graph_loads_and_follows_writes() {
+fn writes_racing_a_snapshot_load_never_come_back() {
     let vectors = low_rank_vectors(23, N, DIM);
     let index = filled(Metric::L2, &vectors);
     index.build_graph().unwrap();
     let blobs = index.snapshot_blobs().unwrap().unwrap();
 
     let reopened = Arc::new(filled(Metric::L2, &vectors));
-    let parsed = parse_snapshot(&blobs, Metric::L2, DIM, None).unwrap();
+    let parsed = parse_snapshot(&blobs, Metric::L2, DIM).unwrap();
     let loader = {
         let reopened = reopened.clone();
         std::thread::spawn(move || reopened.install_snapshot(parsed))
     };
     // Writes racing the load: removals and replacements never come back from a search,
-    // whichever of the view or the loaded graph answers it.
+    // whether the exact scan or the loaded graph answers it.
     let fresh = low_rank_vectors(24, 50, DIM);
     for (j, v) in fresh.iter().enumerate() {
         let id = (j * 7) as u64;
@@ -618,7 +596,7 @@ fn the_snapshot_view_serves_while_the_graph_loads_and_follows_writes() {
             .all(|(found, _)| *found != id + 1));
     }
     loader.join().unwrap().unwrap();
-    assert!(reopened.early.read().is_none());
+    assert!(reopened.graph_ready());
     assert_consistent(&reopened);
     for (j, v) in fresh.iter().enumerate() {
         assert_eq!(
@@ -629,64 +607,24 @@ fn the_snapshot_view_serves_while_the_graph_loads_and_follows_writes() {
 }
 
 #[test]
-fn points_added_after_the_flat_view_are_found_before_and_after_it_is_exported_again() {
+fn points_absorbed_into_a_graph_are_searched_in_place() {
     let vectors = low_rank_vectors(25, N, DIM);
-    let index = filled(Metric::Cosine, &vectors[..N / 2]);
-    index.build_graph().unwrap();
+    let index = graph_of_the_first_half(&vectors);
     let graph = index.graph.read().clone().unwrap();
-    assert!(!graph.view_due(0), "a build exports the view");
-
-    // Absorbed after the export: live points the view does not hold.
-    let later: Vec<(u64, &[f32])> = (N / 2..N)
-        .map(|i| (i as u64, vectors[i].as_slice()))
-        .collect();
-    index.insert_batch(&later).unwrap();
+    assert_eq!(index.outside_count(), N / 2);
     while index.absorb_outside(256).unwrap() > 0 {}
-    assert!(graph.view_due(0));
-    assert!(!graph.view_due(N), "below the refresh minimum");
-    let every_vector_found = |when: &str| {
-        for (i, v) in vectors.iter().enumerate() {
-            assert_eq!(
-                index.search(v, 1, ANN, None).unwrap()[0].0,
-                i as u64,
-                "{when}: {i}"
-            );
-        }
-    };
-    every_vector_found("with a stale view");
     assert_consistent(&index);
-    // Verification notices a live point the view would hide.
-    graph.forget_unviewed();
-    let problem = graph.verify(&index.exact.read()).unwrap_err();
-    assert!(problem.contains("search view"), "{problem}");
-
-    graph.refresh_view();
-    assert!(!graph.view_due(0));
-    every_vector_found("after the export");
-    assert_consistent(&index);
-}
-
-#[test]
-fn slots_number_points_layer_by_layer_in_rank_order() {
-    use super::view::Slots;
-    use super::view::MAX_LAYER;
-    let slots = Slots::new(|layer| [3, 2].get(layer).copied().unwrap_or(0));
-    assert_eq!(slots.len(), 5);
-    let numbered: Vec<Option<u32>> = [(0, 0), (0, 2), (1, 0), (1, 1)]
-        .iter()
-        .map(|&(layer, rank)| slots.of(layer, rank))
-        .collect();
-    assert_eq!(numbered, vec![Some(0), Some(2), Some(3), Some(4)]);
-    // No such point: past a layer's end, a negative rank, an empty or impossible layer.
-    for (layer, rank) in [
-        (0, 3),
-        (1, 2),
-        (0, -1),
-        (2, 0),
-        (MAX_LAYER, 0),
-        (MAX_LAYER + 5, 0),
-    ] {
-        assert_eq!(slots.of(layer, rank), None, "layer {layer} rank {rank}");
+    // Every point was linked into the same graph (no export, no copy), and only points no
+    // search reaches stay scored outside it.
+    assert_eq!(graph.links().linked_count(), N);
+    let unreachable = graph.unreachable_ids().len();
+    assert!(
+        index.outside_count() <= unreachable,
+        "{}",
+        index.outside_count()
+    );
+    for (i, v) in vectors.iter().enumerate() {
+        assert_eq!(index.search(v, 1, ANN, None).unwrap()[0].0, i as u64, "{i}");
     }
 }
 
@@ -702,12 +640,18 @@ fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
         .map(|(i, v)| (10_000 + i as u64, v.as_slice()))
         .collect();
     index.insert_batch(&items).unwrap();
-    assert_eq!(index.outside_count(), 50);
+    // The new vectors, and the graph's points no search reaches (scored exactly).
+    let unreachable = index.graph.read().clone().unwrap().unreachable_ids().len();
+    assert_eq!(index.outside_count(), 50 + unreachable);
 
     index.close();
     assert!(matches!(index.build_graph(), Err(IndexError::Closed)));
     assert_eq!(index.absorb_outside(64).unwrap(), 0);
-    assert_eq!(index.outside_count(), 50, "nothing absorbed after close");
+    assert_eq!(
+        index.outside_count(),
+        50 + unreachable,
+        "nothing absorbed after close"
+    );
     // The graph built before keeps serving, and the new vectors are scored exactly.
     let hits = index.search(&more[7], 1, ANN, None).unwrap();
     assert_eq!(hits[0].0, 10_007);
@@ -783,7 +727,7 @@ fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
         Err(IndexError::Graph { detail }) => assert!(detail.contains("injected"), "{detail}"),
         other => panic!("expected the insert's panic as an error, got {other:?}"),
     }
-    let points = graph.with_hnsw(|hnsw| hnsw.get_nb_point());
+    let points = graph.links().linked_count();
     assert!(points > N / 2 && points < N, "partly inserted: {points}");
     assert!(!index.graph_ready());
     assert_consistent(&index);
@@ -794,8 +738,10 @@ fn a_panicking_graph_insert_is_an_error_and_drops_the_graph() {
     // A rebuild puts every live vector into a fresh graph.
     index.build_graph().unwrap();
     assert_consistent(&index);
-    assert_eq!(index.outside_count(), 0);
-    assert_eq!(index.dead_fraction(), 0.0);
+    // Only the new graph's points no search reaches are scored outside it (and dead).
+    let unreachable = index.graph.read().clone().unwrap().unreachable_ids().len();
+    assert_eq!(index.outside_count(), unreachable);
+    assert_eq!(index.dead_fraction(), unreachable as f64 / N as f64);
     assert_eq!(index.graph_point_count(), N);
 }
 
@@ -805,9 +751,9 @@ fn graph_params_set_the_links_per_point_of_new_graphs() {
     let vectors = random_unit_vectors(41, N, DIM);
     let max_links = |index: &VectorIndex| {
         let graph = index.graph.read().clone().unwrap();
-        let view = graph.view().unwrap();
-        (0..view.ids().len() as u32)
-            .map(|slot| view.links(slot, 0).len())
+        let links = graph.links();
+        (0..links.ids().len() as u32)
+            .map(|slot| links.links0(slot).len())
             .max()
             .unwrap()
     };
@@ -849,7 +795,7 @@ fn the_view_applies_a_filter_inside_its_traversal() {
     let index = filled(Metric::Cosine, &vectors);
     index.build_graph().unwrap();
     let graph = index.graph.read().clone().unwrap();
-    let view = graph.view().unwrap();
+    let view = graph.links();
     let admit = |id: u64| id.wrapping_mul(0x9E37_79B9_7F4A_7C15).is_multiple_of(50);
     let queries = low_rank_vectors(6_100, 100, DIM);
     let mut found = 0;
@@ -861,7 +807,7 @@ fn the_view_applies_a_filter_inside_its_traversal() {
         .into_iter()
         .collect();
         let (hits, ending) = view.search_admitting(q, 10, 10, usize::MAX, admit);
-        assert_eq!(ending, view::Ending::Converged, "10 admitted points found");
+        assert_eq!(ending, graph::Ending::Converged, "10 admitted points found");
         assert_eq!(hits.len(), 10);
         assert!(
             hits.iter().all(|&(id, _)| admit(id)),
@@ -879,7 +825,7 @@ fn the_view_applies_a_filter_inside_its_traversal() {
     // early, and says so.
     let (none, ending) = view.search_admitting(&queries[0], 10, 10, usize::MAX, |_| false);
     assert!(none.is_empty());
-    assert_eq!(ending, view::Ending::Drained);
+    assert_eq!(ending, graph::Ending::Drained);
     let (_, ending) = view.search_admitting(&queries[0], 10, 10, 100, |_| false);
-    assert_eq!(ending, view::Ending::OverBudget);
+    assert_eq!(ending, graph::Ending::OverBudget);
 }

@@ -1,0 +1,856 @@
+//! The project's own HNSW graph: links as `u32` point slots in flat arrays, built in
+//! parallel with per-point locks, searched in place (it replaced `hnsw_rs`, issue 17).
+//!
+//! Layout, as hnswlib's: a point is a slot `0..len`; per slot its vector id, its vector
+//! (`dim` floats, slot-major in one `Vec<f32>`) and its level (geometric, multiplier
+//! `1 / ln M`). Layer 0 is ONE array of `len * (2M + 1)` words: a slot's row holds its link
+//! count, then up to `2M` neighbour slots. The few points above layer 0 (about `1 / M` of
+//! them) have a second row array of `level * (M + 1)` words each, held apart. Links are
+//! `AtomicU32`s (same size as `u32`): searches read them while inserts rewrite other
+//! points' rows, each row rewritten only under its point's lock.
+//!
+//! Insertion is hnswlib's `addPoint`: a greedy descent from the entry point down to the new
+//! point's level, then per layer a beam search of width `ef_construction`, neighbour
+//! selection with hnswlib's heuristic (a candidate is kept only if it is nearer to the new
+//! point than to every neighbour kept so far), and the reverse links, a neighbour's row
+//! pruned by the same heuristic once full. Points are first *allocated* (id, vector,
+//! level appended under the graph's write lock, in one step per batch), then linked in
+//! parallel under the read lock: rayon over the batch, so a build uses every core of the
+//! pool it runs in.
+//!
+//! The search is HNSW's: a greedy descent through the upper layers, then a beam of width
+//! `ef` in layer 0 with per-thread visited marks, an admission test applied inside the
+//! traversal (dead points and filters route the beam but never enter the results), and a
+//! budget of distances ([`Hnsw::search_admitting`]).
+//!
+//! Vectors: the graph holds each point's vector once, contiguous by slot, next to its links
+//! (the exact store keeps the live vectors in its own dense rows; see `docs/design.md`).
+
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+use rayon::prelude::*;
+
+use super::distance::distance;
+use super::Metric;
+
+/// Highest level a point may get (levels are `0..=MAX_LEVEL`).
+pub(crate) const MAX_LEVEL: usize = 15;
+
+/// Below this many points a batch is linked on the calling thread (no rayon).
+const PARALLEL_INSERT_MIN: usize = 64;
+
+/// How a graph is built: `Options::index` (whose docs give the defaults and why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GraphParams {
+    /// Links per point per upper layer (layer 0 keeps twice as many).
+    pub(crate) m: usize,
+    /// Candidate list width while inserting.
+    pub(crate) ef_construction: usize,
+}
+
+impl Default for GraphParams {
+    fn default() -> Self {
+        GraphParams {
+            m: crate::options::DEFAULT_INDEX_M,
+            ef_construction: crate::options::DEFAULT_INDEX_EF_CONSTRUCTION,
+        }
+    }
+}
+
+/// How a [`Hnsw::search_admitting`] traversal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// HNSW's stop: `ef` admitted points, all nearer than every candidate left.
+    Converged,
+    /// No candidate left: every point reachable from the entry was expanded, so the
+    /// admitted points found are all the reachable ones (possibly fewer than `ef`).
+    Drained,
+    /// The distance budget ran out first: the results are incomplete.
+    OverBudget,
+}
+
+/// A distance ordered for the heaps (NaN never occurs: the kernel maps it to +inf).
+#[derive(Clone, Copy, PartialEq)]
+struct Near(f32, u32);
+
+impl Eq for Near {}
+
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// The visited marks of a traversal, kept per thread between traversals: a slot is
+/// visited in this traversal when its mark equals the traversal's, so a traversal starts
+/// by bumping the mark instead of clearing (or allocating) one entry per point.
+struct Visited {
+    marks: Vec<u32>,
+    current: u32,
+}
+
+impl Visited {
+    /// A fresh mark for a traversal over `n` slots.
+    fn start(&mut self, n: usize) -> u32 {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+        self.current = self.current.wrapping_add(1);
+        if self.current == 0 {
+            // Wrapped: old marks could collide with the new ones.
+            self.marks.fill(0);
+            self.current = 1;
+        }
+        self.current
+    }
+}
+
+thread_local! {
+    static VISITED: std::cell::RefCell<Visited> = const {
+        std::cell::RefCell::new(Visited { marks: Vec::new(), current: 0 })
+    };
+}
+
+/// No entry point yet (an empty graph).
+const NO_ENTRY: u64 = u64::MAX;
+
+/// The arrays of a graph (see the module docs); grown under the write lock only.
+struct Points {
+    /// Slot -> vector id.
+    ids: Vec<u64>,
+    /// Slot-major vectors, `dim` floats each.
+    vectors: Vec<f32>,
+    /// Slot -> level.
+    levels: Vec<u8>,
+    /// Layer 0: per slot a count then `2M` neighbour slots.
+    layer0: Vec<AtomicU32>,
+    /// Slot -> index into `upper` (`u32::MAX`: level 0 only).
+    upper_at: Vec<u32>,
+    /// Upper-layer rows of the points above layer 0: per layer `1..=level`, a count then
+    /// `M` neighbour slots.
+    upper: Vec<Box<[AtomicU32]>>,
+    /// One lock per slot, held while its rows are rewritten.
+    locks: Vec<Mutex<()>>,
+}
+
+/// The links of a graph as plain words, for persisting and loading (see `persisted`).
+pub(crate) struct GraphParts {
+    /// `M`.
+    pub(crate) m: usize,
+    /// `ef_construction` the graph was built with.
+    pub(crate) ef_construction: usize,
+    /// Slot -> vector id.
+    pub(crate) ids: Vec<u64>,
+    /// Slot -> level.
+    pub(crate) levels: Vec<u8>,
+    /// Layer 0 rows (`ids.len() * (2M + 1)` words).
+    pub(crate) layer0: Vec<u32>,
+    /// The upper rows of every point with level > 0, in slot order, `level * (M + 1)`
+    /// words each.
+    pub(crate) upper: Vec<u32>,
+    /// The entry slot (`None`: empty graph).
+    pub(crate) entry: Option<u32>,
+}
+
+/// An HNSW graph over the vectors it holds (see the module docs).
+pub(crate) struct Hnsw {
+    metric: Metric,
+    dim: usize,
+    m: usize,
+    m0: usize,
+    ef_construction: usize,
+    level_mult: f64,
+    points: RwLock<Points>,
+    /// Entry slot << 8 | its level, or [`NO_ENTRY`].
+    entry: AtomicU64,
+    /// Held by an insertion whose point rises above the current top level (rare), for the
+    /// whole insertion, as hnswlib's global lock.
+    top: Mutex<()>,
+    /// Points whose insertion finished (linked; allocated points may be fewer linked).
+    linked: AtomicUsize,
+    /// State of the level generator (SplitMix64).
+    seed: AtomicU64,
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Hnsw {
+    /// An empty graph of `dim`-dimensional vectors built with `params` (`m >= 2`).
+    pub(crate) fn new(metric: Metric, dim: usize, params: GraphParams) -> Hnsw {
+        let m = params.m.max(2);
+        Hnsw {
+            metric,
+            dim,
+            m,
+            m0: 2 * m,
+            ef_construction: params.ef_construction.max(m),
+            level_mult: 1.0 / (m as f64).ln(),
+            points: RwLock::new(Points {
+                ids: Vec::new(),
+                vectors: Vec::new(),
+                levels: Vec::new(),
+                layer0: Vec::new(),
+                upper_at: Vec::new(),
+                upper: Vec::new(),
+                locks: Vec::new(),
+            }),
+            entry: AtomicU64::new(NO_ENTRY),
+            top: Mutex::new(()),
+            linked: AtomicUsize::new(0),
+            seed: AtomicU64::new(0x5EED_0F_6A_7A_B1E5),
+        }
+    }
+
+    /// Number of points whose insertion finished (tests: a failed batch leaves fewer
+    /// linked than allocated).
+    #[cfg(test)]
+    pub(crate) fn linked_count(&self) -> usize {
+        self.linked.load(Ordering::SeqCst)
+    }
+
+    /// The vector id of each slot.
+    pub(crate) fn ids(&self) -> Vec<u64> {
+        self.points.read().ids.clone()
+    }
+
+    /// The layer-0 neighbours of `slot` (empty for an unknown slot).
+    #[cfg(test)]
+    pub(crate) fn links0(&self, slot: u32) -> Vec<u32> {
+        let points = self.points.read();
+        self.row_copy(&points, slot, 0)
+    }
+
+    fn random_level(&self) -> u8 {
+        let state = self
+            .seed
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        // Uniform in (0, 1]: never ln(0).
+        let uniform = ((mix(state) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let level = (-uniform.ln() * self.level_mult).floor();
+        level.min(MAX_LEVEL as f64) as u8
+    }
+
+    /// Row of `slot` in `layer` (count first): layer 0 in the flat array, upper layers in
+    /// the point's own rows.
+    fn row<'a>(&self, points: &'a Points, slot: u32, layer: usize) -> &'a [AtomicU32] {
+        let slot = slot as usize;
+        if layer == 0 {
+            let at = slot * (self.m0 + 1);
+            return points.layer0.get(at..at + self.m0 + 1).unwrap_or(&[]);
+        }
+        let Some(&at) = points.upper_at.get(slot) else {
+            return &[];
+        };
+        let Some(rows) = points.upper.get(at as usize) else {
+            return &[];
+        };
+        let start = (layer - 1) * (self.m + 1);
+        rows.get(start..start + self.m + 1).unwrap_or(&[])
+    }
+
+    /// The neighbours in `row`, read without a lock (a concurrent rewrite may show a mix of
+    /// the old and new row; every word is a valid slot either way).
+    #[inline]
+    fn neighbours(row: &[AtomicU32]) -> impl Iterator<Item = u32> + '_ {
+        let count = row
+            .first()
+            .map_or(0, |c| c.load(Ordering::Relaxed) as usize);
+        row.iter()
+            .skip(1)
+            .take(count)
+            .map(|slot| slot.load(Ordering::Relaxed))
+    }
+
+    fn row_copy(&self, points: &Points, slot: u32, layer: usize) -> Vec<u32> {
+        Self::neighbours(self.row(points, slot, layer)).collect()
+    }
+
+    fn write_row(row: &[AtomicU32], neighbours: &[u32]) {
+        let Some((count, slots)) = row.split_first() else {
+            return;
+        };
+        let n = neighbours.len().min(slots.len());
+        for (cell, &slot) in slots.iter().zip(&neighbours[..n]) {
+            cell.store(slot, Ordering::Relaxed);
+        }
+        count.store(n as u32, Ordering::Release);
+    }
+
+    #[inline]
+    fn vector<'a>(&self, points: &'a Points, slot: u32) -> &'a [f32] {
+        let at = slot as usize * self.dim;
+        &points.vectors[at..at + self.dim]
+    }
+
+    #[inline]
+    fn dist_slots(&self, points: &Points, a: u32, b: u32) -> f32 {
+        distance(self.metric, self.vector(points, a), self.vector(points, b))
+    }
+
+    fn entry(&self) -> Option<(u32, usize)> {
+        let packed = self.entry.load(Ordering::Acquire);
+        (packed != NO_ENTRY).then(|| ((packed >> 8) as u32, (packed & 0xFF) as usize))
+    }
+
+    fn set_entry(&self, slot: u32, level: usize) {
+        self.entry
+            .store((u64::from(slot) << 8) | level as u64, Ordering::Release);
+    }
+
+    /// Appends points for `items` (unlinked) and returns their slots; the caller links
+    /// them with [`Self::link`]. `None` when the graph would exceed `u32` slots.
+    fn allocate(&self, items: &[(u64, &[f32])]) -> Option<std::ops::Range<u32>> {
+        let mut points = self.points.write();
+        let first = points.ids.len();
+        let end = first.checked_add(items.len())?;
+        let first_slot = u32::try_from(first).ok()?;
+        let end_slot = u32::try_from(end).ok()?;
+        points.ids.reserve(items.len());
+        points.vectors.reserve(items.len() * self.dim);
+        points.levels.reserve(items.len());
+        points.layer0.reserve(items.len() * (self.m0 + 1));
+        points.upper_at.reserve(items.len());
+        points.locks.reserve(items.len());
+        for &(id, vector) in items {
+            let level = self.random_level();
+            points.ids.push(id);
+            points.vectors.extend_from_slice(vector);
+            points.levels.push(level);
+            points
+                .layer0
+                .extend((0..=self.m0).map(|_| AtomicU32::new(0)));
+            if level > 0 {
+                let at = u32::try_from(points.upper.len()).unwrap_or(u32::MAX);
+                let words = usize::from(level) * (self.m + 1);
+                points
+                    .upper
+                    .push((0..words).map(|_| AtomicU32::new(0)).collect());
+                points.upper_at.push(at);
+            } else {
+                points.upper_at.push(u32::MAX);
+            }
+            points.locks.push(Mutex::new(()));
+        }
+        Some(first_slot..end_slot)
+    }
+
+    /// Inserts `items` (vector ids with their vectors, each `dim` long) as new points:
+    /// allocated in one step, then linked, in parallel (rayon, in whatever pool the caller
+    /// runs in) for large batches. `before_each` runs before each point is linked (tests
+    /// inject panics there). Returns `false` if the graph cannot take that many points.
+    pub(crate) fn insert(&self, items: &[(u64, &[f32])], before_each: impl Fn() + Sync) -> bool {
+        let Some(slots) = self.allocate(items) else {
+            return false;
+        };
+        let points = self.points.read();
+        if slots.len() >= PARALLEL_INSERT_MIN {
+            slots.into_par_iter().for_each(|slot| {
+                before_each();
+                self.link(&points, slot);
+            });
+        } else {
+            for slot in slots {
+                before_each();
+                self.link(&points, slot);
+            }
+        }
+        true
+    }
+
+    /// hnswlib's `addPoint` for an allocated point.
+    fn link(&self, points: &Points, slot: u32) {
+        let level = usize::from(points.levels[slot as usize]);
+        let mut top_guard = None;
+        let Some((mut current, mut top)) = self.entry() else {
+            // The first point: it becomes the entry (under the lock, re-checked).
+            let _top = self.top.lock();
+            if self.entry().is_none() {
+                self.set_entry(slot, level);
+                self.linked.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            drop(_top);
+            return self.link(points, slot);
+        };
+        if level > top {
+            top_guard = Some(self.top.lock());
+            // Re-read under the lock: another point may have risen meanwhile.
+            if let Some((c, t)) = self.entry() {
+                current = c;
+                top = t;
+            }
+            if level <= top {
+                top_guard = None;
+            }
+        }
+        let query = self.vector(points, slot);
+        let mut current_dist = distance(self.metric, query, self.vector(points, current));
+        for layer in ((level + 1)..=top).rev() {
+            loop {
+                let mut moved = false;
+                let row = {
+                    let _lock = points.locks[current as usize].lock();
+                    self.row_copy(points, current, layer)
+                };
+                for next in row {
+                    let d = distance(self.metric, query, self.vector(points, next));
+                    if d < current_dist {
+                        current_dist = d;
+                        current = next;
+                        moved = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+        }
+        for layer in (0..=level.min(top)).rev() {
+            let mut candidates =
+                self.search_layer(points, query, Near(current_dist, current), layer);
+            // A concurrent insertion may already have linked back to this point.
+            candidates.retain(|n| n.1 != slot);
+            let cap = if layer == 0 { self.m0 } else { self.m };
+            let selected = self.select(points, candidates, self.m);
+            if let Some(&nearest) = selected.first() {
+                current = nearest.1;
+                current_dist = nearest.0;
+            }
+            {
+                let _lock = points.locks[slot as usize].lock();
+                let ids: Vec<u32> = selected.iter().map(|n| n.1).collect();
+                Self::write_row(self.row(points, slot, layer), &ids);
+            }
+            for neighbour in selected {
+                if neighbour.1 == slot {
+                    continue;
+                }
+                self.add_reverse(points, neighbour.1, slot, neighbour.0, layer, cap);
+            }
+        }
+        if level > top {
+            self.set_entry(slot, level);
+        }
+        drop(top_guard);
+        self.linked.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Links `from` -> `to` in `layer`, pruning `from`'s row with the heuristic when full.
+    fn add_reverse(&self, points: &Points, from: u32, to: u32, d: f32, layer: usize, cap: usize) {
+        let _lock = points.locks[from as usize].lock();
+        let row = self.row(points, from, layer);
+        let mut current = self.row_copy(points, from, layer);
+        if current.contains(&to) {
+            return;
+        }
+        if current.len() < cap {
+            current.push(to);
+            Self::write_row(row, &current);
+            return;
+        }
+        let mut candidates: Vec<Near> = current
+            .iter()
+            .map(|&s| Near(self.dist_slots(points, from, s), s))
+            .collect();
+        candidates.push(Near(d, to));
+        candidates.sort_unstable();
+        // The heuristic's choice, topped up with the nearest of the candidates it passed
+        // over while the row has room: a full row of layer-0 links keeps far fewer points
+        // without any incoming link (unreachable by any search) than the heuristic alone.
+        let kept = self.select_sorted(points, &candidates, cap);
+        let mut ids: Vec<u32> = kept.iter().map(|n| n.1).collect();
+        for candidate in &candidates {
+            if ids.len() >= cap {
+                break;
+            }
+            if !ids.contains(&candidate.1) {
+                ids.push(candidate.1);
+            }
+        }
+        Self::write_row(row, &ids);
+    }
+
+    /// hnswlib's `getNeighborsByHeuristic2` over a max-heap of candidates.
+    fn select(&self, points: &Points, candidates: BinaryHeap<Near>, m: usize) -> Vec<Near> {
+        let sorted = candidates.into_sorted_vec();
+        self.select_sorted(points, &sorted, m)
+    }
+
+    /// The heuristic over candidates sorted nearest first: a candidate is kept only if it
+    /// is nearer to the base point than to every one kept before it.
+    fn select_sorted(&self, points: &Points, sorted: &[Near], m: usize) -> Vec<Near> {
+        if sorted.len() <= m {
+            return sorted.to_vec();
+        }
+        let mut kept: Vec<Near> = Vec::with_capacity(m);
+        for &candidate in sorted {
+            if kept.len() >= m {
+                break;
+            }
+            let diverse = kept
+                .iter()
+                .all(|k| self.dist_slots(points, candidate.1, k.1) >= candidate.0);
+            if diverse {
+                kept.push(candidate);
+            }
+        }
+        kept
+    }
+
+    /// hnswlib's `searchBaseLayer`: the `ef_construction` nearest found in `layer` from
+    /// `start`, as a max-heap (farthest on top).
+    fn search_layer(
+        &self,
+        points: &Points,
+        query: &[f32],
+        start: Near,
+        layer: usize,
+    ) -> BinaryHeap<Near> {
+        let ef = self.ef_construction;
+        VISITED.with(|cell| {
+            let mut visited = cell.borrow_mut();
+            let mark = visited.start(points.ids.len());
+            visited.marks[start.1 as usize] = mark;
+            let mut frontier = BinaryHeap::from([Reverse(start)]);
+            let mut best = BinaryHeap::with_capacity(ef + 1);
+            best.push(start);
+            while let Some(Reverse(nearest)) = frontier.pop() {
+                if best.len() >= ef && best.peek().is_some_and(|worst: &Near| nearest > *worst) {
+                    break;
+                }
+                let row = {
+                    let _lock = points.locks[nearest.1 as usize].lock();
+                    self.row_copy(points, nearest.1, layer)
+                };
+                for next in row {
+                    let Some(mark_of) = visited.marks.get_mut(next as usize) else {
+                        continue;
+                    };
+                    if std::mem::replace(mark_of, mark) == mark {
+                        continue;
+                    }
+                    let candidate = Near(
+                        distance(self.metric, query, self.vector(points, next)),
+                        next,
+                    );
+                    if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
+                        frontier.push(Reverse(candidate));
+                        best.push(candidate);
+                        if best.len() > ef {
+                            best.pop();
+                        }
+                    }
+                }
+            }
+            best
+        })
+    }
+
+    /// The `knbn` nearest points (id, distance) found by a search of width `ef`,
+    /// nearest first.
+    pub(crate) fn search(&self, query: &[f32], knbn: usize, ef: usize) -> Vec<(u64, f32)> {
+        self.search_admitting(query, knbn, ef, usize::MAX, |_| true)
+            .0
+    }
+
+    /// The `knbn` nearest points (id, distance) whose id `admit` accepts, found by a
+    /// search of width `ef` that applies `admit` inside the traversal (as hnswlib's
+    /// filtered search does): every point reached routes the beam, but only admitted ones
+    /// enter the result set, and the search stops only once `ef` admitted points are
+    /// nearer than everything left to expand. So the fewer points `admit` passes, the
+    /// further the traversal widens, and a filter passing 1 point in 100 costs about 100
+    /// times the reached points instead of a post-filter's collapse in recall.
+    ///
+    /// The second value says how the traversal ended ([`Ending`]): it may run out of
+    /// points to expand before holding `ef` admitted ones, or compute more than
+    /// `max_distances` distances in layer 0 (a filter so selective that the traversal
+    /// would walk much of the graph: the exact scan is then cheaper and exact).
+    pub(crate) fn search_admitting(
+        &self,
+        query: &[f32],
+        knbn: usize,
+        ef: usize,
+        max_distances: usize,
+        admit: impl Fn(u64) -> bool,
+    ) -> (Vec<(u64, f32)>, Ending) {
+        let points = self.points.read();
+        let Some((entry, top)) = self.entry() else {
+            return (Vec::new(), Ending::Drained);
+        };
+        let dist = |slot: u32| distance(self.metric, query, self.vector(&points, slot));
+        let mut current = Near(dist(entry), entry);
+        for layer in (1..=top).rev() {
+            loop {
+                let mut moved = false;
+                for next in Self::neighbours(self.row(&points, current.1, layer)) {
+                    let candidate = Near(dist(next), next);
+                    if candidate < current {
+                        current = candidate;
+                        moved = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+        }
+        let ef = ef.max(knbn).max(1);
+        let admitted = |slot: u32| admit(points.ids[slot as usize]);
+        let (found, ending) = VISITED.with(|cell| {
+            let mut visited = cell.borrow_mut();
+            let mark = visited.start(points.ids.len());
+            visited.marks[current.1 as usize] = mark;
+            let mut frontier = BinaryHeap::from([Reverse(current)]);
+            let mut best = BinaryHeap::with_capacity(ef + 1);
+            if admitted(current.1) {
+                best.push(current);
+            }
+            let mut ending = Ending::Drained;
+            let mut distances = 0usize;
+            while let Some(Reverse(nearest)) = frontier.pop() {
+                if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
+                    ending = Ending::Converged;
+                    break;
+                }
+                if distances > max_distances {
+                    ending = Ending::OverBudget;
+                    break;
+                }
+                for next in Self::neighbours(self.row(&points, nearest.1, 0)) {
+                    let Some(mark_of) = visited.marks.get_mut(next as usize) else {
+                        continue;
+                    };
+                    if std::mem::replace(mark_of, mark) == mark {
+                        continue;
+                    }
+                    distances += 1;
+                    let candidate = Near(dist(next), next);
+                    if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
+                        frontier.push(Reverse(candidate));
+                        if admitted(next) {
+                            best.push(candidate);
+                            if best.len() > ef {
+                                best.pop();
+                            }
+                        }
+                    }
+                }
+            }
+            (best.into_sorted_vec(), ending)
+        });
+        let mut found = found;
+        found.truncate(knbn);
+        let found = found
+            .into_iter()
+            .map(|Near(d, slot)| (points.ids[slot as usize], d))
+            .collect();
+        (found, ending)
+    }
+
+    /// Ids of the points no search can reach: not linked through layer 0 (where every
+    /// search ends, widening from the point its descent reached) from the entry point or
+    /// any other point of the top level. The heuristic drops a point from a neighbour's row
+    /// when closer, more diverse points fill it, so an outlier can be left with no incoming
+    /// layer-0 link at all. One pass over every point's layer-0 row.
+    pub(crate) fn unreachable_ids(&self) -> Vec<u64> {
+        let points = self.points.read();
+        let Some((entry, top)) = self.entry() else {
+            return points.ids.clone();
+        };
+        let n = points.ids.len();
+        let mut reached = vec![false; n];
+        let mut stack: Vec<u32> = vec![entry];
+        for (slot, &level) in points.levels.iter().enumerate() {
+            if usize::from(level) == top {
+                stack.push(slot as u32);
+            }
+        }
+        for &slot in &stack {
+            reached[slot as usize] = true;
+        }
+        while let Some(slot) = stack.pop() {
+            for next in Self::neighbours(self.row(&points, slot, 0)) {
+                if let Some(seen) = reached.get_mut(next as usize) {
+                    if !*seen {
+                        *seen = true;
+                        stack.push(next);
+                    }
+                }
+            }
+        }
+        points
+            .ids
+            .iter()
+            .zip(reached)
+            .filter(|(_, reached)| !reached)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// The graph's links as plain words (see [`GraphParts`]). Call with inserts excluded.
+    pub(crate) fn to_parts(&self) -> GraphParts {
+        let points = self.points.read();
+        let layer0 = points
+            .layer0
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
+        let mut upper = Vec::new();
+        for &at in &points.upper_at {
+            if let Some(rows) = points.upper.get(at as usize) {
+                upper.extend(rows.iter().map(|w| w.load(Ordering::Relaxed)));
+            }
+        }
+        GraphParts {
+            m: self.m,
+            ef_construction: self.ef_construction,
+            ids: points.ids.clone(),
+            levels: points.levels.clone(),
+            layer0,
+            upper,
+            entry: self.entry().map(|(slot, _)| slot),
+        }
+    }
+
+    /// A graph from persisted `parts` (checked by the caller: see `persisted`) and each
+    /// slot's vector (`vector(slot)`; `None` when the id is no longer stored). A slot
+    /// without a vector keeps a zero vector and no links, and every link to it is dropped,
+    /// so no traversal ever reaches it (its id is dead in the membership). Returns `None`
+    /// if the parts do not fit together.
+    pub(crate) fn from_parts<'a>(
+        metric: Metric,
+        dim: usize,
+        parts: GraphParts,
+        vector: impl Fn(usize) -> Option<&'a [f32]>,
+    ) -> Option<Hnsw> {
+        let graph = Hnsw::new(
+            metric,
+            dim,
+            GraphParams {
+                m: parts.m,
+                ef_construction: parts.ef_construction,
+            },
+        );
+        if graph.m != parts.m {
+            return None;
+        }
+        let n = parts.ids.len();
+        let (m, m0) = (graph.m, graph.m0);
+        if parts.levels.len() != n || parts.layer0.len() != n.checked_mul(m0 + 1)? {
+            return None;
+        }
+        let mut vectors = Vec::with_capacity(n.checked_mul(dim)?);
+        let mut present = Vec::with_capacity(n);
+        for slot in 0..n {
+            match vector(slot) {
+                Some(v) if v.len() == dim => {
+                    vectors.extend_from_slice(v);
+                    present.push(true);
+                }
+                _ => {
+                    vectors.extend(std::iter::repeat_n(0.0, dim));
+                    present.push(false);
+                }
+            }
+        }
+        let keep_row = |row: &[u32], cap: usize, owner: usize| -> Option<Vec<u32>> {
+            let (&count, slots) = row.split_first()?;
+            let count = count as usize;
+            if count > cap || slots.len() != cap {
+                return None;
+            }
+            let mut kept: Vec<u32> = Vec::with_capacity(cap + 1);
+            kept.push(0);
+            if present[owner] {
+                for &s in &slots[..count] {
+                    if *present.get(s as usize)? {
+                        kept.push(s);
+                    }
+                }
+            } else if slots[..count].iter().any(|&s| s as usize >= n) {
+                return None;
+            }
+            kept[0] = (kept.len() - 1) as u32;
+            kept.resize(cap + 1, 0);
+            Some(kept)
+        };
+        let mut layer0 = Vec::with_capacity(parts.layer0.len());
+        for (slot, row) in parts.layer0.chunks_exact(m0 + 1).enumerate() {
+            layer0.extend(keep_row(row, m0, slot)?.into_iter().map(AtomicU32::new));
+        }
+        let mut upper_at = Vec::with_capacity(n);
+        let mut upper = Vec::new();
+        let mut at = 0usize;
+        for (slot, &level) in parts.levels.iter().enumerate() {
+            let level = usize::from(level);
+            if level > MAX_LEVEL {
+                return None;
+            }
+            if level == 0 {
+                upper_at.push(u32::MAX);
+                continue;
+            }
+            let words = level * (m + 1);
+            let rows = parts.upper.get(at..at.checked_add(words)?)?;
+            at += words;
+            let mut kept = Vec::with_capacity(words);
+            for row in rows.chunks_exact(m + 1) {
+                kept.extend(keep_row(row, m, slot)?.into_iter().map(AtomicU32::new));
+            }
+            upper_at.push(u32::try_from(upper.len()).ok()?);
+            upper.push(kept.into_boxed_slice());
+        }
+        if at != parts.upper.len() {
+            return None;
+        }
+        // The entry: the saved one if it has its vector, else the highest point that does.
+        let entry = match parts.entry {
+            Some(e) if *present.get(e as usize)? => Some(e as usize),
+            Some(_) => (0..n)
+                .filter(|&s| present[s])
+                .max_by_key(|&s| (parts.levels[s], Reverse(s))),
+            None if n == 0 => None,
+            None => return None,
+        };
+        {
+            let mut points = graph.points.write();
+            points.locks = (0..n).map(|_| Mutex::new(())).collect();
+            points.ids = parts.ids;
+            points.vectors = vectors;
+            points.levels = parts.levels;
+            points.layer0 = layer0;
+            points.upper_at = upper_at;
+            points.upper = upper;
+            if let Some(entry) = entry {
+                graph.set_entry(entry as u32, usize::from(points.levels[entry]));
+            }
+        }
+        graph.linked.store(n, Ordering::SeqCst);
+        // Levels drawn after a load continue from a state of its own.
+        graph.seed.store(mix(n as u64), Ordering::SeqCst);
+        Some(graph)
+    }
+
+    /// Runs `f` over every slot's id and vector, in slot order (the persisted
+    /// fingerprints). Call with inserts excluded.
+    pub(crate) fn for_each_vector(&self, mut f: impl FnMut(u64, &[f32])) {
+        let points = self.points.read();
+        for (slot, &id) in points.ids.iter().enumerate() {
+            f(id, &points.vectors[slot * self.dim..(slot + 1) * self.dim]);
+        }
+    }
+}
