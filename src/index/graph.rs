@@ -279,6 +279,14 @@ impl Hnsw {
         Self::neighbours(self.row(points, slot, layer)).collect()
     }
 
+    /// The neighbours of `slot` in `layer` into `out`, read under the point's lock (an
+    /// insertion sees each row whole).
+    fn copy_row(&self, points: &Points, slot: u32, layer: usize, out: &mut Vec<u32>) {
+        out.clear();
+        let _lock = points.locks[slot as usize].lock();
+        out.extend(Self::neighbours(self.row(points, slot, layer)));
+    }
+
     fn write_row(row: &[AtomicU32], neighbours: &[u32]) {
         let Some((count, slots)) = row.split_first() else {
             return;
@@ -399,14 +407,12 @@ impl Hnsw {
         }
         let query = self.vector(points, slot);
         let mut current_dist = distance(self.metric, query, self.vector(points, current));
+        let mut row = Vec::with_capacity(self.m0);
         for layer in ((level + 1)..=top).rev() {
             loop {
                 let mut moved = false;
-                let row = {
-                    let _lock = points.locks[current as usize].lock();
-                    self.row_copy(points, current, layer)
-                };
-                for next in row {
+                self.copy_row(points, current, layer, &mut row);
+                for &next in &row {
                     let d = distance(self.metric, query, self.vector(points, next));
                     if d < current_dist {
                         current_dist = d;
@@ -528,15 +534,13 @@ impl Hnsw {
             let mut frontier = BinaryHeap::from([Reverse(start)]);
             let mut best = BinaryHeap::with_capacity(ef + 1);
             best.push(start);
+            let mut row = Vec::with_capacity(self.m0);
             while let Some(Reverse(nearest)) = frontier.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|worst: &Near| nearest > *worst) {
                     break;
                 }
-                let row = {
-                    let _lock = points.locks[nearest.1 as usize].lock();
-                    self.row_copy(points, nearest.1, layer)
-                };
-                for next in row {
+                self.copy_row(points, nearest.1, layer, &mut row);
+                for &next in &row {
                     let Some(mark_of) = visited.marks.get_mut(next as usize) else {
                         continue;
                     };
