@@ -210,7 +210,7 @@ impl Hnsw {
             entry: AtomicU64::new(NO_ENTRY),
             top: Mutex::new(()),
             linked: AtomicUsize::new(0),
-            seed: AtomicU64::new(0x5EED_0F_6A_7A_B1E5),
+            seed: AtomicU64::new(0x005E_ED0F_6A7A_B1E5),
         }
     }
 
@@ -311,7 +311,7 @@ impl Hnsw {
 
     fn entry(&self) -> Option<(u32, usize)> {
         let packed = self.entry.load(Ordering::Acquire);
-        (packed != NO_ENTRY).then(|| ((packed >> 8) as u32, (packed & 0xFF) as usize))
+        (packed != NO_ENTRY).then_some(((packed >> 8) as u32, (packed & 0xFF) as usize))
     }
 
     fn set_entry(&self, slot: u32, level: usize) {
