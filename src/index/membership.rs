@@ -108,8 +108,12 @@ impl Membership {
             // graph, and the exact scan (which tests the filter before computing a
             // distance) costs no more and is exact.
             let budget = (self.points.len() / TRAVERSAL_BUDGET_DIVISOR).max(want * 64);
+            // The admission check runs for most points the traversal reaches: the filter
+            // first (it rejects most of them when it is selective), and the liveness
+            // lookup only when some point is dead.
+            let none_dead = self.dead == 0;
             graph.search_admitting(query, want, want, budget, |id| {
-                self.is_live(id) && filter.is_none_or(|f| f(id))
+                filter.is_none_or(|f| f(id)) && (none_dead || self.is_live(id))
             })
         };
         let complete = match ending {
