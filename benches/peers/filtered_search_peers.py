@@ -4,7 +4,7 @@
 Run by hand, not in CI:
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install lancedb chromadb numpy
-    /tmp/peers/bin/python benches/peers/filtered_search_peers.py [N]
+    /tmp/peers/bin/python benches/peers/filtered_search_peers.py [N] [--only=lancedb|--only=chroma]
 
 The vectors are the same kind as the Rust bench's (a low-rank mixture of 64 clusters in 64
 latent dimensions, plus noise, normalised; 384-d), generated here with numpy (not bit for
@@ -78,12 +78,21 @@ def recall(results, expected):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    args = [a for a in sys.argv[1:] if not a.startswith("--only")]
+    only = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")), None)
+    n = int(args[0]) if args else 100_000
     vectors, queries = structured(n, 7)
     buckets = np.random.default_rng(99).integers(0, 1000, n)
     expected = {name: truth(vectors, buckets, queries, below) for name, below in CASES}
     print(f"peers filtered search: {n} x {DIM}-d, k = {K}, {QUERIES} queries, median ms per query")
 
+    if only in (None, "lancedb"):
+        run_lancedb(vectors, buckets, queries, expected)
+    if only in (None, "chroma"):
+        run_chroma(n, vectors, buckets, queries, expected)
+
+
+def run_lancedb(vectors, buckets, queries, expected):
     import lancedb
 
     with tempfile.TemporaryDirectory() as d:
@@ -104,6 +113,8 @@ def main():
             ms, results = timed(search, queries)
             print(f"lancedb (flat, prefiltered where) {name}: {ms:.3f} ms, recall@10 {recall(results, expected[name]):.3f}")
 
+
+def run_chroma(n, vectors, buckets, queries, expected):
     import chromadb
 
     client = chromadb.EphemeralClient()

@@ -7,7 +7,7 @@
 
 use crate::convert::{self, json, sequence, strings, vector_rows, version, Ticket};
 use crate::errors::{from_open, from_read, from_write, input, ClosedError};
-use crate::types::{document_to_py, Hit, Outcome, RetainOutcome, VerifyReport};
+use crate::types::{document_to_py, hits_to_py, Hit, Outcome, RetainOutcome, VerifyReport};
 use numpy::PyReadonlyArray1;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -67,7 +67,7 @@ impl PyStore {
         vector: &Bound<'_, PyAny>,
         k: i64,
         options: &SearchOptions,
-    ) -> PyResult<(Vec<Hit>, std::time::Duration)> {
+    ) -> PyResult<(Vec<Py<Hit>>, std::time::Duration)> {
         let k = convert::count(k, "k")?;
         let store = self.store()?;
         let timed = |query: &[f32]| {
@@ -89,11 +89,7 @@ impl PyStore {
                 py.detach(|| timed(&query))
             }
         };
-        let hits = hits.map_err(from_read)?;
-        let hits = hits
-            .into_iter()
-            .map(|hit| Hit::new(py, hit))
-            .collect::<PyResult<Vec<_>>>()?;
+        let hits = hits_to_py(py, hits.map_err(from_read)?)?;
         Ok((hits, inner))
     }
 
@@ -477,7 +473,7 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: bool,
         ef: Option<i64>,
-    ) -> PyResult<Vec<Hit>> {
+    ) -> PyResult<Vec<Py<Hit>>> {
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
         Ok(self.search_timed(py, vector, k, &options)?.0)
     }
@@ -491,7 +487,7 @@ impl PyStore {
         py: Python<'_>,
         vector: &Bound<'_, PyAny>,
         k: i64,
-    ) -> PyResult<(Vec<Hit>, u64)> {
+    ) -> PyResult<(Vec<Py<Hit>>, u64)> {
         let options = PyStore::search_options(None, None, false, None)?;
         let (hits, inner) = self.search_timed(py, vector, k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
@@ -512,7 +508,7 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         k1: Option<f32>,
         b: Option<f32>,
-    ) -> PyResult<Vec<Hit>> {
+    ) -> PyResult<Vec<Py<Hit>>> {
         let k = convert::count(k, "k")?;
         let options = with_bm25(
             PyStore::search_options(r#where, sources, false, None)?,
@@ -523,7 +519,7 @@ impl PyStore {
         let hits = py
             .detach(|| store.search_text(&query, k, &options))
             .map_err(from_read)?;
-        hits.into_iter().map(|hit| Hit::new(py, hit)).collect()
+        hits_to_py(py, hits)
     }
 
     /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
@@ -542,7 +538,7 @@ impl PyStore {
         ef: Option<i64>,
         rrf_k: Option<i64>,
         vector_weight: Option<f32>,
-    ) -> PyResult<Vec<Hit>> {
+    ) -> PyResult<Vec<Py<Hit>>> {
         let k = convert::count(k, "k")?;
         let mut options = PyStore::search_options(r#where, sources, false, ef)?;
         options = match (rrf_k, vector_weight) {
@@ -566,7 +562,7 @@ impl PyStore {
         let hits = py
             .detach(|| store.search_hybrid(&text, &query, k, &options))
             .map_err(from_read)?;
-        hits.into_iter().map(|hit| Hit::new(py, hit)).collect()
+        hits_to_py(py, hits)
     }
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
@@ -582,7 +578,7 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: bool,
         ef: Option<i64>,
-    ) -> PyResult<Vec<Vec<Hit>>> {
+    ) -> PyResult<Vec<Vec<Py<Hit>>>> {
         let k = convert::count(k, "k")?;
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
         let rows = sequence(matrix, "matrix")?.len();
@@ -597,7 +593,7 @@ impl PyStore {
             .map_err(from_read)?;
         results
             .into_iter()
-            .map(|hits| hits.into_iter().map(|hit| Hit::new(py, hit)).collect())
+            .map(|hits| hits_to_py(py, hits))
             .collect()
     }
 
