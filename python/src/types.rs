@@ -211,10 +211,11 @@ impl Hit {
 /// Each hit becomes its Python object at once (`Py::new`), so the only Rust buffer built on
 /// the way back holds ten pointers. An intermediate `Vec<Hit>` (about 2 KB for ten hits)
 /// was the first allocation of 1 KiB or more after the search, and glibc's malloc answers
-/// such a request by first consolidating every small block freed since (`malloc_consolidate`):
-/// after a graph search over documents of 100 chunks (each hit's chunks row is decoded, then
-/// freed) that took 12-15 us, charged to the binding although the search's own frees caused
-/// it (a Rust caller pays it in its next search). See docs/benchmarks.md, issue 20.
+/// such a request by first consolidating every small block freed since
+/// (`malloc_consolidate`): after a graph search over documents of 100 chunks (each hit's
+/// chunks row is decoded, then freed) building the hits took 17-18 us instead of 4, charged
+/// to the binding although the search's own frees caused it (a Rust caller pays it in its
+/// next search). See docs/benchmarks.md, issue 20.
 pub(crate) fn hits_to_py(py: Python<'_>, hits: Vec<ratchetdb::Hit>) -> PyResult<Vec<Py<Hit>>> {
     hits.into_iter()
         .map(|hit| Py::new(py, Hit::new(py, hit)?))
