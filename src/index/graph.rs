@@ -96,6 +96,8 @@ impl Ord for Near {
 struct Visited {
     marks: Vec<u32>,
     current: u32,
+    /// The unvisited neighbours of the point being expanded (reused between expansions).
+    fresh: Vec<u32>,
 }
 
 impl Visited {
@@ -116,7 +118,7 @@ impl Visited {
 
 thread_local! {
     static VISITED: std::cell::RefCell<Visited> = const {
-        std::cell::RefCell::new(Visited { marks: Vec::new(), current: 0 })
+        std::cell::RefCell::new(Visited { marks: Vec::new(), current: 0, fresh: Vec::new() })
     };
 }
 
@@ -302,6 +304,27 @@ impl Hnsw {
     fn vector<'a>(&self, points: &'a Points, slot: u32) -> &'a [f32] {
         let at = slot as usize * self.dim;
         &points.vectors[at..at + self.dim]
+    }
+
+    /// Asks the CPU to start loading `slot`'s vector into the cache, so that computing its
+    /// distance next does not wait on memory: a traversal reaches points scattered over the
+    /// whole vector array (153 MB at 100k x 384-d), and every vector it reaches is a cache
+    /// miss otherwise. A hint only: it changes no result. (hnswlib prefetches the same way.)
+    #[inline(always)]
+    fn prefetch(&self, points: &Points, slot: u32) {
+        #[cfg(target_arch = "x86_64")]
+        for line in self.vector(points, slot).chunks(16) {
+            // SAFETY: `_mm_prefetch` only hints the cache: it reads nothing into the
+            // program and never faults (the address is inside `points.vectors` anyway),
+            // and SSE, its target feature, is part of the x86_64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    line.as_ptr().cast(),
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (points, slot);
     }
 
     #[inline]
@@ -634,12 +657,24 @@ impl Hnsw {
                     ending = Ending::OverBudget;
                     break;
                 }
+                // The unvisited neighbours are collected first so that each one's vector
+                // is prefetched while the previous one's distance is computed.
+                let Visited { marks, fresh, .. } = &mut *visited;
+                fresh.clear();
                 for next in Self::neighbours(self.row(&points, nearest.1, 0)) {
-                    let Some(mark_of) = visited.marks.get_mut(next as usize) else {
+                    let Some(mark_of) = marks.get_mut(next as usize) else {
                         continue;
                     };
-                    if std::mem::replace(mark_of, mark) == mark {
-                        continue;
+                    if std::mem::replace(mark_of, mark) != mark {
+                        fresh.push(next);
+                    }
+                }
+                if let Some(&first) = fresh.first() {
+                    self.prefetch(&points, first);
+                }
+                for (i, &next) in fresh.iter().enumerate() {
+                    if let Some(&after) = fresh.get(i + 1) {
+                        self.prefetch(&points, after);
                     }
                     distances += 1;
                     let candidate = Near(dist(next), next);
