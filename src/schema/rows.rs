@@ -365,6 +365,8 @@ mod tests {
 pub(crate) struct TextRow {
     /// The chunk's length in terms.
     pub len: u32,
-    /// Each distinct term and its count, sorted by term.
+    /// Each distinct term and its count, in order of first occurrence (files written before
+    /// the write path's own codec, `text/row.rs`, sorted them by term; no reader depends on
+    /// the order).
     pub terms: Vec<(String, u32)>,
 }

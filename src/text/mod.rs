@@ -3,6 +3,8 @@
 //!
 //! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
 //!   words per language).
+//! - `row.rs`: the `text_chunks` row codec of the write path (bincode's bytes, written from
+//!   the analysis's buffers without a `String` per term; un-indexing reads only the length).
 //! - `write.rs`: the `text_chunks` rows (each chunk's terms, counts and length) and the
 //!   totals, updated by the write batch as it writes and removes chunk rows; the whole-index
 //!   (re)build.
@@ -21,6 +23,7 @@
 
 mod analyze;
 mod memory;
+mod row;
 mod search;
 mod verify;
 mod write;

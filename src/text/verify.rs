@@ -115,8 +115,9 @@ fn check_live_chunks(
                     Err(c) => problems.push("undecodable row", || {
                         format!("{source}/{id} chunk {position}: {}", c.detail)
                     }),
-                    Ok(stored) if stored != expected => problems.push("wrong row", || {
-                        format!(
+                    Ok(stored) if !same_row(&stored, &expected) => {
+                        problems.push("wrong row", || {
+                            format!(
                             "{source}/{id} chunk {position} is indexed with {} terms of length \
                              {}, its text has {} of length {}",
                             stored.terms.len(),
@@ -124,7 +125,8 @@ fn check_live_chunks(
                             expected.terms.len(),
                             expected.len
                         )
-                    }),
+                        })
+                    }
                     Ok(_) => {}
                 },
             }
@@ -196,4 +198,47 @@ fn check_totals(
         });
     }
     Ok(())
+}
+
+/// Whether two rows hold the same length and the same terms with the same counts, in any
+/// order (rows list their terms in order of first occurrence; files of earlier builds sorted
+/// them by term).
+fn same_row(a: &TextRow, b: &TextRow) -> bool {
+    if a.len != b.len || a.terms.len() != b.terms.len() {
+        return false;
+    }
+    let mut a: Vec<&(String, u32)> = a.terms.iter().collect();
+    let mut b: Vec<&(String, u32)> = b.terms.iter().collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(len: u32, terms: &[(&str, u32)]) -> TextRow {
+        TextRow {
+            len,
+            terms: terms.iter().map(|(t, c)| (t.to_string(), *c)).collect(),
+        }
+    }
+
+    #[test]
+    fn rows_compare_as_sets_of_terms() {
+        // A row of the first build (sorted) and one of now (first occurrence) agree.
+        let sorted = row(4, &[("alpha", 1), ("beta", 2), ("gamma", 1)]);
+        let first_seen = row(4, &[("beta", 2), ("gamma", 1), ("alpha", 1)]);
+        assert!(same_row(&sorted, &first_seen));
+        assert!(!same_row(
+            &sorted,
+            &row(4, &[("beta", 1), ("gamma", 1), ("alpha", 2)])
+        ));
+        assert!(!same_row(
+            &sorted,
+            &row(5, &[("beta", 2), ("gamma", 1), ("alpha", 1)])
+        ));
+        assert!(!same_row(&sorted, &row(4, &[("beta", 2), ("gamma", 1)])));
+    }
 }

@@ -9,7 +9,8 @@
 //! transaction ([`TextWriter::finish`]). (A table keyed by term, tried first, touched a leaf
 //! per distinct term of every write: 11× to 200× the cost of the write without it.)
 
-use super::analyze::Analyzer;
+use super::analyze::{Analyzer, Terms};
+use super::row;
 use crate::error::{Corruption, WriteError};
 use crate::schema::{
     self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, TextRow, VectorsRow, CHUNKS,
@@ -20,19 +21,24 @@ use std::sync::Arc;
 
 /// The text row of `text`.
 pub(crate) fn text_row(analyzer: &Analyzer, text: &str) -> TextRow {
-    let (counts, len) = analyzer.term_counts(text);
-    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
-    terms.sort_unstable();
-    TextRow { len, terms }
+    let mut terms = Terms::default();
+    terms.analyze(analyzer, text);
+    TextRow {
+        len: terms.len(),
+        terms: terms.counts().map(|(t, c)| (t.to_string(), c)).collect(),
+    }
 }
 
-/// The text tables of one write transaction and the batch's pending totals.
+/// The text tables of one write transaction, the batch's pending totals, and the buffers
+/// one chunk's analysis and row are made in (reused from chunk to chunk).
 pub(crate) struct TextWriter<'txn> {
     analyzer: Arc<Analyzer>,
     rows: Table<'txn, u64, &'static [u8]>,
     totals: Table<'txn, &'static str, u64>,
     chunks_delta: i64,
     terms_delta: i64,
+    terms: Terms,
+    row: Vec<u8>,
 }
 
 fn read_total(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, WriteError> {
@@ -65,16 +71,36 @@ impl<'txn> TextWriter<'txn> {
             totals: txn.open_table(TEXT_TOTALS).map_err(WriteError::storage)?,
             chunks_delta: 0,
             terms_delta: 0,
+            terms: Terms::default(),
+            row: Vec::new(),
         })
     }
 
     /// Indexes the chunk `id` (a vector id no live chunk has) with `text`.
     pub(crate) fn index(&mut self, id: u64, text: &str) -> Result<(), WriteError> {
-        let row = text_row(&self.analyzer, text);
-        let len = row.len;
+        self.terms.analyze(&self.analyzer, text);
+        let len = self.terms.len();
+        row::encode_row(
+            &mut self.row,
+            len,
+            self.terms.distinct(),
+            self.terms.counts(),
+        );
+        debug_assert!(
+            schema::decode::<TextRow>("text row being written", &self.row).is_ok_and(|back| {
+                back.len == len
+                    && back.terms.len() == self.terms.distinct()
+                    && back
+                        .terms
+                        .iter()
+                        .map(|(t, c)| (t.as_str(), *c))
+                        .eq(self.terms.counts())
+            }),
+            "a text row does not decode to its text's terms"
+        );
         if self
             .rows
-            .insert(id, schema::encode(&row).as_slice())
+            .insert(id, self.row.as_slice())
             .map_err(WriteError::storage)?
             .is_some()
         {
@@ -87,16 +113,17 @@ impl<'txn> TextWriter<'txn> {
         Ok(())
     }
 
-    /// Removes the text row of the chunk `id`.
+    /// Removes the text row of the chunk `id` (only its leading length is decoded, for the
+    /// totals).
     pub(crate) fn unindex(&mut self, id: u64) -> Result<(), WriteError> {
         let Some(bytes) = self.rows.remove(id).map_err(WriteError::storage)? else {
             return Err(
                 Corruption::new("text index", format!("chunk {id} has no text row")).into(),
             );
         };
-        let row: TextRow = schema::decode("text row", bytes.value())?;
+        let len = row::row_len(bytes.value())?;
         self.chunks_delta -= 1;
-        self.terms_delta -= i64::from(row.len);
+        self.terms_delta -= i64::from(len);
         Ok(())
     }
 
