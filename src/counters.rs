@@ -2,6 +2,24 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::guard::SkipReason;
+
+/// The counters a refused write bumps by one: the one for its reason, and
+/// `skipped.equal_version` when it carried the stored version itself. Both backends
+/// count refusals through this, so their counters agree.
+pub(crate) fn for_skip(
+    reason: SkipReason,
+    equal_version: bool,
+) -> impl Iterator<Item = &'static str> {
+    let by_reason = match reason {
+        SkipReason::Older => name::SKIPPED_OLDER,
+        SkipReason::Duplicate => name::SKIPPED_DUPLICATE,
+        SkipReason::Conflict => name::SKIPPED_CONFLICT,
+        SkipReason::Tombstoned => name::SKIPPED_TOMBSTONED,
+    };
+    std::iter::once(by_reason).chain(equal_version.then_some(name::SKIPPED_EQUAL_VERSION))
+}
+
 /// Names in the `counters` table. Counters only grow; gauges are the live totals that
 /// `verify` recomputes from the rows.
 pub(crate) mod name {

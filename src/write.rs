@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-mod plan;
+pub(crate) mod plan;
 
 /// Changelog rows kept behind the newest commit.
 const CHANGELOG_KEEP: u64 = 1024;
@@ -226,17 +226,8 @@ impl<'txn> Batch<'txn> {
         stored: Version,
         incoming: Version,
     ) -> Outcome {
-        self.bump(
-            match reason {
-                SkipReason::Older => counter::SKIPPED_OLDER,
-                SkipReason::Duplicate => counter::SKIPPED_DUPLICATE,
-                SkipReason::Conflict => counter::SKIPPED_CONFLICT,
-                SkipReason::Tombstoned => counter::SKIPPED_TOMBSTONED,
-            },
-            1,
-        );
-        if equal_version {
-            self.bump(counter::SKIPPED_EQUAL_VERSION, 1);
+        for name in crate::counters::for_skip(reason, equal_version) {
+            self.bump(name, 1);
         }
         self.skips.push(SkipRow {
             source: source.to_string(),

@@ -168,8 +168,8 @@ pub(super) fn plan_revision<'a>(
 }
 
 /// The store's dimension after `doc`: every vector must have the store's, or (for a store
-/// without one yet) the first vector's.
-fn revision_dimension(
+/// without one yet) the first vector's. (The Postgres backend checks revisions with it too.)
+pub(crate) fn revision_dimension(
     doc: &PreparedDoc,
     mut dimension: Option<usize>,
 ) -> Result<Option<usize>, WriteError> {

@@ -111,17 +111,8 @@ impl Effects {
         stored: Version,
         incoming: Version,
     ) -> Outcome {
-        self.bump(
-            match reason {
-                SkipReason::Older => counter::SKIPPED_OLDER,
-                SkipReason::Duplicate => counter::SKIPPED_DUPLICATE,
-                SkipReason::Conflict => counter::SKIPPED_CONFLICT,
-                SkipReason::Tombstoned => counter::SKIPPED_TOMBSTONED,
-            },
-            1,
-        );
-        if equal_version {
-            self.bump(counter::SKIPPED_EQUAL_VERSION, 1);
+        for name in crate::counters::for_skip(reason, equal_version) {
+            self.bump(name, 1);
         }
         self.skips.push(Skip {
             source: source.to_string(),
@@ -664,28 +655,6 @@ fn plan_vectors(old: &[OldChunk], doc: &PreparedDoc) -> Result<Vec<Source>, Writ
     Ok(plan.into_iter().flatten().collect())
 }
 
-/// The store's dimension after `doc` (its first vector fixes an unset one).
-fn revision_dimension(
-    doc: &PreparedDoc,
-    mut dimension: Option<usize>,
-) -> Result<Option<usize>, WriteError> {
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if let Some(vector) = &chunk.vector {
-            match dimension {
-                Some(expected) if expected != vector.len() => {
-                    return Err(WriteError::DimensionMismatch {
-                        position,
-                        expected,
-                        found: vector.len(),
-                    })
-                }
-                _ => dimension = Some(vector.len()),
-            }
-        }
-    }
-    Ok(dimension)
-}
-
 fn write_revision(
     txn: &mut Transaction<'_>,
     context: &mut Context<'_>,
@@ -727,7 +696,7 @@ fn write_revision(
         }
         None => Vec::new(),
     };
-    let dimension = revision_dimension(doc, context.dimension)?;
+    let dimension = crate::write::plan::revision_dimension(doc, context.dimension)?;
     let plan = plan_vectors(&old, doc)?;
 
     // Mutate.
