@@ -498,9 +498,9 @@ fn real_set(c: &mut Criterion, set: &search_real::Set, line: &mut impl FnMut(Str
         disk as f64 / raw
     ));
     let sweep = search_real::sweep(&store, set);
-    for (ef, recall, qps) in &sweep {
+    for (ef, recall, qps, distances) in &sweep {
         line(format!(
-            "{}: ef {ef}: recall@10 {recall:.3}, {qps:.0} QPS (one pass)",
+            "{}: ef {ef}: recall@10 {recall:.3}, {qps:.0} QPS (one pass), {distances:.0} distances/query",
             set.name
         ));
     }
@@ -524,7 +524,7 @@ fn real_set(c: &mut Criterion, set: &search_real::Set, line: &mut impl FnMut(Str
     ));
     for target in [0.95, 0.99] {
         match search_real::at_recall(&sweep, target) {
-            Some((ef, recall, _)) => {
+            Some((ef, recall, _, _)) => {
                 let m = bench_search(
                     c,
                     &group,

@@ -4,8 +4,8 @@ use crate::error::{Corruption, ReadError};
 use crate::guard::{ContentHash, Stored};
 use crate::options::Metric;
 use crate::schema::{
-    self, split_vector_id, vector_id, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS,
-    LISTINGS, LISTING_MEMBERS, VECTORS,
+    self, vector_id, ChunkView, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS, LISTINGS,
+    LISTING_MEMBERS, VECTORS,
 };
 use crate::version::{Version, VersionKind};
 use redb::{ReadOnlyTable, ReadTransaction};
@@ -139,6 +139,50 @@ impl Snapshot {
         Ok(chunks)
     }
 
+    /// The chunk at `position` of a live document whose vectors row is `vectors` (already
+    /// read), handed to `read` borrowed from the row's bytes; the document's other chunks
+    /// are skipped, not decoded. `None` if the chunks row carries another generation than
+    /// `row` or has no chunk at `position`; a chunks row missing, or holding another number
+    /// of chunks than `row` says, is a corruption (as for [`Snapshot::chunks_row`]).
+    pub(crate) fn chunk_at<R>(
+        &self,
+        row: &DocRow,
+        vectors: &VectorsRow<'_>,
+        position: u32,
+        read: impl FnOnce(ChunkView<'_>) -> R,
+    ) -> Result<Option<R>, ReadError> {
+        let Some(bytes) = self
+            .chunks
+            .get(row.internal_id)
+            .map_err(ReadError::storage)?
+        else {
+            return Err(Corruption::new(
+                "chunk table",
+                format!("document {} has no chunks row", row.internal_id),
+            )
+            .into());
+        };
+        let at = schema::join_chunk_at(bytes.value(), vectors, position as usize, |at| {
+            if at.count != row.chunk_count as usize {
+                return Err(at.count);
+            }
+            Ok((at.generation == row.generation)
+                .then_some(at.chunk)
+                .flatten()
+                .map(read))
+        })?;
+        at.map_err(|count| {
+            Corruption::new(
+                "chunk table",
+                format!(
+                    "document {} has {} chunks but its chunks row {count}",
+                    row.internal_id, row.chunk_count
+                ),
+            )
+            .into()
+        })
+    }
+
     /// The vectors row of internal document `doc`, read in place (parse it with
     /// [`VectorsRow::parse`]).
     pub(crate) fn vectors_row(
@@ -146,17 +190,6 @@ impl Snapshot {
         doc: u64,
     ) -> Result<Option<redb::AccessGuard<'static, &'static [u8]>>, ReadError> {
         self.vectors.get(doc).map_err(ReadError::storage)
-    }
-
-    /// The document and position a vector id belongs to in this snapshot, if it is live.
-    pub(crate) fn vector_owner(&self, vector_id: u64) -> Result<Option<(u64, u32)>, ReadError> {
-        let (doc, slot) = split_vector_id(vector_id);
-        let Some(bytes) = self.vectors_row(doc)? else {
-            return Ok(None);
-        };
-        let position = VectorsRow::parse(bytes.value())?.position_of(slot);
-        // A position is below the row's u32 count.
-        Ok(position.map(|p| (doc, p as u32)))
     }
 
     pub(crate) fn assemble(

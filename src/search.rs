@@ -13,13 +13,12 @@ use crate::options::{Limits, Metric};
 use crate::prepare::prepare_vector;
 use crate::read::Snapshot;
 use crate::schema::{
-    self, split_vector_id, vector_id, ChunksRow, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
 };
 use crate::version::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// How to search. `SearchOptions::default()`: no filter, default effort, exact below the
 /// size where a scan is as fast as the graph.
@@ -231,66 +230,58 @@ pub(crate) fn allowed_documents(
     Ok(Some(allowed))
 }
 
-/// Chunks rows one search keeps decoded for later candidates of the same document.
-const CHUNKS_CACHE: usize = 64;
-
 /// Resolves a candidate against the snapshot; `None` if it is not a live chunk there.
-/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search; `chunks` caches
-/// the chunks rows decoded so far in this search (hits often share a document).
+/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search. Reads the
+/// candidate's vectors row once (its position), its document's key and row, and just its
+/// own chunk of the chunks row (the others are skipped in place, [`Snapshot::chunk_at`]).
 pub(crate) fn resolve(
     snapshot: &Snapshot,
     doc_keys: &redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
-    chunks: &mut HashMap<u64, ChunksRow>,
     vector_id: u64,
     score: f32,
     filter: Option<&Filter>,
 ) -> Result<Option<Hit>, ReadError> {
-    let (owner, _) = split_vector_id(vector_id);
-    let Some((_, position)) = snapshot.vector_owner(vector_id)? else {
+    let (owner, slot) = split_vector_id(vector_id);
+    let Some(vectors) = snapshot.vectors_row(owner)? else {
+        return Ok(None);
+    };
+    let vectors = VectorsRow::parse(vectors.value())?;
+    // A position is below the row's u32 count.
+    let Some(position) = vectors.position_of(slot).map(|p| p as u32) else {
         return Ok(None);
     };
     let Some(key) = doc_keys.get(owner).map_err(ReadError::storage)? else {
         return Ok(None);
     };
     let (source, id) = key.value();
-    let (source, id) = (source.to_string(), id.to_string());
-    drop(key);
-    let Some(row) = snapshot.doc_row(&source, &id)? else {
+    let Some(row) = snapshot.doc_row(source, id)? else {
         return Ok(None);
     };
     if row.deleted || row.internal_id != owner || position >= row.chunk_count {
         return Ok(None);
     }
-    // Bounded: a search that over-fetches many candidates must not keep every row.
-    if chunks.len() >= CHUNKS_CACHE && !chunks.contains_key(&owner) {
-        chunks.clear();
-    }
-    let chunks = match chunks.entry(owner) {
-        Entry::Occupied(entry) => entry.into_mut(),
-        Entry::Vacant(entry) => entry.insert(snapshot.chunks_row(&row)?),
-    };
-    if chunks.generation != row.generation {
-        return Ok(None);
-    }
-    let Some(chunk) = chunks.chunks.get(position as usize) else {
-        return Ok(None);
-    };
-    // Metadata that does not decode is a corruption, as it is for `get`.
-    let meta = schema::decode_meta(&chunk.meta)?;
-    // The filter index may cover another commit than the snapshot: the hit is checked
-    // against the snapshot's own metadata, so a non-matching chunk is never returned.
-    if let Some(filter) = filter {
-        if !filter.matches(&meta, &schema::decode_meta(&row.meta)?) {
-            return Ok(None);
+    let chunk = snapshot.chunk_at(&row, &vectors, position, |chunk| {
+        // Metadata that does not decode is a corruption, as it is for `get`.
+        let meta = schema::decode_meta(chunk.meta)?;
+        // The filter index may cover another commit than the snapshot: the hit is checked
+        // against the snapshot's own metadata, so a non-matching chunk is never returned.
+        if let Some(filter) = filter {
+            if !filter.matches(&meta, &schema::decode_meta(&row.meta)?) {
+                return Ok::<_, ReadError>(None);
+            }
         }
-    }
+        Ok(Some((chunk.text.to_owned(), meta)))
+    })?;
+    let Some((text, meta)) = chunk.transpose()?.flatten() else {
+        return Ok(None);
+    };
     Ok(Some(Hit {
         version: row.version()?,
         generation: row.generation,
         meta,
-        text: chunk.text.clone(),
-        source,
-        id,
+        text,
+        source: source.to_owned(),
+        id: id.to_owned(),
         position,
         score,
     }))
@@ -455,7 +446,6 @@ pub(crate) fn search(
         .txn
         .open_table(DOC_KEYS)
         .map_err(ReadError::storage)?;
-    let mut chunks: HashMap<u64, ChunksRow> = HashMap::new();
     let filter = options.filter.as_ref();
     let mut fetch = k;
     loop {
@@ -480,8 +470,7 @@ pub(crate) fn search(
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k);
         for (vector_id, score) in candidates {
-            if let Some(hit) = resolve(snapshot, &doc_keys, &mut chunks, vector_id, score, filter)?
-            {
+            if let Some(hit) = resolve(snapshot, &doc_keys, vector_id, score, filter)? {
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);

@@ -246,12 +246,15 @@ pub fn pass(store: &Store, set: &Set, options: &SearchOptions) -> (f64, f64) {
     (hits as f64 / (q * K) as f64, q as f64 / seconds)
 }
 
-/// The ef sweep: `(ef, recall, qps)` until recall reaches 0.999.
-pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64)> {
+/// The ef sweep: `(ef, recall, qps, distances per query)` until recall reaches 0.999.
+pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
     let mut out = Vec::new();
     for ef in EF_SWEEP {
+        let before = ratchetdb::testkit::graph_search_distances();
         let (recall, qps) = pass(store, set, &SearchOptions::default().ef(ef));
-        out.push((ef, recall, qps));
+        let distances = (ratchetdb::testkit::graph_search_distances() - before) as f64
+            / set.query_count() as f64;
+        out.push((ef, recall, qps, distances));
         if recall >= 0.999 {
             break;
         }
@@ -286,7 +289,7 @@ pub fn resolution_cost(store: &Store, set: &Set) -> f64 {
 }
 
 /// The fastest swept `ef` reaching `target` recall.
-pub fn at_recall(sweep: &[(usize, f64, f64)], target: f64) -> Option<(usize, f64, f64)> {
+pub fn at_recall(sweep: &[(usize, f64, f64, f64)], target: f64) -> Option<(usize, f64, f64, f64)> {
     sweep
         .iter()
         .copied()
@@ -389,9 +392,10 @@ pub fn child(spec: &str) {
             let (query_rss, _) = super::common::memory();
             let sweep: Vec<serde_json::Value> = sweep(&store, &set)
                 .into_iter()
-                .map(
-                    |(ef, recall, qps)| serde_json::json!({"ef": ef, "recall": recall, "qps": qps}),
-                )
+                .map(|(ef, recall, qps, distances)| {
+                    serde_json::json!({"ef": ef, "recall": recall, "qps": qps,
+                        "distances_per_query": distances})
+                })
                 .collect();
             let (exact_recall, exact_qps) =
                 pass(&store, &set, &SearchOptions::default().exact(true));
@@ -403,6 +407,34 @@ pub fn child(spec: &str) {
                 "exact_qps": exact_qps, "exact_recall": exact_recall, "query_peak": query_peak,
                 "resolve_us_per_query": resolve_us,
             })
+        }
+        // For `perf record`: passes over the queries for `RATCHETDB_PROFILE_SECONDS` (20)
+        // at `ef` `RATCHETDB_PROFILE_EF` (32), or exact with `RATCHETDB_PROFILE_EF=exact`,
+        // after the index is ready.
+        "profile" => {
+            let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
+            let store = Store::open(path, options()).expect("open");
+            wait(&store);
+            let ef = std::env::var("RATCHETDB_PROFILE_EF").unwrap_or_else(|_| "32".into());
+            let options = match ef.parse() {
+                Ok(ef) => SearchOptions::default().ef(ef),
+                Err(_) => SearchOptions::default().exact(true),
+            };
+            let seconds: f64 = std::env::var("RATCHETDB_PROFILE_SECONDS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(20.0);
+            let started = Instant::now();
+            let before = ratchetdb::testkit::graph_search_distances();
+            let (mut passes, mut recall, mut qps) = (0usize, 0.0, 0.0);
+            while started.elapsed().as_secs_f64() < seconds {
+                (recall, qps) = pass(&store, &set, &options);
+                passes += 1;
+            }
+            let distances = (ratchetdb::testkit::graph_search_distances() - before) as f64
+                / (passes * set.query_count()).max(1) as f64;
+            serde_json::json!({"ef": ef, "passes": passes, "recall": recall, "qps": qps,
+                "distances_per_query": distances})
         }
         other => panic!("unknown phase {other}"),
     };

@@ -122,6 +122,24 @@ thread_local! {
     };
 }
 
+/// Distances computed by graph searches on this thread (descent and layer 0), for the
+/// benches' per-query counts (`testkit::graph_search_distances`).
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) mod counted {
+    thread_local! {
+        pub(crate) static DISTANCES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Distances computed by graph searches on this thread so far.
+    pub(crate) fn distances() -> u64 {
+        DISTANCES.with(std::cell::Cell::get)
+    }
+
+    pub(super) fn add(n: usize) {
+        DISTANCES.with(|d| d.set(d.get() + n as u64));
+    }
+}
+
 /// No entry point yet (an empty graph).
 const NO_ENTRY: u64 = u64::MAX;
 
@@ -620,10 +638,16 @@ impl Hnsw {
         };
         let dist = |slot: u32| distance(self.metric, query, self.vector(&points, slot));
         let mut current = Near(dist(entry), entry);
+        #[cfg(any(test, feature = "testkit"))]
+        let mut descent = 1usize;
         for layer in (1..=top).rev() {
             loop {
                 let mut moved = false;
                 for next in Self::neighbours(self.row(&points, current.1, layer)) {
+                    #[cfg(any(test, feature = "testkit"))]
+                    {
+                        descent += 1;
+                    }
                     let candidate = Near(dist(next), next);
                     if candidate < current {
                         current = candidate;
@@ -689,6 +713,8 @@ impl Hnsw {
                     }
                 }
             }
+            #[cfg(any(test, feature = "testkit"))]
+            counted::add(descent + distances);
             (best.into_sorted_vec(), ending)
         });
         let mut found = found;

@@ -29,6 +29,8 @@
 pub(crate) mod distance;
 mod exact;
 mod graph;
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) use graph::counted as graph_counted;
 mod hnsw;
 mod membership;
 mod persisted;

@@ -181,6 +181,121 @@ pub(crate) struct ChunkEntryRef<'a> {
     pub meta: &'a str,
 }
 
+/// One chunk of an encoded [`ChunksRow`], borrowed from the row's bytes: what a search hit
+/// needs (its text and metadata) without decoding, or allocating for, the row's other chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChunkAt<'a> {
+    /// The row's generation stamp.
+    pub generation: u64,
+    /// How many chunks the row holds.
+    pub count: usize,
+    /// The chunk at the asked position (`None`: the row has fewer chunks).
+    pub chunk: Option<ChunkView<'a>>,
+}
+
+/// A chunk's text and canonical metadata JSON, borrowed from an encoded chunks row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub(crate) struct ChunkView<'a> {
+    /// Read to keep the field order of [`ChunkEntry`]; a hit does not need it.
+    #[serde(rename = "text_hash")]
+    _text_hash: ContentHash,
+    #[serde(borrow)]
+    pub text: &'a str,
+    #[serde(borrow)]
+    pub meta: &'a str,
+}
+
+/// A chunk skipped over: its strings read as borrowed bytes (no allocation and no UTF-8
+/// check; `verify` and whole-row reads still check every chunk).
+#[derive(Deserialize)]
+struct SkippedChunk<'a> {
+    #[serde(rename = "text_hash")]
+    _text_hash: ContentHash,
+    #[serde(borrow, rename = "text")]
+    _text: &'a [u8],
+    #[serde(borrow, rename = "meta")]
+    _meta: &'a [u8],
+}
+
+/// Decodes the chunk at `position` of an encoded [`ChunksRow`] (which must fill `bytes`
+/// exactly, as for [`decode`]), skipping the chunks before and after it in place.
+pub(crate) fn decode_chunk_at(bytes: &[u8], position: usize) -> Result<ChunkAt<'_>, Corruption> {
+    use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+    use std::fmt;
+
+    /// The row: its generation, then the chunks (through [`Chunks`]).
+    struct Row(usize);
+    /// The chunks sequence: keeps the one at the position, counts all.
+    struct Chunks(usize);
+
+    impl<'de> DeserializeSeed<'de> for Row {
+        type Value = ChunkAt<'de>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_struct("ChunksRow", &["generation", "chunks"], self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Row {
+        type Value = ChunkAt<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a chunks row")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let generation: u64 = seq
+                .next_element()?
+                .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+            let (count, chunk) = seq
+                .next_element_seed(Chunks(self.0))?
+                .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+            Ok(ChunkAt {
+                generation,
+                count,
+                chunk,
+            })
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Chunks {
+        type Value = (usize, Option<ChunkView<'de>>);
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Chunks {
+        type Value = (usize, Option<ChunkView<'de>>);
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("the chunks of a chunks row")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut count = 0usize;
+            let mut chunk = None;
+            loop {
+                if count == self.0 {
+                    match seq.next_element::<ChunkView<'de>>()? {
+                        Some(view) => chunk = Some(view),
+                        None => break,
+                    }
+                } else if seq.next_element::<SkippedChunk<'de>>()?.is_none() {
+                    break;
+                }
+                count += 1;
+            }
+            Ok((count, chunk))
+        }
+    }
+
+    match bincode::serde::seed_decode_from_slice(Row(position), bytes, config()) {
+        Ok((row, used)) if used == bytes.len() => Ok(row),
+        Ok((_, used)) => Err(Corruption::new(
+            "chunks row",
+            format!("{} trailing bytes after the row", bytes.len() - used),
+        )),
+        Err(e) => Err(Corruption::new("chunks row", e.to_string())),
+    }
+}
+
 /// What one commit did to the set of vectors, for replaying into the derived index.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChangelogRow {
@@ -337,6 +452,56 @@ mod tests {
                 .collect(),
         };
         assert_eq!(encode(&row), encode_chunks(&by_ref));
+    }
+
+    #[test]
+    fn one_chunk_decodes_as_the_whole_row_has_it() {
+        for n in 0..6usize {
+            let row = ChunksRow {
+                generation: 40 + n as u64,
+                chunks: (0..n)
+                    .map(|i| ChunkEntry {
+                        text_hash: [i as u8; 32],
+                        text: "é".repeat(i * 70),
+                        meta: format!("{{\"i\":{i}}}"),
+                    })
+                    .collect(),
+            };
+            let bytes = encode(&row);
+            for position in 0..n + 2 {
+                let at = decode_chunk_at(&bytes, position);
+                let at = at.as_ref().ok();
+                assert_eq!(
+                    at.map(|a| (a.generation, a.count)),
+                    Some((row.generation, n))
+                );
+                let want = row
+                    .chunks
+                    .get(position)
+                    .map(|c| (c.text.as_str(), c.meta.as_str()));
+                assert_eq!(at.and_then(|a| a.chunk).map(|c| (c.text, c.meta)), want);
+            }
+            // Trailing bytes and every truncation are corruption, never a panic.
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(decode_chunk_at(&longer, 0).is_err());
+            for cut in 0..bytes.len() {
+                assert!(decode_chunk_at(&bytes[..cut], 0).is_err(), "{n} {cut}");
+            }
+        }
+        // The asked chunk's text must be UTF-8.
+        let row = ChunksRow {
+            generation: 1,
+            chunks: vec![ChunkEntry {
+                text_hash: [0; 32],
+                text: "ab".into(),
+                meta: "{}".into(),
+            }],
+        };
+        let mut bytes = encode(&row);
+        let at = bytes.len() - 4;
+        bytes[at] = 0xff;
+        assert!(decode_chunk_at(&bytes, 0).is_err());
     }
 
     #[test]

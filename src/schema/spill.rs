@@ -4,7 +4,7 @@
 //! ([`join_chunks`]), and what it assumes of redb's allocator (`docs/design.md`, "the
 //! spill"; `tests/storage/spilled_layout_uses_the_pages_it_promises.rs` measures it).
 
-use super::rows::{decode, ChunksRow};
+use super::rows::{decode, decode_chunk_at, ChunkAt, ChunksRow};
 use crate::error::Corruption;
 
 /// Where a vector's floats come from when a vectors row is encoded.
@@ -89,6 +89,27 @@ pub(crate) fn join_chunks(
     vectors: &VectorsRow<'_>,
 ) -> Result<ChunksRow, Corruption> {
     decode_chunks(chunks_row, vectors.spill())
+}
+
+/// The chunk at `position` of a live document's chunks row, joined as [`join_chunks`] joins
+/// the whole row, handed to `read` borrowed: the other chunks are skipped in place, so a
+/// search hit costs the bytes of one chunk's text, not its document's. A row without a
+/// spill (one that fits a page, or whose vectors row fits one) is read where redb holds it;
+/// a spilled one is joined into one buffer first.
+pub(crate) fn join_chunk_at<R>(
+    chunks_row: &[u8],
+    vectors: &VectorsRow<'_>,
+    position: usize,
+    read: impl FnOnce(ChunkAt<'_>) -> R,
+) -> Result<R, Corruption> {
+    let spill = vectors.spill();
+    if spill.is_empty() {
+        return decode_chunk_at(chunks_row, position).map(read);
+    }
+    let mut bytes = Vec::with_capacity(chunks_row.len() + spill.len());
+    bytes.extend_from_slice(chunks_row);
+    bytes.extend_from_slice(spill);
+    decode_chunk_at(&bytes, position).map(read)
 }
 
 /// A revision's two rows as they are written: the encoded chunks row split between the
@@ -445,6 +466,39 @@ mod tests {
         let (rest, spill) = split_chunks(&bytes, 12_328);
         assert_eq!(spill.len(), spill_len(12_328, bytes.len()));
         assert!(!spill.is_empty() && bytes.ends_with(spill) && bytes.starts_with(rest));
+    }
+
+    #[test]
+    fn one_chunk_of_a_split_row_is_the_joined_rows_chunk() {
+        let row = ChunksRow {
+            generation: 5,
+            chunks: (0..3)
+                .map(|i| ChunkEntry {
+                    text_hash: [i; 32],
+                    text: format!("{i}").repeat(900),
+                    meta: "{}".into(),
+                })
+                .collect(),
+        };
+        let bytes = encode(&row);
+        let vectors = [(0, VectorData::Floats(&[1.0; 1100][..])); 3];
+        for at in [0, 1, 900, bytes.len() - 1, bytes.len()] {
+            let (rest, spill) = bytes.split_at(at);
+            let encoded = VectorsRow::encode(&vectors, spill).unwrap_or_default();
+            let Ok(parsed) = VectorsRow::parse(&encoded) else {
+                panic!("vectors row");
+            };
+            for position in 0..3 {
+                let text = join_chunk_at(rest, &parsed, position, |at| {
+                    (at.generation, at.count, at.chunk.map(|c| c.text.to_owned()))
+                });
+                assert_eq!(
+                    text.ok(),
+                    Some((5, 3, Some(row.chunks[position].text.clone()))),
+                    "{at} {position}"
+                );
+            }
+        }
     }
 
     #[test]

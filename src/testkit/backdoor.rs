@@ -28,6 +28,13 @@ pub fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
     schema::spill_len_for_harness(vectors_len, chunks_len)
 }
 
+/// Distances computed by graph searches on the calling thread so far (the upper layers'
+/// descent and layer 0): the search benches divide the difference over a pass by its
+/// queries to report distances per query.
+pub fn graph_search_distances() -> u64 {
+    crate::index::graph_counted::distances()
+}
+
 /// The internal document id a vector id carries.
 pub fn vector_owner(vector_id: u64) -> u64 {
     schema::split_vector_id(vector_id).0

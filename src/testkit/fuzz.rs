@@ -40,6 +40,24 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
     if let Ok(row) = schema::decode::<ChunksRow>("chunks row", data) {
         accepted += 1;
         round_trip("chunks row", &row)?;
+        // A search's one-chunk decode agrees with the whole row at every position.
+        for position in 0..=row.chunks.len() {
+            let at = schema::decode_chunk_at(data, position)
+                .map_err(|c| format!("chunk {position} of a decodable row: {}", c.detail))?;
+            let want = row
+                .chunks
+                .get(position)
+                .map(|c| (c.text.as_str(), c.meta.as_str()));
+            if (at.generation, at.count) != (row.generation, row.chunks.len())
+                || at.chunk.map(|c| (c.text, c.meta)) != want
+            {
+                return Err(format!("chunk {position}: {at:?} against {row:?}"));
+            }
+        }
+    } else {
+        // A row the whole decode refuses may still have a readable chunk (its others are
+        // skipped unchecked); the one-chunk decode must answer without panicking.
+        let _ = schema::decode_chunk_at(data, 0);
     }
     if let Ok(row) = schema::decode::<ChangelogRow>("changelog row", data) {
         accepted += 1;

@@ -13,7 +13,7 @@ use crate::error::{InputError, ReadError};
 use crate::filter::Matching;
 use crate::read::Snapshot;
 use crate::schema::{
-    meta_key, seq_key, split_vector_id, text_key, ChunksRow, COUNTERS, DOC_KEYS, META, TEXT_TOTALS,
+    meta_key, seq_key, split_vector_id, text_key, COUNTERS, DOC_KEYS, META, TEXT_TOTALS,
 };
 use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
 use parking_lot::Mutex;
@@ -232,17 +232,9 @@ pub(crate) fn search_text(
         .txn
         .open_table(DOC_KEYS)
         .map_err(ReadError::storage)?;
-    let mut chunks: HashMap<u64, ChunksRow> = HashMap::new();
     let mut hits = Vec::with_capacity(k.min(ranked.len()));
     for (id, score) in ranked {
-        if let Some(hit) = resolve(
-            snapshot,
-            &doc_keys,
-            &mut chunks,
-            id,
-            score,
-            options.filter.as_ref(),
-        )? {
+        if let Some(hit) = resolve(snapshot, &doc_keys, id, score, options.filter.as_ref())? {
             hits.push(hit);
             if hits.len() == k {
                 break;

@@ -10,6 +10,7 @@ mod build_index_while_the_index_loads_keeps_its_graph;
 mod filter_language_matches_reference;
 mod filter_sees_metadata_only_revisions;
 mod filtered_search_racing_writers;
+mod hits_of_long_documents_are_their_own_chunk;
 mod index_options_out_of_range_are_refused;
 mod search_absorbs_vectors_written_while_the_index_is_busy;
 mod search_dot_metric;
