@@ -124,6 +124,193 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// Rows one pass of [`scan_block`] compares with the query: each 16-float slice of the
+/// query is loaded once for this many rows (4 rows x 16 lanes of accumulators fill eight
+/// AVX2 registers).
+const BLOCK_ROWS: usize = 4;
+
+/// Accumulates `ROWS` rows against `q` exactly as [`dot_body`] (or [`l2_squared_body`])
+/// does one row: the same 16 lane sums in the same order, then the same tail, so each
+/// row's result has the same bits as the one-row kernel's.
+#[inline(always)]
+fn block_body<const ROWS: usize, const L2: bool>(q: &[f32], rows: [&[f32]; ROWS]) -> [f32; ROWS] {
+    let n = q.len();
+    let mut acc = [[0f32; LANES]; ROWS];
+    let full = n - n % LANES;
+    let mut at = 0;
+    while at < full {
+        let x = &q[at..at + LANES];
+        for r in 0..ROWS {
+            let y = &rows[r][at..at + LANES];
+            for i in 0..LANES {
+                if L2 {
+                    let d = x[i] - y[i];
+                    acc[r][i] += d * d;
+                } else {
+                    acc[r][i] += x[i] * y[i];
+                }
+            }
+        }
+        at += LANES;
+    }
+    let mut out = [0f32; ROWS];
+    for r in 0..ROWS {
+        let tail: f32 = q[full..]
+            .iter()
+            .zip(&rows[r][full..n])
+            .map(|(x, y)| if L2 { (x - y) * (x - y) } else { x * y })
+            .sum();
+        out[r] = acc[r].iter().sum::<f32>() + tail;
+    }
+    out
+}
+
+/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous), the raw dot
+/// products or squared distances of each row, [`BLOCK_ROWS`] rows per pass.
+#[inline(always)]
+fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+    let dim = query.len();
+    if dim == 0 {
+        return;
+    }
+    let mut blocks = rows.chunks_exact(dim * BLOCK_ROWS);
+    let mut row = 0;
+    for block in blocks.by_ref() {
+        let (a, rest) = block.split_at(dim);
+        let (b, rest) = rest.split_at(dim);
+        let (c, d) = rest.split_at(dim);
+        let raw = block_body::<BLOCK_ROWS, L2>(query, [a, b, c, d]);
+        for (i, value) in raw.into_iter().enumerate() {
+            on_raw(row + i, value);
+        }
+        row += BLOCK_ROWS;
+    }
+    for one in blocks.remainder().chunks_exact(dim) {
+        let [value] = block_body::<1, L2>(query, [one]);
+        on_raw(row, value);
+        row += 1;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn scan_dot_avx2(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+    scan_body::<false>(query, rows, on_raw)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn scan_l2_avx2(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+    scan_body::<true>(query, rows, on_raw)
+}
+
+/// The internal distance ([`distance`]) from `query` to each row of `rows` (row-major,
+/// `query.len()` floats per row; a trailing partial row is ignored), handed to
+/// `on_row(row index, distance)` in row order. The exact scan's kernel: several rows per
+/// pass share each load of the query, and each row's distance has the same bits as
+/// [`distance`] gives for it (the same lane sums in the same order), so exact and graph
+/// searches still agree to the bit.
+pub(crate) fn scan_block(
+    metric: Metric,
+    query: &[f32],
+    rows: &[f32],
+    mut on_row: impl FnMut(usize, f32),
+) {
+    let mut on_raw = |row: usize, raw: f32| {
+        let d = match metric {
+            Metric::Cosine => 1.0 - raw,
+            Metric::L2 => raw,
+            Metric::Dot => dot_distance(raw),
+        };
+        on_row(
+            row,
+            if d.is_nan() {
+                f32::INFINITY
+            } else {
+                d.max(0.0)
+            },
+        );
+    };
+    let l2 = metric == Metric::L2;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: both are safe code whose only precondition is AVX2 support, detected
+        // just above.
+        unsafe {
+            if l2 {
+                scan_l2_avx2(query, rows, &mut on_raw);
+            } else {
+                scan_dot_avx2(query, rows, &mut on_raw);
+            }
+        }
+        return;
+    }
+    if l2 {
+        scan_body::<true>(query, rows, &mut on_raw);
+    } else {
+        scan_body::<false>(query, rows, &mut on_raw);
+    }
+}
+
+/// [`distance`]'s last step: NaN is +inf, and nothing is below 0.
+#[inline(always)]
+fn finish(d: f32) -> f32 {
+    if d.is_nan() {
+        f32::INFINITY
+    } else {
+        d.max(0.0)
+    }
+}
+
+/// A distance function: what [`distance`] computes for one metric, with the instruction set
+/// already chosen.
+pub(crate) type Kernel = fn(&[f32], &[f32]) -> f32;
+
+/// [`distance`] for `metric` as a function picked once (the CPU feature test and the metric
+/// `match` out of a traversal's inner loop); it returns the same bits as [`distance`].
+pub(crate) fn kernel(metric: Metric) -> Kernel {
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        finish(1.0 - dot_body(a, b))
+    }
+    fn l2(a: &[f32], b: &[f32]) -> f32 {
+        finish(l2_squared_body(a, b))
+    }
+    fn dot_metric(a: &[f32], b: &[f32]) -> f32 {
+        finish(dot_distance(dot_body(a, b)))
+    }
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use super::{dot_body, dot_distance, finish, l2_squared_body};
+        #[target_feature(enable = "avx2")]
+        pub(super) fn cosine(a: &[f32], b: &[f32]) -> f32 {
+            finish(1.0 - dot_body(a, b))
+        }
+        #[target_feature(enable = "avx2")]
+        pub(super) fn l2(a: &[f32], b: &[f32]) -> f32 {
+            finish(l2_squared_body(a, b))
+        }
+        #[target_feature(enable = "avx2")]
+        pub(super) fn dot_metric(a: &[f32], b: &[f32]) -> f32 {
+            finish(dot_distance(dot_body(a, b)))
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY (each closure): the AVX2 bodies' only precondition is AVX2 support,
+        // detected just above; these pointers are only handed out after that test.
+        return match metric {
+            Metric::Cosine => |a, b| unsafe { avx2::cosine(a, b) },
+            Metric::L2 => |a, b| unsafe { avx2::l2(a, b) },
+            Metric::Dot => |a, b| unsafe { avx2::dot_metric(a, b) },
+        };
+    }
+    match metric {
+        Metric::Cosine => cosine,
+        Metric::L2 => l2,
+        Metric::Dot => dot_metric,
+    }
+}
+
 /// The internal distance of a dot product `p`: decreasing in `p`, positive, and `1` at 0.
 #[inline]
 pub(crate) fn dot_distance(p: f32) -> f32 {
@@ -177,6 +364,54 @@ mod tests {
                 l2_squared_body(&a, &b).to_bits()
             );
         }
+    }
+
+    #[test]
+    fn scan_block_gives_each_row_the_bits_of_distance() {
+        for dim in [1usize, 7, 16, 37, 50, 384] {
+            for rows in 0..11usize {
+                let data: Vec<f32> = (0..rows * dim)
+                    .map(|i| ((i * 31 % 97) as f32 * 0.013).sin())
+                    .collect();
+                let query: Vec<f32> = (0..dim).map(|i| (i as f32 * 0.7).cos()).collect();
+                for metric in [Metric::Cosine, Metric::L2, Metric::Dot] {
+                    let mut seen = Vec::new();
+                    scan_block(metric, &query, &data, |row, d| {
+                        seen.push((row, d.to_bits()))
+                    });
+                    let want: Vec<(usize, u32)> = data
+                        .chunks_exact(dim)
+                        .enumerate()
+                        .map(|(row, v)| (row, distance(metric, &query, v).to_bits()))
+                        .collect();
+                    assert_eq!(seen, want, "dim {dim}, {rows} rows, {metric:?}");
+                }
+            }
+        }
+        // NaN is +inf here too; a trailing partial row is ignored.
+        let mut seen = Vec::new();
+        scan_block(Metric::Cosine, &[f32::NAN], &[1.0, 2.0], |r, d| {
+            seen.push((r, d))
+        });
+        assert_eq!(seen, vec![(0, f32::INFINITY), (1, f32::INFINITY)]);
+        seen.clear();
+        scan_block(Metric::L2, &[1.0, 2.0], &[1.0, 2.0, 3.0], |r, d| {
+            seen.push((r, d))
+        });
+        assert_eq!(seen, vec![(0, 0.0)]);
+    }
+
+    #[test]
+    fn kernel_gives_the_bits_of_distance() {
+        for n in [0usize, 1, 15, 16, 50, 384] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            for metric in [Metric::Cosine, Metric::L2, Metric::Dot] {
+                let f = kernel(metric);
+                assert_eq!(f(&a, &b).to_bits(), distance(metric, &a, &b).to_bits());
+            }
+        }
+        assert_eq!(kernel(Metric::Cosine)(&[f32::NAN], &[1.0]), f32::INFINITY);
     }
 
     #[test]

@@ -256,16 +256,23 @@ impl ExactStore {
         let mut top = TopK::new(k);
         let data = &self.data[rows.start * self.dim..rows.end * self.dim];
         let ids = &self.ids[rows];
-        for (row, &id) in data.chunks_exact(self.dim).zip(ids) {
-            if let Some(keep) = filter {
-                if !keep(id) {
-                    continue;
+        match filter {
+            // The block kernel over contiguous rows (distance.rs, `scan_block`).
+            None => distance::scan_block(self.metric, query, data, |row, distance| {
+                if let Some(&id) = ids.get(row) {
+                    top.push(Candidate { distance, id });
+                }
+            }),
+            Some(keep) => {
+                for (row, &id) in data.chunks_exact(self.dim).zip(ids) {
+                    if keep(id) {
+                        top.push(Candidate {
+                            distance: distance::distance(self.metric, query, row),
+                            id,
+                        });
+                    }
                 }
             }
-            top.push(Candidate {
-                distance: distance::distance(self.metric, query, row),
-                id,
-            });
         }
         top
     }

@@ -636,7 +636,8 @@ impl Hnsw {
         let Some((entry, top)) = self.entry() else {
             return (Vec::new(), Ending::Drained);
         };
-        let dist = |slot: u32| distance(self.metric, query, self.vector(&points, slot));
+        let kernel = super::distance::kernel(self.metric);
+        let dist = |slot: u32| kernel(query, self.vector(&points, slot));
         let mut current = Near(dist(entry), entry);
         #[cfg(any(test, feature = "testkit"))]
         let mut descent = 1usize;
