@@ -124,92 +124,45 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// Rows one pass of [`scan_block`] compares with the query: each 16-float slice of the
-/// query is loaded once for this many rows (4 rows x 16 lanes of accumulators fill eight
-/// AVX2 registers).
-const BLOCK_ROWS: usize = 4;
-
-/// Accumulates `ROWS` rows against `q` exactly as [`dot_body`] (or [`l2_squared_body`])
-/// does one row: the same 16 lane sums in the same order, then the same tail, so each
-/// row's result has the same bits as the one-row kernel's.
+/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous): the raw dot
+/// product or squared distance of each row, through the one-row bodies, so each row's
+/// result has the same bits as [`dot`] / [`l2_squared`] give it. The instruction set is
+/// chosen once per scan, not per row. (Two and four rows per pass sharing the query's
+/// loads, each row summed in the same order, were measured slower here than one row at a
+/// time: 2.6x and 2.4x at 384-d in `benches/search_kernels.rs`; see docs/benchmarks.md.)
 #[inline(always)]
-fn block_body<const ROWS: usize, const L2: bool>(q: &[f32], rows: [&[f32]; ROWS]) -> [f32; ROWS] {
-    let n = q.len();
-    let mut acc = [[0f32; LANES]; ROWS];
-    let full = n - n % LANES;
-    let mut at = 0;
-    while at < full {
-        let x = &q[at..at + LANES];
-        for r in 0..ROWS {
-            let y = &rows[r][at..at + LANES];
-            for i in 0..LANES {
-                if L2 {
-                    let d = x[i] - y[i];
-                    acc[r][i] += d * d;
-                } else {
-                    acc[r][i] += x[i] * y[i];
-                }
-            }
-        }
-        at += LANES;
-    }
-    let mut out = [0f32; ROWS];
-    for r in 0..ROWS {
-        let tail: f32 = q[full..]
-            .iter()
-            .zip(&rows[r][full..n])
-            .map(|(x, y)| if L2 { (x - y) * (x - y) } else { x * y })
-            .sum();
-        out[r] = acc[r].iter().sum::<f32>() + tail;
-    }
-    out
-}
-
-/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous), the raw dot
-/// products or squared distances of each row, [`BLOCK_ROWS`] rows per pass.
-#[inline(always)]
-fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
     let dim = query.len();
     if dim == 0 {
         return;
     }
-    let mut blocks = rows.chunks_exact(dim * BLOCK_ROWS);
-    let mut row = 0;
-    for block in blocks.by_ref() {
-        let (a, rest) = block.split_at(dim);
-        let (b, rest) = rest.split_at(dim);
-        let (c, d) = rest.split_at(dim);
-        let raw = block_body::<BLOCK_ROWS, L2>(query, [a, b, c, d]);
-        for (i, value) in raw.into_iter().enumerate() {
-            on_raw(row + i, value);
-        }
-        row += BLOCK_ROWS;
-    }
-    for one in blocks.remainder().chunks_exact(dim) {
-        let [value] = block_body::<1, L2>(query, [one]);
-        on_raw(row, value);
-        row += 1;
+    for (row, one) in rows.chunks_exact(dim).enumerate() {
+        let raw = if L2 {
+            l2_squared_body(query, one)
+        } else {
+            dot_body(query, one)
+        };
+        on_raw(row, raw);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn scan_dot_avx2(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+fn scan_dot_avx2(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
     scan_body::<false>(query, rows, on_raw)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn scan_l2_avx2(query: &[f32], rows: &[f32], on_raw: &mut dyn FnMut(usize, f32)) {
+fn scan_l2_avx2(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
     scan_body::<true>(query, rows, on_raw)
 }
 
 /// The internal distance ([`distance`]) from `query` to each row of `rows` (row-major,
 /// `query.len()` floats per row; a trailing partial row is ignored), handed to
-/// `on_row(row index, distance)` in row order. The exact scan's kernel: several rows per
-/// pass share each load of the query, and each row's distance has the same bits as
-/// [`distance`] gives for it (the same lane sums in the same order), so exact and graph
-/// searches still agree to the bit.
+/// `on_row(row index, distance)` in row order. The exact scan's kernel over contiguous
+/// rows (the instruction set picked once per scan); each row's distance has the same bits
+/// as [`distance`] gives it, so exact and graph searches agree to the bit.
 pub(crate) fn scan_block(
     metric: Metric,
     query: &[f32],

@@ -17,6 +17,7 @@
 mod backdoor;
 mod disk;
 mod fuzz;
+mod kernels;
 mod model;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -25,6 +26,7 @@ mod rng;
 pub use backdoor::*;
 pub use disk::*;
 pub use fuzz::*;
+pub use kernels::*;
 pub use model::*;
 #[cfg(feature = "postgres")]
 pub use postgres::*;

@@ -1,0 +1,122 @@
+//! The search's inner kernels beside the ones they replaced, side by side in one process
+//! (issue 17), so the ratio holds on a loaded machine:
+//!
+//! - `exact_scan/<set>`: the exact scan's distances over every row of a data set (the
+//!   MiniLM 384-d and GloVe 50-d sets when `benches/data/fetch.sh` has fetched them, else a
+//!   seeded random 40,000 x 384 and 100,000 x 50), one thread, into a top-10: one row at a
+//!   time through `distance` (`one_by_one`, the scan before) against `scan_block`, the
+//!   instruction set picked once per scan (`block`);
+//! - `chunk_decode/<n>_chunks`: a search hit's text from an encoded chunks row of `n`
+//!   chunks of ~500 bytes: the whole row decoded (`whole_row`, before) against only the
+//!   hit's chunk (`one_chunk`), the position varying over the row.
+//!
+//! `cargo bench --bench search_kernels`.
+
+mod common;
+#[allow(dead_code)]
+mod search_real;
+
+use criterion::{BenchmarkId, Criterion};
+use ratchetdb::testkit::{
+    chunk_text_one_chunk, chunk_text_whole_row, encode_chunks_row, scan_rows_block,
+    scan_rows_one_by_one, SplitMix64,
+};
+use ratchetdb::Metric;
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Keeps the 10 smallest distances (as the scan's top-k does, without the ids' tie-break).
+struct Top10(Vec<(f32, usize)>);
+
+impl Top10 {
+    fn push(&mut self, row: usize, d: f32) {
+        if self.0.len() < 10 {
+            self.0.push((d, row));
+            self.0.sort_by(|a, b| a.0.total_cmp(&b.0));
+        } else if d < self.0[9].0 {
+            self.0[9] = (d, row);
+            self.0.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+    }
+}
+
+/// (name, dimension, rows, queries) of the scan sets.
+fn scan_sets() -> Vec<(String, usize, Vec<f32>, Vec<f32>)> {
+    let mut out = Vec::new();
+    for (name, dim, n) in [("minilm", 384, 40_000), ("glove-100k", 50, 100_000)] {
+        match search_real::Set::load(name, true) {
+            Ok(set) => out.push((name.to_string(), set.dim, set.base, set.queries)),
+            Err(why) => {
+                println!("# {name}: {why}; a seeded random {n} x {dim} instead");
+                let mut rng = SplitMix64::new(17);
+                let mut unit = |len: usize| -> Vec<f32> {
+                    let mut v: Vec<f32> = (0..len)
+                        .map(|_| (rng.below(2000) as f32 / 1000.0) - 1.0)
+                        .collect();
+                    for row in v.chunks_mut(dim) {
+                        let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                        row.iter_mut().for_each(|x| *x /= norm);
+                    }
+                    v
+                };
+                out.push((format!("random-{dim}"), dim, unit(n * dim), unit(100 * dim)));
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(20);
+
+    for (name, dim, rows, queries) in scan_sets() {
+        let mut g = c.benchmark_group(format!("exact_scan/{name}"));
+        let count = queries.len() / dim;
+        for (kernel, block) in [("one_by_one", false), ("block", true)] {
+            let mut i = 0;
+            g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
+                b.iter(|| {
+                    i += 1;
+                    let query = &queries[(i % count) * dim..(i % count + 1) * dim];
+                    let mut top = Top10(Vec::with_capacity(11));
+                    if block {
+                        scan_rows_block(Metric::Cosine, query, &rows, |r, d| top.push(r, d));
+                    } else {
+                        scan_rows_one_by_one(Metric::Cosine, query, &rows, |r, d| top.push(r, d));
+                    }
+                    black_box(top.0)
+                })
+            });
+        }
+        g.finish();
+    }
+
+    for n in [1usize, 16] {
+        let texts: Vec<String> = (0..n)
+            .map(|p| format!("document chunk {p}: ").repeat(25))
+            .collect();
+        let bytes = encode_chunks_row(3, &texts, r#"{"chunk":1,"lang":"en"}"#);
+        let mut g = c.benchmark_group(format!("chunk_decode/{n}_chunks"));
+        for (decode, one) in [("whole_row", false), ("one_chunk", true)] {
+            let mut i = 0;
+            g.bench_function(BenchmarkId::from_parameter(decode), |b| {
+                b.iter(|| {
+                    i += 1;
+                    let position = i % n;
+                    let text = if one {
+                        chunk_text_one_chunk(&bytes, position)
+                    } else {
+                        chunk_text_whole_row(&bytes, position)
+                    };
+                    black_box(text)
+                })
+            });
+        }
+        g.finish();
+    }
+    c.final_summary();
+}

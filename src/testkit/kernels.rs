@@ -1,0 +1,63 @@
+//! The search's inner kernels, reachable from the benches so that a kernel and the one it
+//! replaced are measured side by side in one process (`benches/search_kernels.rs`).
+
+use crate::guard::ContentHash;
+use crate::index::distance;
+use crate::options::Metric;
+use crate::schema::{self, ChunkEntry, ChunksRow};
+
+/// The exact scan's distances, one row at a time through `distance` (the scan before
+/// `scan_block`): calls `on_row(row, distance)` for each `query.len()`-float row.
+pub fn scan_rows_one_by_one(
+    metric: Metric,
+    query: &[f32],
+    rows: &[f32],
+    mut on_row: impl FnMut(usize, f32),
+) {
+    if query.is_empty() {
+        return;
+    }
+    for (i, row) in rows.chunks_exact(query.len()).enumerate() {
+        on_row(i, distance::distance(metric, query, row));
+    }
+}
+
+/// The exact scan's distances through `distance::scan_block` (the instruction set picked once per scan).
+pub fn scan_rows_block(
+    metric: Metric,
+    query: &[f32],
+    rows: &[f32],
+    on_row: impl FnMut(usize, f32),
+) {
+    distance::scan_block(metric, query, rows, on_row)
+}
+
+/// An encoded chunks row of `texts` (each chunk's metadata `meta`), as the write path
+/// encodes it.
+pub fn encode_chunks_row(generation: u64, texts: &[String], meta: &str) -> Vec<u8> {
+    let hash: ContentHash = [7; 32];
+    schema::encode(&ChunksRow {
+        generation,
+        chunks: texts
+            .iter()
+            .map(|text| ChunkEntry {
+                text_hash: hash,
+                text: text.clone(),
+                meta: meta.to_string(),
+            })
+            .collect(),
+    })
+}
+
+/// The text of chunk `position`, as a search hit got it before: the whole row decoded.
+pub fn chunk_text_whole_row(bytes: &[u8], position: usize) -> Option<String> {
+    let row: ChunksRow = schema::decode("chunks row", bytes).ok()?;
+    row.chunks.into_iter().nth(position).map(|c| c.text)
+}
+
+/// The text of chunk `position`, as a search hit gets it now: only that chunk decoded
+/// (`schema::decode_chunk_at`).
+pub fn chunk_text_one_chunk(bytes: &[u8], position: usize) -> Option<String> {
+    let at = schema::decode_chunk_at(bytes, position).ok()?;
+    at.chunk.map(|c| c.text.to_owned())
+}
