@@ -129,7 +129,7 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
 /// result has the same bits as [`dot`] / [`l2_squared`] give it. The instruction set is
 /// chosen once per scan, not per row. (Two and four rows per pass sharing the query's
 /// loads, each row summed in the same order, were measured slower here than one row at a
-/// time: 2.6x and 2.4x at 384-d in `benches/search_kernels.rs`; see docs/benchmarks.md.)
+/// time: 2.6x and 1.9x at 384-d in `benches/search_kernels.rs`; see docs/benchmarks.md.)
 #[inline(always)]
 fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
     let dim = query.len();
