@@ -166,6 +166,17 @@ pub enum OpenError {
         /// The server's error.
         detail: String,
     },
+    /// The address names a backend this build was compiled without (a `postgres://` URL
+    /// in a build without the `postgres` feature); nothing was opened.
+    #[error("{url} names a {backend} store, but this build of ratchetdb was compiled without the `{feature}` feature; rebuild with `--features {feature}`")]
+    BackendNotBuilt {
+        /// The address (without its password).
+        url: String,
+        /// The backend it names (`PostgreSQL`).
+        backend: &'static str,
+        /// The cargo feature that adds it.
+        feature: &'static str,
+    },
     /// An I/O or storage-engine error.
     #[error("storage error opening {path}: {source}")]
     Storage {
@@ -266,6 +277,14 @@ pub enum WriteError {
         /// The server's error.
         detail: String,
     },
+    /// The store's backend does not offer this operation (nothing was written).
+    #[error("{operation} is not available on the {backend} backend")]
+    Unsupported {
+        /// The operation (`Store::sync`).
+        operation: &'static str,
+        /// The backend (`PostgreSQL`).
+        backend: &'static str,
+    },
     /// The concurrent writer has shut down.
     #[error("the writer has shut down")]
     Closed,
@@ -317,6 +336,14 @@ pub enum ReadError {
     Server {
         /// The server's error.
         detail: String,
+    },
+    /// The store's backend does not offer this read (`Store::snapshot` on PostgreSQL…).
+    #[error("{operation} is not available on the {backend} backend")]
+    Unsupported {
+        /// The operation (`Store::snapshot`).
+        operation: &'static str,
+        /// The backend (`PostgreSQL`).
+        backend: &'static str,
     },
     /// A text or hybrid search on a store without a usable text index: one opened for
     /// writing with [`Options::text_index`](crate::Options::text_index) off, or whose

@@ -35,9 +35,9 @@
 #![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-#[cfg(feature = "embed")]
 #[cfg(feature = "postgres")]
 mod backend;
+#[cfg(feature = "embed")]
 mod chunking;
 mod contain;
 mod counters;

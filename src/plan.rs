@@ -4,10 +4,12 @@
 use crate::document::Document;
 use crate::engine::Engine;
 use crate::error::{InputError, ReadError, WriteError};
-use crate::guard::{self, SkipReason, UpsertDecision};
-use crate::prepare;
+use crate::guard::{self, ContentHash, SkipReason, Stored, UpsertDecision};
+use crate::options::{Metric, Options};
+use crate::prepare::{self, PreparedDoc};
 use crate::version::Version;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// Before any embedding is paid for: what a write of this revision would do, and which
 /// chunks need a vector.
@@ -44,8 +46,34 @@ pub enum PlannedAction {
 /// See [`Store::plan`](crate::Store::plan): the decision and the reusable vectors, from one
 /// snapshot.
 pub(crate) fn plan(engine: &Engine, doc: &Document) -> Result<Plan, ReadError> {
+    plan_with(
+        doc,
+        engine.metric(),
+        engine.dimension(),
+        engine.options(),
+        |prepared| {
+            engine
+                .snapshot()?
+                .plan_state(&prepared.source, &prepared.id, prepared.version)
+        },
+    )
+}
+
+/// What the stored state says about a document, for a plan: the guard's stored state (or
+/// a listing's tombstone), and the text hashes that already have a vector.
+pub(crate) type PlanState = (Option<Stored>, HashSet<ContentHash>);
+
+/// A plan from any backend's stored state: the document is validated here (as a write
+/// would, without vectors), `state` reads what is stored, and the guard decides.
+pub(crate) fn plan_with(
+    doc: &Document,
+    metric: Metric,
+    dimension: Option<usize>,
+    options: &Options,
+    state: impl FnOnce(&PreparedDoc) -> Result<PlanState, ReadError>,
+) -> Result<Plan, ReadError> {
     // Before the clone below: cloning metadata nested deeper than the stack overflows it.
-    prepare::check_depths(doc, &engine.options().limits)?;
+    prepare::check_depths(doc, &options.limits)?;
     let draft = Document {
         source: doc.source.clone(),
         id: doc.id.clone(),
@@ -61,24 +89,18 @@ pub(crate) fn plan(engine: &Engine, doc: &Document) -> Result<Plan, ReadError> {
             })
             .collect(),
     };
-    let prepared = prepare::prepare_document(
-        draft,
-        engine.metric(),
-        engine.dimension(),
-        &engine.options().limits,
-    )
-    .map_err(|e| match e {
-        WriteError::Input(input) => ReadError::Input(input),
-        other => ReadError::Input(InputError::new("document", other.to_string())),
-    })?;
-    let snapshot = engine.snapshot()?;
-    let (stored, known_texts) =
-        snapshot.plan_state(&prepared.source, &prepared.id, prepared.version)?;
+    let prepared = prepare::prepare_document(draft, metric, dimension, &options.limits).map_err(
+        |e| match e {
+            WriteError::Input(input) => ReadError::Input(input),
+            other => ReadError::Input(InputError::new("document", other.to_string())),
+        },
+    )?;
+    let (stored, known_texts) = state(&prepared)?;
     let decision = guard::decide_upsert(
         stored.as_ref(),
         prepared.version,
         prepared.content_hash,
-        engine.options().conflict_policy,
+        options.conflict_policy,
     );
     let action = match decision {
         UpsertDecision::Write(_) => PlannedAction::Write,

@@ -47,9 +47,86 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct Store {
+    backend: Backend,
+}
+
+/// Where a [`Store`] keeps its rows: the embedded redb file (the engine and the derived
+/// index), or a PostgreSQL server (`backend/postgres/`, the `postgres` feature). A match
+/// per call, no dynamic dispatch: the embedded path is what it was.
+#[derive(Clone)]
+enum Backend {
+    Embedded(Embedded),
+    #[cfg(feature = "postgres")]
+    Postgres(Arc<crate::backend::postgres::PgStore>),
+}
+
+/// The embedded store's parts.
+#[derive(Clone)]
+struct Embedded {
     engine: Arc<Engine>,
     indexer: Arc<Indexer>,
     _handle: Arc<Handle>,
+}
+
+/// Runs `$embedded` with the embedded store's parts, or `$postgres` with the PostgreSQL
+/// store (an arm compiled only with the `postgres` feature).
+macro_rules! on_backend {
+    ($self:expr, $e:ident => $embedded:expr, $pg:ident => $postgres:expr $(,)?) => {
+        match &$self.backend {
+            Backend::Embedded($e) => $embedded,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres($pg) => $postgres,
+        }
+    };
+}
+
+/// The backend's name in [`ReadError::Unsupported`] / [`WriteError::Unsupported`].
+#[cfg(feature = "postgres")]
+const POSTGRES: &str = "PostgreSQL";
+
+/// `path` as a PostgreSQL address (`postgres://` or `postgresql://`), if it is one.
+fn postgres_url(path: &Path) -> Option<&str> {
+    path.to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// Opens the PostgreSQL store at `url` (or says this build has no PostgreSQL backend).
+fn open_postgres(url: &str, options: Options, read_only: bool) -> Result<Store, OpenError> {
+    #[cfg(feature = "postgres")]
+    {
+        let store = crate::backend::postgres::open_url(url, options, read_only)?;
+        Ok(Store {
+            backend: Backend::Postgres(Arc::new(store)),
+        })
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (options, read_only);
+        Err(OpenError::BackendNotBuilt {
+            url: redact(url),
+            backend: "PostgreSQL",
+            feature: "postgres",
+        })
+    }
+}
+
+/// The URL without its password.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &userinfo[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
 }
 
 /// Shared by every clone of a [`Store`]: dropping the last one closes the indexer's gate,
@@ -73,8 +150,17 @@ impl Store {
     /// refused with [`OpenError::Locked`] (after waiting up to [`Options::wait_for_lock`]).
     /// With [`Options::allow_readers`] (the default), other processes may meanwhile open the
     /// file with [`Store::open_read_only`] and follow its commits.
+    ///
+    /// A `postgres://` (or `postgresql://`) URL opens the store kept on that PostgreSQL
+    /// server instead (the `postgres` feature; without it [`OpenError::BackendNotBuilt`]):
+    /// the same operations, outcomes and errors, with what a server cannot offer returning
+    /// `Unsupported` (see the README's PostgreSQL section). A `schema=NAME` query parameter
+    /// picks the PostgreSQL schema holding the store (default `ratchetdb`).
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
+        if let Some(url) = postgres_url(path) {
+            return open_postgres(url, options, false);
+        }
         open::as_writer(path, &options, |db, shared| {
             Store::from_db(db, path, true, shared, options.clone())
         })
@@ -112,6 +198,9 @@ impl Store {
         options: Options,
     ) -> Result<Store, OpenError> {
         let path = path.as_ref();
+        if let Some(url) = postgres_url(path) {
+            return open_postgres(url, options, true);
+        }
         open::as_reader(path, &options, |db| {
             Store::from_db(db, path, true, false, options.clone())
         })
@@ -120,7 +209,9 @@ impl Store {
     /// Creates a new store at `path`; an error if a non-empty file is already there.
     pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
-        open::refuse_existing(path)?;
+        if postgres_url(path).is_none() {
+            open::refuse_existing(path)?;
+        }
         Store::open(path, options)
     }
 
@@ -150,73 +241,95 @@ impl Store {
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
         Ok(Store {
-            engine,
-            indexer,
-            _handle: Arc::new(Handle { gate }),
+            backend: Backend::Embedded(Embedded {
+                engine,
+                indexer,
+                _handle: Arc::new(Handle { gate }),
+            }),
         })
     }
 
-    /// The file this store lives in (`<backend>` for a custom backend).
+    /// The file this store lives in (`<backend>` for a custom backend; the server's URL,
+    /// without its password, for a PostgreSQL store).
     pub fn path(&self) -> &Path {
-        self.engine.path()
+        on_backend!(self, e => e.engine.path(), pg => pg.path())
     }
 
     /// The vector dimension, once fixed (by the options or the first vector written).
     pub fn dimension(&self) -> Option<usize> {
-        self.engine.dimension()
+        on_backend!(self, e => e.engine.dimension(), pg => pg.dimension())
     }
 
     /// The metric.
     pub fn metric(&self) -> Metric {
-        self.engine.metric()
+        on_backend!(self, e => e.engine.metric(), pg => pg.metric())
     }
 
     /// The embedding model's name, if one was recorded.
     pub fn model(&self) -> Option<&str> {
-        self.engine.model()
+        on_backend!(self, e => e.engine.model(), pg => pg.model())
     }
 
     /// Whether this store was opened with [`Store::open_read_only`] (it never writes).
     pub fn is_read_only(&self) -> bool {
-        self.engine.is_read_only()
+        on_backend!(self, e => e.engine.is_read_only(), pg => pg.is_read_only())
+    }
+
+    /// Whether this store is kept on a PostgreSQL server (opened by a `postgres://` URL).
+    pub fn is_postgres(&self) -> bool {
+        on_backend!(self, _e => false, _pg => true)
     }
 
     /// The options the store was opened with.
     pub fn options(&self) -> &Options {
-        self.engine.options()
+        on_backend!(self, e => e.engine.options(), pg => pg.options())
+    }
+
+    /// The embedded store's parts (for the crate's own tests, which are all embedded).
+    #[cfg(test)]
+    fn embedded(&self) -> &Embedded {
+        match &self.backend {
+            Backend::Embedded(e) => e,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => panic!("the crate's own tests use embedded stores"),
+        }
     }
 
     /// The engine (for the crate's own tests and the writer).
     #[cfg(test)]
     pub(crate) fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+        &self.embedded().engine
     }
 
     /// The indexer (for the crate's own tests).
     #[cfg(test)]
     pub(crate) fn indexer(&self) -> &Indexer {
-        &self.indexer
+        &self.embedded().indexer
     }
 
     /// Writes a revision of a document, guarded: refused (and counted) unless it is newer
     /// than what is stored. Generation stamp, chunks, surplus removal, vectors and counters
     /// commit in one transaction.
     pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
-        let doc = self.engine.prepare_document(doc)?;
-        self.engine.run_one(DocumentOp::Upsert(doc))
+        on_backend!(self, e => {
+            let doc = e.engine.prepare_document(doc)?;
+            e.engine.run_one(DocumentOp::Upsert(doc))
+        }, pg => pg.upsert(doc))
     }
 
     /// Deletes a document at `version`: a tombstone that refuses every later write not newer
     /// than it. Works for a document never seen, so a delete that overtakes its upsert still
     /// blocks it. A delete meeting a live revision of the same version wins (and is counted).
     pub fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
-        let delete = prepare::prepare_delete(
-            source.to_string(),
-            id.to_string(),
-            version,
-            &self.options().limits,
-        )?;
-        self.engine.run_one(DocumentOp::Delete(delete))
+        on_backend!(self, e => {
+            let delete = prepare::prepare_delete(
+                source.to_string(),
+                id.to_string(),
+                version,
+                &self.options().limits,
+            )?;
+            e.engine.run_one(DocumentOp::Delete(delete))
+        }, pg => pg.delete(source, id, version))
     }
 
     /// The sync sweep: `present` is everything that exists in `source` at `version`. Every id
@@ -234,13 +347,16 @@ impl Store {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let retain = prepare::prepare_retain(
-            source.to_string(),
-            present.into_iter().map(Into::into).collect(),
-            version,
-            &self.options().limits,
-        )?;
-        self.engine.run_one(retain)
+        let present: Vec<String> = present.into_iter().map(Into::into).collect();
+        on_backend!(self, e => {
+            let retain = prepare::prepare_retain(
+                source.to_string(),
+                present,
+                version,
+                &self.options().limits,
+            )?;
+            e.engine.run_one(retain)
+        }, pg => pg.retain(source, present, version))
     }
 
     /// Removes the tombstones and listings of `source` older than `before` (same version kind).
@@ -250,7 +366,7 @@ impl Store {
     /// queue, a dead-letter queue, a backfill snapshot) would bring the document back. Purge
     /// only below a version older than anything that can still be delivered.
     pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
-        self.engine.purge(source, before)
+        on_backend!(self, e => e.engine.purge(source, before), pg => pg.purge(source, before))
     }
 
     /// Applies many operations in one transaction: each is guarded on its own, in order (a
@@ -264,12 +380,14 @@ impl Store {
         &self,
         ops: Vec<Op>,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
-        self.engine.write_batch(ops)
+        on_backend!(self, e => e.engine.write_batch(ops), pg => pg.write_batch(ops))
     }
 
     /// Makes every write so far durable (needed only with [`Durability::None`](crate::Durability::None)).
+    /// On PostgreSQL every commit is already durable: nothing to do (a read-only store:
+    /// [`WriteError::ReadOnly`], as embedded).
     pub fn sync(&self) -> Result<(), WriteError> {
-        self.engine.sync()
+        on_backend!(self, e => e.engine.sync(), pg => pg.sync())
     }
 
     /// A new ticket: a store-issued version, strictly greater than every ticket this store
@@ -277,16 +395,16 @@ impl Store {
     /// let every retry carry it unchanged (failure F12). Tickets are reserved in blocks, so
     /// a ticket costs no fsync; a crash skips the rest of a block.
     pub fn ticket(&self) -> Result<Version, WriteError> {
-        self.engine.ticket()
+        on_backend!(self, e => e.engine.ticket(), pg => pg.ticket())
     }
 
     /// Says, before any embedding is paid for, whether this revision would be written, and
     /// which chunks need a vector: chunks whose text the stored revision already has a vector
     /// for can be sent without one. Vectors in `doc` are ignored.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
-            crate::plan::plan(&self.engine, doc)
-        })
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            crate::plan::plan(&e.engine, doc)
+        }), pg => pg.plan(doc))
     }
 
     /// A concurrent writer with group commit and default [`WriterOptions`](crate::WriterOptions).
@@ -295,8 +413,10 @@ impl Store {
     }
 
     /// A concurrent writer with the given options.
+    /// On PostgreSQL each group of queued operations is one SQL transaction.
     pub fn writer_with(&self, options: WriterOptions) -> Writer {
-        Writer::start(self.engine.clone(), options)
+        on_backend!(self, e => Writer::start(e.engine.clone(), options),
+            pg => Writer::postgres(crate::backend::postgres::PgWriter::start(pg.clone(), options)))
     }
 
     /// k-nearest-neighbour search over the live chunks. Every hit is a live chunk of one
@@ -325,9 +445,9 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
-            self.indexer.search(query, k, options)
-        })
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            e.indexer.search(query, k, options)
+        }), pg => pg.search(query, k, options))
     }
 
     /// The `k` chunks that best match `query` by BM25 over their words (see
@@ -358,8 +478,11 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
-            self.indexer.search_text(query, k, options)
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            e.indexer.search_text(query, k, options)
+        }), _pg => {
+            let _ = (query, k, options);
+            Err(ReadError::Unsupported { operation: "Store::search_text", backend: POSTGRES })
         })
     }
 
@@ -388,15 +511,18 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
-            self.indexer.search_hybrid(text, vector, k, options)
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            e.indexer.search_hybrid(text, vector, k, options)
+        }), _pg => {
+            let _ = (text, vector, k, options);
+            Err(ReadError::Unsupported { operation: "Store::search_hybrid", backend: POSTGRES })
         })
     }
 
     /// Whether this store can answer text searches: it keeps a text index (a read-only
     /// store: the file has one) that covers its documents.
     pub fn has_text_index(&self) -> bool {
-        self.indexer.has_text_index()
+        on_backend!(self, e => e.indexer.has_text_index(), _pg => false)
     }
 
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and
@@ -421,12 +547,14 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Vec<Hit>>, ReadError> {
-        self.indexer.search_many(queries, k, options)
+        on_backend!(self, e => e.indexer.search_many(queries, k, options),
+            pg => pg.search_many(queries, k, options))
     }
 
-    /// What the derived index is doing.
+    /// What the derived index is doing. A PostgreSQL store's index is the server's
+    /// (pgvector's HNSW, kept in step by every commit): loaded, ready, nothing pending.
     pub fn index_info(&self) -> IndexInfo {
-        self.indexer.index_info()
+        on_backend!(self, e => e.indexer.index_info(), pg => pg.index_info())
     }
 
     /// Waits until the index has loaded, covers the latest commit, and no applier pass,
@@ -435,20 +563,27 @@ impl Store {
     /// benchmarks do, and so does anything that needs the file's I/O to be deterministic
     /// (background passes hold read snapshots, which change the pages a commit reuses).
     pub fn wait_for_index(&self, timeout: Duration) -> bool {
-        self.indexer.wait_for_index(timeout)
+        on_backend!(self, e => e.indexer.wait_for_index(timeout), _pg => {
+            // The server's index changes in the transaction that changes the rows.
+            let _ = timeout;
+            true
+        })
     }
 
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
     /// the file so the next open loads it instead of building it again. A build that fails
     /// (inside the graph library, or as the store closes) is [`ReadError::IndexBuild`];
     /// nothing stored changes, and searches go on over the previous graph (or exactly).
+    ///
+    /// On PostgreSQL the server keeps pgvector's HNSW index in step with every commit:
+    /// nothing to build, so this returns at once.
     pub fn build_index(&self) -> Result<(), ReadError> {
-        self.indexer.build_index()
+        on_backend!(self, e => e.indexer.build_index(), _pg => Ok(()))
     }
 
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
-        self.engine.snapshot()
+        on_backend!(self, e => e.engine.snapshot(), pg => pg.snapshot())
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with
@@ -458,21 +593,41 @@ impl Store {
         source: &str,
         id: &str,
     ) -> Result<Option<crate::read::StoredDocument>, ReadError> {
-        self.snapshot()?.get(source, id)
+        on_backend!(self, e => e.engine.snapshot()?.get(source, id), pg => pg.get(source, id))
+    }
+
+    /// Every document (tombstones included), sorted by `(source, id)`, read in one
+    /// snapshot and collected (with each chunk's vector if `with_vectors`). It holds the
+    /// whole store in memory: on an embedded store, stream
+    /// [`Snapshot::documents`] instead; on PostgreSQL (where [`Store::snapshot`] is
+    /// unsupported) this is the export.
+    pub fn documents(
+        &self,
+        with_vectors: bool,
+    ) -> Result<Vec<crate::read::StoredDocument>, ReadError> {
+        on_backend!(self, e => e.engine.snapshot()?.documents(with_vectors)?.collect(), pg => {
+            let mut documents = pg.documents()?;
+            if !with_vectors {
+                for chunk in documents.iter_mut().flat_map(|d| d.chunks.iter_mut()) {
+                    chunk.vector = None;
+                }
+            }
+            Ok(documents)
+        })
     }
 
     /// Counters, totals and recent refusals (from one snapshot).
     pub fn stats(&self) -> Result<Stats, ReadError> {
-        self.snapshot()?.stats()
+        on_backend!(self, e => e.engine.snapshot()?.stats(), pg => pg.stats())
     }
 
     /// Checks every invariant the rows can show (from one snapshot), and that the vectors
     /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
-            let report = self.snapshot()?.verify()?;
-            self.indexer.verify_agreement(report)
-        })
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            let report = e.engine.snapshot()?.verify()?;
+            e.indexer.verify_agreement(report)
+        }), pg => pg.verify())
     }
 }
 

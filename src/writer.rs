@@ -197,6 +197,12 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// The answer that will arrive on `reply`.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn new(reply: Receiver<Reply>) -> Pending {
+        Pending { reply }
+    }
+
     /// Waits for the outcome.
     pub fn wait(self) -> Result<OpOutcome, WriteError> {
         self.reply.recv().unwrap_or(Err(WriteError::Closed))
@@ -263,8 +269,19 @@ impl Drop for Shared {
 /// ```
 #[derive(Clone)]
 pub struct Writer {
-    engine: Arc<Engine>,
-    shared: Arc<Shared>,
+    target: Target,
+}
+
+/// What a [`Writer`] commits to: the embedded engine (this module's committer), or a
+/// PostgreSQL store (`backend/postgres/writer.rs`, one SQL transaction per group).
+#[derive(Clone)]
+enum Target {
+    Embedded {
+        engine: Arc<Engine>,
+        shared: Arc<Shared>,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(crate::backend::postgres::PgWriter),
 }
 
 impl std::fmt::Debug for Writer {
@@ -286,11 +303,26 @@ impl Writer {
         if let Ok(handle) = handle {
             *shared.committer.lock() = Some(handle);
         }
-        Writer { engine, shared }
+        Writer {
+            target: Target::Embedded { engine, shared },
+        }
+    }
+
+    /// A writer over a PostgreSQL store.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(writer: crate::backend::postgres::PgWriter) -> Writer {
+        Writer {
+            target: Target::Postgres(writer),
+        }
     }
 
     fn queue(&self, op: Op, wait: bool) -> Result<Pending, WriteError> {
-        let prepared = self.engine.prepare(op)?;
+        let engine = match &self.target {
+            Target::Embedded { engine, .. } => engine,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(writer) => return writer.submit(op, wait),
+        };
+        let prepared = engine.prepare(op)?;
         let (reply, pending) = crossbeam_channel::bounded(1);
         self.send(
             Job {
@@ -308,14 +340,16 @@ impl Writer {
         A: Apply + Send + 'static,
         A::Outcome: Send + 'static,
     {
+        let shared = match &self.target {
+            Target::Embedded { shared, .. } => shared,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => return Err(WriteError::Closed),
+        };
         let message = Message::Op(Box::new(job));
         if wait {
-            self.shared
-                .queue
-                .send(message)
-                .map_err(|_| WriteError::Closed)?;
+            shared.queue.send(message).map_err(|_| WriteError::Closed)?;
         } else {
-            self.shared.queue.try_send(message).map_err(|e| match e {
+            shared.queue.try_send(message).map_err(|e| match e {
                 TrySendError::Full(_) => WriteError::Full,
                 TrySendError::Disconnected(_) => WriteError::Closed,
             })?;
@@ -343,7 +377,12 @@ impl Writer {
 
     /// Submits an upsert and waits for its outcome.
     pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
-        let doc = self.engine.prepare_document(doc)?;
+        let engine = match &self.target {
+            Target::Embedded { engine, .. } => engine,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => return document_outcome(self.submit(Op::Upsert(doc))),
+        };
+        let doc = engine.prepare_document(doc)?;
         self.document(DocumentOp::Upsert(doc))
     }
 
@@ -354,28 +393,60 @@ impl Writer {
         id: &str,
         version: crate::Version,
     ) -> Result<Outcome, WriteError> {
+        let engine = match &self.target {
+            Target::Embedded { engine, .. } => engine,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => {
+                let op = Op::Delete {
+                    source: source.to_string(),
+                    id: id.to_string(),
+                    version,
+                };
+                return document_outcome(self.submit(op));
+            }
+        };
         let delete = crate::prepare::prepare_delete(
             source.to_string(),
             id.to_string(),
             version,
-            &self.engine.options().limits,
+            &engine.options().limits,
         )?;
         self.document(DocumentOp::Delete(delete))
     }
 
     /// What the writer has committed so far.
     pub fn stats(&self) -> WriterStats {
-        WriterStats {
-            batches: self.shared.batches.load(Ordering::Relaxed),
-            ops: self.shared.ops.load(Ordering::Relaxed),
-            max_batch_ops: self.shared.max_batch_ops.load(Ordering::Relaxed),
+        match &self.target {
+            Target::Embedded { shared, .. } => WriterStats {
+                batches: shared.batches.load(Ordering::Relaxed),
+                ops: shared.ops.load(Ordering::Relaxed),
+                max_batch_ops: shared.max_batch_ops.load(Ordering::Relaxed),
+            },
+            #[cfg(feature = "postgres")]
+            Target::Postgres(writer) => writer.stats(),
         }
     }
 
     /// Commits everything accepted so far and stops the committer. Later submissions, from
     /// this or any clone, get [`WriteError::Closed`]. Dropping the last handle does the same.
     pub fn shutdown(&self) {
-        self.shared.stop();
+        match &self.target {
+            Target::Embedded { shared, .. } => shared.stop(),
+            #[cfg(feature = "postgres")]
+            Target::Postgres(writer) => writer.shutdown(),
+        }
+    }
+}
+
+/// A document operation's outcome from a submitted operation's answer.
+#[cfg(feature = "postgres")]
+fn document_outcome(pending: Result<Pending, WriteError>) -> Result<Outcome, WriteError> {
+    match pending?.wait()? {
+        OpOutcome::Document(outcome) => Ok(outcome),
+        OpOutcome::Retain(_) => Err(WriteError::Corrupted {
+            what: "writer".into(),
+            detail: "a document operation was answered with a listing's outcome".into(),
+        }),
     }
 }
 

@@ -78,3 +78,24 @@ pub fn assert_verified(store: &PgStore) {
         report.violations
     );
 }
+
+/// A fresh schema for the test (dropped first) and the `postgres://...?schema=...` URL
+/// that opens it through `Store::open`, or `None` when no server is configured.
+pub fn fresh_url(test: &str) -> Option<String> {
+    let url = url(test)?;
+    let schema = schema(test);
+    testkit::pg_execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .expect("drop the test's schema");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Some(format!("{url}{separator}schema={schema}"))
+}
+
+/// Panics with the violations unless the façade's `verify()` finds none.
+pub fn assert_store_verified(store: &ratchetdb::Store) {
+    let report = store.verify().expect("verify");
+    assert!(
+        report.is_ok(),
+        "verify found violations: {:?}",
+        report.violations
+    );
+}

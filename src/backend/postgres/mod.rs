@@ -23,16 +23,22 @@ mod read;
 mod schema;
 mod verify;
 mod write;
+mod writer;
+
+pub(crate) use writer::PgWriter;
 
 use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
+use crate::indexer::IndexInfo;
 use crate::options::{Metric, Options};
+use crate::plan::Plan;
 use crate::read::StoredDocument;
 use crate::search::{Hit, SearchOptions};
 use crate::stats::Stats;
 use crate::verify::VerifyReport;
 use crate::version::Version;
 use parking_lot::{Mutex, RwLock};
+use std::path::{Path, PathBuf};
 
 /// A ratchetdb store on a PostgreSQL server with the pgvector extension.
 ///
@@ -54,11 +60,53 @@ pub struct PgStore {
     client: Mutex<postgres::Client>,
     /// The server's address without a password, for messages.
     url: String,
+    /// The same, as the path [`Store::path`](crate::Store::path) reports.
+    path: PathBuf,
+    /// Opened with [`PgStore::open_read_only`]: every write is refused.
+    read_only: bool,
+    /// The embedding model the store recorded.
+    model: Option<String>,
     schema: String,
     options: Options,
     metric: Metric,
     /// Fixed by the first vector written (by any process); read again while unknown.
     dimension: RwLock<Option<usize>>,
+}
+
+/// Opens the store a `postgres://` URL names for [`Store::open`](crate::Store::open): a
+/// `schema=NAME` query parameter picks the schema (default `ratchetdb`) and is removed
+/// before connecting (the client does not know it).
+pub(crate) fn open_url(url: &str, options: Options, read_only: bool) -> Result<PgStore, OpenError> {
+    let (url, schema) = split_schema(url);
+    let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+    if read_only {
+        PgStore::open_read_only_in(&url, &schema, options)
+    } else {
+        PgStore::open_in(&url, &schema, options)
+    }
+}
+
+/// The URL without its `schema=` query parameter, and that parameter's value.
+fn split_schema(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut schema = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("schema=") {
+            Some(name) => {
+                schema = Some(name.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        (base.to_string(), schema)
+    } else {
+        (format!("{base}?{}", kept.join("&")), schema)
+    }
 }
 
 /// The PostgreSQL schema [`PgStore::open`] keeps its tables in.
@@ -76,7 +124,48 @@ impl PgStore {
     /// ASCII letters, digits and `_`, starting with a letter or `_`, at most 63 bytes): one
     /// database can hold many stores.
     pub fn open_in(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
-        schema::open(url, schema, options)
+        schema::open(url, schema, options, false)
+    }
+
+    /// Opens an existing store (schema `ratchetdb`) read-only: nothing is created or
+    /// recorded, the options are only checked against what the store recorded, and every
+    /// write returns [`WriteError::ReadOnly`]. A missing store is [`OpenError::NotFound`].
+    pub fn open_read_only(url: &str, options: Options) -> Result<PgStore, OpenError> {
+        PgStore::open_read_only_in(url, DEFAULT_SCHEMA, options)
+    }
+
+    /// [`PgStore::open_read_only`] on the store kept in schema `schema`.
+    pub fn open_read_only_in(
+        url: &str,
+        schema: &str,
+        options: Options,
+    ) -> Result<PgStore, OpenError> {
+        schema::open(url, schema, options, true)
+    }
+
+    /// Whether this store was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The embedding model's name, if the store recorded one.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The server's address (without its password), as a path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`WriteError::ReadOnly`] on a read-only store.
+    fn writable(&self) -> Result<(), WriteError> {
+        if self.read_only {
+            return Err(WriteError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The schema holding this store's tables.
@@ -156,18 +245,21 @@ impl PgStore {
         &self,
         ops: Vec<Op>,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+        self.writable()?;
         write::write_batch(self, ops)
     }
 
     /// Removes the tombstones and listings of `source` older than `before`; see
     /// [`Store::purge`](crate::Store::purge).
     pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+        self.writable()?;
         write::purge(self, source, before)
     }
 
     /// A new ticket from the server's sequence: newer than every ticket any process has
     /// taken from this store.
     pub fn ticket(&self) -> Result<Version, WriteError> {
+        self.writable()?;
         write::ticket(self)
     }
 
@@ -209,8 +301,81 @@ impl PgStore {
         verify::verify(self)
     }
 
+    /// Makes every write durable: nothing to do, every commit on the server already is
+    /// (a read-only store: [`WriteError::ReadOnly`]).
+    pub fn sync(&self) -> Result<(), WriteError> {
+        self.writable()
+    }
+
+    /// What a write of `doc` would do, before any embedding; see
+    /// [`Store::plan`](crate::Store::plan). Read in one snapshot; the guard decides.
+    pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
+        crate::plan::plan_with(
+            doc,
+            self.metric,
+            self.dimension(),
+            &self.options,
+            |prepared| read::plan_state(self, &prepared.source, &prepared.id, prepared.version),
+        )
+    }
+
+    /// [`PgStore::search`] for every query, in order; an error names the query
+    /// (`queries[3]`), as [`Store::search_many`](crate::Store::search_many) does.
+    pub fn search_many<Q: AsRef<[f32]>>(
+        &self,
+        queries: &[Q],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Vec<Hit>>, ReadError> {
+        crate::search::check_bounds(k, options, &self.options.limits)?;
+        queries
+            .iter()
+            .enumerate()
+            .map(|(i, query)| {
+                self.search(query.as_ref(), k, options)
+                    .map_err(|error| match error {
+                        ReadError::Input(e) if e.field.starts_with("query") => {
+                            ReadError::Input(InputError::new(
+                                e.field.replacen("query", &format!("queries[{i}]"), 1),
+                                e.problem,
+                            ))
+                        }
+                        other => other,
+                    })
+            })
+            .collect()
+    }
+
+    /// The index as [`Store::index_info`](crate::Store::index_info) reports it: pgvector's
+    /// HNSW index is the server's and changes in each commit, so it is always loaded,
+    /// ready and caught up (the counts are the live chunks).
+    pub(crate) fn index_info(&self) -> IndexInfo {
+        let live = self.stats().map(|s| s.vectors).unwrap_or(0);
+        IndexInfo {
+            loaded: true,
+            graph_ready: true,
+            building: false,
+            live_vectors: live,
+            dead_fraction: 0.0,
+            applied_commit: 0,
+            graph_points: live,
+            outside_vectors: 0,
+            persisted_points: live,
+        }
+    }
+
+    /// [`Store::snapshot`](crate::Store::snapshot): a [`Snapshot`] is a redb read
+    /// transaction; on PostgreSQL each read is its own snapshot instead.
+    pub(crate) fn snapshot(&self) -> Result<crate::read::Snapshot, ReadError> {
+        Err(ReadError::Unsupported {
+            operation: "Store::snapshot",
+            backend: "PostgreSQL",
+        })
+    }
+
     /// Removes the store: drops its schema and everything in it.
     pub fn destroy(self) -> Result<(), WriteError> {
+        self.writable()?;
         let sql = format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",
             quote_ident(&self.schema)
@@ -282,28 +447,10 @@ fn unord(value: i64) -> u64 {
     (value as u64) ^ (1 << 63)
 }
 
-/// The URL without its password.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &url[..scheme + 3],
-                    &userinfo[..colon],
-                    &url[at..]
-                ),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redact;
 
     #[test]
     fn ord_keeps_the_unsigned_order() {
@@ -323,6 +470,25 @@ mod tests {
             "postgres://u:***@h:5/db"
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn the_schema_parameter_is_taken_out_of_the_url() {
+        assert_eq!(
+            split_schema("postgres://h/db"),
+            ("postgres://h/db".into(), None)
+        );
+        assert_eq!(
+            split_schema("postgres://h/db?schema=s1"),
+            ("postgres://h/db".into(), Some("s1".into()))
+        );
+        assert_eq!(
+            split_schema("postgres://h/db?connect_timeout=5&schema=s1"),
+            (
+                "postgres://h/db?connect_timeout=5".into(),
+                Some("s1".into())
+            )
+        );
     }
 
     #[test]

@@ -382,3 +382,79 @@ pub(super) fn search(
         })
         .collect()
 }
+
+/// What [`Store::plan`](crate::Store::plan) needs, read in one snapshot: the stored state
+/// the guard compares with (the document's row, or for an id without one the highest
+/// listing of its source not older than `incoming` that omits it, as a tombstone), and the
+/// text hashes of the live revision's chunks (those have a vector to reuse).
+pub(super) fn plan_state(
+    store: &PgStore,
+    source: &str,
+    id: &str,
+    incoming: Version,
+) -> Result<crate::plan::PlanState, ReadError> {
+    let mut client = store.client.lock();
+    let mut txn = snapshot(&mut client)?;
+    let what = "documents row";
+    let row = txn
+        .query_opt(
+            "SELECT version_kind, version, deleted, content_hash FROM documents
+             WHERE source = $1 AND id = $2",
+            &[&source, &id],
+        )
+        .map_err(server_error)?;
+    let state = match row {
+        Some(row) => {
+            let hash: &[u8] = column(&row, 3, what)?;
+            let stored = crate::guard::Stored {
+                version: version(column(&row, 0, what)?, column(&row, 1, what)?, what)?,
+                deleted: column(&row, 2, what)?,
+                content_hash: hash
+                    .try_into()
+                    .map_err(|_| corrupted(what, "a content hash not of 32 bytes"))?,
+            };
+            let mut texts = std::collections::HashSet::new();
+            if !stored.deleted {
+                for row in txn
+                    .query(
+                        "SELECT text_hash FROM chunks WHERE source = $1 AND id = $2",
+                        &[&source, &id],
+                    )
+                    .map_err(server_error)?
+                {
+                    let hash: &[u8] = column(&row, 0, "chunks row")?;
+                    texts.insert(
+                        hash.try_into()
+                            .map_err(|_| corrupted("chunks row", "a text hash not of 32 bytes"))?,
+                    );
+                }
+            }
+            (Some(stored), texts)
+        }
+        None => {
+            let row = txn
+                .query_opt(
+                    "SELECT l.version_kind, l.version FROM listings l
+                     WHERE l.source = $1 AND l.version >= $2
+                       AND NOT EXISTS (SELECT 1 FROM listing_members m
+                                       WHERE m.source = l.source AND m.version = l.version
+                                         AND m.id = $3)
+                     ORDER BY l.version DESC LIMIT 1",
+                    &[&source, &super::ord(incoming.value), &id],
+                )
+                .map_err(server_error)?;
+            let what = "listings row";
+            let stored = match row {
+                Some(row) => Some(crate::guard::Stored::tombstone(version(
+                    column(&row, 0, what)?,
+                    column(&row, 1, what)?,
+                    what,
+                )?)),
+                None => None,
+            };
+            (stored, std::collections::HashSet::new())
+        }
+    };
+    txn.commit().map_err(server_error)?;
+    Ok(state)
+}

@@ -13,10 +13,11 @@
 //! - `skip_log(seq, ...)`: recent refusals, trimmed to the skip-log capacity.
 //! - sequences `generation_seq`, `vector_seq`, `ticket_seq`.
 
-use super::{check_schema_name, quote_ident, redact, PgStore};
+use super::{check_schema_name, quote_ident, PgStore};
 use crate::error::{InputError, OpenError};
 use crate::options::Metric;
 use crate::options::Options;
+use crate::store::redact;
 use parking_lot::{Mutex, RwLock};
 
 const TABLES: &str = "
@@ -139,7 +140,15 @@ pub(super) const DIMENSION_LOCK: (i32, i32) = (0x5244_4200, 1);
 /// The lock serialising schema creation.
 const SCHEMA_LOCK: (i32, i32) = (0x5244_4200, 2);
 
-pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
+/// Opens the store in `schema`. A writer creates what is missing and records what the
+/// options add; a `read_only` open requires the store to exist and writes nothing (it only
+/// checks the options against what is recorded).
+pub(super) fn open(
+    url: &str,
+    schema: &str,
+    options: Options,
+    read_only: bool,
+) -> Result<PgStore, OpenError> {
     check_schema_name(schema)?;
     let shown = redact(url);
     let server = |error: postgres::Error| OpenError::Server {
@@ -153,34 +162,26 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
         .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
         .map_err(server)?
         .is_some();
+    if !exists && read_only {
+        return Err(OpenError::NotFound {
+            path: format!("{shown} (schema {schema})").into(),
+        });
+    }
     if !exists {
         client
             .batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
             .map_err(server)?;
     }
-    let extension_schema: String = client
-        .query_one(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-             WHERE e.extname = 'vector'",
-            &[],
-        )
-        .map_err(server)?
-        .try_get(0)
-        .map_err(server)?;
+    set_search_path(&mut client, schema).map_err(server)?;
     let quoted = quote_ident(schema);
-    client
-        .batch_execute(&format!(
-            "SET search_path = {quoted}, \"{extension_schema}\"; SET hnsw.iterative_scan = strict_order"
-        ))
-        .map_err(server)?;
-    let (metric, dimension) = {
+    let (metric, dimension, model) = {
         let mut txn = client.transaction().map_err(server)?;
         txn.execute(
             "SELECT pg_advisory_xact_lock($1, $2)",
             &[&SCHEMA_LOCK.0, &SCHEMA_LOCK.1],
         )
         .map_err(server)?;
-        if !options.create_if_missing
+        if (read_only || !options.create_if_missing)
             && txn
                 .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
                 .map_err(server)?
@@ -190,14 +191,16 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
                 path: format!("{shown} (schema {schema})").into(),
             });
         }
-        txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
+        if !read_only {
+            txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
+                .map_err(server)?;
+            txn.batch_execute(TABLES).map_err(server)?;
+            txn.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                &[&DIMENSION_LOCK.0, &DIMENSION_LOCK.1],
+            )
             .map_err(server)?;
-        txn.batch_execute(TABLES).map_err(server)?;
-        txn.execute(
-            "SELECT pg_advisory_xact_lock($1, $2)",
-            &[&DIMENSION_LOCK.0, &DIMENSION_LOCK.1],
-        )
-        .map_err(server)?;
+        }
         let recorded = |txn: &mut postgres::Transaction<'_>, key: &str| {
             txn.query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
                 .and_then(|row| row.map(|row| row.try_get::<_, String>(0)).transpose())
@@ -218,6 +221,7 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
                 }
                 stored
             }
+            None if read_only => options.metric.unwrap_or_default(),
             None => {
                 let metric = options.metric.unwrap_or_default();
                 txn.execute(
@@ -228,24 +232,24 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
                 metric
             }
         };
-        if let Some(model) = &options.model {
-            match recorded(&mut txn, "model").map_err(server)? {
-                Some(stored) if stored != *model => {
-                    return Err(OpenError::Mismatch {
-                        field: "model",
-                        stored,
-                        requested: model.clone(),
-                    })
-                }
-                Some(_) => {}
-                None => {
-                    txn.execute(
-                        "INSERT INTO meta (key, value) VALUES ('model', $1)",
-                        &[model],
-                    )
-                    .map_err(server)?;
-                }
+        let mut model = recorded(&mut txn, "model").map_err(server)?;
+        match (&model, &options.model) {
+            (Some(stored), Some(requested)) if stored != requested => {
+                return Err(OpenError::Mismatch {
+                    field: "model",
+                    stored: stored.clone(),
+                    requested: requested.clone(),
+                })
             }
+            (None, Some(requested)) if !read_only => {
+                txn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('model', $1)",
+                    &[requested],
+                )
+                .map_err(server)?;
+                model = Some(requested.clone());
+            }
+            _ => {}
         }
         let dimension = match recorded(&mut txn, "dimension").map_err(server)? {
             Some(text) => {
@@ -267,6 +271,7 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
                 Some(0) => {
                     return Err(InputError::new("dimension", "must be at least 1").into());
                 }
+                Some(_) if read_only => None,
                 Some(dimension) => {
                     fix_dimension(&mut txn, dimension, metric, &options).map_err(server)?;
                     Some(dimension)
@@ -275,14 +280,33 @@ pub(super) fn open(url: &str, schema: &str, options: Options) -> Result<PgStore,
             },
         };
         txn.commit().map_err(server)?;
-        (metric, dimension)
+        (metric, dimension, model)
     };
     Ok(PgStore {
         client: Mutex::new(client),
+        path: shown.clone().into(),
+        read_only,
+        model,
         url: shown,
         schema: schema.to_string(),
         options,
         metric,
         dimension: RwLock::new(dimension),
     })
+}
+
+/// Points a session at the store's schema (and pgvector's, for the `vector` type), with
+/// pgvector's iterative scan on so a filtered HNSW search keeps looking until it has `k`.
+fn set_search_path(client: &mut postgres::Client, schema: &str) -> Result<(), postgres::Error> {
+    let extension_schema: String = client
+        .query_one(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+             WHERE e.extname = 'vector'",
+            &[],
+        )?
+        .try_get(0)?;
+    client.batch_execute(&format!(
+        "SET search_path = {}, \"{extension_schema}\"; SET hnsw.iterative_scan = strict_order",
+        quote_ident(schema)
+    ))
 }

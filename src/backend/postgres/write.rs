@@ -184,9 +184,7 @@ pub(super) fn write_batch(
     let mut prepared = Vec::with_capacity(ops.len());
     let mut slots: Vec<Option<WriteError>> = Vec::with_capacity(ops.len());
     for op in ops {
-        let op = prepare::prepare_op(op, store.metric, store.dimension(), &store.options.limits)
-            .and_then(|op| check_no_nul(&op).map(|()| op).map_err(WriteError::from));
-        match op {
+        match prepare_op(store, op) {
             Ok(op) => {
                 slots.push(None);
                 prepared.push(op);
@@ -211,8 +209,14 @@ pub(super) fn write_batch(
         .collect())
 }
 
+/// Validates one operation as a batch does (before any transaction).
+pub(super) fn prepare_op(store: &PgStore, op: Op) -> Result<PreparedOp, WriteError> {
+    prepare::prepare_op(op, store.metric, store.dimension(), &store.options.limits)
+        .and_then(|op| check_no_nul(&op).map(|()| op).map_err(WriteError::from))
+}
+
 /// Runs the batch, again after a deadlock or serialisation failure.
-fn run(
+pub(super) fn run(
     store: &PgStore,
     ops: &[PreparedOp],
 ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
