@@ -48,6 +48,7 @@ mod engine;
 mod error;
 mod filter;
 mod guard;
+mod history;
 mod index;
 mod indexer;
 mod live_index;
@@ -92,6 +93,7 @@ pub use crate::{
     error::{Error, InputError, OpenError, ReadError, WriteError},
     filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     guard::{ConflictPolicy, SkipReason},
+    history::Listing,
     indexer::IndexInfo,
     options::{
         Durability, IndexOptions, Limits, Metric, Options, DEFAULT_CACHE_SIZE,

@@ -616,6 +616,34 @@ impl Store {
         })
     }
 
+    /// Every listing [`Store::retain`] recorded (until [`Store::purge`] removes it), with
+    /// the ids it lists, by `(source, version)`, from one snapshot.
+    pub fn listings(&self) -> Result<Vec<crate::history::Listing>, ReadError> {
+        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+            e.engine.snapshot()?.listings()
+        }), pg => pg.listings())
+    }
+
+    /// Restores a store's history in one transaction: every outcome counter (all of
+    /// [`Counters`](crate::Counters) but `commits`, which counts this store's own
+    /// transactions) is set to `counters`' value, and `skips` are appended to the skip log
+    /// (numbered by this log; the oldest beyond its capacity are dropped). Documents,
+    /// listings and the live totals are untouched. `ratchet copy` uses it to move a
+    /// store's counters and refusals with its documents.
+    pub fn restore_history(
+        &self,
+        counters: &crate::Counters,
+        skips: &[crate::stats::SkipRecord],
+    ) -> Result<(), WriteError> {
+        on_backend!(self, e => {
+            crate::history::check_skips(skips, &e.engine.options().limits)?;
+            e.engine.run_one(crate::history::Restore {
+                counters: counters.clone(),
+                skips: skips.iter().map(crate::history::skip_row).collect(),
+            })
+        }, pg => pg.restore_history(counters, skips))
+    }
+
     /// Counters, totals and recent refusals (from one snapshot).
     pub fn stats(&self) -> Result<Stats, ReadError> {
         on_backend!(self, e => e.engine.snapshot()?.stats(), pg => pg.stats())
@@ -646,5 +674,27 @@ impl std::fmt::Debug for Store {
             .field("dimension", &self.dimension())
             .field("model", &self.model())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(feature = "postgres")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_url_without_the_feature_is_a_typed_error() {
+        for error in [
+            Store::open("postgres://u:secret@h/db", Options::default()).unwrap_err(),
+            Store::open_read_only("postgresql://u:secret@h/db").unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    &error,
+                    OpenError::BackendNotBuilt { url, feature: "postgres", .. }
+                        if url.ends_with("://u:***@h/db")
+                ),
+                "{error:?}"
+            );
+        }
     }
 }

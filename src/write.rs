@@ -137,6 +137,23 @@ impl<'txn> Batch<'txn> {
         *self.deltas.entry(name).or_insert(0) += by;
     }
 
+    /// Sets each counter of `targets` to its value (the difference is this transaction's
+    /// delta) and appends `skips` to the skip log: a store's history restored
+    /// (`history.rs`).
+    pub(crate) fn restore(
+        &mut self,
+        targets: &[(&'static str, u64)],
+        skips: Vec<SkipRow>,
+    ) -> Result<(), WriteError> {
+        for &(name, target) in targets {
+            let current = read_counter(&self.counters, name)? as i64
+                + self.deltas.get(name).copied().unwrap_or(0);
+            self.bump(name, target as i64 - current);
+        }
+        self.skips.extend(skips);
+        Ok(())
+    }
+
     /// Applies one operation.
     pub(crate) fn apply(&mut self, op: &PreparedOp) -> Result<OpOutcome, WriteError> {
         match op {

@@ -11,6 +11,8 @@
 mod pg;
 
 mod bad_input_changes_nothing_on_postgres;
+mod cli_commands_on_a_postgres_url;
+mod cli_copy_moves_listings_counters_and_skip_log;
 mod cli_copy_round_trip;
 mod filters_on_postgres_match_the_reference;
 mod killed_writer_leaves_nothing_partial;

@@ -373,6 +373,24 @@ impl PgStore {
         })
     }
 
+    /// Every listing `retain` recorded, with its members; see
+    /// [`Store::listings`](crate::Store::listings).
+    pub fn listings(&self) -> Result<Vec<crate::history::Listing>, ReadError> {
+        read::listings(self)
+    }
+
+    /// Sets the outcome counters and appends skip records; see
+    /// [`Store::restore_history`](crate::Store::restore_history).
+    pub fn restore_history(
+        &self,
+        counters: &crate::Counters,
+        skips: &[crate::SkipRecord],
+    ) -> Result<(), WriteError> {
+        self.writable()?;
+        crate::history::check_skips(skips, &self.options.limits)?;
+        write::restore_history(self, counters, skips)
+    }
+
     /// Removes the store: drops its schema and everything in it.
     pub fn destroy(self) -> Result<(), WriteError> {
         self.writable()?;

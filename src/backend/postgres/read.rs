@@ -458,3 +458,32 @@ pub(super) fn plan_state(
     txn.commit().map_err(server_error)?;
     Ok(state)
 }
+
+/// Every listing with its members, by `(source, version)`, in one snapshot.
+pub(super) fn listings(store: &PgStore) -> Result<Vec<crate::history::Listing>, ReadError> {
+    let mut client = store.client.lock();
+    let mut txn = snapshot(&mut client)?;
+    let what = "listings row";
+    let mut out = Vec::new();
+    for row in txn
+        .query(
+            "SELECT l.source, l.version_kind, l.version,
+                    coalesce(array_agg(m.id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL),
+                             '{}')
+             FROM listings l LEFT JOIN listing_members m
+                  ON m.source = l.source AND m.version = l.version
+             GROUP BY l.source, l.version_kind, l.version
+             ORDER BY l.source, l.version",
+            &[],
+        )
+        .map_err(server_error)?
+    {
+        out.push(crate::history::Listing {
+            source: column(&row, 0, what)?,
+            version: version(column(&row, 1, what)?, column(&row, 2, what)?, what)?,
+            present: column(&row, 3, what)?,
+        });
+    }
+    txn.commit().map_err(server_error)?;
+    Ok(out)
+}

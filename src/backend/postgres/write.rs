@@ -1134,3 +1134,45 @@ pub(super) fn ticket(store: &PgStore) -> Result<Version, WriteError> {
         .map_err(server_error)?;
     Ok(Version::ticket(value.max(0) as u64))
 }
+
+/// Sets each outcome counter to `counters`' value and appends `skips` to the skip log, in
+/// one transaction (see [`Store::restore_history`](crate::Store::restore_history)). The
+/// counters' rows are locked while their sums are read, so concurrent writers' counting is
+/// kept on top of the restored values.
+pub(super) fn restore_history(
+    store: &PgStore,
+    counters: &crate::counters::Counters,
+    skips: &[crate::stats::SkipRecord],
+) -> Result<(), WriteError> {
+    let mut client = store.client.lock();
+    let mut txn = client.transaction().map_err(server_error)?;
+    let mut effects = Effects::default();
+    for (name, target) in crate::history::outcome_counters(counters) {
+        let rows = txn
+            .query(
+                "SELECT value FROM counters WHERE name = $1 FOR UPDATE",
+                &[&name],
+            )
+            .map_err(server_error)?;
+        let mut current = 0i64;
+        for row in rows {
+            current += row.try_get::<_, i64>(0).map_err(server_error)?;
+        }
+        let target = i64::try_from(target)
+            .map_err(|_| InputError::new("counters", format!("{name} is above 2^63")))?;
+        effects.bump(name, target - current);
+    }
+    effects.skips = skips
+        .iter()
+        .map(|s| Skip {
+            source: s.source.clone(),
+            id: s.id.clone(),
+            reason: s.reason,
+            stored: s.stored_version,
+            incoming: s.incoming_version,
+        })
+        .collect();
+    effects.bump(counter::COMMITS, 1);
+    finish(&mut txn, store, &effects).map_err(server_error)?;
+    txn.commit().map_err(server_error)
+}

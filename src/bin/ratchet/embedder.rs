@@ -66,7 +66,7 @@ pub fn for_folder_ingest(
     model_flag: Option<&Path>,
     wait: std::time::Duration,
 ) -> Result<(Store, Box<dyn Embedder>), Failure> {
-    if db.exists() {
+    if crate::store_exists(db) {
         let existing = Store::open(db, Options::default().wait_for_lock(wait))?;
         let runnable = existing
             .model()
@@ -204,7 +204,7 @@ pub fn open_store(
     wait: std::time::Duration,
 ) -> Result<Store, Failure> {
     let name = embedder.name();
-    if db.exists() {
+    if crate::store_exists(db) {
         // A store written through --jsonl without --model holds vectors of unknown origin;
         // recording this embedder's name on it would mix two embedding spaces silently.
         let existing = Store::open(db, Options::default().wait_for_lock(wait))

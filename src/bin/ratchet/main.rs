@@ -12,8 +12,8 @@ mod output;
 mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ratchetdb::{Metric, OpenError, Options, Store, VersionKind};
-use std::path::PathBuf;
+use ratchetdb::{Metric, OpenError, Options, Store, StoredDocument, VersionKind};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -55,11 +55,13 @@ enum Command {
     Copy(commands::copy::CopyArgs),
 }
 
-/// The database file, shared by every subcommand.
+/// The database, shared by every subcommand.
 #[derive(Args, Debug, Clone)]
 pub struct DbArg {
-    /// The database file.
-    #[arg(long, value_name = "PATH")]
+    /// The database file, or a PostgreSQL store's URL
+    /// (`postgres://user@host:port/database`, `?schema=NAME` to pick its schema; a build
+    /// with the `postgres` feature).
+    #[arg(long, value_name = "PATH|URL")]
     pub db: PathBuf,
     /// How long to wait for another process's lock on the database before giving up: for
     /// `ingest`, another writer (one process writes at a time); for the read commands, a
@@ -141,13 +143,46 @@ pub fn open_existing(db: &DbArg) -> Result<Store, Failure> {
         .map_err(open_failure)
 }
 
-/// `--db postgres://...` (or `postgresql://`): the URL of a PostgreSQL store (`stats` and
-/// `verify` accept one; `copy` takes `--from`/`--to`).
-#[cfg(feature = "postgres")]
-pub fn postgres_url(db: &DbArg) -> Option<&str> {
-    db.db
-        .to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+/// Whether `db` is a PostgreSQL store's URL (`postgres://` or `postgresql://`) rather
+/// than a file; the library opens either through `Store::open`.
+pub fn is_postgres_url(db: &Path) -> bool {
+    db.to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// Whether a store is already there: the file exists, or the server holds the store the
+/// URL names (a read-only open, which creates nothing, succeeds).
+pub fn store_exists(db: &Path) -> bool {
+    if is_postgres_url(db) {
+        Store::open_read_only(db).is_ok()
+    } else {
+        db.exists()
+    }
+}
+
+/// Every document of `store` in `(source, id)` order, handed to `each` until it returns
+/// `false`: streamed from one snapshot of an embedded store; on PostgreSQL (which has no
+/// `Store::snapshot`) read in one snapshot by `Store::documents`.
+pub fn each_document(
+    store: &Store,
+    with_vectors: bool,
+    mut each: impl FnMut(StoredDocument) -> Result<bool, Failure>,
+) -> Result<(), Failure> {
+    if store.is_postgres() {
+        for document in store.documents(with_vectors)? {
+            if !each(document)? {
+                break;
+            }
+        }
+    } else {
+        let snapshot = store.snapshot()?;
+        for document in snapshot.documents(with_vectors)? {
+            if !each(document?)? {
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An open error in the command line's words (the library's advice names library calls).

@@ -1,13 +1,17 @@
 //! `ratchet copy --from A --to B`: moves every document (versions, tombstones, metadata,
-//! chunks and their vectors) between a redb file and a PostgreSQL store
-//! (`postgres://...`), either way, through the guarded write path, then runs `verify` on
-//! both ends and checks that the destination holds every document of the source at the
-//! same version with the same content hash. Built with the `postgres` feature.
+//! chunks and their vectors) and every listing between a redb file and a PostgreSQL store
+//! (`postgres://...`), either way, through the guarded write path; then the history: the
+//! destination's outcome counters become what they were before the copy plus the
+//! source's (for a new destination: the source's), and the source's skip log is appended
+//! to the destination's. Then it runs `verify` on both ends and checks that the
+//! destination holds every document of the source at the same version with the same
+//! content hash, every listing with the same members, those counters and those refusals.
+//! Built with the `postgres` feature.
 
 use crate::output::Output;
 use crate::{exit, open_failure, Failure};
 use clap::Args;
-use ratchetdb::{Chunk, Document, Op, Options, PgStore, Store, StoredDocument, VerifyReport};
+use ratchetdb::{Chunk, Counters, Document, Op, Options, SkipRecord, Store, StoredDocument};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -22,70 +26,6 @@ pub struct CopyArgs {
     /// The store to write (created if missing): a redb file, or a `postgres://` URL.
     #[arg(long, value_name = "PATH|URL")]
     to: String,
-}
-
-/// Either backend, for the few calls `copy` makes.
-enum Either {
-    File(Store),
-    Server(Box<PgStore>),
-}
-
-fn is_url(target: &str) -> bool {
-    target.starts_with("postgres://") || target.starts_with("postgresql://")
-}
-
-impl Either {
-    fn open(target: &str, options: Options) -> Result<Either, Failure> {
-        if is_url(target) {
-            Ok(Either::Server(Box::new(PgStore::open(target, options)?)))
-        } else {
-            Ok(Either::File(
-                Store::open(target, options).map_err(open_failure)?,
-            ))
-        }
-    }
-
-    fn documents(&self) -> Result<Vec<StoredDocument>, Failure> {
-        match self {
-            Either::File(store) => {
-                let snapshot = store.snapshot()?;
-                let mut docs = Vec::new();
-                for doc in snapshot.documents(true)? {
-                    docs.push(doc?);
-                }
-                Ok(docs)
-            }
-            Either::Server(store) => Ok(store.documents()?),
-        }
-    }
-
-    fn write_batch(
-        &self,
-        ops: Vec<Op>,
-    ) -> Result<Vec<Result<ratchetdb::OpOutcome, String>>, Failure> {
-        let results = match self {
-            Either::File(store) => store.write_batch(ops)?,
-            Either::Server(store) => store.write_batch(ops)?,
-        };
-        Ok(results
-            .into_iter()
-            .map(|r| r.map_err(|e| e.to_string()))
-            .collect())
-    }
-
-    fn verify(&self) -> Result<VerifyReport, Failure> {
-        Ok(match self {
-            Either::File(store) => store.verify()?,
-            Either::Server(store) => store.verify()?,
-        })
-    }
-
-    fn metric(&self) -> ratchetdb::Metric {
-        match self {
-            Either::File(store) => store.metric(),
-            Either::Server(store) => store.metric(),
-        }
-    }
 }
 
 /// A stored document as the operation that recreates it.
@@ -109,9 +49,14 @@ fn op_of(doc: StoredDocument) -> Op {
 }
 
 pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
-    let from = Either::open(&args.from, Options::default().must_exist())?;
-    let to = Either::open(&args.to, Options::default().metric(from.metric()))?;
-    let docs = from.documents()?;
+    // Both ends through `Store::open`: a path opens a redb file, a URL a PostgreSQL store.
+    let from = Store::open(&args.from, Options::default().must_exist()).map_err(open_failure)?;
+    let to =
+        Store::open(&args.to, Options::default().metric(from.metric())).map_err(open_failure)?;
+    let counters_before = to.stats()?.counters;
+    let docs = from.documents(true)?;
+    let listings = from.listings()?;
+    let history = from.stats()?;
     let expected: BTreeMap<(String, String), (ratchetdb::Version, bool, String)> = docs
         .iter()
         .map(|d| {
@@ -123,13 +68,23 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
         .collect();
     let mut out = Output::stdout();
     let (mut applied, mut refused) = (0u64, Vec::new());
-    let mut ops = docs.into_iter().map(op_of).peekable();
+    // Documents first, then the listings in version order (each guarded: a listing
+    // tombstones nothing the copied documents do not already show).
+    let listing_ops = listings.iter().map(|listing| Op::Retain {
+        source: listing.source.clone(),
+        present: listing.present.clone(),
+        version: listing.version,
+    });
+    let mut ops = docs.into_iter().map(op_of).chain(listing_ops).peekable();
     while ops.peek().is_some() {
         let batch: Vec<Op> = ops.by_ref().take(BATCH).collect();
         for result in to.write_batch(batch)? {
-            match result {
+            match result.map_err(|e| e.to_string()) {
                 Ok(outcome) => match outcome {
                     ratchetdb::OpOutcome::Document(ratchetdb::Outcome::Skipped { .. }) => {
+                        refused.push(format!("{outcome:?}"))
+                    }
+                    ratchetdb::OpOutcome::Retain(ref retained) if retained.skipped.is_some() => {
                         refused.push(format!("{outcome:?}"))
                     }
                     _ => applied += 1,
@@ -139,11 +94,38 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
         }
     }
     let copied: BTreeMap<(String, String), (ratchetdb::Version, bool, String)> = to
-        .documents()?
+        .documents(false)?
         .into_iter()
         .map(|d| ((d.source, d.id), (d.version, d.deleted, d.content_hash)))
         .collect();
+    let counters = added(&counters_before, &history.counters)?;
+    to.restore_history(&counters, &history.recent_skips)?;
     let mut problems: Vec<String> = Vec::new();
+    let copied_listings = to.listings()?;
+    for listing in &listings {
+        if !copied_listings.contains(listing) {
+            problems.push(format!(
+                "listing {}@{} is not in the destination with the same ids",
+                listing.source, listing.version
+            ));
+        }
+    }
+    let after = to.stats()?;
+    if without_commits(&after.counters)? != without_commits(&counters)? {
+        problems.push(format!(
+            "counters: {:?}, not {:?}",
+            after.counters, counters
+        ));
+    }
+    let tail = &after.recent_skips[after
+        .recent_skips
+        .len()
+        .saturating_sub(history.recent_skips.len())..];
+    if tail.iter().map(refusal).collect::<Vec<_>>()
+        != history.recent_skips.iter().map(refusal).collect::<Vec<_>>()
+    {
+        problems.push("the skip log's last records are not the source's".to_string());
+    }
     for (key, want) in &expected {
         match copied.get(key) {
             Some(have) if have == want => {}
@@ -164,14 +146,48 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
     }
     let ok = problems.is_empty() && refused.is_empty();
     out.text_line(&format!(
-        "{}: {applied} of {} documents copied from {} to {}; verify ran on both ends",
+        "{}: {applied} of {} documents and listings copied from {} to {}, with the counters \
+         and {} refusals of the skip log; verify ran on both ends",
         if ok { "ok" } else { "FAILED" },
-        expected.len(),
+        expected.len() + listings.len(),
         args.from,
         redact(&args.to),
+        history.recent_skips.len(),
     ))?;
     out.finish()?;
     Ok(if ok { exit::ok() } else { exit::error() })
+}
+
+/// The sum of two stores' counters, counter by counter (by their serde names, so a counter
+/// added to the library is moved without a change here).
+fn added(a: &Counters, b: &Counters) -> Result<Counters, Failure> {
+    let (a, b) = (serde_json::to_value(a)?, serde_json::to_value(b)?);
+    let mut sum = serde_json::Map::new();
+    if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
+        for (name, value) in a {
+            let total =
+                value.as_u64().unwrap_or(0) + b.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+            sum.insert(name.clone(), total.into());
+        }
+    }
+    Ok(serde_json::from_value(serde_json::Value::Object(sum))?)
+}
+
+/// The counters without `commits` (each store counts its own transactions).
+fn without_commits(counters: &Counters) -> Result<serde_json::Value, Failure> {
+    let mut value = serde_json::to_value(counters)?;
+    if let Some(object) = value.as_object_mut() {
+        object.remove("commits");
+    }
+    Ok(value)
+}
+
+/// A refusal without its position in its log.
+fn refusal(skip: &SkipRecord) -> String {
+    format!(
+        "{}/{} {} {} {}",
+        skip.source, skip.id, skip.reason, skip.stored_version, skip.incoming_version
+    )
 }
 
 /// A URL without its password (for the summary line).

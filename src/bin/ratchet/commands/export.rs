@@ -1,7 +1,7 @@
 //! `ratchet export`: every document as JSONL, sorted by (source, id), from one snapshot.
 
 use crate::output::Output;
-use crate::{exit, open_existing, DbArg, Failure};
+use crate::{each_document, exit, open_existing, DbArg, Failure};
 use clap::Args;
 use ratchetdb::StoredDocument;
 use serde::Serialize;
@@ -18,15 +18,12 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
-    let snapshot = store.snapshot()?;
     let mut out = Output::stdout();
-    for document in snapshot.documents(args.vectors)? {
-        out.json_line(&ExportLine::new(&document?))?;
-        if out.is_closed() {
-            // The reader has gone (`| head`): what it wanted, it has.
-            break;
-        }
-    }
+    each_document(&store, args.vectors, |document| {
+        out.json_line(&ExportLine::new(&document))?;
+        // The reader has gone (`| head`): what it wanted, it has.
+        Ok(!out.is_closed())
+    })?;
     out.finish()?;
     Ok(exit::ok())
 }

@@ -21,14 +21,6 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: StatsArgs) -> Result<ExitCode, Failure> {
-    #[cfg(feature = "postgres")]
-    let stats = match crate::postgres_url(&args.db) {
-        Some(url) => {
-            ratchetdb::PgStore::open(url, ratchetdb::Options::default().must_exist())?.stats()?
-        }
-        None => open_existing(&args.db)?.stats()?,
-    };
-    #[cfg(not(feature = "postgres"))]
     let stats = open_existing(&args.db)?.stats()?;
     let mut out = Output::stdout();
     if args.json {

@@ -23,11 +23,10 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    #[cfg(feature = "postgres")]
-    if let Some(url) = crate::postgres_url(&args.db) {
+    if crate::is_postgres_url(&args.db.db) {
         // A PostgreSQL store: the same checks against the server's tables (`--deep` is
         // about the redb file's pages and does not apply).
-        let report = ratchetdb::PgStore::open(url, Options::default().must_exist())?.verify()?;
+        let report = open_existing(&args.db)?.verify()?;
         return print(&report, args.json, "");
     }
     let store = if args.deep {

@@ -345,22 +345,22 @@ fn sync(
 ) -> Result<(), Failure> {
     let listed: HashSet<&str> = present.iter().map(String::as_str).collect();
     let mut listing_version: Option<Version> = None;
-    for document in store.snapshot()?.documents(false)? {
-        let document = document?;
+    crate::each_document(store, false, |document| {
         if document.source != root.source
             || document.deleted
             || listed.contains(document.id.as_str())
         {
-            continue;
+            return Ok(true);
         }
         if document.version.kind != run_start.kind || document.version.value > run_start.value {
             tally.kept_newer_than_listing += 1;
-            continue;
+            return Ok(true);
         }
         if listing_version.is_none_or(|v| v.value < document.version.value) {
             listing_version = Some(document.version);
         }
-    }
+        Ok(true)
+    })?;
     let Some(version) = listing_version else {
         return Ok(());
     };

@@ -1,0 +1,144 @@
+//! A store's history beside its documents: the listings `retain` recorded (with their
+//! members), and the counters and skip log. Read from one snapshot; restored in one write
+//! transaction. `ratchet copy` moves them between backends with these calls.
+
+use crate::counters::{name, Counters};
+use crate::engine::Apply;
+use crate::error::{InputError, ReadError, WriteError};
+use crate::read::Snapshot;
+use crate::schema::{self, ListingRow, SkipRow, LISTINGS, LISTING_MEMBERS};
+use crate::stats::SkipRecord;
+use crate::version::{Version, VersionKind};
+use crate::write::Batch;
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+
+/// A listing [`Store::retain`](crate::Store::retain) recorded: everything that existed in
+/// `source` at `version`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Listing {
+    /// The source.
+    pub source: String,
+    /// The listing's version.
+    pub version: Version,
+    /// The ids it lists, sorted.
+    pub present: Vec<String>,
+}
+
+/// Every persisted counter that counts outcomes (all of [`Counters`]), by its key, except
+/// `commits`, which counts a store's own transactions.
+pub(crate) fn outcome_counters(counters: &Counters) -> [(&'static str, u64); 18] {
+    [
+        (name::WRITTEN_NEW, counters.written_new),
+        (name::WRITTEN_NEWER, counters.written_newer),
+        (name::CONFLICTS_RESOLVED, counters.conflicts_resolved),
+        (name::UNCHANGED, counters.unchanged),
+        (name::DELETED, counters.deleted),
+        (
+            name::DELETES_OVER_EQUAL_VERSION,
+            counters.deletes_over_equal_version,
+        ),
+        (name::SKIPPED_OLDER, counters.skipped_older),
+        (name::SKIPPED_DUPLICATE, counters.skipped_duplicate),
+        (name::SKIPPED_CONFLICT, counters.skipped_conflict),
+        (name::SKIPPED_TOMBSTONED, counters.skipped_tombstoned),
+        (name::SKIPPED_EQUAL_VERSION, counters.skipped_equal_version),
+        (name::RETAIN_LISTINGS, counters.retain_listings),
+        (
+            name::RETAIN_DOCUMENTS_REMOVED,
+            counters.retain_documents_removed,
+        ),
+        (name::CHUNKS_WRITTEN, counters.chunks_written),
+        (name::CHUNKS_REUSED, counters.chunks_reused),
+        (name::CHUNKS_REMOVED, counters.chunks_removed),
+        (name::PURGED_TOMBSTONES, counters.purged_tombstones),
+        (name::PURGED_LISTINGS, counters.purged_listings),
+    ]
+}
+
+/// A skip record as the skip log stores it (its `seq` is the log's own).
+pub(crate) fn skip_row(record: &SkipRecord) -> SkipRow {
+    SkipRow {
+        source: record.source.clone(),
+        id: record.id.clone(),
+        reason: record.reason.to_byte(),
+        stored_kind: record.stored_version.kind.to_byte(),
+        stored_value: record.stored_version.value,
+        incoming_kind: record.incoming_version.kind.to_byte(),
+        incoming_value: record.incoming_version.value,
+    }
+}
+
+/// Checks what a restore would write: names and ids within the store's limits.
+pub(crate) fn check_skips(skips: &[SkipRecord], limits: &crate::Limits) -> Result<(), InputError> {
+    for (i, skip) in skips.iter().enumerate() {
+        crate::prepare::check_name(&format!("skips[{i}].source"), &skip.source, limits)?;
+        crate::prepare::check_name(&format!("skips[{i}].id"), &skip.id, limits)?;
+    }
+    Ok(())
+}
+
+impl Snapshot {
+    /// Every listing with its members, by `(source, version)`.
+    pub(crate) fn listings(&self) -> Result<Vec<Listing>, ReadError> {
+        let listings = self.txn.open_table(LISTINGS).map_err(ReadError::storage)?;
+        let members = self
+            .txn
+            .open_table(LISTING_MEMBERS)
+            .map_err(ReadError::storage)?;
+        let mut out = Vec::new();
+        for entry in listings.iter().map_err(ReadError::storage)? {
+            let (key, value) = entry.map_err(ReadError::storage)?;
+            let (source, version) = key.value();
+            let row: ListingRow = schema::decode("listing row", value.value())?;
+            let kind =
+                VersionKind::from_byte(row.version_kind).ok_or_else(|| ReadError::Corrupted {
+                    what: "listing row".into(),
+                    detail: format!("unknown version kind {}", row.version_kind),
+                })?;
+            let mut present = Vec::new();
+            for member in members
+                .range((source, version, "")..)
+                .map_err(ReadError::storage)?
+            {
+                let (member, _) = member.map_err(ReadError::storage)?;
+                let (member_source, member_version, id) = member.value();
+                if member_source != source || member_version != version {
+                    break;
+                }
+                present.push(id.to_string());
+            }
+            out.push(Listing {
+                source: source.to_string(),
+                version: Version {
+                    kind,
+                    value: version,
+                },
+                present,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The restore as one operation of a write transaction.
+pub(crate) struct Restore {
+    pub(crate) counters: Counters,
+    pub(crate) skips: Vec<SkipRow>,
+}
+
+impl Apply for Restore {
+    type Outcome = ();
+
+    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<(), WriteError> {
+        batch.restore(
+            &outcome_counters(&self.counters),
+            std::mem::take(&mut self.skips),
+        )
+    }
+
+    fn changed_nothing(_: &()) -> bool {
+        false
+    }
+}
