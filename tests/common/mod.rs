@@ -57,15 +57,19 @@ pub fn assert_verified(store: &Store) {
     assert!(report.is_ok(), "{:?}", report.violations);
 }
 
-/// Every document, tombstones included, with vectors.
+/// Every document, tombstones included, with vectors (either backend).
 pub fn export(store: &Store) -> Vec<StoredDocument> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(true).unwrap();
-    docs.collect::<Result<_, _>>().unwrap()
+    store.documents(true).unwrap()
 }
 
 /// A stored document read with its vectors; it must exist.
 pub fn stored_with_vectors(store: &Store, source: &str, id: &str) -> StoredDocument {
+    if store.is_postgres() {
+        return export(store)
+            .into_iter()
+            .find(|d| d.source == source && d.id == id)
+            .unwrap();
+    }
     let snapshot = store.snapshot().unwrap();
     snapshot.get_with_vectors(source, id).unwrap().unwrap()
 }
@@ -117,4 +121,119 @@ impl redb::StorageBackend for CountingBackend {
     fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         self.memory.write(offset, data)
     }
+}
+
+/// Where a scenario's stores live: the F-scenarios run their one body on each backend
+/// (see [`on_both_backends`](crate::on_both_backends)).
+pub enum Backend {
+    /// redb files in a temporary directory.
+    File(tempfile::TempDir),
+    /// Schemas of the PostgreSQL server at `RATCHETDB_PG_URL` (the `postgres` feature).
+    Postgres {
+        url: String,
+        test: String,
+        opened: std::sync::Mutex<std::collections::HashSet<String>>,
+    },
+}
+
+impl Backend {
+    /// Files in a new temporary directory.
+    pub fn file() -> Backend {
+        Backend::File(tempfile::tempdir().unwrap())
+    }
+
+    /// The PostgreSQL server, or `None` after saying why the test is skipped (no
+    /// `RATCHETDB_PG_URL`, or a build without the `postgres` feature).
+    pub fn postgres(test: &str) -> Option<Backend> {
+        if !cfg!(feature = "postgres") {
+            eprintln!("skipped {test} on PostgreSQL: built without the `postgres` feature");
+            return None;
+        }
+        match std::env::var("RATCHETDB_PG_URL") {
+            Ok(url) if !url.is_empty() => Some(Backend::Postgres {
+                url,
+                test: test.to_string(),
+                opened: Default::default(),
+            }),
+            _ => {
+                eprintln!(
+                    "skipped {test} on PostgreSQL: RATCHETDB_PG_URL is not set \
+                     (scripts/postgres.sh start prints it)"
+                );
+                None
+            }
+        }
+    }
+
+    /// The address of the store called `name`: a file in the directory, or a schema of its
+    /// own on the server (dropped the first time this backend opens it, so every run starts
+    /// empty; reopening it later keeps it).
+    pub fn address(&self, name: &str) -> String {
+        match self {
+            Backend::File(dir) => dir
+                .path()
+                .join(format!("{name}.redb"))
+                .display()
+                .to_string(),
+            Backend::Postgres { url, test, opened } => {
+                // PostgreSQL names are at most 63 bytes: the test by its hash.
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                test.hash(&mut hasher);
+                let schema = format!("f_{:016x}_{name}_{}", hasher.finish(), std::process::id())
+                    .to_lowercase();
+                if opened.lock().unwrap().insert(schema.clone()) {
+                    drop_schema(url, &schema);
+                }
+                let separator = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{separator}schema={schema}")
+            }
+        }
+    }
+
+    /// Opens (or creates) the store called `name`, with dimension 3.
+    pub fn open(&self, name: &str) -> Store {
+        self.open_with(name, Options::default().dimension(3))
+    }
+
+    /// Opens (or creates) the store called `name` with `options`.
+    pub fn open_with(&self, name: &str, options: Options) -> Store {
+        Store::open(self.address(name), options).unwrap()
+    }
+
+    /// Whether this is the PostgreSQL backend.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Backend::Postgres { .. })
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn drop_schema(url: &str, schema: &str) {
+    ratchetdb::testkit::pg_execute(url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .unwrap();
+}
+
+#[cfg(not(feature = "postgres"))]
+fn drop_schema(_url: &str, _schema: &str) {}
+
+/// Runs the scenario `fn NAME(backend: &Backend)` as two tests: `NAME::redb` on files and
+/// `NAME::postgres` on the server (which says it skipped, and passes, without
+/// `RATCHETDB_PG_URL` or the `postgres` feature).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($scenario:ident) => {
+        mod $scenario {
+            #[test]
+            fn redb() {
+                super::$scenario(&$crate::common::Backend::file());
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some(backend) = $crate::common::Backend::postgres(stringify!($scenario)) {
+                    super::$scenario(&backend);
+                }
+            }
+        }
+    };
 }

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, export, open};
+use common::{assert_verified, counters, export, Backend};
 use ratchetdb::{Document, Outcome, SkipReason, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
@@ -17,10 +17,9 @@ fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
 
 const TEXTS: [&str; 4] = ["Ratchets", "turn", "one", "way."];
 
-#[test]
-fn the_same_revision_twice_is_one_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(the_same_revision_twice_is_one_write);
+fn the_same_revision_twice_is_one_write(backend: &Backend) {
+    let store = backend.open("db");
     assert_verified(&store);
 
     // First delivery: written.
@@ -85,10 +84,9 @@ fn the_same_revision_twice_is_one_write() {
     }
 }
 
-#[test]
-fn a_redelivered_batch_is_refused_op_by_op() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_redelivered_batch_is_refused_op_by_op);
+fn a_redelivered_batch_is_refused_op_by_op(backend: &Backend) {
+    let store = backend.open("db");
     let batch = || {
         (0..5)
             .map(|i| ratchetdb::Op::Upsert(doc(&format!("page-{i}"), 1, &TEXTS[..=i % 4])))

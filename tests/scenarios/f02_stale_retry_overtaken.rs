@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, open};
+use common::{assert_verified, counters, Backend};
 use ratchetdb::{Document, Outcome, SkipReason, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
@@ -23,10 +23,9 @@ fn texts(store: &Store, id: &str) -> Vec<String> {
 const V1: [&str; 3] = ["status: open", "owner: nobody", "priority: low"];
 const V2: [&str; 2] = ["status: closed", "resolution: fixed"];
 
-#[test]
-fn a_retry_that_was_never_written_is_refused_after_a_newer_revision() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_retry_that_was_never_written_is_refused_after_a_newer_revision);
+fn a_retry_that_was_never_written_is_refused_after_a_newer_revision(backend: &Backend) {
+    let store = backend.open("db");
 
     // v1's first attempt failed before reaching the store; v2 lands while v1 waits.
     let v2 = store.upsert(doc("T-1", 2, &V2)).unwrap();
@@ -79,10 +78,9 @@ fn a_retry_that_was_never_written_is_refused_after_a_newer_revision() {
     );
 }
 
-#[test]
-fn a_retry_of_a_written_revision_does_not_roll_the_document_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_retry_of_a_written_revision_does_not_roll_the_document_back);
+fn a_retry_of_a_written_revision_does_not_roll_the_document_back(backend: &Backend) {
+    let store = backend.open("db");
 
     // v1 was written, but its ack was lost, so it sits in the retry queue.
     assert!(matches!(

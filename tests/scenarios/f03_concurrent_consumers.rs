@@ -7,8 +7,8 @@
 //! higher revision wins whatever the timing, and its chunks are all of one generation (I2, I3).
 
 use crate::common;
+use common::Backend;
 
-use common::open;
 use ratchetdb::{Document, Outcome, SkipReason, Version};
 use std::sync::Barrier;
 
@@ -24,10 +24,9 @@ fn revision(version: u64) -> Document {
     common::document("queue", "doc", Version::number(version), &texts)
 }
 
-#[test]
-fn the_higher_revision_wins_every_race_and_is_never_mixed() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(the_higher_revision_wins_every_race_and_is_never_mixed);
+fn the_higher_revision_wins_every_race_and_is_never_mixed(backend: &Backend) {
+    let store = backend.open("db");
     let barrier = Barrier::new(3);
     let mut older_skips = 0u64;
     let mut lower_first = 0u64;

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, export, open};
+use common::{assert_verified, counters, export, Backend};
 use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Version};
 
 const DOCS: u64 = 20;
@@ -23,10 +23,9 @@ fn revision(n: u64, version: u64) -> Document {
     common::document("crm", &id, Version::number(version), &texts)
 }
 
-#[test]
-fn replaying_a_dead_letter_queue_over_newer_state_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(replaying_a_dead_letter_queue_over_newer_state_changes_nothing);
+fn replaying_a_dead_letter_queue_over_newer_state_changes_nothing(backend: &Backend) {
+    let store = backend.open("db");
     let live: Vec<Op> = (0..DOCS)
         .map(|n| Op::Upsert(revision(n, CURRENT)))
         .collect();

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, open};
+use common::{assert_verified, counters, Backend};
 use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Store, Version};
 
 /// 2024-01-01T00:00:00Z, in microseconds.
@@ -30,10 +30,9 @@ fn texts(store: &Store, id: &str) -> Vec<String> {
     common::texts_of_one_generation(store, "drive", id)
 }
 
-#[test]
-fn a_backfill_snapshot_does_not_overwrite_live_edits() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_backfill_snapshot_does_not_overwrite_live_edits);
+fn a_backfill_snapshot_does_not_overwrite_live_edits(backend: &Backend) {
+    let store = backend.open("db");
 
     // What the source looked like when the backfill took its snapshot at T0.
     let plan_at_snapshot = file("plan.md", T0 - 3600 * SECOND, &["Q1: hire", "Q2: ship"]);

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, open};
+use common::{assert_verified, counters, Backend};
 use ratchetdb::{Document, Outcome, Store, Version};
 
 fn doc(version: u64, texts: &[String]) -> Document {
@@ -19,10 +19,9 @@ fn stored(store: &Store) -> ratchetdb::StoredDocument {
     common::stored_with_vectors(store, "handbook", "leave-policy")
 }
 
-#[test]
-fn nine_chunks_then_five_leaves_exactly_five() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(nine_chunks_then_five_leaves_exactly_five);
+fn nine_chunks_then_five_leaves_exactly_five(backend: &Backend) {
+    let store = backend.open("db");
     let old: Vec<String> = (0..9).map(|p| format!("section {p}")).collect();
     assert!(matches!(
         store.upsert(doc(1, &old)).unwrap(),
@@ -94,10 +93,9 @@ fn nine_chunks_then_five_leaves_exactly_five() {
     assert_eq!((report.chunks, report.vectors), (5, 5));
 }
 
-#[test]
-fn shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document);
+fn shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document(backend: &Backend) {
+    let store = backend.open("db");
     let old: Vec<String> = (0..5).map(|p| format!("line {p}")).collect();
     store.upsert(doc(1, &old)).unwrap();
     assert_verified(&store);

@@ -65,10 +65,9 @@ fn everything_acknowledged_is_in_the_one_file_after_reopen() {
     assert_eq!(files_in(dir.path()), ["index.redb"]);
 }
 
-#[test]
-fn an_operation_refused_mid_batch_leaves_no_orphans() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_file(&dir.path().join("index.redb"));
+crate::on_both_backends!(an_operation_refused_mid_batch_leaves_no_orphans);
+fn an_operation_refused_mid_batch_leaves_no_orphans(backend: &common::Backend) {
+    let store = backend.open("index");
     store.upsert(doc("kept", 1, &["one", "two"])).unwrap();
     assert_verified(&store);
     let kept_before = store.get("docs", "kept").unwrap().unwrap();

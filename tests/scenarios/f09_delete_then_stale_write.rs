@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, export, open, skipped};
+use common::{assert_verified, counters, export, skipped, Backend};
 use ratchetdb::{Document, Options, Outcome, SkipReason, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
@@ -24,10 +24,9 @@ fn assert_tombstone(store: &Store, id: &str, version: u64) {
     assert_eq!(stored.generation, 0);
 }
 
-#[test]
-fn a_stale_revision_does_not_resurrect_a_deleted_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_stale_revision_does_not_resurrect_a_deleted_document);
+fn a_stale_revision_does_not_resurrect_a_deleted_document(backend: &Backend) {
+    let store = backend.open("db");
     store.upsert(doc("page", 1, &["a", "b", "c"])).unwrap();
     assert_verified(&store);
 
@@ -119,10 +118,9 @@ fn a_stale_revision_does_not_resurrect_a_deleted_document() {
     assert_eq!((stats.documents, stats.tombstones, stats.chunks), (1, 0, 2));
 }
 
-#[test]
-fn a_delete_that_overtakes_the_first_upsert_blocks_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_delete_that_overtakes_the_first_upsert_blocks_it);
+fn a_delete_that_overtakes_the_first_upsert_blocks_it(backend: &Backend) {
+    let store = backend.open("db");
 
     // The delete of a page the store has never seen arrives first.
     let before = counters(&store);
@@ -168,11 +166,10 @@ fn a_delete_that_overtakes_the_first_upsert_blocks_it() {
     );
 }
 
-#[test]
-fn a_delete_at_the_same_version_wins_in_either_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let upsert_first = Store::open(dir.path().join("a.redb"), Options::default()).unwrap();
-    let delete_first = Store::open(dir.path().join("b.redb"), Options::default()).unwrap();
+crate::on_both_backends!(a_delete_at_the_same_version_wins_in_either_order);
+fn a_delete_at_the_same_version_wins_in_either_order(backend: &Backend) {
+    let upsert_first = backend.open_with("a", Options::default());
+    let delete_first = backend.open_with("b", Options::default());
 
     upsert_first.upsert(doc("faq", 7, &["q", "a"])).unwrap();
     let before = counters(&upsert_first);

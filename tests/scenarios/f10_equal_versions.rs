@@ -11,16 +11,14 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, skipped};
+use common::{assert_verified, counters, skipped, Backend};
 use ratchetdb::{ConflictPolicy, Document, Options, Outcome, SkipReason, Store, Version};
-use std::path::Path;
 
-fn open(path: &Path, policy: ConflictPolicy) -> Store {
-    Store::open(
-        path,
+fn open(backend: &Backend, name: &str, policy: ConflictPolicy) -> Store {
+    backend.open_with(
+        name,
         Options::default().dimension(3).conflict_policy(policy),
     )
-    .unwrap()
 }
 
 /// The page saved at 12:00:05 (second granularity), in two different edits.
@@ -39,10 +37,9 @@ fn conflict(reason: SkipReason) -> Outcome {
     skipped(reason, 5, 5)
 }
 
-#[test]
-fn under_refuse_equal_versions_are_duplicates_or_conflicts() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("db.redb"), ConflictPolicy::Refuse);
+crate::on_both_backends!(under_refuse_equal_versions_are_duplicates_or_conflicts);
+fn under_refuse_equal_versions_are_duplicates_or_conflicts(backend: &Backend) {
+    let store = open(backend, "db", ConflictPolicy::Refuse);
     store.upsert(doc(5, &EDIT_A)).unwrap();
     assert_verified(&store);
     let generation = store
@@ -125,13 +122,12 @@ fn under_refuse_equal_versions_are_duplicates_or_conflicts() {
     assert_verified(&store);
 }
 
-#[test]
-fn highest_content_hash_converges_in_both_delivery_orders() {
-    let dir = tempfile::tempdir().unwrap();
+crate::on_both_backends!(highest_content_hash_converges_in_both_delivery_orders);
+fn highest_content_hash_converges_in_both_delivery_orders(backend: &Backend) {
     let policy = ConflictPolicy::HighestContentHash;
     // The content hash of each edit alone, to know which one the policy must keep.
     let hash_of = |name: &str, texts: &[&str]| {
-        let store = open(&dir.path().join(name), policy);
+        let store = open(backend, name, policy);
         store.upsert(doc(5, texts)).unwrap();
         store
             .get("wiki", "release-notes")
@@ -139,7 +135,7 @@ fn highest_content_hash_converges_in_both_delivery_orders() {
             .unwrap()
             .content_hash
     };
-    let (hash_a, hash_b) = (hash_of("a.redb", &EDIT_A), hash_of("b.redb", &EDIT_B));
+    let (hash_a, hash_b) = (hash_of("a", &EDIT_A), hash_of("b", &EDIT_B));
     assert_ne!(hash_a, hash_b);
     let (winner, winner_hash, loser) = if hash_a > hash_b {
         (EDIT_A, hash_a, EDIT_B)
@@ -148,8 +144,8 @@ fn highest_content_hash_converges_in_both_delivery_orders() {
     };
 
     let mut finals = Vec::new();
-    for (name, first, second) in [("ab.redb", EDIT_A, EDIT_B), ("ba.redb", EDIT_B, EDIT_A)] {
-        let store = open(&dir.path().join(name), policy);
+    for (name, first, second) in [("ab", EDIT_A, EDIT_B), ("ba", EDIT_B, EDIT_A)] {
+        let store = open(backend, name, policy);
         store.upsert(doc(5, &first)).unwrap();
         assert_verified(&store);
         let before = counters(&store);

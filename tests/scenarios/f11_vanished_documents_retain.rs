@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, open_file, skipped};
+use common::{assert_verified, counters, skipped, Backend};
 use ratchetdb::{
     Document, Outcome, PlannedAction, PurgeOutcome, RetainOutcome, SkipReason, Store, Version,
 };
@@ -25,9 +25,8 @@ fn doc(source: &str, id: &str, version: u64, chunks: usize) -> Document {
 
 /// The live documents as `(id, version, texts)`, sorted.
 fn live(store: &Store) -> Vec<(String, u64, Vec<String>)> {
-    let snapshot = store.snapshot().unwrap();
-    let docs = snapshot.documents(false).unwrap();
-    docs.map(Result::unwrap)
+    let docs = store.documents(false).unwrap();
+    docs.into_iter()
         .filter(|d| !d.deleted)
         .map(|d| {
             assert!(d.chunks.iter().all(|c| c.generation == d.generation));
@@ -37,10 +36,9 @@ fn live(store: &Store) -> Vec<(String, u64, Vec<String>)> {
         .collect()
 }
 
-#[test]
-fn a_listing_deletes_every_omitted_id_seen_or_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_file(&dir.path().join("db.redb"));
+crate::on_both_backends!(a_listing_deletes_every_omitted_id_seen_or_not);
+fn a_listing_deletes_every_omitted_id_seen_or_not(backend: &Backend) {
+    let store = backend.open("db");
     for d in [
         doc("share", "a", 10, 2),
         doc("share", "b", 10, 1),
@@ -155,11 +153,10 @@ fn a_listing_deletes_every_omitted_id_seen_or_not() {
     assert_verified(&store);
 }
 
-#[test]
-fn listing_before_or_after_the_upsert_ends_the_same() {
-    let dir = tempfile::tempdir().unwrap();
-    let listing_first = open_file(&dir.path().join("x.redb"));
-    let upsert_first = open_file(&dir.path().join("y.redb"));
+crate::on_both_backends!(listing_before_or_after_the_upsert_ends_the_same);
+fn listing_before_or_after_the_upsert_ends_the_same(backend: &Backend) {
+    let listing_first = backend.open("x");
+    let upsert_first = backend.open("y");
     for store in [&listing_first, &upsert_first] {
         store.upsert(doc("share", "a", 10, 1)).unwrap();
     }
@@ -233,10 +230,9 @@ fn listing_before_or_after_the_upsert_ends_the_same() {
     assert_eq!(live(&listing_first).len(), 2);
 }
 
-#[test]
-fn purge_drops_the_protection_of_old_tombstones_and_listings() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_file(&dir.path().join("db.redb"));
+crate::on_both_backends!(purge_drops_the_protection_of_old_tombstones_and_listings);
+fn purge_drops_the_protection_of_old_tombstones_and_listings(backend: &Backend) {
+    let store = backend.open("db");
     store.upsert(doc("share", "a", 10, 1)).unwrap();
     store.upsert(doc("share", "b", 10, 2)).unwrap();
     store.retain("share", ["a"], Version::number(20)).unwrap();

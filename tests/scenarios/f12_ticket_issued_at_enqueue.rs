@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{assert_verified, counters, open, vector, CountingBackend};
+use common::{assert_verified, counters, vector, Backend, CountingBackend};
 use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
 use std::sync::atomic::Ordering;
 
@@ -26,12 +26,11 @@ fn text(store: &Store) -> String {
     stored.chunks[0].text.clone()
 }
 
-#[test]
-fn tickets_strictly_increase_across_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+crate::on_both_backends!(tickets_strictly_increase_across_reopen);
+fn tickets_strictly_increase_across_reopen(backend: &Backend) {
     let mut issued = Vec::new();
     for _ in 0..3 {
-        let store = open(dir.path());
+        let store = backend.open("db");
         for _ in 0..5 {
             let ticket = store.ticket().unwrap();
             assert_eq!(ticket.kind, ratchetdb::VersionKind::Ticket);
@@ -46,7 +45,7 @@ fn tickets_strictly_increase_across_reopen() {
     );
 
     // Clones share the sequence: concurrent producers never get the same ticket.
-    let store = open(dir.path());
+    let store = backend.open("db");
     let mut concurrent: Vec<u64> = std::thread::scope(|scope| {
         let takers: Vec<_> = (0..4)
             .map(|_| {
@@ -66,16 +65,15 @@ fn tickets_strictly_increase_across_reopen() {
     assert!(concurrent[0] > *issued.last().unwrap());
 }
 
-#[test]
-fn a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+crate::on_both_backends!(a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job);
+fn a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job(backend: &Backend) {
+    let store = backend.open("db");
 
     // Job A is enqueued, then job B with a later edit of the same profile.
     let ticket_a = store.ticket().unwrap();
     // The producer restarts between the two enqueues: tickets still increase.
     drop(store);
-    let store = open(dir.path());
+    let store = backend.open("db");
     let ticket_b = store.ticket().unwrap();
     assert!(ticket_b.value > ticket_a.value);
 
