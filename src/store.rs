@@ -206,7 +206,9 @@ impl Store {
         })
     }
 
-    /// Creates a new store at `path`; an error if a non-empty file is already there.
+    /// Creates a new store at `path`; an error if a non-empty file is already there. On a
+    /// `postgres://` URL this is [`Store::open`]: the store's schema is shared by design
+    /// (several processes open it at once), so an existing one is opened, not refused.
     pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
         if postgres_url(path).is_none() {
