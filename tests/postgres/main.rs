@@ -20,5 +20,6 @@ mod model_schedules_on_postgres;
 mod racing_writers_on_separate_connections_converge;
 mod read_only_open_on_postgres_writes_nothing;
 mod search_never_returns_superseded_chunks_on_postgres;
+mod search_walks_the_hnsw_index;
 mod store_open_postgres_url_dispatches;
 mod writer_group_commit_on_postgres;

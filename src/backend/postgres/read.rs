@@ -360,7 +360,11 @@ pub(super) fn search(
         // The ground truth: no index, a scan of every live chunk.
         "SET LOCAL enable_indexscan = off".to_string()
     } else {
-        format!("SET LOCAL hnsw.ef_search = {ef}")
+        // Without `enable_sort = off` the planner misjudges the join to the document rows
+        // (it estimates one surviving row) and sorts a scan of every chunk instead of
+        // walking the HNSW index: exact, and 100x slower at 40k chunks. Off, it walks the
+        // index in distance order and looks each candidate's document row up by key.
+        format!("SET LOCAL hnsw.ef_search = {ef}; SET LOCAL enable_sort = off")
     };
     txn.batch_execute(&settings).map_err(server_error)?;
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
