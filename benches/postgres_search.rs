@@ -66,14 +66,15 @@ fn main() {
             "| {ef} | {fr:.4} | {fq:.0} | {sr:.4} | {sq:.0} | {:.2}x |",
             sq / fq
         );
-        file_sweep.push((ef, fr, fq));
-        server_sweep.push((ef, sr, sq));
+        // (The fourth field, distances per query, is the embedded graph's; not compared.)
+        file_sweep.push((ef, fr, fq, 0.0));
+        server_sweep.push((ef, sr, sq, 0.0));
         if fr >= 0.999 && sr >= 0.999 {
             break;
         }
     }
     for target in [0.95, 0.99] {
-        let at = |sweep: &[(usize, f64, f64)]| search_real::at_recall(sweep, target);
+        let at = |sweep: &[(usize, f64, f64, f64)]| search_real::at_recall(sweep, target);
         match (at(&file_sweep), at(&server_sweep)) {
             (Some(f), Some(s)) => println!(
                 "recall {target}: embedded ef {} {:.0} QPS, pgvector ef {} {:.0} QPS: {:.2}x",
