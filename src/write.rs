@@ -451,7 +451,7 @@ impl<'txn> Batch<'txn> {
                 .map(|(slot, _)| vector_id(internal_id, *slot)),
         );
         self.change.removed.extend_from_slice(&removed);
-        self.index_text(doc, row.as_ref(), internal_id, &entries, first_fresh)?;
+        self.index_text(doc, internal_id, &entries, first_fresh, &removed)?;
         let chunks_row = ChunksRowRef {
             generation,
             chunks: doc
@@ -505,37 +505,27 @@ impl<'txn> Batch<'txn> {
         })
     }
 
-    /// The text index's changes for a revision (when the store keeps one): the document's
-    /// text row is replaced by one of the revision's chunks, those under a fresh vector id
-    /// (slot `first_fresh` or later) analysed, the others copied from the old row.
+    /// The text index's changes for a revision (when the store keeps one): the chunks under
+    /// a fresh vector id (slot `first_fresh` or later) are indexed, the `removed` ids
+    /// un-indexed.
     fn index_text(
         &mut self,
         doc: &PreparedDoc,
-        old: Option<&DocRow>,
         internal_id: u64,
         entries: &[(u32, crate::schema::VectorData<'_>)],
         first_fresh: u32,
+        removed: &[u64],
     ) -> Result<(), WriteError> {
-        use crate::text::TextSource;
         let Some(text) = &mut self.text else {
             return Ok(());
         };
-        let old = old
-            .filter(|row| !row.deleted)
-            .map(|row| (row.internal_id, row.chunk_count as usize));
-        let chunks: Vec<(u32, TextSource<'_>)> = entries
+        let added: Vec<(u64, &str)> = entries
             .iter()
             .zip(&doc.chunks)
-            .map(|((slot, _), chunk)| {
-                let source = if *slot >= first_fresh {
-                    TextSource::Fresh(chunk.text.as_str())
-                } else {
-                    TextSource::Kept
-                };
-                (*slot, source)
-            })
+            .filter(|((slot, _), _)| *slot >= first_fresh)
+            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
             .collect();
-        text.revise(old, internal_id, &chunks)
+        text.apply(removed, &added)
     }
 
     /// The internal id a revision is written under and the document's next slot there: the
@@ -648,7 +638,7 @@ impl<'txn> Batch<'txn> {
                     drop(bytes);
                     self.change.removed.extend_from_slice(&gone);
                     if let Some(text) = &mut self.text {
-                        text.remove(row.internal_id, row.chunk_count as usize)?;
+                        text.apply(&gone, &[])?;
                     }
                     self.chunks
                         .remove(row.internal_id)

@@ -525,8 +525,7 @@ mod tests {
     }
 }
 
-/// One chunk's entry in a [`TextDocRow`] (and a row of the per-chunk layout before it,
-/// [`LEGACY_TEXT_CHUNKS`](super::LEGACY_TEXT_CHUNKS)).
+/// A row of [`TEXT_CHUNKS`](super::TEXT_CHUNKS).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct TextRow {
     /// The chunk's length in terms.
@@ -535,12 +534,4 @@ pub(crate) struct TextRow {
     /// the write path's own codec, `text/row.rs`, sorted them by term; no reader depends on
     /// the order).
     pub terms: Vec<(String, u32)>,
-}
-
-/// A row of [`TEXT_DOCS`](super::TEXT_DOCS): a live document's chunks, each under its vector
-/// slot, in slot order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct TextDocRow {
-    /// (slot, the chunk's terms and length) for every chunk of the live revision.
-    pub chunks: Vec<(u32, TextRow)>,
 }

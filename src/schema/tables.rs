@@ -34,17 +34,12 @@ pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
-/// internal doc id of a live document with chunks -> [`TextDocRow`](super::TextDocRow): each
-/// chunk's slot, terms with their counts, and length: the full-text index, document by
-/// document (`text/`). A revision replaces its document's row whole, as it does the chunks
-/// row, so a write touches one row of this table however many chunks it has (one row per
-/// chunk, the layout before, cost 8 removes and 8 inserts a revision). Searches invert these
-/// rows in memory (`text/memory.rs`).
-pub(crate) const TEXT_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_docs");
-/// The layout before [`TEXT_DOCS`]: vector id -> one chunk's [`TextRow`](super::TextRow).
-/// Never written now; a writer opening a file that has it rebuilds the index and deletes it.
-pub(crate) const LEGACY_TEXT_CHUNKS: TableDefinition<u64, &[u8]> =
-    TableDefinition::new("text_chunks");
+/// vector id of a live chunk -> `TextRow`: the chunk's terms with their counts, and its
+/// length: the full-text index, chunk by chunk (`text/`). A chunk is named by its vector id,
+/// which never changes while its text stays, and a document's chunks are neighbours, so
+/// indexing or removing a revision touches a leaf or two, not one per distinct term.
+/// Searches invert these rows in memory (`text/memory.rs`).
+pub(crate) const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
 /// name -> u64: the text index's totals ([`text_key`]).
 pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
 
@@ -57,10 +52,7 @@ pub(crate) mod text_key {
     /// The commit sequence (`seq.commit`) the text index was last brought up to: a build
     /// that maintains the index writes it in every transaction that changes chunks, so a
     /// file another build wrote since shows a different commit and is re-indexed on open.
-    /// Named for the per-document layout ([`TEXT_DOCS`](super::TEXT_DOCS)): builds of the
-    /// per-chunk layout stamped `"commit"`, so neither kind of build takes the other's rows
-    /// for up to date (each finds its own stamp missing or behind and rebuilds).
-    pub(crate) const COMMIT: &str = "commit.doc_rows";
+    pub(crate) const COMMIT: &str = "commit";
 }
 
 /// Names in the `meta` table.

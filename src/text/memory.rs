@@ -1,9 +1,8 @@
-//! The derived, in-memory inversion of the `text_docs` rows that text searches score on:
+//! The derived, in-memory inversion of the `text_chunks` rows that text searches score on:
 //! term -> (vector id, count, length) postings sorted by vector id, and each chunk's terms
 //! (to remove it). Like the filter index it is built from a snapshot by the first text
 //! search and brought up to each later search's snapshot from the changelog (every revision
-//! lists its new and dropped vector ids there; a new id's terms are read from its document's
-//! row in the snapshot);
+//! lists its new and dropped vector ids there; a new id's row is read from the snapshot);
 //! when the changelog no longer reaches back far enough, or the analysis recorded in the
 //! file changed, it is rebuilt. The rows stay the truth: an index that covers another commit
 //! than a search's snapshot is never used for it.
@@ -11,7 +10,7 @@
 use super::analyze::TextOptions;
 use crate::error::ReadError;
 use crate::read::Snapshot;
-use crate::schema::{self, split_vector_id, vector_id, TextDocRow, TextRow, TEXT_DOCS};
+use crate::schema::{self, TextRow, TEXT_CHUNKS};
 use parking_lot::RwLock;
 use redb::ReadableTable;
 use std::collections::HashMap;
@@ -44,17 +43,13 @@ impl InvertedIndex {
         };
         let rows = snapshot
             .txn
-            .open_table(TEXT_DOCS)
+            .open_table(TEXT_CHUNKS)
             .map_err(ReadError::storage)?;
-        // Rows come in document order and list their chunks in slot order: vector-id order,
-        // so every posting list is appended to in order.
+        // Rows come in vector-id order, so every posting list is appended to in order.
         for entry in rows.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
-            let row: TextDocRow = schema::decode("text row", value.value())?;
-            let doc = key.value();
-            for (slot, chunk) in row.chunks {
-                index.insert(vector_id(doc, slot), chunk);
-            }
+            let row: TextRow = schema::decode("text row", value.value())?;
+            index.insert(key.value(), row);
         }
         Ok(index)
     }
@@ -97,10 +92,8 @@ impl InvertedIndex {
         let target = crate::live_index::commit_seq(snapshot)?;
         let rows = snapshot
             .txn
-            .open_table(TEXT_DOCS)
+            .open_table(TEXT_CHUNKS)
             .map_err(ReadError::storage)?;
-        // Each document row read once, however many of its chunks are new.
-        let mut read: HashMap<u64, Option<TextDocRow>> = HashMap::new();
         let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
         else {
             return Ok(false);
@@ -113,25 +106,10 @@ impl InvertedIndex {
                 if self.chunks.contains_key(&id) {
                     continue;
                 }
-                let (doc, slot) = split_vector_id(id);
-                let row = match read.entry(doc) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        let row = match rows.get(doc).map_err(ReadError::storage)? {
-                            Some(bytes) => Some(schema::decode("text row", bytes.value())?),
-                            None => None,
-                        };
-                        e.insert(row)
-                    }
-                };
                 // Absent: removed again by a later commit up to the snapshot.
-                // Taken out of the row read: a vector id is indexed once (`contains_key`).
-                let chunk = row.as_mut().and_then(|r| {
-                    let at = r.chunks.iter().position(|(s, _)| *s == slot)?;
-                    Some(r.chunks.swap_remove(at).1)
-                });
-                if let Some(chunk) = chunk {
-                    self.insert(id, chunk);
+                if let Some(bytes) = rows.get(id).map_err(ReadError::storage)? {
+                    let row: TextRow = schema::decode("text row", bytes.value())?;
+                    self.insert(id, row);
                 }
             }
         }

@@ -3,24 +3,23 @@
 //!
 //! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
 //!   words per language).
-//! - `row.rs`: the `text_docs` row codec of the write path (bincode's bytes, written from
-//!   the analysis's buffers without a `String` per term; a kept chunk's bytes are copied).
-//! - `write.rs`: the `text_docs` rows (one per document: each chunk's slot, terms, counts
-//!   and length) and the totals, replaced by the write batch as it replaces a document's
-//!   chunks row; the whole-index (re)build.
+//! - `row.rs`: the `text_chunks` row codec of the write path (bincode's bytes, written from
+//!   the analysis's buffers without a `String` per term; un-indexing reads only the length).
+//! - `write.rs`: the `text_chunks` rows (each chunk's terms, counts and length) and the
+//!   totals, updated by the write batch as it writes and removes chunk rows; the whole-index
+//!   (re)build.
 //! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
 //!   by the changelog, as the filter index is.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
-//! A chunk is indexed under its vector id (its document's row, its slot there). Existing stores (schema-3 files of builds without
+//! A chunk is indexed under its vector id. Existing stores (schema-3 files of builds without
 //! the text index, and schema-1/2 files once converted) gain the index when a writer opens
 //! them: built whole in one transaction ([`prepare_on_open`]). The file records the analysis
 //! in `meta["text_analyzer"]` (its presence means the index exists) and the commit the index
 //! covers in `text_totals["commit"]`; a file whose documents moved past that commit (written
 //! by a build without the index) is re-indexed by the next writer, and refused by text
-//! searches until then. Files of the per-chunk layout (`text_chunks`, stamped under another
-//! key) are rebuilt in the per-document layout the same way.
+//! searches until then.
 
 mod analyze;
 mod memory;
@@ -35,7 +34,7 @@ pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};
 pub use search::{Bm25, Fusion};
 pub(crate) use verify::check as verify;
-pub(crate) use write::{Source as TextSource, TextWriter};
+pub(crate) use write::TextWriter;
 
 use crate::error::WriteError;
 use crate::schema::{meta_key, seq_key, text_key, COUNTERS, META, TEXT_TOTALS};
@@ -132,7 +131,7 @@ pub(crate) fn initialise(
 
 /// The text tables, for a new store's table list.
 pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
-    txn.open_table(crate::schema::TEXT_DOCS)?;
+    txn.open_table(crate::schema::TEXT_CHUNKS)?;
     txn.open_table(TEXT_TOTALS)?;
     Ok(())
 }

@@ -1,15 +1,14 @@
 //! `verify()`'s checks of the text index against the chunks: every live chunk indexed with
-//! exactly its terms, counts and length in its document's row, no row for a document that
-//! is not live and no entry for a chunk that is not, the totals equal to what the rows say,
-//! and the index stamped with the documents' commit.
+//! exactly its terms, counts and length, no row for a chunk that is not live, the totals
+//! equal to what the rows say, and the index stamped with the documents' commit.
 
 use super::analyze::{Analyzer, TextOptions};
 use super::write::text_row;
 use crate::error::ReadError;
 use crate::read::Snapshot;
 use crate::schema::{
-    self, meta_key, seq_key, text_key, DocRow, TextDocRow, TextRow, VectorsRow, COUNTERS, DOCS,
-    META, TEXT_DOCS, TEXT_TOTALS,
+    self, meta_key, seq_key, text_key, vector_id, DocRow, TextRow, VectorsRow, COUNTERS, DOCS,
+    META, TEXT_CHUNKS, TEXT_TOTALS,
 };
 use crate::verify::{VerifyReport, Violation};
 use redb::ReadableTable;
@@ -62,36 +61,23 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
     };
     drop(bytes);
     let analyzer = Analyzer::new(&options);
-    let rows = match txn.open_table(TEXT_DOCS) {
-        Ok(rows) => rows,
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            problems.push("layout", || {
-                "there is no text_docs table (a build of the per-chunk layout wrote the \
-                 index); the next writer to open the store rebuilds it"
-                    .to_string()
-            });
-            return Ok(());
-        }
-        Err(e) => return Err(ReadError::storage(e)),
-    };
+    let rows = txn.open_table(TEXT_CHUNKS).map_err(ReadError::storage)?;
     let (live, expected_terms) = check_live_chunks(snapshot, &analyzer, &rows, &mut problems)?;
     check_no_dead_rows(&rows, &live, &mut problems)?;
-    let chunks = live.values().map(|&n| n as u64).sum();
-    check_totals(snapshot, chunks, expected_terms, &mut problems)
+    check_totals(snapshot, &live, expected_terms, &mut problems)
 }
 
-/// Every live chunk has its entry in its document's row, equal to what its text analyses
-/// to, and the row has no other. Returns each live document with chunks and its chunk
-/// count, and the sum of their lengths in terms.
+/// Every live chunk has its row, equal to what its text analyses to. Returns each live
+/// chunk's length in terms, and their sum.
 fn check_live_chunks(
     snapshot: &Snapshot,
     analyzer: &Analyzer,
     rows: &redb::ReadOnlyTable<u64, &'static [u8]>,
     problems: &mut Problems<'_>,
-) -> Result<(HashMap<u64, usize>, u64), ReadError> {
+) -> Result<(HashMap<u64, u32>, u64), ReadError> {
     let txn = &snapshot.txn;
-    // What the chunks say the index must hold, document by document.
-    let mut live: HashMap<u64, usize> = HashMap::new();
+    // What the chunks say the index must hold, row by row.
+    let mut live: HashMap<u64, u32> = HashMap::new();
     let mut expected_terms = 0u64;
     let docs = txn.open_table(DOCS).map_err(ReadError::storage)?;
     for entry in docs.iter().map_err(ReadError::storage)? {
@@ -113,85 +99,62 @@ fn check_live_chunks(
         let Ok(vectors) = VectorsRow::parse(vectors.value()) else {
             continue;
         };
-        let mut stored: HashMap<u32, TextRow> = HashMap::new();
-        let mut stored_count = 0usize;
-        match rows.get(row.internal_id).map_err(ReadError::storage)? {
-            None => {}
-            Some(bytes) => match schema::decode::<TextDocRow>("text row", bytes.value()) {
-                Err(c) => {
-                    problems.push("undecodable row", || format!("{source}/{id}: {}", c.detail))
-                }
-                Ok(doc_row) => {
-                    stored_count = doc_row.chunks.len();
-                    stored.extend(doc_row.chunks);
-                }
-            },
-        }
-        if stored.len() != stored_count {
-            problems.push("duplicate slot", || {
-                format!("{source}/{id}'s row lists a chunk slot twice")
-            });
-        }
-        let mut count = 0usize;
         for (position, chunk) in chunks.chunks.iter().enumerate() {
             let Some(slot) = vectors.slot(position) else {
                 continue;
             };
-            count += 1;
+            let vid = vector_id(row.internal_id, slot);
             let expected = text_row(analyzer, &chunk.text);
+            live.insert(vid, expected.len);
             expected_terms += u64::from(expected.len);
-            match stored.remove(&slot) {
-                None => problems.push("missing chunk", || {
+            match rows.get(vid).map_err(ReadError::storage)? {
+                None => problems.push("missing row", || {
                     format!("{source}/{id} chunk {position} is not indexed")
                 }),
-                Some(got) if !same_row(&got, &expected) => problems.push("wrong chunk", || {
-                    format!(
-                        "{source}/{id} chunk {position} is indexed with {} terms of length {}, \
-                         its text has {} of length {}",
-                        got.terms.len(),
-                        got.len,
-                        expected.terms.len(),
-                        expected.len
-                    )
-                }),
-                Some(_) => {}
+                Some(bytes) => match schema::decode::<TextRow>("text row", bytes.value()) {
+                    Err(c) => problems.push("undecodable row", || {
+                        format!("{source}/{id} chunk {position}: {}", c.detail)
+                    }),
+                    Ok(stored) if !same_row(&stored, &expected) => {
+                        problems.push("wrong row", || {
+                            format!(
+                            "{source}/{id} chunk {position} is indexed with {} terms of length \
+                             {}, its text has {} of length {}",
+                            stored.terms.len(),
+                            stored.len,
+                            expected.terms.len(),
+                            expected.len
+                        )
+                        })
+                    }
+                    Ok(_) => {}
+                },
             }
-        }
-        for slot in stored.keys() {
-            problems.push("dead chunk", || {
-                format!("{source}/{id}'s row indexes slot {slot}, which is no live chunk")
-            });
-        }
-        if count > 0 {
-            live.insert(row.internal_id, count);
         }
     }
     Ok((live, expected_terms))
 }
 
-/// Every row belongs to a live document with chunks.
+/// Every row belongs to a live chunk.
 fn check_no_dead_rows(
     rows: &redb::ReadOnlyTable<u64, &'static [u8]>,
-    live: &HashMap<u64, usize>,
+    live: &HashMap<u64, u32>,
     problems: &mut Problems<'_>,
 ) -> Result<(), ReadError> {
     let mut row_count = 0u64;
     for entry in rows.iter().map_err(ReadError::storage)? {
         let (key, _) = entry.map_err(ReadError::storage)?;
-        let doc = key.value();
+        let vid = key.value();
         row_count += 1;
-        if !live.contains_key(&doc) {
+        if !live.contains_key(&vid) {
             problems.push("dead row", || {
-                format!("document {doc} has a text row but no live chunk")
+                format!("chunk {vid} is indexed but is not a live chunk")
             });
         }
     }
     if row_count != live.len() as u64 {
         problems.push("row count", || {
-            format!(
-                "{row_count} text rows for {} live documents with chunks",
-                live.len()
-            )
+            format!("{row_count} text rows for {} live chunks", live.len())
         });
     }
     Ok(())
@@ -200,7 +163,7 @@ fn check_no_dead_rows(
 /// The totals agree with the live chunks, and the index covers the documents' commit.
 fn check_totals(
     snapshot: &Snapshot,
-    chunks: u64,
+    live: &HashMap<u64, u32>,
     expected_terms: u64,
     problems: &mut Problems<'_>,
 ) -> Result<(), ReadError> {
@@ -213,7 +176,7 @@ fn check_totals(
             .map_or(0, |v| v.value()))
     };
     for (key, expected) in [
-        (text_key::CHUNKS, chunks),
+        (text_key::CHUNKS, live.len() as u64),
         (text_key::TERMS, expected_terms),
     ] {
         let stored = total(key)?;

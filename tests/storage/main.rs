@@ -35,7 +35,6 @@ mod slot_space_exhausted_moves_document_to_new_id;
 mod spilled_layout_uses_the_pages_it_promises;
 mod stale_revision_with_wrong_dimension;
 mod text_index_is_built_for_existing_stores;
-mod text_index_of_per_chunk_rows_is_rebuilt_on_open;
 mod verify_decodes_every_metadata_value;
 mod verify_deep_finds_a_changed_vector;
 mod write_into_a_store_damaged_elsewhere;

@@ -125,7 +125,7 @@ fn a_text_index_behind_the_documents_is_refused_then_rebuilt() {
         let txn = db.begin_write().expect("write");
         txn.open_table(TEXT_TOTALS)
             .expect("totals")
-            .insert("commit.doc_rows", 0)
+            .insert("commit", 0)
             .expect("insert");
         txn.commit().expect("commit");
     }
