@@ -570,6 +570,9 @@ fn a_version_3_snapshot_still_loads_and_version_4_is_smaller() {
         4
     );
     let size = |blobs: &[Vec<u8>]| blobs.iter().map(Vec::len).sum::<usize>();
+    assert!(v4[1..]
+        .iter()
+        .all(|part| part.len() <= persisted::MAX_PART_BYTES));
     assert!(size(&v4) < size(&v3), "{} >= {}", size(&v4), size(&v3));
     let from_v3 = filled(Metric::Cosine, &vectors);
     from_v3.load_snapshot(&v3).unwrap();
