@@ -551,6 +551,55 @@ fn an_hnsw_rs_dump_snapshot_is_incompatible() {
     assert!(!target.graph_ready());
 }
 
+/// Snapshots written before format version 4 (fixed layer-0 rows, version 3) still load,
+/// into the same graph as the version 4 snapshot of it, which is smaller.
+#[test]
+fn a_version_3_snapshot_still_loads_and_version_4_is_smaller() {
+    let vectors = low_rank_vectors(23, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let graph = index.graph.read().clone().unwrap();
+    let v3 = persisted::to_blobs_as(&graph, 3).unwrap();
+    let v4 = index.snapshot_blobs().unwrap().unwrap();
+    assert_eq!(
+        u32::from_le_bytes([v3[0][8], v3[0][9], v3[0][10], v3[0][11]]),
+        3
+    );
+    assert_eq!(
+        u32::from_le_bytes([v4[0][8], v4[0][9], v4[0][10], v4[0][11]]),
+        4
+    );
+    let size = |blobs: &[Vec<u8>]| blobs.iter().map(Vec::len).sum::<usize>();
+    assert!(v4[1..]
+        .iter()
+        .all(|part| part.len() <= persisted::MAX_PART_BYTES));
+    assert!(size(&v4) < size(&v3), "{} >= {}", size(&v4), size(&v3));
+    let from_v3 = filled(Metric::Cosine, &vectors);
+    from_v3.load_snapshot(&v3).unwrap();
+    let from_v4 = filled(Metric::Cosine, &vectors);
+    from_v4.load_snapshot(&v4).unwrap();
+    assert_consistent(&from_v3);
+    assert_consistent(&from_v4);
+    let links = |index: &VectorIndex| {
+        let graph = index.graph.read().clone().unwrap();
+        let parts = graph.links().to_parts();
+        (
+            parts.ids,
+            parts.levels,
+            parts.layer0,
+            parts.upper,
+            parts.entry,
+        )
+    };
+    // (Loaded rows are zero past their count; the built graph's may hold stale slots there.)
+    assert!(links(&from_v3) == links(&from_v4));
+    for query in low_rank_vectors(24, 50, DIM) {
+        let hits = index.search(&query, 10, ANN, None).unwrap();
+        assert_eq!(from_v3.search(&query, 10, ANN, None).unwrap(), hits);
+        assert_eq!(from_v4.search(&query, 10, ANN, None).unwrap(), hits);
+    }
+}
+
 #[test]
 fn a_snapshot_holds_links_only_and_loads_vectors_from_the_store() {
     let vectors = low_rank_vectors(21, N, DIM);
@@ -642,6 +691,90 @@ fn points_absorbed_into_a_graph_are_searched_in_place() {
     for (i, v) in vectors.iter().enumerate() {
         assert_eq!(index.search(v, 1, ANN, None).unwrap()[0].0, i as u64, "{i}");
     }
+}
+
+/// Live vectors the exact store holds in its own rows (a copy beside the graph's array).
+fn own_rows(index: &VectorIndex) -> usize {
+    index.exact.read().own_len()
+}
+
+/// The exact answer computed from `expected` (id -> vector), k = 10.
+fn brute_force(expected: &std::collections::HashMap<u64, Vec<f32>>, query: &[f32]) -> Vec<u64> {
+    let mut all: Vec<(f32, u64)> = expected
+        .iter()
+        .map(|(&id, v)| (distance::distance(Metric::Cosine, query, v), id))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    all.into_iter().take(10).map(|(_, id)| id).collect()
+}
+
+#[test]
+fn each_live_vector_is_held_once_and_scans_stay_exact() {
+    let vectors = low_rank_vectors(41, N, DIM);
+    let index = graph_of_the_first_half(&vectors);
+    let mut expected: std::collections::HashMap<u64, Vec<f32>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.clone()))
+        .collect();
+    let check = |index: &VectorIndex, expected: &std::collections::HashMap<u64, Vec<f32>>| {
+        assert_consistent(index);
+        assert_eq!(index.len_live(), expected.len());
+        for query in vectors.iter().step_by(97) {
+            for threads in [1, 3] {
+                let got: Vec<u64> = index
+                    .exact
+                    .read()
+                    .search_with_threads(query, 10, None, threads)
+                    .iter()
+                    .map(|c| c.id)
+                    .collect();
+                assert_eq!(got, brute_force(expected, query));
+            }
+        }
+    };
+    // After a build, only the vectors written since are held outside the graph's array
+    // (and the few points no search reaches).
+    let unreachable = index.graph.read().clone().unwrap().unreachable_ids().len();
+    assert_eq!(own_rows(&index), N / 2 + unreachable);
+    check(&index, &expected);
+    // Absorbing moves them into the graph's array: their own rows are freed.
+    while index.absorb_outside(256).unwrap() > 0 {}
+    assert_eq!(own_rows(&index), index.outside_count());
+    check(&index, &expected);
+    // A replaced vector is held in the own rows (the graph keeps the old one, dead); a
+    // removed one nowhere; neither is ever scored with the graph's copy.
+    let replacement = vectors[7].clone();
+    index.insert(3, &replacement).unwrap();
+    expected.insert(3, replacement);
+    assert!(index.remove(5));
+    expected.remove(&5);
+    assert_eq!(own_rows(&index), index.outside_count());
+    check(&index, &expected);
+    // A rebuild backs every live vector by the new graph; the snapshot of it, loaded
+    // into a fresh index, too.
+    index.build_graph().unwrap();
+    assert_eq!(own_rows(&index), index.outside_count());
+    assert!(own_rows(&index) < N / 50, "{}", own_rows(&index));
+    check(&index, &expected);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let reopened = VectorIndex::new(DIM, Metric::Cosine).unwrap();
+    let mut items: Vec<(u64, &[f32])> =
+        expected.iter().map(|(&id, v)| (id, v.as_slice())).collect();
+    items.sort_by_key(|item| item.0);
+    reopened.insert_batch(&items).unwrap();
+    assert_eq!(own_rows(&reopened), expected.len());
+    reopened.load_snapshot(&blobs).unwrap();
+    assert_eq!(own_rows(&reopened), reopened.outside_count());
+    check(&reopened, &expected);
+    // A graph dropped after a failed insert still backs the vectors it holds: searches
+    // stay exact and complete.
+    index.insert(N as u64 + 1, &vectors[11]).unwrap();
+    expected.insert(N as u64 + 1, vectors[11].clone());
+    assert!(index.fail_graph_inserts_after(Some(0)));
+    assert!(index.absorb_outside(256).is_err());
+    assert!(!index.graph_ready());
+    check(&index, &expected);
 }
 
 #[test]
