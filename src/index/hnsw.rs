@@ -170,6 +170,12 @@ impl Graph {
         self.membership.read().outside.len()
     }
 
+    #[cfg(test)]
+    /// The live ids scored outside the graph.
+    pub(crate) fn outside_ids(&self) -> Vec<u64> {
+        self.membership.read().outside.iter().copied().collect()
+    }
+
     /// Whether `id` has a point (live or dead) in the graph.
     pub(crate) fn has_point(&self, id: u64) -> bool {
         self.membership.read().points.contains_key(&id)
