@@ -28,7 +28,9 @@ mod search;
 mod verify;
 mod write;
 
-pub(crate) use analyze::{Analyzer, Terms};
+pub(crate) use analyze::Analyzer;
+#[cfg(feature = "postgres")]
+pub(crate) use analyze::Terms;
 pub use analyze::{TextLanguage, TextOptions};
 pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};
