@@ -80,10 +80,6 @@ macro_rules! on_backend {
     };
 }
 
-/// The backend's name in [`ReadError::Unsupported`] / [`WriteError::Unsupported`].
-#[cfg(feature = "postgres")]
-const POSTGRES: &str = "PostgreSQL";
-
 /// `path` as a PostgreSQL address (`postgres://` or `postgresql://`), if it is one.
 fn postgres_url(path: &Path) -> Option<&str> {
     path.to_str()
@@ -460,7 +456,9 @@ impl Store {
     ///
     /// Every hit is a live chunk of one snapshot: the text index changes in the transaction
     /// that changes the chunks, so a superseded, deleted or orphaned chunk is never
-    /// returned. [`ReadError::NoTextIndex`] if the store keeps no text index.
+    /// returned. [`ReadError::NoTextIndex`] if the store keeps no text index. On PostgreSQL
+    /// the same ranking and scores, over the server's text tables read in one snapshot
+    /// (see docs/design.md, "The text index on PostgreSQL").
     ///
     /// ```
     /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
@@ -482,10 +480,7 @@ impl Store {
     ) -> Result<Vec<Hit>, ReadError> {
         on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
             e.indexer.search_text(query, k, options)
-        }), _pg => {
-            let _ = (query, k, options);
-            Err(ReadError::Unsupported { operation: "Store::search_text", backend: POSTGRES })
-        })
+        }), pg => pg.search_text(query, k, options))
     }
 
     /// The `k` best chunks by both `vector` (nearest neighbours, as [`Store::search`]) and
@@ -515,16 +510,13 @@ impl Store {
     ) -> Result<Vec<Hit>, ReadError> {
         on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
             e.indexer.search_hybrid(text, vector, k, options)
-        }), _pg => {
-            let _ = (text, vector, k, options);
-            Err(ReadError::Unsupported { operation: "Store::search_hybrid", backend: POSTGRES })
-        })
+        }), pg => pg.search_hybrid(text, vector, k, options))
     }
 
     /// Whether this store can answer text searches: it keeps a text index (a read-only
-    /// store: the file has one) that covers its documents.
+    /// store: the file, or the PostgreSQL schema, has one) that covers its documents.
     pub fn has_text_index(&self) -> bool {
-        on_backend!(self, e => e.indexer.has_text_index(), _pg => false)
+        on_backend!(self, e => e.indexer.has_text_index(), pg => pg.has_text_index())
     }
 
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and

@@ -29,6 +29,8 @@ mod verify;
 mod write;
 
 pub(crate) use analyze::Analyzer;
+#[cfg(feature = "postgres")]
+pub(crate) use analyze::Terms;
 pub use analyze::{TextLanguage, TextOptions};
 pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};

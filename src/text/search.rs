@@ -37,7 +37,7 @@ impl Default for Bm25 {
 }
 
 impl Bm25 {
-    fn check(&self) -> Result<(), ReadError> {
+    pub(crate) fn check(&self) -> Result<(), ReadError> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
             return Err(InputError::new("bm25.k1", "must be a finite number of at least 0").into());
         }

@@ -1,6 +1,7 @@
 //! The Postgres backend (`PgStore`, the `postgres` feature) against a real server: the
 //! guard's schedules against the reference model and the embedded store, search never
-//! returning a superseded chunk, filters against the reference semantics, bad input, and
+//! returning a superseded chunk, text and hybrid search against the embedded store, the
+//! text index built on open and checked by verify, filters against the reference semantics, bad input, and
 //! what only a server shows (writers on separate connections racing, a writer killed
 //! mid-transaction).
 //!
@@ -22,4 +23,7 @@ mod read_only_open_on_postgres_writes_nothing;
 mod search_never_returns_superseded_chunks_on_postgres;
 mod search_walks_the_hnsw_index;
 mod store_open_postgres_url_dispatches;
+mod store_without_text_index_gains_it_on_postgres;
+mod text_and_hybrid_search_on_postgres_match_the_embedded_store;
+mod verify_on_postgres_checks_the_text_index;
 mod writer_group_commit_on_postgres;

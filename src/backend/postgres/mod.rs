@@ -71,6 +71,8 @@ pub struct PgStore {
     metric: Metric,
     /// Fixed by the first vector written (by any process); read again while unknown.
     dimension: RwLock<Option<usize>>,
+    /// The text index's analysis (`None`: the store keeps no text index).
+    text: Option<std::sync::Arc<crate::text::Analyzer>>,
 }
 
 /// Opens the store a `postgres://` URL names for [`Store::open`](crate::Store::open): a
@@ -287,6 +289,35 @@ impl PgStore {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
         read::search(self, query, k, options)
+    }
+
+    /// BM25 text search over the live chunks (the embedded store's analysis and scoring,
+    /// on the server's `chunk_terms` rows, read in one snapshot); see
+    /// [`Store::search_text`](crate::Store::search_text).
+    pub fn search_text(
+        &self,
+        query: &str,
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        read::search_text(self, query, k, options)
+    }
+
+    /// The vector and the text ranking of one snapshot, fused; see
+    /// [`Store::search_hybrid`](crate::Store::search_hybrid).
+    pub fn search_hybrid(
+        &self,
+        text: &str,
+        vector: &[f32],
+        k: usize,
+        options: &SearchOptions,
+    ) -> Result<Vec<Hit>, ReadError> {
+        read::search_hybrid(self, text, vector, k, options)
+    }
+
+    /// Whether this store keeps a text index (see [`Store::has_text_index`](crate::Store::has_text_index)).
+    pub fn has_text_index(&self) -> bool {
+        self.text.is_some()
     }
 
     /// Counters, totals and recent refusals, read in one snapshot.

@@ -9,16 +9,18 @@
 
 use super::{unord, PgStore};
 use crate::counters::{name, Counters};
-use crate::error::ReadError;
+use crate::error::{InputError, ReadError};
 use crate::guard::SkipReason;
 use crate::options::Metric;
 use crate::read::{StoredChunk, StoredDocument};
 use crate::search::{check_bounds, prepare_query, Hit, SearchOptions};
 use crate::stats::{SkipRecord, Stats};
+use crate::text::{Analyzer, Bm25, TextOptions};
 use crate::version::{Version, VersionKind};
 use pgvector::Vector;
 use postgres::types::ToSql;
 use postgres::{Row, Transaction};
+use std::collections::HashMap;
 
 /// The default `hnsw.ef_search` (the embedded index's default search width).
 const DEFAULT_EF: usize = 64;
@@ -288,16 +290,11 @@ fn score(metric: Metric, distance: f64) -> f32 {
     }
 }
 
-pub(super) fn search(
-    store: &PgStore,
-    query: &[f32],
-    k: usize,
-    options: &SearchOptions,
-) -> Result<Vec<Hit>, ReadError> {
-    check_bounds(k, options, &store.options.limits)?;
+/// The dimension, read again from `meta` while this store does not know it (another
+/// process may have fixed it since this store opened).
+fn known_dimension(store: &PgStore) -> Result<Option<usize>, ReadError> {
     let mut dimension = store.dimension();
     if dimension.is_none() {
-        // Another process may have fixed it since this store opened.
         let mut client = store.client.lock();
         if let Some(row) = client
             .query_opt("SELECT value FROM meta WHERE key = 'dimension'", &[])
@@ -311,11 +308,16 @@ pub(super) fn search(
             *store.dimension.write() = dimension;
         }
     }
-    let query = prepare_query(query, store.metric, dimension, &store.options.limits)?;
-    if k == 0 || dimension.is_none() {
-        return Ok(Vec::new());
-    }
-    let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(Vector::from(query))];
+    Ok(dimension)
+}
+
+/// The conditions every search's chunk `c` and its document row `d` meet: live, the
+/// document's generation, and the options' sources, documents and metadata filter (their
+/// values pushed onto `params`).
+fn search_conditions(
+    options: &SearchOptions,
+    params: &mut Vec<Box<dyn ToSql + Sync>>,
+) -> Result<Vec<String>, ReadError> {
     let mut conditions = vec![
         "NOT d.deleted".to_string(),
         "c.generation = d.generation".to_string(),
@@ -335,8 +337,45 @@ pub(super) fn search(
         ));
     }
     if let Some(filter) = &options.filter {
-        conditions.push(super::filter_sql::translate(filter, &mut params)?);
+        conditions.push(super::filter_sql::translate(filter, params)?);
     }
+    Ok(conditions)
+}
+
+pub(super) fn search(
+    store: &PgStore,
+    query: &[f32],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    check_bounds(k, options, &store.options.limits)?;
+    let dimension = known_dimension(store)?;
+    let query = prepare_query(query, store.metric, dimension, &store.options.limits)?;
+    if k == 0 || dimension.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut client = store.client.lock();
+    let mut txn = client
+        .build_transaction()
+        .read_only(true)
+        .start()
+        .map_err(server_error)?;
+    let hits = vector_hits(store, &mut txn, query, k, options)?;
+    txn.commit().map_err(server_error)?;
+    Ok(hits)
+}
+
+/// The vector search's statement, in the caller's transaction (its last statement: it sets
+/// the planner's settings for the rest of the transaction). `query` is prepared.
+fn vector_hits(
+    store: &PgStore,
+    txn: &mut Transaction<'_>,
+    query: Vec<f32>,
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(Vector::from(query))];
+    let conditions = search_conditions(options, &mut params)?;
     params.push(Box::new(k as i64));
     let op = operator(store.metric);
     let sql = format!(
@@ -350,12 +389,6 @@ pub(super) fn search(
         params.len()
     );
     let ef = options.ef.unwrap_or(DEFAULT_EF).max(k).min(1000);
-    let mut client = store.client.lock();
-    let mut txn = client
-        .build_transaction()
-        .read_only(true)
-        .start()
-        .map_err(server_error)?;
     let settings = if options.exact {
         // The ground truth: no index, a scan of every live chunk.
         "SET LOCAL enable_indexscan = off".to_string()
@@ -369,7 +402,6 @@ pub(super) fn search(
     txn.batch_execute(&settings).map_err(server_error)?;
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
     let rows = txn.query(&sql, &refs).map_err(server_error)?;
-    txn.commit().map_err(server_error)?;
     let what = "search row";
     rows.iter()
         .map(|row| {
@@ -385,6 +417,264 @@ pub(super) fn search(
             })
         })
         .collect()
+}
+
+/// The store's analysis, or `NoTextIndex`.
+fn analyzer(store: &PgStore) -> Result<&Analyzer, ReadError> {
+    store.text.as_deref().ok_or_else(|| ReadError::NoTextIndex {
+        detail: "this PostgreSQL store keeps no text index (it was opened with \
+                 Options::text_index(false), or by a build without one, since)"
+            .to_string(),
+    })
+}
+
+/// Refuses a text query longer than a chunk's text may be (as the embedded store does).
+fn check_text_query(store: &PgStore, query: &str) -> Result<(), ReadError> {
+    let max = store.options.limits.max_chunk_text_bytes;
+    if query.len() > max {
+        return Err(InputError::new(
+            "query",
+            format!(
+                "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
+                query.len()
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `NoTextIndex` unless the snapshot's `meta` records the analysis this store opened
+/// with: a writer opened since with `Options::text_index(false)` removed the rows (and
+/// the record), and one with another analysis rebuilt them.
+fn check_recorded_analysis(
+    txn: &mut Transaction<'_>,
+    analyzer: &Analyzer,
+) -> Result<(), ReadError> {
+    let recorded = txn
+        .query_opt("SELECT value FROM meta WHERE key = 'text_analyzer'", &[])
+        .map_err(server_error)?;
+    let Some(row) = recorded else {
+        return Err(ReadError::NoTextIndex {
+            detail: "the store's text index was removed since this store opened (a writer \
+                     opened it with Options::text_index(false)); open it again"
+                .to_string(),
+        });
+    };
+    let json: String = column(&row, 0, "meta")?;
+    let options: TextOptions = serde_json::from_str(&json)
+        .map_err(|e| corrupted("text analyzer", format!("the recorded analysis: {e}")))?;
+    if &options != analyzer.options() {
+        return Err(ReadError::NoTextIndex {
+            detail: "the store's text index was rebuilt with another analysis since this \
+                     store opened; open it again"
+                .to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// [`Store::search_text`](crate::Store::search_text) on PostgreSQL: BM25 scored in Rust
+/// with the embedded store's functions, over postings read in one `REPEATABLE READ`
+/// snapshot (totals, document frequencies and the live, matching chunks' postings).
+pub(super) fn search_text(
+    store: &PgStore,
+    query: &str,
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    check_bounds(k, options, &store.options.limits)?;
+    check_text_query(store, query)?;
+    options.bm25.check()?;
+    let analyzer = analyzer(store)?;
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let mut client = store.client.lock();
+    let mut txn = snapshot(&mut client)?;
+    let hits = text_hits(&mut txn, analyzer, query, k, options)?;
+    txn.commit().map_err(server_error)?;
+    Ok(hits)
+}
+
+/// The `k` best live chunks for `query` by BM25, in the caller's snapshot. As the embedded
+/// index: `N` and the average length over every live chunk, a term's document frequency
+/// over every live chunk, scores summed over the query's distinct terms in sorted order,
+/// ties by vector id.
+fn text_hits(
+    txn: &mut Transaction<'_>,
+    analyzer: &Analyzer,
+    query: &str,
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    check_recorded_analysis(txn, analyzer)?;
+    let (terms, _) = analyzer.term_counts(query);
+    let mut terms: Vec<String> = terms.into_keys().collect();
+    terms.sort();
+    if terms.is_empty() || k == 0 {
+        return Ok(Vec::new());
+    }
+    let what = "chunk_lengths";
+    let totals = txn
+        .query_one(
+            "SELECT count(*), coalesce(sum(length), 0)::bigint FROM chunk_lengths",
+            &[],
+        )
+        .map_err(server_error)?;
+    let n = column::<i64>(&totals, 0, what)?.max(0) as u64;
+    let total_terms = column::<i64>(&totals, 1, what)?.max(0) as u64;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let avg_len = total_terms as f32 / n as f32;
+    let mut df: HashMap<String, u64> = HashMap::new();
+    for row in txn
+        .query(
+            "SELECT term, count(*) FROM chunk_terms WHERE term = ANY($1) GROUP BY term",
+            &[&terms],
+        )
+        .map_err(server_error)?
+    {
+        let what = "chunk_terms";
+        df.insert(
+            column(&row, 0, what)?,
+            column::<i64>(&row, 1, what)?.max(0) as u64,
+        );
+    }
+    let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(terms.clone())];
+    let restricted =
+        !options.sources.is_empty() || !options.documents.is_empty() || options.filter.is_some();
+    let sql = if restricted {
+        let conditions = search_conditions(options, &mut params)?;
+        format!(
+            "SELECT t.term, t.vector_id, t.tf, l.length
+             FROM chunk_terms t
+                  JOIN chunk_lengths l ON l.vector_id = t.vector_id
+                  JOIN chunks c ON c.vector_id = t.vector_id
+                  JOIN documents d ON d.source = c.source AND d.id = c.id
+             WHERE t.term = ANY($1) AND {}",
+            conditions.join(" AND ")
+        )
+    } else {
+        // Every chunk row is live (a revision deletes its document's old chunk rows, a
+        // tombstone all of them) and text rows exist only for chunk rows, so without
+        // restrictions the postings need no join to the chunks (the planner misjudges
+        // that join: see docs/benchmarks.md). The hits are still read with the liveness
+        // conditions below.
+        "SELECT t.term, t.vector_id, t.tf, l.length
+         FROM chunk_terms t JOIN chunk_lengths l ON l.vector_id = t.vector_id
+         WHERE t.term = ANY($1)"
+            .to_string()
+    };
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+    let mut postings: HashMap<String, Vec<(i64, u32, u32)>> = HashMap::new();
+    for row in txn.query(&sql, &refs).map_err(server_error)? {
+        let what = "chunk_terms";
+        let tf = u32::try_from(column::<i32>(&row, 2, what)?)
+            .map_err(|_| corrupted(what, "a negative term count"))?;
+        let len = u32::try_from(column::<i32>(&row, 3, what)?)
+            .map_err(|_| corrupted("chunk_lengths", "a negative length"))?;
+        postings
+            .entry(column(&row, 0, what)?)
+            .or_default()
+            .push((column(&row, 1, what)?, tf, len));
+    }
+    let mut scores: HashMap<i64, f32> = HashMap::new();
+    for term in &terms {
+        let (Some(list), Some(&df)) = (postings.get(term), df.get(term)) else {
+            continue;
+        };
+        let idf = Bm25::idf(n, df);
+        for &(id, tf, len) in list {
+            *scores.entry(id).or_insert(0.0) += options.bm25.term_score(idf, tf, len, avg_len);
+        }
+    }
+    let mut ranked: Vec<(i64, f32)> = scores.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(k);
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
+    let mut found: HashMap<i64, Hit> = HashMap::new();
+    let what = "search row";
+    for row in txn
+        .query(
+            "SELECT c.vector_id, c.source, c.id, c.position, c.text, c.meta_json,
+                    d.version_kind, d.version, c.generation
+             FROM chunks c JOIN documents d ON d.source = c.source AND d.id = c.id
+             WHERE c.vector_id = ANY($1) AND NOT d.deleted AND c.generation = d.generation",
+            &[&ids],
+        )
+        .map_err(server_error)?
+    {
+        found.insert(
+            column(&row, 0, what)?,
+            Hit {
+                source: column(&row, 1, what)?,
+                id: column(&row, 2, what)?,
+                position: column::<i32>(&row, 3, what)? as u32,
+                text: column(&row, 4, what)?,
+                meta: json(column(&row, 5, what)?, what)?,
+                version: version(column(&row, 6, what)?, column(&row, 7, what)?, what)?,
+                generation: column::<i64>(&row, 8, what)? as u64,
+                score: 0.0,
+            },
+        );
+    }
+    ranked
+        .into_iter()
+        .map(|(id, score)| {
+            let mut hit = found.remove(&id).ok_or_else(|| {
+                corrupted(
+                    "chunk_terms",
+                    format!("vector id {id} has text rows but no live chunk"),
+                )
+            })?;
+            hit.score = score;
+            Ok(hit)
+        })
+        .collect()
+}
+
+/// [`Store::search_hybrid`](crate::Store::search_hybrid) on PostgreSQL: the text and the
+/// vector ranking read in one `REPEATABLE READ` snapshot, merged by the embedded store's
+/// fusion.
+pub(super) fn search_hybrid(
+    store: &PgStore,
+    text: &str,
+    vector: &[f32],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    check_bounds(k, options, &store.options.limits)?;
+    check_text_query(store, text)?;
+    options.fusion.check()?;
+    options.bm25.check()?;
+    let analyzer = analyzer(store)?;
+    let dimension = known_dimension(store)?;
+    let query = prepare_query(vector, store.metric, dimension, &store.options.limits)?;
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let depth = crate::text::fusion_depth(k, store.options.limits.max_k);
+    let mut client = store.client.lock();
+    let mut txn = snapshot(&mut client)?;
+    let text_hits = text_hits(&mut txn, analyzer, text, depth, options)?;
+    let vector_hits = if dimension.is_some() {
+        vector_hits(store, &mut txn, query, depth, options)?
+    } else {
+        Vec::new()
+    };
+    txn.commit().map_err(server_error)?;
+    Ok(crate::text::fuse(
+        vector_hits,
+        text_hits,
+        k,
+        options.fusion,
+        store.metric.higher_is_closer(),
+    ))
 }
 
 /// What [`Store::plan`](crate::Store::plan) needs, read in one snapshot: the stored state

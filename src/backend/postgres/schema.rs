@@ -12,13 +12,22 @@
 //!   sum of its shards.
 //! - `skip_log(seq, ...)`: recent refusals, trimmed to the skip-log capacity.
 //! - sequences `generation_seq`, `vector_seq`, `ticket_seq`.
+//! - the text index (issue 21's, on the server): `chunk_lengths(vector_id, length)` (one row
+//!   per live chunk: its number of terms) and `chunk_terms(term, vector_id, tf)` (each
+//!   distinct term of a live chunk with its count), both keyed by the chunk's vector id and
+//!   removed with it (`ON DELETE CASCADE`), written by the transaction that writes the
+//!   chunk; `meta`'s `text_analyzer` records the analysis (`TextOptions` as JSON). A store
+//!   without them (made by an earlier build) gets them on a writer's open, filled from its
+//!   chunks in the open's transaction (`text_setup`).
 
 use super::{check_schema_name, quote_ident, PgStore};
 use crate::error::{InputError, OpenError};
 use crate::options::Metric;
 use crate::options::Options;
 use crate::store::redact;
+use crate::text::{Analyzer, Terms, TextOptions};
 use parking_lot::{Mutex, RwLock};
+use std::sync::Arc;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
@@ -82,6 +91,24 @@ CREATE TABLE IF NOT EXISTS skip_log (
 CREATE SEQUENCE IF NOT EXISTS generation_seq;
 CREATE SEQUENCE IF NOT EXISTS vector_seq MINVALUE 0 START 0;
 CREATE SEQUENCE IF NOT EXISTS ticket_seq;
+";
+
+/// The text index's tables, created by a writer's open only when missing: `CREATE INDEX IF
+/// NOT EXISTS` takes a share lock on its table even when the index exists, which would
+/// deadlock an open (holding it, then waiting for the dimension's lock) against a writer
+/// (holding the dimension's lock, inserting text rows).
+const TEXT_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS chunk_lengths (
+    vector_id bigint PRIMARY KEY REFERENCES chunks (vector_id) ON DELETE CASCADE,
+    length integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunk_terms (
+    term text NOT NULL,
+    vector_id bigint NOT NULL REFERENCES chunks (vector_id) ON DELETE CASCADE,
+    tf integer NOT NULL,
+    PRIMARY KEY (term, vector_id)
+);
+CREATE INDEX IF NOT EXISTS chunk_terms_vector_id ON chunk_terms (vector_id);
 ";
 
 /// The metric's name as recorded in `meta`.
@@ -174,7 +201,7 @@ pub(super) fn open(
     }
     set_search_path(&mut client, schema).map_err(server)?;
     let quoted = quote_ident(schema);
-    let (metric, dimension, model) = {
+    let (metric, dimension, model, text) = {
         let mut txn = client.transaction().map_err(server)?;
         txn.execute(
             "SELECT pg_advisory_xact_lock($1, $2)",
@@ -195,6 +222,21 @@ pub(super) fn open(
             txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
                 .map_err(server)?;
             txn.batch_execute(TABLES).map_err(server)?;
+            let text_tables = txn
+                .query_one(
+                    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
+                            AND to_regclass($3) IS NOT NULL",
+                    &[
+                        &format!("{quoted}.chunk_lengths"),
+                        &format!("{quoted}.chunk_terms"),
+                        &format!("{quoted}.chunk_terms_vector_id"),
+                    ],
+                )
+                .and_then(|row| row.try_get::<_, bool>(0))
+                .map_err(server)?;
+            if !text_tables {
+                txn.batch_execute(TEXT_TABLES).map_err(server)?;
+            }
             txn.execute(
                 "SELECT pg_advisory_xact_lock($1, $2)",
                 &[&DIMENSION_LOCK.0, &DIMENSION_LOCK.1],
@@ -279,8 +321,15 @@ pub(super) fn open(
                 None => None,
             },
         };
+        let text = if read_only {
+            recorded(&mut txn, "text_analyzer")
+                .map_err(server)?
+                .and_then(|json| serde_json::from_str::<TextOptions>(&json).ok())
+        } else {
+            text_setup(&mut txn, &options, &shown, &server)?
+        };
         txn.commit().map_err(server)?;
-        (metric, dimension, model)
+        (metric, dimension, model, text)
     };
     Ok(PgStore {
         client: Mutex::new(client),
@@ -292,7 +341,139 @@ pub(super) fn open(
         options,
         metric,
         dimension: RwLock::new(dimension),
+        text: text.map(|options| Arc::new(Analyzer::new(&options))),
     })
+}
+
+/// Brings the text index in line with a writer's options inside the open's transaction:
+/// none kept (`Options::text_index(false)`): its rows and record removed; otherwise the
+/// analysis the options ask for (or the recorded one, or the default) recorded, and every
+/// chunk without its rows (a store an earlier build made) or every chunk (the analysis
+/// changed) analysed and written. Returns the analysis kept.
+///
+/// A record that does not decode counts as none (the rows are rebuilt from the chunks).
+fn text_setup(
+    txn: &mut postgres::Transaction<'_>,
+    options: &Options,
+    shown: &str,
+    server: &impl Fn(postgres::Error) -> OpenError,
+) -> Result<Option<TextOptions>, OpenError> {
+    text_setup_rows(txn, options).map_err(|e| match e {
+        SetupError::Server(e) => server(e),
+        SetupError::Encode(detail) => OpenError::Corrupted {
+            path: shown.into(),
+            what: "meta".into(),
+            detail,
+        },
+    })
+}
+
+/// What [`text_setup_rows`] can fail with.
+enum SetupError {
+    Server(postgres::Error),
+    Encode(String),
+}
+
+impl From<postgres::Error> for SetupError {
+    fn from(error: postgres::Error) -> SetupError {
+        SetupError::Server(error)
+    }
+}
+
+fn text_setup_rows(
+    txn: &mut postgres::Transaction<'_>,
+    options: &Options,
+) -> Result<Option<TextOptions>, SetupError> {
+    let recorded_json: Option<String> = txn
+        .query_opt("SELECT value FROM meta WHERE key = 'text_analyzer'", &[])?
+        .map(|row| row.try_get::<_, String>(0))
+        .transpose()?;
+    let recorded: Option<TextOptions> = recorded_json
+        .as_deref()
+        .and_then(|json| serde_json::from_str(json).ok());
+    if !options.text_index {
+        if recorded_json.is_some() {
+            txn.batch_execute(
+                "DELETE FROM meta WHERE key = 'text_analyzer';
+                 DELETE FROM chunk_terms; DELETE FROM chunk_lengths",
+            )?;
+        }
+        return Ok(None);
+    }
+    let wanted = options
+        .text
+        .clone()
+        .or_else(|| recorded.clone())
+        .unwrap_or_default();
+    if recorded.as_ref() != Some(&wanted) {
+        // DELETE, not TRUNCATE: no table lock for writers to queue behind (and deadlock
+        // with, as this open holds the dimension's lock).
+        txn.batch_execute("DELETE FROM chunk_terms; DELETE FROM chunk_lengths")?;
+        let json = serde_json::to_string(&wanted).map_err(|e| SetupError::Encode(e.to_string()))?;
+        txn.execute(
+            "INSERT INTO meta (key, value) VALUES ('text_analyzer', $1)
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            &[&json],
+        )?;
+    }
+    let analyzer = Analyzer::new(&wanted);
+    // Every chunk without its text rows, a block at a time.
+    loop {
+        let rows = txn.query(
+            "SELECT c.vector_id, c.text FROM chunks c
+             WHERE NOT EXISTS (SELECT 1 FROM chunk_lengths l WHERE l.vector_id = c.vector_id)
+             ORDER BY c.vector_id LIMIT 1000",
+            &[],
+        )?;
+        if rows.is_empty() {
+            break;
+        }
+        let mut chunks = Vec::with_capacity(rows.len());
+        for row in &rows {
+            chunks.push((row.try_get::<_, i64>(0)?, row.try_get::<_, &str>(1)?));
+        }
+        write_text_rows(txn, &analyzer, &chunks)?;
+    }
+    Ok(Some(wanted))
+}
+
+/// Writes the text rows (`chunk_lengths`, `chunk_terms`) of chunks just written, each
+/// given by its vector id and text, analysed by `analyzer`.
+pub(super) fn write_text_rows<C: postgres::GenericClient>(
+    client: &mut C,
+    analyzer: &Analyzer,
+    chunks: &[(i64, &str)],
+) -> Result<(), postgres::Error> {
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let mut terms = Terms::default();
+    let mut ids = Vec::with_capacity(chunks.len());
+    let mut lengths = Vec::with_capacity(chunks.len());
+    let (mut term_ids, mut term_texts, mut tfs) = (Vec::new(), Vec::new(), Vec::new());
+    for &(id, text) in chunks {
+        terms.analyze(analyzer, text);
+        ids.push(id);
+        lengths.push(i32::try_from(terms.len()).unwrap_or(i32::MAX));
+        for (term, tf) in terms.counts() {
+            term_ids.push(id);
+            term_texts.push(term.to_string());
+            tfs.push(i32::try_from(tf).unwrap_or(i32::MAX));
+        }
+    }
+    client.execute(
+        "INSERT INTO chunk_lengths (vector_id, length)
+         SELECT * FROM unnest($1::bigint[], $2::int[])",
+        &[&ids, &lengths],
+    )?;
+    if !term_ids.is_empty() {
+        client.execute(
+            "INSERT INTO chunk_terms (vector_id, term, tf)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[])",
+            &[&term_ids, &term_texts, &tfs],
+        )?;
+    }
+    Ok(())
 }
 
 /// Points a session at the store's schema (and pgvector's, for the `vector` type), with

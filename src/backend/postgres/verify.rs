@@ -5,7 +5,14 @@ use super::read::{column, corrupted, json, server_error, version};
 use super::PgStore;
 use crate::counters::name;
 use crate::error::ReadError;
+use crate::text::{Analyzer, Terms, TextOptions};
 use crate::verify::{VerifyReport, Violation};
+use postgres::Transaction;
+use std::collections::{HashMap, HashSet};
+
+/// Text-index violations reported at most per kind (as the embedded verify), so a wholly
+/// wrong index gives a readable report.
+const MAX_PER_KIND: usize = 20;
 
 fn violation(source: Option<String>, id: Option<String>, problem: impl Into<String>) -> Violation {
     Violation {
@@ -161,6 +168,7 @@ pub(super) fn verify(store: &PgStore) -> Result<VerifyReport, ReadError> {
             ));
         }
     }
+    check_text_index(&mut txn, &mut report)?;
     txn.commit().map_err(server_error)?;
     if report.violations.len() > 10_000 {
         return Err(corrupted(
@@ -169,4 +177,146 @@ pub(super) fn verify(store: &PgStore) -> Result<VerifyReport, ReadError> {
         ));
     }
     Ok(report)
+}
+
+/// The text index's violations, counted per kind and reported up to [`MAX_PER_KIND`] each.
+struct TextProblems<'r> {
+    report: &'r mut VerifyReport,
+    counts: HashMap<&'static str, usize>,
+}
+
+impl TextProblems<'_> {
+    fn push(
+        &mut self,
+        kind: &'static str,
+        at: Option<(&str, &str)>,
+        problem: impl FnOnce() -> String,
+    ) {
+        let count = self.counts.entry(kind).or_insert(0);
+        *count += 1;
+        if *count <= MAX_PER_KIND {
+            self.report.violations.push(violation(
+                at.map(|(source, _)| source.to_string()),
+                at.map(|(_, id)| id.to_string()),
+                format!("text index: {}", problem()),
+            ));
+        }
+    }
+}
+
+/// The text index against the chunks, as the embedded verify checks its own: every live
+/// chunk (of a live document, at its generation) has a `chunk_lengths` row and
+/// `chunk_terms` rows equal to a fresh analysis of its text, and no row belongs to
+/// anything else. Nothing when `meta` records no analysis (the store keeps no index).
+fn check_text_index(txn: &mut Transaction<'_>, report: &mut VerifyReport) -> Result<(), ReadError> {
+    let Some(row) = txn
+        .query_opt("SELECT value FROM meta WHERE key = 'text_analyzer'", &[])
+        .map_err(server_error)?
+    else {
+        return Ok(());
+    };
+    let mut problems = TextProblems {
+        report,
+        counts: HashMap::new(),
+    };
+    let json: String = column(&row, 0, "meta")?;
+    let options: TextOptions = match serde_json::from_str(&json) {
+        Ok(options) => options,
+        Err(e) => {
+            problems.push("analyzer", None, || {
+                format!("the recorded analysis does not decode: {e}")
+            });
+            return Ok(());
+        }
+    };
+    let analyzer = Analyzer::new(&options);
+
+    // Every row's terms, by chunk.
+    let mut stored_terms: HashMap<i64, Vec<(String, i32)>> = HashMap::new();
+    for row in txn
+        .query("SELECT vector_id, term, tf FROM chunk_terms", &[])
+        .map_err(server_error)?
+    {
+        let what = "chunk_terms row";
+        stored_terms
+            .entry(column(&row, 0, what)?)
+            .or_default()
+            .push((column(&row, 1, what)?, column(&row, 2, what)?));
+    }
+
+    // Every live chunk against its rows.
+    let mut live: HashSet<i64> = HashSet::new();
+    let mut terms = Terms::default();
+    for row in txn
+        .query(
+            "SELECT c.vector_id, c.source, c.id, c.position, c.text, l.length
+             FROM chunks c
+                  JOIN documents d ON d.source = c.source AND d.id = c.id
+                  LEFT JOIN chunk_lengths l ON l.vector_id = c.vector_id
+             WHERE NOT d.deleted AND c.generation = d.generation",
+            &[],
+        )
+        .map_err(server_error)?
+    {
+        let what = "chunks row";
+        let vector_id: i64 = column(&row, 0, what)?;
+        let source: &str = column(&row, 1, what)?;
+        let id: &str = column(&row, 2, what)?;
+        let position: i32 = column(&row, 3, what)?;
+        let text: &str = column(&row, 4, what)?;
+        let length: Option<i32> = column(&row, 5, what)?;
+        live.insert(vector_id);
+        terms.analyze(&analyzer, text);
+        let at = Some((source, id));
+        let Some(length) = length else {
+            problems.push("missing row", at, || {
+                format!("chunk {position} has no chunk_lengths row")
+            });
+            continue;
+        };
+        let mut expected: Vec<(&str, i64)> =
+            terms.counts().map(|(t, c)| (t, i64::from(c))).collect();
+        expected.sort_unstable();
+        let mut stored: Vec<(&str, i64)> = stored_terms
+            .get(&vector_id)
+            .map(|rows| {
+                rows.iter()
+                    .map(|(t, c)| (t.as_str(), i64::from(*c)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        stored.sort_unstable();
+        if i64::from(length) != i64::from(terms.len()) || stored != expected {
+            problems.push("wrong row", at, || {
+                format!(
+                    "chunk {position} is indexed with {} terms of length {length}, its text \
+                     has {} of length {}",
+                    stored.len(),
+                    expected.len(),
+                    terms.len()
+                )
+            });
+        }
+    }
+
+    // No row for anything but a live chunk.
+    for row in txn
+        .query("SELECT vector_id FROM chunk_lengths", &[])
+        .map_err(server_error)?
+    {
+        let vector_id: i64 = column(&row, 0, "chunk_lengths row")?;
+        if !live.contains(&vector_id) {
+            problems.push("dead row", None, || {
+                format!("chunk_lengths holds chunk {vector_id}, not a live chunk")
+            });
+        }
+    }
+    let mut dead: Vec<&i64> = stored_terms.keys().filter(|v| !live.contains(v)).collect();
+    dead.sort_unstable();
+    for vector_id in dead {
+        problems.push("dead row", None, || {
+            format!("chunk_terms holds chunk {vector_id}, not a live chunk")
+        });
+    }
+    Ok(())
 }

@@ -789,6 +789,11 @@ fn write_revision(
                 &embeddings,
             ],
         )?;
+        // The chunks' text rows (the old chunks' went with their rows, by cascade).
+        if let Some(analyzer) = &context.store.text {
+            let chunks: Vec<(i64, &str)> = vector_ids.iter().copied().zip(texts).collect();
+            super::schema::write_text_rows(txn, analyzer, &chunks)?;
+        }
     }
     let was_tombstone = row.is_some_and(|r| r.stored.deleted);
     if row.is_none() || was_tombstone {
