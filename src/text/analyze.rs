@@ -239,7 +239,7 @@ impl Analyzer {
     /// (which agrees with ASCII folding on ASCII letters).
     pub(crate) fn for_each_term(&self, text: &str, mut f: impl FnMut(&str)) {
         let mut folded = String::new();
-        for_each_word(text, |word| {
+        for word in text.unicode_words() {
             let word: &str = if word.is_ascii() {
                 if word.bytes().any(|b| b.is_ascii_uppercase()) {
                     folded.clear();
@@ -257,17 +257,17 @@ impl Analyzer {
                 &folded
             };
             if !self.stop_words.is_empty() && self.stop_words.contains(word) {
-                return;
+                continue;
             }
             let term = match &self.stemmer {
                 Some(stemmer) => stemmer.stem(word),
                 None => std::borrow::Cow::Borrowed(word),
             };
             if term.is_empty() {
-                return;
+                continue;
             }
             f(truncate(&term));
-        });
+        }
     }
 
     /// The terms of `text`, in order (repeats included).
@@ -384,104 +384,6 @@ impl Terms {
     }
 }
 
-/// Calls `f` with each word of `text`, exactly the words `unicode_words` (UAX #29) gives.
-///
-/// UAX #29 always breaks before and after a line feed, and nothing after one looks back
-/// past it (rule WB4 does not apply after LF, and no rule's context spans one), so each
-/// line is segmented on its own: a line of ASCII by [`ascii_words`], any other by
-/// `unicode-segmentation`. Most prose is ASCII line by line, and the general segmenter was
-/// the largest part of analysing a chunk.
-fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
-    for line in text.split('\n') {
-        if line.is_ascii() {
-            ascii_words(line, &mut f);
-        } else {
-            for word in line.unicode_words() {
-                f(word);
-            }
-        }
-    }
-}
-
-/// The word-break class of an ASCII byte (UAX #29's `Word_Break` property, restricted to
-/// ASCII; every other byte of a line is a break on both sides).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum AsciiClass {
-    /// `ALetter`: A–Z, a–z.
-    Letter,
-    /// `Numeric`: 0–9.
-    Digit,
-    /// `ExtendNumLet`: `_`.
-    Underscore,
-    /// `MidLetter`: `:`, joins two letters.
-    MidLetter,
-    /// `MidNumLet` and `Single_Quote`: `.` and `'`, join two letters or two digits.
-    MidNumLetQ,
-    /// `MidNum`: `,` and `;`, join two digits.
-    MidNum,
-    Other,
-}
-
-fn ascii_class(byte: u8) -> AsciiClass {
-    match byte {
-        b'a'..=b'z' | b'A'..=b'Z' => AsciiClass::Letter,
-        b'0'..=b'9' => AsciiClass::Digit,
-        b'_' => AsciiClass::Underscore,
-        b':' => AsciiClass::MidLetter,
-        b'.' | b'\'' => AsciiClass::MidNumLetQ,
-        b',' | b';' => AsciiClass::MidNum,
-        _ => AsciiClass::Other,
-    }
-}
-
-/// The words of an ASCII `line` as UAX #29 finds them: a run of letters, digits and `_`
-/// (rules WB5, WB8–WB10, WB13a/b join any two of them), carried across one middle
-/// character between two letters (`:`, `.`, `'`: WB6/WB7) or two digits (`.`, `'`, `,`,
-/// `;`: WB11/WB12); a segment counts as a word when it holds a letter or a digit (as
-/// `unicode_words` keeps only segments with an alphanumeric character).
-fn ascii_words<'t>(line: &'t str, f: &mut impl FnMut(&'t str)) {
-    use AsciiClass::{Digit, Letter, MidLetter, MidNum, MidNumLetQ, Underscore};
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let class = ascii_class(bytes[i]);
-        if !matches!(class, Letter | Digit | Underscore) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut alphanumeric = class != Underscore;
-        let mut last = class;
-        i += 1;
-        while let Some(&byte) = bytes.get(i) {
-            match ascii_class(byte) {
-                next @ (Letter | Digit | Underscore) => {
-                    alphanumeric |= next != Underscore;
-                    last = next;
-                    i += 1;
-                }
-                middle @ (MidLetter | MidNumLetQ | MidNum) => {
-                    let after = bytes.get(i + 1).map(|&b| ascii_class(b));
-                    let joins = match (last, middle) {
-                        (Letter, MidLetter | MidNumLetQ) => after == Some(Letter),
-                        (Digit, MidNum | MidNumLetQ) => after == Some(Digit),
-                        _ => false,
-                    };
-                    if !joins {
-                        break;
-                    }
-                    // Both sides are a letter or both a digit: already alphanumeric.
-                    i += 2;
-                }
-                AsciiClass::Other => break,
-            }
-        }
-        if alphanumeric {
-            f(&line[start..i]);
-        }
-    }
-}
-
 /// `term` cut to at most [`MAX_TERM_BYTES`] at a character boundary.
 fn truncate(term: &str) -> &str {
     if term.len() <= MAX_TERM_BYTES {
@@ -550,37 +452,6 @@ mod tests {
             prop_assert_eq!(terms.distinct(), expected.len());
             prop_assert_eq!(ours, expected);
         }
-    }
-
-    proptest! {
-        /// The line-by-line segmentation (ASCII lines by `ascii_words`) gives exactly the
-        /// words `unicode_words` gives for the whole text: any ASCII, and lines of ASCII
-        /// mixed with lines holding combining marks, other scripts and line separators.
-        #[test]
-        fn words_equal_unicode_words(
-            text in prop_oneof![
-                "[\\x00-\\x7f]{0,300}",
-                "[a-c0-2_.,;:' \\n\\r]{0,300}",
-                "[a-c0-2_.,;:'\\n\\r\\x0b\\u{85}\\u{2028} é\\u{301}\\u{200d}\\u{5d0}\"\\u{1f1e6}\\u{30a2}]{0,200}",
-            ],
-        ) {
-            let mut ours = Vec::new();
-            for_each_word(&text, |w| ours.push(w));
-            let expected: Vec<&str> = text.unicode_words().collect();
-            prop_assert_eq!(ours, expected);
-        }
-    }
-
-    #[test]
-    fn ascii_words_follow_the_middle_character_rules() {
-        let mut words = Vec::new();
-        for_each_word("e.g. 3.14 1,000;5 a:b don't a_.b 1.a __ _x x_ 'q' a..b", |w| {
-            words.push(w)
-        });
-        let expected: Vec<&str> = "e.g. 3.14 1,000;5 a:b don't a_.b 1.a __ _x x_ 'q' a..b"
-            .unicode_words()
-            .collect();
-        assert_eq!(words, expected);
     }
 
     #[test]
