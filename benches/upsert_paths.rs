@@ -203,6 +203,9 @@ fn text_index(c: &mut Criterion) {
             });
             // Criterion's measured samples are the last SAMPLES (warm-up runs come first).
             let pairs = pairs.into_inner();
+            if pairs.is_empty() {
+                continue; // filtered out on the command line: nothing was measured
+            }
             let measured = &pairs[pairs.len().saturating_sub(SAMPLES)..];
             let mut with: Vec<f64> = measured.iter().map(|p| p.0).collect();
             let mut without: Vec<f64> = measured.iter().map(|p| p.1).collect();
