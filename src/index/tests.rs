@@ -694,7 +694,10 @@ fn points_absorbed_into_a_graph_are_searched_in_place() {
     assert_eq!(graph.links().linked_count(), N);
     let outside: std::collections::HashSet<u64> = graph.outside_ids().into_iter().collect();
     for id in graph.unreachable_ids() {
-        assert!(outside.contains(&id), "unreachable id {id} is not scored outside");
+        assert!(
+            outside.contains(&id),
+            "unreachable id {id} is not scored outside"
+        );
     }
     for id in &outside {
         assert!(
