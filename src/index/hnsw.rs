@@ -11,9 +11,7 @@
 //! lock the rows they rewrite, so inserts and searches run concurrently on one graph.
 
 use std::collections::HashSet;
-use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -28,8 +26,7 @@ use super::{IndexError, Metric};
 pub(crate) struct Graph {
     metric: Metric,
     dim: usize,
-    /// Shared with the exact store, which reads the live points' vectors from it.
-    links: Arc<Hnsw>,
+    links: Hnsw,
     membership: RwLock<Membership>,
     /// Tests only: how many more points may be inserted before every insertion panics
     /// (`u64::MAX`: never); see [`Graph::fail_inserts_after`].
@@ -58,7 +55,7 @@ impl Graph {
         Graph {
             metric,
             dim,
-            links: Arc::new(links),
+            links,
             membership: RwLock::new(membership),
             #[cfg(test)]
             inserts_before_panic: std::sync::atomic::AtomicU64::new(u64::MAX),
@@ -68,16 +65,6 @@ impl Graph {
     /// The links.
     pub(crate) fn links(&self) -> &Hnsw {
         &self.links
-    }
-
-    /// The links, shared (the exact store keeps them to read the live points' vectors).
-    pub(crate) fn shared_links(&self) -> Arc<Hnsw> {
-        Arc::clone(&self.links)
-    }
-
-    /// The membership, read-locked (which points are live).
-    pub(crate) fn membership(&self) -> parking_lot::RwLockReadGuard<'_, Membership> {
-        self.membership.read()
     }
 
     /// Tests only: after `points` more insertions (`None`: never), every insertion panics
@@ -114,13 +101,13 @@ impl Graph {
     /// callers' clean-up runs: a build discards its new graph, the absorber drops the
     /// graph (which may now hold some of its points, partly linked), and the background
     /// worker goes on to a rebuild or clears its `building` flag.
-    fn insert_links(&self, batch: &[(u64, &[f32])]) -> Result<Range<u32>, IndexError> {
+    fn insert_links(&self, batch: &[(u64, &[f32])]) -> Result<(), IndexError> {
         let inserted = catch_unwind(AssertUnwindSafe(|| {
             self.links.insert(batch, || self.before_insert())
         }));
         match inserted {
-            Ok(Some(slots)) => Ok(slots),
-            Ok(None) => Err(IndexError::Graph {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(IndexError::Graph {
                 detail: "the graph cannot hold more than 2^32 points".into(),
             }),
             Err(payload) => Err(IndexError::Graph {
@@ -241,11 +228,8 @@ impl Graph {
     }
 
     /// Inserts registered points into the links (no lock writers need is held), to be
-    /// settled with [`Graph::settle`]. Returns their slots, in `items` order.
-    pub(crate) fn insert_registered(
-        &self,
-        items: &[(u64, &[f32])],
-    ) -> Result<Range<u32>, IndexError> {
+    /// settled with [`Graph::settle`].
+    pub(crate) fn insert_registered(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
         self.insert_links(items)
     }
 
@@ -284,7 +268,7 @@ impl Graph {
     /// count is right; every point of the links has a membership entry.
     pub(crate) fn verify(&self, exact: &ExactStore) -> Result<(), String> {
         let membership = self.membership.read();
-        for id in exact.ids() {
+        for &id in exact.ids() {
             if membership.is_live(id) == membership.outside.contains(&id) {
                 return Err(format!("live id {id} must be a live point xor outside"));
             }

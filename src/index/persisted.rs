@@ -3,31 +3,25 @@
 //! Only the links are written: the vectors are already in the file (the `vectors` rows,
 //! loaded into the exact store at open), so a point's vector comes from there when the
 //! snapshot is loaded. Each point carries a fingerprint of the vector it was inserted with
-//! (format 4: its CRC-32; format 3: the first 8 bytes of its blake3 hash, see
-//! [`fingerprint`]), so a point whose id now has another vector is
+//! (the first 8 bytes of its blake3 hash), so a point whose id now has another vector is
 //! recognised and marked dead (its id scored outside the graph), as is a point whose id is
 //! gone.
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
-//!   0  magic "RATCHNSW"              8  format version u32 (4)
+//!   0  magic "RATCHNSW"              8  format version u32 (3)
 //!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 reserved 3 bytes (0)
 //!   16 dimension u64                24 number of points n u64
 //!   32 M u32                        36 ef_construction u32
 //!   40 entry slot u32 (u32::MAX: none)     44 number of payload parts u32
-//!   48 upper-layer words u64        56 layer-0 links L u64 (version 3: reserved, 0)
+//!   48 upper-layer words u64        56 reserved u64 (0)
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
-//! blob 1..: payload, cut into parts of <= MAX_PART_BYTES (63 pages of 4 KiB):
+//! blob 1..: payload, cut into parts of <= 16 MiB:
 //!   ids u64 x n, fingerprints u64 x n, levels u8 x n,
-//!   layer 0: link counts u16 x n, then the links u32 x L (each point's, in slot order)
-//!     (version 3: rows u32 x n x (2M + 1), a count then 2M slots, unused ones 0),
+//!   layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
 //!   upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
 //!   L rows of (count, then M neighbour slots)
 //! ```
-//!
-//! Version 4 writes layer 0 without its unused row tails: a point of a heuristic-pruned
-//! graph keeps well under its `2M` links, and version 3's fixed rows were about a
-//! third zeros. Version 3 snapshots (files written before) still load.
 //!
 //! Loading checks the lengths and the checksum before trusting any other field, then
 //! every field the graph relies on (counts within their rows, neighbour slots below n,
@@ -46,21 +40,14 @@ use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
-/// Version of the envelope and of the links layout it carries (written).
-pub(crate) const FORMAT_VERSION: u32 = 4;
-/// The fixed-row layout of earlier builds (still read).
-const FIXED_ROWS_VERSION: u32 = 3;
+/// Version of the envelope and of the links layout it carries.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// The last version that held an `hnsw_rs` dump (recognised, never loaded).
 const HNSW_RS_DUMP_VERSION: u32 = 2;
 /// Length of blob 0.
 pub(crate) const HEADER_LEN: usize = 96;
-/// Largest payload part: 63 pages, so that a part's leaf (the part and a few bytes of
-/// key and offsets) fits in a 64-page (256 KiB) block. redb stores a value larger than a
-/// page in a block of a power of two pages, so a part's size sets how much of the file it
-/// takes: with 16 MiB parts a 10 MB snapshot took a 16 MiB block (measured on
-/// GloVe-100k: the file did not shrink with a smaller snapshot), with these it wastes at
-/// most one page a part and half of the last part.
-pub(crate) const MAX_PART_BYTES: usize = 63 * 4096;
+/// Largest payload part.
+pub(crate) const MAX_PART_BYTES: usize = 16 << 20;
 /// Offset of the checksum in the header.
 const CHECKSUM_AT: usize = 64;
 /// Largest `M` a snapshot may announce (`Options::index` refuses more).
@@ -78,38 +65,11 @@ fn incompatible(detail: impl Into<String>) -> IndexError {
     }
 }
 
-/// The fingerprint of format 4: CRC-32 (`crc32fast`) of the vector's little-endian bytes.
-///
-/// A fingerprint only decides whether a point's links were built for its id's current
-/// vector: a loaded point always takes the current vector (`into_graph`), so a collision
-/// could keep a point whose links were built for an older vector, which costs routing
-/// quality, never a wrong result. A checksum at memory speed was chosen over blake3, which
-/// took 0.35 s of a 0.9 s reopen of 40k x 384-d vectors (perf, loaded machine).
+/// The fingerprint of a vector: the first 8 bytes of blake3 over its little-endian bytes.
 pub(crate) fn fingerprint(vector: &[f32]) -> u64 {
-    let mut hasher = crc32fast::Hasher::new();
-    let mut bytes = [0u8; 256];
-    for floats in vector.chunks(64) {
-        for (out, x) in bytes.chunks_exact_mut(4).zip(floats) {
-            out.copy_from_slice(&x.to_le_bytes());
-        }
-        hasher.update(&bytes[..floats.len() * 4]);
-    }
-    u64::from(hasher.finalize())
-}
-
-/// The fingerprint of format 3: the first 8 bytes of blake3 over the vector's
-/// little-endian bytes.
-pub(crate) fn fingerprint_v3(vector: &[f32]) -> u64 {
-    // The bytes go to the hasher 64 floats at a time: the hash of a stream does not depend
-    // on how it is cut, and one `update` per float (as before) made fingerprinting the
-    // vectors a large share of a reopen at 384 dimensions.
     let mut hasher = blake3::Hasher::new();
-    let mut bytes = [0u8; 256];
-    for floats in vector.chunks(64) {
-        for (out, x) in bytes.chunks_exact_mut(4).zip(floats) {
-            out.copy_from_slice(&x.to_le_bytes());
-        }
-        hasher.update(&bytes[..floats.len() * 4]);
+    for x in vector {
+        hasher.update(&x.to_le_bytes());
     }
     let hash = hasher.finalize();
     let mut first = [0u8; 8];
@@ -120,16 +80,9 @@ pub(crate) fn fingerprint_v3(vector: &[f32]) -> u64 {
 /// Serialises `graph`'s links into blobs (header first). The caller must keep inserts
 /// into `graph` from running meanwhile (the blobs must be one state).
 pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
-    to_blobs_as(graph, FORMAT_VERSION)
-}
-
-/// [`to_blobs`] in the layout of format `version` (tests write version 3, as earlier
-/// builds did, to check that it still loads).
-pub(crate) fn to_blobs_as(graph: &Graph, version: u32) -> Result<Vec<Vec<u8>>, IndexError> {
     let links = graph.links();
     let parts = links.to_parts();
     let mut fingerprints = Vec::with_capacity(parts.ids.len());
-    let fingerprint = fingerprint_of(version);
     links.for_each_vector(|_, vector| fingerprints.push(fingerprint(vector)));
     let n = parts.ids.len();
     let mut payload = Vec::with_capacity(n * 17 + parts.layer0.len() * 4 + parts.upper.len() * 4);
@@ -140,30 +93,7 @@ pub(crate) fn to_blobs_as(graph: &Graph, version: u32) -> Result<Vec<Vec<u8>>, I
         payload.extend_from_slice(&fp.to_le_bytes());
     }
     payload.extend_from_slice(&parts.levels);
-    let row0 = 2 * parts.m + 1;
-    let mut layer0_links = 0u64;
-    if version == FIXED_ROWS_VERSION {
-        for word in &parts.layer0 {
-            payload.extend_from_slice(&word.to_le_bytes());
-        }
-    } else {
-        let counts: Vec<usize> = parts
-            .layer0
-            .chunks_exact(row0)
-            .map(|row| (row[0] as usize).min(row0 - 1))
-            .collect();
-        for &count in &counts {
-            // At most 2M <= 512 links a row (`MAX_M`).
-            payload.extend_from_slice(&(count as u16).to_le_bytes());
-        }
-        for (row, &count) in parts.layer0.chunks_exact(row0).zip(&counts) {
-            for word in &row[1..=count] {
-                payload.extend_from_slice(&word.to_le_bytes());
-            }
-            layer0_links += count as u64;
-        }
-    }
-    for word in &parts.upper {
+    for word in parts.layer0.iter().chain(&parts.upper) {
         payload.extend_from_slice(&word.to_le_bytes());
     }
     let part_count = payload.len().div_ceil(MAX_PART_BYTES);
@@ -172,7 +102,7 @@ pub(crate) fn to_blobs_as(graph: &Graph, version: u32) -> Result<Vec<Vec<u8>>, I
     };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
-    header.extend_from_slice(&version.to_le_bytes());
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     header.push(graph.metric().tag());
     header.extend_from_slice(&[0, 0, 0]);
     header.extend_from_slice(&(graph.dim() as u64).to_le_bytes());
@@ -194,7 +124,7 @@ pub(crate) fn to_blobs_as(graph: &Graph, version: u32) -> Result<Vec<Vec<u8>>, I
             .to_le_bytes(),
     );
     header.extend_from_slice(&(parts.upper.len() as u64).to_le_bytes());
-    header.extend_from_slice(&layer0_links.to_le_bytes());
+    header.extend_from_slice(&0u64.to_le_bytes());
     debug_assert_eq!(header.len(), CHECKSUM_AT);
     let mut hasher = blake3::Hasher::new();
     hasher.update(&header);
@@ -208,15 +138,6 @@ pub(crate) fn to_blobs_as(graph: &Graph, version: u32) -> Result<Vec<Vec<u8>>, I
     Ok(blobs)
 }
 
-/// The fingerprint function of format `version`.
-fn fingerprint_of(version: u32) -> fn(&[f32]) -> u64 {
-    if version == FIXED_ROWS_VERSION {
-        fingerprint_v3
-    } else {
-        fingerprint
-    }
-}
-
 /// A checked and parsed snapshot: the links and each point's vector fingerprint, waiting
 /// for the live vectors ([`ParsedSnapshot::into_graph`]).
 pub(crate) struct ParsedSnapshot {
@@ -224,8 +145,6 @@ pub(crate) struct ParsedSnapshot {
     dim: usize,
     parts: GraphParts,
     fingerprints: Vec<u64>,
-    /// The snapshot format's fingerprint function.
-    fingerprint: fn(&[f32]) -> u64,
 }
 
 impl ParsedSnapshot {
@@ -250,7 +169,6 @@ impl ParsedSnapshot {
             dim,
             parts,
             fingerprints,
-            fingerprint,
         } = self;
         let matches: Vec<Option<bool>> = parts
             .ids
@@ -305,9 +223,9 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "format version 2 (an hnsw_rs dump of an earlier build): rebuilt",
         ));
     }
-    if version != FORMAT_VERSION && version != FIXED_ROWS_VERSION {
+    if version != FORMAT_VERSION {
         return Err(incompatible(format!(
-            "format version {version}, this build reads {FIXED_ROWS_VERSION} and {FORMAT_VERSION}"
+            "format version {version}, this build reads {FORMAT_VERSION}"
         )));
     }
     if header.len() != HEADER_LEN {
@@ -359,22 +277,9 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let n = usize::try_from(le_u64(24)).map_err(|_| too_large())?;
     let upper_words = usize::try_from(le_u64(48)).map_err(|_| too_large())?;
     let row0 = 2 * m + 1;
-    let fixed_rows = version == FIXED_ROWS_VERSION;
-    let layer0_links = usize::try_from(le_u64(56)).map_err(|_| too_large())?;
-    if fixed_rows && layer0_links != 0 {
-        return Err(corrupted("reserved header field is not zero"));
-    }
-    // Layer 0's bytes: fixed rows (version 3), or counts then links (version 4).
-    let layer0_bytes = if fixed_rows {
-        n.checked_mul(row0).and_then(|w| w.checked_mul(4))
-    } else {
-        n.checked_mul(2)
-            .and_then(|b| b.checked_add(layer0_links.checked_mul(4)?))
-    }
-    .ok_or_else(too_large)?;
     let expected = n
         .checked_mul(17)
-        .and_then(|b| b.checked_add(layer0_bytes))
+        .and_then(|b| b.checked_add(n.checked_mul(row0)?.checked_mul(4)?))
         .and_then(|b| b.checked_add(upper_words.checked_mul(4)?))
         .ok_or_else(too_large)?;
     let payload_len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
@@ -390,46 +295,10 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let (id_bytes, rest) = payload.split_at(n * 8);
     let (fp_bytes, rest) = rest.split_at(n * 8);
     let (levels, rest) = rest.split_at(n);
-    let (layer0_bytes, upper_bytes) = rest.split_at(layer0_bytes);
-    let le_u32s = |bytes: &[u8]| -> Vec<u32> {
-        bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect()
-    };
-    let layer0: Vec<u32> = if fixed_rows {
-        le_u32s(layer0_bytes)
-    } else {
-        // Expanded into fixed rows (count, then 2M slots, unused ones 0).
-        let (count_bytes, link_bytes) = layer0_bytes.split_at(n * 2);
-        let links = le_u32s(link_bytes);
-        let mut rows = Vec::with_capacity(n * row0);
-        let mut at = 0usize;
-        for count in count_bytes.chunks_exact(2) {
-            let count = usize::from(u16::from_le_bytes([count[0], count[1]]));
-            if count > 2 * m {
-                return Err(corrupted(format!(
-                    "a row of {count} links, at most {}",
-                    2 * m
-                )));
-            }
-            let row = links
-                .get(at..at + count)
-                .ok_or_else(|| corrupted("layer-0 link counts exceed the links"))?;
-            at += count;
-            rows.push(count as u32);
-            rows.extend_from_slice(row);
-            rows.extend(std::iter::repeat_n(0, 2 * m - count));
-        }
-        if at != links.len() {
-            return Err(corrupted(format!(
-                "layer-0 link counts sum to {at}, header announces {}",
-                links.len()
-            )));
-        }
-        rows
-    };
-    let upper = le_u32s(upper_bytes);
+    let words: Vec<u32> = rest
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     let u64s = |bytes: &[u8]| -> Vec<u64> {
         bytes
             .chunks_exact(8)
@@ -438,6 +307,7 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     };
     let ids = u64s(id_bytes);
     let fingerprints = u64s(fp_bytes);
+    let (layer0, upper) = words.split_at(n * row0);
     let distinct: HashSet<u64> = ids.iter().copied().collect();
     if distinct.len() != n {
         return Err(corrupted("an id has two points"));
@@ -463,8 +333,8 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         }
         Ok(())
     };
-    check_rows(&layer0, 2 * m)?;
-    check_rows(&upper, m)?;
+    check_rows(layer0, 2 * m)?;
+    check_rows(upper, m)?;
     let entry = match le_u32(40) {
         u32::MAX if n == 0 => None,
         u32::MAX => return Err(corrupted("no entry point in a non-empty graph")),
@@ -486,44 +356,10 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             ef_construction,
             ids,
             levels: levels.to_vec(),
-            layer0,
-            upper,
+            layer0: layer0.to_vec(),
+            upper: upper.to_vec(),
             entry,
         },
         fingerprints,
-        fingerprint: fingerprint_of(version),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{fingerprint, fingerprint_v3};
-
-    /// Format 3's fingerprint is blake3 over the vector's little-endian bytes however it is
-    /// fed (snapshots written before must keep matching their vectors); format 4's is their
-    /// CRC-32.
-    #[test]
-    fn fingerprints_are_of_the_little_endian_bytes() {
-        for dim in [1usize, 50, 63, 64, 65, 384, 1000] {
-            let vector: Vec<f32> = (0..dim).map(|i| (i as f32 * 0.37).sin()).collect();
-            let mut hasher = blake3::Hasher::new();
-            for x in &vector {
-                hasher.update(&x.to_le_bytes());
-            }
-            let hash = hasher.finalize();
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&hash.as_bytes()[..8]);
-            assert_eq!(
-                fingerprint_v3(&vector),
-                u64::from_le_bytes(first),
-                "dim {dim}"
-            );
-            let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-            assert_eq!(
-                fingerprint(&vector),
-                u64::from(crc32fast::hash(&bytes)),
-                "dim {dim}"
-            );
-        }
-    }
 }
