@@ -554,7 +554,7 @@ impl Indexer {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
-        self.check_text_query(query)?;
+        crate::text::check_query(query, &self.engine.options().limits)?;
         let snapshot = self.engine.snapshot()?;
         let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
         let matching = match &options.filter {
@@ -583,7 +583,7 @@ impl Indexer {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
-        self.check_text_query(text)?;
+        crate::text::check_query(text, &self.engine.options().limits)?;
         options.fusion.check()?;
         let depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
         let higher = self.engine.metric().higher_is_closer();
@@ -614,22 +614,6 @@ impl Indexer {
             .snapshot()
             .and_then(|s| crate::text::analyzer_of(&s, &self.engine.text_analyzer))
             .is_ok()
-    }
-
-    /// Refuses a text query longer than a chunk may be.
-    fn check_text_query(&self, query: &str) -> Result<(), ReadError> {
-        let max = self.engine.options().limits.max_chunk_text_bytes;
-        if query.len() > max {
-            return Err(crate::error::InputError::new(
-                "query",
-                format!(
-                    "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
-                    query.len()
-                ),
-            )
-            .into());
-        }
-        Ok(())
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) use analyze::Analyzer;
 pub(crate) use analyze::Terms;
 pub use analyze::{TextLanguage, TextOptions};
 pub(crate) use memory::TextCache;
-pub(crate) use search::{analyzer_of, fuse, fusion_depth, search_text};
+pub(crate) use search::{analyzer_of, check_query, fuse, fusion_depth, search_text};
 pub use search::{Bm25, Fusion};
 pub(crate) use verify::check as verify;
 pub(crate) use write::TextWriter;

@@ -314,6 +314,23 @@ pub(crate) fn fuse(
         .collect::<Vec<_>>()
 }
 
+/// Refuses a text query longer than a chunk's text may be (`InputError` on `query`); both
+/// backends call it before analysing the query.
+pub(crate) fn check_query(query: &str, limits: &crate::options::Limits) -> Result<(), ReadError> {
+    let max = limits.max_chunk_text_bytes;
+    if query.len() > max {
+        return Err(InputError::new(
+            "query",
+            format!(
+                "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
+                query.len()
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// How many of each ranking hybrid search fuses for `k` hits.
 pub(crate) fn fusion_depth(k: usize, max_k: usize) -> usize {
     k.saturating_mul(4).max(50).min(max_k.max(k))

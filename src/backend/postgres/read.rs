@@ -9,7 +9,7 @@
 
 use super::{unord, PgStore};
 use crate::counters::{name, Counters};
-use crate::error::{InputError, ReadError};
+use crate::error::ReadError;
 use crate::guard::SkipReason;
 use crate::options::Metric;
 use crate::read::{StoredChunk, StoredDocument};
@@ -428,22 +428,6 @@ fn analyzer(store: &PgStore) -> Result<&Analyzer, ReadError> {
     })
 }
 
-/// Refuses a text query longer than a chunk's text may be (as the embedded store does).
-fn check_text_query(store: &PgStore, query: &str) -> Result<(), ReadError> {
-    let max = store.options.limits.max_chunk_text_bytes;
-    if query.len() > max {
-        return Err(InputError::new(
-            "query",
-            format!(
-                "is {} bytes; a text query may be at most {max} (Limits::max_chunk_text_bytes)",
-                query.len()
-            ),
-        )
-        .into());
-    }
-    Ok(())
-}
-
 /// `NoTextIndex` unless the snapshot's `meta` records the analysis this store opened
 /// with: a writer opened since with `Options::text_index(false)` removed the rows (and
 /// the record), and one with another analysis rebuilt them.
@@ -484,7 +468,7 @@ pub(super) fn search_text(
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, ReadError> {
     check_bounds(k, options, &store.options.limits)?;
-    check_text_query(store, query)?;
+    crate::text::check_query(query, &store.options.limits)?;
     options.bm25.check()?;
     let analyzer = analyzer(store)?;
     if k == 0 {
@@ -649,7 +633,7 @@ pub(super) fn search_hybrid(
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, ReadError> {
     check_bounds(k, options, &store.options.limits)?;
-    check_text_query(store, text)?;
+    crate::text::check_query(text, &store.options.limits)?;
     options.fusion.check()?;
     options.bm25.check()?;
     let analyzer = analyzer(store)?;
