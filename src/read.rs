@@ -106,23 +106,30 @@ impl Snapshot {
         self.chunks_row_beside(row, &VectorsRow::parse(vectors.value())?)
     }
 
+    /// The stored bytes of a live document's chunks row; missing is a corruption.
+    fn chunks_bytes(
+        &self,
+        row: &DocRow,
+    ) -> Result<redb::AccessGuard<'static, &'static [u8]>, ReadError> {
+        self.chunks
+            .get(row.internal_id)
+            .map_err(ReadError::storage)?
+            .ok_or_else(|| {
+                Corruption::new(
+                    "chunk table",
+                    format!("document {} has no chunks row", row.internal_id),
+                )
+                .into()
+            })
+    }
+
     /// [`Snapshot::chunks_row`], given the document's vectors row, already read.
     fn chunks_row_beside(
         &self,
         row: &DocRow,
         vectors: &VectorsRow<'_>,
     ) -> Result<ChunksRow, ReadError> {
-        let Some(bytes) = self
-            .chunks
-            .get(row.internal_id)
-            .map_err(ReadError::storage)?
-        else {
-            return Err(Corruption::new(
-                "chunk table",
-                format!("document {} has no chunks row", row.internal_id),
-            )
-            .into());
-        };
+        let bytes = self.chunks_bytes(row)?;
         let chunks = schema::join_chunks(bytes.value(), vectors)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
@@ -151,17 +158,7 @@ impl Snapshot {
         position: u32,
         read: impl FnOnce(ChunkView<'_>) -> R,
     ) -> Result<Option<R>, ReadError> {
-        let Some(bytes) = self
-            .chunks
-            .get(row.internal_id)
-            .map_err(ReadError::storage)?
-        else {
-            return Err(Corruption::new(
-                "chunk table",
-                format!("document {} has no chunks row", row.internal_id),
-            )
-            .into());
-        };
+        let bytes = self.chunks_bytes(row)?;
         let at = schema::join_chunk_at(bytes.value(), vectors, position as usize, |at| {
             if at.count != row.chunk_count as usize {
                 return Err(at.count);
