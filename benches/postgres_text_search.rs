@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{prose, splitmix, CHUNKS_PER_DOC};
+use common::{prose, CHUNKS_PER_DOC};
 use criterion::{criterion_group, criterion_main, Criterion};
 use ratchetdb::{testkit, Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
 use std::hint::black_box;
@@ -26,22 +26,6 @@ fn chunk_count() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(16_000)
-}
-
-/// 32 queries: word ranks drawn like the corpus's (skewed), so some are common.
-fn queries() -> Vec<String> {
-    let mut state = 42u64;
-    (0..32)
-        .map(|q| {
-            (0..(2 + q % 2))
-                .map(|_| {
-                    let u = (splitmix(&mut state) % 1_000_000) as f64 / 1_000_000.0;
-                    format!("w{}", (u * u * 20_000.0) as u64)
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
 }
 
 fn postgres_text_search(c: &mut Criterion) {
@@ -87,7 +71,7 @@ fn postgres_text_search(c: &mut Criterion) {
             }
         }
     }
-    let queries = queries();
+    let queries: Vec<String> = common::text_queries().iter().map(|q| q.join(" ")).collect();
     let options = SearchOptions::default();
     // Both stores rank alike (a sanity check: the same hits, scores within 1e-4).
     for text in &queries {

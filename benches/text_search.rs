@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{prose, splitmix, CHUNKS_PER_DOC};
+use common::{prose, CHUNKS_PER_DOC};
 use criterion::{criterion_group, criterion_main, Criterion};
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
 use std::hint::black_box;
@@ -21,21 +21,6 @@ fn chunk_count() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000)
-}
-
-/// 32 queries: word ranks drawn like the corpus's (skewed), so some are common.
-fn queries() -> Vec<Vec<String>> {
-    let mut state = 42u64;
-    (0..32)
-        .map(|q| {
-            (0..(2 + q % 2))
-                .map(|_| {
-                    let u = (splitmix(&mut state) % 1_000_000) as f64 / 1_000_000.0;
-                    format!("w{}", (u * u * 20_000.0) as u64)
-                })
-                .collect()
-        })
-        .collect()
 }
 
 fn text_search(c: &mut Criterion) {
@@ -77,7 +62,7 @@ fn text_search(c: &mut Criterion) {
             outcome.expect("op");
         }
     }
-    let queries = queries();
+    let queries = common::text_queries();
     let texts: Vec<String> = queries.iter().map(|q| q.join(" ")).collect();
     let fts: Vec<String> = queries.iter().map(|q| q.join(" OR ")).collect();
     let options = SearchOptions::default();

@@ -270,3 +270,19 @@ pub fn bench_search(
     g.finish();
     or_nan(estimates.median())
 }
+
+/// The text benches' 32 queries of 2 or 3 words, word ranks drawn like [`prose`]'s (skewed,
+/// so some are common).
+pub fn text_queries() -> Vec<Vec<String>> {
+    let mut state = 42u64;
+    (0..32)
+        .map(|q| {
+            (0..(2 + q % 2))
+                .map(|_| {
+                    let u = (splitmix(&mut state) % 1_000_000) as f64 / 1_000_000.0;
+                    format!("w{}", (u * u * 20_000.0) as u64)
+                })
+                .collect()
+        })
+        .collect()
+}
