@@ -218,30 +218,48 @@ impl Pending {
     }
 }
 
-struct Shared {
-    queue: Sender<Message>,
-    committer: Mutex<Option<JoinHandle<()>>>,
-    batches: AtomicU64,
-    ops: AtomicU64,
-    max_batch_ops: AtomicU64,
+/// A committer's message: an operation, or the order to stop once those before it are done.
+pub(crate) trait QueueMessage: Send {
+    /// The stop message.
+    fn stop() -> Self;
 }
 
-impl Shared {
-    fn stop(&self) {
+impl QueueMessage for Message {
+    fn stop() -> Self {
+        Message::Stop
+    }
+}
+
+/// What a group-commit writer's handles share (both backends' writers): the queue, the
+/// committer thread, and the counters. Dropping the last handle stops the committer after it
+/// has committed everything queued.
+pub(crate) struct CommitQueue<M: QueueMessage> {
+    pub(crate) queue: Sender<M>,
+    pub(crate) committer: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) batches: AtomicU64,
+    pub(crate) ops: AtomicU64,
+    pub(crate) max_batch_ops: AtomicU64,
+}
+
+impl<M: QueueMessage> CommitQueue<M> {
+    /// Stops the committer (once) after everything queued before is committed.
+    pub(crate) fn stop(&self) {
         let handle = self.committer.lock().take();
         if let Some(handle) = handle {
             // Everything queued before Stop is committed first (the queue is FIFO).
-            let _ = self.queue.send(Message::Stop);
+            let _ = self.queue.send(M::stop());
             let _ = handle.join();
         }
     }
 }
 
-impl Drop for Shared {
+impl<M: QueueMessage> Drop for CommitQueue<M> {
     fn drop(&mut self) {
         self.stop();
     }
 }
+
+type Shared = CommitQueue<Message>;
 
 /// A cloneable handle for writing from many threads with group commit.
 ///

@@ -17,12 +17,11 @@ use super::{write, PgStore};
 use crate::document::{Op, OpOutcome};
 use crate::error::WriteError;
 use crate::prepare::PreparedOp;
-use crate::writer::{Pending, WriterOptions, WriterStats};
+use crate::writer::{CommitQueue, Pending, QueueMessage, WriterOptions, WriterStats};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 type Reply = Result<OpOutcome, WriteError>;
@@ -39,30 +38,13 @@ pub(crate) struct PgWriter {
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    queue: Sender<Message>,
-    committer: Mutex<Option<JoinHandle<()>>>,
-    batches: AtomicU64,
-    ops: AtomicU64,
-    max_batch_ops: AtomicU64,
-}
-
-impl Shared {
-    fn stop(&self) {
-        let handle = self.committer.lock().take();
-        if let Some(handle) = handle {
-            // Everything queued before Stop is committed first (the queue is FIFO).
-            let _ = self.queue.send(Message::Stop);
-            let _ = handle.join();
-        }
+impl QueueMessage for Message {
+    fn stop() -> Self {
+        Message::Stop
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
+type Shared = CommitQueue<Message>;
 
 impl PgWriter {
     /// Starts the committer thread.
