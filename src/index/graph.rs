@@ -34,6 +34,7 @@ use parking_lot::{Mutex, RwLock};
 use rayon::prelude::*;
 
 use super::distance::distance;
+use super::exact::IdFilter;
 use super::Metric;
 
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
@@ -345,6 +346,22 @@ impl Hnsw {
         let _ = (points, slot);
     }
 
+    /// Asks the CPU to start loading `slot`'s layer-0 row (see [`Self::prefetch`]).
+    #[inline(always)]
+    fn prefetch_row(&self, points: &Points, slot: u32) {
+        #[cfg(target_arch = "x86_64")]
+        for line in self.row(points, slot, 0).chunks(16) {
+            // SAFETY: as in `prefetch`: a hint that reads nothing and never faults.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    line.as_ptr().cast(),
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (points, slot);
+    }
+
     #[inline]
     fn dist_slots(&self, points: &Points, a: u32, b: u32) -> f32 {
         distance(self.metric, self.vector(points, a), self.vector(points, b))
@@ -400,11 +417,15 @@ impl Hnsw {
     /// Inserts `items` (vector ids with their vectors, each `dim` long) as new points:
     /// allocated in one step, then linked, in parallel (rayon, in whatever pool the caller
     /// runs in) for large batches. `before_each` runs before each point is linked (tests
-    /// inject panics there). Returns `false` if the graph cannot take that many points.
-    pub(crate) fn insert(&self, items: &[(u64, &[f32])], before_each: impl Fn() + Sync) -> bool {
-        let Some(slots) = self.allocate(items) else {
-            return false;
-        };
+    /// inject panics there). Returns the slots given to `items`, in order; `None` if the
+    /// graph cannot take that many points.
+    pub(crate) fn insert(
+        &self,
+        items: &[(u64, &[f32])],
+        before_each: impl Fn() + Sync,
+    ) -> Option<std::ops::Range<u32>> {
+        let slots = self.allocate(items)?;
+        let given = slots.clone();
         let points = self.points.read();
         if slots.len() >= PARALLEL_INSERT_MIN {
             slots.into_par_iter().for_each(|slot| {
@@ -417,7 +438,7 @@ impl Hnsw {
                 self.link(&points, slot);
             }
         }
-        true
+        Some(given)
     }
 
     /// hnswlib's `addPoint` for an allocated point.
@@ -608,17 +629,20 @@ impl Hnsw {
     /// The `knbn` nearest points (id, distance) found by a search of width `ef`,
     /// nearest first.
     pub(crate) fn search(&self, query: &[f32], knbn: usize, ef: usize) -> Vec<(u64, f32)> {
-        self.search_admitting(query, knbn, ef, usize::MAX, |_| true)
+        self.search_admitting(query, knbn, ef, usize::MAX, |_| true, None)
             .0
     }
 
-    /// The `knbn` nearest points (id, distance) whose id `admit` accepts, found by a
-    /// search of width `ef` that applies `admit` inside the traversal (as hnswlib's
-    /// filtered search does): every point reached routes the beam, but only admitted ones
-    /// enter the result set, and the search stops only once `ef` admitted points are
-    /// nearer than everything left to expand. So the fewer points `admit` passes, the
-    /// further the traversal widens, and a filter passing 1 point in 100 costs about 100
-    /// times the reached points instead of a post-filter's collapse in recall.
+    /// The `knbn` nearest points (id, distance) admitted, found by a search of width `ef`
+    /// that applies the admission test inside the traversal (as hnswlib's filtered search
+    /// does): a point is admitted when `live` accepts its slot and `filter` (if any) its
+    /// id. Every point reached routes the beam, but only admitted ones enter the result
+    /// set, and the search stops only once `ef` admitted points are nearer than everything
+    /// left to expand. So the fewer points pass, the further the traversal widens, and a
+    /// filter passing 1 point in 100 costs about 100 times the reached points instead of a
+    /// post-filter's collapse in recall. `live` is asked first and by slot, so a search
+    /// without a filter never reads the points' ids (as hnswlib reads its deleted flag
+    /// from the point's own row).
     ///
     /// The second value says how the traversal ended ([`Ending`]): it may run out of
     /// points to expand before holding `ef` admitted ones, or compute more than
@@ -630,7 +654,8 @@ impl Hnsw {
         knbn: usize,
         ef: usize,
         max_distances: usize,
-        admit: impl Fn(u64) -> bool,
+        live: impl Fn(u32) -> bool,
+        filter: IdFilter<'_>,
     ) -> (Vec<(u64, f32)>, Ending) {
         let points = self.points.read();
         let Some((entry, top)) = self.entry() else {
@@ -661,7 +686,8 @@ impl Hnsw {
             }
         }
         let ef = ef.max(knbn).max(1);
-        let admitted = |slot: u32| admit(points.ids[slot as usize]);
+        let admitted =
+            |slot: u32| live(slot) && filter.is_none_or(|admit| admit(points.ids[slot as usize]));
         let (found, ending) = VISITED.with(|cell| {
             let mut visited = cell.borrow_mut();
             let mark = visited.start(points.ids.len());
@@ -694,13 +720,13 @@ impl Hnsw {
                         fresh.push(next);
                     }
                 }
-                if let Some(&first) = fresh.first() {
-                    self.prefetch(&points, first);
+                for &next in fresh.iter() {
+                    self.prefetch(&points, next);
                 }
-                for (i, &next) in fresh.iter().enumerate() {
-                    if let Some(&after) = fresh.get(i + 1) {
-                        self.prefetch(&points, after);
-                    }
+                if let Some(Reverse(then)) = frontier.peek() {
+                    self.prefetch_row(&points, then.1);
+                }
+                for &next in fresh.iter() {
                     distances += 1;
                     let candidate = Near(dist(next), next);
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {

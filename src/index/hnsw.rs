@@ -11,6 +11,7 @@
 //! lock the rows they rewrite, so inserts and searches run concurrently on one graph.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use parking_lot::RwLock;
@@ -18,7 +19,7 @@ use parking_lot::RwLock;
 use super::exact::{Candidate, ExactStore, IdFilter};
 pub(crate) use super::graph::GraphParams;
 use super::graph::Hnsw;
-use super::membership::Membership;
+use super::membership::{Membership, NO_SLOT};
 use super::panic_message;
 use super::{IndexError, Metric};
 
@@ -101,13 +102,14 @@ impl Graph {
     /// callers' clean-up runs: a build discards its new graph, the absorber drops the
     /// graph (which may now hold some of its points, partly linked), and the background
     /// worker goes on to a rebuild or clears its `building` flag.
-    fn insert_links(&self, batch: &[(u64, &[f32])]) -> Result<(), IndexError> {
+    /// Returns the slots the batch's points were given, in order.
+    fn insert_links(&self, batch: &[(u64, &[f32])]) -> Result<Range<u32>, IndexError> {
         let inserted = catch_unwind(AssertUnwindSafe(|| {
             self.links.insert(batch, || self.before_insert())
         }));
         match inserted {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(IndexError::Graph {
+            Ok(Some(slots)) => Ok(slots),
+            Ok(None) => Err(IndexError::Graph {
                 detail: "the graph cannot hold more than 2^32 points".into(),
             }),
             Err(payload) => Err(IndexError::Graph {
@@ -195,10 +197,10 @@ impl Graph {
             debug_assert_eq!(vector.len(), self.dim);
             debug_assert!(!self.has_point(id), "id {id} inserted twice into a graph");
         }
-        self.insert_links(items)?;
+        let slots = self.insert_links(items)?;
         let mut membership = self.membership.write();
-        for &(id, _) in items {
-            membership.points.insert(id, true);
+        for (&(id, _), slot) in items.iter().zip(slots) {
+            membership.add_point(id, slot, true);
         }
         Ok(())
     }
@@ -220,8 +222,8 @@ impl Graph {
     pub(crate) fn register_pending(&self, ids: &[u64]) {
         let mut membership = self.membership.write();
         for &id in ids {
-            if membership.points.insert(id, false).is_none() {
-                membership.dead += 1;
+            if !membership.points.contains_key(&id) {
+                membership.add_point(id, NO_SLOT, false);
                 membership.pending += 1;
             }
         }
@@ -230,7 +232,12 @@ impl Graph {
     /// Inserts registered points into the links (no lock writers need is held), to be
     /// settled with [`Graph::settle`].
     pub(crate) fn insert_registered(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
-        self.insert_links(items)
+        let slots = self.insert_links(items)?;
+        let mut membership = self.membership.write();
+        for (&(id, _), slot) in items.iter().zip(slots) {
+            membership.place(id, slot);
+        }
+        Ok(())
     }
 
     /// Settles points inserted by [`Graph::insert_pending`]: a point whose id is still
@@ -240,13 +247,9 @@ impl Graph {
         let mut membership = self.membership.write();
         membership.pending = membership.pending.saturating_sub(ids.len());
         for &id in ids {
-            if still_live(id) && membership.outside.remove(&id) {
-                if let Some(live) = membership.points.get_mut(&id) {
-                    if !*live {
-                        *live = true;
-                        membership.dead -= 1;
-                    }
-                }
+            // A point with no slot (its insertion failed) stays dead, its id outside.
+            if still_live(id) && membership.outside.contains(&id) && membership.mark_live(id) {
+                membership.outside.remove(&id);
             }
         }
     }
@@ -273,19 +276,16 @@ impl Graph {
                 return Err(format!("live id {id} must be a live point xor outside"));
             }
         }
-        for (&id, &live) in &membership.points {
-            if live && !exact.contains(id) {
+        for (&id, point) in &membership.points {
+            if point.live && !exact.contains(id) {
                 return Err(format!("graph point {id} is live but id {id} is not"));
             }
         }
         if let Some(id) = membership.outside.iter().find(|&&id| !exact.contains(id)) {
             return Err(format!("outside id {id} is not live"));
         }
-        let dead = membership.points.values().filter(|&&live| !live).count();
-        if dead != membership.dead {
-            return Err(format!("dead count {} != {dead}", membership.dead));
-        }
         let ids = self.links.ids();
+        membership.verify_slots(&ids)?;
         let distinct: HashSet<u64> = ids.iter().copied().collect();
         if distinct.len() != ids.len() {
             return Err("an id has two points in the graph".into());
