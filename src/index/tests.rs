@@ -909,6 +909,10 @@ fn dead_points_stay_out_of_results_by_their_slot_bits() {
     // Every live vector of both halves is found by its own vector: its slot bit is set.
     for id in (0..N as u64).filter(|id| !removed.contains(id)).step_by(13) {
         let hits = live_search(&index, &vectors[id as usize]);
-        assert_eq!(hits.first(), Some(&id), "live id {id} is not its own nearest");
+        assert_eq!(
+            hits.first(),
+            Some(&id),
+            "live id {id} is not its own nearest"
+        );
     }
 }
