@@ -177,8 +177,9 @@ impl Set {
     }
 }
 
-/// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), and
-/// the graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` if set.
+/// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), the
+/// graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` and redb's
+/// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set.
 pub fn options() -> Options {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
     let mut index = IndexOptions::default();
@@ -188,7 +189,11 @@ pub fn options() -> Options {
     if let Some(ef) = var("RATCHETDB_INDEX_EF_CONSTRUCTION") {
         index = index.ef_construction(ef);
     }
-    Options::default().durability(Durability::None).index(index)
+    let options = Options::default().durability(Durability::None).index(index);
+    match var("RATCHETDB_CACHE_SIZE") {
+        Some(bytes) => options.cache_size(bytes),
+        None => options,
+    }
 }
 
 /// Writes every base row as a one-chunk document `r<row>`; returns the seconds it took.
