@@ -40,6 +40,10 @@ use super::Metric;
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
 pub(crate) const MAX_LEVEL: usize = 15;
 
+/// Cache lines of neighbours' vectors a layer-0 expansion keeps prefetched ahead of the
+/// distance it computes.
+const PREFETCH_LINES: usize = 16;
+
 /// Below this many points a batch is linked on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
 
@@ -720,13 +724,20 @@ impl Hnsw {
                         fresh.push(next);
                     }
                 }
-                for &next in fresh.iter() {
+                // Prefetched `ahead` vectors ahead of the distance computed: about 16 cache
+                // lines in flight (4 vectors at 50-d, 1 at 384-d, where more would evict
+                // the lines still to be read).
+                let ahead = (PREFETCH_LINES / self.dim.div_ceil(16)).max(1);
+                for &next in fresh.iter().take(ahead) {
                     self.prefetch(&points, next);
                 }
                 if let Some(Reverse(then)) = frontier.peek() {
                     self.prefetch_row(&points, then.1);
                 }
-                for &next in fresh.iter() {
+                for (i, &next) in fresh.iter().enumerate() {
+                    if let Some(&later) = fresh.get(i + ahead) {
+                        self.prefetch(&points, later);
+                    }
                     distances += 1;
                     let candidate = Near(dist(next), next);
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
