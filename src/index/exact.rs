@@ -52,6 +52,9 @@ impl Ord for Candidate {
 pub(crate) struct TopK {
     k: usize,
     heap: BinaryHeap<Candidate>,
+    /// The worst kept distance once `k` are kept, else +inf: a candidate farther than it
+    /// is turned away by one float comparison, before any heap work.
+    bound: f32,
 }
 
 impl TopK {
@@ -60,18 +63,30 @@ impl TopK {
         TopK {
             k,
             heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)),
+            bound: f32::INFINITY,
         }
     }
 
     /// Offers a candidate; kept only if it is among the `k` best so far.
     #[inline]
     pub(crate) fn push(&mut self, candidate: Candidate) {
+        // Farther than the worst kept: not kept, whatever the id (a strict `>` of two
+        // non-NaN floats is the total order's answer too; NaN and ties go on below).
+        if candidate.distance > self.bound {
+            return;
+        }
         if self.heap.len() < self.k {
             self.heap.push(candidate);
         } else if let Some(mut worst) = self.heap.peek_mut() {
             if candidate < *worst {
                 *worst = candidate;
             }
+        }
+        if self.heap.len() >= self.k {
+            self.bound = self
+                .heap
+                .peek()
+                .map_or(f32::INFINITY, |worst| worst.distance);
         }
     }
 
@@ -364,6 +379,35 @@ mod tests {
                     assert_eq!(got, naive(&store, query, k, &even));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn top_k_keeps_the_k_smallest_by_distance_then_id() {
+        // Few distinct distances, so ties at the bound are common; +inf and -0.0 too.
+        let values = [0.5f32, 0.25, f32::INFINITY, 0.5, -0.0, 0.0, 0.75, 0.25];
+        let mut rng = SplitMix64::new(5);
+        for k in [0usize, 1, 2, 3, 7, 40] {
+            let all: Vec<Candidate> = (0..60u64)
+                .map(|id| Candidate {
+                    distance: values[rng.below(values.len())],
+                    id: 1000 - id * 7 % 61,
+                })
+                .collect();
+            let mut top = TopK::new(k);
+            for &c in &all {
+                top.push(c);
+            }
+            let mut want = all.clone();
+            want.sort();
+            want.truncate(k);
+            let got = top.into_sorted();
+            let key = |c: &Candidate| (c.distance.to_bits(), c.id);
+            assert_eq!(
+                got.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(key).collect::<Vec<_>>(),
+                "k {k}"
+            );
         }
     }
 
