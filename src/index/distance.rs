@@ -7,7 +7,9 @@
 //! compiler vectorises them without having to reassociate floating-point additions, so
 //! the result does not depend on the instruction set. On x86_64 the same body is compiled
 //! a second time with AVX2 enabled and picked at run time; it returns the same bits as
-//! the baseline (SSE2) build, only faster.
+//! the baseline (SSE2) build, only faster. The exact scan's AVX2 kernel ([`scan_block`])
+//! scores four rows per pass with the same per-lane operations in the same order and the
+//! same final reduction, so each row keeps those bits too.
 //!
 //! (`anndists`' `DistDot`, the SIMD distance `hnsw_rs` shipped, was not used: it asserts
 //! `dot <= 1.000002`, which f32-normalised vectors of 1536 dimensions break about once in
