@@ -2,10 +2,14 @@
 //! (issue 17), so the ratio holds on a loaded machine:
 //!
 //! - `exact_scan/<set>`: the exact scan's distances over every row of a data set (the
-//!   MiniLM 384-d and GloVe 50-d sets when `benches/data/fetch.sh` has fetched them, else a
-//!   seeded random 40,000 x 384 and 100,000 x 50), one thread, into a top-10: one row at a
+//!   MiniLM 384-d, random 100k x 384-d and GloVe 50-d sets when `benches/data/fetch.sh`
+//!   has fetched them, else a seeded random 40,000 x 384 and 100,000 x 50), one thread,
+//!   into a top-10: one row at a
 //!   time through `distance` (`one_by_one`, the scan before) against `scan_block`, the
 //!   instruction set picked once per scan (`block`);
+//! - `exact_search/<set>`: the whole exact search of a `Store` without the store (scan,
+//!   top-10 with ids, split over every core above 32,768 rows), for the ratio to NumPy's
+//!   `base @ q` then `argpartition` on the same set (`benches/peers/peers.py`'s exact scan);
 //! - `chunk_decode/<n>_chunks`: a search hit's text from an encoded chunks row of `n`
 //!   chunks of ~500 bytes: the whole row decoded (`whole_row`, before) against only the
 //!   hit's chunk (`one_chunk`), the position varying over the row.
@@ -19,7 +23,7 @@ mod search_real;
 use criterion::{BenchmarkId, Criterion};
 use ratchetdb::testkit::{
     chunk_text_one_chunk, chunk_text_whole_row, encode_chunks_row, scan_rows_block,
-    scan_rows_one_by_one, SplitMix64,
+    scan_rows_one_by_one, ExactScan, SplitMix64,
 };
 use ratchetdb::Metric;
 use std::hint::black_box;
@@ -43,9 +47,15 @@ impl Top10 {
 /// (name, dimension, rows, queries) of the scan sets.
 fn scan_sets() -> Vec<(String, usize, Vec<f32>, Vec<f32>)> {
     let mut out = Vec::new();
-    for (name, dim, n) in [("minilm", 384, 40_000), ("glove-100k", 50, 100_000)] {
+    for (name, dim, n) in [
+        ("minilm", 384, 40_000),
+        ("random384", 384, 100_000),
+        ("glove-100k", 50, 100_000),
+    ] {
         match search_real::Set::load(name, true) {
             Ok(set) => out.push((name.to_string(), set.dim, set.base, set.queries)),
+            // One seeded stand-in per dimension is enough.
+            Err(why) if name == "random384" => println!("# {name}: {why}; skipped"),
             Err(why) => {
                 println!("# {name}: {why}; a seeded random {n} x {dim} instead");
                 let mut rng = SplitMix64::new(17);
@@ -92,6 +102,48 @@ fn main() {
                 })
             });
         }
+        // `block` on two threads, each over half the rows (as `ExactStore::search` splits
+        // a scan above 32,768 rows: a thread spawned per half, the halves' top-10s merged).
+        let mut i = 0;
+        g.bench_function(BenchmarkId::from_parameter("block_2_threads"), |b| {
+            b.iter(|| {
+                i += 1;
+                let query = &queries[(i % count) * dim..(i % count + 1) * dim];
+                let half = rows.len() / dim / 2 * dim;
+                let (a, b) = rows.split_at(half);
+                let tops = std::thread::scope(|s| {
+                    let ha = s.spawn(|| {
+                        let mut top = Top10(Vec::with_capacity(11));
+                        scan_rows_block(Metric::Cosine, query, a, |r, d| top.push(r, d));
+                        top
+                    });
+                    let hb = s.spawn(|| {
+                        let mut top = Top10(Vec::with_capacity(11));
+                        scan_rows_block(Metric::Cosine, query, b, |r, d| top.push(r, d));
+                        top
+                    });
+                    (ha.join().expect("a"), hb.join().expect("b"))
+                });
+                let mut top = tops.0;
+                for (d, r) in tops.1 .0 {
+                    top.push(r, d);
+                }
+                black_box(top.0)
+            })
+        });
+        g.finish();
+        // The whole exact search as a `Store` runs it (scan, top-10 with ids, on both
+        // cores above 32,768 rows), for the ratio to NumPy's `base @ q` + argpartition.
+        let scan = ExactScan::new(dim, &rows).expect("index");
+        let mut g = c.benchmark_group(format!("exact_search/{name}"));
+        let mut i = 0;
+        g.bench_function(BenchmarkId::from_parameter("top10"), |b| {
+            b.iter(|| {
+                i += 1;
+                let query = &queries[(i % count) * dim..(i % count + 1) * dim];
+                black_box(scan.search(query, 10).expect("search"))
+            })
+        });
         g.finish();
     }
 

@@ -7,7 +7,9 @@
 //! compiler vectorises them without having to reassociate floating-point additions, so
 //! the result does not depend on the instruction set. On x86_64 the same body is compiled
 //! a second time with AVX2 enabled and picked at run time; it returns the same bits as
-//! the baseline (SSE2) build, only faster.
+//! the baseline (SSE2) build, only faster. The exact scan's AVX2 kernel ([`scan_block`])
+//! scores four rows per pass with the same per-lane operations in the same order and the
+//! same final reduction, so each row keeps those bits too.
 //!
 //! (`anndists`' `DistDot`, the SIMD distance `hnsw_rs` shipped, was not used: it asserts
 //! `dot <= 1.000002`, which f32-normalised vectors of 1536 dimensions break about once in
@@ -25,17 +27,31 @@ fn dot_body(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; LANES];
     let chunks_a = a.chunks_exact(LANES);
     let chunks_b = b.chunks_exact(LANES);
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
+    let tail = dot_tail(chunks_a.remainder(), chunks_b.remainder());
     for (x, y) in chunks_a.zip(chunks_b) {
         for i in 0..LANES {
             acc[i] += x[i] * y[i];
         }
     }
+    reduce(&acc, tail)
+}
+
+/// The elements after the last whole `LANES` chunk, summed in order.
+#[inline(always)]
+fn dot_tail(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// [`l2_squared_body`]'s elements after the last whole `LANES` chunk, summed in order.
+#[inline(always)]
+fn l2_tail(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// The one-row bodies' last step: the lanes summed in lane order, then the tail. The
+/// block kernels end each row with this same function, so their rows keep these bits.
+#[inline(always)]
+fn reduce(acc: &[f32; LANES], tail: f32) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
@@ -46,19 +62,14 @@ fn l2_squared_body(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; LANES];
     let chunks_a = a.chunks_exact(LANES);
     let chunks_b = b.chunks_exact(LANES);
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum();
+    let tail = l2_tail(chunks_a.remainder(), chunks_b.remainder());
     for (x, y) in chunks_a.zip(chunks_b) {
         for i in 0..LANES {
             let d = x[i] - y[i];
             acc[i] += d * d;
         }
     }
-    acc.iter().sum::<f32>() + tail
+    reduce(&acc, tail)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -124,12 +135,11 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous): the raw dot
-/// product or squared distance of each row, through the one-row bodies, so each row's
-/// result has the same bits as [`dot`] / [`l2_squared`] give it. The instruction set is
-/// chosen once per scan, not per row. (Two and four rows per pass sharing the query's
-/// loads, each row summed in the same order, were measured slower here than one row at a
-/// time: 2.6x and 1.9x at 384-d in `benches/search_kernels.rs`; see docs/benchmarks.md.)
+/// Rows scored per pass by the exact scan's kernel ([`scan_avx2`]).
+const ROWS: usize = 4;
+
+/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous) without
+/// AVX2: the raw dot product or squared distance of each row through the one-row bodies.
 #[inline(always)]
 fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
     let dim = query.len();
@@ -146,23 +156,101 @@ fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMu
     }
 }
 
+/// [`scan_body`] with AVX2, [`ROWS`] rows per pass: each chunk of `LANES` query floats is
+/// loaded once and used for every row of the pass (the one-row body loads it again for
+/// each row). The rows are split into [`ROWS`] equal segments and a pass takes the next
+/// row of each, so memory is read as [`ROWS`] long sequential streams, which the hardware
+/// prefetchers follow; [`ROWS`] adjacent rows per pass (four streams of one row each,
+/// restarted every pass) ran at half the speed of one row at a time at 384-d
+/// (docs/benchmarks.md). Each row keeps its own `LANES` accumulators, updated with the
+/// one-row bodies' operations in the same order (`acc + q * x`, or
+/// `acc + (q - x) * (q - x)`, one rounding each, lane by lane, chunk by chunk), and ends
+/// with the same [`reduce`] and tail; IEEE arithmetic is the same in any register width,
+/// so each row's result has the bits of [`dot_body`] / [`l2_squared_body`]. The rows after
+/// the last whole segment go through the one-row bodies.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn scan_dot_avx2(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
-    scan_body::<false>(query, rows, on_raw)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn scan_l2_avx2(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
-    scan_body::<true>(query, rows, on_raw)
+fn scan_avx2<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
+    use std::arch::x86_64::{
+        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+        _mm256_sub_ps,
+    };
+    const HALF: usize = LANES / 2; // floats per 256-bit register
+    let dim = query.len();
+    if dim == 0 {
+        return;
+    }
+    let whole = dim - dim % LANES;
+    let (query_whole, query_tail) = query.split_at(whole);
+    // ROWS segments of `segment` rows each; pass `i` scores row `i` of every segment.
+    let segment = rows.len() / dim / ROWS;
+    for i in 0..segment {
+        let starts: [usize; ROWS] = std::array::from_fn(|r| (r * segment + i) * dim);
+        // acc[r][h]: lanes h * HALF .. (h + 1) * HALF of the pass's row r.
+        let mut acc: [[__m256; 2]; ROWS] = [[_mm256_setzero_ps(); 2]; ROWS];
+        for (c, q) in query_whole.chunks_exact(LANES).enumerate() {
+            let off = c * LANES;
+            // SAFETY: `q` is LANES floats, so `q[0..HALF]` and `q[HALF..LANES]` are in
+            // bounds. Unaligned loads (`loadu`) need no alignment.
+            let (q0, q1) = unsafe {
+                (
+                    _mm256_loadu_ps(q.as_ptr()),
+                    _mm256_loadu_ps(q.as_ptr().add(HALF)),
+                )
+            };
+            for (acc, &start) in acc.iter_mut().zip(&starts) {
+                // SAFETY: `start = (r * segment + i) * dim` with `r < ROWS`, `i < segment`,
+                // so `start + dim <= ROWS * segment * dim <= rows.len()`; and
+                // `off + LANES <= whole <= dim`: the LANES floats at `start + off` are
+                // inside `rows`.
+                let (x0, x1) = unsafe {
+                    let p = rows.as_ptr().add(start + off);
+                    (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(HALF)))
+                };
+                if L2 {
+                    let (d0, d1) = (_mm256_sub_ps(q0, x0), _mm256_sub_ps(q1, x1));
+                    acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(d0, d0));
+                    acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(d1, d1));
+                } else {
+                    acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(q0, x0));
+                    acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(q1, x1));
+                }
+            }
+        }
+        for (r, (acc, &start)) in acc.iter().zip(&starts).enumerate() {
+            let mut lanes = [0f32; LANES];
+            // SAFETY: `lanes` holds LANES = 2 * HALF floats: both stores are in bounds.
+            unsafe {
+                _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
+                _mm256_storeu_ps(lanes.as_mut_ptr().add(HALF), acc[1]);
+            }
+            let row_tail = rows.get(start + whole..start + dim).unwrap_or_default();
+            let tail = if L2 {
+                l2_tail(query_tail, row_tail)
+            } else {
+                dot_tail(query_tail, row_tail)
+            };
+            on_raw(r * segment + i, reduce(&lanes, tail));
+        }
+    }
+    let done = ROWS * segment;
+    let rest = rows.get(done * dim..).unwrap_or_default();
+    for (r, one) in rest.chunks_exact(dim).enumerate() {
+        let raw = if L2 {
+            l2_squared_body(query, one)
+        } else {
+            dot_body(query, one)
+        };
+        on_raw(done + r, raw);
+    }
 }
 
 /// The internal distance ([`distance`]) from `query` to each row of `rows` (row-major,
 /// `query.len()` floats per row; a trailing partial row is ignored), handed to
-/// `on_row(row index, distance)` in row order. The exact scan's kernel over contiguous
-/// rows (the instruction set picked once per scan); each row's distance has the same bits
-/// as [`distance`] gives it, so exact and graph searches agree to the bit.
+/// `on_row(row index, distance)` once per row, in no particular order. The exact scan's
+/// kernel over contiguous rows (the instruction set picked once per scan); each row's
+/// distance has the same bits as [`distance`] gives it, so exact and graph searches agree
+/// to the bit.
 pub(crate) fn scan_block(
     metric: Metric,
     query: &[f32],
@@ -191,9 +279,9 @@ pub(crate) fn scan_block(
         // just above.
         unsafe {
             if l2 {
-                scan_l2_avx2(query, rows, &mut on_raw);
+                scan_avx2::<true>(query, rows, &mut on_raw);
             } else {
-                scan_dot_avx2(query, rows, &mut on_raw);
+                scan_avx2::<false>(query, rows, &mut on_raw);
             }
         }
         return;
@@ -321,10 +409,13 @@ mod tests {
 
     #[test]
     fn scan_block_gives_each_row_the_bits_of_distance() {
-        for dim in [1usize, 7, 16, 37, 50, 384] {
-            for rows in 0..11usize {
+        // Dimensions below, at and around the kernel's LANES (16) and the scan's ROWS (4)
+        // rows per pass; values of both signs and mixed magnitudes, so every rounding
+        // of a reordered sum would show.
+        for dim in [1usize, 7, 15, 16, 17, 33, 37, 50, 64, 100, 384, 385] {
+            for rows in 0..14usize {
                 let data: Vec<f32> = (0..rows * dim)
-                    .map(|i| ((i * 31 % 97) as f32 * 0.013).sin())
+                    .map(|i| ((i * 31 % 97) as f32 * 0.013).sin() * (1 + i % 5) as f32)
                     .collect();
                 let query: Vec<f32> = (0..dim).map(|i| (i as f32 * 0.7).cos()).collect();
                 for metric in [Metric::Cosine, Metric::L2, Metric::Dot] {
@@ -332,6 +423,8 @@ mod tests {
                     scan_block(metric, &query, &data, |row, d| {
                         seen.push((row, d.to_bits()))
                     });
+                    // Every row once, in any order.
+                    seen.sort_unstable();
                     let want: Vec<(usize, u32)> = data
                         .chunks_exact(dim)
                         .enumerate()
@@ -346,6 +439,7 @@ mod tests {
         scan_block(Metric::Cosine, &[f32::NAN], &[1.0, 2.0], |r, d| {
             seen.push((r, d))
         });
+        seen.sort_unstable_by_key(|&(r, _)| r);
         assert_eq!(seen, vec![(0, f32::INFINITY), (1, f32::INFINITY)]);
         seen.clear();
         scan_block(Metric::L2, &[1.0, 2.0], &[1.0, 2.0, 3.0], |r, d| {

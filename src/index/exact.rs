@@ -9,11 +9,17 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use super::{distance, Metric};
 
 /// Above this many rows a scan is split across `available_parallelism()` threads.
 pub(crate) const PARALLEL_SCAN_THRESHOLD: usize = 32 * 1024;
+
+/// Floats per block of rows a parallel scan hands out (1 MiB): small enough that a thread
+/// held up by a busy core delays the answer by little, large enough that the shared
+/// counter is touched a few hundred times per scan at most.
+const SCAN_BLOCK_FLOATS: usize = 256 * 1024;
 
 /// An optional predicate on vector ids; `false` excludes the id from the results.
 /// It must be `Sync` because large scans call it from several threads.
@@ -52,6 +58,9 @@ impl Ord for Candidate {
 pub(crate) struct TopK {
     k: usize,
     heap: BinaryHeap<Candidate>,
+    /// The worst kept distance once `k` are kept, else +inf: a candidate farther than it
+    /// is turned away by one float comparison, before any heap work.
+    bound: f32,
 }
 
 impl TopK {
@@ -60,18 +69,30 @@ impl TopK {
         TopK {
             k,
             heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)),
+            bound: f32::INFINITY,
         }
     }
 
     /// Offers a candidate; kept only if it is among the `k` best so far.
     #[inline]
     pub(crate) fn push(&mut self, candidate: Candidate) {
+        // Farther than the worst kept: not kept, whatever the id (a strict `>` of two
+        // non-NaN floats is the total order's answer too; NaN and ties go on below).
+        if candidate.distance > self.bound {
+            return;
+        }
         if self.heap.len() < self.k {
             self.heap.push(candidate);
         } else if let Some(mut worst) = self.heap.peek_mut() {
             if candidate < *worst {
                 *worst = candidate;
             }
+        }
+        if self.heap.len() >= self.k {
+            self.bound = self
+                .heap
+                .peek()
+                .map_or(f32::INFINITY, |worst| worst.distance);
         }
     }
 
@@ -216,26 +237,57 @@ impl ExactStore {
         filter: IdFilter<'_>,
         threads: usize,
     ) -> Vec<Candidate> {
+        let block = (SCAN_BLOCK_FLOATS / self.dim.max(1)).max(1);
+        self.search_in_blocks(query, k, filter, threads, block)
+    }
+
+    /// [`Self::search_with_threads`] with the rows handed out `block` at a time.
+    ///
+    /// With more than one thread, the caller and `threads - 1` helpers take blocks of
+    /// rows from a shared counter until none is left, each into its own top-k, merged at
+    /// the end. A thread whose core is busy with other work takes fewer blocks instead of
+    /// holding up the answer, as a fixed split into halves did (it waits for the slower
+    /// half: on a 2-core machine with one core loaded, a 100k x 50-d scan on two threads
+    /// took 2.7x the one-thread time, docs/benchmarks.md). The top-k is the same whatever
+    /// the split: candidates are totally ordered by (distance, id).
+    fn search_in_blocks(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: IdFilter<'_>,
+        threads: usize,
+        block: usize,
+    ) -> Vec<Candidate> {
         if k == 0 || self.is_empty() {
             return Vec::new();
         }
         let rows = self.len();
-        let threads = threads.clamp(1, rows);
-        if threads == 1 {
-            return self.scan_rows(query, k, filter, 0..rows).into_sorted();
-        }
-        let rows_per_thread = rows.div_ceil(threads);
+        let block = block.max(1);
+        let threads = threads.clamp(1, rows.div_ceil(block));
         let mut top = TopK::new(k);
+        if threads == 1 {
+            self.scan_rows(query, filter, 0..rows, &mut top);
+            return top.into_sorted();
+        }
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut top = TopK::new(k);
+            loop {
+                let index = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let Some(start) = index.checked_mul(block).filter(|&start| start < rows) else {
+                    break;
+                };
+                let end = start.saturating_add(block).min(rows);
+                self.scan_rows(query, filter, start..end, &mut top);
+            }
+            top
+        };
+        let work = &work;
         std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let start = t * rows_per_thread;
-                    let end = ((t + 1) * rows_per_thread).min(rows);
-                    scope.spawn(move || self.scan_rows(query, k, filter, start..end))
-                })
-                .collect();
-            for handle in handles {
-                match handle.join() {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            top.merge(work());
+            for helper in helpers {
+                match helper.join() {
                     Ok(partial) => top.merge(partial),
                     // A panic in a scan thread is a bug (the scan has no fallible step);
                     // re-raise it on the caller's thread rather than answer partially.
@@ -246,16 +298,19 @@ impl ExactStore {
         top.into_sorted()
     }
 
+    /// Offers the rows `rows` that pass `filter` to `top`.
     fn scan_rows(
         &self,
         query: &[f32],
-        k: usize,
         filter: IdFilter<'_>,
         rows: std::ops::Range<usize>,
-    ) -> TopK {
-        let mut top = TopK::new(k);
-        let data = &self.data[rows.start * self.dim..rows.end * self.dim];
-        let ids = &self.ids[rows];
+        top: &mut TopK,
+    ) {
+        let data = self
+            .data
+            .get(rows.start * self.dim..rows.end * self.dim)
+            .unwrap_or_default();
+        let ids = self.ids.get(rows).unwrap_or_default();
         match filter {
             // The block kernel over contiguous rows (distance.rs, `scan_block`).
             None => distance::scan_block(self.metric, query, data, |row, distance| {
@@ -274,7 +329,6 @@ impl ExactStore {
                 }
             }
         }
-        top
     }
 
     /// Checks the storage invariants (see the module doc).
@@ -349,21 +403,50 @@ mod tests {
                 let query = &vectors[rng.below(vectors.len())];
                 let k = 1 + rng.below(25);
                 let even = |id: u64| id.is_multiple_of(2);
-                for threads in [1, 2, 5] {
+                for (threads, block) in [(1, 1000), (2, 1000), (5, 1000), (2, 7), (3, 64)] {
                     let got: Vec<u64> = store
-                        .search_with_threads(query, k, None, threads)
+                        .search_in_blocks(query, k, None, threads, block)
                         .iter()
                         .map(|c| c.id)
                         .collect();
                     assert_eq!(got, naive(&store, query, k, &|_| true));
                     let got: Vec<u64> = store
-                        .search_with_threads(query, k, Some(&even), threads)
+                        .search_in_blocks(query, k, Some(&even), threads, block)
                         .iter()
                         .map(|c| c.id)
                         .collect();
                     assert_eq!(got, naive(&store, query, k, &even));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn top_k_keeps_the_k_smallest_by_distance_then_id() {
+        // Few distinct distances, so ties at the bound are common; +inf and -0.0 too.
+        let values = [0.5f32, 0.25, f32::INFINITY, 0.5, -0.0, 0.0, 0.75, 0.25];
+        let mut rng = SplitMix64::new(5);
+        for k in [0usize, 1, 2, 3, 7, 40] {
+            let all: Vec<Candidate> = (0..60u64)
+                .map(|id| Candidate {
+                    distance: values[rng.below(values.len())],
+                    id: 1000 - id * 7 % 61,
+                })
+                .collect();
+            let mut top = TopK::new(k);
+            for &c in &all {
+                top.push(c);
+            }
+            let mut want = all.clone();
+            want.sort();
+            want.truncate(k);
+            let got = top.into_sorted();
+            let key = |c: &Candidate| (c.distance.to_bits(), c.id);
+            assert_eq!(
+                got.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(key).collect::<Vec<_>>(),
+                "k {k}"
+            );
         }
     }
 

@@ -61,3 +61,31 @@ pub fn chunk_text_one_chunk(bytes: &[u8], position: usize) -> Option<String> {
     let at = schema::decode_chunk_at(bytes, position).ok()?;
     at.chunk.map(|c| c.text.to_owned())
 }
+
+/// A vector index of `rows` (row-major, `dim` floats each; ids are row numbers), cosine,
+/// without a graph: for timing the whole exact search (scan, top-k, thread split) without a
+/// `Store`.
+pub struct ExactScan(crate::index::VectorIndex);
+
+impl ExactScan {
+    /// The index of `rows`' whole rows.
+    pub fn new(dim: usize, rows: &[f32]) -> Result<ExactScan, String> {
+        let index =
+            crate::index::VectorIndex::new(dim, Metric::Cosine).map_err(|e| e.to_string())?;
+        let items: Vec<(u64, &[f32])> = rows
+            .chunks_exact(dim.max(1))
+            .enumerate()
+            .map(|(id, row)| (id as u64, row))
+            .collect();
+        index.insert_batch(&items).map_err(|e| e.to_string())?;
+        Ok(ExactScan(index))
+    }
+
+    /// The ids and scores of the `k` rows nearest to `query`, nearest first: the exact
+    /// search a `Store` runs (on one thread below 32,768 rows, else on every core).
+    pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>, String> {
+        self.0
+            .search(query, k, crate::index::SearchMode::Exact, None)
+            .map_err(|e| e.to_string())
+    }
+}
