@@ -228,6 +228,11 @@ fn caller_filter_applies_in_both_modes() {
         .is_empty());
 }
 
+// Regression (flaky test, 1 run in 30-40 before and after the slot bits): this test
+// required every live vector to be its own nearest in a graph search, and a greedy graph
+// search can miss a live, reachable point now and then. "Not lost" is what the exact search
+// and `verify` (every live id a live graph point or scored outside) show; the graph search
+// is held to finding nearly all of them, and to never returning a removed one.
 #[test]
 fn changes_during_a_build_are_not_lost() {
     let vectors = low_rank_vectors(21, N + 1000, DIM);
@@ -274,15 +279,27 @@ fn changes_during_a_build_are_not_lost() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     reader.join().unwrap();
     assert_consistent(&index);
+    let mut graph_misses = 0;
+    let mut live = 0;
     for (i, v) in vectors.iter().enumerate() {
-        let hits = index.search(v, 1, ANN, None).unwrap();
+        let exact = index.search(v, 1, SearchMode::Exact, None).unwrap();
+        let graph = index.search(v, 1, ANN, None).unwrap();
         let was_removed = (i < 1000 && i % 2 == 0) || gone.contains(&(i as u64));
         if was_removed {
-            assert_ne!(hits[0].0, i as u64);
+            assert_ne!(exact[0].0, i as u64, "removed id {i} is live");
+            assert_ne!(graph[0].0, i as u64, "removed id {i} returned");
         } else {
-            assert_eq!(hits[0].0, i as u64, "id {i} lost by the build");
+            assert_eq!(exact[0].0, i as u64, "id {i} lost by the build");
+            live += 1;
+            if graph[0].0 != i as u64 {
+                graph_misses += 1;
+            }
         }
     }
+    assert!(
+        graph_misses * 100 <= live,
+        "the graph search missed {graph_misses} of {live} live vectors"
+    );
 }
 
 #[test]
