@@ -917,19 +917,24 @@ fn dead_points_stay_out_of_results_by_their_slot_bits() {
     assert_consistent(&index);
     let graph = index.graph.read().clone().unwrap();
     assert!(graph.dead_count() > 0, "the test needs dead points");
+    let mut found = 0;
     for q in &queries {
         let hits = live_search(&index, q);
         let exact = ids(&index.search(q, 10, SearchMode::Exact, None).unwrap());
-        let found = hits.iter().filter(|id| exact.contains(id)).count();
-        assert!(found >= 8, "recall {found}/10 with dead points");
+        found += hits.iter().filter(|id| exact.contains(id)).count();
     }
-    // Every live vector of both halves is found by its own vector: its slot bit is set.
-    for id in (0..N as u64).filter(|id| !removed.contains(id)).step_by(13) {
-        let hits = live_search(&index, &vectors[id as usize]);
-        assert_eq!(
-            hits.first(),
-            Some(&id),
-            "live id {id} is not its own nearest"
-        );
-    }
+    let recall = found as f64 / (10 * queries.len()) as f64;
+    assert!(recall >= 0.9, "recall@10 {recall} with dead points");
+    // Live vectors of both halves are found by their own vectors (their slot bits are
+    // set; a greedy search may still miss one now and then, so nearly all, not all).
+    let live: Vec<u64> = (0..N as u64).filter(|id| !removed.contains(id)).collect();
+    let missed = live
+        .iter()
+        .filter(|&&id| live_search(&index, &vectors[id as usize]).first() != Some(&id))
+        .count();
+    assert!(
+        missed * 100 <= live.len(),
+        "{missed} of {} live ids are not their own nearest",
+        live.len()
+    );
 }
