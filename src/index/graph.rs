@@ -47,6 +47,28 @@ const PREFETCH_LINES: usize = 16;
 /// Cache lines of a vector [`Hnsw::prefetch`] asks for (the first ones).
 const PREFETCH_VECTOR_LINES: usize = 4;
 
+/// Asks the CPU to start loading the first `max_lines` cache lines (64 bytes) of `items`.
+/// A hint only: it reads nothing into the program and changes no result.
+#[inline(always)]
+fn prefetch_lines<T>(items: &[T], max_lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in items
+        .chunks((64 / std::mem::size_of::<T>().max(1)).max(1))
+        .take(max_lines)
+    {
+        // SAFETY: `_mm_prefetch` only hints the cache: it reads nothing into the program
+        // and never faults (the address is inside `items` anyway), and SSE, its target
+        // feature, is part of the x86_64 baseline.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, max_lines);
+}
+
 /// Below this many points a batch is linked on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
 
@@ -342,39 +364,13 @@ impl Hnsw {
     /// took a fifth of a search's time there). hnswlib asks for the first line only.
     #[inline(always)]
     fn prefetch(&self, points: &Points, slot: u32) {
-        #[cfg(target_arch = "x86_64")]
-        for line in self
-            .vector(points, slot)
-            .chunks(16)
-            .take(PREFETCH_VECTOR_LINES)
-        {
-            // SAFETY: `_mm_prefetch` only hints the cache: it reads nothing into the
-            // program and never faults (the address is inside `points.vectors` anyway),
-            // and SSE, its target feature, is part of the x86_64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    line.as_ptr().cast(),
-                )
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (points, slot);
+        prefetch_lines(self.vector(points, slot), PREFETCH_VECTOR_LINES);
     }
 
     /// Asks the CPU to start loading `slot`'s layer-0 row (see [`Self::prefetch`]).
     #[inline(always)]
     fn prefetch_row(&self, points: &Points, slot: u32) {
-        #[cfg(target_arch = "x86_64")]
-        for line in self.row(points, slot, 0).chunks(16) {
-            // SAFETY: as in `prefetch`: a hint that reads nothing and never faults.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    line.as_ptr().cast(),
-                )
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (points, slot);
+        prefetch_lines(self.row(points, slot, 0), usize::MAX);
     }
 
     #[inline]
