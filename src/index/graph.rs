@@ -710,6 +710,8 @@ impl Hnsw {
             }
             let mut ending = Ending::Drained;
             let mut distances = 0usize;
+            // About `PREFETCH_LINES` cache lines asked for at a time.
+            let ahead = (PREFETCH_LINES / self.dim.div_ceil(16).min(PREFETCH_VECTOR_LINES)).max(1);
             while let Some(Reverse(nearest)) = frontier.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
                     ending = Ending::Converged;
@@ -719,8 +721,8 @@ impl Hnsw {
                     ending = Ending::OverBudget;
                     break;
                 }
-                // The unvisited neighbours are collected first so that each one's vector
-                // is prefetched while the previous one's distance is computed.
+                // The unvisited neighbours are collected first so that their vectors are
+                // prefetched a window ahead of the distances computed.
                 let Visited { marks, fresh, .. } = &mut *visited;
                 fresh.clear();
                 for next in Self::neighbours(self.row(&points, nearest.1, 0)) {
@@ -731,10 +733,7 @@ impl Hnsw {
                         fresh.push(next);
                     }
                 }
-                // Prefetched `ahead` vectors ahead of the distance computed: about
-                // `PREFETCH_LINES` cache lines asked for at a time.
-                let ahead =
-                    (PREFETCH_LINES / self.dim.div_ceil(16).min(PREFETCH_VECTOR_LINES)).max(1);
+                // Prefetched `ahead` vectors ahead of the distance computed.
                 for &next in fresh.iter().take(ahead) {
                     self.prefetch(&points, next);
                 }
