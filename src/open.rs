@@ -666,7 +666,7 @@ fn convert(
         .map_err(|e| err(e.into()))?;
     let converted = match version {
         1 => crate::schema::migrate::schema_1(&txn, dimension),
-        _ => crate::schema::migrate::schema_2_to_3(&txn, dimension),
+        from => crate::schema::migrate::schema_2_or_3_to_4(&txn, from, dimension),
     };
     match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),

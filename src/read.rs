@@ -4,7 +4,7 @@ use crate::error::{Corruption, ReadError};
 use crate::guard::{ContentHash, Stored};
 use crate::options::Metric;
 use crate::schema::{
-    self, vector_id, ChunkView, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS, LISTINGS,
+    self, vector_id, ChunkAt, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS, LISTINGS,
     LISTING_MEMBERS, VECTORS,
 };
 use crate::version::{Version, VersionKind};
@@ -146,38 +146,46 @@ impl Snapshot {
         Ok(chunks)
     }
 
-    /// The chunk at `position` of a live document whose vectors row is `vectors` (already
-    /// read), handed to `read` borrowed from the row's bytes; the document's other chunks
-    /// are skipped, not decoded. `None` if the chunks row carries another generation than
-    /// `row` or has no chunk at `position`; a chunks row missing, or holding another number
-    /// of chunks than `row` says, is a corruption (as for [`Snapshot::chunks_row`]).
-    pub(crate) fn chunk_at<R>(
+    /// The chunk of vector `slot` of internal document `owner`'s live revision, with its
+    /// chunks row's header, handed to `read` borrowed from the row's bytes; the document's
+    /// other chunks are skipped, not decoded. `None` if `owner` has no chunks row in this
+    /// snapshot (a chunks row exists exactly while its document is live: `verify` checks
+    /// it), in which case `read` is not called.
+    ///
+    /// One B-tree lookup when the chunks row holds the whole encoded row: bytes that decode
+    /// alone are a whole row ([`schema::decode_chunk_of_slot`]). Only a row whose tail
+    /// rides in its vectors row (a spill) reads that row too and is joined with it.
+    pub(crate) fn chunk_of<R>(
         &self,
-        row: &DocRow,
-        vectors: &VectorsRow<'_>,
-        position: u32,
-        read: impl FnOnce(ChunkView<'_>) -> R,
+        owner: u64,
+        slot: u32,
+        read: impl FnOnce(ChunkAt<'_>) -> R,
     ) -> Result<Option<R>, ReadError> {
-        let bytes = self.chunks_bytes(row)?;
-        let at = schema::join_chunk_at(bytes.value(), vectors, position as usize, |at| {
-            if at.count != row.chunk_count as usize {
-                return Err(at.count);
-            }
-            Ok((at.generation == row.generation)
-                .then_some(at.chunk)
-                .flatten()
-                .map(read))
-        })?;
-        at.map_err(|count| {
-            Corruption::new(
-                "chunk table",
-                format!(
-                    "document {} has {} chunks but its chunks row {count}",
-                    row.internal_id, row.chunk_count
-                ),
+        let Some(bytes) = self.chunks.get(owner).map_err(ReadError::storage)? else {
+            return Ok(None);
+        };
+        let alone = match schema::decode_chunk_of_slot(bytes.value(), slot) {
+            Ok(at) => return Ok(Some(read(at))),
+            Err(c) => c,
+        };
+        let Some(vectors) = self.vectors_row(owner)? else {
+            return Err(Corruption::new(
+                "vector table",
+                format!("document {owner} has a chunks row but no vectors row"),
             )
-            .into()
-        })
+            .into());
+        };
+        let vectors = VectorsRow::parse(vectors.value())?;
+        if !vectors.has_spill() {
+            // Nothing to join: the chunks row alone is all there is, and it is damaged.
+            return Err(alone.into());
+        }
+        Ok(Some(schema::join_chunk_of_slot(
+            bytes.value(),
+            &vectors,
+            slot,
+            read,
+        )?))
     }
 
     /// The vectors row of internal document `doc`, read in place (parse it with

@@ -5,16 +5,14 @@
 //! is deleted, re-keyed or at another generation, is dropped, and the search fetches more until `k`
 //! live hits come back or none are left. A superseded chunk is never returned.
 
-use crate::error::{InputError, ReadError};
+use crate::error::{Corruption, InputError, ReadError};
 use crate::filter::{Filter, Matching};
 use crate::index::{self, SearchMode};
 use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
 use crate::prepare::prepare_vector;
 use crate::read::Snapshot;
-use crate::schema::{
-    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
-};
+use crate::schema::{self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS};
 use crate::version::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -231,60 +229,70 @@ pub(crate) fn allowed_documents(
 }
 
 /// Resolves a candidate against the snapshot; `None` if it is not a live chunk there.
-/// `doc_keys` is the snapshot's `doc_keys` table, opened once per search. Reads the
-/// candidate's vectors row once (its position), its document's key and row, and just its
-/// own chunk of the chunks row (the others are skipped in place, [`Snapshot::chunk_at`]).
+///
+/// One lookup: the candidate's document's chunks row, which exists exactly while the
+/// document is live and carries its version and key (schema 4), holds the chunk of the
+/// candidate's vector slot or not; its other chunks are skipped in place
+/// ([`Snapshot::chunk_of`]). A filter also reads the document row, for the document's
+/// metadata.
 pub(crate) fn resolve(
     snapshot: &Snapshot,
-    doc_keys: &redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
     vector_id: u64,
     score: f32,
     filter: Option<&Filter>,
 ) -> Result<Option<Hit>, ReadError> {
     let (owner, slot) = split_vector_id(vector_id);
-    let Some(vectors) = snapshot.vectors_row(owner)? else {
-        return Ok(None);
-    };
-    let vectors = VectorsRow::parse(vectors.value())?;
-    // A position is below the row's u32 count.
-    let Some(position) = vectors.position_of(slot).map(|p| p as u32) else {
-        return Ok(None);
-    };
-    let Some(key) = doc_keys.get(owner).map_err(ReadError::storage)? else {
-        return Ok(None);
-    };
-    let (source, id) = key.value();
-    let Some(row) = snapshot.doc_row(source, id)? else {
-        return Ok(None);
-    };
-    if row.deleted || row.internal_id != owner || position >= row.chunk_count {
-        return Ok(None);
-    }
-    let chunk = snapshot.chunk_at(&row, &vectors, position, |chunk| {
+    let hit = snapshot.chunk_of(owner, slot, |at| {
+        let Some((position, chunk)) = at.chunk else {
+            return Ok(None);
+        };
         // Metadata that does not decode is a corruption, as it is for `get`.
         let meta = schema::decode_meta(chunk.meta)?;
         // The filter index may cover another commit than the snapshot: the hit is checked
         // against the snapshot's own metadata, so a non-matching chunk is never returned.
         if let Some(filter) = filter {
-            if !filter.matches(&meta, &schema::decode_meta(&row.meta)?) {
+            let doc_meta = document_meta(snapshot, owner, &at)?;
+            if !filter.matches(&meta, &doc_meta) {
                 return Ok::<_, ReadError>(None);
             }
         }
-        Ok(Some((chunk.text.to_owned(), meta)))
+        Ok(Some(Hit {
+            version: at.version()?,
+            generation: at.generation,
+            meta,
+            text: chunk.text.to_owned(),
+            source: at.source.to_owned(),
+            id: at.id.to_owned(),
+            position,
+            score,
+        }))
     })?;
-    let Some((text, meta)) = chunk.transpose()?.flatten() else {
-        return Ok(None);
-    };
-    Ok(Some(Hit {
-        version: row.version()?,
-        generation: row.generation,
-        meta,
-        text,
-        source: source.to_owned(),
-        id: id.to_owned(),
-        position,
-        score,
-    }))
+    Ok(hit.transpose()?.flatten())
+}
+
+/// The metadata of the document whose chunks row `at` is (internal id `owner`), from its
+/// document row, which must be the live revision the chunks row is of.
+fn document_meta(
+    snapshot: &Snapshot,
+    owner: u64,
+    at: &schema::ChunkAt<'_>,
+) -> Result<serde_json::Value, ReadError> {
+    match snapshot.doc_row(at.source, at.id)? {
+        Some(row)
+            if !row.deleted && row.internal_id == owner && row.generation == at.generation =>
+        {
+            Ok(schema::decode_meta(&row.meta)?)
+        }
+        _ => Err(Corruption::new(
+            "chunk table",
+            format!(
+                "the chunks row of internal document {owner} names {}/{} at generation {}, \
+                 whose document row is not that live revision",
+                at.source, at.id, at.generation
+            ),
+        )
+        .into()),
+    }
 }
 
 /// Exact search straight from the snapshot's vector table: correct and slower; used
@@ -442,10 +450,6 @@ pub(crate) fn search(
         },
         _ => false,
     };
-    let doc_keys = snapshot
-        .txn
-        .open_table(DOC_KEYS)
-        .map_err(ReadError::storage)?;
     let filter = options.filter.as_ref();
     let mut fetch = k;
     loop {
@@ -470,7 +474,7 @@ pub(crate) fn search(
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k);
         for (vector_id, score) in candidates {
-            if let Some(hit) = resolve(snapshot, &doc_keys, vector_id, score, filter)? {
+            if let Some(hit) = resolve(snapshot, vector_id, score, filter)? {
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);

@@ -159,6 +159,9 @@ impl Snapshot {
         };
         doc.report.chunks += stored.chunks.len() as u64;
         check_chunks(doc, row, &stored);
+        if let Some(Ok(vectors)) = &vectors {
+            check_slots(doc, &stored, vectors);
+        }
         check_content_hash(doc, row, stored);
     }
 
@@ -410,6 +413,19 @@ fn check_chunks(doc: &mut DocReport<'_>, row: &DocRow, stored: &ChunksRow) {
             stored.generation, row.generation
         ));
     }
+    // What a search hit reports of its document is read from the chunks row.
+    if (stored.version_kind, stored.version) != (row.version_kind, row.version) {
+        doc.add(format!(
+            "the chunks row has version {}:{} but the document {}:{}",
+            stored.version_kind, stored.version, row.version_kind, row.version
+        ));
+    }
+    if (stored.source.as_str(), stored.id.as_str()) != (doc.source, doc.id) {
+        doc.add(format!(
+            "the chunks row names the document {}/{}",
+            stored.source, stored.id
+        ));
+    }
     for (position, chunk) in stored.chunks.iter().enumerate() {
         if chunk.text_hash != text_hash(&chunk.text) {
             doc.add(format!(
@@ -419,6 +435,23 @@ fn check_chunks(doc: &mut DocReport<'_>, row: &DocRow, stored: &ChunksRow) {
         if let Err(error) = serde_json::from_str::<serde_json::Value>(&chunk.meta) {
             doc.add(format!(
                 "chunk {position}: its metadata does not decode: {error}"
+            ));
+        }
+    }
+}
+
+/// Each chunk's slot is its vector's: the vectors row's slot at the same position (a search
+/// hit finds its chunk by slot in the chunks row alone).
+fn check_slots(doc: &mut DocReport<'_>, stored: &ChunksRow, vectors: &VectorsRow<'_>) {
+    if stored.chunks.len() != vectors.len() {
+        // Reported against the chunk count.
+        return;
+    }
+    for (position, (chunk, slot)) in stored.chunks.iter().zip(vectors.slots()).enumerate() {
+        if chunk.slot != slot {
+            doc.add(format!(
+                "chunk {position}: the chunks row has slot {} but the vectors row {slot}",
+                chunk.slot
             ));
         }
     }

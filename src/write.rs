@@ -17,8 +17,8 @@ use crate::guard::{
 use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
-    DocRow, ListingRow, RevisionRows, SkipRow, VectorsRow, CHANGELOG, CHUNKS, COUNTERS, DOCS,
-    DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+    DocRow, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS,
+    DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
 use crate::version::Version;
 use plan::RevisionPlan;
@@ -358,9 +358,12 @@ impl<'txn> Batch<'txn> {
         }
     }
 
-    /// An `Unchanged` upsert: raises the live revision's version; no chunk is touched.
+    /// An `Unchanged` upsert: raises the live revision's version; no chunk, vector or
+    /// generation changes, but the chunks row, which carries the version for search hits,
+    /// is written again with it.
     fn raise_version(&mut self, mut row: DocRow, doc: &PreparedDoc) -> Result<Outcome, WriteError> {
         row.version = doc.version.value;
+        self.restamp_revision(&row, doc)?;
         self.docs
             .insert(
                 (doc.source.as_str(), doc.id.as_str()),
@@ -371,6 +374,39 @@ impl<'txn> Batch<'txn> {
         Ok(Outcome::Unchanged {
             version: doc.version,
         })
+    }
+
+    /// Writes the live revision's chunks row again under `row`'s version, its chunks as
+    /// they are. The vectors row is written again only if the row's new length moves the
+    /// part of it that rides there (`schema::RevisionRows`).
+    fn restamp_revision(&mut self, row: &DocRow, doc: &PreparedDoc) -> Result<(), WriteError> {
+        let (chunks, vectors_bytes) = self.old_revision(row)?;
+        let vectors = VectorsRow::parse(&vectors_bytes)?;
+        let stamped = ChunksRow {
+            generation: row.generation,
+            version_kind: row.version_kind,
+            version: row.version,
+            source: doc.source.clone(),
+            id: doc.id.clone(),
+            chunks,
+        };
+        let chunks_bytes = schema::encode(&stamped);
+        let entries: Vec<(u32, VectorData<'_>)> = vectors
+            .entries()
+            .map(|(slot, bytes)| (slot, VectorData::Raw(bytes)))
+            .collect();
+        let rows = RevisionRows::split(&chunks_bytes, &entries);
+        if !rows.spill_matches(&vectors) {
+            let mut slot = self
+                .vectors
+                .insert_reserve(row.internal_id, rows.vectors_row_len())
+                .map_err(WriteError::storage)?;
+            rows.write_vectors_row(&entries, slot.as_mut())?;
+        }
+        self.chunks
+            .insert(row.internal_id, rows.chunks_row())
+            .map_err(WriteError::storage)?;
+        Ok(())
     }
 
     /// A new internal document id (not yet recorded anywhere).
@@ -471,10 +507,16 @@ impl<'txn> Batch<'txn> {
         self.index_text(doc, internal_id, &entries, first_fresh, &removed)?;
         let chunks_row = ChunksRowRef {
             generation,
+            version_kind: doc.version.kind.to_byte(),
+            version: doc.version.value,
+            source: &doc.source,
+            id: &doc.id,
             chunks: doc
                 .chunks
                 .iter()
-                .map(|c| ChunkEntryRef {
+                .zip(&entries)
+                .map(|(c, (slot, _))| ChunkEntryRef {
+                    slot: *slot,
                     text_hash: &c.text_hash,
                     text: &c.text,
                     meta: &c.meta,

@@ -23,8 +23,8 @@ use crate::counters::name as counter;
 use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
-    self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, CHANGELOG, CHUNKS,
-    COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
+    self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow, CHANGELOG,
+    CHUNKS, COUNTERS, DOCS, DOC_KEYS, INDEX_SNAPSHOT, META, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -254,6 +254,8 @@ fn read_revision_v1(
         }
         floats.push(vector[12..].to_vec());
         entries.push(ChunkEntry {
+            // Slot = position (see `put_revision_v1`).
+            slot: position,
             text_hash: chunk.text_hash,
             text: chunk.text,
             meta: chunk.meta,
@@ -262,6 +264,10 @@ fn read_revision_v1(
     Ok((
         ChunksRow {
             generation: old.generation,
+            version_kind: old.version_kind,
+            version: old.version,
+            source: source.to_string(),
+            id: id.to_string(),
             chunks: entries,
         },
         floats,
@@ -343,19 +349,44 @@ fn parse_vectors_row_v2(bytes: &[u8]) -> Result<Vec<(u32, &[u8])>, Corruption> {
         .collect())
 }
 
-/// Converts a schema-2 file to this schema inside `txn` (the caller commits): every vectors
-/// row is rewritten with its dimension, followed by the last bytes of its document's chunks
-/// row, and the chunks row keeps the rest. Every id, row and byte of content stays; a
-/// chunks row without a vectors row (an orphan `verify` reports) stays as it is, which this
-/// schema reads the same way. Each pair of rows is checked first (vectors of the store's
-/// `dimension`, a chunks row that decodes, one chunk per vector), so a file that is not
-/// schema 2 is refused rather than rewritten. Returns the number of vectors rows converted.
-pub(crate) fn schema_2_to_3(
+/// Schema 2's and 3's chunks row: schema 4's without the document's version and key and
+/// without each chunk's slot.
+#[derive(Serialize, Deserialize)]
+struct ChunksRowV3 {
+    generation: u64,
+    chunks: Vec<ChunkEntryV3>,
+}
+
+/// A chunk of [`ChunksRowV3`].
+#[derive(Serialize, Deserialize)]
+struct ChunkEntryV3 {
+    text_hash: ContentHash,
+    text: String,
+    meta: String,
+}
+
+/// Converts a schema-2 or schema-3 file (`from`) to this schema inside `txn` (the caller
+/// commits). Each live revision's chunks row gains its document's version and key and each
+/// chunk's vector slot (schema 4), and is split again beside its vectors (schema 3's
+/// spill: a schema-2 vectors row also gains its dimension). Every id, vector and byte of
+/// content stays. Each pair of rows is checked first (vectors of the store's `dimension`,
+/// a chunks row that decodes, one chunk per vector, a live document row naming the same
+/// internal id and generation), so a file that is not what it says is refused rather than
+/// rewritten. Returns the number of vectors rows converted.
+pub(crate) fn schema_2_or_3_to_4(
     txn: &WriteTransaction,
+    from: u32,
     dimension: Option<usize>,
 ) -> Result<u64, MigrationError> {
+    let docs = txn.open_table(DOCS)?;
+    let doc_keys = txn.open_table(DOC_KEYS)?;
     let mut chunks = txn.open_table(CHUNKS)?;
     let mut vectors = txn.open_table(VECTORS)?;
+    let what = if from == 2 {
+        "schema-2 vectors row"
+    } else {
+        "schema-3 vectors row"
+    };
     let mut ids: Vec<u64> = Vec::new();
     for entry in vectors.iter()? {
         ids.push(entry?.0.value());
@@ -365,12 +396,23 @@ pub(crate) fn schema_2_to_3(
             continue;
         };
         let bad = |detail: String| {
-            corrupted(
-                "schema-2 vectors row",
-                format!("the row of internal document {id}: {detail}"),
-            )
+            corrupted(what, format!("the row of internal document {id}: {detail}"))
         };
-        let parsed = parse_vectors_row_v2(&old).map_err(|c| bad(c.detail))?;
+        // The slots and vectors, and (schema 3) the row itself, which carries the tail of the
+        // chunks row.
+        let (parsed, row_v3) = if from == 2 {
+            (parse_vectors_row_v2(&old).map_err(|c| bad(c.detail))?, None)
+        } else {
+            let row = VectorsRow::parse(&old).map_err(|c| bad(c.detail))?;
+            let mut parsed = Vec::with_capacity(row.len());
+            for (position, slot) in row.slots().enumerate() {
+                let bytes = row
+                    .vector_bytes(position)
+                    .ok_or_else(|| bad(format!("vector {position} is unreadable")))?;
+                parsed.push((slot, bytes));
+            }
+            (parsed, Some(row))
+        };
         let width = parsed.first().map_or(0, |(_, bytes)| bytes.len());
         if let Some(dimension) = dimension.filter(|_| width > 0) {
             if width != dimension * 4 {
@@ -380,33 +422,83 @@ pub(crate) fn schema_2_to_3(
             }
         }
         let entries: Vec<(u32, VectorData<'_>)> = parsed
-            .into_iter()
-            .map(|(slot, bytes)| (slot, VectorData::Raw(bytes)))
+            .iter()
+            .map(|(slot, bytes)| (*slot, VectorData::Raw(bytes)))
             .collect();
-        let chunks_bytes = chunks.get(id)?.map(|b| b.value().to_vec());
-        match chunks_bytes {
-            Some(bytes) => {
-                let row: ChunksRow = schema::decode("schema-2 chunks row", &bytes)
-                    .map_err(MigrationError::Corrupted)?;
-                if row.chunks.len() != entries.len() {
-                    return Err(bad(format!(
-                        "{} vectors beside a chunks row of {} chunks",
-                        entries.len(),
-                        row.chunks.len()
-                    )));
-                }
-                put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?;
-            }
-            None => {
-                // No chunks row: the vectors row carries nothing.
+        let Some(head) = chunks.get(id)?.map(|b| b.value().to_vec()) else {
+            if from == 2 {
+                // No chunks row (an orphan `verify` reports): the vectors row carries nothing.
                 let row = RevisionRows::split(&[], &entries)
                     .vectors_row(&entries)
                     .map_err(MigrationError::Corrupted)?;
                 vectors.insert(id, row.as_slice())?;
             }
+            continue;
+        };
+        let joined = match &row_v3 {
+            Some(row) => schema::join_chunk_bytes(&head, row),
+            None => head,
+        };
+        let old_row: ChunksRowV3 =
+            schema::decode("chunks row", &joined).map_err(|c| bad(c.detail))?;
+        if old_row.chunks.len() != entries.len() {
+            return Err(bad(format!(
+                "{} vectors beside a chunks row of {} chunks",
+                entries.len(),
+                old_row.chunks.len()
+            )));
         }
+        let Some(key) = doc_keys.get(id)? else {
+            return Err(bad("no document names this internal id".to_string()));
+        };
+        let (source, doc_id) = key.value();
+        let Some(doc) = docs.get((source, doc_id))? else {
+            return Err(bad(format!("{source}/{doc_id} has no document row")));
+        };
+        let doc: DocRow =
+            schema::decode("document row", doc.value()).map_err(MigrationError::Corrupted)?;
+        if doc.deleted || doc.internal_id != id || doc.generation != old_row.generation {
+            return Err(bad(format!(
+                "{source}/{doc_id}'s document row is not the live revision of these rows"
+            )));
+        }
+        let row = ChunksRow {
+            generation: old_row.generation,
+            version_kind: doc.version_kind,
+            version: doc.version,
+            source: source.to_string(),
+            id: doc_id.to_string(),
+            chunks: old_row
+                .chunks
+                .into_iter()
+                .zip(&entries)
+                .map(|(chunk, (slot, _))| ChunkEntry {
+                    slot: *slot,
+                    text_hash: chunk.text_hash,
+                    text: chunk.text,
+                    meta: chunk.meta,
+                })
+                .collect(),
+        };
+        drop(key);
+        let len = schema::encoded_len(&row);
+        if len > schema::MAX_ROW_BYTES {
+            return Err(MigrationError::TooLarge(format!(
+                "{}/{} holds {len} bytes of chunk text and metadata; one row holds at most {}",
+                row.source,
+                row.id,
+                schema::MAX_ROW_BYTES
+            )));
+        }
+        put_revision(
+            &mut chunks,
+            &mut vectors,
+            id,
+            &schema::encode(&row),
+            &entries,
+        )?;
     }
-    drop((chunks, vectors));
+    drop((docs, doc_keys, chunks, vectors));
     stamp_schema_version(txn)?;
     Ok(ids.len() as u64)
 }

@@ -36,9 +36,14 @@ pub(crate) fn encode_chunks(row: &ChunksRowRef<'_>) -> Vec<u8> {
     debug_assert!(
         decode::<ChunksRow>("chunks row being written", &bytes).is_ok_and(|back| {
             back.generation == row.generation
+                && (back.version_kind, back.version) == (row.version_kind, row.version)
+                && (back.source.as_str(), back.id.as_str()) == (row.source, row.id)
                 && back.chunks.len() == row.chunks.len()
                 && back.chunks.iter().zip(&row.chunks).all(|(b, r)| {
-                    &b.text_hash == r.text_hash && b.text == r.text && b.meta == r.meta
+                    b.slot == r.slot
+                        && &b.text_hash == r.text_hash
+                        && b.text == r.text
+                        && b.meta == r.meta
                 })
         }),
         "an encoded chunks row does not decode back to its chunks"
@@ -148,17 +153,29 @@ pub(crate) fn split_vector_id(id: u64) -> (u64, u32) {
     (id >> SLOT_BITS, (id & (SLOTS_PER_DOC - 1)) as u32)
 }
 
-/// The chunks of a document's live revision, in position order, under one generation stamp.
+/// The chunks of a document's live revision, in position order, under one generation stamp,
+/// with what a search hit reports of its document (schema 4): so a hit is resolved from this
+/// row alone, not from the document row and the reverse entry as well.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChunksRow {
     /// The generation stamped on the revision's chunks; equals the document row's.
     pub generation: u64,
+    /// The revision's version kind ([`VersionKind::to_byte`]); equals the document row's.
+    pub version_kind: u8,
+    /// The revision's version value; equals the document row's.
+    pub version: u64,
+    /// The document's source, as its key in the docs table.
+    pub source: String,
+    /// The document's id, as its key in the docs table.
+    pub id: String,
     pub chunks: Vec<ChunkEntry>,
 }
 
 /// One chunk in a [`ChunksRow`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChunkEntry {
+    /// The slot of the chunk's vector: the vectors row's slot at the same position.
+    pub slot: u32,
     pub text_hash: ContentHash,
     pub text: String,
     /// Canonical JSON of the chunk metadata.
@@ -170,68 +187,110 @@ pub(crate) struct ChunkEntry {
 #[derive(Serialize)]
 pub(crate) struct ChunksRowRef<'a> {
     pub generation: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    pub source: &'a str,
+    pub id: &'a str,
     pub chunks: Vec<ChunkEntryRef<'a>>,
 }
 
 /// [`ChunkEntry`] by reference.
 #[derive(Serialize)]
 pub(crate) struct ChunkEntryRef<'a> {
+    pub slot: u32,
     pub text_hash: &'a ContentHash,
     pub text: &'a str,
     pub meta: &'a str,
 }
 
-/// One chunk of an encoded [`ChunksRow`], borrowed from the row's bytes: what a search hit
-/// needs (its text and metadata) without decoding, or allocating for, the row's other chunks.
+/// What a search hit needs of an encoded [`ChunksRow`], borrowed from the row's bytes: its
+/// header and the one chunk of the asked vector slot, without decoding, or allocating for,
+/// the row's other chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChunkAt<'a> {
     /// The row's generation stamp.
     pub generation: u64,
+    /// The revision's version kind byte.
+    pub version_kind: u8,
+    /// The revision's version value.
+    pub version: u64,
+    /// The document's source.
+    pub source: &'a str,
+    /// The document's id.
+    pub id: &'a str,
     /// How many chunks the row holds.
     pub count: usize,
-    /// The chunk at the asked position (`None`: the row has fewer chunks).
-    pub chunk: Option<ChunkView<'a>>,
+    /// The position of the chunk of the asked slot and the chunk (`None`: no chunk of the
+    /// row has that slot).
+    pub chunk: Option<(u32, ChunkView<'a>)>,
+}
+
+impl ChunkAt<'_> {
+    /// The revision's version.
+    pub(crate) fn version(&self) -> Result<Version, Corruption> {
+        let kind = VersionKind::from_byte(self.version_kind).ok_or_else(|| {
+            Corruption::new(
+                "chunks row",
+                format!("unknown version kind {}", self.version_kind),
+            )
+        })?;
+        Ok(Version {
+            kind,
+            value: self.version,
+        })
+    }
 }
 
 /// A chunk's text and canonical metadata JSON, borrowed from an encoded chunks row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChunkView<'a> {
-    /// Read to keep the field order of [`ChunkEntry`]; a hit does not need it.
-    #[serde(rename = "text_hash")]
-    _text_hash: ContentHash,
-    #[serde(borrow)]
     pub text: &'a str,
-    #[serde(borrow)]
     pub meta: &'a str,
 }
 
-/// A chunk skipped over: its strings read as borrowed bytes (no allocation and no UTF-8
-/// check; `verify` and whole-row reads still check every chunk).
-#[derive(Deserialize)]
-struct SkippedChunk<'a> {
-    #[serde(rename = "text_hash")]
-    _text_hash: ContentHash,
-    #[serde(borrow, rename = "text")]
-    _text: &'a [u8],
-    #[serde(borrow, rename = "meta")]
-    _meta: &'a [u8],
-}
-
-/// Decodes the chunk at `position` of an encoded [`ChunksRow`] (which must fill `bytes`
-/// exactly, as for [`decode`]), skipping the chunks before and after it in place.
-pub(crate) fn decode_chunk_at(bytes: &[u8], position: usize) -> Result<ChunkAt<'_>, Corruption> {
+/// Decodes the header of an encoded [`ChunksRow`] (which must fill `bytes` exactly, as for
+/// [`decode`]) and the chunk whose vector has `slot`, skipping the other chunks in place:
+/// their strings are read as bytes (no allocation and no UTF-8 check; `verify` and
+/// whole-row reads still check every chunk).
+///
+/// A strict prefix of an encoded row never decodes (bincode reads a row front to back and
+/// the whole row reads to its last byte), so bytes that decode here are a whole row.
+pub(crate) fn decode_chunk_of_slot(bytes: &[u8], slot: u32) -> Result<ChunkAt<'_>, Corruption> {
     use serde::de::{DeserializeSeed, SeqAccess, Visitor};
     use std::fmt;
 
-    /// The row: its generation, then the chunks (through [`Chunks`]).
-    struct Row(usize);
-    /// The chunks sequence: keeps the one at the position, counts all.
-    struct Chunks(usize);
+    /// The row: its header, then the chunks (through [`Chunks`]).
+    struct Row(u32);
+    /// The chunks sequence: keeps the one of the slot and its position, counts all.
+    struct Chunks(u32);
+    /// One chunk: its view if it has the slot, else skipped.
+    struct Entry(u32);
+
+    fn next<'de, A: SeqAccess<'de>, T: serde::Deserialize<'de>>(
+        seq: &mut A,
+        index: usize,
+        expected: &dyn serde::de::Expected,
+    ) -> Result<T, A::Error> {
+        use serde::de::Error;
+        seq.next_element()?
+            .ok_or_else(|| A::Error::invalid_length(index, expected))
+    }
 
     impl<'de> DeserializeSeed<'de> for Row {
         type Value = ChunkAt<'de>;
         fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_struct("ChunksRow", &["generation", "chunks"], self)
+            d.deserialize_struct(
+                "ChunksRow",
+                &[
+                    "generation",
+                    "version_kind",
+                    "version",
+                    "source",
+                    "id",
+                    "chunks",
+                ],
+                self,
+            )
         }
     }
 
@@ -242,14 +301,20 @@ pub(crate) fn decode_chunk_at(bytes: &[u8], position: usize) -> Result<ChunkAt<'
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             use serde::de::Error;
-            let generation: u64 = seq
-                .next_element()?
-                .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+            let generation: u64 = next(&mut seq, 0, &self)?;
+            let version_kind: u8 = next(&mut seq, 1, &self)?;
+            let version: u64 = next(&mut seq, 2, &self)?;
+            let source: &str = next(&mut seq, 3, &self)?;
+            let id: &str = next(&mut seq, 4, &self)?;
             let (count, chunk) = seq
                 .next_element_seed(Chunks(self.0))?
-                .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                .ok_or_else(|| A::Error::invalid_length(5, &self))?;
             Ok(ChunkAt {
                 generation,
+                version_kind,
+                version,
+                source,
+                id,
                 count,
                 chunk,
             })
@@ -257,36 +322,67 @@ pub(crate) fn decode_chunk_at(bytes: &[u8], position: usize) -> Result<ChunkAt<'
     }
 
     impl<'de> DeserializeSeed<'de> for Chunks {
-        type Value = (usize, Option<ChunkView<'de>>);
+        type Value = (usize, Option<(u32, ChunkView<'de>)>);
         fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_seq(self)
         }
     }
 
     impl<'de> Visitor<'de> for Chunks {
-        type Value = (usize, Option<ChunkView<'de>>);
+        type Value = (usize, Option<(u32, ChunkView<'de>)>);
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("the chunks of a chunks row")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut count = 0usize;
+            use serde::de::Error;
+            let mut count = 0u32;
             let mut chunk = None;
-            loop {
-                if count == self.0 {
-                    match seq.next_element::<ChunkView<'de>>()? {
-                        Some(view) => chunk = Some(view),
-                        None => break,
+            while let Some(view) = seq.next_element_seed(Entry(self.0))? {
+                if let Some(view) = view {
+                    if chunk.is_some() {
+                        return Err(A::Error::custom(format!(
+                            "two chunks have vector slot {}",
+                            self.0
+                        )));
                     }
-                } else if seq.next_element::<SkippedChunk<'de>>()?.is_none() {
-                    break;
+                    chunk = Some((count, view));
                 }
-                count += 1;
+                count = count
+                    .checked_add(1)
+                    .ok_or_else(|| A::Error::custom("more chunks than a u32 counts"))?;
             }
-            Ok((count, chunk))
+            Ok((count as usize, chunk))
         }
     }
 
-    match bincode::serde::seed_decode_from_slice(Row(position), bytes, config()) {
+    impl<'de> DeserializeSeed<'de> for Entry {
+        type Value = Option<ChunkView<'de>>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_struct("ChunkEntry", &["slot", "text_hash", "text", "meta"], self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Entry {
+        type Value = Option<ChunkView<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a chunk of a chunks row")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let slot: u32 = next(&mut seq, 0, &self)?;
+            let _text_hash: ContentHash = next(&mut seq, 1, &self)?;
+            if slot == self.0 {
+                let text: &str = next(&mut seq, 2, &self)?;
+                let meta: &str = next(&mut seq, 3, &self)?;
+                Ok(Some(ChunkView { text, meta }))
+            } else {
+                let _text: &[u8] = next(&mut seq, 2, &self)?;
+                let _meta: &[u8] = next(&mut seq, 3, &self)?;
+                Ok(None)
+            }
+        }
+    }
+
+    match bincode::serde::seed_decode_from_slice(Row(slot), bytes, config()) {
         Ok((row, used)) if used == bytes.len() => Ok(row),
         Ok((_, used)) => Err(Corruption::new(
             "chunks row",
@@ -429,22 +525,39 @@ mod tests {
         assert_ne!(vector_id(1, 0), vector_id(0, 1));
     }
 
+    /// A chunks row of `n` chunks, slots 10, 13, 16, ... (not their positions).
+    fn chunks_row(n: usize) -> ChunksRow {
+        ChunksRow {
+            generation: 40 + n as u64,
+            version_kind: 1,
+            version: 7 + n as u64,
+            source: "notes".into(),
+            id: format!("doc-{n}"),
+            chunks: (0..n)
+                .map(|i| ChunkEntry {
+                    slot: 10 + 3 * i as u32,
+                    text_hash: [i as u8; 32],
+                    text: "é".repeat(i * 70),
+                    meta: format!("{{\"i\":{i}}}"),
+                })
+                .collect(),
+        }
+    }
+
     #[test]
     fn chunks_row_ref_encodes_like_chunks_row() {
-        let row = ChunksRow {
-            generation: 9,
-            chunks: vec![ChunkEntry {
-                text_hash: [3; 32],
-                text: "héllo".into(),
-                meta: "{}".into(),
-            }],
-        };
+        let row = chunks_row(3);
         let by_ref = ChunksRowRef {
             generation: row.generation,
+            version_kind: row.version_kind,
+            version: row.version,
+            source: &row.source,
+            id: &row.id,
             chunks: row
                 .chunks
                 .iter()
                 .map(|c| ChunkEntryRef {
+                    slot: c.slot,
                     text_hash: &c.text_hash,
                     text: &c.text,
                     meta: &c.meta,
@@ -455,53 +568,68 @@ mod tests {
     }
 
     #[test]
-    fn one_chunk_decodes_as_the_whole_row_has_it() {
+    fn the_chunk_of_a_slot_decodes_as_the_whole_row_has_it() {
         for n in 0..6usize {
-            let row = ChunksRow {
-                generation: 40 + n as u64,
-                chunks: (0..n)
-                    .map(|i| ChunkEntry {
-                        text_hash: [i as u8; 32],
-                        text: "é".repeat(i * 70),
-                        meta: format!("{{\"i\":{i}}}"),
-                    })
-                    .collect(),
-            };
+            let row = chunks_row(n);
             let bytes = encode(&row);
-            for position in 0..n + 2 {
-                let at = decode_chunk_at(&bytes, position);
+            for slot in 0..40u32 {
+                let at = decode_chunk_of_slot(&bytes, slot);
                 let at = at.as_ref().ok();
                 assert_eq!(
-                    at.map(|a| (a.generation, a.count)),
-                    Some((row.generation, n))
+                    at.map(|a| (
+                        a.generation,
+                        a.version_kind,
+                        a.version,
+                        a.source,
+                        a.id,
+                        a.count
+                    )),
+                    Some((
+                        row.generation,
+                        row.version_kind,
+                        row.version,
+                        row.source.as_str(),
+                        row.id.as_str(),
+                        n
+                    ))
                 );
-                let want = row
-                    .chunks
-                    .get(position)
-                    .map(|c| (c.text.as_str(), c.meta.as_str()));
-                assert_eq!(at.and_then(|a| a.chunk).map(|c| (c.text, c.meta)), want);
+                let want = row.chunks.iter().position(|c| c.slot == slot).map(|p| {
+                    (
+                        p as u32,
+                        row.chunks[p].text.as_str(),
+                        row.chunks[p].meta.as_str(),
+                    )
+                });
+                assert_eq!(
+                    at.and_then(|a| a.chunk).map(|(p, c)| (p, c.text, c.meta)),
+                    want
+                );
             }
-            // Trailing bytes and every truncation are corruption, never a panic.
+            // Trailing bytes and every truncation (a spilled row's head) are corruption,
+            // never a panic and never a row.
             let mut longer = bytes.clone();
             longer.push(0);
-            assert!(decode_chunk_at(&longer, 0).is_err());
+            assert!(decode_chunk_of_slot(&longer, 10).is_err());
             for cut in 0..bytes.len() {
-                assert!(decode_chunk_at(&bytes[..cut], 0).is_err(), "{n} {cut}");
+                assert!(
+                    decode_chunk_of_slot(&bytes[..cut], 10).is_err(),
+                    "{n} {cut}"
+                );
             }
         }
         // The asked chunk's text must be UTF-8.
-        let row = ChunksRow {
-            generation: 1,
-            chunks: vec![ChunkEntry {
-                text_hash: [0; 32],
-                text: "ab".into(),
-                meta: "{}".into(),
-            }],
-        };
+        let mut row = chunks_row(1);
+        row.chunks[0].text = "ab".into();
+        row.chunks[0].meta = "{}".into();
         let mut bytes = encode(&row);
         let at = bytes.len() - 4;
         bytes[at] = 0xff;
-        assert!(decode_chunk_at(&bytes, 0).is_err());
+        assert!(decode_chunk_of_slot(&bytes, 10).is_err());
+        // Two chunks of one slot: corruption.
+        let mut row = chunks_row(2);
+        row.chunks[1].slot = row.chunks[0].slot;
+        let bytes = encode(&row);
+        assert!(decode_chunk_of_slot(&bytes, row.chunks[0].slot).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! ([`join_chunks`]), and what it assumes of redb's allocator (`docs/design.md`, "the
 //! spill"; `tests/storage/spilled_layout_uses_the_pages_it_promises.rs` measures it).
 
-use super::rows::{decode, decode_chunk_at, ChunkAt, ChunksRow};
+use super::rows::{decode, decode_chunk_of_slot, ChunkAt, ChunksRow};
 use crate::error::Corruption;
 
 /// Where a vector's floats come from when a vectors row is encoded.
@@ -91,25 +91,31 @@ pub(crate) fn join_chunks(
     decode_chunks(chunks_row, vectors.spill())
 }
 
-/// The chunk at `position` of a live document's chunks row, joined as [`join_chunks`] joins
-/// the whole row, handed to `read` borrowed: the other chunks are skipped in place, so a
-/// search hit costs the bytes of one chunk's text, not its document's. A row without a
-/// spill (one that fits a page, or whose vectors row fits one) is read where redb holds it;
-/// a spilled one is joined into one buffer first.
-pub(crate) fn join_chunk_at<R>(
+/// A live document's encoded chunks row, joined as [`join_chunks`] joins it but not
+/// decoded: for a conversion that decodes it as an older schema's row.
+pub(crate) fn join_chunk_bytes(chunks_row: &[u8], vectors: &VectorsRow<'_>) -> Vec<u8> {
+    [chunks_row, vectors.spill()].concat()
+}
+
+/// The chunk of vector `slot` of a live document's chunks row, joined as [`join_chunks`]
+/// joins the whole row, handed to `read` with the row's header, borrowed: the other chunks
+/// are skipped in place, so a search hit costs the bytes of one chunk's text, not its
+/// document's. A row without a spill is read where redb holds it; a spilled one is joined
+/// into one buffer first.
+pub(crate) fn join_chunk_of_slot<R>(
     chunks_row: &[u8],
     vectors: &VectorsRow<'_>,
-    position: usize,
+    slot: u32,
     read: impl FnOnce(ChunkAt<'_>) -> R,
 ) -> Result<R, Corruption> {
     let spill = vectors.spill();
     if spill.is_empty() {
-        return decode_chunk_at(chunks_row, position).map(read);
+        return decode_chunk_of_slot(chunks_row, slot).map(read);
     }
     let mut bytes = Vec::with_capacity(chunks_row.len() + spill.len());
     bytes.extend_from_slice(chunks_row);
     bytes.extend_from_slice(spill);
-    decode_chunk_at(&bytes, position).map(read)
+    decode_chunk_of_slot(&bytes, slot).map(read)
 }
 
 /// A revision's two rows as they are written: the encoded chunks row split between the
@@ -298,6 +304,11 @@ impl<'a> VectorsRow<'a> {
         Ok(())
     }
 
+    /// Whether the row carries the last bytes of its document's chunks row.
+    pub(crate) fn has_spill(&self) -> bool {
+        !self.spill().is_empty()
+    }
+
     /// The last bytes of the document's encoded chunks row, carried after the vectors.
     fn spill(&self) -> &'a [u8] {
         let end = VECTORS_HEAD + self.count * (4 + self.dimension * 4);
@@ -342,11 +353,6 @@ impl<'a> VectorsRow<'a> {
     /// The slots in position order.
     pub(crate) fn slots(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.count).filter_map(|p| self.slot(p))
-    }
-
-    /// The position holding `slot`, if any.
-    pub(crate) fn position_of(&self, slot: u32) -> Option<usize> {
-        (0..self.count).find(|&p| self.slot(p) == Some(slot))
     }
 
     /// The raw little-endian bytes of the vector at `position`.
@@ -419,8 +425,6 @@ mod tests {
         assert_eq!(row.map(VectorsRow::len), Some(2));
         assert_eq!(row.map(VectorsRow::dimension), Some(3));
         assert_eq!(row.map(|r| r.slots().collect::<Vec<_>>()), Some(vec![9, 2]));
-        assert_eq!(row.and_then(|r| r.position_of(2)), Some(1));
-        assert_eq!(row.and_then(|r| r.position_of(3)), None);
         assert_eq!(row.and_then(|r| r.vector(0)), Some(vec![1.0, -2.5, 0.0]));
         assert_eq!(row.and_then(|r| r.vector(1)), Some(vec![4.0, 5.0, 6.0]));
         assert_eq!(row.and_then(|r| r.vector(2)), None);
@@ -449,7 +453,12 @@ mod tests {
     fn a_chunks_row_split_across_two_rows_decodes_whole() {
         let row = ChunksRow {
             generation: 3,
+            version_kind: 1,
+            version: 9,
+            source: "s".into(),
+            id: "d".into(),
             chunks: vec![ChunkEntry {
+                slot: 0,
                 text_hash: [1; 32],
                 text: "x".repeat(5000),
                 meta: "{}".into(),
@@ -472,8 +481,13 @@ mod tests {
     fn one_chunk_of_a_split_row_is_the_joined_rows_chunk() {
         let row = ChunksRow {
             generation: 5,
+            version_kind: 1,
+            version: 9,
+            source: "s".into(),
+            id: "d".into(),
             chunks: (0..3)
                 .map(|i| ChunkEntry {
+                    slot: u32::from(i) + 7,
                     text_hash: [i; 32],
                     text: format!("{i}").repeat(900),
                     meta: "{}".into(),
@@ -481,20 +495,29 @@ mod tests {
                 .collect(),
         };
         let bytes = encode(&row);
-        let vectors = [(0, VectorData::Floats(&[1.0; 1100][..])); 3];
+        let floats = [1.0; 1100];
+        let vectors: Vec<(u32, VectorData<'_>)> = row
+            .chunks
+            .iter()
+            .map(|c| (c.slot, VectorData::Floats(&floats[..])))
+            .collect();
         for at in [0, 1, 900, bytes.len() - 1, bytes.len()] {
             let (rest, spill) = bytes.split_at(at);
             let encoded = VectorsRow::encode(&vectors, spill).unwrap_or_default();
             let Ok(parsed) = VectorsRow::parse(&encoded) else {
                 panic!("vectors row");
             };
-            for position in 0..3 {
-                let text = join_chunk_at(rest, &parsed, position, |at| {
-                    (at.generation, at.count, at.chunk.map(|c| c.text.to_owned()))
+            for (position, chunk) in row.chunks.iter().enumerate() {
+                let text = join_chunk_of_slot(rest, &parsed, chunk.slot, |at| {
+                    (
+                        at.generation,
+                        at.count,
+                        at.chunk.map(|(p, c)| (p, c.text.to_owned())),
+                    )
                 });
                 assert_eq!(
                     text.ok(),
-                    Some((5, 3, Some(row.chunks[position].text.clone()))),
+                    Some((5, 3, Some((position as u32, chunk.text.clone())))),
                     "{at} {position}"
                 );
             }

@@ -12,9 +12,7 @@ use super::memory::{InvertedIndex, TextCache};
 use crate::error::{InputError, ReadError};
 use crate::filter::Matching;
 use crate::read::Snapshot;
-use crate::schema::{
-    meta_key, seq_key, split_vector_id, text_key, COUNTERS, DOC_KEYS, META, TEXT_TOTALS,
-};
+use crate::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META, TEXT_TOTALS};
 use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -228,13 +226,9 @@ pub(crate) fn search_text(
     let ranked = cache.with(snapshot, analyzer.options(), |index| {
         score(index, analyzer, query, &options.bm25, &keep)
     })?;
-    let doc_keys = snapshot
-        .txn
-        .open_table(DOC_KEYS)
-        .map_err(ReadError::storage)?;
     let mut hits = Vec::with_capacity(k.min(ranked.len()));
     for (id, score) in ranked {
-        if let Some(hit) = resolve(snapshot, &doc_keys, id, score, options.filter.as_ref())? {
+        if let Some(hit) = resolve(snapshot, id, score, options.filter.as_ref())? {
             hits.push(hit);
             if hits.len() == k {
                 break;
