@@ -1,0 +1,430 @@
+//! A file written by the schema-3 build (each live revision as one chunks row and one vectors
+//! row, the vectors row with its dimension and the last bytes of the chunks row in the slack
+//! of its pages; the chunks row without the document's version, key or slots), with a text
+//! index and a persisted graph snapshot, opens with this build stamped with the schema this
+//! build writes: converted to it when that is newer (the original kept beside it as a
+//! backup), opened as it is when that is 3. Every document, version, generation, content hash, chunk text and metadata, every
+//! vector bit for bit and under the same id, every counter, listing and skip-log row survive;
+//! the changelog and the graph snapshot (addressed by vector ids, which do not change) are
+//! kept byte for byte, and the snapshot is what the index loads. The text index stays. The
+//! guard goes on deciding against the converted rows, vector and text searches resolve their
+//! hits to the converted chunks (document, version, generation, position, text, metadata),
+//! and opening is one transaction: an I/O failure at any point of it leaves a file that
+//! opens (converted, or still schema 3 and then converted) with the same contents. The
+//! fixture and how it was made: `tests/fixtures/schema3-README.md`.
+
+use crate::support;
+
+use ratchetdb::{
+    Chunk, Document, Hit, Options, Outcome, SearchOptions, SkipReason, Store, Version,
+};
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use support::schema_version;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/schema3-store.redb"
+);
+const EXPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/schema3-export.json"
+);
+
+const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
+const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
+const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
+const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> = TableDefinition::new("index_snapshot");
+
+/// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
+const PAGE: usize = 4096;
+const LEAF_OVERHEAD: usize = 16;
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(EXPORT).expect("read the export"))
+        .expect("parse the export")
+}
+
+fn assert_same_contents(store: &Store, when: &str) {
+    let want = expected();
+    // Vector ids included: a schema-3 file keeps them.
+    let bits = |documents: Value| support::vectors_as_f32_bits(documents, |_| {});
+    assert!(
+        bits(support::exported_documents(store)) == bits(want["documents"].clone()),
+        "{when}: the documents changed"
+    );
+    support::assert_same_stats_and_verified(store, &want["stats"], when);
+}
+
+/// The schema version this build stamps on a store it creates.
+fn current_schema() -> u64 {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("new.redb");
+    drop(Store::create(&path, Options::default()).expect("create"));
+    schema_version(&path)
+}
+
+/// The chunks and vectors rows of the closed file at `path`, by internal id.
+fn raw_rows(path: &Path) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let chunks = txn.open_table(CHUNKS).expect("chunks");
+    let vectors = txn.open_table(VECTORS).expect("vectors");
+    let mut rows = BTreeMap::new();
+    for entry in vectors.iter().expect("iter") {
+        let (id, bytes) = entry.expect("row");
+        let chunk = chunks
+            .get(id.value())
+            .expect("get")
+            .expect("a chunks row beside each vectors row");
+        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
+    }
+    assert_eq!(
+        chunks.len().expect("len"),
+        rows.len() as u64,
+        "a vectors row beside each chunks row"
+    );
+    rows
+}
+
+/// The rows of `table` in the closed file at `path` (read from a copy: the fixture is never
+/// opened for writing).
+fn table_rows<K>(path: &Path, table: TableDefinition<K, &[u8]>) -> Vec<(u64, Vec<u8>)>
+where
+    K: redb::Key + 'static,
+    for<'a> K::SelfType<'a>: Into<u64>,
+{
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(table).expect("table");
+    let rows = table
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            e.map(|(k, v)| (k.value().into(), v.value().to_vec()))
+                .expect("row")
+        })
+        .collect();
+    rows
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
+}
+
+/// Checks that `rows` are schema 3's: each vectors row its count, dimension, slots and
+/// vectors, then the chunks row's last bytes, only where the vectors take more than a page;
+/// returns how many rows carry such bytes.
+fn assert_schema_3_rows(rows: &BTreeMap<u64, (Vec<u8>, Vec<u8>)>) -> usize {
+    let mut spilled = 0;
+    for (id, (_, vectors)) in rows {
+        let count = u32_at(vectors, 0);
+        let dimension = u32_at(vectors, 4);
+        assert_eq!(dimension, 32, "document {id}: the dimension");
+        let end = 8 + count * 4 * (1 + dimension);
+        assert!(vectors.len() >= end, "document {id}: the vectors");
+        if end + LEAF_OVERHEAD <= PAGE {
+            assert_eq!(
+                vectors.len(),
+                end,
+                "document {id}: a row that shares a leaf"
+            );
+        }
+        spilled += usize::from(vectors.len() > end);
+    }
+    spilled
+}
+
+/// Checks that every hit is a live chunk of the exported documents: its document, version,
+/// generation, position, text and metadata.
+fn assert_resolved(hits: &[Hit], documents: &Value, what: &str) {
+    for hit in hits {
+        let doc = documents
+            .as_array()
+            .expect("documents")
+            .iter()
+            .find(|d| d["source"] == hit.source.as_str() && d["id"] == hit.id.as_str())
+            .unwrap_or_else(|| panic!("{what}: a hit of no document: {hit:?}"));
+        assert_eq!(
+            doc["deleted"], false,
+            "{what}: a hit of a tombstone: {hit:?}"
+        );
+        assert_eq!(
+            serde_json::to_value(hit.version).expect("version json"),
+            doc["version"],
+            "{what}: the version of {hit:?}"
+        );
+        assert_eq!(
+            Value::from(hit.generation),
+            doc["generation"],
+            "{what}: the generation of {hit:?}"
+        );
+        let chunk = &doc["chunks"][hit.position as usize];
+        assert_eq!(
+            chunk["text"],
+            hit.text.as_str(),
+            "{what}: the text of {hit:?}"
+        );
+        assert_eq!(chunk["meta"], hit.meta, "{what}: the metadata of {hit:?}");
+    }
+}
+
+/// `(source, id, position, text)` of each hit, sorted.
+fn keys(hits: &[Hit]) -> Vec<(String, String, u32, String)> {
+    let mut keys: Vec<_> = hits
+        .iter()
+        .map(|h| (h.source.clone(), h.id.clone(), h.position, h.text.clone()))
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// Vector searches (exact, by default, and over the loaded graph) and text searches find
+/// the converted chunks, and only live ones.
+fn assert_searches_find_converted_chunks(store: &Store) {
+    let want = expected();
+    let documents = &want["documents"];
+    // The fixture's vectors repeat (17 patterns): b's vector is also some chunks' of the
+    // large documents, and a search for it returns exactly those chunks first, b's "only"
+    // among them.
+    let snapshot = store.snapshot().expect("snapshot");
+    let b_vector = snapshot
+        .get_with_vectors("notes", "b")
+        .expect("get")
+        .and_then(|b| b.chunks.first().and_then(|c| c.vector.clone()))
+        .expect("b's vector");
+    let mut same = Vec::new();
+    for doc in snapshot.documents(true).expect("documents") {
+        let doc = doc.expect("document");
+        for chunk in doc.chunks {
+            if chunk.vector.as_ref() == Some(&b_vector) {
+                same.push((
+                    doc.source.clone(),
+                    doc.id.clone(),
+                    chunk.position,
+                    chunk.text,
+                ));
+            }
+        }
+    }
+    same.sort();
+    assert!(
+        same.len() > 1 && same.iter().any(|c| c.3 == "only"),
+        "{same:?}"
+    );
+    for options in [
+        SearchOptions::default().exact(true),
+        SearchOptions::default(),
+        // Over the graph loaded from the snapshot, searched wider than the store.
+        SearchOptions::default().ef(500),
+    ] {
+        let hits = store
+            .search(&b_vector, same.len(), &options)
+            .expect("search");
+        assert_eq!(keys(&hits), same, "{options:?}");
+        assert_resolved(&hits, documents, &format!("search {options:?}"));
+    }
+
+    // Text: "only" is b's one chunk; "pawl" is in many chunks of the large documents (and
+    // of the deleted "c" and of big's dropped chunks, which must not come back).
+    let hits = store
+        .search_text("only", 10, &SearchOptions::default())
+        .expect("search_text");
+    assert_eq!(
+        keys(&hits),
+        vec![("notes".into(), "b".into(), 0, "only".into())]
+    );
+    assert_resolved(&hits, documents, "search_text only");
+    let mut pawl = Vec::new();
+    for doc in documents.as_array().expect("documents") {
+        for chunk in doc["chunks"].as_array().expect("chunks") {
+            let text = chunk["text"].as_str().expect("text");
+            if text.split(' ').any(|word| word == "pawl") {
+                let position = chunk["position"].as_u64().expect("position") as u32;
+                let (source, id) = (doc["source"].as_str(), doc["id"].as_str());
+                let (source, id) = (source.expect("source"), id.expect("id"));
+                pawl.push((
+                    source.to_string(),
+                    id.to_string(),
+                    position,
+                    text.to_string(),
+                ));
+            }
+        }
+    }
+    pawl.sort();
+    assert!(pawl.len() > 10, "{}", pawl.len());
+    let hits = store
+        .search_text("pawl", 1000, &SearchOptions::default())
+        .expect("search_text");
+    assert_eq!(keys(&hits), pawl, "search_text pawl");
+    assert_resolved(&hits, documents, "search_text pawl");
+}
+
+#[test]
+fn schema_3_file_is_converted_on_open() {
+    let current = current_schema();
+    assert!(current >= 3, "this build writes schema {current}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.redb");
+    std::fs::copy(FIXTURE, &path).expect("copy the fixture");
+    let old_rows = raw_rows(&path);
+    // The fixture's live documents with vectors over a page, "long" and "meta", carry
+    // chunk bytes in their vectors rows.
+    let spilled = assert_schema_3_rows(&old_rows);
+    assert!(spilled >= 2, "only {spilled} rows carry chunk bytes");
+    let old_graph = table_rows(&path, INDEX_SNAPSHOT);
+    assert!(
+        !old_graph.is_empty(),
+        "the fixture carries a graph snapshot"
+    );
+
+    let store = Store::open(&path, Options::default()).expect("a schema-3 file opens");
+    assert!(store.has_text_index(), "the text index is kept");
+    assert_same_contents(&store, "after the conversion");
+    // The graph is the persisted one: a store of 132 vectors builds none of its own.
+    assert!(
+        store.wait_for_index(Duration::from_secs(60)),
+        "the index settles"
+    );
+    let info = store.index_info();
+    assert!(
+        info.graph_ready && info.persisted_points > 0 && info.live_vectors == 132,
+        "{info:?}"
+    );
+    assert_searches_find_converted_chunks(&store);
+    drop(store);
+    assert_eq!(
+        schema_version(&path),
+        current,
+        "the file is stamped with the schema this build writes"
+    );
+
+    // The changelog and the graph snapshot (addressed by vector ids, which did not change)
+    // are kept whole.
+    assert_eq!(
+        table_rows(&path, CHANGELOG),
+        table_rows(Path::new(FIXTURE), CHANGELOG)
+    );
+    assert!(!table_rows(&path, CHANGELOG).is_empty());
+    assert_eq!(
+        table_rows(&path, INDEX_SNAPSHOT),
+        old_graph,
+        "the graph snapshot"
+    );
+
+    // Converted: the original is kept beside it, with the old build's rows. Opened as it
+    // is (a schema-3 build): no backup, and not a byte of the rows changed.
+    let backup = dir.path().join("old.redb.schema3-backup");
+    if current > 3 {
+        assert_eq!(schema_version(&backup), 3, "the backup is schema 3");
+        assert_eq!(
+            raw_rows(&backup),
+            old_rows,
+            "the backup holds the original rows"
+        );
+    } else {
+        assert!(!backup.exists(), "a schema-3 file needs no backup");
+        assert_eq!(raw_rows(&path), old_rows, "the rows of a schema-3 file");
+    }
+    // The rows stay under the same internal ids (the vector ids name them).
+    assert_eq!(
+        raw_rows(&path).keys().collect::<Vec<_>>(),
+        old_rows.keys().collect::<Vec<_>>()
+    );
+
+    // The guard decides against the converted rows.
+    let store = Store::open(&path, Options::default()).expect("reopen the converted file");
+    let stale = store
+        .upsert(
+            Document::new("notes", "big", Version::number(1))
+                .with_chunk(Chunk::new("old", vec![1.0; 32])),
+        )
+        .expect("stale upsert");
+    assert!(
+        matches!(
+            stale,
+            Outcome::Skipped {
+                reason: SkipReason::Older,
+                ..
+            }
+        ),
+        "{stale:?}"
+    );
+    // A new revision of a spilled document reuses its converted vectors for unchanged
+    // text (sent without vectors), under the same ids.
+    let long = store.get("notes", "long").expect("get").expect("long");
+    let mut revision = Document::new("notes", "long", Version::number(2));
+    for chunk in long.chunks.iter().skip(10) {
+        revision = revision.with_chunk(Chunk::without_vector(chunk.text.clone()));
+    }
+    revision = revision.with_chunk(Chunk::new("a new last chunk", vec![0.25; 32]));
+    let revised = store.upsert(revision).expect("revision");
+    let kept = long.chunks.len() as u64 - 10;
+    assert!(
+        matches!(
+            revised,
+            Outcome::Written {
+                chunks_reused,
+                chunks_written: 1,
+                chunks_removed: 9,
+                ..
+            } if chunks_reused == kept
+        ),
+        "{revised:?}"
+    );
+    let long2 = store
+        .snapshot()
+        .expect("snapshot")
+        .get_with_vectors("notes", "long")
+        .expect("get")
+        .expect("long");
+    assert_eq!(long2.chunks.len() as u64, kept + 1);
+    for (old, new) in long.chunks.iter().skip(10).zip(&long2.chunks) {
+        assert_eq!(
+            (old.vector_id, &old.text),
+            (new.vector_id, &new.text),
+            "a kept vector keeps its id"
+        );
+    }
+    // The new revision is what both searches find of "long" now.
+    let hits = store
+        .search_text("new last chunk", 5, &SearchOptions::default())
+        .expect("search_text");
+    assert_eq!(
+        (hits[0].id.as_str(), hits[0].text.as_str(), hits[0].version),
+        ("long", "a new last chunk", Version::number(2))
+    );
+    let hits = store
+        .search(&[0.25; 32], 1, &SearchOptions::default().exact(true))
+        .expect("search");
+    assert_eq!(hits[0].text, "a new last chunk");
+    let verified = store.verify().expect("verify");
+    assert!(verified.is_ok(), "{:#?}", verified.violations);
+    drop(store);
+    support::reopen_verified(&path);
+}
+
+/// Opening is one transaction: fail each of its writes, syncs and length changes in turn;
+/// whatever the durable image then is, it opens with the fixture's contents.
+#[test]
+fn a_failed_conversion_of_a_schema_3_file_leaves_a_file_that_opens_whole() {
+    let image = std::fs::read(FIXTURE).expect("read the fixture");
+    let (calls, converted_after_failure) =
+        support::every_failed_conversion_reopens(&image, assert_same_contents);
+    println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
+}
+
+/// A damaged schema-3 file: 400 flipped bits, each opened with the page checksums verified.
+/// The conversion never panics: it converts, or refuses the file with a typed error.
+#[test]
+fn a_damaged_schema_3_file_is_converted_or_refused_never_a_panic() {
+    let image = std::fs::read(FIXTURE).expect("read the fixture");
+    let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c3e, 400);
+    println!("damaged schema-3 files: {opened} opened, {refused} refused, 0 panics");
+}
