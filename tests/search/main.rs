@@ -11,6 +11,7 @@ mod filter_language_matches_reference;
 mod filter_sees_metadata_only_revisions;
 mod filtered_search_racing_writers;
 mod hits_of_long_documents_are_their_own_chunk;
+mod hits_report_the_version_an_unchanged_upsert_raised;
 mod index_options_out_of_range_are_refused;
 mod rebuilding_the_index_does_not_grow_the_file;
 mod search_absorbs_vectors_written_while_the_index_is_busy;

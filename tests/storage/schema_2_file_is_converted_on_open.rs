@@ -1,6 +1,7 @@
 //! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
-//! is converted to schema 3 when this build opens it: the vectors row gains its dimension
-//! and carries the last bytes of the chunks row in the slack of its pages, and nothing else
+//! is converted to schema 4 when this build opens it: the vectors row gains its dimension
+//! and carries the last bytes of the chunks row in the slack of its pages, the chunks row
+//! gains its document's version and key and each chunk's vector slot, and nothing else
 //! changes. Every document, version, generation, content hash, chunk text and metadata,
 //! every vector bit for bit and under the same id, every counter, listing and skip-log row
 //! survive. The guard goes on deciding against the converted rows, searches find the
@@ -99,7 +100,7 @@ fn schema_2_file_is_converted_on_open() {
     let store = Store::open(&path, Options::default()).expect("a schema-2 file opens");
     assert_same_contents(&store, "after the conversion");
     drop(store);
-    assert_eq!(schema_version(&path), 3);
+    assert_eq!(schema_version(&path), 4);
 
     // The changelog (addressed by vector ids, which did not change) is kept whole.
     assert_eq!(changelog(&path), changelog(Path::new(FIXTURE)));
@@ -114,9 +115,11 @@ fn schema_2_file_is_converted_on_open() {
         "the backup holds the original rows"
     );
 
-    // The rows: the same vectors under a header with the dimension; the chunks row's last
-    // bytes after them, never past the page run the vectors need; the rest in the chunks row.
+    // The rows: the same vectors under a header with the dimension; the chunks row, with its
+    // document's version and key and each chunk's slot (schema 4), split: its last bytes
+    // after the vectors, never past the page run the vectors need; the rest in the chunks row.
     let new_rows = raw_rows(&path);
+    let keys = support::doc_keys(&path);
     assert_eq!(
         new_rows.keys().collect::<Vec<_>>(),
         old_rows.keys().collect::<Vec<_>>()
@@ -135,10 +138,12 @@ fn schema_2_file_is_converted_on_open() {
             "document {id}: the slots and vectors, bit for bit"
         );
         let spill = &new_vectors[end..];
-        assert_eq!(
-            [new_chunks.as_slice(), spill].concat(),
-            *old_chunks,
-            "document {id}: the chunks row, split"
+        support::assert_converted_chunks_row(
+            &format!("document {id}"),
+            &[new_chunks.as_slice(), spill].concat(),
+            old_chunks,
+            new_vectors,
+            &keys[id],
         );
         if end + LEAF_OVERHEAD <= PAGE {
             assert!(spill.is_empty(), "document {id}: a row that shares a leaf");

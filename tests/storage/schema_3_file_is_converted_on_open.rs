@@ -1,9 +1,9 @@
 //! A file written by the schema-3 build (each live revision as one chunks row and one vectors
 //! row, the vectors row with its dimension and the last bytes of the chunks row in the slack
 //! of its pages; the chunks row without the document's version, key or slots), with a text
-//! index and a persisted graph snapshot, opens with this build stamped with the schema this
-//! build writes: converted to it when that is newer (the original kept beside it as a
-//! backup), opened as it is when that is 3. Every document, version, generation, content hash, chunk text and metadata, every
+//! index and a persisted graph snapshot, is converted to schema 4 when this build opens it
+//! (the original kept beside it as a backup): the chunks row gains its document's version and
+//! key and each chunk's vector slot, and is split again beside its vectors. Every document, version, generation, content hash, chunk text and metadata, every
 //! vector bit for bit and under the same id, every counter, listing and skip-log row survive;
 //! the changelog and the graph snapshot (addressed by vector ids, which do not change) are
 //! kept byte for byte, and the snapshot is what the index loads. The text index stays. The
@@ -57,14 +57,6 @@ fn assert_same_contents(store: &Store, when: &str) {
         "{when}: the documents changed"
     );
     support::assert_same_stats_and_verified(store, &want["stats"], when);
-}
-
-/// The schema version this build stamps on a store it creates.
-fn current_schema() -> u64 {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("new.redb");
-    drop(Store::create(&path, Options::default()).expect("create"));
-    schema_version(&path)
 }
 
 /// The chunks and vectors rows of the closed file at `path`, by internal id.
@@ -268,8 +260,6 @@ fn assert_searches_find_converted_chunks(store: &Store) {
 
 #[test]
 fn schema_3_file_is_converted_on_open() {
-    let current = current_schema();
-    assert!(current >= 3, "this build writes schema {current}");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.redb");
     std::fs::copy(FIXTURE, &path).expect("copy the fixture");
@@ -299,11 +289,7 @@ fn schema_3_file_is_converted_on_open() {
     );
     assert_searches_find_converted_chunks(&store);
     drop(store);
-    assert_eq!(
-        schema_version(&path),
-        current,
-        "the file is stamped with the schema this build writes"
-    );
+    assert_eq!(schema_version(&path), 4, "the file is stamped schema 4");
 
     // The changelog and the graph snapshot (addressed by vector ids, which did not change)
     // are kept whole.
@@ -318,25 +304,39 @@ fn schema_3_file_is_converted_on_open() {
         "the graph snapshot"
     );
 
-    // Converted: the original is kept beside it, with the old build's rows. Opened as it
-    // is (a schema-3 build): no backup, and not a byte of the rows changed.
+    // The original is kept beside it, with the old build's rows.
     let backup = dir.path().join("old.redb.schema3-backup");
-    if current > 3 {
-        assert_eq!(schema_version(&backup), 3, "the backup is schema 3");
-        assert_eq!(
-            raw_rows(&backup),
-            old_rows,
-            "the backup holds the original rows"
-        );
-    } else {
-        assert!(!backup.exists(), "a schema-3 file needs no backup");
-        assert_eq!(raw_rows(&path), old_rows, "the rows of a schema-3 file");
-    }
-    // The rows stay under the same internal ids (the vector ids name them).
+    assert_eq!(schema_version(&backup), 3, "the backup is schema 3");
     assert_eq!(
-        raw_rows(&path).keys().collect::<Vec<_>>(),
+        raw_rows(&backup),
+        old_rows,
+        "the backup holds the original rows"
+    );
+    // The rows stay under the same internal ids (the vector ids name them), the vectors bit
+    // for bit; each chunks row (joined with what its vectors row carries) is the old one with
+    // its document's key and its chunks' slots.
+    let new_rows = raw_rows(&path);
+    assert_eq!(
+        new_rows.keys().collect::<Vec<_>>(),
         old_rows.keys().collect::<Vec<_>>()
     );
+    let keys = support::doc_keys(&path);
+    for (id, (old_chunks, old_vectors)) in &old_rows {
+        let (new_chunks, new_vectors) = &new_rows[id];
+        let end = 8 + u32_at(old_vectors, 0) * 4 * (1 + u32_at(old_vectors, 4));
+        assert_eq!(
+            &new_vectors[..end],
+            &old_vectors[..end],
+            "document {id}: the vectors"
+        );
+        support::assert_converted_chunks_row(
+            &format!("document {id}"),
+            &[new_chunks.as_slice(), &new_vectors[end..]].concat(),
+            &[old_chunks.as_slice(), &old_vectors[end..]].concat(),
+            new_vectors,
+            &keys[id],
+        );
+    }
 
     // The guard decides against the converted rows.
     let store = Store::open(&path, Options::default()).expect("reopen the converted file");

@@ -325,3 +325,112 @@ pub fn vectors_as_f32_bits(
     }
     documents
 }
+
+/// Schema 2's and 3's chunks row, as the tests decode it (the crate's row types are its
+/// own): the generation and the chunks.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct ChunksRowV3 {
+    pub generation: u64,
+    pub chunks: Vec<ChunkV3>,
+}
+
+/// A chunk of [`ChunksRowV3`].
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct ChunkV3 {
+    pub text_hash: [u8; 32],
+    pub text: String,
+    pub meta: String,
+}
+
+/// Schema 4's chunks row: schema 3's with the document's version and key, and each chunk's
+/// vector slot.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct ChunksRowV4 {
+    pub generation: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    pub source: String,
+    pub id: String,
+    pub chunks: Vec<ChunkV4>,
+}
+
+/// A chunk of [`ChunksRowV4`].
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct ChunkV4 {
+    pub slot: u32,
+    pub text_hash: [u8; 32],
+    pub text: String,
+    pub meta: String,
+}
+
+/// Decodes a whole bincode row (the store's encoding: bincode's standard configuration).
+pub fn decode_row<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> T {
+    let (row, used) = bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(used, bytes.len(), "{what}: trailing bytes");
+    row
+}
+
+/// The slots of a schema-3/4 vectors row (`count | dimension | slot * count | ...`).
+pub fn vectors_row_slots(row: &[u8]) -> Vec<u32> {
+    let count = u32::from_le_bytes(row[0..4].try_into().expect("4 bytes")) as usize;
+    row[8..8 + 4 * count]
+        .chunks_exact(4)
+        .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+        .collect()
+}
+
+/// The `doc_keys` table of the closed file at `path`: internal id -> (source, id).
+pub fn doc_keys(path: &std::path::Path) -> std::collections::BTreeMap<u64, (String, String)> {
+    use redb::{ReadableDatabase, ReadableTable};
+    const DOC_KEYS: redb::TableDefinition<u64, (&str, &str)> =
+        redb::TableDefinition::new("doc_keys");
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(DOC_KEYS).expect("doc_keys");
+    let keys = table
+        .iter()
+        .expect("iter")
+        .map(|entry| {
+            let (id, key) = entry.expect("row");
+            let (source, doc) = key.value();
+            (id.value(), (source.to_string(), doc.to_string()))
+        })
+        .collect();
+    keys
+}
+
+/// Checks a converted document's schema-4 chunks row (`joined`: its chunks row joined with
+/// what its vectors row carries) against its old chunks row (`old`, whole): the same
+/// generation and chunks, each chunk's slot the converted vectors row's at its position,
+/// the document's key from `doc_keys`. (The version is checked against the document row by
+/// `verify`.)
+pub fn assert_converted_chunks_row(
+    what: &str,
+    joined: &[u8],
+    old: &[u8],
+    vectors_row: &[u8],
+    key: &(String, String),
+) {
+    let old: ChunksRowV3 = decode_row(&format!("{what}: the old chunks row"), old);
+    let new: ChunksRowV4 = decode_row(&format!("{what}: the converted chunks row"), joined);
+    assert_eq!(new.generation, old.generation, "{what}: the generation");
+    assert_eq!((&new.source, &new.id), (&key.0, &key.1), "{what}: the key");
+    assert_eq!(
+        new.chunks.iter().map(|c| c.slot).collect::<Vec<_>>(),
+        vectors_row_slots(vectors_row),
+        "{what}: the slots"
+    );
+    let chunks: Vec<ChunkV3> = new
+        .chunks
+        .into_iter()
+        .map(|c| ChunkV3 {
+            text_hash: c.text_hash,
+            text: c.text,
+            meta: c.meta,
+        })
+        .collect();
+    assert_eq!(chunks, old.chunks, "{what}: the chunks");
+}
