@@ -49,6 +49,8 @@ pub(crate) struct Recognised {
     pub(crate) high_water: u64,
     /// The text index's analyzer writes use (`None`: no text index kept, or read-only).
     pub(crate) text: Option<std::sync::Arc<crate::text::Analyzer>>,
+    /// The file was converted from an older schema by this open.
+    pub(crate) converted: bool,
 }
 
 /// [`OpenError::AlreadyExists`] if a non-empty file is at `path` (`Store::create`).
@@ -228,6 +230,7 @@ pub(crate) fn recognise(
         }
         convert(writable, path, version, recorded.dimension)?;
     }
+    let converted = recorded.convert_from.is_some();
     let Some(writable) = db.writable() else {
         // A read-only store only checked the options against what is recorded.
         return Ok(Recognised {
@@ -236,6 +239,7 @@ pub(crate) fn recognise(
             model: recorded.model,
             high_water: recorded.high_water,
             text: None,
+            converted,
         });
     };
     record_what_options_add(writable, path, &recorded, options)?;
@@ -257,7 +261,18 @@ pub(crate) fn recognise(
         model: recorded.model.or_else(|| options.model.clone()),
         high_water: recorded.high_water,
         text,
+        converted,
     })
+}
+
+/// Gives back the space a conversion freed. It rewrote every revision's rows in one
+/// transaction, so the file held the old and the new rows until the commit, and redb keeps
+/// the freed pages inside the file: compacting moves the live pages down and truncates it.
+pub(crate) fn compact_after_conversion(db: &mut Db, path: &Path) -> Result<(), OpenError> {
+    if let Db::Writable(db) = db {
+        db.compact().map_err(|e| open_error(path, e))?;
+    }
+    Ok(())
 }
 
 /// A new store (a redb file without tables) gets its tables and metadata; a redb file that

@@ -234,7 +234,12 @@ impl Store {
         shared: bool,
         options: Options,
     ) -> Result<Store, OpenError> {
+        let mut db = db;
         let recognised = open::recognise(&db, path, is_file, &options)?;
+        // Not in `SingleWriter` mode: other processes may hold the file open.
+        if recognised.converted && !shared {
+            open::compact_after_conversion(&mut db, path)?;
+        }
         let engine = Arc::new(Engine::new(db, path, shared, options, recognised));
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
