@@ -16,9 +16,7 @@
 
 use crate::error::{InputError, ReadError};
 use crate::read::Snapshot;
-use crate::schema::{
-    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, DOC_KEYS, VECTORS,
-};
+use crate::schema::{self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use redb::ReadableTable;
 use roaring::RoaringBitmap;
@@ -584,10 +582,6 @@ impl FilterIndex {
 
     /// Re-reads the documents `touched` (internal ids) from `snapshot`.
     fn refresh(&mut self, snapshot: &Snapshot, touched: &HashSet<u64>) -> Result<(), ReadError> {
-        let doc_keys = snapshot
-            .txn
-            .open_table(DOC_KEYS)
-            .map_err(ReadError::storage)?;
         let vectors = snapshot
             .txn
             .open_table(VECTORS)
@@ -601,11 +595,11 @@ impl FilterIndex {
                     self.release(*vid);
                 }
             }
-            let Some(key) = doc_keys.get(doc).map_err(ReadError::storage)? else {
+            // A live document's chunks row names it; a document without one is not live.
+            let Some((source, id)) = snapshot.document_of(doc)? else {
                 continue;
             };
-            let (source, id) = key.value();
-            let Some(row) = snapshot.doc_row(source, id)? else {
+            let Some(row) = snapshot.doc_row(&source, &id)? else {
                 continue;
             };
             if !row.deleted && row.internal_id == doc {

@@ -712,7 +712,6 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::META)?;
     open(txn, schema::COUNTERS)?;
     open(txn, schema::DOCS)?;
-    open(txn, schema::DOC_KEYS)?;
     open(txn, schema::CHUNKS)?;
     open(txn, schema::VECTORS)?;
     open(txn, schema::CHANGELOG)?;

@@ -188,6 +188,13 @@ impl Snapshot {
         )?))
     }
 
+    /// The key (source, id) of the live document of internal id `doc`, which its chunks row
+    /// carries; `None` if `doc` has no chunks row in this snapshot (no live document has it).
+    pub(crate) fn document_of(&self, doc: u64) -> Result<Option<(String, String)>, ReadError> {
+        // No chunk has slot `u32::MAX` (slots are below 2^24): only the header is kept.
+        self.chunk_of(doc, u32::MAX, |at| (at.source.to_owned(), at.id.to_owned()))
+    }
+
     /// The vectors row of internal document `doc`, read in place (parse it with
     /// [`VectorsRow::parse`]).
     pub(crate) fn vectors_row(

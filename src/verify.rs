@@ -12,10 +12,10 @@ use crate::prepare::{content_hash, text_hash, PreparedChunk};
 use crate::read::Snapshot;
 use crate::schema::{
     self, seq_key, ChangelogRow, ChunksRow, DocRow, ListingRow, SkipRow, VectorsRow, CHANGELOG,
-    CHUNKS, COUNTERS, DOCS, DOC_KEYS, LISTINGS, SKIP_LOG, VECTORS,
+    CHUNKS, COUNTERS, DOCS, LISTINGS, SKIP_LOG, VECTORS,
 };
 use crate::version::VersionKind;
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -94,11 +94,11 @@ impl Snapshot {
         let tables = Tables::open(self)?;
         // Internal ids of live documents: the only ones that may have chunks and vectors rows.
         let mut live: HashSet<u64> = HashSet::new();
-        let mut doc_count = 0u64;
+        // Internal ids of every document row, tombstones included: each names one document.
+        let mut internal_ids: HashSet<u64> = HashSet::new();
         for entry in tables.docs.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let (source, id) = key.value();
-            doc_count += 1;
             let mut doc = DocReport {
                 report: &mut report,
                 source,
@@ -112,7 +112,12 @@ impl Snapshot {
                 }
             };
             check_document_row(&mut doc, &row, tables.next_doc);
-            check_reverse_entry(&mut doc, &tables, &row)?;
+            if !internal_ids.insert(row.internal_id) {
+                doc.add(format!(
+                    "internal id {} is another document's too",
+                    row.internal_id
+                ));
+            }
             let revision = tables.revision_rows(row.internal_id)?;
             if row.deleted {
                 doc.report.tombstones += 1;
@@ -127,7 +132,6 @@ impl Snapshot {
         check_orphans(&mut report, &tables, &live)?;
         self.check_side_tables(&mut report)?;
         crate::text::verify(self, &mut report)?;
-        check_reverse_entry_count(&mut report, &tables, doc_count)?;
         check_gauges(&mut report, &tables)?;
         Ok(report)
     }
@@ -277,7 +281,6 @@ impl DocReport<'_> {
 struct Tables {
     counters: redb::ReadOnlyTable<&'static str, u64>,
     docs: redb::ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
-    doc_keys: redb::ReadOnlyTable<u64, (&'static str, &'static str)>,
     chunks: redb::ReadOnlyTable<u64, &'static [u8]>,
     vectors: redb::ReadOnlyTable<u64, &'static [u8]>,
     next_doc: u64,
@@ -296,7 +299,6 @@ impl Tables {
         let mut tables = Tables {
             counters: txn.open_table(COUNTERS).map_err(ReadError::storage)?,
             docs: txn.open_table(DOCS).map_err(ReadError::storage)?,
-            doc_keys: txn.open_table(DOC_KEYS).map_err(ReadError::storage)?,
             chunks: txn.open_table(CHUNKS).map_err(ReadError::storage)?,
             vectors: txn.open_table(VECTORS).map_err(ReadError::storage)?,
             next_doc: 0,
@@ -347,33 +349,6 @@ fn check_document_row(doc: &mut DocReport<'_>, row: &DocRow, next_doc: u64) {
             row.internal_id
         ));
     }
-}
-
-/// The document's internal id maps back to it.
-fn check_reverse_entry(
-    doc: &mut DocReport<'_>,
-    tables: &Tables,
-    row: &DocRow,
-) -> Result<(), ReadError> {
-    match tables
-        .doc_keys
-        .get(row.internal_id)
-        .map_err(ReadError::storage)?
-    {
-        Some(k) if k.value() == (doc.source, doc.id) => {}
-        Some(k) => {
-            let (s, i) = k.value();
-            doc.add(format!(
-                "internal id {} maps back to {s}/{i}",
-                row.internal_id
-            ));
-        }
-        None => doc.add(format!(
-            "internal id {} has no reverse entry",
-            row.internal_id
-        )),
-    }
-    Ok(())
 }
 
 /// A tombstone has no chunks and neither a chunks nor a vectors row.
@@ -493,21 +468,6 @@ fn check_orphans(
                 ));
             }
         }
-    }
-    Ok(())
-}
-
-/// One reverse entry per document row.
-fn check_reverse_entry_count(
-    report: &mut VerifyReport,
-    tables: &Tables,
-    doc_count: u64,
-) -> Result<(), ReadError> {
-    let key_rows = tables.doc_keys.len().map_err(ReadError::storage)?;
-    if key_rows != doc_count {
-        report.store(format!(
-            "{key_rows} reverse entries for {doc_count} documents"
-        ));
     }
     Ok(())
 }

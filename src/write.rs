@@ -18,7 +18,7 @@ use crate::prepare::{PreparedDoc, PreparedOp};
 use crate::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
     DocRow, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS,
-    DOCS, DOC_KEYS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+    DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
 use crate::version::Version;
 use plan::RevisionPlan;
@@ -56,7 +56,6 @@ pub(crate) struct BatchSettings {
 /// One write transaction's worth of guarded operations.
 pub(crate) struct Batch<'txn> {
     docs: Table<'txn, (&'static str, &'static str), &'static [u8]>,
-    doc_keys: Table<'txn, u64, (&'static str, &'static str)>,
     chunks: Table<'txn, u64, &'static [u8]>,
     vectors: Table<'txn, u64, &'static [u8]>,
     listings: Table<'txn, (&'static str, u64), &'static [u8]>,
@@ -110,7 +109,6 @@ impl<'txn> Batch<'txn> {
         };
         Ok(Batch {
             docs: txn.open_table(DOCS).map_err(open_err)?,
-            doc_keys: txn.open_table(DOC_KEYS).map_err(open_err)?,
             chunks: txn.open_table(CHUNKS).map_err(open_err)?,
             vectors: txn.open_table(VECTORS).map_err(open_err)?,
             listings: txn.open_table(LISTINGS).map_err(open_err)?,
@@ -478,7 +476,7 @@ impl<'txn> Batch<'txn> {
         let plan = plan::plan_revision(row.as_ref(), &old, doc, self.dimension)?;
 
         // Mutate.
-        let (internal_id, next_slot) = self.revision_home(row.as_ref(), plan.rekey, doc)?;
+        let (internal_id, next_slot) = self.revision_home(row.as_ref(), plan.rekey)?;
         if plan.dimension != self.dimension {
             self.dimension = plan.dimension;
             self.dimension_fixed_here = true;
@@ -589,21 +587,17 @@ impl<'txn> Batch<'txn> {
 
     /// The internal id a revision is written under and the document's next slot there: the
     /// stored row's, or (for a new document, or one moving off a used-up slot space) a new
-    /// id, whose reverse entry is written and the old id's rows removed.
+    /// id (the old id's rows removed).
     fn revision_home(
         &mut self,
         row: Option<&DocRow>,
         rekey: bool,
-        doc: &PreparedDoc,
     ) -> Result<(u64, u32), WriteError> {
         if let Some(row) = row.filter(|_| !rekey) {
             return Ok((row.internal_id, row.next_slot));
         }
         let id = self.new_internal_id()?;
         if let Some(row) = row {
-            self.doc_keys
-                .remove(row.internal_id)
-                .map_err(WriteError::storage)?;
             self.chunks
                 .remove(row.internal_id)
                 .map_err(WriteError::storage)?;
@@ -611,9 +605,6 @@ impl<'txn> Batch<'txn> {
                 .remove(row.internal_id)
                 .map_err(WriteError::storage)?;
         }
-        self.doc_keys
-            .insert(id, (doc.source.as_str(), doc.id.as_str()))
-            .map_err(WriteError::storage)?;
         Ok((id, 0))
     }
 
@@ -713,9 +704,6 @@ impl<'txn> Batch<'txn> {
             }
             None => {
                 let internal_id = self.new_internal_id()?;
-                self.doc_keys
-                    .insert(internal_id, (source, id))
-                    .map_err(WriteError::storage)?;
                 self.bump(counter::LIVE_TOMBSTONES, 1);
                 (internal_id, 0)
             }
@@ -842,7 +830,7 @@ impl<'txn> Batch<'txn> {
         before: Version,
     ) -> Result<PurgeOutcome, WriteError> {
         let mut outcome = PurgeOutcome::default();
-        let mut dead: Vec<(String, u64)> = Vec::new();
+        let mut dead: Vec<String> = Vec::new();
         for entry in self
             .docs
             .range((source, "")..)
@@ -858,15 +846,12 @@ impl<'txn> Batch<'txn> {
                 && row.version_kind == before.kind.to_byte()
                 && row.version < before.value
             {
-                dead.push((row_id.to_string(), row.internal_id));
+                dead.push(row_id.to_string());
             }
         }
-        for (id, internal_id) in dead {
+        for id in dead {
             self.docs
                 .remove((source, id.as_str()))
-                .map_err(WriteError::storage)?;
-            self.doc_keys
-                .remove(internal_id)
                 .map_err(WriteError::storage)?;
             outcome.tombstones_purged += 1;
         }

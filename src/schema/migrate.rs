@@ -3,18 +3,20 @@
 //! Schema 1 stored a row per chunk (`chunks`, keyed by internal id and position) and a row
 //! per vector (`vectors`, keyed by a global vector id, each row naming its owner). Schema 2
 //! stores each live revision as one chunks row and one vectors row under the document's
-//! internal id. Schema 3 (`schema/`) keeps those two rows, with the vectors row's
-//! dimension in its header and the last bytes of the encoded chunks row moved to the end
-//! of the vectors row, into the slack of its pages.
+//! internal id. Schema 3 keeps those two rows, with the vectors row's dimension in its
+//! header and the last bytes of the encoded chunks row moved to the end of the vectors row,
+//! into the slack of its pages. Schema 4 (`schema/`) puts the document's version and key and
+//! each chunk's vector slot in the chunks row, so a search hit resolves from that row alone,
+//! and drops the `doc_keys` table (internal id -> key), which the chunks row replaces.
 //!
-//! A schema-1 file is converted straight to schema 3. The conversion keeps every document
+//! A schema-1 file is converted straight to schema 4. The conversion keeps every document
 //! row, version, generation, content hash, chunk text and metadata, every vector bit for
 //! bit, and every counter, listing and skip-log row; only vector ids change (slot =
 //! position), so the changelog and any persisted graph snapshot, both addressed by the old
 //! ids, are dropped: the index is rebuilt from the rows as on any open.
 //!
-//! A schema-2 file keeps everything, vector ids, changelog and graph snapshot included: only
-//! the bytes of the two rows of each revision move.
+//! A schema-2 or schema-3 file keeps everything, vector ids, changelog, text index and graph
+//! snapshot included: only the two rows of each revision are rewritten.
 //!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
@@ -24,7 +26,7 @@ use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
     self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow, CHANGELOG,
-    CHUNKS, COUNTERS, DOCS, DOC_KEYS, INDEX_SNAPSHOT, META, VECTORS,
+    CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,9 @@ use serde::{Deserialize, Serialize};
 const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
 /// Schema 1's vector rows: vector id -> `owner u64 | position u32 | f32 * dimension`.
 const VECTORS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("vectors");
+/// Schemas 1 to 3's reverse entries: internal id -> (source, id). Schema 4's chunks row
+/// names its document, and the table is dropped.
+const DOC_KEYS_V3: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
 /// Schema 1's vector id sequence, gone in schema 2 (ids are internal id and slot).
 const NEXT_VECTOR_V1: &str = "seq.next_vector";
 
@@ -178,6 +183,7 @@ pub(crate) fn schema_1(
     drop((chunks_v1, vectors_v1));
     txn.delete_table(CHUNKS_V1)?;
     txn.delete_table(VECTORS_V1)?;
+    txn.delete_table(DOC_KEYS_V3)?;
     txn.open_table(CHANGELOG)?.retain(|_, _| false)?;
     txn.open_table(INDEX_SNAPSHOT)?.retain(|_, _| false)?;
     txn.open_table(META)?.remove(meta_key::INDEX_SNAPSHOT_SEQ)?;
@@ -379,7 +385,7 @@ pub(crate) fn schema_2_or_3_to_4(
     dimension: Option<usize>,
 ) -> Result<u64, MigrationError> {
     let docs = txn.open_table(DOCS)?;
-    let doc_keys = txn.open_table(DOC_KEYS)?;
+    let doc_keys = txn.open_table(DOC_KEYS_V3)?;
     let mut chunks = txn.open_table(CHUNKS)?;
     let mut vectors = txn.open_table(VECTORS)?;
     let what = if from == 2 {
@@ -499,6 +505,7 @@ pub(crate) fn schema_2_or_3_to_4(
         )?;
     }
     drop((docs, doc_keys, chunks, vectors));
+    txn.delete_table(DOC_KEYS_V3)?;
     stamp_schema_version(txn)?;
     Ok(ids.len() as u64)
 }

@@ -155,7 +155,8 @@ pub(crate) fn split_vector_id(id: u64) -> (u64, u32) {
 
 /// The chunks of a document's live revision, in position order, under one generation stamp,
 /// with what a search hit reports of its document (schema 4): so a hit is resolved from this
-/// row alone, not from the document row and the reverse entry as well.
+/// row alone, not from the document row as well. The key also names the document of an
+/// internal id (schema 3 kept a `doc_keys` table for that).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChunksRow {
     /// The generation stamped on the revision's chunks; equals the document row's.

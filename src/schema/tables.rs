@@ -10,8 +10,6 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 /// (source, doc id) -> [`DocRow`](super::DocRow).
 pub(crate) const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
-/// internal doc id -> (source, doc id): resolves a chunk or vector back to its document.
-pub(crate) const DOC_KEYS: TableDefinition<u64, (&str, &str)> = TableDefinition::new("doc_keys");
 /// internal doc id -> the live revision's encoded [`ChunksRow`](super::ChunksRow) but for the bytes its
 /// vectors row carries (`spill.rs`: [`RevisionRows`](super::RevisionRows),
 /// [`join_chunks`](super::join_chunks)).

@@ -38,4 +38,5 @@ mod stale_revision_with_wrong_dimension;
 mod text_index_is_built_for_existing_stores;
 mod verify_decodes_every_metadata_value;
 mod verify_deep_finds_a_changed_vector;
+mod verify_finds_a_chunks_row_that_disagrees;
 mod write_into_a_store_damaged_elsewhere;

@@ -344,7 +344,7 @@ pub struct ChunkV3 {
 
 /// Schema 4's chunks row: schema 3's with the document's version and key, and each chunk's
 /// vector slot.
-#[derive(serde::Deserialize, Debug, PartialEq)]
+#[derive(serde::Deserialize, serde::Serialize, Debug, PartialEq)]
 pub struct ChunksRowV4 {
     pub generation: u64,
     pub version_kind: u8,
@@ -355,7 +355,7 @@ pub struct ChunksRowV4 {
 }
 
 /// A chunk of [`ChunksRowV4`].
-#[derive(serde::Deserialize, Debug, PartialEq)]
+#[derive(serde::Deserialize, serde::Serialize, Debug, PartialEq)]
 pub struct ChunkV4 {
     pub slot: u32,
     pub text_hash: [u8; 32],
@@ -380,7 +380,8 @@ pub fn vectors_row_slots(row: &[u8]) -> Vec<u32> {
         .collect()
 }
 
-/// The `doc_keys` table of the closed file at `path`: internal id -> (source, id).
+/// The `doc_keys` table (schemas 1 to 3) of the closed file at `path`: internal id ->
+/// (source, id).
 pub fn doc_keys(path: &std::path::Path) -> std::collections::BTreeMap<u64, (String, String)> {
     use redb::{ReadableDatabase, ReadableTable};
     const DOC_KEYS: redb::TableDefinition<u64, (&str, &str)> =
@@ -433,4 +434,19 @@ pub fn assert_converted_chunks_row(
         })
         .collect();
     assert_eq!(chunks, old.chunks, "{what}: the chunks");
+}
+
+/// The names of the tables of the closed file at `path`.
+pub fn table_names(path: &std::path::Path) -> Vec<String> {
+    use redb::{ReadableDatabase, TableHandle};
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let names = txn
+        .list_tables()
+        .expect("tables")
+        .map(|t| t.name().to_string())
+        .collect();
+    names
 }
