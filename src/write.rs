@@ -375,9 +375,23 @@ impl<'txn> Batch<'txn> {
     }
 
     /// Writes the live revision's chunks row again under `row`'s version, its chunks as
-    /// they are. The vectors row is written again only if the row's new length moves the
-    /// part of it that rides there (`schema::RevisionRows`).
+    /// they are. When the version encodes in as many bytes as before, only the header's
+    /// bytes in the chunks table change (the row's length, and so its split with the
+    /// vectors row, stays); otherwise the row is encoded again and split, and the vectors
+    /// row is written again only if that moves the part of it that rides there
+    /// (`schema::RevisionRows`).
     fn restamp_revision(&mut self, row: &DocRow, doc: &PreparedDoc) -> Result<(), WriteError> {
+        let head = self
+            .chunks
+            .get(row.internal_id)
+            .map_err(WriteError::storage)?
+            .and_then(|b| schema::restamp_head(b.value(), row.version_kind, row.version));
+        if let Some(head) = head {
+            self.chunks
+                .insert(row.internal_id, head.as_slice())
+                .map_err(WriteError::storage)?;
+            return Ok(());
+        }
         let (chunks, vectors_bytes) = self.old_revision(row)?;
         let vectors = VectorsRow::parse(&vectors_bytes)?;
         let stamped = ChunksRow {

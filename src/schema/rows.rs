@@ -249,6 +249,27 @@ pub(crate) struct ChunkView<'a> {
     pub meta: &'a str,
 }
 
+/// The first bytes of an encoded [`ChunksRow`] (`head`: the row, or what the chunks table
+/// keeps of it) with the header's version replaced by `version_kind` and `version`, when
+/// the new version encodes in as many bytes as the old one: the row's length, and so how it
+/// is split with its vectors row, stays. `None` if it would not, or if `head` is too short
+/// to hold the header's generation and version.
+pub(crate) fn restamp_head(head: &[u8], version_kind: u8, version: u64) -> Option<Vec<u8>> {
+    let (_, generation_len) = bincode::decode_from_slice::<u64, _>(head, config()).ok()?;
+    let version_at = generation_len.checked_add(1)?;
+    let (_, old_len) =
+        bincode::decode_from_slice::<u64, _>(head.get(version_at..)?, config()).ok()?;
+    let new = bincode::encode_to_vec(version, config()).ok()?;
+    if new.len() != old_len {
+        return None;
+    }
+    let mut out = head.to_vec();
+    *out.get_mut(generation_len)? = version_kind;
+    out.get_mut(version_at..version_at + old_len)?
+        .copy_from_slice(&new);
+    Some(out)
+}
+
 /// Decodes the header of an encoded [`ChunksRow`] (which must fill `bytes` exactly, as for
 /// [`decode`]) and the chunk whose vector has `slot`, skipping the other chunks in place:
 /// their strings are read as bytes (no allocation and no UTF-8 check; `verify` and
@@ -566,6 +587,29 @@ mod tests {
                 .collect(),
         };
         assert_eq!(encode(&row), encode_chunks(&by_ref));
+    }
+
+    #[test]
+    fn a_restamped_head_is_the_row_under_the_new_version() {
+        for (old, new) in [(7u64, 9u64), (3, 250), (300, 65_000), (1 << 40, 1 << 41)] {
+            let mut row = chunks_row(3);
+            row.version = old;
+            let bytes = encode(&row);
+            for cut in [bytes.len(), 40, 20] {
+                let patched = restamp_head(&bytes[..cut], 2, new);
+                let mut whole = patched.clone().unwrap_or_default();
+                whole.extend_from_slice(&bytes[cut..]);
+                let back: Option<ChunksRow> = decode("row", &whole).ok();
+                let mut want = row.clone();
+                (want.version_kind, want.version) = (2, new);
+                assert_eq!(back, Some(want), "{old} -> {new}, head of {cut}");
+            }
+        }
+        // Another length of the version's encoding, or a head too short: no patch.
+        let bytes = encode(&chunks_row(2));
+        assert_eq!(restamp_head(&bytes, 1, 1 << 20), None);
+        assert_eq!(restamp_head(&bytes[..2], 1, 5), None);
+        assert_eq!(restamp_head(&[], 1, 5), None);
     }
 
     #[test]

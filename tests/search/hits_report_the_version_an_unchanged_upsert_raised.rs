@@ -70,11 +70,16 @@ fn hits_report_the_version_an_unchanged_upsert_raised() {
     settle(&store);
     for (id, vectors) in &docs {
         assert_hits_report(&store, id, vectors, 3);
-        // 3 -> 200: the version's encoding grows by a byte, so the chunks row moves.
-        let outcome = store.upsert(document(id, 200, vectors)).expect("redeliver");
-        assert!(matches!(outcome, Outcome::Unchanged { .. }), "{outcome:?}");
-        settle(&store);
-        assert_hits_report(&store, id, vectors, 200);
+        // 3 -> 1000: the version's encoding grows from one byte to three, so the chunks row
+        // is encoded again; 1000 -> 2000: as long, so only its header's bytes change.
+        for version in [1000, 2000] {
+            let outcome = store
+                .upsert(document(id, version, vectors))
+                .expect("redeliver");
+            assert!(matches!(outcome, Outcome::Unchanged { .. }), "{outcome:?}");
+            settle(&store);
+            assert_hits_report(&store, id, vectors, version);
+        }
     }
     assert_verified(&store, "after the redeliveries");
 }
