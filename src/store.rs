@@ -238,7 +238,7 @@ impl Store {
         let recognised = open::recognise(&db, path, is_file, &options)?;
         // Not in `SingleWriter` mode: other processes may hold the file open.
         if recognised.converted && !shared {
-            open::compact_after_conversion(&mut db, path)?;
+            open::compact_after_conversion(&mut db);
         }
         let engine = Arc::new(Engine::new(db, path, shared, options, recognised));
         let gate = Arc::new(Gate::default());

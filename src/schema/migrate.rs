@@ -25,11 +25,12 @@ use crate::counters::name as counter;
 use crate::error::Corruption;
 use crate::guard::ContentHash;
 use crate::schema::{
-    self, meta_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow, CHANGELOG,
-    CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, META, VECTORS,
+    self, meta_key, text_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow,
+    CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, META, TEXT_TOTALS, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
 
 /// Schema 1's chunk rows: (internal id, position) -> [`ChunkRowV1`].
 const CHUNKS_V1: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("chunks");
@@ -371,38 +372,80 @@ struct ChunkEntryV3 {
     meta: String,
 }
 
+/// What a conversion needs of a live document: its key, version and generation.
+struct LiveDoc {
+    source: String,
+    id: String,
+    version_kind: u8,
+    version: u64,
+    generation: u64,
+}
+
 /// Converts a schema-2 or schema-3 file (`from`) to this schema inside `txn` (the caller
 /// commits). Each live revision's chunks row gains its document's version and key and each
 /// chunk's vector slot (schema 4), and is split again beside its vectors (schema 3's
 /// spill: a schema-2 vectors row also gains its dimension). Every id, vector and byte of
-/// content stays. Each pair of rows is checked first (vectors of the store's `dimension`,
-/// a chunks row that decodes, one chunk per vector, a live document row naming the same
-/// internal id and generation), so a file that is not what it says is refused rather than
-/// rewritten. Returns the number of vectors rows converted.
+/// content of a live document stays. The live documents are read from the document rows;
+/// chunks and vectors rows no live document claims (orphans the old build's `verify`
+/// reported) are dropped, as schema 1's conversion drops its orphans, and the text index,
+/// which may have indexed them, is rebuilt by this open. A live document's pair of rows is
+/// checked first (both present, vectors of the store's `dimension`, a chunks row that
+/// decodes, one chunk per vector, the document's generation), so a file that is not what
+/// it says is refused rather than rewritten. Returns the number of revisions converted.
 pub(crate) fn schema_2_or_3_to_4(
     txn: &WriteTransaction,
     from: u32,
     dimension: Option<usize>,
 ) -> Result<u64, MigrationError> {
-    let docs = txn.open_table(DOCS)?;
-    let doc_keys = txn.open_table(DOC_KEYS_V3)?;
     let mut chunks = txn.open_table(CHUNKS)?;
     let mut vectors = txn.open_table(VECTORS)?;
-    let what = if from == 2 {
-        "schema-2 vectors row"
-    } else {
-        "schema-3 vectors row"
-    };
-    let mut ids: Vec<u64> = Vec::new();
-    for entry in vectors.iter()? {
-        ids.push(entry?.0.value());
+    let what = format!("schema-{from} rows");
+    let mut live: HashMap<u64, LiveDoc> = HashMap::new();
+    for entry in txn.open_table(DOCS)?.iter()? {
+        let (key, value) = entry?;
+        let (source, id) = key.value();
+        let row: DocRow = schema::decode("document row", value.value()).map_err(|c| {
+            corrupted(
+                &format!("schema-{from} document row"),
+                format!("{source}/{id}: {}", c.detail),
+            )
+        })?;
+        if !row.deleted {
+            live.insert(
+                row.internal_id,
+                LiveDoc {
+                    source: source.to_string(),
+                    id: id.to_string(),
+                    version_kind: row.version_kind,
+                    version: row.version,
+                    generation: row.generation,
+                },
+            );
+        }
     }
+    let mut ids: BTreeSet<u64> = BTreeSet::new();
+    for entry in vectors.iter()? {
+        ids.insert(entry?.0.value());
+    }
+    for entry in chunks.iter()? {
+        ids.insert(entry?.0.value());
+    }
+    let (mut converted, mut dropped) = (0u64, 0u64);
     for &id in &ids {
-        let Some(old) = vectors.get(id)?.map(|b| b.value().to_vec()) else {
+        let Some(doc) = live.get(&id) else {
+            vectors.remove(id)?;
+            chunks.remove(id)?;
+            dropped += 1;
             continue;
         };
         let bad = |detail: String| {
-            corrupted(what, format!("the row of internal document {id}: {detail}"))
+            corrupted(
+                &what,
+                format!("{}/{} (internal id {id}): {detail}", doc.source, doc.id),
+            )
+        };
+        let Some(old) = vectors.get(id)?.map(|b| b.value().to_vec()) else {
+            return Err(bad("the vectors row is missing".to_string()));
         };
         // The slots and vectors, and (schema 3) the row itself, which carries the tail of the
         // chunks row.
@@ -432,14 +475,7 @@ pub(crate) fn schema_2_or_3_to_4(
             .map(|(slot, bytes)| (*slot, VectorData::Raw(bytes)))
             .collect();
         let Some(head) = chunks.get(id)?.map(|b| b.value().to_vec()) else {
-            if from == 2 {
-                // No chunks row (an orphan `verify` reports): the vectors row carries nothing.
-                let row = RevisionRows::split(&[], &entries)
-                    .vectors_row(&entries)
-                    .map_err(MigrationError::Corrupted)?;
-                vectors.insert(id, row.as_slice())?;
-            }
-            continue;
+            return Err(bad("the chunks row is missing".to_string()));
         };
         let joined = match &row_v3 {
             Some(row) => schema::join_chunk_bytes(&head, row),
@@ -454,26 +490,18 @@ pub(crate) fn schema_2_or_3_to_4(
                 old_row.chunks.len()
             )));
         }
-        let Some(key) = doc_keys.get(id)? else {
-            return Err(bad("no document names this internal id".to_string()));
-        };
-        let (source, doc_id) = key.value();
-        let Some(doc) = docs.get((source, doc_id))? else {
-            return Err(bad(format!("{source}/{doc_id} has no document row")));
-        };
-        let doc: DocRow =
-            schema::decode("document row", doc.value()).map_err(MigrationError::Corrupted)?;
-        if doc.deleted || doc.internal_id != id || doc.generation != old_row.generation {
+        if old_row.generation != doc.generation {
             return Err(bad(format!(
-                "{source}/{doc_id}'s document row is not the live revision of these rows"
+                "a chunks row of generation {} under a document of generation {}",
+                old_row.generation, doc.generation
             )));
         }
         let row = ChunksRow {
             generation: old_row.generation,
             version_kind: doc.version_kind,
             version: doc.version,
-            source: source.to_string(),
-            id: doc_id.to_string(),
+            source: doc.source.clone(),
+            id: doc.id.clone(),
             chunks: old_row
                 .chunks
                 .into_iter()
@@ -486,7 +514,6 @@ pub(crate) fn schema_2_or_3_to_4(
                 })
                 .collect(),
         };
-        drop(key);
         let len = schema::encoded_len(&row);
         if len > schema::MAX_ROW_BYTES {
             return Err(MigrationError::TooLarge(format!(
@@ -503,11 +530,17 @@ pub(crate) fn schema_2_or_3_to_4(
             &schema::encode(&row),
             &entries,
         )?;
+        converted += 1;
     }
-    drop((docs, doc_keys, chunks, vectors));
+    drop((chunks, vectors));
+    if dropped > 0 {
+        // The text index may hold the dropped rows' chunks: no longer covering the file's
+        // commit, it is rebuilt by this open (`text::prepare_on_open`).
+        txn.open_table(TEXT_TOTALS)?.remove(text_key::COMMIT)?;
+    }
     txn.delete_table(DOC_KEYS_V3)?;
     stamp_schema_version(txn)?;
-    Ok(ids.len() as u64)
+    Ok(converted)
 }
 
 #[cfg(test)]

@@ -433,3 +433,57 @@ fn a_damaged_schema_3_file_is_converted_or_refused_never_a_panic() {
     let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c3e, 400);
     println!("damaged schema-3 files: {opened} opened, {refused} refused, 0 panics");
 }
+
+const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
+
+/// Rows no live document claims (a schema-3 build's `verify` reported them as orphans) are
+/// dropped by the conversion, not refused and not carried into schema 4 unconverted: here a
+/// copy of a live document's chunks and vectors rows under an internal id no document has,
+/// and a text-index row for one of its vector ids. The file opens with the same contents,
+/// `verify` is clean (the text index, which held the orphan's row, was rebuilt), and no
+/// search returns the orphan.
+#[test]
+fn orphan_rows_of_a_schema_3_file_are_dropped_by_the_conversion() {
+    const ORPHAN: u64 = 999_999;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.redb");
+    std::fs::copy(FIXTURE, &path).expect("copy the fixture");
+    {
+        let db = redb::Database::open(&path).expect("open with redb");
+        let txn = db.begin_write().expect("write");
+        {
+            let mut chunks = txn.open_table(CHUNKS).expect("chunks");
+            let mut vectors = txn.open_table(VECTORS).expect("vectors");
+            let mut text = txn.open_table(TEXT_CHUNKS).expect("text");
+            let (live, (chunk_row, vector_row)) = raw_rows(Path::new(FIXTURE))
+                .into_iter()
+                .next()
+                .expect("a live document");
+            chunks
+                .insert(ORPHAN, chunk_row.as_slice())
+                .expect("orphan chunks row");
+            vectors
+                .insert(ORPHAN, vector_row.as_slice())
+                .expect("orphan vectors row");
+            let slot = support::vectors_row_slots(&vector_row)[0];
+            let live_text = text
+                .get((live << 24) | u64::from(slot))
+                .expect("get")
+                .expect("the live chunk's text row")
+                .value()
+                .to_vec();
+            text.insert((ORPHAN << 24) | u64::from(slot), live_text.as_slice())
+                .expect("orphan text row");
+        }
+        txn.commit().expect("commit");
+    }
+    let store = Store::open(&path, Options::default()).expect("the file converts");
+    assert_same_contents(&store, "after converting a file with orphans");
+    assert!(store.has_text_index(), "the text index is kept");
+    assert_searches_find_converted_chunks(&store);
+    drop(store);
+    assert!(
+        !raw_rows(&path).contains_key(&ORPHAN),
+        "the orphan's rows were carried into schema 4"
+    );
+}
