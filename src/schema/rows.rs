@@ -113,16 +113,7 @@ pub(crate) struct DocRow {
 
 impl DocRow {
     pub(crate) fn version(&self) -> Result<Version, Corruption> {
-        let kind = VersionKind::from_byte(self.version_kind).ok_or_else(|| {
-            Corruption::new(
-                "document row",
-                format!("unknown version kind {}", self.version_kind),
-            )
-        })?;
-        Ok(Version {
-            kind,
-            value: self.version,
-        })
+        stored_version("document row", self.version_kind, self.version)
     }
 
     pub(crate) fn stored(&self) -> Result<Stored, Corruption> {
@@ -132,6 +123,14 @@ impl DocRow {
             content_hash: self.content_hash,
         })
     }
+}
+
+/// The version a row stores as its kind byte and value; an unknown kind is a corruption of
+/// the row `what`.
+fn stored_version(what: &str, kind: u8, value: u64) -> Result<Version, Corruption> {
+    let kind = VersionKind::from_byte(kind)
+        .ok_or_else(|| Corruption::new(what, format!("unknown version kind {kind}")))?;
+    Ok(Version { kind, value })
 }
 
 /// Bits of a vector id that hold the slot within its document.
@@ -229,16 +228,7 @@ pub(crate) struct ChunkAt<'a> {
 impl ChunkAt<'_> {
     /// The revision's version.
     pub(crate) fn version(&self) -> Result<Version, Corruption> {
-        let kind = VersionKind::from_byte(self.version_kind).ok_or_else(|| {
-            Corruption::new(
-                "chunks row",
-                format!("unknown version kind {}", self.version_kind),
-            )
-        })?;
-        Ok(Version {
-            kind,
-            value: self.version,
-        })
+        stored_version("chunks row", self.version_kind, self.version)
     }
 }
 

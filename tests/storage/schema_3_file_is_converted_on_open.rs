@@ -15,9 +15,7 @@
 
 use crate::support;
 
-use ratchetdb::{
-    Chunk, Document, Hit, Options, Outcome, SearchOptions, SkipReason, Store, Version,
-};
+use ratchetdb::{Hit, Options, SearchOptions, Store, Version};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -345,58 +343,7 @@ fn schema_3_file_is_converted_on_open() {
 
     // The guard decides against the converted rows.
     let store = Store::open(&path, Options::default()).expect("reopen the converted file");
-    let stale = store
-        .upsert(
-            Document::new("notes", "big", Version::number(1))
-                .with_chunk(Chunk::new("old", vec![1.0; 32])),
-        )
-        .expect("stale upsert");
-    assert!(
-        matches!(
-            stale,
-            Outcome::Skipped {
-                reason: SkipReason::Older,
-                ..
-            }
-        ),
-        "{stale:?}"
-    );
-    // A new revision of a spilled document reuses its converted vectors for unchanged
-    // text (sent without vectors), under the same ids.
-    let long = store.get("notes", "long").expect("get").expect("long");
-    let mut revision = Document::new("notes", "long", Version::number(2));
-    for chunk in long.chunks.iter().skip(10) {
-        revision = revision.with_chunk(Chunk::without_vector(chunk.text.clone()));
-    }
-    revision = revision.with_chunk(Chunk::new("a new last chunk", vec![0.25; 32]));
-    let revised = store.upsert(revision).expect("revision");
-    let kept = long.chunks.len() as u64 - 10;
-    assert!(
-        matches!(
-            revised,
-            Outcome::Written {
-                chunks_reused,
-                chunks_written: 1,
-                chunks_removed: 9,
-                ..
-            } if chunks_reused == kept
-        ),
-        "{revised:?}"
-    );
-    let long2 = store
-        .snapshot()
-        .expect("snapshot")
-        .get_with_vectors("notes", "long")
-        .expect("get")
-        .expect("long");
-    assert_eq!(long2.chunks.len() as u64, kept + 1);
-    for (old, new) in long.chunks.iter().skip(10).zip(&long2.chunks) {
-        assert_eq!(
-            (old.vector_id, &old.text),
-            (new.vector_id, &new.text),
-            "a kept vector keeps its id"
-        );
-    }
+    support::revise_converted_fixture(&store);
     // The new revision is what both searches find of "long" now.
     let hits = store
         .search_text("new last chunk", 5, &SearchOptions::default())

@@ -450,3 +450,61 @@ pub fn table_names(path: &std::path::Path) -> Vec<String> {
         .collect();
     names
 }
+
+/// The schema-2 and schema-3 fixtures after their conversion: the guard decides against the
+/// converted rows (a stale write of "big" is refused), and a new revision of the spilled
+/// document "long" reuses its converted vectors for unchanged text (sent without vectors),
+/// under the same ids.
+pub fn revise_converted_fixture(store: &ratchetdb::Store) {
+    use ratchetdb::{Chunk, Document, Outcome, SkipReason, Version};
+    let stale = store
+        .upsert(
+            Document::new("notes", "big", Version::number(1))
+                .with_chunk(Chunk::new("old", vec![1.0; 32])),
+        )
+        .expect("stale upsert");
+    assert!(
+        matches!(
+            stale,
+            Outcome::Skipped {
+                reason: SkipReason::Older,
+                ..
+            }
+        ),
+        "{stale:?}"
+    );
+    let long = store.get("notes", "long").expect("get").expect("long");
+    let mut revision = Document::new("notes", "long", Version::number(2));
+    for chunk in long.chunks.iter().skip(10) {
+        revision = revision.with_chunk(Chunk::without_vector(chunk.text.clone()));
+    }
+    revision = revision.with_chunk(Chunk::new("a new last chunk", vec![0.25; 32]));
+    let revised = store.upsert(revision).expect("revision");
+    let kept = long.chunks.len() as u64 - 10;
+    assert!(
+        matches!(
+            revised,
+            Outcome::Written {
+                chunks_reused,
+                chunks_written: 1,
+                chunks_removed: 9,
+                ..
+            } if chunks_reused == kept
+        ),
+        "{revised:?}"
+    );
+    let long2 = store
+        .snapshot()
+        .expect("snapshot")
+        .get_with_vectors("notes", "long")
+        .expect("get")
+        .expect("long");
+    assert_eq!(long2.chunks.len() as u64, kept + 1);
+    for (old, new) in long.chunks.iter().skip(10).zip(&long2.chunks) {
+        assert_eq!(
+            (old.vector_id, &old.text),
+            (new.vector_id, &new.text),
+            "a kept vector keeps its id"
+        );
+    }
+}
