@@ -13,8 +13,6 @@ use crate::support;
 
 use ratchetdb::{Options, SearchOptions, Store};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::Path;
 use support::schema_version;
 
@@ -27,47 +25,11 @@ const EXPORT: &str = concat!(
     "/tests/fixtures/schema2-export.json"
 );
 
-const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
-const VECTORS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_vectors");
 const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 
 /// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
 const PAGE: usize = 4096;
 const LEAF_OVERHEAD: usize = 16;
-
-fn expected() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(EXPORT).expect("read the export"))
-        .expect("parse the export")
-}
-
-fn assert_same_contents(store: &Store, when: &str) {
-    let want = expected();
-    // Vector ids included: a schema-2 file keeps them.
-    let bits = |documents: Value| support::vectors_as_f32_bits(documents, |_| {});
-    assert!(
-        bits(support::exported_documents(store)) == bits(want["documents"].clone()),
-        "{when}: the documents changed"
-    );
-    support::assert_same_stats_and_verified(store, &want["stats"], when);
-}
-
-/// The chunks and vectors rows of the closed file at `path`, by internal id.
-fn raw_rows(path: &Path) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let chunks = txn.open_table(CHUNKS).expect("chunks");
-    let vectors = txn.open_table(VECTORS).expect("vectors");
-    let mut rows = BTreeMap::new();
-    for entry in vectors.iter().expect("iter") {
-        let (id, bytes) = entry.expect("row");
-        let chunk = chunks
-            .get(id.value())
-            .expect("get")
-            .expect("a chunks row beside each vectors row");
-        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
-    }
-    rows
-}
 
 /// The changelog rows of the closed file at `path`.
 fn changelog(path: &Path) -> Vec<(u64, Vec<u8>)> {
@@ -96,9 +58,9 @@ fn schema_2_file_is_converted_on_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.redb");
     std::fs::copy(FIXTURE, &path).expect("copy the fixture");
-    let old_rows = raw_rows(&path);
+    let old_rows = support::revision_rows(&path);
     let store = Store::open(&path, Options::default()).expect("a schema-2 file opens");
-    assert_same_contents(&store, "after the conversion");
+    support::assert_same_contents_as_export(&store, EXPORT, "after the conversion");
     drop(store);
     assert_eq!(schema_version(&path), 4);
 
@@ -110,7 +72,7 @@ fn schema_2_file_is_converted_on_open() {
     let backup = dir.path().join("old.redb.schema2-backup");
     assert_eq!(schema_version(&backup), 2, "the backup is schema 2");
     assert_eq!(
-        raw_rows(&backup),
+        support::revision_rows(&backup),
         old_rows,
         "the backup holds the original rows"
     );
@@ -118,7 +80,7 @@ fn schema_2_file_is_converted_on_open() {
     // The rows: the same vectors under a header with the dimension; the chunks row, with its
     // document's version and key and each chunk's slot (schema 4), split: its last bytes
     // after the vectors, never past the page run the vectors need; the rest in the chunks row.
-    let new_rows = raw_rows(&path);
+    let new_rows = support::revision_rows(&path);
     // Schema 4 has no `doc_keys` table: the keys are the old file's.
     let keys = support::doc_keys(&backup);
     assert!(
@@ -213,7 +175,9 @@ fn schema_2_file_is_converted_on_open() {
 fn a_failed_conversion_leaves_a_file_that_opens_whole() {
     let image = std::fs::read(FIXTURE).expect("read the fixture");
     let (calls, converted_after_failure) =
-        support::every_failed_conversion_reopens(&image, assert_same_contents);
+        support::every_failed_conversion_reopens(&image, |store, when| {
+            support::assert_same_contents_as_export(store, EXPORT, when)
+        });
     println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
 }
 

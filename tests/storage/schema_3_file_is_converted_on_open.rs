@@ -16,7 +16,7 @@
 use crate::support;
 
 use ratchetdb::{Hit, Options, SearchOptions, Store, Version};
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,45 +40,6 @@ const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> = TableDefinition::new("index_
 /// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
 const PAGE: usize = 4096;
 const LEAF_OVERHEAD: usize = 16;
-
-fn expected() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(EXPORT).expect("read the export"))
-        .expect("parse the export")
-}
-
-fn assert_same_contents(store: &Store, when: &str) {
-    let want = expected();
-    // Vector ids included: a schema-3 file keeps them.
-    let bits = |documents: Value| support::vectors_as_f32_bits(documents, |_| {});
-    assert!(
-        bits(support::exported_documents(store)) == bits(want["documents"].clone()),
-        "{when}: the documents changed"
-    );
-    support::assert_same_stats_and_verified(store, &want["stats"], when);
-}
-
-/// The chunks and vectors rows of the closed file at `path`, by internal id.
-fn raw_rows(path: &Path) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let chunks = txn.open_table(CHUNKS).expect("chunks");
-    let vectors = txn.open_table(VECTORS).expect("vectors");
-    let mut rows = BTreeMap::new();
-    for entry in vectors.iter().expect("iter") {
-        let (id, bytes) = entry.expect("row");
-        let chunk = chunks
-            .get(id.value())
-            .expect("get")
-            .expect("a chunks row beside each vectors row");
-        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
-    }
-    assert_eq!(
-        chunks.len().expect("len"),
-        rows.len() as u64,
-        "a vectors row beside each chunks row"
-    );
-    rows
-}
 
 /// The rows of `table` in the closed file at `path` (read from a copy: the fixture is never
 /// opened for writing).
@@ -177,7 +138,7 @@ fn keys(hits: &[Hit]) -> Vec<(String, String, u32, String)> {
 /// Vector searches (exact, by default, and over the loaded graph) and text searches find
 /// the converted chunks, and only live ones.
 fn assert_searches_find_converted_chunks(store: &Store) {
-    let want = expected();
+    let want = support::fixture_export(EXPORT);
     let documents = &want["documents"];
     // The fixture's vectors repeat (17 patterns): b's vector is also some chunks' of the
     // large documents, and a search for it returns exactly those chunks first, b's "only"
@@ -261,7 +222,7 @@ fn schema_3_file_is_converted_on_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.redb");
     std::fs::copy(FIXTURE, &path).expect("copy the fixture");
-    let old_rows = raw_rows(&path);
+    let old_rows = support::revision_rows(&path);
     // The fixture's live documents with vectors over a page, "long" and "meta", carry
     // chunk bytes in their vectors rows.
     let spilled = assert_schema_3_rows(&old_rows);
@@ -274,7 +235,7 @@ fn schema_3_file_is_converted_on_open() {
 
     let store = Store::open(&path, Options::default()).expect("a schema-3 file opens");
     assert!(store.has_text_index(), "the text index is kept");
-    assert_same_contents(&store, "after the conversion");
+    support::assert_same_contents_as_export(&store, EXPORT, "after the conversion");
     // The graph is the persisted one: a store of 132 vectors builds none of its own.
     assert!(
         store.wait_for_index(Duration::from_secs(60)),
@@ -306,14 +267,14 @@ fn schema_3_file_is_converted_on_open() {
     let backup = dir.path().join("old.redb.schema3-backup");
     assert_eq!(schema_version(&backup), 3, "the backup is schema 3");
     assert_eq!(
-        raw_rows(&backup),
+        support::revision_rows(&backup),
         old_rows,
         "the backup holds the original rows"
     );
     // The rows stay under the same internal ids (the vector ids name them), the vectors bit
     // for bit; each chunks row (joined with what its vectors row carries) is the old one with
     // its document's key and its chunks' slots.
-    let new_rows = raw_rows(&path);
+    let new_rows = support::revision_rows(&path);
     assert_eq!(
         new_rows.keys().collect::<Vec<_>>(),
         old_rows.keys().collect::<Vec<_>>()
@@ -368,7 +329,9 @@ fn schema_3_file_is_converted_on_open() {
 fn a_failed_conversion_of_a_schema_3_file_leaves_a_file_that_opens_whole() {
     let image = std::fs::read(FIXTURE).expect("read the fixture");
     let (calls, converted_after_failure) =
-        support::every_failed_conversion_reopens(&image, assert_same_contents);
+        support::every_failed_conversion_reopens(&image, |store, when| {
+            support::assert_same_contents_as_export(store, EXPORT, when)
+        });
     println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
 }
 
@@ -402,7 +365,7 @@ fn orphan_rows_of_a_schema_3_file_are_dropped_by_the_conversion() {
             let mut chunks = txn.open_table(CHUNKS).expect("chunks");
             let mut vectors = txn.open_table(VECTORS).expect("vectors");
             let mut text = txn.open_table(TEXT_CHUNKS).expect("text");
-            let (live, (chunk_row, vector_row)) = raw_rows(Path::new(FIXTURE))
+            let (live, (chunk_row, vector_row)) = support::revision_rows(Path::new(FIXTURE))
                 .into_iter()
                 .next()
                 .expect("a live document");
@@ -425,12 +388,12 @@ fn orphan_rows_of_a_schema_3_file_are_dropped_by_the_conversion() {
         txn.commit().expect("commit");
     }
     let store = Store::open(&path, Options::default()).expect("the file converts");
-    assert_same_contents(&store, "after converting a file with orphans");
+    support::assert_same_contents_as_export(&store, EXPORT, "after converting a file with orphans");
     assert!(store.has_text_index(), "the text index is kept");
     assert_searches_find_converted_chunks(&store);
     drop(store);
     assert!(
-        !raw_rows(&path).contains_key(&ORPHAN),
+        !support::revision_rows(&path).contains_key(&ORPHAN),
         "the orphan's rows were carried into schema 4"
     );
 }

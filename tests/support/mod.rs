@@ -508,3 +508,51 @@ pub fn revise_converted_fixture(store: &ratchetdb::Store) {
         );
     }
 }
+
+/// A conversion fixture's export (`schemaN-export.json`): its documents and stats.
+pub fn fixture_export(path: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read the export"))
+        .expect("parse the export")
+}
+
+/// `store` holds what the fixture's export at `export` holds: every document with its
+/// vector ids (kept by a conversion from schema 2 or 3) and every vector bit for bit, the
+/// same stats, and `verify` is clean.
+pub fn assert_same_contents_as_export(store: &ratchetdb::Store, export: &str, when: &str) {
+    let want = fixture_export(export);
+    let bits = |documents: serde_json::Value| vectors_as_f32_bits(documents, |_| {});
+    assert!(
+        bits(exported_documents(store)) == bits(want["documents"].clone()),
+        "{when}: the documents changed"
+    );
+    assert_same_stats_and_verified(store, &want["stats"], when);
+}
+
+/// The chunks and vectors rows of the closed file at `path`, by internal id; each vectors
+/// row has a chunks row beside it and each chunks row a vectors row.
+pub fn revision_rows(
+    path: &std::path::Path,
+) -> std::collections::BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
+    use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+    const CHUNKS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("doc_chunks");
+    const VECTORS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("doc_vectors");
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let chunks = txn.open_table(CHUNKS).expect("chunks");
+    let vectors = txn.open_table(VECTORS).expect("vectors");
+    let mut rows = std::collections::BTreeMap::new();
+    for entry in vectors.iter().expect("iter") {
+        let (id, bytes) = entry.expect("row");
+        let chunk = chunks
+            .get(id.value())
+            .expect("get")
+            .expect("a chunks row beside each vectors row");
+        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
+    }
+    assert_eq!(
+        chunks.len().expect("len"),
+        rows.len() as u64,
+        "a vectors row beside each chunks row"
+    );
+    rows
+}
