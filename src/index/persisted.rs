@@ -9,25 +9,41 @@
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
-//!   0  magic "RATCHNSW"              8  format version u32 (3)
-//!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 reserved 3 bytes (0)
+//!   0  magic "RATCHNSW"              8  format version u32 (5; 3 is read too)
+//!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 slot width w u8 (format 5; 0 in 3)
+//!   14 reserved 2 bytes (0)
 //!   16 dimension u64                24 number of points n u64
 //!   32 M u32                        36 ef_construction u32
 //!   40 entry slot u32 (u32::MAX: none)     44 number of payload parts u32
-//!   48 upper-layer words u64        56 reserved u64 (0)
+//!   48 payload bytes u64 (format 3: upper-layer words)   56 reserved u64 (0)
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
-//! blob 1..: payload, cut into parts of <= 16 MiB:
+//! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (63 pages):
 //!   ids u64 x n, fingerprints u64 x n, levels u8 x n,
-//!   layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
-//!   upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
-//!   L rows of (count, then M neighbour slots)
+//!   format 5:
+//!     layer-0 link counts u16 x n,
+//!     upper link counts u16 x (sum of levels): per point of level L > 0, in slot order,
+//!       L counts (layer 1 first),
+//!     links: every layer-0 row's neighbour slots in slot order, then every upper row's in
+//!       the counts' order, each slot w bytes (the fewest that hold n - 1)
+//!   format 3 (earlier builds):
+//!     layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
+//!     upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
+//!     L rows of (count, then M neighbour slots)
 //! ```
+//!
+//! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
+//! `2M` slots of 4 bytes at layer 0, whether used or not): on GloVe-100k the payload went
+//! from 15.4 MB to about half (docs/benchmarks.md). A slot keeps a fixed width, so a
+//! damaged byte changes one link, never the reading of the rows after it. Parts of at most
+//! 63 pages each fit a 64-page allocation of redb's with their leaf header; a single part of
+//! up to 16 MiB (format 3's writer) took the next power of two of pages.
 //!
 //! Loading checks the lengths and the checksum before trusting any other field, then
 //! every field the graph relies on (counts within their rows, neighbour slots below n,
 //! levels, the entry, unique ids); any failure is [`IndexError::Corrupted`]. A snapshot of
-//! another format version (among them version 2, the `hnsw_rs` dump earlier builds wrote)
-//! is [`IndexError::Incompatible`]: the store ignores it and rebuilds the graph.
+//! another format version (among them version 2, the `hnsw_rs` dump earlier builds wrote,
+//! and version 4, the layout of a branch that was merged and reverted) is
+//! [`IndexError::Incompatible`]: the store ignores it and rebuilds the graph.
 
 use std::collections::HashSet;
 
@@ -40,14 +56,18 @@ use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
-/// Version of the envelope and of the links layout it carries.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// Version of the envelope and of the links layout it carries (written).
+pub(crate) const FORMAT_VERSION: u32 = 5;
+/// The fixed-width layout of earlier builds (every row at its capacity): still read.
+const FIXED_ROWS_VERSION: u32 = 3;
 /// The last version that held an `hnsw_rs` dump (recognised, never loaded).
 const HNSW_RS_DUMP_VERSION: u32 = 2;
 /// Length of blob 0.
 pub(crate) const HEADER_LEN: usize = 96;
-/// Largest payload part.
-pub(crate) const MAX_PART_BYTES: usize = 16 << 20;
+/// Largest payload part written: 63 pages, so that a part and its leaf's header fit one
+/// 64-page allocation (redb gives a value larger than a page a run of pages rounded up to a
+/// power of two).
+pub(crate) const MAX_PART_BYTES: usize = 63 * 4096;
 /// Offset of the checksum in the header.
 const CHECKSUM_AT: usize = 64;
 /// Largest `M` a snapshot may announce (`Options::index` refuses more).
@@ -86,15 +106,52 @@ pub(crate) fn fingerprint(vector: &[f32]) -> u64 {
     u64::from_le_bytes(first)
 }
 
-/// Serialises `graph`'s links into blobs (header first). The caller must keep inserts
-/// into `graph` from running meanwhile (the blobs must be one state).
+/// The fewest bytes that hold every slot below `n` (at least 1).
+fn slot_width(n: usize) -> usize {
+    let largest = n.saturating_sub(1) as u64;
+    (8 - largest.leading_zeros() as usize / 8).clamp(1, 8)
+}
+
+/// The rows of `words` (each a count, then `cap` slots): each row's count, and its used
+/// slots appended to `links` in `width` bytes each.
+fn encode_rows(words: &[u32], cap: usize, width: usize, counts: &mut Vec<u8>, links: &mut Vec<u8>) {
+    for row in words.chunks_exact(cap + 1) {
+        let count = (row[0] as usize).min(cap);
+        counts.extend_from_slice(&(count as u16).to_le_bytes());
+        for slot in &row[1..=count] {
+            links.extend_from_slice(&slot.to_le_bytes()[..width]);
+        }
+    }
+}
+
+/// Serialises `graph`'s links into blobs (header first), in format [`FORMAT_VERSION`]. The
+/// caller must keep inserts into `graph` from running meanwhile (the blobs must be one
+/// state).
 pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     let links = graph.links();
     let parts = links.to_parts();
     let mut fingerprints = Vec::with_capacity(parts.ids.len());
     links.for_each_vector(|_, vector| fingerprints.push(fingerprint(vector)));
     let n = parts.ids.len();
-    let mut payload = Vec::with_capacity(n * 17 + parts.layer0.len() * 4 + parts.upper.len() * 4);
+    let too_large = |what: &str| IndexError::Graph {
+        detail: format!("{what} does not fit the snapshot format"),
+    };
+    // Counts are u16: M is at most MAX_M, so a row holds at most 2 * MAX_M links.
+    if parts.m > MAX_M as usize {
+        return Err(too_large("M"));
+    }
+    let width = slot_width(n);
+    let mut counts = Vec::new();
+    let mut link_bytes = Vec::new();
+    encode_rows(
+        &parts.layer0,
+        2 * parts.m,
+        width,
+        &mut counts,
+        &mut link_bytes,
+    );
+    encode_rows(&parts.upper, parts.m, width, &mut counts, &mut link_bytes);
+    let mut payload = Vec::with_capacity(n * 17 + counts.len() + link_bytes.len());
     for id in &parts.ids {
         payload.extend_from_slice(&id.to_le_bytes());
     }
@@ -102,18 +159,16 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
         payload.extend_from_slice(&fp.to_le_bytes());
     }
     payload.extend_from_slice(&parts.levels);
-    for word in parts.layer0.iter().chain(&parts.upper) {
-        payload.extend_from_slice(&word.to_le_bytes());
-    }
+    payload.extend_from_slice(&counts);
+    payload.extend_from_slice(&link_bytes);
+    drop((counts, link_bytes));
     let part_count = payload.len().div_ceil(MAX_PART_BYTES);
-    let too_large = |what: &str| IndexError::Graph {
-        detail: format!("{what} does not fit the snapshot format"),
-    };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     header.push(graph.metric().tag());
-    header.extend_from_slice(&[0, 0, 0]);
+    header.push(width as u8);
+    header.extend_from_slice(&[0, 0]);
     header.extend_from_slice(&(graph.dim() as u64).to_le_bytes());
     header.extend_from_slice(&(n as u64).to_le_bytes());
     header.extend_from_slice(
@@ -132,7 +187,7 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
             .map_err(|_| too_large("the part count"))?
             .to_le_bytes(),
     );
-    header.extend_from_slice(&(parts.upper.len() as u64).to_le_bytes());
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     header.extend_from_slice(&0u64.to_le_bytes());
     debug_assert_eq!(header.len(), CHECKSUM_AT);
     let mut hasher = blake3::Hasher::new();
@@ -209,8 +264,9 @@ impl ParsedSnapshot {
     }
 }
 
-/// Checks and parses blobs made by [`to_blobs`] for an index of `dim` and `metric`. Any
-/// damage or mismatch is an error.
+/// Checks and parses blobs made by [`to_blobs`] (or by earlier builds, in format
+/// [`FIXED_ROWS_VERSION`]) for an index of `dim` and `metric`. Any damage or mismatch is an
+/// error.
 pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     blobs: &[B],
     metric: Metric,
@@ -232,9 +288,10 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "format version 2 (an hnsw_rs dump of an earlier build): rebuilt",
         ));
     }
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FIXED_ROWS_VERSION {
         return Err(incompatible(format!(
-            "format version {version}, this build reads {FORMAT_VERSION}"
+            "format version {version}, this build reads {FIXED_ROWS_VERSION} and \
+             {FORMAT_VERSION}"
         )));
     }
     if header.len() != HEADER_LEN {
@@ -284,17 +341,18 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let m = m as usize;
     let too_large = || corrupted("snapshot too large for this platform");
     let n = usize::try_from(le_u64(24)).map_err(|_| too_large())?;
-    let upper_words = usize::try_from(le_u64(48)).map_err(|_| too_large())?;
-    let row0 = 2 * m + 1;
-    let expected = n
-        .checked_mul(17)
-        .and_then(|b| b.checked_add(n.checked_mul(row0)?.checked_mul(4)?))
-        .and_then(|b| b.checked_add(upper_words.checked_mul(4)?))
-        .ok_or_else(too_large)?;
+    // Format 5: the payload's length; format 3: the number of upper-layer words.
+    let announced = usize::try_from(le_u64(48)).map_err(|_| too_large())?;
     let payload_len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
-    if payload_len != expected {
+    if version == FORMAT_VERSION && payload_len != announced {
         return Err(corrupted(format!(
-            "payload is {payload_len} bytes, header announces {expected}"
+            "payload is {payload_len} bytes, header announces {announced}"
+        )));
+    }
+    let head = n.checked_mul(17).ok_or_else(too_large)?;
+    if payload_len < head {
+        return Err(corrupted(format!(
+            "payload is {payload_len} bytes, {n} points need at least {head}"
         )));
     }
     let mut payload = Vec::with_capacity(payload_len);
@@ -304,10 +362,15 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let (id_bytes, rest) = payload.split_at(n * 8);
     let (fp_bytes, rest) = rest.split_at(n * 8);
     let (levels, rest) = rest.split_at(n);
-    let words: Vec<u32> = rest
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    if let Some(level) = levels.iter().find(|&&l| usize::from(l) > MAX_LEVEL) {
+        return Err(corrupted(format!("level {level} above {MAX_LEVEL}")));
+    }
+    let upper_rows: usize = levels.iter().map(|&l| usize::from(l)).sum();
+    let (layer0, upper) = if version == FORMAT_VERSION {
+        counted_rows(rest, n, m, upper_rows, usize::from(header[13]))?
+    } else {
+        fixed_rows(rest, n, m, upper_rows, announced)?
+    };
     let u64s = |bytes: &[u8]| -> Vec<u64> {
         bytes
             .chunks_exact(8)
@@ -316,19 +379,9 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     };
     let ids = u64s(id_bytes);
     let fingerprints = u64s(fp_bytes);
-    let (layer0, upper) = words.split_at(n * row0);
     let distinct: HashSet<u64> = ids.iter().copied().collect();
     if distinct.len() != n {
         return Err(corrupted("an id has two points"));
-    }
-    if let Some(level) = levels.iter().find(|&&l| usize::from(l) > MAX_LEVEL) {
-        return Err(corrupted(format!("level {level} above {MAX_LEVEL}")));
-    }
-    let announced: usize = levels.iter().map(|&l| usize::from(l) * (m + 1)).sum();
-    if announced != upper_words {
-        return Err(corrupted(format!(
-            "levels need {announced} upper-layer words, header announces {upper_words}"
-        )));
     }
     let check_rows = |rows: &[u32], cap: usize| -> Result<(), IndexError> {
         for row in rows.chunks_exact(cap + 1) {
@@ -342,8 +395,8 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         }
         Ok(())
     };
-    check_rows(layer0, 2 * m)?;
-    check_rows(upper, m)?;
+    check_rows(&layer0, 2 * m)?;
+    check_rows(&upper, m)?;
     let entry = match le_u32(40) {
         u32::MAX if n == 0 => None,
         u32::MAX => return Err(corrupted("no entry point in a non-empty graph")),
@@ -365,17 +418,158 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             ef_construction,
             ids,
             levels: levels.to_vec(),
-            layer0: layer0.to_vec(),
-            upper: upper.to_vec(),
+            layer0,
+            upper,
             entry,
         },
         fingerprints,
     })
 }
 
+/// Format 3's links (`rest`, after the levels): the layer-0 rows and the `upper_words`
+/// words of the upper rows, every row at its capacity.
+fn fixed_rows(
+    rest: &[u8],
+    n: usize,
+    m: usize,
+    upper_rows: usize,
+    upper_words: usize,
+) -> Result<(Vec<u32>, Vec<u32>), IndexError> {
+    let too_large = || corrupted("snapshot too large for this platform");
+    let layer0_words = n.checked_mul(2 * m + 1).ok_or_else(too_large)?;
+    let expected = layer0_words
+        .checked_add(upper_words)
+        .and_then(|w| w.checked_mul(4))
+        .ok_or_else(too_large)?;
+    if rest.len() != expected {
+        return Err(corrupted(format!(
+            "links are {} bytes, header announces {expected}",
+            rest.len()
+        )));
+    }
+    if upper_rows.checked_mul(m + 1) != Some(upper_words) {
+        return Err(corrupted(format!(
+            "levels need {upper_rows} upper rows, header announces {upper_words} words"
+        )));
+    }
+    let words: Vec<u32> = rest
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let (layer0, upper) = words.split_at(layer0_words);
+    Ok((layer0.to_vec(), upper.to_vec()))
+}
+
+/// Format 5's links (`rest`, after the levels): the `n` layer-0 counts and `upper_rows`
+/// upper counts, then the used slots of every row, `width` bytes each; expanded into rows
+/// at their capacity (count, then the slots, zero-padded), as the graph holds them.
+fn counted_rows(
+    rest: &[u8],
+    n: usize,
+    m: usize,
+    upper_rows: usize,
+    width: usize,
+) -> Result<(Vec<u32>, Vec<u32>), IndexError> {
+    if !(1..=4).contains(&width) {
+        return Err(corrupted(format!("slot width {width}")));
+    }
+    let too_large = || corrupted("snapshot too large for this platform");
+    let rows = n.checked_add(upper_rows).ok_or_else(too_large)?;
+    let counts_len = rows.checked_mul(2).ok_or_else(too_large)?;
+    if rest.len() < counts_len {
+        return Err(corrupted(format!(
+            "{} bytes after the levels, {rows} link counts need {counts_len}",
+            rest.len()
+        )));
+    }
+    let (counts, mut links) = rest.split_at(counts_len);
+    let counts: Vec<usize> = counts
+        .chunks_exact(2)
+        .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+        .collect();
+    let total: usize = counts.iter().sum();
+    if Some(links.len()) != total.checked_mul(width) {
+        return Err(corrupted(format!(
+            "links are {} bytes, their counts need {total} of {width} bytes",
+            links.len()
+        )));
+    }
+    let mut expand = |counts: &[usize], cap: usize| -> Result<Vec<u32>, IndexError> {
+        let mut rows = Vec::with_capacity(counts.len().checked_mul(cap + 1).ok_or_else(too_large)?);
+        for &count in counts {
+            if count > cap {
+                return Err(corrupted(format!("a row of {count} links, at most {cap}")));
+            }
+            let (row, after) = links.split_at(count * width);
+            links = after;
+            rows.push(count as u32);
+            rows.extend(row.chunks_exact(width).map(|b| {
+                let mut le = [0u8; 4];
+                le[..width].copy_from_slice(b);
+                u32::from_le_bytes(le)
+            }));
+            rows.resize(rows.len() + cap - count, 0);
+        }
+        Ok(rows)
+    };
+    let (layer0_counts, upper_counts) = counts.split_at(n);
+    let layer0 = expand(layer0_counts, 2 * m)?;
+    let upper = expand(upper_counts, m)?;
+    Ok((layer0, upper))
+}
+
+/// Test support: `blobs` (format 5) written again as format 3, the layout of earlier
+/// builds (every row at its capacity; `header[48]` the number of upper-layer words).
+#[cfg(test)]
+pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
+    blobs: &[B],
+    metric: Metric,
+    dim: usize,
+) -> Vec<Vec<u8>> {
+    let parsed = from_blobs(blobs, metric, dim).expect("a format-5 snapshot");
+    let parts = &parsed.parts;
+    let mut payload = Vec::new();
+    for id in &parts.ids {
+        payload.extend_from_slice(&id.to_le_bytes());
+    }
+    for fp in &parsed.fingerprints {
+        payload.extend_from_slice(&fp.to_le_bytes());
+    }
+    payload.extend_from_slice(&parts.levels);
+    for word in parts.layer0.iter().chain(&parts.upper) {
+        payload.extend_from_slice(&word.to_le_bytes());
+    }
+    let mut header = blobs[0].as_ref()[..CHECKSUM_AT].to_vec();
+    header[8..12].copy_from_slice(&FIXED_ROWS_VERSION.to_le_bytes());
+    header[13] = 0;
+    header[44..48].copy_from_slice(&1u32.to_le_bytes());
+    header[48..56].copy_from_slice(&(parts.upper.len() as u64).to_le_bytes());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&header);
+    hasher.update(&payload);
+    header.extend_from_slice(hasher.finalize().as_bytes());
+    vec![header, payload]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_takes_the_fewest_bytes_that_hold_every_slot() {
+        for (n, width) in [
+            (0, 1),
+            (1, 1),
+            (256, 1),
+            (257, 2),
+            (65_536, 2),
+            (65_537, 3),
+            (1 << 24, 3),
+            ((1 << 24) + 1, 4),
+        ] {
+            assert_eq!(slot_width(n), width, "{n} points");
+        }
+    }
 
     /// The fingerprint is blake3 over the vector's little-endian bytes, however long the
     /// vector (snapshots written by earlier builds hold fingerprints of these bytes).

@@ -494,13 +494,80 @@ fn a_damaged_snapshot_is_an_error_not_a_panic() {
 /// Re-seals `payload` under a valid header: what a bug in our writer would produce. The
 /// checksum passes; the parser must object.
 fn reseal(header: &[u8], payload: &[u8]) -> Vec<Vec<u8>> {
+    reseal_parts(header, &[payload])
+}
+
+/// [`reseal`] with the payload in `parts`.
+fn reseal_parts(header: &[u8], parts: &[&[u8]]) -> Vec<Vec<u8>> {
     let mut header = header[..64].to_vec();
-    header[44..48].copy_from_slice(&1u32.to_le_bytes());
+    header[44..48].copy_from_slice(&(parts.len() as u32).to_le_bytes());
     let mut hasher = blake3::Hasher::new();
     hasher.update(&header);
-    hasher.update(payload);
+    for part in parts {
+        hasher.update(part);
+    }
     header.extend_from_slice(hasher.finalize().as_bytes());
-    vec![header, payload.to_vec()]
+    let mut blobs = vec![header];
+    blobs.extend(parts.iter().map(|p| p.to_vec()));
+    blobs
+}
+
+/// Regression (issue 17): format 5 writes only the links a row has, where format 3 wrote
+/// every row at its capacity. The snapshots earlier builds wrote (format 3) must still
+/// load, to the same graph, and format 5's must be the smaller.
+#[test]
+fn a_format_3_snapshot_of_an_earlier_build_still_loads() {
+    let (index, blobs) = small_snapshot();
+    let old = persisted::as_fixed_rows(&blobs, Metric::Cosine, DIM);
+    assert_eq!(old[0][8..12], 3u32.to_le_bytes());
+    let payload = |b: &[Vec<u8>]| b[1..].iter().map(Vec::len).sum::<usize>();
+    let (new_bytes, old_bytes) = (payload(&blobs), payload(&old));
+    assert!(
+        new_bytes * 2 < old_bytes,
+        "format 5: {new_bytes} bytes, format 3: {old_bytes}"
+    );
+    let vectors = low_rank_vectors(31, 150, DIM);
+    let from_new = filled(Metric::Cosine, &vectors);
+    from_new.load_snapshot(&blobs).unwrap();
+    let from_old = filled(Metric::Cosine, &vectors);
+    from_old.load_snapshot(&old).unwrap();
+    for loaded in [&from_new, &from_old] {
+        assert_consistent(loaded);
+        assert!(loaded.graph_ready());
+    }
+    for q in low_rank_vectors(32, 40, DIM).iter().chain(&vectors) {
+        let expected = index.search(q, 10, ANN, None).unwrap();
+        assert_eq!(from_new.search(q, 10, ANN, None).unwrap(), expected);
+        assert_eq!(from_old.search(q, 10, ANN, None).unwrap(), expected);
+    }
+}
+
+/// The payload may come in any number of parts of any length (the writer cuts it at
+/// `MAX_PART_BYTES`); the reader joins them.
+#[test]
+fn a_snapshot_in_uneven_parts_loads() {
+    let (index, blobs) = small_snapshot();
+    let payload: Vec<u8> = blobs[1..].concat();
+    let cuts = [
+        0,
+        1,
+        payload.len() / 3,
+        payload.len() / 3 + 7,
+        payload.len(),
+    ];
+    let parts: Vec<&[u8]> = cuts.windows(2).map(|w| &payload[w[0]..w[1]]).collect();
+    let vectors = low_rank_vectors(31, 150, DIM);
+    let target = filled(Metric::Cosine, &vectors);
+    target
+        .load_snapshot(&reseal_parts(&blobs[0], &parts))
+        .unwrap();
+    assert_consistent(&target);
+    for q in &vectors {
+        assert_eq!(
+            target.search(q, 5, ANN, None).unwrap(),
+            index.search(q, 5, ANN, None).unwrap()
+        );
+    }
 }
 
 #[test]
@@ -512,8 +579,9 @@ fn a_well_sealed_but_malformed_snapshot_is_refused_or_loads_consistently() {
     // Sanity: resealing the untouched payload loads.
     fresh().load_snapshot(&reseal(&blobs[0], &payload)).unwrap();
 
+    let vectors = low_rank_vectors(31, n, DIM);
     let mut rng = SplitMix64::new(1234);
-    let mut refused = 0;
+    let (mut refused, mut loaded, mut misses) = (0, 0, 0);
     for round in 0..300 {
         let mut damaged = payload.clone();
         // Ids and fingerprints, then the levels, then anywhere (mostly links).
@@ -525,19 +593,39 @@ fn a_well_sealed_but_malformed_snapshot_is_refused_or_loads_consistently() {
         damaged[at] = damaged[at].wrapping_add(1 + rng.below(255) as u8);
         let target = fresh();
         // Must return (Ok or Err), never panic. A changed id or fingerprint makes a point
-        // dead (its id scored outside); a link to another valid slot is still a graph.
+        // dead (its id scored outside); a link to another valid slot is still a graph, if
+        // not the one written: a search may then miss a vector as any approximate search
+        // can, but every hit is a stored vector with its true distance.
         match target.load_snapshot(&reseal(&blobs[0], &damaged)) {
             Err(_) => refused += 1,
             Ok(()) => {
                 assert_consistent(&target);
-                let vectors = low_rank_vectors(31, n, DIM);
+                loaded += 1;
+                let mut round_misses = 0;
                 for (i, v) in vectors.iter().enumerate() {
-                    let hit = target.search(v, 1, ANN, None).unwrap()[0].0;
-                    assert_eq!(hit, i as u64, "round {round}: vector {i}");
+                    let (hit, distance) = target.search(v, 1, ANN, None).unwrap()[0];
+                    assert!((hit as usize) < n, "round {round}: vector {i} hit {hit}");
+                    let exact = target.search_among(v, 1, [hit]).unwrap();
+                    assert_eq!(exact, [(hit, distance)], "round {round}: vector {i}");
+                    if hit != i as u64 {
+                        round_misses += 1;
+                    }
                 }
+                // One damaged link strands few searches, if any.
+                assert!(
+                    round_misses * 10 <= n,
+                    "round {round}: {round_misses} of {n} self-searches missed"
+                );
+                misses += round_misses;
             }
         }
     }
+    // Across the loaded rounds, nearly every vector is still its own nearest hit.
+    assert!(
+        misses * 100 <= loaded * n,
+        "{misses} of {} self-searches missed",
+        loaded * n
+    );
     // Every level change (a third of the rounds) and most link changes are refused.
     assert!(
         refused > 100,
