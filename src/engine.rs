@@ -78,6 +78,16 @@ struct Tickets {
     reserved_until: u64,
 }
 
+/// Closing: the last handle on the engine compacts the file if the options ask for it and
+/// enough of it is free (see [`Options::compact_on_close`]).
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.options.compact_on_close && self.poisoned.get_mut().is_none() {
+            crate::open::compact_on_close(&mut self.db, &self.path);
+        }
+    }
+}
+
 impl Engine {
     /// An engine over a database [`recognise`](crate::open::recognise)d as a store.
     pub(crate) fn new(

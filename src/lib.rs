@@ -96,9 +96,9 @@ pub use crate::{
     history::Listing,
     indexer::IndexInfo,
     options::{
-        Durability, IndexOptions, Limits, Metric, Options, DEFAULT_CACHE_SIZE,
-        DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M,
-        MIN_INDEX_M,
+        Durability, IndexOptions, Limits, Metric, Options, COMPACT_ON_CLOSE_MIN_FREE,
+        DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M,
+        MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
     },
     plan::{Plan, PlannedAction},
     read::{Documents, Snapshot, StoredChunk, StoredDocument},

@@ -277,6 +277,36 @@ pub(crate) fn compact_after_conversion(db: &mut Db) {
     }
 }
 
+/// Compacts a writable file at `path` whose free pages are at least an eighth of it and
+/// at least [`COMPACT_ON_CLOSE_MIN_FREE`](crate::options::COMPACT_ON_CLOSE_MIN_FREE): the
+/// closing half of [`Options::compact_on_close`]. Best effort, as
+/// [`compact_after_conversion`]: redb refuses while a transaction of this process or a
+/// reader process is live, and a failure leaves a whole file. A database on a caller's
+/// backend (no file at `path` to measure) is left alone.
+pub(crate) fn compact_on_close(db: &mut Db, path: &Path) {
+    let Db::Writable(db) = db else {
+        return;
+    };
+    let Ok(file) = std::fs::metadata(path).map(|m| m.len()) else {
+        return;
+    };
+    let allocated = match db.begin_write() {
+        Ok(txn) => {
+            let stats = txn.stats();
+            let _ = txn.abort();
+            match stats {
+                Ok(stats) => stats.allocated_pages() * stats.page_size() as u64,
+                Err(_) => return,
+            }
+        }
+        Err(_) => return,
+    };
+    let free = file.saturating_sub(allocated);
+    if free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE && free.saturating_mul(8) >= file {
+        let _ = db.compact();
+    }
+}
+
 /// A new store (a redb file without tables) gets its tables and metadata; a redb file that
 /// holds someone else's tables is refused.
 fn initialise_if_new(db: &Db, path: &Path, options: &Options) -> Result<(), OpenError> {

@@ -261,6 +261,31 @@ pub struct Options {
     /// writing with analysis other than the recorded one rebuilds the text index.
     #[serde(default)]
     pub text: Option<crate::text::TextOptions>,
+    /// Compact the file when the store closes, if at least an eighth of it (and at least
+    /// [`COMPACT_ON_CLOSE_MIN_FREE`], 4 MiB) is free pages. Default `true`.
+    ///
+    /// redb writes copy-on-write and grows the file by doubling it, and keeps the pages it
+    /// frees inside the file for later writes: after a bulk load, a quarter of the file can
+    /// be free. Closing then moves the live pages down and truncates the file (redb's
+    /// `compact`, in crash-safe transactions). Measured (docs/benchmarks.md): 100k GloVe
+    /// vectors, 71.3 -> 58.5 MB in 0.22 s; 100k vectors of 384 dimensions, 285 -> 250 MB in
+    /// 1.9 s. Below the threshold nothing is done (compacting a file with nothing to move
+    /// still reads it: 0.7 s at 250 MB).
+    ///
+    /// Best effort: a store that is read-only, poisoned, on a caller's storage backend, or
+    /// still in use (a [`Snapshot`](crate::Snapshot) alive, another process reading the
+    /// file at that moment) closes without compacting, and a compaction that fails leaves a
+    /// whole file with its free pages. Set `false` to keep closing instant.
+    #[serde(default = "default_compact_on_close")]
+    pub compact_on_close: bool,
+}
+
+/// The least free space that makes a closing store compact its file (see
+/// [`Options::compact_on_close`]).
+pub const COMPACT_ON_CLOSE_MIN_FREE: u64 = 4 << 20;
+
+fn default_compact_on_close() -> bool {
+    true
 }
 
 fn default_text_index() -> bool {
@@ -391,6 +416,7 @@ impl Default for Options {
             index: IndexOptions::default(),
             text_index: default_text_index(),
             text: None,
+            compact_on_close: default_compact_on_close(),
         }
     }
 }
@@ -468,6 +494,12 @@ impl Options {
     /// Sets the graph's build parameters (see [`Options::index`]).
     pub fn index(mut self, index: IndexOptions) -> Options {
         self.index = index;
+        self
+    }
+
+    /// Compacts the file on close or not (see [`Options::compact_on_close`]).
+    pub fn compact_on_close(mut self, enabled: bool) -> Options {
+        self.compact_on_close = enabled;
         self
     }
 

@@ -381,7 +381,8 @@ def table(name, results):
         if lib == "ratchetdb":
             extra = f" (ingest {r.get('ingest_s', 0):.1f} s, foreground build {r.get('foreground_build_s', float('nan')):.1f} s)"
         cells.append(f"{b:.1f} s{extra}" if b is not None else "–")
-        cells.append(mb(r.get("disk")))
+        closed = r.get("disk_after_close")
+        cells.append(mb(r.get("disk")) + (f" ({mb(closed)} closed)" if closed else ""))
         cells.append(f"{mb(r.get('build_peak'))} / {mb(r.get('query_rss'))}")
         cells.append(f"{r.get('reopen_first_search_s', float('nan')):.2f} s")
         rows.append("| " + " | ".join(cells) + " |")
@@ -397,8 +398,10 @@ def table(name, results):
         tables = ", ".join(f"{k} {v['pages_bytes'] / 1e6:.1f}" for k, v in
                            sorted(b["tables"].items(), key=lambda kv: -kv[1]["pages_bytes"])
                            if v["pages_bytes"] >= 1e5)
-        rows.append(f"\nratchetdb's file after the background build: {b['file'] / 1e6:.1f} MB, "
-                    f"of which {b['free'] / 1e6:.1f} MB free pages; tables (MB of pages): {tables}.")
+        rows.append(f"\nratchetdb's file after the background build: {r['disk'] / 1e6:.1f} MB while "
+                    f"open; closed (compacted in {r.get('close_s', float('nan')):.2f} s): "
+                    f"{b['file'] / 1e6:.1f} MB, of which {b['free'] / 1e6:.1f} MB free pages; "
+                    f"tables (MB of pages): {tables}.")
     return "\n".join(rows) + "\n"
 
 

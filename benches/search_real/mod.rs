@@ -372,7 +372,11 @@ pub fn child(spec: &str) {
             let ready = last_write.elapsed().as_secs_f64();
             let disk = file_len(path);
             let (rss, build_peak) = super::common::memory();
+            // Closing compacts the file when enough of it is free (`compact_on_close`).
+            let close_started = Instant::now();
             drop(store);
+            let close_s = close_started.elapsed().as_secs_f64();
+            let disk_after_close = file_len(path);
             let breakdown = disk_breakdown(path);
             // The same graph built again in the foreground (every core, caller's priority).
             let store = Store::open(path, options()).expect("reopen");
@@ -383,7 +387,8 @@ pub fn child(spec: &str) {
             let (_, peak_after_foreground) = super::common::memory();
             drop(store);
             serde_json::json!({
-                "disk_breakdown": breakdown,
+                "disk_breakdown": breakdown, "disk_after_close": disk_after_close,
+                "close_s": close_s,
                 "ingest_s": ingest_s, "ready_after_last_write_s": ready, "disk": disk,
                 "build_peak": build_peak, "build_rss": rss, "rss_before": rss_before,
                 "foreground_build_s": foreground, "disk_after_foreground": file_len(path),

@@ -11,6 +11,7 @@ mod search_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod closing_a_store_compacts_its_free_pages;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
 mod corrupt_meta_rows;
