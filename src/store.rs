@@ -236,8 +236,10 @@ impl Store {
     ) -> Result<Store, OpenError> {
         let mut db = db;
         let recognised = open::recognise(&db, path, is_file, &options)?;
-        // Not in `SingleWriter` mode: other processes may hold the file open.
-        if recognised.converted && !shared {
+        // Also in `SingleWriter` mode: redb's compaction takes the writer and header locks,
+        // and refuses while a reader process holds a transaction (none can have opened an
+        // unconverted file: a read-only open refuses it with `NeedsConversion`).
+        if recognised.converted {
             open::compact_after_conversion(&mut db);
         }
         let engine = Arc::new(Engine::new(db, path, shared, options, recognised));

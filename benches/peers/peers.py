@@ -22,7 +22,10 @@ its QPS includes resolving every hit against the read snapshot (text, metadata, 
 which the peers do not do (they return ids).
 
 Writes a markdown table per set (QPS at recall@10 0.95 and 0.99: the fastest swept width
-reaching it; build; disk; memory; reopen) to stdout and to --out.
+reaching it; build; disk; memory; reopen) to stdout and to --out. With --rounds N every
+library's query child runs N times, the libraries alternated round by round (the order
+reversed every other round), and each figure is the median of the rounds; the table then
+also lists ratchetdb's QPS over hnswlib's round by round.
 """
 
 import argparse
@@ -324,7 +327,8 @@ def run_child(args_list, env=None, timeout=3600):
     return json.loads(lines[-1])
 
 
-def measure(lib, name, work, ratchetdb_bin):
+def build(lib, name, work, ratchetdb_bin):
+    """The build child of `lib` on set `name`; returns its report and the path it left."""
     path = work / f"{lib}-{name}"
     shutil.rmtree(path, ignore_errors=True)
     if lib == "ratchetdb":
@@ -332,17 +336,40 @@ def measure(lib, name, work, ratchetdb_bin):
         path.parent.mkdir(parents=True, exist_ok=True)
         db = str(path) + ".redb"
         env = dict(os.environ, RATCHETDB_REAL_CHILD=f"build:{name}:{db}", RATCHETDB_BENCH_DATA=str(DATA))
-        built = run_child([ratchetdb_bin], env)
-        env["RATCHETDB_REAL_CHILD"] = f"query:{name}:{db}"
-        queried = run_child([ratchetdb_bin], env)
-        return {**built, **queried}
+        return run_child([ratchetdb_bin], env), db
     path.mkdir(parents=True)
     me = [sys.executable, __file__, "--child"]
-    built = run_child(me + ["build", lib, name, str(path)])
-    if "error" in built:
-        return built
-    queried = run_child(me + ["query", lib, name, str(path)])
-    return {**built, **queried}
+    return run_child(me + ["build", lib, name, str(path)]), str(path)
+
+
+def query(lib, name, path, ratchetdb_bin):
+    """One query child of `lib` on what its build left at `path`."""
+    if lib == "ratchetdb":
+        env = dict(os.environ, RATCHETDB_REAL_CHILD=f"query:{name}:{path}", RATCHETDB_BENCH_DATA=str(DATA))
+        return run_child([ratchetdb_bin], env)
+    return run_child([sys.executable, __file__, "--child", "query", lib, name, path])
+
+
+def median_of_rounds(rounds):
+    """One query report from several rounds' reports of the same files: per `ef` the median
+    QPS (recall is the same every round: the index does not change), and the medians of
+    the reopen time, the resident memory and the exact QPS; the rounds themselves kept."""
+    ok = [r for r in rounds if "error" not in r]
+    if not ok:
+        return rounds[0]
+    out = dict(ok[0])
+    med = lambda key: statistics.median(r[key] for r in ok if key in r)
+    for key in ("reopen_first_search_s", "query_rss", "exact_qps", "query_peak"):
+        if key in out:
+            out[key] = med(key)
+    if "sweep" in out:
+        sweep = []
+        for i, s in enumerate(out["sweep"]):
+            qps = [r["sweep"][i]["qps"] for r in ok if len(r.get("sweep", [])) > i]
+            sweep.append({**s, "qps": statistics.median(qps)})
+        out["sweep"] = sweep
+    out["rounds"] = rounds
+    return out
 
 
 def at_recall(result, target):
@@ -387,6 +414,19 @@ def table(name, results):
         cells.append(f"{r.get('reopen_first_search_s', float('nan')):.2f} s")
         rows.append("| " + " | ".join(cells) + " |")
     r = results.get("ratchetdb", {})
+    paired = list(zip(r.get("rounds", []), ref.get("rounds", [])))
+    if len(paired) > 1:
+        for target in (0.95, 0.99):
+            ratios = []
+            for mine, theirs in paired:
+                s, rs = at_recall(mine, target), at_recall(theirs, target)
+                if s and rs:
+                    ratios.append(s["qps"] / rs["qps"])
+            if ratios:
+                listed = ", ".join(f"{x:.2f}×" for x in ratios)
+                rows.append(f"\nratchetdb / hnswlib QPS at recall {target}, round by round "
+                            f"(alternated query processes): {listed}; median "
+                            f"{statistics.median(ratios):.2f}×.")
     if "resolve_us_per_query" in r:
         rows.append(f"\nratchetdb resolves every hit against its read snapshot (text, metadata, "
                     f"version), included in its QPS: a hit reads its document's chunks row "
@@ -417,6 +457,8 @@ def main():
     p.add_argument("--work", type=pathlib.Path, default=None, help="scratch directory (default: a temp dir)")
     p.add_argument("--out", type=pathlib.Path, default=None)
     p.add_argument("--json", type=pathlib.Path, default=None, help="also write the raw results")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="query children per library, alternated (figures: the median of the rounds)")
     args = p.parse_args()
     libs = args.libs.split(",")
     if "ratchetdb" in libs and not args.ratchetdb:
@@ -427,15 +469,37 @@ def main():
         if not (DATA / f"{name}.base.npy").exists():
             print(f"skipped {name}: run benches/data/fetch.sh first", file=sys.stderr)
             continue
-        results = {}
+        results, paths, rounds = {}, {}, {lib: [] for lib in libs}
         for lib in libs:
-            print(f"{name}: {lib} ...", file=sys.stderr, flush=True)
+            print(f"{name}: {lib} build ...", file=sys.stderr, flush=True)
             try:
-                results[lib] = measure(lib, name, work, args.ratchetdb)
+                results[lib], paths[lib] = build(lib, name, work, args.ratchetdb)
             except subprocess.TimeoutExpired:
                 results[lib] = {"error": "timed out"}
-            shutil.rmtree(work / f"{lib}-{name}", ignore_errors=True)
             print(json.dumps(results[lib])[:600], file=sys.stderr, flush=True)
+        # The query children alternate, library by library, round by round (the order
+        # reversed every other round), so a change of the machine's load meets every
+        # library alike; each figure is the median of the rounds.
+        for r in range(args.rounds):
+            order = libs if r % 2 == 0 else libs[::-1]
+            for lib in order:
+                if "error" in results[lib]:
+                    continue
+                print(f"{name}: {lib} query, round {r + 1} of {args.rounds} ...", file=sys.stderr, flush=True)
+                try:
+                    rounds[lib].append(query(lib, name, paths[lib], args.ratchetdb))
+                except subprocess.TimeoutExpired:
+                    rounds[lib].append({"error": "timed out"})
+                print(json.dumps(rounds[lib][-1])[:400], file=sys.stderr, flush=True)
+        for lib in libs:
+            if rounds[lib]:
+                results[lib] = {**results[lib], **median_of_rounds(rounds[lib])}
+            if lib in paths:
+                target = pathlib.Path(paths[lib])
+                if target.is_dir():
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    target.unlink(missing_ok=True)
         raw[name] = results
         out.append(table(name, results))
         print(out[-1], flush=True)
