@@ -232,6 +232,14 @@ fn schema_3_file_is_converted_on_open() {
         !old_graph.is_empty(),
         "the fixture carries a graph snapshot"
     );
+    // Written before snapshot format 5: format 3, every row at its capacity. It is kept
+    // byte for byte below after the index settled, so it was loaded, not rebuilt (a build
+    // writes a format-5 snapshot).
+    assert_eq!(
+        u32_at(&old_graph[0].1, 8),
+        3,
+        "the fixture's snapshot format"
+    );
 
     let store = Store::open(&path, Options::default()).expect("a schema-3 file opens");
     assert!(store.has_text_index(), "the text index is kept");

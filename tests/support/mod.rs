@@ -536,7 +536,11 @@ pub fn revision_rows(
     use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
     const CHUNKS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("doc_chunks");
     const VECTORS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("doc_vectors");
-    let db = redb::Database::open(path).expect("open with redb");
+    // Read-only: callers pass the checked-in fixtures themselves, which must never change
+    // (a writable open rewrites the header and allocator pages).
+    let db = redb::Builder::new()
+        .open_read_only(path)
+        .expect("open with redb, read-only");
     let txn = db.begin_read().expect("read");
     let chunks = txn.open_table(CHUNKS).expect("chunks");
     let vectors = txn.open_table(VECTORS).expect("vectors");
