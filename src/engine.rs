@@ -70,6 +70,10 @@ pub(crate) struct Engine {
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
     /// The text index inverted in memory, which text searches score on.
     pub(crate) text_index: crate::text::TextCache,
+    /// A writable file's canonical path and its length when the engine was made (what
+    /// closing compares to decide whether to look for free pages); `None` for a read-only
+    /// store or a caller's backend.
+    file_at_open: Option<(PathBuf, u64)>,
 }
 
 #[derive(Debug)]
@@ -82,8 +86,14 @@ struct Tickets {
 /// enough of it is free (see [`Options::compact_on_close`]).
 impl Drop for Engine {
     fn drop(&mut self) {
-        if self.options.compact_on_close && self.poisoned.get_mut().is_none() {
-            crate::open::compact_on_close(&mut self.db, &self.path);
+        if !self.options.compact_on_close
+            || std::thread::panicking()
+            || self.poisoned.get_mut().is_some()
+        {
+            return;
+        }
+        if let Some((file, len_at_open)) = &self.file_at_open {
+            crate::open::compact_on_close(&mut self.db, file, *len_at_open);
         }
     }
 }
@@ -93,10 +103,18 @@ impl Engine {
     pub(crate) fn new(
         db: Db,
         path: &Path,
+        is_file: bool,
         shared: bool,
         options: Options,
         recognised: Recognised,
     ) -> Engine {
+        let file_at_open = (is_file && db.writable().is_some())
+            .then(|| {
+                let file = std::fs::canonicalize(path).ok()?;
+                let len = std::fs::metadata(&file).ok()?.len();
+                Some((file, len))
+            })
+            .flatten();
         let model = OnceLock::new();
         if let Some(recorded) = recognised.model {
             let _ = model.set(recorded);
@@ -119,6 +137,7 @@ impl Engine {
             text: recognised.text,
             text_analyzer: Mutex::new(None),
             text_index: Default::default(),
+            file_at_open,
         }
     }
 

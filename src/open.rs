@@ -277,34 +277,42 @@ pub(crate) fn compact_after_conversion(db: &mut Db) {
     }
 }
 
-/// Compacts a writable file at `path` whose free pages are at least an eighth of it and
-/// at least [`COMPACT_ON_CLOSE_MIN_FREE`](crate::options::COMPACT_ON_CLOSE_MIN_FREE): the
-/// closing half of [`Options::compact_on_close`]. Best effort, as
-/// [`compact_after_conversion`]: redb refuses while a transaction of this process or a
-/// reader process is live, and a failure leaves a whole file. A database on a caller's
-/// backend (no file at `path` to measure) is left alone.
-pub(crate) fn compact_on_close(db: &mut Db, path: &Path) {
+/// The closing half of [`Options::compact_on_close`]: compacts the writable file at
+/// `path` (canonical) if this session grew it past `len_at_open` and its free pages are
+/// now at least an eighth of it and at least
+/// [`COMPACT_ON_CLOSE_MIN_FREE`](crate::options::COMPACT_ON_CLOSE_MIN_FREE).
+///
+/// redb's count of allocated pages comes with statistics that walk every table, so a
+/// session that did not grow the file (free pages come in bulk from redb doubling the
+/// file, and a file that did not grow holds no more than the last close left) closes
+/// without reading it. Best effort, as [`compact_after_conversion`]: redb refuses while a
+/// transaction of this process or of a reader process is live, a panic inside redb (a
+/// damaged page met by the walk) is contained, and a failure leaves a whole file.
+pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
     let Db::Writable(db) = db else {
         return;
     };
     let Ok(file) = std::fs::metadata(path).map(|m| m.len()) else {
         return;
     };
-    let allocated = match db.begin_write() {
-        Ok(txn) => {
+    if file <= len_at_open {
+        return;
+    }
+    let _ = crate::contain::contain(
+        |_| (),
+        || {
+            let txn = db.begin_write().map_err(|_| ())?;
             let stats = txn.stats();
             let _ = txn.abort();
-            match stats {
-                Ok(stats) => stats.allocated_pages() * stats.page_size() as u64,
-                Err(_) => return,
+            let stats = stats.map_err(|_| ())?;
+            let allocated = stats.allocated_pages() * stats.page_size() as u64;
+            let free = file.saturating_sub(allocated);
+            if free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE && free.saturating_mul(8) >= file {
+                let _ = db.compact();
             }
-        }
-        Err(_) => return,
-    };
-    let free = file.saturating_sub(allocated);
-    if free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE && free.saturating_mul(8) >= file {
-        let _ = db.compact();
-    }
+            Ok(())
+        },
+    );
 }
 
 /// A new store (a redb file without tables) gets its tables and metadata; a redb file that

@@ -261,21 +261,26 @@ pub struct Options {
     /// writing with analysis other than the recorded one rebuilds the text index.
     #[serde(default)]
     pub text: Option<crate::text::TextOptions>,
-    /// Compact the file when the store closes, if at least an eighth of it (and at least
-    /// [`COMPACT_ON_CLOSE_MIN_FREE`], 4 MiB) is free pages. Default `true`.
+    /// Compact the file when the store closes, if the store grew the file while it was
+    /// open and at least an eighth of it (and at least [`COMPACT_ON_CLOSE_MIN_FREE`],
+    /// 4 MiB) is now free pages. Default `true`.
     ///
-    /// redb writes copy-on-write and grows the file by doubling it, and keeps the pages it
-    /// frees inside the file for later writes: after a bulk load, a quarter of the file can
-    /// be free. Closing then moves the live pages down and truncates the file (redb's
+    /// redb writes copy-on-write, grows the file by doubling it, and keeps the pages it
+    /// frees inside the file for later writes: after a bulk load 15–25 % of the file is
+    /// free. Closing then moves the live pages down and truncates the file (redb's
     /// `compact`, in crash-safe transactions). Measured (docs/benchmarks.md): 100k GloVe
-    /// vectors, 71.3 -> 58.5 MB in 0.22 s; 100k vectors of 384 dimensions, 285 -> 250 MB in
-    /// 1.9 s. Below the threshold nothing is done (compacting a file with nothing to move
-    /// still reads it: 0.7 s at 250 MB).
+    /// vectors, 71.3 -> 58.2 MB in 0.14–0.18 s; 100k vectors of 384 dimensions,
+    /// 285 -> 243 MB in 2.5 s. A close after a session that did not grow the file does
+    /// nothing (finding the free pages reads the whole file).
     ///
-    /// Best effort: a store that is read-only, poisoned, on a caller's storage backend, or
-    /// still in use (a [`Snapshot`](crate::Snapshot) alive, another process reading the
-    /// file at that moment) closes without compacting, and a compaction that fails leaves a
-    /// whole file with its free pages. Set `false` to keep closing instant.
+    /// While it runs the file stays locked: another process opening it for writing gets
+    /// [`OpenError::Locked`](crate::OpenError::Locked) unless it waits
+    /// ([`Options::wait_for_lock`]), and reader processes' reads wait for it. Best effort:
+    /// a store that is read-only, poisoned, on a caller's storage backend, or still in use
+    /// (a [`Snapshot`](crate::Snapshot) alive, the background index load still reading,
+    /// another process in a read at that moment) closes without compacting, and a
+    /// compaction that fails leaves a whole file with its free pages. Set `false` to keep
+    /// closing instant.
     #[serde(default = "default_compact_on_close")]
     pub compact_on_close: bool,
 }

@@ -242,7 +242,7 @@ impl Store {
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }
-        let engine = Arc::new(Engine::new(db, path, shared, options, recognised));
+        let engine = Arc::new(Engine::new(db, path, is_file, shared, options, recognised));
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
         Ok(Store {

@@ -2,7 +2,8 @@
 //! the default): redb grows a file by doubling it and keeps the pages copy-on-write frees
 //! inside it, so after a bulk load and a large delete much of the file is free. The file
 //! shrinks on close, and everything in it reads as before: every live document, no deleted
-//! one, a clean `verify`, vector and text searches. With the option off the free pages stay;
+//! one, a clean `verify`, vector and text searches. With the option off the free pages stay,
+//! and a later session that does not grow the file leaves them too;
 //! a reader beside the writer reads the same contents after the writer compacted; a
 //! snapshot alive when the store is dropped errs (the store is closed, as before) and the
 //! file stays whole.
@@ -161,9 +162,11 @@ fn a_reader_beside_the_writer_reads_the_same_contents_after_the_writer_compacted
     let live = load_then_delete(&writer);
     let open_len = file_len(&path);
     drop(writer);
-    println!(
-        "beside a reader: file while open {open_len} bytes, after close {}",
-        file_len(&path)
+    let closed_len = file_len(&path);
+    println!("beside a reader: file while open {open_len} bytes, after close {closed_len}");
+    assert!(
+        closed_len < open_len,
+        "the writer did not compact beside an idle reader: {open_len} -> {closed_len}"
     );
     for n in (0..DOCS).step_by(7) {
         let id = format!("doc-{n:05}");
@@ -193,5 +196,34 @@ fn a_snapshot_alive_when_the_store_is_dropped_reads_or_errs_and_the_file_stays_w
         Err(e) => println!("a snapshot read after the close: {e}"),
     }
     drop(snapshot);
+    // The snapshot's read transaction was live at the close: redb refused the compaction.
+    let free = free_bytes(&path);
+    assert!(
+        free >= COMPACT_ON_CLOSE_MIN_FREE,
+        "compacted under a live snapshot ({free} bytes free)"
+    );
+    assert_contents(&path, &live);
+}
+
+/// A session that only reads (or writes without growing the file) does not look for free
+/// pages: the free pages a bulk load left while the option was off stay until a session
+/// grows the file.
+#[test]
+fn a_session_that_does_not_grow_the_file_leaves_it_as_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db.redb");
+    let store = Store::open(&path, Options::default().compact_on_close(false)).expect("open");
+    let live = load_then_delete(&store);
+    drop(store);
+    let store = Store::open(&path, Options::default()).expect("reopen");
+    let first = live.keys().next().expect("a live document");
+    assert!(store.get("s", first).expect("get").is_some());
+    drop(store);
+    // (redb's own close may trim a few free pages at the very end; the bulk stays.)
+    let (len, free) = (file_len(&path), free_bytes(&path));
+    assert!(
+        free >= COMPACT_ON_CLOSE_MIN_FREE && free * 8 >= len,
+        "{free} of {len} bytes free: the read-only session compacted"
+    );
     assert_contents(&path, &live);
 }
