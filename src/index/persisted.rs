@@ -366,6 +366,14 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
         return Err(corrupted(format!("level {level} above {MAX_LEVEL}")));
     }
     let upper_rows: usize = levels.iter().map(|&l| usize::from(l)).sum();
+    // A point's level is at least L with probability M^-L, so the levels of n points sum
+    // to about n / (M - 1), at most n: a sum far above that is no graph's, and in format 5
+    // (two bytes a row) it would make a small payload expand into rows of gigabytes.
+    if upper_rows > n.saturating_mul(2).saturating_add(MAX_LEVEL) {
+        return Err(corrupted(format!(
+            "levels of {n} points sum to {upper_rows}"
+        )));
+    }
     let (layer0, upper) = if version == FORMAT_VERSION {
         counted_rows(rest, n, m, upper_rows, usize::from(header[13]))?
     } else {
@@ -495,7 +503,10 @@ fn counted_rows(
         )));
     }
     let mut expand = |counts: &[usize], cap: usize| -> Result<Vec<u32>, IndexError> {
-        let mut rows = Vec::with_capacity(counts.len().checked_mul(cap + 1).ok_or_else(too_large)?);
+        let words = counts.len().checked_mul(cap + 1).ok_or_else(too_large)?;
+        let mut rows = Vec::new();
+        rows.try_reserve_exact(words)
+            .map_err(|_| corrupted(format!("{words} link words do not fit in memory")))?;
         for &count in counts {
             if count > cap {
                 return Err(corrupted(format!("a row of {count} links, at most {cap}")));

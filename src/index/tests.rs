@@ -542,6 +542,26 @@ fn a_format_3_snapshot_of_an_earlier_build_still_loads() {
     }
 }
 
+/// Format 5 spends two bytes on a row that the graph holds at its capacity (`M + 1` words
+/// in an upper layer): levels that sum far above what `n` points can have would make a
+/// small, well-sealed payload ask for rows of gigabytes. Refused before anything is
+/// allocated.
+#[test]
+fn a_snapshot_whose_levels_no_graph_has_is_refused() {
+    let (_, blobs) = small_snapshot();
+    let mut payload: Vec<u8> = blobs[1..].concat();
+    let n = 150;
+    for level in &mut payload[16 * n..17 * n] {
+        *level = graph::MAX_LEVEL as u8;
+    }
+    match filled(Metric::Cosine, &low_rank_vectors(31, n, DIM))
+        .load_snapshot(&reseal(&blobs[0], &payload))
+    {
+        Err(IndexError::Corrupted { detail }) => assert!(detail.contains("levels"), "{detail}"),
+        other => panic!("expected Corrupted, got {other:?}"),
+    }
+}
+
 /// The payload may come in any number of parts of any length (the writer cuts it at
 /// `MAX_PART_BYTES`); the reader joins them.
 #[test]
