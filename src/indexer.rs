@@ -673,13 +673,16 @@ pub struct IndexInfo {
 /// thread, the persisted graph parsed; then the graph is installed (or, without a usable
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
-    let started = background.with(|ix| match (ix.engine.snapshot(), ix.engine.snapshot()) {
-        (Ok(vectors), Ok(graph)) => Some((vectors, graph, ix.engine.options().index)),
-        _ => {
-            ix.loading_failed();
-            None
-        }
-    });
+    let started =
+        background.with(
+            |ix| match (ix.engine.bulk_snapshot(), ix.engine.bulk_snapshot()) {
+                (Ok(vectors), Ok(graph)) => Some((vectors, graph, ix.engine.options().index)),
+                _ => {
+                    ix.loading_failed();
+                    None
+                }
+            },
+        );
     let Some(Some((vectors, graph_snapshot, params))) = started else {
         return;
     };

@@ -177,6 +177,18 @@ impl Set {
     }
 }
 
+/// Options of the query and profile children's reopen: [`options`] with the durability a
+/// user's store opens with by default (`Immediate`: the file shared with reader processes,
+/// so the index load reads through a handle of its own without a page cache), or with the
+/// bench's writes' `None` (the file held exclusively) when `RATCHETDB_QUERY_DURABILITY` is
+/// `none`. Nothing is written after the reopen either way.
+pub fn reopen_options() -> Options {
+    match std::env::var("RATCHETDB_QUERY_DURABILITY").as_deref() {
+        Ok("none") => options(),
+        _ => options().durability(Durability::Immediate),
+    }
+}
+
 /// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), the
 /// graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` and redb's
 /// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set.
@@ -399,7 +411,7 @@ pub fn child(spec: &str) {
             let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
             let (rss_before, _) = super::common::memory();
             let started = Instant::now();
-            let store = Store::open(path, options()).expect("open");
+            let store = Store::open(path, reopen_options()).expect("open");
             let opened = started.elapsed().as_secs_f64();
             loop {
                 let info = store.index_info();
@@ -436,7 +448,7 @@ pub fn child(spec: &str) {
         // after the index is ready.
         "profile" => {
             let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
-            let store = Store::open(path, options()).expect("open");
+            let store = Store::open(path, reopen_options()).expect("open");
             wait(&store);
             let ef = std::env::var("RATCHETDB_PROFILE_EF").unwrap_or_else(|_| "32".into());
             let options = match ef.parse() {
