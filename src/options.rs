@@ -201,7 +201,8 @@ pub struct Options {
     /// [`DEFAULT_CACHE_SIZE`], 64 MiB; redb's own default is 1 GiB.
     ///
     /// The cache keeps pages redb has read, and every page a commit has written until the
-    /// cache is full. It is not what makes searches fast: the vector index keeps its vectors
+    /// cache is full. (The index load, which reads every vectors row once, reads around it
+    /// on a file shared with readers: through a handle of its own without a cache.) It is not what makes searches fast: the vector index keeps its vectors
     /// in memory, and the operating system caches the file's pages as well. So a large cache
     /// mostly holds written pages, and costs memory: in `benches/page_cache.rs`, a process
     /// that had written 32,768 documents (about 1.1 GB) was resident in 531–536 MB with
