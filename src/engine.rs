@@ -74,8 +74,10 @@ pub(crate) struct Engine {
     /// closing compares to decide whether to look for free pages); `None` for a read-only
     /// store or a caller's backend.
     file_at_open: Option<(PathBuf, u64)>,
-    /// `path` names the database's file (not a caller's backend).
-    is_file: bool,
+    /// The database's file as it was when the engine was made: its canonical path and
+    /// (on Unix) its device and inode, which the index load's second handle must find again
+    /// (`None`: a caller's backend).
+    file_id: Option<(PathBuf, Option<(u64, u64)>)>,
     /// A second, read-only handle on the file without a page cache, for the index load's
     /// bulk reads ([`Engine::bulk_snapshot`]); `None` where the file cannot be shared.
     bulk: OnceLock<Option<redb::ReadOnlyDatabase>>,
@@ -87,19 +89,36 @@ struct Tickets {
     reserved_until: u64,
 }
 
+/// The device and inode of the file at `path` (Unix), to tell a file from another later
+/// put at its path.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Closing: the last handle on the engine compacts the file if the options ask for it and
 /// enough of it is free (see [`Options::compact_on_close`]).
 impl Drop for Engine {
     fn drop(&mut self) {
+        // The index load's handle first, closed outright: dropped, redb would keep the file
+        // and its lock bytes until a load still reading through it ends.
+        if let Some(Some(bulk)) = self.bulk.take() {
+            let _ = bulk.close();
+        }
         if !self.options.compact_on_close
             || std::thread::panicking()
             || self.poisoned.get_mut().is_some()
         {
             return;
         }
-        // The bulk handle first: an idle peer does not stop a compaction, but there is no
-        // reason to keep it through one.
-        drop(self.bulk.take());
         if let Some((file, len_at_open)) = &self.file_at_open {
             crate::open::compact_on_close(&mut self.db, file, *len_at_open);
         }
@@ -146,7 +165,13 @@ impl Engine {
             text_analyzer: Mutex::new(None),
             text_index: Default::default(),
             file_at_open,
-            is_file,
+            file_id: is_file
+                .then(|| std::fs::canonicalize(path).ok())
+                .flatten()
+                .map(|file| {
+                    let identity = file_identity(&file);
+                    (file, identity)
+                }),
             bulk: OnceLock::new(),
         }
     }
@@ -472,15 +497,18 @@ impl Engine {
         })
     }
 
-    /// The handle [`Engine::bulk_snapshot`] reads through, if this file can have one.
+    /// The handle [`Engine::bulk_snapshot`] reads through, if this file can have one: the
+    /// file at the canonical path recorded at open, if it is still the same file (a path
+    /// reopened later could name another after a rename over it).
     fn open_bulk_handle(&self) -> Option<redb::ReadOnlyDatabase> {
-        if !self.is_file || !(self.shared || self.is_read_only()) {
+        let (file, identity) = self.file_id.as_ref()?;
+        if !(self.shared || self.is_read_only()) || file_identity(file) != *identity {
             return None;
         }
         redb::Builder::new()
             .set_cache_size(0)
             .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-            .open_read_only(&self.path)
+            .open_read_only(file)
             .ok()
     }
 

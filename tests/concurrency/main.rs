@@ -9,6 +9,7 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a_closed_store_releases_its_file_while_its_index_loads;
 mod model_based_schedules;
 mod one_writer_at_a_time;
 mod process_kill_writer_stream;
