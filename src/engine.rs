@@ -70,14 +70,9 @@ pub(crate) struct Engine {
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
     /// The text index inverted in memory, which text searches score on.
     pub(crate) text_index: crate::text::TextCache,
-    /// A writable file's canonical path and its length when the engine was made (what
-    /// closing compares to decide whether to look for free pages); `None` for a read-only
-    /// store or a caller's backend.
-    file_at_open: Option<(PathBuf, u64)>,
-    /// The database's file as it was when the engine was made: its canonical path and
-    /// (on Unix) its device and inode, which the index load's second handle must find again
-    /// (`None`: a caller's backend).
-    file_id: Option<(PathBuf, Option<(u64, u64)>)>,
+    /// The database's file as it was when the engine was made (`None`: a caller's
+    /// backend).
+    file: Option<OpenedFile>,
     /// A second, read-only handle on the file without a page cache, for the index load's
     /// bulk reads ([`Engine::bulk_snapshot`]); `None` where the file cannot be shared.
     bulk: OnceLock<Option<redb::ReadOnlyDatabase>>,
@@ -87,6 +82,19 @@ pub(crate) struct Engine {
 struct Tickets {
     next: u64,
     reserved_until: u64,
+}
+
+/// The database's file as the engine found it.
+#[derive(Debug)]
+struct OpenedFile {
+    /// Its canonical path (what a later open or measure of it uses, whatever the working
+    /// directory has become).
+    path: PathBuf,
+    /// Its device and inode (Unix): the index load's second handle opens the path only if
+    /// it still names this file.
+    identity: Option<(u64, u64)>,
+    /// Its length, what closing compares to decide whether to look for free pages.
+    len: u64,
 }
 
 /// The device and inode of the file at `path` (Unix), to tell a file from another later
@@ -119,8 +127,8 @@ impl Drop for Engine {
         {
             return;
         }
-        if let Some((file, len_at_open)) = &self.file_at_open {
-            crate::open::compact_on_close(&mut self.db, file, *len_at_open);
+        if let Some(file) = &self.file {
+            crate::open::compact_on_close(&mut self.db, &file.path, file.len);
         }
     }
 }
@@ -135,11 +143,16 @@ impl Engine {
         options: Options,
         recognised: Recognised,
     ) -> Engine {
-        let file_at_open = (is_file && db.writable().is_some())
+        let file = is_file
             .then(|| {
-                let file = std::fs::canonicalize(path).ok()?;
-                let len = std::fs::metadata(&file).ok()?.len();
-                Some((file, len))
+                let path = std::fs::canonicalize(path).ok()?;
+                let len = std::fs::metadata(&path).ok()?.len();
+                let identity = file_identity(&path);
+                Some(OpenedFile {
+                    path,
+                    identity,
+                    len,
+                })
             })
             .flatten();
         let model = OnceLock::new();
@@ -164,14 +177,7 @@ impl Engine {
             text: recognised.text,
             text_analyzer: Mutex::new(None),
             text_index: Default::default(),
-            file_at_open,
-            file_id: is_file
-                .then(|| std::fs::canonicalize(path).ok())
-                .flatten()
-                .map(|file| {
-                    let identity = file_identity(&file);
-                    (file, identity)
-                }),
+            file,
             bulk: OnceLock::new(),
         }
     }
@@ -501,14 +507,14 @@ impl Engine {
     /// file at the canonical path recorded at open, if it is still the same file (a path
     /// reopened later could name another after a rename over it).
     fn open_bulk_handle(&self) -> Option<redb::ReadOnlyDatabase> {
-        let (file, identity) = self.file_id.as_ref()?;
-        if !(self.shared || self.is_read_only()) || file_identity(file) != *identity {
+        let file = self.file.as_ref()?;
+        if !(self.shared || self.is_read_only()) || file_identity(&file.path) != file.identity {
             return None;
         }
         redb::Builder::new()
             .set_cache_size(0)
             .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-            .open_read_only(file)
+            .open_read_only(&file.path)
             .ok()
     }
 
