@@ -587,7 +587,11 @@ pub(crate) fn open_error(path: &Path, error: impl Into<redb::Error>) -> OpenErro
             what: format!("table {table:?}"),
             detail: "missing, or not the table this store created".to_string(),
         },
-        error @ redb::Error::TableTypeMismatch { .. } => OpenError::Corrupted {
+        // A table's stored key or value type definition not the one every store is
+        // created with: a damaged table tree too (a flipped bit in a definition's width or
+        // alignment was refused as a storage error before).
+        error @ (redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TypeDefinitionChanged { .. }) => OpenError::Corrupted {
             path: path.to_path_buf(),
             what: "table types".to_string(),
             detail: error.to_string(),
