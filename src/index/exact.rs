@@ -1,16 +1,33 @@
 //! Exact (brute-force) search over every live vector: the index's ground truth.
 //!
-//! Vectors live in ONE contiguous row-major `Vec<f32>` (row `s` is
-//! `data[s * dim..(s + 1) * dim]`) with a parallel `Vec<u64>` of ids and an id → row map.
-//! Removal swap-removes, so the rows stay dense and a scan never skips holes.
+//! Each live vector is held ONCE in memory, in one of two places:
+//! - **in the graph** ("backed"): the vector of a live graph point is read in place from
+//!   the graph's contiguous slot-major array ([`Hnsw::vectors`]); the store keeps only
+//!   id -> slot and a per-slot live mark. Dead slots (removed or superseded ids, points
+//!   scored outside the graph) are skipped by the scan.
+//! - **in the store's own rows** ([`Rows`]): vectors the graph lacks (written since the
+//!   graph was built or loaded, points no search reaches, everything before the first
+//!   graph): ONE contiguous row-major `Vec<f32>` with a parallel `Vec<u64>` of ids and an
+//!   id -> row map. Removal swap-removes, so the rows stay dense.
 //!
-//! Invariant: `ids.len() * dim == data.len()`, `slots.len() == ids.len()`, and
-//! `slots[ids[s]] == s` for every row `s`.
+//! A scan is a pass over contiguous blocks of rows: the runs of live slots of the graph's
+//! array, then the own rows. The graph's array is immutable per slot (a point's vector
+//! never changes), so a backed vector is exactly the one its id was written with as long
+//! as its slot is marked live; a new vector for the id goes to the own rows and unmarks
+//! the slot. When a new graph is installed ([`ExactStore::rebind`]) or the absorber has
+//! linked new points ([`ExactStore::adopt`]), the vectors it holds for live points leave
+//! the own rows.
+//!
+//! Invariant: an id is in the own rows xor backed; `backed.at[id] == slot` iff
+//! `backed.live[slot]`, and then the graph's `ids[slot] == id`.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::ops::Range;
+use std::sync::Arc;
 
+use super::graph::{Hnsw, VectorsRead};
 use super::{distance, Metric};
 
 /// Above this many rows a scan is split across `available_parallelism()` threads.
@@ -120,50 +137,22 @@ pub(crate) enum InsertOutcome {
     Unchanged,
 }
 
-/// The live vectors, stored densely, with exact top-k search.
-pub(crate) struct ExactStore {
+/// Dense own rows: the live vectors the graph does not hold.
+struct Rows {
     dim: usize,
-    metric: Metric,
     data: Vec<f32>,
     ids: Vec<u64>,
     slots: HashMap<u64, usize>,
 }
 
-impl ExactStore {
-    /// An empty store of `dim`-dimensional vectors compared with `metric`.
-    pub(crate) fn new(dim: usize, metric: Metric) -> Self {
-        ExactStore {
+impl Rows {
+    fn new(dim: usize) -> Self {
+        Rows {
             dim,
-            metric,
             data: Vec::new(),
             ids: Vec::new(),
             slots: HashMap::new(),
         }
-    }
-
-    /// Number of live vectors.
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// True when no vector is live.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    /// Whether `id` is live.
-    pub(crate) fn contains(&self, id: u64) -> bool {
-        self.slots.contains_key(&id)
-    }
-
-    /// The vector of `id`, if live.
-    pub(crate) fn get(&self, id: u64) -> Option<&[f32]> {
-        self.slots.get(&id).map(|&slot| self.row(slot))
-    }
-
-    /// The live ids, in storage order (not sorted).
-    pub(crate) fn ids(&self) -> &[u64] {
-        &self.ids
     }
 
     #[inline]
@@ -171,19 +160,16 @@ impl ExactStore {
         &self.data[slot * self.dim..(slot + 1) * self.dim]
     }
 
-    /// Inserts or overwrites `id`. The caller has validated `vector` (length `dim`,
-    /// finite); a wrong length is a programmer error and is caught by a debug assertion.
-    pub(crate) fn insert(&mut self, id: u64, vector: &[f32]) -> InsertOutcome {
-        debug_assert_eq!(vector.len(), self.dim);
+    fn get(&self, id: u64) -> Option<&[f32]> {
+        self.slots.get(&id).map(|&slot| self.row(slot))
+    }
+
+    fn insert(&mut self, id: u64, vector: &[f32]) -> InsertOutcome {
         match self.slots.get(&id) {
             Some(&slot) => {
                 let range = slot * self.dim..(slot + 1) * self.dim;
                 let row = &mut self.data[range];
-                if row
-                    .iter()
-                    .zip(vector)
-                    .all(|(a, b)| a.to_bits() == b.to_bits())
-                {
+                if same_bits(row, vector) {
                     InsertOutcome::Unchanged
                 } else {
                     row.copy_from_slice(vector);
@@ -199,8 +185,9 @@ impl ExactStore {
         }
     }
 
-    /// Removes `id`; returns whether it was live. The last row moves into the hole.
-    pub(crate) fn remove(&mut self, id: u64) -> bool {
+    /// Removes `id`; the last row moves into the hole. Memory is given back once the rows
+    /// fill less than a quarter of it (vectors moved into a graph leave many rows at once).
+    fn remove(&mut self, id: u64) -> bool {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
         };
@@ -214,7 +201,291 @@ impl ExactStore {
         }
         self.ids.pop();
         self.data.truncate(last * self.dim);
+        self.shrink_if_sparse();
         true
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        const MIN_FLOATS: usize = 1 << 16;
+        if self.data.capacity() > MIN_FLOATS && self.data.capacity() / 4 > self.data.len() {
+            self.data.shrink_to_fit();
+            self.ids.shrink_to_fit();
+            self.slots.shrink_to_fit();
+        }
+    }
+}
+
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// The live vectors held in place in a graph's array (see the module docs).
+struct Backed {
+    links: Arc<Hnsw>,
+    /// Backed id -> its slot.
+    at: HashMap<u64, u32>,
+    /// Slot -> whether its vector is the live vector of its id.
+    live: Vec<bool>,
+}
+
+/// The live vectors (each held once: in a graph's array or in own rows), with exact
+/// top-k search.
+pub(crate) struct ExactStore {
+    dim: usize,
+    metric: Metric,
+    own: Rows,
+    backed: Option<Backed>,
+}
+
+/// A read view of an [`ExactStore`]: holds the backing graph's arrays read-locked, so
+/// that backed vectors can be borrowed. Take one per operation, never two at once on
+/// one thread (the lock is not re-entrant while a writer waits).
+pub(crate) struct ExactView<'a> {
+    store: &'a ExactStore,
+    vectors: Option<VectorsRead<'a>>,
+}
+
+impl ExactView<'_> {
+    /// The vector of `id`, if live.
+    pub(crate) fn get(&self, id: u64) -> Option<&[f32]> {
+        if let Some(vector) = self.store.own.get(id) {
+            return Some(vector);
+        }
+        let backed = self.store.backed.as_ref()?;
+        let slot = *backed.at.get(&id)?;
+        self.vectors.as_ref().map(|v| v.row(slot))
+    }
+
+    /// Blocks of live rows, each `(first index into the ids, rows)`: the runs of live
+    /// slots of the graph's array, then the own rows. Every block is contiguous.
+    fn blocks(&self) -> Vec<Block<'_>> {
+        let mut blocks = Vec::new();
+        if let (Some(backed), Some(vectors)) = (self.store.backed.as_ref(), self.vectors.as_ref()) {
+            let n = backed.live.len().min(vectors.len());
+            let mut slot = 0;
+            while slot < n {
+                if !backed.live[slot] {
+                    slot += 1;
+                    continue;
+                }
+                let start = slot;
+                while slot < n && backed.live[slot] {
+                    slot += 1;
+                }
+                blocks.push(Block {
+                    ids: &vectors.ids()[start..slot],
+                    rows: vectors.rows(start..slot),
+                });
+            }
+        }
+        if !self.store.own.ids.is_empty() {
+            blocks.push(Block {
+                ids: &self.store.own.ids,
+                rows: &self.store.own.data,
+            });
+        }
+        blocks
+    }
+}
+
+/// A contiguous block of rows and their ids.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    ids: &'a [u64],
+    rows: &'a [f32],
+}
+
+impl ExactStore {
+    /// An empty store of `dim`-dimensional vectors compared with `metric`.
+    pub(crate) fn new(dim: usize, metric: Metric) -> Self {
+        ExactStore {
+            dim,
+            metric,
+            own: Rows::new(dim),
+            backed: None,
+        }
+    }
+
+    /// A read view (see [`ExactView`]).
+    pub(crate) fn view(&self) -> ExactView<'_> {
+        ExactView {
+            store: self,
+            vectors: self.backed.as_ref().map(|b| b.links.vectors()),
+        }
+    }
+
+    /// Number of live vectors.
+    pub(crate) fn len(&self) -> usize {
+        self.own.ids.len() + self.backed.as_ref().map_or(0, |b| b.at.len())
+    }
+
+    /// True when no vector is live.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of live vectors held in the store's own rows (not in a graph's array).
+    #[cfg(test)]
+    pub(crate) fn own_len(&self) -> usize {
+        self.own.ids.len()
+    }
+
+    /// Whether `id` is live.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.own.slots.contains_key(&id)
+            || self.backed.as_ref().is_some_and(|b| b.at.contains_key(&id))
+    }
+
+    /// Whether `id` is live with exactly `vector`.
+    pub(crate) fn holds(&self, id: u64, vector: &[f32]) -> bool {
+        self.view().get(id).is_some_and(|v| same_bits(v, vector))
+    }
+
+    /// The live ids (not sorted).
+    pub(crate) fn ids(&self) -> Vec<u64> {
+        let mut ids = self.own.ids.clone();
+        if let Some(backed) = &self.backed {
+            ids.extend(backed.at.keys().copied());
+        }
+        ids
+    }
+
+    /// Inserts or overwrites `id`. The caller has validated `vector` (length `dim`,
+    /// finite); a wrong length is a programmer error and is caught by a debug assertion.
+    /// A new vector for a backed id goes to the own rows (the graph's copy is its old one).
+    pub(crate) fn insert(&mut self, id: u64, vector: &[f32]) -> InsertOutcome {
+        debug_assert_eq!(vector.len(), self.dim);
+        if !self.own.slots.contains_key(&id) {
+            if let Some(backed) = self.backed.as_mut() {
+                if let Some(&slot) = backed.at.get(&id) {
+                    if same_bits(backed.links.vectors().row(slot), vector) {
+                        return InsertOutcome::Unchanged;
+                    }
+                    backed.at.remove(&id);
+                    backed.live[slot as usize] = false;
+                    self.own.insert(id, vector);
+                    return InsertOutcome::Replaced;
+                }
+            }
+        }
+        self.own.insert(id, vector)
+    }
+
+    /// Removes `id`; returns whether it was live.
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        if self.own.remove(id) {
+            return true;
+        }
+        let Some(backed) = self.backed.as_mut() else {
+            return false;
+        };
+        match backed.at.remove(&id) {
+            Some(slot) => {
+                backed.live[slot as usize] = false;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Reads the live vectors from `links` from now on: every live point of it
+    /// (`live_point(id)`, the graph's membership) whose id is live here is backed by its
+    /// slot, and leaves the own rows or the previous graph's array; vectors backed by the
+    /// previous graph that `links` does not hold live move to the own rows. Call with
+    /// writers excluded, when a graph is installed. A live point holds its id's current
+    /// vector (the index's invariant), so no vector changes.
+    pub(crate) fn rebind(&mut self, links: Arc<Hnsw>, live_point: impl Fn(u64) -> bool) {
+        let old = self.backed.take();
+        let (at, live) = {
+            let vectors = links.vectors();
+            let mut at = HashMap::with_capacity(vectors.len());
+            let mut live = vec![false; vectors.len()];
+            // (The same graph again is not read-locked twice.)
+            let old_view = old
+                .as_ref()
+                .filter(|b| !Arc::ptr_eq(&b.links, &links))
+                .map(|b| (b, b.links.vectors()));
+            let same = old.as_ref().filter(|b| Arc::ptr_eq(&b.links, &links));
+            for (slot, &id) in vectors.ids().iter().enumerate() {
+                let current = self.own.get(id).or_else(|| {
+                    if let Some(b) = same {
+                        return b.at.get(&id).map(|&s| vectors.row(s));
+                    }
+                    let (b, v) = old_view.as_ref()?;
+                    b.at.get(&id).map(|&s| v.row(s))
+                });
+                // A live point holds its id's current vector; checked, not assumed: a
+                // point whose vector differs stays unbacked (never scored with it).
+                if live_point(id) && current.is_some_and(|c| same_bits(c, vectors.row(slot as u32)))
+                {
+                    at.insert(id, slot as u32);
+                    live[slot] = true;
+                }
+            }
+            if let Some((b, v)) = &old_view {
+                for (&id, &slot) in &b.at {
+                    if !at.contains_key(&id) {
+                        self.own.insert(id, v.row(slot));
+                    }
+                }
+            }
+            if let Some(b) = same {
+                for (&id, &slot) in &b.at {
+                    if !at.contains_key(&id) {
+                        self.own.insert(id, vectors.row(slot));
+                    }
+                }
+            }
+            (at, live)
+        };
+        for id in at.keys() {
+            self.own.remove(*id);
+        }
+        self.own.shrink_if_sparse();
+        self.backed = Some(Backed { links, at, live });
+    }
+
+    /// The points of `slots` in `links` (just linked by the absorber) whose id is now a
+    /// live point (`live_point`) and lives in the own rows with the same vector: backed
+    /// from now on, their own rows freed. Nothing happens unless `links` backs this store.
+    /// Call with writers excluded.
+    pub(crate) fn adopt(
+        &mut self,
+        links: &Arc<Hnsw>,
+        slots: Range<u32>,
+        live_point: impl Fn(u64) -> bool,
+    ) {
+        let Some(backed) = self.backed.as_mut() else {
+            return;
+        };
+        if !Arc::ptr_eq(&backed.links, links) {
+            return;
+        }
+        let links = Arc::clone(&backed.links);
+        let vectors = links.vectors();
+        if backed.live.len() < vectors.len() {
+            backed.live.resize(vectors.len(), false);
+        }
+        let mut moved = Vec::new();
+        for slot in slots {
+            let Some(&id) = vectors.ids().get(slot as usize) else {
+                continue;
+            };
+            if live_point(id)
+                && self
+                    .own
+                    .get(id)
+                    .is_some_and(|v| same_bits(v, vectors.row(slot)))
+            {
+                backed.at.insert(id, slot);
+                backed.live[slot as usize] = true;
+                moved.push(id);
+            }
+        }
+        drop(vectors);
+        for id in moved {
+            self.own.remove(id);
+        }
     }
 
     /// The `k` live vectors nearest to `query` that pass `filter`, nearest first, as
@@ -261,24 +532,37 @@ impl ExactStore {
         if k == 0 || self.is_empty() {
             return Vec::new();
         }
-        let rows = self.len();
+        let view = self.view();
+        // The rows in pieces of at most `block`, cut out of the view's contiguous runs in
+        // order.
         let block = block.max(1);
-        let threads = threads.clamp(1, rows.div_ceil(block));
+        let mut pieces: Vec<Block<'_>> = Vec::new();
+        for run in view.blocks() {
+            let mut run = run;
+            while !run.ids.is_empty() {
+                let take = run.ids.len().min(block);
+                let (ids, rest_ids) = run.ids.split_at(take);
+                let (rows, rest_rows) = run.rows.split_at((take * self.dim).min(run.rows.len()));
+                pieces.push(Block { ids, rows });
+                run = Block {
+                    ids: rest_ids,
+                    rows: rest_rows,
+                };
+            }
+        }
+        let threads = threads.clamp(1, pieces.len().max(1));
         let mut top = TopK::new(k);
         if threads == 1 {
-            self.scan_rows(query, filter, 0..rows, &mut top);
+            for piece in &pieces {
+                self.scan_block(query, filter, *piece, &mut top);
+            }
             return top.into_sorted();
         }
         let next = AtomicUsize::new(0);
         let work = || {
             let mut top = TopK::new(k);
-            loop {
-                let index = next.fetch_add(1, AtomicOrdering::Relaxed);
-                let Some(start) = index.checked_mul(block).filter(|&start| start < rows) else {
-                    break;
-                };
-                let end = start.saturating_add(block).min(rows);
-                self.scan_rows(query, filter, start..end, &mut top);
+            while let Some(piece) = pieces.get(next.fetch_add(1, AtomicOrdering::Relaxed)) {
+                self.scan_block(query, filter, *piece, &mut top);
             }
             top
         };
@@ -298,28 +582,18 @@ impl ExactStore {
         top.into_sorted()
     }
 
-    /// Offers the rows `rows` that pass `filter` to `top`.
-    fn scan_rows(
-        &self,
-        query: &[f32],
-        filter: IdFilter<'_>,
-        rows: std::ops::Range<usize>,
-        top: &mut TopK,
-    ) {
-        let data = self
-            .data
-            .get(rows.start * self.dim..rows.end * self.dim)
-            .unwrap_or_default();
-        let ids = self.ids.get(rows).unwrap_or_default();
+    /// Scores one contiguous block of rows into `top`: unfiltered, through the block
+    /// kernel over contiguous rows (`distance::scan_block`); filtered, a row at a time.
+    fn scan_block(&self, query: &[f32], filter: IdFilter<'_>, block: Block<'_>, top: &mut TopK) {
+        let ids = block.ids;
         match filter {
-            // The block kernel over contiguous rows (distance.rs, `scan_block`).
-            None => distance::scan_block(self.metric, query, data, |row, distance| {
+            None => distance::scan_block(self.metric, query, block.rows, |row, distance| {
                 if let Some(&id) = ids.get(row) {
                     top.push(Candidate { distance, id });
                 }
             }),
             Some(keep) => {
-                for (row, &id) in data.chunks_exact(self.dim).zip(ids) {
+                for (row, &id) in block.rows.chunks_exact(self.dim).zip(ids) {
                     if keep(id) {
                         top.push(Candidate {
                             distance: distance::distance(self.metric, query, row),
@@ -333,35 +607,59 @@ impl ExactStore {
 
     /// Checks the storage invariants (see the module doc).
     pub(crate) fn verify(&self) -> Result<(), String> {
-        if self.ids.len() * self.dim != self.data.len() || self.slots.len() != self.ids.len() {
+        let own = &self.own;
+        if own.ids.len() * self.dim != own.data.len() || own.slots.len() != own.ids.len() {
             return Err(format!(
                 "{} ids, {} slots, {} floats for dimension {}",
-                self.ids.len(),
-                self.slots.len(),
-                self.data.len(),
+                own.ids.len(),
+                own.slots.len(),
+                own.data.len(),
                 self.dim
             ));
         }
-        for (slot, id) in self.ids.iter().enumerate() {
-            if self.slots.get(id) != Some(&slot) {
+        for (slot, id) in own.ids.iter().enumerate() {
+            if own.slots.get(id) != Some(&slot) {
                 return Err(format!("id {id} at row {slot} is not mapped to it"));
+            }
+        }
+        if let Some(backed) = &self.backed {
+            let vectors = backed.links.vectors();
+            for (&id, &slot) in &backed.at {
+                if own.slots.contains_key(&id) {
+                    return Err(format!("id {id} is both backed and in the own rows"));
+                }
+                if !backed.live.get(slot as usize).copied().unwrap_or(false)
+                    || vectors.ids().get(slot as usize) != Some(&id)
+                {
+                    return Err(format!("backed id {id} does not own live slot {slot}"));
+                }
+            }
+            let live = backed.live.iter().filter(|&&l| l).count();
+            if live != backed.at.len() {
+                return Err(format!(
+                    "{live} live slots for {} backed ids",
+                    backed.at.len()
+                ));
             }
         }
         Ok(())
     }
 
     /// Internal distances from `query` to each live id of `ids` (others are skipped).
-    pub(crate) fn distances_to<'a>(
-        &'a self,
-        query: &'a [f32],
-        ids: impl IntoIterator<Item = u64> + 'a,
-    ) -> impl Iterator<Item = Candidate> + 'a {
-        ids.into_iter().filter_map(move |id| {
-            self.get(id).map(|row| Candidate {
-                distance: distance::distance(self.metric, query, row),
-                id,
+    pub(crate) fn distances_to(
+        &self,
+        query: &[f32],
+        ids: impl IntoIterator<Item = u64>,
+    ) -> Vec<Candidate> {
+        let view = self.view();
+        ids.into_iter()
+            .filter_map(|id| {
+                view.get(id).map(|row| Candidate {
+                    distance: distance::distance(self.metric, query, row),
+                    id,
+                })
             })
-        })
+            .collect()
     }
 }
 
@@ -376,7 +674,11 @@ mod tests {
             .iter()
             .filter(|&&id| keep(id))
             .map(|&id| Candidate {
-                distance: distance::distance(store.metric, query, store.get(id).unwrap_or(&[])),
+                distance: distance::distance(
+                    store.metric,
+                    query,
+                    store.view().get(id).unwrap_or(&[]),
+                ),
                 id,
             })
             .collect();
@@ -459,9 +761,9 @@ mod tests {
         assert_eq!(store.insert(7, &[5.0, 6.0]), InsertOutcome::Replaced);
         assert!(store.remove(7));
         assert!(!store.remove(7));
-        assert_eq!(store.ids(), &[8]);
-        assert_eq!(store.get(8), Some(&[3.0, 4.0][..]));
-        assert_eq!(store.data.len(), 2);
+        assert_eq!(store.ids(), vec![8]);
+        assert_eq!(store.view().get(8), Some(&[3.0, 4.0][..]));
+        assert_eq!(store.own.data.len(), 2);
         assert!(store.search(&[0.0, 0.0], 0, None).is_empty());
         assert_eq!(store.search(&[0.0, 0.0], 10, None).len(), 1);
     }

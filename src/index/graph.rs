@@ -23,14 +23,16 @@
 //! traversal (dead points and filters route the beam but never enter the results), and a
 //! budget of distances ([`Hnsw::search_admitting`]).
 //!
-//! Vectors: the graph holds each point's vector once, contiguous by slot, next to its links
-//! (the exact store keeps the live vectors in its own dense rows; see `docs/design.md`).
+//! Vectors: the graph holds each point's vector once, contiguous by slot, next to its links.
+//! The exact store does not copy the vectors of live points: it reads them here
+//! ([`Hnsw::vectors`]) and keeps its own rows only for vectors the graph lacks (see
+//! `exact` and `docs/design.md`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use rayon::prelude::*;
 
 use super::distance::distance;
@@ -190,6 +192,42 @@ struct Points {
     upper: Vec<Box<[AtomicU32]>>,
     /// One lock per slot, held while its rows are rewritten.
     locks: Vec<Mutex<()>>,
+}
+
+/// A read-locked view of a graph's point ids and vectors (see [`Hnsw::vectors`]): the
+/// vectors are slot-major in one contiguous array, so a run of slots is one block of rows.
+pub(crate) struct VectorsRead<'a> {
+    points: RwLockReadGuard<'a, Points>,
+    dim: usize,
+}
+
+impl VectorsRead<'_> {
+    /// Number of points (slots), linked or being linked.
+    pub(crate) fn len(&self) -> usize {
+        self.points.ids.len()
+    }
+
+    /// The vector id of each slot.
+    pub(crate) fn ids(&self) -> &[u64] {
+        &self.points.ids
+    }
+
+    /// The vector of `slot` (empty for an unknown slot).
+    #[inline]
+    pub(crate) fn row(&self, slot: u32) -> &[f32] {
+        let at = slot as usize * self.dim;
+        self.points.vectors.get(at..at + self.dim).unwrap_or(&[])
+    }
+
+    /// The vectors of the slots of `slots`, one contiguous block of rows (empty if the
+    /// range is out of bounds).
+    #[inline]
+    pub(crate) fn rows(&self, slots: std::ops::Range<usize>) -> &[f32] {
+        self.points
+            .vectors
+            .get(slots.start * self.dim..slots.end * self.dim)
+            .unwrap_or(&[])
+    }
 }
 
 /// The links of a graph as plain words, for persisting and loading (see `persisted`).
@@ -436,20 +474,29 @@ impl Hnsw {
         before_each: impl Fn() + Sync,
     ) -> Option<std::ops::Range<u32>> {
         let slots = self.allocate(items)?;
-        let given = slots.clone();
         let points = self.points.read();
         if slots.len() >= PARALLEL_INSERT_MIN {
-            slots.into_par_iter().for_each(|slot| {
+            slots.clone().into_par_iter().for_each(|slot| {
                 before_each();
                 self.link(&points, slot);
             });
         } else {
-            for slot in slots {
+            for slot in slots.clone() {
                 before_each();
                 self.link(&points, slot);
             }
         }
-        Some(given)
+        Some(slots)
+    }
+
+    /// Read access to the points' ids and vectors, for the exact store, which scores the
+    /// live vectors the graph holds in place instead of keeping copies (see
+    /// [`VectorsRead`]). Holds the arrays' read lock: points cannot be allocated meanwhile.
+    pub(crate) fn vectors(&self) -> VectorsRead<'_> {
+        VectorsRead {
+            points: self.points.read(),
+            dim: self.dim,
+        }
     }
 
     /// hnswlib's `addPoint` for an allocated point.

@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -27,7 +28,8 @@ use super::{IndexError, Metric};
 pub(crate) struct Graph {
     metric: Metric,
     dim: usize,
-    links: Hnsw,
+    /// Shared with the exact store, which reads the live points' vectors from it.
+    links: Arc<Hnsw>,
     membership: RwLock<Membership>,
     /// Tests only: how many more points may be inserted before every insertion panics
     /// (`u64::MAX`: never); see [`Graph::fail_inserts_after`].
@@ -56,7 +58,7 @@ impl Graph {
         Graph {
             metric,
             dim,
-            links,
+            links: Arc::new(links),
             membership: RwLock::new(membership),
             #[cfg(test)]
             inserts_before_panic: std::sync::atomic::AtomicU64::new(u64::MAX),
@@ -66,6 +68,16 @@ impl Graph {
     /// The links.
     pub(crate) fn links(&self) -> &Hnsw {
         &self.links
+    }
+
+    /// The links, shared (the exact store keeps them to read the live points' vectors).
+    pub(crate) fn shared_links(&self) -> Arc<Hnsw> {
+        Arc::clone(&self.links)
+    }
+
+    /// The membership, read-locked (which points are live).
+    pub(crate) fn membership(&self) -> parking_lot::RwLockReadGuard<'_, Membership> {
+        self.membership.read()
     }
 
     /// Tests only: after `points` more insertions (`None`: never), every insertion panics
@@ -230,14 +242,17 @@ impl Graph {
     }
 
     /// Inserts registered points into the links (no lock writers need is held), to be
-    /// settled with [`Graph::settle`].
-    pub(crate) fn insert_registered(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
+    /// settled with [`Graph::settle`]. Returns their slots, in `items` order.
+    pub(crate) fn insert_registered(
+        &self,
+        items: &[(u64, &[f32])],
+    ) -> Result<Range<u32>, IndexError> {
         let slots = self.insert_links(items)?;
         let mut membership = self.membership.write();
-        for (&(id, _), slot) in items.iter().zip(slots) {
+        for (&(id, _), slot) in items.iter().zip(slots.clone()) {
             membership.place(id, slot);
         }
-        Ok(())
+        Ok(slots)
     }
 
     /// Settles points inserted by [`Graph::insert_pending`]: a point whose id is still
@@ -271,7 +286,7 @@ impl Graph {
     /// count is right; every point of the links has a membership entry.
     pub(crate) fn verify(&self, exact: &ExactStore) -> Result<(), String> {
         let membership = self.membership.read();
-        for &id in exact.ids() {
+        for id in exact.ids() {
             if membership.is_live(id) == membership.outside.contains(&id) {
                 return Err(format!("live id {id} must be a live point xor outside"));
             }

@@ -374,10 +374,11 @@ impl VectorIndex {
         let items: Vec<(u64, Vec<f32>)> = {
             let _mutation = self.mutation.lock();
             let exact = self.exact.read();
+            let view = exact.view();
             let items: Vec<(u64, Vec<f32>)> = graph
                 .outside_without_point(max)
                 .into_iter()
-                .filter_map(|id| exact.get(id).map(|v| (id, v.to_vec())))
+                .filter_map(|id| view.get(id).map(|v| (id, v.to_vec())))
                 .collect();
             let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
             graph.register_pending(&ids);
@@ -399,29 +400,36 @@ impl VectorIndex {
             (inserted, unreachable)
         });
         let _mutation = self.mutation.lock();
-        if let Err(error) = inserted {
-            // A failed insertion (a panic inside the graph) may have stopped halfway
-            // through linking a point, and the graph no longer agrees with its membership:
-            // it is dropped at once, before anything else, so that no search that starts
-            // from now on walks it. Searches score exactly until a rebuild makes a fresh
-            // graph from the live vectors: at once at [`EXACT_THRESHOLD`] live vectors or
-            // more (the background worker goes on to it); below that, the store stays
-            // exact, as it does before its first graph.
-            let mut current = self.graph.write();
-            if current.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph)) {
-                *current = None;
+        let slots = match inserted {
+            Ok(slots) => slots,
+            Err(error) => {
+                // A failed insertion (a panic inside the graph) may have stopped halfway
+                // through linking a point, and the graph no longer agrees with its membership:
+                // it is dropped at once, before anything else, so that no search that starts
+                // from now on walks it. Searches score exactly until a rebuild makes a fresh
+                // graph from the live vectors: at once at [`EXACT_THRESHOLD`] live vectors or
+                // more (the background worker goes on to it); below that, the store stays
+                // exact, as it does before its first graph.
+                let mut current = self.graph.write();
+                if current.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph)) {
+                    *current = None;
+                }
+                return Err(error);
             }
-            return Err(error);
-        }
-        let exact = self.exact.read();
+        };
+        let mut exact = self.exact.write();
         let by_id: std::collections::HashMap<u64, &[f32]> = refs.iter().copied().collect();
         let ids: Vec<u64> = items.iter().map(|(id, _)| *id).collect();
         graph.settle(&ids, |id| {
-            exact.get(id).is_some() && exact.get(id) == by_id.get(&id).copied()
+            by_id.get(&id).is_some_and(|vector| exact.holds(id, vector))
         });
         // New points (and old ones their links displaced) that no search would reach are
         // scored exactly instead. They keep a dead point, so they are not absorbed again.
         graph.score_outside(&unreachable);
+        // The vectors of the points that turned live are read from the graph from now on:
+        // their own rows in the exact store are freed (each vector held once).
+        let membership = graph.membership();
+        exact.adopt(&graph.shared_links(), slots, |id| membership.is_live(id));
         Ok(items.len())
     }
 
@@ -448,7 +456,7 @@ impl VectorIndex {
 
     /// The live ids, sorted.
     pub(crate) fn live_ids(&self) -> Vec<u64> {
-        let mut ids = self.exact.read().ids().to_vec();
+        let mut ids = self.exact.read().ids();
         ids.sort_unstable();
         ids
     }
@@ -573,7 +581,7 @@ impl VectorIndex {
     fn build_graph_with(&self, workers: Workers) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
-        let ids = self.exact.read().ids().to_vec();
+        let ids = self.exact.read().ids();
         let graph = Graph::new(self.metric, self.dim, self.params);
         #[cfg(test)]
         {
@@ -618,7 +626,8 @@ impl VectorIndex {
         let journal = self.start_journal();
         let graph = {
             let exact = self.exact.read();
-            parsed.into_graph(exact.ids(), |id| exact.get(id))?
+            let view = exact.view();
+            parsed.into_graph(&exact.ids(), |id| view.get(id))?
         };
         self.catch_up_and_install(graph, journal, None, Workers::Foreground)
     }
@@ -669,8 +678,9 @@ impl VectorIndex {
             let mut chunk_data = Vec::with_capacity(chunk.len() * self.dim);
             {
                 let exact = self.exact.read();
+                let view = exact.view();
                 for &id in chunk {
-                    if let Some(vector) = exact.get(id) {
+                    if let Some(vector) = view.get(id) {
                         chunk_ids.push(id);
                         chunk_data.extend_from_slice(vector);
                     }
@@ -728,6 +738,13 @@ impl VectorIndex {
         self.replay(&graph, changed);
         graph.score_outside(&unreachable);
         let graph = Arc::new(graph);
+        // The exact store reads the new graph's live points' vectors in place and frees
+        // its own copies (and the previous graph's array, once no search holds it).
+        {
+            let mut exact = self.exact.write();
+            let membership = graph.membership();
+            exact.rebind(graph.shared_links(), |id| membership.is_live(id));
+        }
         *self.graph.write() = Some(graph);
         drop(mutation);
         drop(journal);
@@ -743,9 +760,10 @@ impl VectorIndex {
         changed.dedup();
         let exact = self.exact.read();
         for id in changed {
-            match exact.get(id) {
-                None => graph.mark_removed(id),
-                Some(_) => graph.mark_outside(id),
+            if exact.contains(id) {
+                graph.mark_outside(id);
+            } else {
+                graph.mark_removed(id);
             }
         }
     }

@@ -804,6 +804,90 @@ fn points_absorbed_into_a_graph_are_searched_in_place() {
     }
 }
 
+/// Live vectors the exact store holds in its own rows (a copy beside the graph's array).
+fn own_rows(index: &VectorIndex) -> usize {
+    index.exact.read().own_len()
+}
+
+/// The exact answer computed from `expected` (id -> vector), k = 10.
+fn brute_force(expected: &std::collections::HashMap<u64, Vec<f32>>, query: &[f32]) -> Vec<u64> {
+    let mut all: Vec<(f32, u64)> = expected
+        .iter()
+        .map(|(&id, v)| (distance::distance(Metric::Cosine, query, v), id))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    all.into_iter().take(10).map(|(_, id)| id).collect()
+}
+
+#[test]
+fn each_live_vector_is_held_once_and_scans_stay_exact() {
+    let vectors = low_rank_vectors(41, N, DIM);
+    let index = graph_of_the_first_half(&vectors);
+    let mut expected: std::collections::HashMap<u64, Vec<f32>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.clone()))
+        .collect();
+    let check = |index: &VectorIndex, expected: &std::collections::HashMap<u64, Vec<f32>>| {
+        assert_consistent(index);
+        assert_eq!(index.len_live(), expected.len());
+        for query in vectors.iter().step_by(97) {
+            for threads in [1, 3] {
+                let got: Vec<u64> = index
+                    .exact
+                    .read()
+                    .search_with_threads(query, 10, None, threads)
+                    .iter()
+                    .map(|c| c.id)
+                    .collect();
+                assert_eq!(got, brute_force(expected, query));
+            }
+        }
+    };
+    // After a build, only the vectors written since are held outside the graph's array
+    // (and the few points no search reaches).
+    let unreachable = index.graph.read().clone().unwrap().unreachable_ids().len();
+    assert_eq!(own_rows(&index), N / 2 + unreachable);
+    check(&index, &expected);
+    // Absorbing moves them into the graph's array: their own rows are freed.
+    while index.absorb_outside(256).unwrap() > 0 {}
+    assert_eq!(own_rows(&index), index.outside_count());
+    check(&index, &expected);
+    // A replaced vector is held in the own rows (the graph keeps the old one, dead); a
+    // removed one nowhere; neither is ever scored with the graph's copy.
+    let replacement = vectors[7].clone();
+    index.insert(3, &replacement).unwrap();
+    expected.insert(3, replacement);
+    assert!(index.remove(5));
+    expected.remove(&5);
+    assert_eq!(own_rows(&index), index.outside_count());
+    check(&index, &expected);
+    // A rebuild backs every live vector by the new graph; the snapshot of it, loaded
+    // into a fresh index, too.
+    index.build_graph().unwrap();
+    assert_eq!(own_rows(&index), index.outside_count());
+    assert!(own_rows(&index) < N / 50, "{}", own_rows(&index));
+    check(&index, &expected);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let reopened = VectorIndex::new(DIM, Metric::Cosine).unwrap();
+    let mut items: Vec<(u64, &[f32])> =
+        expected.iter().map(|(&id, v)| (id, v.as_slice())).collect();
+    items.sort_by_key(|item| item.0);
+    reopened.insert_batch(&items).unwrap();
+    assert_eq!(own_rows(&reopened), expected.len());
+    reopened.load_snapshot(&blobs).unwrap();
+    assert_eq!(own_rows(&reopened), reopened.outside_count());
+    check(&reopened, &expected);
+    // A graph dropped after a failed insert still backs the vectors it holds: searches
+    // stay exact and complete.
+    index.insert(N as u64 + 1, &vectors[11]).unwrap();
+    expected.insert(N as u64 + 1, vectors[11].clone());
+    assert!(index.fail_graph_inserts_after(Some(0)));
+    assert!(index.absorb_outside(256).is_err());
+    assert!(!index.graph_ready());
+    check(&index, &expected);
+}
+
 #[test]
 fn a_closed_index_stops_building_and_absorbing_but_still_searches() {
     let vectors = random_unit_vectors(71, 600, DIM);
