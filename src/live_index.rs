@@ -110,34 +110,72 @@ impl LiveIndex {
             .txn
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
-        let mut batch: Vec<(u64, Vec<f32>)> = Vec::with_capacity(LOAD_CHUNK);
+        // A chunk's vectors decoded one after the other into one buffer the load reuses
+        // (a `Vec` per vector cost an allocation and a free each).
+        let mut ids: Vec<u64> = Vec::with_capacity(LOAD_CHUNK);
+        let mut floats: Vec<f32> = Vec::with_capacity(LOAD_CHUNK * dimension);
         for entry in vectors.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let doc = key.value();
             let row = VectorsRow::parse(value.value())?;
             for (position, slot) in row.slots().enumerate() {
-                if let Some(vector) = row.vector(position) {
-                    batch.push((vector_id(doc, slot), vector));
+                if let Some(bytes) = row.vector_bytes(position) {
+                    if bytes.len() != dimension * 4 {
+                        return Err(Corruption::new(
+                            "vector table",
+                            format!(
+                                "document {doc} has a vector of {} floats where the store's \
+                                 dimension is {dimension}",
+                                bytes.len() / 4
+                            ),
+                        )
+                        .into());
+                    }
+                    ids.push(vector_id(doc, slot));
+                    floats.extend(
+                        bytes
+                            .chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    );
                 }
             }
-            if batch.len() >= LOAD_CHUNK {
-                live.insert_rows(&batch)?;
-                batch.clear();
+            if ids.len() >= LOAD_CHUNK {
+                live.insert_rows(&ids, &floats, dimension)?;
+                ids.clear();
+                floats.clear();
             }
         }
-        live.insert_rows(&batch)?;
+        live.insert_rows(&ids, &floats, dimension)?;
         Ok(live)
     }
 
-    fn insert_rows(&self, rows: &[(u64, Vec<f32>)]) -> Result<(), ReadError> {
-        if rows.is_empty() {
+    /// Inserts the vectors of `ids`, `dimension` floats each, one after the other in
+    /// `floats`.
+    fn insert_rows(&self, ids: &[u64], floats: &[f32], dimension: usize) -> Result<(), ReadError> {
+        if ids.is_empty() {
             return Ok(());
         }
-        let items: Vec<(u64, &[f32])> = rows
+        if floats.len() != ids.len() * dimension {
+            return Err(Corruption::new(
+                "vector table",
+                format!(
+                    "{} floats for {} vectors of dimension {dimension}",
+                    floats.len(),
+                    ids.len()
+                ),
+            )
+            .into());
+        }
+        let items: Vec<(u64, &[f32])> = ids
             .iter()
-            .map(|(id, vector)| (*id, vector.as_slice()))
+            .copied()
+            .zip(floats.chunks_exact(dimension.max(1)))
             .collect();
-        self.index.insert_batch(&items).map_err(|e| {
+        self.insert_items(&items)
+    }
+
+    fn insert_items(&self, items: &[(u64, &[f32])]) -> Result<(), ReadError> {
+        self.index.insert_batch(items).map_err(|e| {
             ReadError::from(Corruption::new(
                 "vector table",
                 format!("a stored vector does not fit the index: {e}"),
@@ -204,7 +242,11 @@ impl LiveIndex {
                     }
                 }
             }
-            self.insert_rows(&rows)?;
+            let items: Vec<(u64, &[f32])> = rows
+                .iter()
+                .map(|(id, vector)| (*id, vector.as_slice()))
+                .collect();
+            self.insert_items(&items)?;
         }
         if expected != target + 1 {
             return Ok(false);

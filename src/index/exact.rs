@@ -137,12 +137,17 @@ pub(crate) enum InsertOutcome {
     Unchanged,
 }
 
+/// A map keyed by vector id. Ids are the store's own (document and slot counters), never
+/// chosen by a caller, and the hasher is seeded at random: foldhash instead of SipHash, which
+/// took a tenth of a reopen's time looking ids up.
+type IdMap<V> = HashMap<u64, V, foldhash::fast::RandomState>;
+
 /// Dense own rows: the live vectors the graph does not hold.
 struct Rows {
     dim: usize,
     data: Vec<f32>,
     ids: Vec<u64>,
-    slots: HashMap<u64, usize>,
+    slots: IdMap<usize>,
 }
 
 impl Rows {
@@ -151,7 +156,7 @@ impl Rows {
             dim,
             data: Vec::new(),
             ids: Vec::new(),
-            slots: HashMap::new(),
+            slots: IdMap::default(),
         }
     }
 
@@ -205,6 +210,32 @@ impl Rows {
         true
     }
 
+    /// Keeps only the rows whose id `keep` accepts, in one pass: the kept rows move up in
+    /// order and the id map is rebuilt. (Removing most rows one by one, as installing a
+    /// graph does, moved the last row into each hole: a copy of every vector.)
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        let dim = self.dim;
+        let mut kept = 0usize;
+        for slot in 0..self.ids.len() {
+            let id = self.ids[slot];
+            if !keep(id) {
+                continue;
+            }
+            if kept != slot {
+                self.data
+                    .copy_within(slot * dim..(slot + 1) * dim, kept * dim);
+                self.ids[kept] = id;
+            }
+            kept += 1;
+        }
+        self.ids.truncate(kept);
+        self.data.truncate(kept * dim);
+        self.slots.clear();
+        self.slots
+            .extend(self.ids.iter().enumerate().map(|(slot, &id)| (id, slot)));
+        self.shrink_if_sparse();
+    }
+
     fn shrink_if_sparse(&mut self) {
         const MIN_FLOATS: usize = 1 << 16;
         if self.data.capacity() > MIN_FLOATS && self.data.capacity() / 4 > self.data.len() {
@@ -215,15 +246,22 @@ impl Rows {
     }
 }
 
+/// Whether `a` and `b` are bit for bit the same vector. Branch-free over the floats (the
+/// compiler vectorises it), where stopping at the first difference did not: installing a
+/// graph compares every live vector.
 fn same_bits(a: &[f32], b: &[f32]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .fold(0u32, |differ, (x, y)| differ | (x.to_bits() ^ y.to_bits()))
+            == 0
 }
 
 /// The live vectors held in place in a graph's array (see the module docs).
 struct Backed {
     links: Arc<Hnsw>,
     /// Backed id -> its slot.
-    at: HashMap<u64, u32>,
+    at: IdMap<u32>,
     /// Slot -> whether its vector is the live vector of its id.
     live: Vec<bool>,
 }
@@ -398,7 +436,7 @@ impl ExactStore {
         let old = self.backed.take();
         let (at, live) = {
             let vectors = links.vectors();
-            let mut at = HashMap::with_capacity(vectors.len());
+            let mut at = IdMap::with_capacity_and_hasher(vectors.len(), Default::default());
             let mut live = vec![false; vectors.len()];
             // (The same graph again is not read-locked twice.)
             let old_view = old
@@ -438,10 +476,7 @@ impl ExactStore {
             }
             (at, live)
         };
-        for id in at.keys() {
-            self.own.remove(*id);
-        }
-        self.own.shrink_if_sparse();
+        self.own.retain(|id| !at.contains_key(&id));
         self.backed = Some(Backed { links, at, live });
     }
 
@@ -667,6 +702,48 @@ impl ExactStore {
 mod tests {
     use super::*;
     use crate::index::test_support::{random_unit_vectors, SplitMix64};
+
+    #[test]
+    fn retained_rows_keep_their_vectors_and_are_found_by_id() {
+        let vectors = random_unit_vectors(5, 300, 8);
+        let mut rows = Rows::new(8);
+        for (id, v) in vectors.iter().enumerate() {
+            rows.insert(id as u64 * 3, v);
+        }
+        rows.retain(|id| id.is_multiple_of(2));
+        assert_eq!(rows.ids.len(), 150);
+        assert_eq!(rows.data.len(), 150 * 8);
+        for (i, v) in vectors.iter().enumerate() {
+            let id = i as u64 * 3;
+            match rows.get(id) {
+                Some(row) => {
+                    assert!(id.is_multiple_of(2));
+                    assert!(same_bits(row, v), "row of {id}");
+                }
+                None => assert!(!id.is_multiple_of(2), "{id} lost"),
+            }
+        }
+        for (slot, id) in rows.ids.iter().enumerate() {
+            assert_eq!(rows.slots.get(id), Some(&slot));
+        }
+        rows.retain(|_| false);
+        assert!(rows.ids.is_empty() && rows.data.is_empty() && rows.slots.is_empty());
+    }
+
+    #[test]
+    fn same_bits_tells_every_difference() {
+        let a = [1.0f32, -0.0, 3.5, f32::MIN_POSITIVE];
+        assert!(same_bits(&a, &a));
+        for i in 0..a.len() {
+            let mut b = a;
+            b[i] = f32::from_bits(b[i].to_bits() ^ 1);
+            assert!(!same_bits(&a, &b), "{i}");
+        }
+        let mut zero = a;
+        zero[1] = 0.0;
+        assert!(!same_bits(&a, &zero), "-0.0 and 0.0 differ in bits");
+        assert!(!same_bits(&a, &a[..3]));
+    }
 
     fn naive(store: &ExactStore, query: &[f32], k: usize, keep: &dyn Fn(u64) -> bool) -> Vec<u64> {
         let mut all: Vec<Candidate> = store
