@@ -113,14 +113,17 @@ impl LiveIndex {
         // A chunk's vectors decoded one after the other into one buffer the load reuses
         // (a `Vec` per vector cost an allocation and a free each).
         let mut ids: Vec<u64> = Vec::with_capacity(LOAD_CHUNK);
-        let mut floats: Vec<f32> = Vec::with_capacity(LOAD_CHUNK * dimension);
+        // (Bounded: the dimension comes from the file, and a damaged one must come back as
+        // a corruption below, not as an allocation failure here.)
+        let mut floats: Vec<f32> =
+            Vec::with_capacity(LOAD_CHUNK.saturating_mul(dimension).min(1 << 22));
         for entry in vectors.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let doc = key.value();
             let row = VectorsRow::parse(value.value())?;
             for (position, slot) in row.slots().enumerate() {
                 if let Some(bytes) = row.vector_bytes(position) {
-                    if bytes.len() != dimension * 4 {
+                    if bytes.len() % 4 != 0 || bytes.len() / 4 != dimension {
                         return Err(Corruption::new(
                             "vector table",
                             format!(

@@ -4,7 +4,9 @@
 //! - **in the graph** ("backed"): the vector of a live graph point is read in place from
 //!   the graph's contiguous slot-major array ([`Hnsw::vectors`]); the store keeps only
 //!   id -> slot and a per-slot live mark. Dead slots (removed or superseded ids, points
-//!   scored outside the graph) are skipped by the scan.
+//!   no search reached when installed or absorbed) are skipped by the scan. A backed point
+//!   that a later absorb leaves unreachable is scored outside the graph's search but stays
+//!   backed: its slot still holds its id's current vector.
 //! - **in the store's own rows** ([`Rows`]): vectors the graph lacks (written since the
 //!   graph was built or loaded, points no search reaches, everything before the first
 //!   graph): ONE contiguous row-major `Vec<f32>` with a parallel `Vec<u64>` of ids and an
@@ -368,6 +370,11 @@ impl ExactStore {
         self.own.ids.len()
     }
 
+    #[cfg(test)]
+    pub(crate) fn own_ids(&self) -> Vec<u64> {
+        self.own.ids.clone()
+    }
+
     /// Whether `id` is live.
     pub(crate) fn contains(&self, id: u64) -> bool {
         self.own.slots.contains_key(&id)
@@ -556,7 +563,7 @@ impl ExactStore {
     /// half: on a 2-core machine with one core loaded, a 100k x 50-d scan on two threads
     /// took 2.7x the one-thread time, docs/benchmarks.md). The top-k is the same whatever
     /// the split: candidates are totally ordered by (distance, id).
-    fn search_in_blocks(
+    pub(super) fn search_in_blocks(
         &self,
         query: &[f32],
         k: usize,

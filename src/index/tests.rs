@@ -392,13 +392,33 @@ fn an_old_snapshot_is_reconciled_with_the_live_vectors() {
     for id in 110..(N / 2) as u64 {
         assert!(graph.is_live(id) || unreachable.contains(&id), "{id}");
     }
+    // Regression: this asserted that every graph self-search finds itself, which no
+    // approximate graph promises (a local test run found id 229 for 198's vector, 1 run in
+    // 17). What reconciliation promises: the exact scan finds every live vector as itself,
+    // no search answers with a removed id or a replaced id's old vector, and the graph
+    // finds nearly all of them.
     let every_vector_found = |index: &VectorIndex| {
-        for (i, v) in vectors.iter().enumerate().skip(110) {
-            assert_eq!(index.search(v, 1, ANN, None).unwrap()[0].0, i as u64);
+        let mut missed = 0usize;
+        let live = vectors
+            .iter()
+            .enumerate()
+            .skip(110)
+            .map(|(i, v)| (i as u64, v))
+            .chain((100..110).zip(&fresh));
+        for (id, v) in live {
+            assert_eq!(
+                index.search(v, 1, SearchMode::Exact, None).unwrap()[0].0,
+                id
+            );
+            let hits = index.search(v, 10, ANN, None).unwrap();
+            assert!(hits.iter().all(|h| h.0 >= 100), "a removed id answered");
+            let old_self = (100..110).contains(&hits[0].0)
+                && (1.0 - hits[0].1).abs() < 1e-6
+                && hits[0].0 != id;
+            assert!(!old_self, "a replaced id answered with its old vector");
+            missed += usize::from(hits[0].0 != id);
         }
-        for (id, v) in (100..110).zip(&fresh) {
-            assert_eq!(index.search(v, 1, ANN, None).unwrap()[0].0, id);
-        }
+        assert!(missed * 100 <= N, "{missed} graph self-searches missed");
     };
     every_vector_found(&reopened);
 
@@ -819,6 +839,53 @@ fn brute_force(expected: &std::collections::HashMap<u64, Vec<f32>>, query: &[f32
     all.into_iter().take(10).map(|(_, id)| id).collect()
 }
 
+/// The scan cuts the graph's runs of live slots and the own rows into pieces that threads
+/// take from a shared counter: with pieces of a few rows, across runs broken by dead slots,
+/// on one thread and several, it is exactly the brute-force top k.
+#[test]
+fn a_scan_in_small_pieces_across_backed_runs_is_exact() {
+    let vectors = low_rank_vectors(43, N, DIM);
+    let index = graph_of_the_first_half(&vectors);
+    while index.absorb_outside(256).unwrap() > 0 {}
+    let mut expected: std::collections::HashMap<u64, Vec<f32>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.clone()))
+        .collect();
+    // Dead slots break the backed runs; replaced vectors go to the own rows.
+    for id in (0..N as u64).step_by(7) {
+        assert!(index.remove(id));
+        expected.remove(&id);
+    }
+    let fresh = low_rank_vectors(44, 20, DIM);
+    for (id, v) in (1..N as u64).step_by(97).zip(&fresh) {
+        if expected.contains_key(&id) {
+            index.insert(id, v).unwrap();
+            expected.insert(id, v.clone());
+        }
+    }
+    assert_consistent(&index);
+    assert!(
+        index.exact.read().own_len() > 0,
+        "some vectors are in the own rows"
+    );
+    for query in vectors.iter().step_by(131).chain(fresh.iter().take(3)) {
+        let truth = brute_force(&expected, query);
+        for block in [1, 3, 7, 64] {
+            for threads in [1, 2, 5] {
+                let got: Vec<u64> = index
+                    .exact
+                    .read()
+                    .search_in_blocks(query, 10, None, threads, block)
+                    .iter()
+                    .map(|c| c.id)
+                    .collect();
+                assert_eq!(got, truth, "block {block}, {threads} threads");
+            }
+        }
+    }
+}
+
 #[test]
 fn each_live_vector_is_held_once_and_scans_stay_exact() {
     let vectors = low_rank_vectors(41, N, DIM);
@@ -849,9 +916,29 @@ fn each_live_vector_is_held_once_and_scans_stay_exact() {
     let unreachable = index.graph.read().clone().unwrap().unreachable_ids().len();
     assert_eq!(own_rows(&index), N / 2 + unreachable);
     check(&index, &expected);
-    // Absorbing moves them into the graph's array: their own rows are freed.
+    // Absorbing moves them into the graph's array: their own rows are freed. Only ids
+    // scored outside keep an own row (not all of them: a backed point a later absorb
+    // leaves unreachable is scored outside and stays backed, its slot holding its vector).
     while index.absorb_outside(256).unwrap() > 0 {}
-    assert_eq!(own_rows(&index), index.outside_count());
+    let own_only_outside = |index: &VectorIndex| {
+        let outside: HashSet<u64> = index
+            .graph
+            .read()
+            .clone()
+            .unwrap()
+            .outside_ids()
+            .into_iter()
+            .collect();
+        let own = index.exact.read().own_ids();
+        assert!(own.len() <= outside.len());
+        for id in own {
+            assert!(
+                outside.contains(&id),
+                "id {id} has an own row but is not outside"
+            );
+        }
+    };
+    own_only_outside(&index);
     check(&index, &expected);
     // A replaced vector is held in the own rows (the graph keeps the old one, dead); a
     // removed one nowhere; neither is ever scored with the graph's copy.
@@ -860,7 +947,8 @@ fn each_live_vector_is_held_once_and_scans_stay_exact() {
     expected.insert(3, replacement);
     assert!(index.remove(5));
     expected.remove(&5);
-    assert_eq!(own_rows(&index), index.outside_count());
+    own_only_outside(&index);
+    assert!(index.exact.read().own_ids().contains(&3));
     check(&index, &expected);
     // A rebuild backs every live vector by the new graph; the snapshot of it, loaded
     // into a fresh index, too.
