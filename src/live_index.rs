@@ -135,11 +135,7 @@ impl LiveIndex {
                         .into());
                     }
                     ids.push(vector_id(doc, slot));
-                    floats.extend(
-                        bytes
-                            .chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    );
+                    schema::extend_floats(bytes, &mut floats);
                 }
             }
             if ids.len() >= LOAD_CHUNK {
@@ -152,23 +148,13 @@ impl LiveIndex {
         Ok(live)
     }
 
-    /// Inserts the vectors of `ids`, `dimension` floats each, one after the other in
-    /// `floats`.
+    /// Inserts the vectors of `ids`, `dimension` floats each (checked as they were
+    /// decoded), one after the other in `floats`.
     fn insert_rows(&self, ids: &[u64], floats: &[f32], dimension: usize) -> Result<(), ReadError> {
         if ids.is_empty() {
             return Ok(());
         }
-        if floats.len() != ids.len() * dimension {
-            return Err(Corruption::new(
-                "vector table",
-                format!(
-                    "{} floats for {} vectors of dimension {dimension}",
-                    floats.len(),
-                    ids.len()
-                ),
-            )
-            .into());
-        }
+        debug_assert_eq!(floats.len(), ids.len() * dimension);
         let items: Vec<(u64, &[f32])> = ids
             .iter()
             .copied()

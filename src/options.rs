@@ -202,8 +202,9 @@ pub struct Options {
     ///
     /// The cache keeps pages redb has read, and every page a commit has written until the
     /// cache is full. (The index load, which reads every vectors row once, reads around it
-    /// on a file shared with readers: through a handle of its own without a cache.) It is not what makes searches fast: the vector index keeps its vectors
-    /// in memory, and the operating system caches the file's pages as well. So a large cache
+    /// on a file shared with readers: through a handle of its own without a cache.) It is
+    /// not what makes searches fast: the vector index keeps its vectors in memory, and the
+    /// operating system caches the file's pages as well. So a large cache
     /// mostly holds written pages, and costs memory: in `benches/page_cache.rs`, a process
     /// that had written 32,768 documents (about 1.1 GB) was resident in 531–536 MB with
     /// 64 MiB and in 1,553–1,560 MB with 1 GiB (three runs). What it buys is faster point

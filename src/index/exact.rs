@@ -293,11 +293,16 @@ impl ExactView<'_> {
         }
         let backed = self.store.backed.as_ref()?;
         let slot = *backed.at.get(&id)?;
-        self.vectors.as_ref().map(|v| v.row(slot))
+        // (A slot outside the graph's array, which the invariants rule out, is no vector:
+        // never an empty one scored at distance zero.)
+        self.vectors
+            .as_ref()
+            .map(|v| v.row(slot))
+            .filter(|row| !row.is_empty())
     }
 
-    /// Blocks of live rows, each `(first index into the ids, rows)`: the runs of live
-    /// slots of the graph's array, then the own rows. Every block is contiguous.
+    /// Blocks of live rows with their ids: the runs of live slots of the graph's array,
+    /// then the own rows. Every block is contiguous.
     fn blocks(&self) -> Vec<Block<'_>> {
         let mut blocks = Vec::new();
         if let (Some(backed), Some(vectors)) = (self.store.backed.as_ref(), self.vectors.as_ref()) {
@@ -370,6 +375,7 @@ impl ExactStore {
         self.own.ids.len()
     }
 
+    /// The ids of the vectors held in the store's own rows.
     #[cfg(test)]
     pub(crate) fn own_ids(&self) -> Vec<u64> {
         self.own.ids.clone()

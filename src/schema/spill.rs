@@ -395,10 +395,19 @@ pub(crate) fn same_vector(stored: &[u8], vector: &[f32]) -> bool {
 
 /// Little-endian f32 bytes to floats (a trailing partial float is ignored).
 pub(crate) fn decode_floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    let mut out = Vec::with_capacity(bytes.len() / 4);
+    extend_floats(bytes, &mut out);
+    out
+}
+
+/// [`decode_floats`], appending to `out` (the index load decodes every vector into one
+/// reused buffer).
+pub(crate) fn extend_floats(bytes: &[u8], out: &mut Vec<f32>) {
+    out.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    );
 }
 
 #[cfg(test)]
