@@ -37,6 +37,7 @@ use rayon::prelude::*;
 
 use super::distance::distance;
 use super::exact::IdFilter;
+use super::quantize::Quantizer;
 use super::Metric;
 
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
@@ -70,6 +71,11 @@ fn prefetch_lines<T>(items: &[T], max_lines: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (items, max_lines);
 }
+
+/// A graph quantises its vectors for the traversal ([`super::quantize`]) once it holds this
+/// many points: the quantiser is fitted to them then, and every later point is coded with
+/// it. Below, a traversal reads the vectors themselves (a small graph stays in cache).
+pub(crate) const QUANTIZE_AT: usize = 1024;
 
 /// Below this many points a batch is linked on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
@@ -192,6 +198,41 @@ struct Points {
     upper: Vec<Box<[AtomicU32]>>,
     /// One lock per slot, held while its rows are rewritten.
     locks: Vec<Mutex<()>>,
+    /// The traversal's quantiser, once the graph has [`QUANTIZE_AT`] points.
+    quant: Option<Quantizer>,
+    /// Slot-major codes of the vectors under `quant` (`dim` bytes each), or empty.
+    codes: Vec<u8>,
+}
+
+impl Points {
+    /// Fits the quantiser to the vectors held and codes them all.
+    fn quantize(&mut self, dim: usize) {
+        let n = self.ids.len();
+        let vectors = &self.vectors;
+        let quant = Quantizer::fit(dim, n, |slot| vectors.get(slot * dim..(slot + 1) * dim));
+        self.quantize_with(dim, quant);
+    }
+
+    /// Codes every vector held with `quant` (none: no codes).
+    fn quantize_with(&mut self, dim: usize, quant: Option<Quantizer>) {
+        self.quant = quant;
+        self.codes = Vec::new();
+        let (Some(quant), Some(dim)) = (&self.quant, std::num::NonZeroUsize::new(dim)) else {
+            return;
+        };
+        let dim = dim.get();
+        // One allocation, filled in place by the threads (blocks of 4,096 vectors): pieces
+        // joined afterwards left a second copy's worth in the threads' malloc arenas.
+        self.codes = vec![0u8; self.vectors.len() / dim * dim];
+        self.codes
+            .par_chunks_mut(dim * 4096)
+            .zip(self.vectors.par_chunks(dim * 4096))
+            .for_each(|(codes, vectors)| {
+                for (code, vector) in codes.chunks_exact_mut(dim).zip(vectors.chunks_exact(dim)) {
+                    quant.encode_into(vector, code);
+                }
+            });
+    }
 }
 
 /// A read-locked view of a graph's point ids and vectors (see [`Hnsw::vectors`]): the
@@ -247,6 +288,9 @@ pub(crate) struct GraphParts {
     pub(crate) upper: Vec<u32>,
     /// The entry slot (`None`: empty graph).
     pub(crate) entry: Option<u32>,
+    /// The traversal's quantiser (`None`: not quantised yet, or a snapshot of an earlier
+    /// format, which the load fits anew).
+    pub(crate) quant: Option<Quantizer>,
 }
 
 /// An HNSW graph over the vectors it holds (see the module docs).
@@ -294,12 +338,21 @@ impl Hnsw {
                 upper_at: Vec::new(),
                 upper: Vec::new(),
                 locks: Vec::new(),
+                quant: None,
+                codes: Vec::new(),
             }),
             entry: AtomicU64::new(NO_ENTRY),
             top: Mutex::new(()),
             linked: AtomicUsize::new(0),
             seed: AtomicU64::new(0x005E_ED0F_6A7A_B1E5),
         }
+    }
+
+    /// Whether the traversal reads codes (the graph reached [`QUANTIZE_AT`] points, or
+    /// was loaded with a quantiser).
+    #[cfg(test)]
+    pub(crate) fn is_quantized(&self) -> bool {
+        self.points.read().quant.is_some()
     }
 
     /// Number of points whose insertion finished (tests: a failed batch leaves fewer
@@ -405,6 +458,19 @@ impl Hnsw {
         prefetch_lines(self.vector(points, slot), PREFETCH_VECTOR_LINES);
     }
 
+    /// The code of `slot`'s vector (empty before the graph is quantised).
+    #[inline]
+    fn code<'a>(&self, points: &'a Points, slot: u32) -> &'a [u8] {
+        let at = slot as usize * self.dim;
+        points.codes.get(at..at + self.dim).unwrap_or(&[])
+    }
+
+    /// [`Self::prefetch`] for the code of `slot`'s vector.
+    #[inline(always)]
+    fn prefetch_code(&self, points: &Points, slot: u32) {
+        prefetch_lines(self.code(points, slot), PREFETCH_VECTOR_LINES);
+    }
+
     /// Asks the CPU to start loading `slot`'s layer-0 row (see [`Self::prefetch`]).
     #[inline(always)]
     fn prefetch_row(&self, points: &Points, slot: u32) {
@@ -459,6 +525,17 @@ impl Hnsw {
                 points.upper_at.push(u32::MAX);
             }
             points.locks.push(Mutex::new(()));
+        }
+        let Points { quant, codes, .. } = &mut *points;
+        match quant {
+            Some(quant) => {
+                codes.reserve(items.len() * self.dim);
+                for &(_, vector) in items {
+                    quant.encode(vector, codes);
+                }
+            }
+            None if end >= QUANTIZE_AT => points.quantize(self.dim),
+            None => {}
         }
         Some(first_slot..end_slot)
     }
@@ -720,7 +797,14 @@ impl Hnsw {
             return (Vec::new(), Ending::Drained);
         };
         let kernel = super::distance::kernel(self.metric);
-        let dist = |slot: u32| kernel(query, self.vector(&points, slot));
+        let exact = |slot: u32| kernel(query, self.vector(&points, slot));
+        // A quantised graph is traversed on the codes, and its results scored again
+        // exactly at the end (see `quantize`).
+        let coded = points.quant.as_ref().map(|q| q.query(self.metric, query));
+        let dist = |slot: u32| match &coded {
+            Some(coded) => coded.distance(self.code(&points, slot)),
+            None => exact(slot),
+        };
         let mut current = Near(dist(entry), entry);
         #[cfg(any(test, feature = "testkit"))]
         let mut descent = 1usize;
@@ -758,7 +842,20 @@ impl Hnsw {
             let mut ending = Ending::Drained;
             let mut distances = 0usize;
             // About `PREFETCH_LINES` cache lines asked for at a time.
-            let ahead = (PREFETCH_LINES / self.dim.div_ceil(16).min(PREFETCH_VECTOR_LINES)).max(1);
+            let item_bytes = if coded.is_some() {
+                self.dim
+            } else {
+                self.dim * 4
+            };
+            let ahead =
+                (PREFETCH_LINES / item_bytes.div_ceil(64).min(PREFETCH_VECTOR_LINES)).max(1);
+            let prefetch = |slot: u32| {
+                if coded.is_some() {
+                    self.prefetch_code(&points, slot);
+                } else {
+                    self.prefetch(&points, slot);
+                }
+            };
             while let Some(Reverse(nearest)) = frontier.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|worst| nearest > *worst) {
                     ending = Ending::Converged;
@@ -782,14 +879,14 @@ impl Hnsw {
                 }
                 // Prefetched `ahead` vectors ahead of the distance computed.
                 for &next in fresh.iter().take(ahead) {
-                    self.prefetch(&points, next);
+                    prefetch(next);
                 }
                 if let Some(Reverse(then)) = frontier.peek() {
                     self.prefetch_row(&points, then.1);
                 }
                 for (i, &next) in fresh.iter().enumerate() {
                     if let Some(&later) = fresh.get(i + ahead) {
-                        self.prefetch(&points, later);
+                        prefetch(later);
                     }
                     distances += 1;
                     let candidate = Near(dist(next), next);
@@ -804,9 +901,27 @@ impl Hnsw {
                     }
                 }
             }
+            let found = if coded.is_some() {
+                // The beam's points scored exactly, so a hit's distance is the exact scan's.
+                let mut found = best.into_vec();
+                for near in &found {
+                    self.prefetch(&points, near.1);
+                }
+                for near in &mut found {
+                    near.0 = exact(near.1);
+                }
+                #[cfg(any(test, feature = "testkit"))]
+                {
+                    distances += found.len();
+                }
+                found.sort_unstable();
+                found
+            } else {
+                best.into_sorted_vec()
+            };
             #[cfg(any(test, feature = "testkit"))]
             counted::add(descent + distances);
-            (best.into_sorted_vec(), ending)
+            (found, ending)
         });
         let mut found = found;
         found.truncate(knbn);
@@ -879,6 +994,7 @@ impl Hnsw {
             layer0,
             upper,
             entry: self.entry().map(|(slot, _)| slot),
+            quant: points.quant.clone(),
         }
     }
 
@@ -991,6 +1107,13 @@ impl Hnsw {
             points.layer0 = layer0;
             points.upper_at = upper_at;
             points.upper = upper;
+            // The saved quantiser, so that the codes are those the graph was searched with
+            // before it was saved; a snapshot of an earlier format has none: fitted anew.
+            match parts.quant {
+                Some(quant) => points.quantize_with(dim, Some(quant)),
+                None if n >= QUANTIZE_AT => points.quantize(dim),
+                None => {}
+            }
             if let Some(entry) = entry {
                 graph.set_entry(entry as u32, usize::from(points.levels[entry]));
             }

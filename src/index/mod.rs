@@ -8,6 +8,8 @@
 //! - [`distance`]: the distance kernels both paths share.
 //! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
+//! - [`quantize`]: 8-bit codes of the graph's vectors, which its traversal reads (the
+//!   hits are scored again exactly).
 //! - [`graph`]: the HNSW graph itself: links as `u32` slots in flat arrays, the vectors
 //!   it was built on, parallel insertion, and the search (a filter applied inside the
 //!   traversal).
@@ -34,6 +36,7 @@ pub(crate) use graph::counted as graph_counted;
 mod hnsw;
 mod membership;
 mod persisted;
+mod quantize;
 mod workers;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -9,8 +9,8 @@
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
-//!   0  magic "RATCHNSW"              8  format version u32 (5; 3 is read too)
-//!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 slot width w u8 (format 5; 0 in 3)
+//!   0  magic "RATCHNSW"              8  format version u32 (6; 5 and 3 are read too)
+//!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 slot width w u8 (formats 5, 6; 0 in 3)
 //!   14 reserved 2 bytes (0)
 //!   16 dimension u64                24 number of points n u64
 //!   32 M u32                        36 ef_construction u32
@@ -19,17 +19,23 @@
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
 //! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (63 pages):
 //!   ids u64 x n, fingerprints u64 x n, levels u8 x n,
-//!   format 5:
+//!   formats 5 and 6:
 //!     layer-0 link counts u16 x n,
 //!     upper link counts u16 x (sum of levels): per point of level L > 0, in slot order,
 //!       L counts (layer 1 first),
 //!     links: every layer-0 row's neighbour slots in slot order, then every upper row's in
 //!       the counts' order, each slot w bytes (the fewest that hold n - 1)
+//!   format 6, last: the traversal's quantiser (see `quantize`): when present, its low
+//!     then step values, f32 x dim each; then one byte, 1 if present, 0 if not
 //!   format 3 (earlier builds):
 //!     layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
 //!     upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
 //!     L rows of (count, then M neighbour slots)
 //! ```
+//!
+//! Format 6 is format 5 with the quantiser at the end, so that a loaded graph codes its
+//! vectors as the graph that was saved did and answers every search identically; a format-5
+//! snapshot loads with a quantiser fitted anew to the loaded vectors.
 //!
 //! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
 //! `2M` slots of 4 bytes at layer 0, whether used or not): on GloVe-100k the payload went
@@ -52,12 +58,15 @@ use rayon::prelude::*;
 use super::graph::{GraphParts, Hnsw, MAX_LEVEL};
 use super::hnsw::Graph;
 use super::membership::Membership;
+use super::quantize::Quantizer;
 use super::{IndexError, Metric};
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
 /// Version of the envelope and of the links layout it carries (written).
-pub(crate) const FORMAT_VERSION: u32 = 5;
+pub(crate) const FORMAT_VERSION: u32 = 6;
+/// Format 6's links without the quantiser (earlier builds): still read.
+const NO_QUANTIZER_VERSION: u32 = 5;
 /// The fixed-width layout of earlier builds (every row at its capacity): still read.
 const FIXED_ROWS_VERSION: u32 = 3;
 /// The last version that held an `hnsw_rs` dump (recognised, never loaded).
@@ -162,6 +171,13 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     payload.extend_from_slice(&counts);
     payload.extend_from_slice(&link_bytes);
     drop((counts, link_bytes));
+    match &parts.quant {
+        Some(quant) => {
+            quant.to_bytes(&mut payload);
+            payload.push(1);
+        }
+        None => payload.push(0),
+    }
     let part_count = payload.len().div_ceil(MAX_PART_BYTES);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
@@ -288,12 +304,13 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "format version 2 (an hnsw_rs dump of an earlier build): rebuilt",
         ));
     }
-    if version != FORMAT_VERSION && version != FIXED_ROWS_VERSION {
+    if ![FORMAT_VERSION, NO_QUANTIZER_VERSION, FIXED_ROWS_VERSION].contains(&version) {
         return Err(incompatible(format!(
-            "format version {version}, this build reads {FIXED_ROWS_VERSION} and \
-             {FORMAT_VERSION}"
+            "format version {version}, this build reads {FIXED_ROWS_VERSION}, \
+             {NO_QUANTIZER_VERSION} and {FORMAT_VERSION}"
         )));
     }
+    let counted = version != FIXED_ROWS_VERSION;
     if header.len() != HEADER_LEN {
         return Err(corrupted(format!(
             "header is {} bytes, expected {HEADER_LEN}",
@@ -341,10 +358,10 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     let m = m as usize;
     let too_large = || corrupted("snapshot too large for this platform");
     let n = usize::try_from(le_u64(24)).map_err(|_| too_large())?;
-    // Format 5: the payload's length; format 3: the number of upper-layer words.
+    // Formats 5 and 6: the payload's length; format 3: the number of upper-layer words.
     let announced = usize::try_from(le_u64(48)).map_err(|_| too_large())?;
     let payload_len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
-    if version == FORMAT_VERSION && payload_len != announced {
+    if counted && payload_len != announced {
         return Err(corrupted(format!(
             "payload is {payload_len} bytes, header announces {announced}"
         )));
@@ -374,7 +391,12 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "levels of {n} points sum to {upper_rows}"
         )));
     }
-    let (layer0, upper) = if version == FORMAT_VERSION {
+    let (rest, quant) = if version == FORMAT_VERSION {
+        quantizer_at_end(rest, dim)?
+    } else {
+        (rest, None)
+    };
+    let (layer0, upper) = if counted {
         counted_rows(rest, n, m, upper_rows, usize::from(header[13]))?
     } else {
         fixed_rows(rest, n, m, upper_rows, announced)?
@@ -429,9 +451,32 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             layer0,
             upper,
             entry,
+            quant,
         },
         fingerprints,
     })
+}
+
+/// Format 6's quantiser, at the end of `rest`: the links before it, and the quantiser if
+/// the snapshot has one.
+fn quantizer_at_end(rest: &[u8], dim: usize) -> Result<(&[u8], Option<Quantizer>), IndexError> {
+    let Some((&flag, rest)) = rest.split_last() else {
+        return Err(corrupted("no quantiser byte"));
+    };
+    match flag {
+        0 => Ok((rest, None)),
+        1 => {
+            let len = dim
+                .checked_mul(8)
+                .filter(|&len| len <= rest.len())
+                .ok_or_else(|| corrupted("the quantiser is cut short"))?;
+            let (rest, bytes) = rest.split_at(rest.len() - len);
+            let quant = Quantizer::from_bytes(dim, bytes)
+                .ok_or_else(|| corrupted("the quantiser holds values no fit makes"))?;
+            Ok((rest, Some(quant)))
+        }
+        other => Err(corrupted(format!("quantiser byte {other}"))),
+    }
 }
 
 /// Format 3's links (`rest`, after the levels): the layer-0 rows and the `upper_words`
@@ -529,7 +574,7 @@ fn counted_rows(
     Ok((layer0, upper))
 }
 
-/// Test support: `blobs` (format 5) written again as format 3, the layout of earlier
+/// Test support: `blobs` (format 6) written again as format 3, the layout of earlier
 /// builds (every row at its capacity; `header[48]` the number of upper-layer words).
 #[cfg(test)]
 pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
@@ -537,7 +582,7 @@ pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
     metric: Metric,
     dim: usize,
 ) -> Vec<Vec<u8>> {
-    let parsed = from_blobs(blobs, metric, dim).expect("a format-5 snapshot");
+    let parsed = from_blobs(blobs, metric, dim).expect("a format-6 snapshot");
     let parts = &parsed.parts;
     let mut payload = Vec::new();
     for id in &parts.ids {

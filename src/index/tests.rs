@@ -459,7 +459,9 @@ fn an_empty_graph_snapshots_and_loads() {
     let index = VectorIndex::new(DIM, Metric::L2).unwrap();
     index.build_graph().unwrap();
     let blobs = index.snapshot_blobs().unwrap().unwrap();
-    assert_eq!(blobs.len(), 1);
+    // The header, and a payload of one byte: no quantiser (format 6).
+    assert_eq!(blobs.len(), 2);
+    assert_eq!(blobs[1], [0]);
     let vectors = random_unit_vectors(2, 10, DIM);
     let reopened = filled(Metric::L2, &vectors);
     reopened.load_snapshot(&blobs).unwrap();
@@ -1235,4 +1237,150 @@ fn dead_points_stay_out_of_results_by_their_slot_bits() {
         "{missed} of {} live ids are not their own nearest",
         live.len()
     );
+}
+
+/// A graph that grew past `QUANTIZE_AT` by absorbing points (its quantiser fitted when it
+/// crossed, from the points it held then) and whose later points come from elsewhere.
+fn grown_quantized_graph(metric: Metric) -> (VectorIndex, Vec<Vec<f32>>) {
+    let mut vectors = low_rank_vectors(41, 700, DIM);
+    vectors.extend(random_unit_vectors(42, 900, DIM));
+    let index = filled(metric, &vectors[..700]);
+    index.build_graph().unwrap();
+    for (id, v) in vectors.iter().enumerate().skip(700) {
+        index.insert(id as u64, v).unwrap();
+    }
+    while index.absorb_outside(200).unwrap() > 0 {}
+    let graph = index.graph.read().clone().unwrap();
+    assert!(graph.links().is_quantized(), "1,600 points: quantised");
+    (index, vectors)
+}
+
+/// Every live id's score for `query` from the exact scan.
+fn exact_scores(
+    index: &VectorIndex,
+    query: &[f32],
+    n: usize,
+) -> std::collections::HashMap<u64, f32> {
+    index
+        .search(query, n, SearchMode::Exact, None)
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+/// The quantiser only steers the traversal: every hit a quantised graph returns carries
+/// the exact scan's distance for that vector, bit for bit, under every metric, and the
+/// graph still finds what the exact scan finds.
+#[test]
+fn a_quantized_graph_returns_exact_distances() {
+    for metric in [Metric::Cosine, Metric::L2, Metric::Dot] {
+        let (index, vectors) = grown_quantized_graph(metric);
+        assert_consistent(&index);
+        let (mut found, mut wanted) = (0usize, 0usize);
+        for q in low_rank_vectors(43, 60, DIM)
+            .iter()
+            .chain(&vectors[690..760])
+        {
+            let ann = index.search(q, 10, ANN, None).unwrap();
+            let exact = index.search(q, 10, SearchMode::Exact, None).unwrap();
+            let every = exact_scores(&index, q, vectors.len());
+            for &(id, score) in &ann {
+                assert_eq!(score.to_bits(), every[&id].to_bits(), "{metric:?}: id {id}");
+            }
+            let exact_ids: HashSet<u64> = ids(&exact).into_iter().collect();
+            found += ids(&ann).iter().filter(|id| exact_ids.contains(id)).count();
+            wanted += exact.len();
+        }
+        let recall = found as f64 / wanted as f64;
+        assert!(recall >= 0.9, "{metric:?}: recall@10 {recall}");
+    }
+}
+
+/// A snapshot carries the graph's quantiser (format 6): a graph reloaded from it codes its
+/// vectors as the saved one did, so every search answers identically, even for a graph
+/// whose quantiser was fitted on its first points and would fit otherwise on all of them.
+#[test]
+fn a_reloaded_quantized_graph_answers_identically() {
+    let (index, vectors) = grown_quantized_graph(Metric::Cosine);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    assert_eq!(blobs[0][8..12], persisted::FORMAT_VERSION.to_le_bytes());
+    let reloaded = filled(Metric::Cosine, &vectors);
+    reloaded.load_snapshot(&blobs).unwrap();
+    assert_consistent(&reloaded);
+    let graph = reloaded.graph.read().clone().unwrap();
+    assert!(graph.links().is_quantized());
+    for q in low_rank_vectors(44, 60, DIM)
+        .iter()
+        .chain(&vectors[650..800])
+    {
+        assert_eq!(
+            index.search(q, 10, ANN, None).unwrap(),
+            reloaded.search(q, 10, ANN, None).unwrap()
+        );
+    }
+}
+
+/// A format-5 snapshot (earlier builds: no quantiser) still loads: the quantiser is fitted
+/// anew to the loaded vectors, and the hits keep their exact distances.
+#[test]
+fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
+    let (index, vectors) = grown_quantized_graph(Metric::Cosine);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let mut payload: Vec<u8> = blobs[1..].concat();
+    assert_eq!(payload.last(), Some(&1), "the quantiser is present");
+    payload.truncate(payload.len() - 1 - 8 * DIM);
+    let mut header = blobs[0].clone();
+    header[8..12].copy_from_slice(&5u32.to_le_bytes());
+    header[48..56].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    let old = reseal(&header, &payload);
+    let reloaded = filled(Metric::Cosine, &vectors);
+    reloaded.load_snapshot(&old).unwrap();
+    assert_consistent(&reloaded);
+    let graph = reloaded.graph.read().clone().unwrap();
+    assert!(graph.links().is_quantized(), "fitted anew on load");
+    let mut same = 0usize;
+    let queries = low_rank_vectors(45, 60, DIM);
+    for q in &queries {
+        let hits = reloaded.search(q, 10, ANN, None).unwrap();
+        let every = exact_scores(&reloaded, q, vectors.len());
+        for &(id, score) in &hits {
+            assert_eq!(score.to_bits(), every[&id].to_bits(), "id {id}");
+        }
+        same += usize::from(hits == index.search(q, 10, ANN, None).unwrap());
+    }
+    assert!(
+        same * 10 >= queries.len() * 8,
+        "{same} of {} alike",
+        queries.len()
+    );
+}
+
+/// A damaged quantiser section is `Corrupted`, and the index is left without a graph.
+#[test]
+fn a_damaged_quantizer_in_a_snapshot_is_refused() {
+    let (index, vectors) = grown_quantized_graph(Metric::Cosine);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let payload: Vec<u8> = blobs[1..].concat();
+    let len = payload.len();
+    let mut flag = payload.clone();
+    flag[len - 1] = 7;
+    let mut nan_step = payload.clone();
+    nan_step[len - 5..len - 1].copy_from_slice(&f32::NAN.to_le_bytes());
+    let mut zero_step = payload.clone();
+    zero_step[len - 5..len - 1].copy_from_slice(&0f32.to_le_bytes());
+    for (what, damaged) in [
+        ("flag", flag),
+        ("NaN step", nan_step),
+        ("zero step", zero_step),
+    ] {
+        let target = filled(Metric::Cosine, &vectors);
+        match target.load_snapshot(&reseal(&blobs[0], &damaged)) {
+            Err(IndexError::Corrupted { .. }) => {}
+            other => panic!("{what}: expected Corrupted, got {other:?}"),
+        }
+        assert!(
+            !target.graph_ready(),
+            "{what}: a failed load changed the index"
+        );
+    }
 }

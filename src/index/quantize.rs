@@ -1,0 +1,372 @@
+//! 8-bit scalar quantisation of the graph's vectors, for its traversal only (issue 17).
+//!
+//! A graph search is memory-bound: most of its time waits for the vectors of the points it
+//! reaches, scattered over the whole array (a 384-d vector is 24 cache lines). The graph
+//! therefore keeps, beside each vector, a code of one byte per dimension: per dimension
+//! `x ≈ low + step * code`, with `low` and `step` fitted to the range the graph's vectors
+//! span ([`Quantizer::fit`]). The traversal compares the query, kept in `f32`, with the
+//! codes (an asymmetric distance: only the stored side is rounded), reading a quarter of
+//! the bytes; the points it ends with are then scored again with the exact kernel, and
+//! ranked by that. So a search's hits carry exactly the distance the exact scan gives
+//! (the kernels' bit-identity holds), and the quantisation can only change which points
+//! the beam visits, which is what recall measures.
+//!
+//! Nothing of it is persisted: the codes are derived from the vectors when a graph is
+//! loaded, as the graph itself is derived from the vectors table.
+
+use super::distance::dot_distance;
+use super::Metric;
+
+/// Accumulator width, as the exact kernels'.
+const LANES: usize = 16;
+
+/// Fraction of a dimension's observed span added below and above it, so that vectors
+/// inserted after the fit rarely fall outside the range (they are clamped if they do:
+/// only the traversal's estimate suffers, never a hit's distance).
+const MARGIN: f32 = 1.0 / 32.0;
+
+/// At most this many vectors are read to fit a quantiser (evenly spaced over the slots).
+const FIT_SAMPLE: usize = 16_384;
+
+/// Per-dimension affine map between `f32` values and 8-bit codes.
+#[derive(Debug, Clone)]
+pub(crate) struct Quantizer {
+    low: Vec<f32>,
+    step: Vec<f32>,
+    /// `1 / step`, for coding (derived, not persisted).
+    inverse: Vec<f32>,
+}
+
+impl Quantizer {
+    /// A quantiser for the `dim`-dimensional `rows` (slot-major, `dim` floats each),
+    /// fitted to at most [`FIT_SAMPLE`] of them evenly spaced. `None` without rows.
+    pub(crate) fn fit<'a>(
+        dim: usize,
+        count: usize,
+        row: impl Fn(usize) -> Option<&'a [f32]>,
+    ) -> Option<Quantizer> {
+        if dim == 0 || count == 0 {
+            return None;
+        }
+        let stride = count.div_ceil(FIT_SAMPLE).max(1);
+        let mut min = vec![f32::INFINITY; dim];
+        let mut max = vec![f32::NEG_INFINITY; dim];
+        let mut seen = false;
+        for slot in (0..count).step_by(stride) {
+            let Some(v) = row(slot).filter(|v| v.len() == dim) else {
+                continue;
+            };
+            seen = true;
+            for ((lo, hi), &x) in min.iter_mut().zip(max.iter_mut()).zip(v) {
+                *lo = lo.min(x);
+                *hi = hi.max(x);
+            }
+        }
+        if !seen {
+            return None;
+        }
+        let (mut low, mut step) = (Vec::with_capacity(dim), Vec::with_capacity(dim));
+        for (lo, hi) in min.into_iter().zip(max) {
+            let span = hi - lo;
+            let (l, s) = if span.is_finite() && span > 0.0 {
+                let margin = span * MARGIN;
+                (lo - margin, (span + 2.0 * margin) / 255.0)
+            } else {
+                // One value seen (or none finite): every code decodes to it.
+                (if lo.is_finite() { lo } else { 0.0 }, 1.0)
+            };
+            low.push(l);
+            step.push(s.max(f32::MIN_POSITIVE));
+        }
+        Some(Quantizer::new(low, step))
+    }
+
+    fn new(low: Vec<f32>, step: Vec<f32>) -> Quantizer {
+        let inverse = step.iter().map(|s| 1.0 / s).collect();
+        Quantizer { low, step, inverse }
+    }
+
+    /// Appends the quantiser as it is persisted: `low` then `step`, `f32` little-endian,
+    /// `dim` of each.
+    pub(crate) fn to_bytes(&self, out: &mut Vec<u8>) {
+        for x in self.low.iter().chain(&self.step) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+
+    /// A quantiser of `dim` dimensions read back from [`Quantizer::to_bytes`]'s bytes;
+    /// `None` if they are not `8 * dim` long or hold a value no fit makes (a `low` not
+    /// finite, a `step` not finite and positive).
+    pub(crate) fn from_bytes(dim: usize, bytes: &[u8]) -> Option<Quantizer> {
+        if dim == 0 || bytes.len() != dim.checked_mul(8)? {
+            return None;
+        }
+        let floats: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let (low, step) = floats.split_at(dim);
+        let sound = low.iter().all(|x| x.is_finite())
+            && step
+                .iter()
+                .all(|s| s.is_finite() && *s >= f32::MIN_POSITIVE);
+        sound.then(|| Quantizer::new(low.to_vec(), step.to_vec()))
+    }
+
+    /// Appends `vector`'s code (one byte per dimension, clamped to the range).
+    pub(crate) fn encode(&self, vector: &[f32], out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + vector.len().min(self.low.len()), 0);
+        self.encode_into(vector, &mut out[at..]);
+    }
+
+    /// Writes `vector`'s code into `code` (as many values as both hold).
+    pub(crate) fn encode_into(&self, vector: &[f32], code: &mut [u8]) {
+        for ((out, &x), (&low, &inverse)) in code
+            .iter_mut()
+            .zip(vector)
+            .zip(self.low.iter().zip(&self.inverse))
+        {
+            // Rounded half up: `as u8` truncates, which for the clamped, non-negative value
+            // is the floor (and maps NaN to 0). No `round()`: without SSE4.1 it is a call per
+            // value, and a load codes every value of every vector.
+            *out = ((x - low) * inverse + 0.5).clamp(0.0, 255.0) as u8;
+        }
+    }
+
+    /// The query-side form of `query` for [`Query::distance`] under `metric`.
+    pub(crate) fn query(&self, metric: Metric, query: &[f32]) -> Query<'_> {
+        match metric {
+            Metric::L2 => Query {
+                metric,
+                // ||q - x||² = Σ (q - low - step·code)²: the kernel needs q - low and step.
+                weights: query
+                    .iter()
+                    .zip(&self.low)
+                    .map(|(q, low)| q - low)
+                    .collect(),
+                base: 0.0,
+                step: &self.step,
+                kernel: kernels::l2(),
+            },
+            Metric::Cosine | Metric::Dot => Query {
+                metric,
+                // q·x = Σ q·low + Σ (q·step)·code.
+                weights: query.iter().zip(&self.step).map(|(q, s)| q * s).collect(),
+                base: query.iter().zip(&self.low).map(|(q, low)| q * low).sum(),
+                step: &self.step,
+                kernel: kernels::weighted(),
+            },
+        }
+    }
+}
+
+/// A query prepared against a [`Quantizer`]: estimates the internal distance (as
+/// [`super::distance::distance`] defines it for the metric) of a coded vector.
+pub(crate) struct Query<'a> {
+    metric: Metric,
+    weights: Vec<f32>,
+    base: f32,
+    step: &'a [f32],
+    kernel: kernels::Kernel,
+}
+
+impl Query<'_> {
+    /// The estimated distance of the vector coded `codes`: lower is nearer, never
+    /// negative, never NaN.
+    #[inline]
+    pub(crate) fn distance(&self, codes: &[u8]) -> f32 {
+        let sum = (self.kernel)(&self.weights, self.step, codes);
+        let d = match self.metric {
+            Metric::L2 => sum,
+            Metric::Cosine => 1.0 - (self.base + sum),
+            Metric::Dot => dot_distance(self.base + sum),
+        };
+        if d.is_nan() {
+            f32::INFINITY
+        } else {
+            d.max(0.0)
+        }
+    }
+}
+
+/// The two code kernels, compiled for the baseline and again with AVX2 (picked at run time).
+mod kernels {
+    use super::LANES;
+
+    /// `(weights, step, codes) -> sum`.
+    pub(super) type Kernel = fn(&[f32], &[f32], &[u8]) -> f32;
+
+    /// Σ w·code.
+    #[inline(always)]
+    fn weighted_body(w: &[f32], _step: &[f32], c: &[u8]) -> f32 {
+        let n = w.len().min(c.len());
+        let (w, c) = (&w[..n], &c[..n]);
+        let mut acc = [0f32; LANES];
+        let (cw, cc) = (w.chunks_exact(LANES), c.chunks_exact(LANES));
+        let tail: f32 = cw
+            .remainder()
+            .iter()
+            .zip(cc.remainder())
+            .map(|(w, &c)| w * f32::from(c))
+            .sum();
+        for (w, c) in cw.zip(cc) {
+            for i in 0..LANES {
+                acc[i] += w[i] * f32::from(c[i]);
+            }
+        }
+        acc.iter().sum::<f32>() + tail
+    }
+
+    /// Σ (r - step·code)², with `r = q - low`.
+    #[inline(always)]
+    fn l2_body(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
+        let n = r.len().min(step.len()).min(c.len());
+        let (r, step, c) = (&r[..n], &step[..n], &c[..n]);
+        let mut acc = [0f32; LANES];
+        let (cr, cs, cc) = (
+            r.chunks_exact(LANES),
+            step.chunks_exact(LANES),
+            c.chunks_exact(LANES),
+        );
+        let tail: f32 = cr
+            .remainder()
+            .iter()
+            .zip(cs.remainder())
+            .zip(cc.remainder())
+            .map(|((r, s), &c)| {
+                let d = r - s * f32::from(c);
+                d * d
+            })
+            .sum();
+        for ((r, s), c) in cr.zip(cs).zip(cc) {
+            for i in 0..LANES {
+                let d = r[i] - s[i] * f32::from(c[i]);
+                acc[i] += d * d;
+            }
+        }
+        acc.iter().sum::<f32>() + tail
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        #[target_feature(enable = "avx2")]
+        pub(super) fn weighted(w: &[f32], step: &[f32], c: &[u8]) -> f32 {
+            super::weighted_body(w, step, c)
+        }
+        #[target_feature(enable = "avx2")]
+        pub(super) fn l2(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
+            super::l2_body(r, step, c)
+        }
+    }
+
+    /// The Σ w·code kernel for this CPU.
+    pub(super) fn weighted() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the AVX2 body's only precondition is AVX2 support, detected above.
+            return |w, s, c| unsafe { avx2::weighted(w, s, c) };
+        }
+        weighted_body
+    }
+
+    /// The Σ (r - step·code)² kernel for this CPU.
+    pub(super) fn l2() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as for `weighted`.
+            return |r, s, c| unsafe { avx2::l2(r, s, c) };
+        }
+        l2_body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Metric, Quantizer};
+    use crate::index::distance::distance;
+
+    fn rows(n: usize, dim: usize) -> Vec<f32> {
+        let mut state = 0x1234_5678_u64;
+        (0..n * dim)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn estimates_stay_close_to_the_exact_distances_for_every_metric() {
+        let dim = 50;
+        let data = rows(500, dim);
+        let q = Quantizer::fit(dim, 500, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+        for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+            let query = &data[7 * dim..8 * dim];
+            let prepared = q.query(metric, query);
+            for slot in 0..500 {
+                let v = &data[slot * dim..(slot + 1) * dim];
+                let mut code = Vec::new();
+                q.encode(v, &mut code);
+                let exact = distance(metric, query, v);
+                let estimate = prepared.distance(&code);
+                assert!(
+                    (exact - estimate).abs() <= 0.01 * exact.abs().max(1.0),
+                    "{metric:?} slot {slot}: exact {exact}, estimate {estimate}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn values_outside_the_fitted_range_are_clamped_not_wrapped() {
+        let data = [0.0f32, 1.0, 0.5, 0.25];
+        let q = Quantizer::fit(1, 4, |s| data.get(s..s + 1)).expect("rows");
+        let mut lo = Vec::new();
+        q.encode(&[-10.0], &mut lo);
+        let mut hi = Vec::new();
+        q.encode(&[10.0], &mut hi);
+        let mut nan = Vec::new();
+        q.encode(&[f32::NAN], &mut nan);
+        assert_eq!((lo[0], hi[0], nan[0]), (0, 255, 0));
+    }
+
+    #[test]
+    fn a_quantiser_reads_back_from_its_bytes_and_damaged_bytes_are_refused() {
+        let dim = 5;
+        let data = rows(40, dim);
+        let q = Quantizer::fit(dim, 40, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+        let mut bytes = Vec::new();
+        q.to_bytes(&mut bytes);
+        assert_eq!(bytes.len(), 8 * dim);
+        let back = Quantizer::from_bytes(dim, &bytes).expect("sound bytes");
+        assert_eq!((&back.low, &back.step), (&q.low, &q.step));
+        assert!(Quantizer::from_bytes(dim, &bytes[1..]).is_none(), "short");
+        assert!(
+            Quantizer::from_bytes(dim + 1, &bytes).is_none(),
+            "another dimension"
+        );
+        for bad in [f32::NAN, f32::INFINITY, 0.0, -1.0] {
+            let mut damaged = bytes.clone();
+            damaged[4 * dim..4 * dim + 4].copy_from_slice(&bad.to_le_bytes());
+            assert!(Quantizer::from_bytes(dim, &damaged).is_none(), "step {bad}");
+        }
+        let mut damaged = bytes.clone();
+        damaged[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert!(Quantizer::from_bytes(dim, &damaged).is_none(), "low NaN");
+    }
+
+    #[test]
+    fn a_constant_dimension_and_no_rows_are_handled() {
+        let data = [3.0f32, 3.0, 3.0];
+        let q = Quantizer::fit(1, 3, |s| data.get(s..s + 1)).expect("rows");
+        let mut code = Vec::new();
+        q.encode(&[3.0], &mut code);
+        let d = q.query(Metric::L2, &[3.0]).distance(&code);
+        assert_eq!(d, 0.0);
+        assert!(Quantizer::fit(4, 0, |_| None).is_none());
+        assert!(Quantizer::fit(4, 3, |_| None).is_none());
+    }
+}
