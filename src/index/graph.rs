@@ -77,6 +77,12 @@ fn prefetch_lines<T>(items: &[T], max_lines: usize) {
 /// it. Below, a traversal reads the vectors themselves (a small graph stays in cache).
 pub(crate) const QUANTIZE_AT: usize = 1024;
 
+/// Only graphs of at least this many dimensions are quantised. Below, the vectors of the
+/// graphs this store is built for stay in the CPU's caches (GloVe's 100k × 50-d are 20 MB)
+/// and the codes only add work: at GloVe-100k the quantised traversal answered 0.78× as
+/// fast, where MiniLM-40k's 384-d (61 MB) answered 1.5× as fast (`docs/benchmarks.md`).
+pub(crate) const QUANTIZE_MIN_DIM: usize = 128;
+
 /// Below this many points a batch is linked on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
 
@@ -198,7 +204,8 @@ struct Points {
     upper: Vec<Box<[AtomicU32]>>,
     /// One lock per slot, held while its rows are rewritten.
     locks: Vec<Mutex<()>>,
-    /// The traversal's quantiser, once the graph has [`QUANTIZE_AT`] points.
+    /// The traversal's quantiser, once the graph has [`QUANTIZE_AT`] points (of at least
+    /// [`QUANTIZE_MIN_DIM`] dimensions).
     quant: Option<Quantizer>,
     /// Slot-major codes of the vectors under `quant` (`dim` bytes each), or empty.
     codes: Vec<u8>,
@@ -534,7 +541,7 @@ impl Hnsw {
                     quant.encode(vector, codes);
                 }
             }
-            None if end >= QUANTIZE_AT => points.quantize(self.dim),
+            None if end >= QUANTIZE_AT && self.dim >= QUANTIZE_MIN_DIM => points.quantize(self.dim),
             None => {}
         }
         Some(first_slot..end_slot)
@@ -1111,7 +1118,7 @@ impl Hnsw {
             // before it was saved; a snapshot of an earlier format has none: fitted anew.
             match parts.quant {
                 Some(quant) => points.quantize_with(dim, Some(quant)),
-                None if n >= QUANTIZE_AT => points.quantize(dim),
+                None if n >= QUANTIZE_AT && dim >= QUANTIZE_MIN_DIM => points.quantize(dim),
                 None => {}
             }
             if let Some(entry) = entry {

@@ -1239,12 +1239,27 @@ fn dead_points_stay_out_of_results_by_their_slot_bits() {
     );
 }
 
+/// Dimensions of the quantised graphs' tests (`graph::QUANTIZE_MIN_DIM`).
+const QDIM: usize = graph::QUANTIZE_MIN_DIM;
+
+/// [`filled`] at [`QDIM`] dimensions.
+fn filled_q(metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
+    let index = VectorIndex::new(QDIM, metric).unwrap();
+    let items: Vec<(u64, &[f32])> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.as_slice()))
+        .collect();
+    index.insert_batch(&items).unwrap();
+    index
+}
+
 /// A graph that grew past `QUANTIZE_AT` by absorbing points (its quantiser fitted when it
 /// crossed, from the points it held then) and whose later points come from elsewhere.
 fn grown_quantized_graph(metric: Metric) -> (VectorIndex, Vec<Vec<f32>>) {
-    let mut vectors = low_rank_vectors(41, 700, DIM);
-    vectors.extend(random_unit_vectors(42, 900, DIM));
-    let index = filled(metric, &vectors[..700]);
+    let mut vectors = low_rank_vectors(41, 700, QDIM);
+    vectors.extend(random_unit_vectors(42, 900, QDIM));
+    let index = filled_q(metric, &vectors[..700]);
     index.build_graph().unwrap();
     for (id, v) in vectors.iter().enumerate().skip(700) {
         index.insert(id as u64, v).unwrap();
@@ -1277,7 +1292,7 @@ fn a_quantized_graph_returns_exact_distances() {
         let (index, vectors) = grown_quantized_graph(metric);
         assert_consistent(&index);
         let (mut found, mut wanted) = (0usize, 0usize);
-        for q in low_rank_vectors(43, 60, DIM)
+        for q in low_rank_vectors(43, 60, QDIM)
             .iter()
             .chain(&vectors[690..760])
         {
@@ -1304,12 +1319,12 @@ fn a_reloaded_quantized_graph_answers_identically() {
     let (index, vectors) = grown_quantized_graph(Metric::Cosine);
     let blobs = index.snapshot_blobs().unwrap().unwrap();
     assert_eq!(blobs[0][8..12], persisted::FORMAT_VERSION.to_le_bytes());
-    let reloaded = filled(Metric::Cosine, &vectors);
+    let reloaded = filled_q(Metric::Cosine, &vectors);
     reloaded.load_snapshot(&blobs).unwrap();
     assert_consistent(&reloaded);
     let graph = reloaded.graph.read().clone().unwrap();
     assert!(graph.links().is_quantized());
-    for q in low_rank_vectors(44, 60, DIM)
+    for q in low_rank_vectors(44, 60, QDIM)
         .iter()
         .chain(&vectors[650..800])
     {
@@ -1328,18 +1343,18 @@ fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
     let blobs = index.snapshot_blobs().unwrap().unwrap();
     let mut payload: Vec<u8> = blobs[1..].concat();
     assert_eq!(payload.last(), Some(&1), "the quantiser is present");
-    payload.truncate(payload.len() - 1 - 8 * DIM);
+    payload.truncate(payload.len() - 1 - 8 * QDIM);
     let mut header = blobs[0].clone();
     header[8..12].copy_from_slice(&5u32.to_le_bytes());
     header[48..56].copy_from_slice(&(payload.len() as u64).to_le_bytes());
     let old = reseal(&header, &payload);
-    let reloaded = filled(Metric::Cosine, &vectors);
+    let reloaded = filled_q(Metric::Cosine, &vectors);
     reloaded.load_snapshot(&old).unwrap();
     assert_consistent(&reloaded);
     let graph = reloaded.graph.read().clone().unwrap();
     assert!(graph.links().is_quantized(), "fitted anew on load");
     let mut same = 0usize;
-    let queries = low_rank_vectors(45, 60, DIM);
+    let queries = low_rank_vectors(45, 60, QDIM);
     for q in &queries {
         let hits = reloaded.search(q, 10, ANN, None).unwrap();
         let every = exact_scores(&reloaded, q, vectors.len());
@@ -1373,7 +1388,7 @@ fn a_damaged_quantizer_in_a_snapshot_is_refused() {
         ("NaN step", nan_step),
         ("zero step", zero_step),
     ] {
-        let target = filled(Metric::Cosine, &vectors);
+        let target = filled_q(Metric::Cosine, &vectors);
         match target.load_snapshot(&reseal(&blobs[0], &damaged)) {
             Err(IndexError::Corrupted { .. }) => {}
             other => panic!("{what}: expected Corrupted, got {other:?}"),
@@ -1383,4 +1398,26 @@ fn a_damaged_quantizer_in_a_snapshot_is_refused() {
             "{what}: a failed load changed the index"
         );
     }
+}
+
+/// Graphs of fewer than `QUANTIZE_MIN_DIM` dimensions are not quantised, however many points
+/// they hold (their vectors stay in the caches, where codes only add work); one of at least
+/// that many is, from `QUANTIZE_AT` points on.
+#[test]
+fn only_graphs_of_many_dimensions_and_points_are_quantized() {
+    let small_dim = filled(Metric::Cosine, &low_rank_vectors(46, 1500, DIM));
+    small_dim.build_graph().unwrap();
+    let graph = small_dim.graph.read().clone().unwrap();
+    assert!(!graph.links().is_quantized(), "{DIM} dimensions");
+    let few = filled_q(Metric::Cosine, &low_rank_vectors(47, 500, QDIM));
+    few.build_graph().unwrap();
+    let graph = few.graph.read().clone().unwrap();
+    assert!(!graph.links().is_quantized(), "500 points");
+    let many = filled_q(Metric::Cosine, &low_rank_vectors(48, 1500, QDIM));
+    many.build_graph().unwrap();
+    let graph = many.graph.read().clone().unwrap();
+    assert!(
+        graph.links().is_quantized(),
+        "1,500 points of {QDIM} dimensions"
+    );
 }
