@@ -448,8 +448,11 @@ pub fn child(spec: &str) {
         // after the index is ready.
         "profile" => {
             let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
+            let opened = Instant::now();
             let store = Store::open(path, reopen_options()).expect("open");
             wait(&store);
+            // Open → index ready (graph installed), the reopen alone.
+            let ready_s = opened.elapsed().as_secs_f64();
             let ef = std::env::var("RATCHETDB_PROFILE_EF").unwrap_or_else(|_| "32".into());
             let options = match ef.parse() {
                 Ok(ef) => SearchOptions::default().ef(ef),
@@ -469,7 +472,7 @@ pub fn child(spec: &str) {
             let distances = (ratchetdb::testkit::graph_search_distances() - before) as f64
                 / (passes * set.query_count()).max(1) as f64;
             serde_json::json!({"ef": ef, "passes": passes, "recall": recall, "qps": qps,
-                "distances_per_query": distances})
+                "distances_per_query": distances, "ready_s": ready_s})
         }
         other => panic!("unknown phase {other}"),
     };

@@ -558,15 +558,17 @@ fn reseal_parts(header: &[u8], parts: &[&[u8]]) -> Vec<Vec<u8>> {
 #[test]
 fn a_format_3_snapshot_of_an_earlier_build_still_loads() {
     let (index, blobs) = small_snapshot();
-    let old = persisted::as_fixed_rows(&blobs, Metric::Cosine, DIM);
+    let vectors = low_rank_vectors(31, 150, DIM);
+    let old = persisted::as_fixed_rows(&blobs, Metric::Cosine, DIM, |id| {
+        vectors[id as usize].clone()
+    });
     assert_eq!(old[0][8..12], 3u32.to_le_bytes());
     let payload = |b: &[Vec<u8>]| b[1..].iter().map(Vec::len).sum::<usize>();
     let (new_bytes, old_bytes) = (payload(&blobs), payload(&old));
     assert!(
         new_bytes * 2 < old_bytes,
-        "format 5: {new_bytes} bytes, format 3: {old_bytes}"
+        "format 6: {new_bytes} bytes, format 3: {old_bytes}"
     );
-    let vectors = low_rank_vectors(31, 150, DIM);
     let from_new = filled(Metric::Cosine, &vectors);
     from_new.load_snapshot(&blobs).unwrap();
     let from_old = filled(Metric::Cosine, &vectors);
@@ -1344,6 +1346,13 @@ fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
     let mut payload: Vec<u8> = blobs[1..].concat();
     assert_eq!(payload.last(), Some(&1), "the quantiser is present");
     payload.truncate(payload.len() - 1 - 8 * QDIM);
+    // Format 5's fingerprints are blake3's (format 6's are CRC-32s).
+    let n = vectors.len();
+    for slot in 0..n {
+        let id = u64::from_le_bytes(payload[8 * slot..8 * slot + 8].try_into().unwrap());
+        let fp = persisted::fingerprint_blake3(&vectors[id as usize]);
+        payload[8 * (n + slot)..8 * (n + slot) + 8].copy_from_slice(&fp.to_le_bytes());
+    }
     let mut header = blobs[0].clone();
     header[8..12].copy_from_slice(&5u32.to_le_bytes());
     header[48..56].copy_from_slice(&(payload.len() as u64).to_le_bytes());
