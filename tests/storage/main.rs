@@ -12,6 +12,7 @@ mod search_support;
 mod support;
 
 mod closing_a_store_compacts_its_free_pages;
+mod closing_a_store_repacks_a_sparse_documents_table;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
 mod corrupt_meta_rows;
