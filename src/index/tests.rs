@@ -11,7 +11,12 @@ const DIM: usize = 64;
 const N: usize = 2000;
 
 fn filled(metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
-    let index = VectorIndex::new(DIM, metric).unwrap();
+    filled_at(DIM, metric, vectors)
+}
+
+/// An index of `dim` dimensions holding `vectors` under ids `0..`.
+fn filled_at(dim: usize, metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
+    let index = VectorIndex::new(dim, metric).unwrap();
     let items: Vec<(u64, &[f32])> = vectors
         .iter()
         .enumerate()
@@ -1246,14 +1251,7 @@ const QDIM: usize = graph::QUANTIZE_MIN_DIM;
 
 /// [`filled`] at [`QDIM`] dimensions.
 fn filled_q(metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
-    let index = VectorIndex::new(QDIM, metric).unwrap();
-    let items: Vec<(u64, &[f32])> = vectors
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (i as u64, v.as_slice()))
-        .collect();
-    index.insert_batch(&items).unwrap();
-    index
+    filled_at(QDIM, metric, vectors)
 }
 
 /// A graph that grew past `QUANTIZE_AT` by absorbing points (its quantiser fitted when it
