@@ -88,6 +88,21 @@ fn prefetch_lines<T>(items: &[T], max_lines: usize) {
     let _ = (items, max_lines);
 }
 
+/// Adds `candidate` to `best`, a traversal's `ef` nearest points so far (a max-heap), keeping
+/// at most `ef`: once full, the farthest is replaced in place if `candidate` is nearer (one
+/// sift down) rather than `candidate` pushed and the farthest popped (a sift up and a sift
+/// down). The same points are kept either way.
+#[inline]
+fn keep_best(best: &mut BinaryHeap<Near>, candidate: Near, ef: usize) {
+    if best.len() < ef {
+        best.push(candidate);
+    } else if let Some(mut worst) = best.peek_mut() {
+        if candidate < *worst {
+            *worst = candidate;
+        }
+    }
+}
+
 /// Asks Linux to back the `capacity` items allocated at `ptr` with transparent huge pages
 /// (2 MiB) where the system allows them (`madvise` mode, the usual default): a traversal
 /// reads the vectors, codes and links of scattered slots, and with 4 KiB pages nearly every
@@ -826,10 +841,7 @@ impl Hnsw {
                     );
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
                         frontier.push(Reverse(candidate));
-                        best.push(candidate);
-                        if best.len() > ef {
-                            best.pop();
-                        }
+                        keep_best(&mut best, candidate, ef);
                     }
                 }
             }
@@ -968,10 +980,7 @@ impl Hnsw {
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
                         frontier.push(Reverse(candidate));
                         if admitted(next) {
-                            best.push(candidate);
-                            if best.len() > ef {
-                                best.pop();
-                            }
+                            keep_best(&mut best, candidate, ef);
                         }
                     }
                 }
