@@ -153,6 +153,19 @@ pub(crate) const QUANTIZE_AT: usize = 1024;
 /// fast, where MiniLM-40k's 384-d (61 MB) answered 1.5× as fast (`docs/benchmarks.md`).
 pub(crate) const QUANTIZE_MIN_DIM: usize = 128;
 
+/// Whether a graph of `n` points of `dim` dimensions without a quantiser gets one now
+/// ([`QUANTIZE_AT`], [`QUANTIZE_MIN_DIM`]).
+fn due_for_quantizer(n: usize, dim: usize) -> bool {
+    n >= QUANTIZE_AT && dim >= QUANTIZE_MIN_DIM
+}
+
+/// Whether a graph of `dim` dimensions may be traversed on codes, so that its `f32`
+/// vectors are read only for the few points each search ends with (and are not worth
+/// huge pages, see [`advise_huge_pages`]).
+fn reads_codes(dim: usize) -> bool {
+    dim >= QUANTIZE_MIN_DIM
+}
+
 /// Below this many points a batch is linked on the calling thread (no rayon).
 const PARALLEL_INSERT_MIN: usize = 64;
 
@@ -586,9 +599,7 @@ impl Hnsw {
         let end_slot = u32::try_from(end).ok()?;
         points.ids.reserve(items.len());
         points.vectors.reserve(items.len() * self.dim);
-        if self.dim < QUANTIZE_MIN_DIM {
-            // A quantised graph's traversal reads the codes; the vectors only for the few
-            // points each search ends with.
+        if !reads_codes(self.dim) {
             advise_huge_pages(points.vectors.as_ptr(), points.vectors.capacity());
         }
         points.levels.reserve(items.len());
@@ -625,7 +636,7 @@ impl Hnsw {
                     quant.encode(vector, codes);
                 }
             }
-            None if end >= QUANTIZE_AT && self.dim >= QUANTIZE_MIN_DIM => points.quantize(self.dim),
+            None if due_for_quantizer(end, self.dim) => points.quantize(self.dim),
             None => {}
         }
         Some(first_slot..end_slot)
@@ -1110,7 +1121,7 @@ impl Hnsw {
             return None;
         }
         let mut vectors = Vec::with_capacity(n.checked_mul(dim)?);
-        if dim < QUANTIZE_MIN_DIM {
+        if !reads_codes(dim) {
             advise_huge_pages(vectors.as_ptr(), vectors.capacity());
         }
         let mut present = Vec::with_capacity(n);
@@ -1199,7 +1210,7 @@ impl Hnsw {
             // before it was saved; a snapshot of an earlier format has none: fitted anew.
             match parts.quant {
                 Some(quant) => points.quantize_with(dim, Some(quant)),
-                None if n >= QUANTIZE_AT && dim >= QUANTIZE_MIN_DIM => points.quantize(dim),
+                None if due_for_quantizer(n, dim) => points.quantize(dim),
                 None => {}
             }
             if let Some(entry) = entry {

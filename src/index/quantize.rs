@@ -11,8 +11,10 @@
 //! (the kernels' bit-identity holds), and the quantisation can only change which points
 //! the beam visits, which is what recall measures.
 //!
-//! Nothing of it is persisted: the codes are derived from the vectors when a graph is
-//! loaded, as the graph itself is derived from the vectors table.
+//! The codes are not persisted: they are derived from the vectors when a graph is loaded,
+//! as the graph itself is derived from the vectors table. The quantiser (`low`, `step`) is
+//! saved with the links (snapshot format 6, [`Quantizer::to_bytes`]), so a reloaded graph
+//! codes its vectors as the saved one did and answers every search identically.
 
 use super::distance::dot_distance;
 use super::Metric;
