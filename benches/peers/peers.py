@@ -173,11 +173,25 @@ def chroma_open(path, dim):
     client = chromadb.PersistentClient(path=str(path))
     coll = client.get_collection("bench")
 
+    first = [True]
+
     def search(_, ef):
-        coll.modify(configuration={"hnsw": {"ef_search": max(ef, K)}})
-        coll2 = client.get_collection("bench")
-        return lambda q: [int(i) for i in coll2.query(query_embeddings=q[None, :], n_results=K,
-                                                        include=[])["ids"][0]]
+        # Chroma 1.x keeps a loaded index with the ef_search it was loaded with: a
+        # `modify` is recorded but takes effect only in a client made after the system
+        # cache is cleared (checked on a small collection: recall stayed put until then).
+        # So each width of the sweep loads the index again (outside the timed passes);
+        # the reopen's first search uses the index as stored (ef_search 100).
+        if first[0]:
+            first[0] = False
+            loaded = coll
+        else:
+            from chromadb.api.client import SharedSystemClient
+
+            coll.modify(configuration={"hnsw": {"ef_search": max(ef, K)}})
+            SharedSystemClient.clear_system_cache()
+            loaded = chromadb.PersistentClient(path=str(path)).get_collection("bench")
+        return lambda q: [int(i) for i in loaded.query(query_embeddings=q[None, :], n_results=K,
+                                                         include=[])["ids"][0]]
 
     return search, None
 
