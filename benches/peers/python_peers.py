@@ -95,7 +95,8 @@ def chroma_write(base, path):
 
     client = chromadb.PersistentClient(path=str(path))
     coll = client.create_collection(
-        "bench", configuration={"hnsw": {"space": "cosine", "ef_construction": 100, "max_neighbors": 16}}
+        "bench", configuration={"hnsw": {"space": "cosine", "ef_construction": 100, "max_neighbors": 16,
+                                     "ef_search": 64}}
     )
     start = time.perf_counter()
     for s in range(0, len(base), PER_CALL):
@@ -111,12 +112,21 @@ def chroma_open(path):
     import chromadb
 
     client = chromadb.PersistentClient(path=str(path))
-    state = {"coll": client.get_collection("bench"), "ef": None}
+    coll = client.get_collection("bench")
+    state = {"coll": coll, "ef": coll.configuration["hnsw"]["ef_search"]}
 
     def search(q, ef):
+        # Chroma 1.x applies a modified ef_search only in a client made after its system
+        # cache is cleared (as in peers.py): a width other than the loaded one reloads the
+        # index, in the sweep's untimed warm-up queries (the collection is made with
+        # ef_search 64, the reopen's width, so the reopen loads it once).
         if ef != state["ef"]:
+            from chromadb.api.client import SharedSystemClient
+
             state["coll"].modify(configuration={"hnsw": {"ef_search": ef}})
-            state["coll"], state["ef"] = client.get_collection("bench"), ef
+            SharedSystemClient.clear_system_cache()
+            fresh = chromadb.PersistentClient(path=str(path))
+            state["coll"], state["ef"] = fresh.get_collection("bench"), ef
         r = state["coll"].query(query_embeddings=q[None, :], n_results=K, include=["metadatas", "documents"])
         return [m["i"] for m in r["metadatas"][0]]
 
