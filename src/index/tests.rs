@@ -742,7 +742,7 @@ fn a_snapshot_holds_links_only_and_loads_vectors_from_the_store() {
     let vectors = low_rank_vectors(21, N, DIM);
     let queries = low_rank_vectors(22, 50, DIM);
     let index = filled(Metric::Cosine, &vectors);
-    build_on_one_thread(&index);
+    index.build_graph().unwrap();
     let blobs = index.snapshot_blobs().unwrap().unwrap();
     // Links (2M + 1 words of layer 0 per point, a few upper rows), ids, fingerprints,
     // levels: no vector is in it (they alone would be N * DIM * 4 bytes).
