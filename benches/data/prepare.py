@@ -106,6 +106,26 @@ def random(args):
     )
 
 
+def random_1m(args):
+    """1M seeded 50-d vectors (GloVe's width) of intrinsic dimension 16: the reopen at 1M."""
+    rng = np.random.default_rng(1_000_050)
+    n, dim, intrinsic = 1_000_000, 50, 16
+    basis = rng.standard_normal((intrinsic, dim))
+    def draw(count):
+        latent = rng.standard_normal((count, intrinsic))
+        return latent @ basis + 0.01 * rng.standard_normal((count, dim))
+    base, _ = unit(draw(n))
+    queries, _ = unit(draw(QUERIES))
+    write(
+        args.out,
+        "random50-1m",
+        base,
+        queries,
+        f"seeded Gaussian: {intrinsic}-d latent x fixed {intrinsic}x{dim} matrix + 1% noise "
+        f"(intrinsic dimension {intrinsic}), 1M points",
+    )
+
+
 # ---------------------------------------------------------------- MiniLM (NumPy, float32)
 
 
@@ -233,13 +253,13 @@ def minilm(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("set", choices=["glove", "random", "minilm"])
+    p.add_argument("set", choices=["glove", "random", "random-1m", "minilm"])
     p.add_argument("--out", type=pathlib.Path, required=True)
     p.add_argument("--wheel", type=pathlib.Path)
     p.add_argument("--model-wheel", type=pathlib.Path)
     p.add_argument("--max", type=int, default=100_000)
     args = p.parse_args()
-    {"glove": glove, "random": random, "minilm": minilm}[args.set](args)
+    {"glove": glove, "random": random, "random-1m": random_1m, "minilm": minilm}[args.set](args)
 
 
 if __name__ == "__main__":

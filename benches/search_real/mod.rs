@@ -9,7 +9,8 @@
 //!   and a summary with recall@10, time to a searchable graph, file size and memory;
 //! - child modes for `benches/peers/peers.py`, which runs every library in two fresh
 //!   processes on the same files: `RATCHETDB_REAL_CHILD=build:<set>:<path>` and
-//!   `query:<set>:<path>` each print one JSON line.
+//!   `query:<set>:<path>` each print one JSON line (`reopen:<set>:<path>`: only the
+//!   query child's reopen → first graph search, for sets too large to sweep).
 
 use ratchetdb::{
     Chunk, Document, Durability, IndexOptions, Op, Options, SearchOptions, Store, Version,
@@ -373,7 +374,7 @@ fn file_len(path: &Path) -> u64 {
 pub fn child(spec: &str) {
     let mut parts = spec.splitn(3, ':');
     let (Some(phase), Some(name), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-        panic!("{CHILD_ENV}=build|query:<set>:<path>, got {spec}");
+        panic!("{CHILD_ENV}=build|query|reopen|profile:<set>:<path>, got {spec}");
     };
     let path = Path::new(path);
     let json = match phase {
@@ -445,6 +446,26 @@ pub fn child(spec: &str) {
                 "exact_qps": exact_qps, "exact_recall": exact_recall, "query_peak": query_peak,
                 "resolve_us_per_query": resolve_us,
             })
+        }
+        // Reopen → first graph search only (the start of `query`, without its sweep): for
+        // sets whose sweep would take too long, such as `random50-1m`.
+        "reopen" => {
+            let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
+            let started = Instant::now();
+            let store = Store::open(path, reopen_options()).expect("open");
+            let opened = started.elapsed().as_secs_f64();
+            loop {
+                let info = store.index_info();
+                if info.graph_ready || started.elapsed() > Duration::from_secs(900) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            rows(&store, set.query(0), &SearchOptions::default().ef(64));
+            let first = started.elapsed().as_secs_f64();
+            let (ready_rss, _) = super::common::memory();
+            serde_json::json!({"open_s": opened, "reopen_first_search_s": first,
+                "ready_rss": ready_rss, "n": store.index_info().graph_points})
         }
         // For `perf record`: passes over the queries for `RATCHETDB_PROFILE_SECONDS` (20)
         // at `ef` `RATCHETDB_PROFILE_EF` (32), or exact with `RATCHETDB_PROFILE_EF=exact`,

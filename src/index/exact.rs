@@ -24,13 +24,17 @@
 //! `backed.live[slot]`, and then the graph's `ids[slot] == id`.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use super::graph::{Hnsw, VectorsRead};
-use super::{distance, Metric};
+use super::workers::map_in_halves;
+use super::{distance, IdMap, Metric};
+
+/// Graphs of at least this many points are rebound in two halves at once.
+const PARALLEL_REBIND_MIN: usize = 1 << 16;
 
 /// Above this many rows a scan is split across `available_parallelism()` threads.
 pub(crate) const PARALLEL_SCAN_THRESHOLD: usize = 32 * 1024;
@@ -138,11 +142,6 @@ pub(crate) enum InsertOutcome {
     /// The id was present with a bit-identical vector; nothing changed.
     Unchanged,
 }
-
-/// A map keyed by vector id. Ids are the store's own (document and slot counters), never
-/// chosen by a caller, and the hasher is seeded at random: foldhash instead of SipHash, which
-/// took a tenth of a reopen's time looking ids up.
-type IdMap<V> = HashMap<u64, V, foldhash::fast::RandomState>;
 
 /// Dense own rows: the live vectors the graph does not hold.
 struct Rows {
@@ -445,33 +444,42 @@ impl ExactStore {
     /// previous graph that `links` does not hold live move to the own rows. Call with
     /// writers excluded, when a graph is installed. A live point holds its id's current
     /// vector (the index's invariant), so no vector changes.
-    pub(crate) fn rebind(&mut self, links: Arc<Hnsw>, live_point: impl Fn(u64) -> bool) {
+    pub(crate) fn rebind(&mut self, links: Arc<Hnsw>, live_point: impl Fn(u64) -> bool + Sync) {
         let old = self.backed.take();
         let (at, live) = {
             let vectors = links.vectors();
-            let mut at = IdMap::with_capacity_and_hasher(vectors.len(), Default::default());
-            let mut live = vec![false; vectors.len()];
             // (The same graph again is not read-locked twice.)
             let old_view = old
                 .as_ref()
                 .filter(|b| !Arc::ptr_eq(&b.links, &links))
                 .map(|b| (b, b.links.vectors()));
             let same = old.as_ref().filter(|b| Arc::ptr_eq(&b.links, &links));
-            for (slot, &id) in vectors.ids().iter().enumerate() {
-                let current = self.own.get(id).or_else(|| {
+            let own = &self.own;
+            let ids = vectors.ids();
+            // A live point holds its id's current vector; checked, not assumed: a point
+            // whose vector differs stays unbacked (never scored with it). Decided for every
+            // slot in two halves at once (a hash probe, a membership probe and a row compare
+            // each: a quarter of a 1M-point reopen on one thread; under the exact store's
+            // write lock, so on plain threads, see `map_in_halves`), then mapped in order.
+            let live: Vec<bool> = map_in_halves(ids.len(), PARALLEL_REBIND_MIN, |slot| {
+                let Some(&id) = ids.get(slot) else {
+                    return false;
+                };
+                let current = own.get(id).or_else(|| {
                     if let Some(b) = same {
                         return b.at.get(&id).map(|&s| vectors.row(s));
                     }
                     let (b, v) = old_view.as_ref()?;
                     b.at.get(&id).map(|&s| v.row(s))
                 });
-                // A live point holds its id's current vector; checked, not assumed: a
-                // point whose vector differs stays unbacked (never scored with it).
-                if live_point(id) && current.is_some_and(|c| same_bits(c, vectors.row(slot as u32)))
-                {
-                    at.insert(id, slot as u32);
-                    live[slot] = true;
-                }
+                live_point(id) && current.is_some_and(|c| same_bits(c, vectors.row(slot as u32)))
+            });
+            let mut at = IdMap::with_capacity_and_hasher(
+                live.iter().filter(|&&l| l).count(),
+                Default::default(),
+            );
+            for (slot, (&id, _)) in ids.iter().zip(&live).enumerate().filter(|(_, (_, &l))| l) {
+                at.insert(id, slot as u32);
             }
             if let Some((b, v)) = &old_view {
                 for (&id, &slot) in &b.at {

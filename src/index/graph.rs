@@ -38,6 +38,7 @@ use rayon::prelude::*;
 use super::distance::distance;
 use super::exact::IdFilter;
 use super::quantize::Quantizer;
+use super::workers::join_threads;
 use super::Metric;
 
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
@@ -103,6 +104,165 @@ fn keep_best(best: &mut BinaryHeap<Near>, candidate: Near, ef: usize) {
     }
 }
 
+/// A graph's links taken over from persisted parts (see [`Hnsw::from_parts`]).
+struct Links {
+    layer0: Vec<AtomicU32>,
+    upper_at: Vec<u32>,
+    upper: Vec<Box<[AtomicU32]>>,
+    entry: Option<usize>,
+    /// Per slot: reached from the entry (see [`reached_slots`]).
+    reached: Vec<bool>,
+}
+
+/// Checks a persisted row (count, then `cap` slots) of a graph of `n` points in place, its
+/// unused places zeroed; `None` if its count exceeds `cap` or a link names no slot.
+fn kept_in_place(row: &mut [u32], cap: usize, n: usize) -> Option<()> {
+    let (&mut count, slots) = row.split_first_mut()?;
+    let count = count as usize;
+    if count > cap || slots.len() != cap {
+        return None;
+    }
+    if slots[..count].iter().any(|&s| s as usize >= n) {
+        return None;
+    }
+    slots[count..].fill(0);
+    Some(())
+}
+
+/// Appends a persisted row (count, then `cap` slots) to `out` as the graph keeps it: the
+/// links to slots without a vector (`present`) dropped, and a slot without one left
+/// without links (its row checked all the same); unused places zero. `None` if the row is
+/// malformed.
+fn keep_row(
+    out: &mut Vec<AtomicU32>,
+    row: &[u32],
+    cap: usize,
+    owner: usize,
+    present: &[bool],
+) -> Option<()> {
+    let n = present.len();
+    let (&count, slots) = row.split_first()?;
+    let count = count as usize;
+    if count > cap || slots.len() != cap {
+        return None;
+    }
+    let start = out.len();
+    out.push(AtomicU32::new(0));
+    if *present.get(owner)? {
+        for &s in &slots[..count] {
+            if *present.get(s as usize)? {
+                out.push(AtomicU32::new(s));
+            }
+        }
+    } else if slots[..count].iter().any(|&s| s as usize >= n) {
+        return None;
+    }
+    let kept = out.len() - start - 1;
+    *out[start].get_mut() = kept as u32;
+    out.extend(std::iter::repeat_with(|| AtomicU32::new(0)).take(cap - kept));
+    Some(())
+}
+
+/// Per slot the index of its upper-layer rows in the second vector (`u32::MAX`: layer 0
+/// only), and the rows of each point above layer 0.
+type UpperRows = (Vec<u32>, Vec<Box<[AtomicU32]>>);
+
+/// The upper-layer rows of persisted `words` (`M` + 1 words a row, `level` rows a point)
+/// as the graph keeps them (see [`keep_row`]): per slot the index of its rows in the
+/// second vector (`u32::MAX` for a point of layer 0 only).
+fn upper_rows(levels: &[u8], words: &[u32], m: usize, present: &[bool]) -> Option<UpperRows> {
+    let mut upper_at = Vec::with_capacity(levels.len());
+    let mut upper = Vec::new();
+    let mut at = 0usize;
+    for (slot, &level) in levels.iter().enumerate() {
+        let level = usize::from(level);
+        if level > MAX_LEVEL {
+            return None;
+        }
+        if level == 0 {
+            upper_at.push(u32::MAX);
+            continue;
+        }
+        let count = level * (m + 1);
+        let rows = words.get(at..at.checked_add(count)?)?;
+        at += count;
+        let mut kept = Vec::with_capacity(count);
+        for row in rows.chunks_exact(m + 1) {
+            keep_row(&mut kept, row, m, slot, present)?;
+        }
+        upper_at.push(u32::try_from(upper.len()).ok()?);
+        upper.push(kept.into_boxed_slice());
+    }
+    (at == words.len()).then_some((upper_at, upper))
+}
+
+/// The entry of a loaded graph: the saved one if it has its vector, else the highest
+/// point that does. `None` inside: an empty graph; `None` outside: a non-empty graph
+/// saved without an entry (malformed).
+fn entry_of(saved: Option<u32>, levels: &[u8], present: &[bool]) -> Option<Option<usize>> {
+    match saved {
+        Some(e) if *present.get(e as usize)? => Some(Some(e as usize)),
+        Some(_) => Some(
+            (0..present.len())
+                .filter(|&s| present[s])
+                .max_by_key(|&s| (levels[s], Reverse(s))),
+        ),
+        None if present.is_empty() => Some(None),
+        None => None,
+    }
+}
+
+/// Graphs of at least this many points gather their vectors beside taking their links
+/// over (see [`Hnsw::from_parts`]).
+const PARALLEL_LOAD_MIN: usize = 1 << 16;
+
+/// [`reached_slots`] from a loaded graph's entry (`None`: an empty graph, or none of its
+/// points has a vector: nothing is reached).
+fn reached_from(layer0: &[AtomicU32], m0: usize, levels: &[u8], entry: Option<usize>) -> Vec<bool> {
+    match entry.and_then(|e| Some((e, *levels.get(e)?))) {
+        Some((entry, top)) => reached_slots(layer0, m0, levels, entry as u32, usize::from(top)),
+        None => vec![false; levels.len()],
+    }
+}
+
+/// Which slots a search can reach: everything linked in layer 0 (`m0` + 1 words a row)
+/// from `entry` or from any point on the `top` level, as a search's descent ends in layer
+/// 0 at one of them.
+fn reached_slots(
+    layer0: &[AtomicU32],
+    m0: usize,
+    levels: &[u8],
+    entry: u32,
+    top: usize,
+) -> Vec<bool> {
+    let n = levels.len();
+    let mut reached = vec![false; n];
+    let mut stack: Vec<u32> = vec![entry];
+    for (slot, &level) in levels.iter().enumerate() {
+        if usize::from(level) == top {
+            stack.push(slot as u32);
+        }
+    }
+    for &slot in &stack {
+        if let Some(seen) = reached.get_mut(slot as usize) {
+            *seen = true;
+        }
+    }
+    while let Some(slot) = stack.pop() {
+        let at = slot as usize * (m0 + 1);
+        let row = layer0.get(at..at + m0 + 1).unwrap_or(&[]);
+        for next in Hnsw::neighbours(row) {
+            if let Some(seen) = reached.get_mut(next as usize) {
+                if !*seen {
+                    *seen = true;
+                    stack.push(next);
+                }
+            }
+        }
+    }
+    reached
+}
+
 /// Asks Linux to back the `capacity` items allocated at `ptr` with transparent huge pages
 /// (2 MiB) where the system allows them (`madvise` mode, the usual default): a traversal
 /// reads the vectors, codes and links of scattered slots, and with 4 KiB pages nearly every
@@ -110,7 +270,7 @@ fn keep_best(best: &mut BinaryHeap<Near>, candidate: Near, ef: usize) {
 /// Called right after an array is allocated or grown and before it is filled, so the pages
 /// are huge from their first fault. Only the whole 2 MiB pages inside the allocation are
 /// advised; smaller arrays, other systems, and a refusal leave it as it was.
-fn advise_huge_pages<T>(ptr: *const T, capacity: usize) {
+pub(super) fn advise_huge_pages<T>(ptr: *const T, capacity: usize) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;
@@ -1037,27 +1197,7 @@ impl Hnsw {
         let Some((entry, top)) = self.entry() else {
             return points.ids.clone();
         };
-        let n = points.ids.len();
-        let mut reached = vec![false; n];
-        let mut stack: Vec<u32> = vec![entry];
-        for (slot, &level) in points.levels.iter().enumerate() {
-            if usize::from(level) == top {
-                stack.push(slot as u32);
-            }
-        }
-        for &slot in &stack {
-            reached[slot as usize] = true;
-        }
-        while let Some(slot) = stack.pop() {
-            for next in Self::neighbours(self.row(&points, slot, 0)) {
-                if let Some(seen) = reached.get_mut(next as usize) {
-                    if !*seen {
-                        *seen = true;
-                        stack.push(next);
-                    }
-                }
-            }
-        }
+        let reached = reached_slots(&points.layer0, self.m0, &points.levels, entry, top);
         points
             .ids
             .iter()
@@ -1094,16 +1234,22 @@ impl Hnsw {
     }
 
     /// A graph from persisted `parts` (checked by the caller: see `persisted`) and each
-    /// slot's vector (`vector(slot)`; `None` when the id is no longer stored). A slot
-    /// without a vector keeps a zero vector and no links, and every link to it is dropped,
-    /// so no traversal ever reaches it (its id is dead in the membership). Returns `None`
-    /// if the parts do not fit together.
+    /// slot's vector (`vector(slot)`; `None` when the id is no longer stored), with the
+    /// slots no search reaches (see [`Self::unreachable_ids`]). A slot without a vector
+    /// keeps a zero vector and no links, and every link to it is dropped, so no traversal
+    /// ever reaches it (its id is dead in the membership). Returns `None` if the parts do
+    /// not fit together.
+    ///
+    /// The vectors are gathered into the graph's array on one thread while the other
+    /// takes the links over and walks them; when every slot has its vector (a reopen after
+    /// a clean close), layer 0 is the parsed words themselves, not a copy: at 1M points a
+    /// copy was 132 MB of fresh pages, whose first touch was most of a reopen's spread.
     pub(crate) fn from_parts<'a>(
         metric: Metric,
         dim: usize,
         parts: GraphParts,
-        vector: impl Fn(usize) -> Option<&'a [f32]>,
-    ) -> Option<Hnsw> {
+        vector: impl Fn(usize) -> Option<&'a [f32]> + Sync,
+    ) -> Option<(Hnsw, Vec<u32>)> {
         let graph = Hnsw::new(
             metric,
             dim,
@@ -1120,107 +1266,112 @@ impl Hnsw {
         if parts.levels.len() != n || parts.layer0.len() != n.checked_mul(m0 + 1)? {
             return None;
         }
-        let mut vectors = Vec::with_capacity(n.checked_mul(dim)?);
-        if !reads_codes(dim) {
-            advise_huge_pages(vectors.as_ptr(), vectors.capacity());
-        }
-        let mut present = Vec::with_capacity(n);
-        for slot in 0..n {
-            match vector(slot) {
-                Some(v) if v.len() == dim => {
-                    vectors.extend_from_slice(v);
-                    present.push(true);
-                }
-                _ => {
-                    vectors.extend(std::iter::repeat_n(0.0, dim));
-                    present.push(false);
-                }
+        let GraphParts {
+            ids,
+            levels,
+            layer0: words0,
+            upper: upper_words,
+            entry: saved_entry,
+            quant,
+            ..
+        } = parts;
+        let floats = n.checked_mul(dim)?;
+        let gather = || {
+            let mut vectors = Vec::with_capacity(floats);
+            if !reads_codes(dim) {
+                advise_huge_pages(vectors.as_ptr(), vectors.capacity());
             }
-        }
-        let keep_row = |row: &[u32], cap: usize, owner: usize| -> Option<Vec<u32>> {
-            let (&count, slots) = row.split_first()?;
-            let count = count as usize;
-            if count > cap || slots.len() != cap {
-                return None;
-            }
-            let mut kept: Vec<u32> = Vec::with_capacity(cap + 1);
-            kept.push(0);
-            if present[owner] {
-                for &s in &slots[..count] {
-                    if *present.get(s as usize)? {
-                        kept.push(s);
+            let mut present = Vec::with_capacity(n);
+            for slot in 0..n {
+                match vector(slot) {
+                    Some(v) if v.len() == dim => {
+                        vectors.extend_from_slice(v);
+                        present.push(true);
+                    }
+                    _ => {
+                        vectors.extend(std::iter::repeat_n(0.0, dim));
+                        present.push(false);
                     }
                 }
-            } else if slots[..count].iter().any(|&s| s as usize >= n) {
-                return None;
             }
-            kept[0] = (kept.len() - 1) as u32;
-            kept.resize(cap + 1, 0);
-            Some(kept)
+            (vectors, present)
         };
-        let mut layer0 = Vec::with_capacity(parts.layer0.len());
-        advise_huge_pages(layer0.as_ptr(), layer0.capacity());
-        for (slot, row) in parts.layer0.chunks_exact(m0 + 1).enumerate() {
-            layer0.extend(keep_row(row, m0, slot)?.into_iter().map(AtomicU32::new));
-        }
-        let mut upper_at = Vec::with_capacity(n);
-        let mut upper = Vec::new();
-        let mut at = 0usize;
-        for (slot, &level) in parts.levels.iter().enumerate() {
-            let level = usize::from(level);
-            if level > MAX_LEVEL {
-                return None;
+        // Optimistic: every slot has its vector, so every row is kept as it is (checked:
+        // counts within capacity, links to slots that exist; unused places zeroed).
+        let every_present_links = || -> Option<Links> {
+            let mut words = words0;
+            for row in words.chunks_exact_mut(m0 + 1) {
+                kept_in_place(row, m0, n)?;
             }
-            if level == 0 {
-                upper_at.push(u32::MAX);
-                continue;
-            }
-            let words = level * (m + 1);
-            let rows = parts.upper.get(at..at.checked_add(words)?)?;
-            at += words;
-            let mut kept = Vec::with_capacity(words);
-            for row in rows.chunks_exact(m + 1) {
-                kept.extend(keep_row(row, m, slot)?.into_iter().map(AtomicU32::new));
-            }
-            upper_at.push(u32::try_from(upper.len()).ok()?);
-            upper.push(kept.into_boxed_slice());
-        }
-        if at != parts.upper.len() {
-            return None;
-        }
-        // The entry: the saved one if it has its vector, else the highest point that does.
-        let entry = match parts.entry {
-            Some(e) if *present.get(e as usize)? => Some(e as usize),
-            Some(_) => (0..n)
-                .filter(|&s| present[s])
-                .max_by_key(|&s| (parts.levels[s], Reverse(s))),
-            None if n == 0 => None,
-            None => return None,
+            let layer0: Vec<AtomicU32> = words.into_iter().map(AtomicU32::new).collect();
+            advise_huge_pages(layer0.as_ptr(), layer0.capacity());
+            let all = vec![true; n];
+            let (upper_at, upper) = upper_rows(&levels, &upper_words, m, &all)?;
+            let entry = entry_of(saved_entry, &levels, &all)?;
+            let reached = reached_from(&layer0, m0, &levels, entry);
+            Some(Links {
+                layer0,
+                upper_at,
+                upper,
+                entry,
+                reached,
+            })
         };
+        // (Under the exact store's read lock: plain threads, not a rayon pool; see
+        // `join_threads`.)
+        let ((vectors, present), optimistic) = if n >= PARALLEL_LOAD_MIN {
+            join_threads(gather, every_present_links)
+        } else {
+            (gather(), every_present_links())
+        };
+        let links = if present.iter().all(|&p| p) {
+            optimistic?
+        } else {
+            // Some ids are no longer stored: their rows emptied, links to them dropped.
+            let Links { layer0, .. } = optimistic?;
+            let words: Vec<u32> = layer0.into_iter().map(AtomicU32::into_inner).collect();
+            let mut layer0 = Vec::with_capacity(words.len());
+            for (slot, row) in words.chunks_exact(m0 + 1).enumerate() {
+                keep_row(&mut layer0, row, m0, slot, &present)?;
+            }
+            let (upper_at, upper) = upper_rows(&levels, &upper_words, m, &present)?;
+            let entry = entry_of(saved_entry, &levels, &present)?;
+            let reached = reached_from(&layer0, m0, &levels, entry);
+            Links {
+                layer0,
+                upper_at,
+                upper,
+                entry,
+                reached,
+            }
+        };
+        let unreachable: Vec<u32> = (0..n as u32)
+            .filter(|&slot| !links.reached.get(slot as usize).copied().unwrap_or(false))
+            .collect();
         {
             let mut points = graph.points.write();
             points.locks = (0..n).map(|_| Mutex::new(())).collect();
-            points.ids = parts.ids;
+            points.ids = ids;
             points.vectors = vectors;
-            points.levels = parts.levels;
-            points.layer0 = layer0;
-            points.upper_at = upper_at;
-            points.upper = upper;
+            points.levels = levels;
+            points.layer0 = links.layer0;
+            points.upper_at = links.upper_at;
+            points.upper = links.upper;
             // The saved quantiser, so that the codes are those the graph was searched with
             // before it was saved; a snapshot of an earlier format has none: fitted anew.
-            match parts.quant {
+            match quant {
                 Some(quant) => points.quantize_with(dim, Some(quant)),
                 None if due_for_quantizer(n, dim) => points.quantize(dim),
                 None => {}
             }
-            if let Some(entry) = entry {
+            if let Some(entry) = links.entry {
                 graph.set_entry(entry as u32, usize::from(points.levels[entry]));
             }
         }
         graph.linked.store(n, Ordering::SeqCst);
         // Levels drawn after a load continue from a state of its own.
         graph.seed.store(mix(n as u64), Ordering::SeqCst);
-        Some(graph)
+        Some((graph, unreachable))
     }
 
     /// Runs `f` over every slot's id and vector, in slot order (the persisted

@@ -5,7 +5,7 @@
 //! keep them out of the results (inside the graph's traversal). Ids whose current vector
 //! the graph lacks are scored exactly.
 
-use std::collections::{HashMap, HashSet};
+use super::{IdMap, IdSet};
 
 use super::exact::{Candidate, ExactStore, IdFilter, TopK};
 use super::graph::{Ending, Hnsw};
@@ -34,7 +34,7 @@ pub(super) const NO_SLOT: u32 = u32::MAX;
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Membership {
     /// Every id with a point in the graph -> its slot and whether that point is live.
-    pub(super) points: HashMap<u64, Point>,
+    pub(super) points: IdMap<Point>,
     /// One bit per slot of the links, set when the slot's point is live: what a
     /// traversal's admission test reads (see [`Membership::search_graph`]). Kept with
     /// `points` under the same lock; a bit is set only for a `live` point, and every live
@@ -44,7 +44,7 @@ pub(crate) struct Membership {
     pub(super) dead: usize,
     /// Live ids whose current vector is not in the graph (an outdated point for the same
     /// id is, marked dead). Scored exactly at query time.
-    pub(super) outside: HashSet<u64>,
+    pub(super) outside: IdSet,
     /// Entries of `points` (dead until settled) whose graph insertion is in flight.
     pub(super) pending: usize,
 }

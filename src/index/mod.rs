@@ -90,6 +90,14 @@ const UNIT_NORM_TOLERANCE: f32 = 1e-3;
 /// The store's metric; the index reports its scores (see `Metric::score`).
 pub(crate) use crate::options::Metric;
 
+/// A map keyed by vector id. Ids are the store's own (document and slot counters), never
+/// chosen by a caller, and the hasher is seeded at random: foldhash instead of SipHash, which
+/// took a tenth of a reopen's time looking ids up (and, in the graph's membership and the
+/// snapshot's checks, a tenth of a 400k load).
+type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::RandomState>;
+/// A set of vector ids (see [`IdMap`]).
+type IdSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
+
 /// Errors of the vector index.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -627,12 +635,12 @@ impl VectorIndex {
     pub(crate) fn install_snapshot(&self, parsed: ParsedSnapshot) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
-        let graph = {
+        let (graph, unreachable) = {
             let exact = self.exact.read();
             let view = exact.view();
             parsed.into_graph(&exact.ids(), |id| view.get(id))?
         };
-        self.catch_up_and_install(graph, journal, None, Workers::Foreground)
+        self.catch_up_and_install(graph, journal, Some(unreachable), Workers::Foreground)
     }
 
     /// Tests only: while `on`, the inserts of every graph build panic (see

@@ -55,15 +55,16 @@
 //! and version 4, the layout of a branch that was merged and reverted) is
 //! [`IndexError::Incompatible`]: the store ignores it and rebuilds the graph.
 
-use std::collections::HashSet;
-
-use rayon::prelude::*;
-
-use super::graph::{GraphParts, Hnsw, MAX_LEVEL};
+use super::graph::{advise_huge_pages, GraphParts, Hnsw, MAX_LEVEL};
 use super::hnsw::Graph;
 use super::membership::Membership;
 use super::quantize::Quantizer;
-use super::{IndexError, Metric};
+use super::workers::map_in_halves;
+use super::{IdSet, IndexError, Metric};
+
+/// Snapshots of at least this many points have their fingerprints checked in two halves
+/// at once.
+const PARALLEL_MATCH_MIN: usize = 1 << 16;
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
@@ -276,12 +277,13 @@ impl ParsedSnapshot {
     /// fingerprint it was inserted with; a live id whose vector differs, and a live id of
     /// `live_ids` with no point at all, is scored outside the graph (exactly, until the
     /// absorber inserts the latter). A point whose id is gone keeps no vector and no
-    /// links (no traversal reaches it). Unreachable points are not applied yet.
+    /// links (no traversal reaches it). Also returns the ids of the points no search
+    /// reaches, not applied yet (see `Hnsw::unreachable_ids`).
     pub(crate) fn into_graph<'a>(
         self,
         live_ids: &[u64],
         current: impl Fn(u64) -> Option<&'a [f32]> + Sync,
-    ) -> Result<Graph, IndexError> {
+    ) -> Result<(Graph, Vec<u64>), IndexError> {
         let ParsedSnapshot {
             metric,
             dim,
@@ -289,12 +291,12 @@ impl ParsedSnapshot {
             fingerprints,
             kind,
         } = self;
-        let matches: Vec<Option<bool>> = parts
-            .ids
-            .par_iter()
-            .zip(&fingerprints)
-            .map(|(&id, &saved)| current(id).map(|v| kind.of(v) == saved))
-            .collect();
+        // (Called under the exact store's read lock: plain threads, see `map_in_halves`.)
+        let matches: Vec<Option<bool>> =
+            map_in_halves(parts.ids.len(), PARALLEL_MATCH_MIN, |slot| {
+                let (&id, &saved) = (parts.ids.get(slot)?, fingerprints.get(slot)?);
+                current(id).map(|v| kind.of(v) == saved)
+            });
         let mut dead = Vec::new();
         let mut outside = Vec::new();
         for (&id, state) in parts.ids.iter().zip(&matches) {
@@ -307,15 +309,22 @@ impl ParsedSnapshot {
                 None => dead.push(id),
             }
         }
-        let in_graph: HashSet<u64> = parts.ids.iter().copied().collect();
+        let in_graph: IdSet = parts.ids.iter().copied().collect();
         outside.extend(live_ids.iter().copied().filter(|id| !in_graph.contains(id)));
         let membership = Membership::loaded(&parts.ids, &dead, outside);
         let ids = parts.ids.clone();
-        let links = Hnsw::from_parts(metric, dim, parts, |slot| {
+        let (links, unreachable) = Hnsw::from_parts(metric, dim, parts, |slot| {
             ids.get(slot).and_then(|&id| current(id))
         })
         .ok_or_else(|| corrupted("links do not fit together"))?;
-        Ok(Graph::from_links(metric, dim, links, membership))
+        let unreachable = unreachable
+            .into_iter()
+            .filter_map(|slot| ids.get(slot as usize).copied())
+            .collect();
+        Ok((
+            Graph::from_links(metric, dim, links, membership),
+            unreachable,
+        ))
     }
 }
 
@@ -448,7 +457,7 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     };
     let ids = u64s(id_bytes);
     let fingerprints = u64s(fp_bytes);
-    let distinct: HashSet<u64> = ids.iter().copied().collect();
+    let distinct: IdSet = ids.iter().copied().collect();
     if distinct.len() != n {
         return Err(corrupted("an id has two points"));
     }
@@ -596,6 +605,9 @@ fn counted_rows(
         let mut rows = Vec::new();
         rows.try_reserve_exact(words)
             .map_err(|_| corrupted(format!("{words} link words do not fit in memory")))?;
+        // Layer 0's words become the graph's own (`Hnsw::from_parts`): huge pages from
+        // their first touch, as the graph's arrays have.
+        advise_huge_pages(rows.as_ptr(), rows.capacity());
         for &count in counts {
             if count > cap {
                 return Err(corrupted(format!("a row of {count} links, at most {cap}")));

@@ -488,6 +488,37 @@ fn an_empty_graph_snapshots_and_loads() {
     assert_eq!(reopened.search(&vectors[3], 1, ANN, None).unwrap()[0].0, 3);
 }
 
+/// A load walks the links it takes over for the points no search reaches (on a thread of
+/// its own, beside the vectors' gather): the same points as the graph's own walk once
+/// loaded, with every vector present and with some gone (their points then have no links,
+/// and are among them).
+#[test]
+fn the_points_a_load_finds_unreachable_are_those_of_the_loaded_graphs_walk() {
+    let vectors = low_rank_vectors(23, N, DIM);
+    let index = filled(Metric::Cosine, &vectors);
+    index.build_graph().unwrap();
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    for gone in [0usize, 150] {
+        let live: Vec<u64> = (gone as u64..N as u64).collect();
+        let parsed = parse_snapshot(&blobs, Metric::Cosine, DIM).unwrap();
+        let (graph, unreachable) = parsed
+            .into_graph(&live, |id| {
+                (id >= gone as u64)
+                    .then(|| vectors.get(id as usize).map(Vec::as_slice))
+                    .flatten()
+            })
+            .unwrap();
+        let found: HashSet<u64> = unreachable.iter().copied().collect();
+        assert_eq!(found.len(), unreachable.len(), "an id reported twice");
+        let walked: HashSet<u64> = graph.unreachable_ids().into_iter().collect();
+        assert_eq!(found, walked, "{gone} vectors gone");
+        assert!(
+            (0..gone as u64).all(|id| found.contains(&id)),
+            "{gone} vectors gone"
+        );
+    }
+}
+
 fn small_snapshot() -> (VectorIndex, Vec<Vec<u8>>) {
     let vectors = low_rank_vectors(31, 150, DIM);
     let index = filled(Metric::Cosine, &vectors);

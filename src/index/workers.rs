@@ -67,3 +67,69 @@ fn lower_thread_priority() {
         }
     }
 }
+
+/// Runs `a` on the calling thread and `b` on a scoped thread of its own, at once, and
+/// returns both results (a panic in either is the caller's).
+///
+/// For work done while holding a lock that searches or writers wait for: neither rayon
+/// pool is involved, so no pool thread blocked on that lock can leave the work unrun (a
+/// search on rayon's global pool waits for the exact store's lock), and the helper runs at
+/// the caller's priority, not the background pool's. Like `std::thread::scope`'s `spawn`,
+/// it panics if the system cannot start a thread (the index load and the absorber contain
+/// panics: the graph is then rebuilt, searches stay exact meanwhile).
+pub(crate) fn join_threads<A, B: Send>(
+    a: impl FnOnce() -> A,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(b);
+        let a = a();
+        match helper.join() {
+            Ok(b) => (a, b),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// `f` of every index in `0..n`, in order, computed in two halves at once (see
+/// [`join_threads`]); on the caller alone below `min` (a thread costs more than small
+/// work).
+pub(crate) fn map_in_halves<T: Send>(
+    n: usize,
+    min: usize,
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    if n < min {
+        return (0..n).map(&f).collect();
+    }
+    let half = n / 2;
+    let (mut first, second) = join_threads(
+        || (0..half).map(&f).collect::<Vec<T>>(),
+        || (half..n).map(&f).collect::<Vec<T>>(),
+    );
+    first.extend(second);
+    first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_keep_the_order_of_the_indices() {
+        for n in [0, 1, 2, 7, 1000] {
+            let mapped = map_in_halves(n, 0, |i| i * 3);
+            assert_eq!(mapped, (0..n).map(|i| i * 3).collect::<Vec<_>>());
+        }
+        let small = map_in_halves(5, 100, |i| i);
+        assert_eq!(small, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn both_sides_of_a_join_run_and_return() {
+        let words = [1u32, 2, 3];
+        let len = words.len();
+        let (a, b) = join_threads(|| len * 2, move || words.iter().sum::<u32>());
+        assert_eq!((a, b), (6, 6));
+    }
+}
