@@ -197,8 +197,9 @@ fn upper_rows(levels: &[u8], words: &[u32], m: usize, present: &[bool]) -> Optio
 }
 
 /// The entry of a loaded graph: the saved one if it has its vector, else the highest
-/// point that does. `None` inside: an empty graph; `None` outside: a non-empty graph
-/// saved without an entry (malformed).
+/// point that does. `Some(None)`: no point to enter by (an empty graph, or no point has
+/// its vector); `None`: a non-empty graph saved without an entry, or an entry that names
+/// no slot (malformed).
 fn entry_of(saved: Option<u32>, levels: &[u8], present: &[bool]) -> Option<Option<usize>> {
     match saved {
         Some(e) if *present.get(e as usize)? => Some(Some(e as usize)),
