@@ -87,9 +87,9 @@ def glove(args):
     write(args.out, "glove-100k", vectors[sample], queries, source + ", 100k seeded sample")
 
 
-def random(args):
-    rng = np.random.default_rng(384)
-    n, dim, intrinsic = 100_000, 384, 64
+def low_rank(out, name, seed, n, dim, intrinsic, suffix=""):
+    """n seeded unit vectors of `dim` dimensions and intrinsic dimension `intrinsic`."""
+    rng = np.random.default_rng(seed)
     basis = rng.standard_normal((intrinsic, dim))
     def draw(count):
         latent = rng.standard_normal((count, intrinsic))
@@ -97,33 +97,22 @@ def random(args):
     base, _ = unit(draw(n))
     queries, _ = unit(draw(QUERIES))
     write(
-        args.out,
-        "random384",
+        out,
+        name,
         base,
         queries,
         f"seeded Gaussian: {intrinsic}-d latent x fixed {intrinsic}x{dim} matrix + 1% noise "
-        f"(intrinsic dimension {intrinsic})",
+        f"(intrinsic dimension {intrinsic}){suffix}",
     )
+
+
+def random(args):
+    low_rank(args.out, "random384", 384, 100_000, 384, 64)
 
 
 def random_1m(args):
     """1M seeded 50-d vectors (GloVe's width) of intrinsic dimension 16: the reopen at 1M."""
-    rng = np.random.default_rng(1_000_050)
-    n, dim, intrinsic = 1_000_000, 50, 16
-    basis = rng.standard_normal((intrinsic, dim))
-    def draw(count):
-        latent = rng.standard_normal((count, intrinsic))
-        return latent @ basis + 0.01 * rng.standard_normal((count, dim))
-    base, _ = unit(draw(n))
-    queries, _ = unit(draw(QUERIES))
-    write(
-        args.out,
-        "random50-1m",
-        base,
-        queries,
-        f"seeded Gaussian: {intrinsic}-d latent x fixed {intrinsic}x{dim} matrix + 1% noise "
-        f"(intrinsic dimension {intrinsic}), 1M points",
-    )
+    low_rank(args.out, "random50-1m", 1_000_050, 1_000_000, 50, 16, ", 1M points")
 
 
 # ---------------------------------------------------------------- MiniLM (NumPy, float32)

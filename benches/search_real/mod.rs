@@ -370,6 +370,25 @@ fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
+/// Opens the store at `path` with [`reopen_options`], waits for its graph, and runs one
+/// graph search: the store, the seconds the open took, and the seconds from the open's start
+/// to the search's answer.
+fn reopen_to_first_search(path: &Path, set: &Set) -> (Store, f64, f64) {
+    let started = Instant::now();
+    let store = Store::open(path, reopen_options()).expect("open");
+    let opened = started.elapsed().as_secs_f64();
+    loop {
+        let info = store.index_info();
+        if info.graph_ready || started.elapsed() > Duration::from_secs(900) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rows(&store, set.query(0), &SearchOptions::default().ef(64));
+    let first = started.elapsed().as_secs_f64();
+    (store, opened, first)
+}
+
 /// The child modes (see the module docs); prints one JSON line.
 pub fn child(spec: &str) {
     let mut parts = spec.splitn(3, ':');
@@ -414,18 +433,7 @@ pub fn child(spec: &str) {
         "query" => {
             let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
             let (rss_before, _) = super::common::memory();
-            let started = Instant::now();
-            let store = Store::open(path, reopen_options()).expect("open");
-            let opened = started.elapsed().as_secs_f64();
-            loop {
-                let info = store.index_info();
-                if info.graph_ready || started.elapsed() > Duration::from_secs(900) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            rows(&store, set.query(0), &SearchOptions::default().ef(64));
-            let first = started.elapsed().as_secs_f64();
+            let (store, opened, first) = reopen_to_first_search(path, &set);
             let (ready_rss, _) = super::common::memory();
             wait(&store);
             let (query_rss, _) = super::common::memory();
@@ -451,18 +459,7 @@ pub fn child(spec: &str) {
         // sets whose sweep would take too long, such as `random50-1m`.
         "reopen" => {
             let set = Set::load(name, false).unwrap_or_else(|e| panic!("{e}"));
-            let started = Instant::now();
-            let store = Store::open(path, reopen_options()).expect("open");
-            let opened = started.elapsed().as_secs_f64();
-            loop {
-                let info = store.index_info();
-                if info.graph_ready || started.elapsed() > Duration::from_secs(900) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            rows(&store, set.query(0), &SearchOptions::default().ef(64));
-            let first = started.elapsed().as_secs_f64();
+            let (store, opened, first) = reopen_to_first_search(path, &set);
             let (ready_rss, _) = super::common::memory();
             serde_json::json!({"open_s": opened, "reopen_first_search_s": first,
                 "ready_rss": ready_rss, "n": store.index_info().graph_points})
