@@ -594,6 +594,7 @@ impl VectorIndex {
         let journal = self.start_journal();
         let ids = self.exact.read().ids();
         let graph = Graph::new(self.metric, self.dim, self.params);
+        graph.links().reserve(ids.len());
         #[cfg(test)]
         {
             self.builds.0.fetch_add(1, Ordering::SeqCst);
