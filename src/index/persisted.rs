@@ -176,47 +176,44 @@ fn encode_rows(words: &[u32], cap: usize, width: usize, counts: &mut Vec<u8>, li
 /// state).
 pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     let links = graph.links();
-    let parts = links.to_parts();
-    let mut fingerprints = Vec::with_capacity(parts.ids.len());
+    let GraphParts {
+        m,
+        ef_construction,
+        ids,
+        levels,
+        layer0,
+        upper,
+        entry,
+        quant,
+    } = links.to_parts();
+    let mut fingerprints = Vec::with_capacity(ids.len());
     links.for_each_vector(|_, vector| fingerprints.push(fingerprint_crc32(vector)));
-    let n = parts.ids.len();
+    let n = ids.len();
     let too_large = |what: &str| IndexError::Graph {
         detail: format!("{what} does not fit the snapshot format"),
     };
     // Counts are u16: M is at most MAX_M, so a row holds at most 2 * MAX_M links.
-    if parts.m > MAX_M as usize {
+    if m > MAX_M as usize {
         return Err(too_large("M"));
     }
     let width = slot_width(n);
     let mut counts = Vec::new();
     let mut link_bytes = Vec::new();
-    encode_rows(
-        &parts.layer0,
-        2 * parts.m,
-        width,
-        &mut counts,
-        &mut link_bytes,
-    );
-    encode_rows(&parts.upper, parts.m, width, &mut counts, &mut link_bytes);
-    let mut payload = Vec::with_capacity(n * 17 + counts.len() + link_bytes.len());
-    for id in &parts.ids {
-        payload.extend_from_slice(&id.to_le_bytes());
-    }
-    for fp in &fingerprints {
-        payload.extend_from_slice(&fp.to_le_bytes());
-    }
-    payload.extend_from_slice(&parts.levels);
-    payload.extend_from_slice(&counts);
-    payload.extend_from_slice(&link_bytes);
-    drop((counts, link_bytes));
-    match &parts.quant {
+    encode_rows(&layer0, 2 * m, width, &mut counts, &mut link_bytes);
+    encode_rows(&upper, m, width, &mut counts, &mut link_bytes);
+    // The plain copy of the links is no longer needed: freed before the parts are made
+    // (at 400k points it was 53 MB of a build's peak).
+    drop((layer0, upper));
+    let mut quant_bytes = Vec::new();
+    match &quant {
         Some(quant) => {
-            quant.to_bytes(&mut payload);
-            payload.push(1);
+            quant.to_bytes(&mut quant_bytes);
+            quant_bytes.push(1);
         }
-        None => payload.push(0),
+        None => quant_bytes.push(0),
     }
-    let part_count = payload.len().div_ceil(MAX_PART_BYTES);
+    let payload_len = n * 17 + counts.len() + link_bytes.len() + quant_bytes.len();
+    let part_count = payload_len.div_ceil(MAX_PART_BYTES);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -225,35 +222,93 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     header.extend_from_slice(&[0, 0]);
     header.extend_from_slice(&(graph.dim() as u64).to_le_bytes());
     header.extend_from_slice(&(n as u64).to_le_bytes());
+    header.extend_from_slice(&u32::try_from(m).map_err(|_| too_large("M"))?.to_le_bytes());
     header.extend_from_slice(
-        &u32::try_from(parts.m)
-            .map_err(|_| too_large("M"))?
-            .to_le_bytes(),
-    );
-    header.extend_from_slice(
-        &u32::try_from(parts.ef_construction)
+        &u32::try_from(ef_construction)
             .map_err(|_| too_large("ef_construction"))?
             .to_le_bytes(),
     );
-    header.extend_from_slice(&parts.entry.unwrap_or(u32::MAX).to_le_bytes());
+    header.extend_from_slice(&entry.unwrap_or(u32::MAX).to_le_bytes());
     header.extend_from_slice(
         &u32::try_from(part_count)
             .map_err(|_| too_large("the part count"))?
             .to_le_bytes(),
     );
-    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    header.extend_from_slice(&(payload_len as u64).to_le_bytes());
     header.extend_from_slice(&0u64.to_le_bytes());
     debug_assert_eq!(header.len(), CHECKSUM_AT);
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&header);
-    hasher.update(&payload);
-    header.extend_from_slice(hasher.finalize().as_bytes());
+    // The payload is written straight into its parts (never whole in one buffer, then
+    // copied into them), hashed as it goes.
+    let mut parts = Parts::new(&header, payload_len);
+    for id in &ids {
+        parts.write(&id.to_le_bytes());
+    }
+    for fp in &fingerprints {
+        parts.write(&fp.to_le_bytes());
+    }
+    parts.write(&levels);
+    parts.write(&counts);
+    drop(counts);
+    parts.write(&link_bytes);
+    drop(link_bytes);
+    parts.write(&quant_bytes);
+    let (checksum, payload, written) = parts.finish();
+    debug_assert_eq!(written, payload_len);
+    header.extend_from_slice(checksum.as_bytes());
     debug_assert_eq!(header.len(), HEADER_LEN);
-
-    let mut blobs = Vec::with_capacity(1 + part_count);
+    let mut blobs = Vec::with_capacity(1 + payload.len());
     blobs.push(header);
-    blobs.extend(payload.chunks(MAX_PART_BYTES).map(<[u8]>::to_vec));
+    blobs.extend(payload);
     Ok(blobs)
+}
+
+/// A snapshot's payload cut into parts of [`MAX_PART_BYTES`] as it is written, and its
+/// checksum (blake3 of the header, then of the payload).
+struct Parts {
+    parts: Vec<Vec<u8>>,
+    hasher: blake3::Hasher,
+    written: usize,
+    /// The payload's announced length (each part is allocated at the size it will have).
+    total: usize,
+}
+
+impl Parts {
+    fn new(header: &[u8], total: usize) -> Parts {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(header);
+        Parts {
+            parts: Vec::with_capacity(total.div_ceil(MAX_PART_BYTES)),
+            hasher,
+            written: 0,
+            total,
+        }
+    }
+
+    fn write(&mut self, mut bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.written += bytes.len();
+        while !bytes.is_empty() {
+            let room = match self.parts.last() {
+                Some(part) if part.len() < MAX_PART_BYTES => MAX_PART_BYTES - part.len(),
+                _ => {
+                    // (A capacity only: a payload longer than announced still fits.)
+                    let done = self.parts.len() * MAX_PART_BYTES;
+                    let size = self.total.saturating_sub(done).min(MAX_PART_BYTES);
+                    self.parts.push(Vec::with_capacity(size));
+                    MAX_PART_BYTES
+                }
+            };
+            let (now, later) = bytes.split_at(room.min(bytes.len()));
+            if let Some(part) = self.parts.last_mut() {
+                part.extend_from_slice(now);
+            }
+            bytes = later;
+        }
+    }
+
+    fn finish(self) -> (blake3::Hash, Vec<Vec<u8>>, usize) {
+        (self.hasher.finalize(), self.parts, self.written)
+    }
 }
 
 /// A checked and parsed snapshot: the links and each point's vector fingerprint, waiting

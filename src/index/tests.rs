@@ -658,6 +658,38 @@ fn a_snapshot_whose_levels_no_graph_has_is_refused() {
     }
 }
 
+/// The writer streams the payload into its parts (hashing as it goes) rather than cutting
+/// one whole buffer: every part but the last is exactly `MAX_PART_BYTES`, the header
+/// announces their total, and the snapshot loads to the same answers.
+#[test]
+fn a_snapshot_of_several_parts_is_cut_at_the_part_size_and_loads() {
+    let dim = 8;
+    let vectors = low_rank_vectors(79, 8000, dim);
+    let index = filled_at(dim, Metric::Cosine, &vectors);
+    build_on_one_thread(&index);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    assert!(
+        blobs.len() > 2,
+        "{} blobs: the payload fits one part",
+        blobs.len()
+    );
+    let (last, whole) = blobs[1..].split_last().unwrap();
+    assert!(whole.iter().all(|p| p.len() == persisted::MAX_PART_BYTES));
+    assert!(!last.is_empty() && last.len() <= persisted::MAX_PART_BYTES);
+    let total: usize = blobs[1..].iter().map(Vec::len).sum();
+    let announced = u64::from_le_bytes(blobs[0][48..56].try_into().unwrap());
+    assert_eq!(announced, total as u64);
+    let reloaded = filled_at(dim, Metric::Cosine, &vectors);
+    reloaded.load_snapshot(&blobs).unwrap();
+    assert_consistent(&reloaded);
+    for q in vectors.iter().step_by(97) {
+        assert_eq!(
+            index.search(q, 10, ANN, None).unwrap(),
+            reloaded.search(q, 10, ANN, None).unwrap()
+        );
+    }
+}
+
 /// The payload may come in any number of parts of any length (the writer cuts it at
 /// `MAX_PART_BYTES`); the reader joins them.
 #[test]
