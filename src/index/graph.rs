@@ -1230,29 +1230,37 @@ impl Hnsw {
             .collect()
     }
 
-    /// The graph's links as plain words (see [`GraphParts`]). Call with inserts excluded.
-    pub(crate) fn to_parts(&self) -> GraphParts {
+    /// The graph's parts (see [`GraphParts`]) without its links: `layer0` and `upper` are
+    /// empty; [`Self::for_each_row`] gives the rows. Call with inserts excluded.
+    pub(crate) fn parts_without_links(&self) -> GraphParts {
         let points = self.points.read();
-        let layer0 = points
-            .layer0
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed))
-            .collect();
-        let mut upper = Vec::new();
-        for &at in &points.upper_at {
-            if let Some(rows) = points.upper.get(at as usize) {
-                upper.extend(rows.iter().map(|w| w.load(Ordering::Relaxed)));
-            }
-        }
         GraphParts {
             m: self.m,
             ef_construction: self.ef_construction,
             ids: points.ids.clone(),
             levels: points.levels.clone(),
-            layer0,
-            upper,
+            layer0: Vec::new(),
+            upper: Vec::new(),
             entry: self.entry().map(|(slot, _)| slot),
             quant: points.quant.clone(),
+        }
+    }
+
+    /// Calls `f` with every row of links and its capacity, in [`GraphParts`]' order: layer
+    /// 0's rows (`2M`) in slot order, then the upper rows (`M`) of each point above layer 0,
+    /// in slot order. The rows are read in place (a snapshot no longer copies them whole:
+    /// 53 MB at 400k points). Call with inserts excluded.
+    pub(crate) fn for_each_row(&self, mut f: impl FnMut(&[AtomicU32], usize)) {
+        let points = self.points.read();
+        for row in points.layer0.chunks_exact(self.m0 + 1) {
+            f(row, self.m0);
+        }
+        for &at in &points.upper_at {
+            if let Some(rows) = points.upper.get(at as usize) {
+                for row in rows.chunks_exact(self.m + 1) {
+                    f(row, self.m);
+                }
+            }
         }
     }
 

@@ -55,6 +55,8 @@
 //! and version 4, the layout of a branch that was merged and reverted) is
 //! [`IndexError::Incompatible`]: the store ignores it and rebuilds the graph.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::graph::{advise_huge_pages, GraphParts, Hnsw, MAX_LEVEL};
 use super::hnsw::Graph;
 use super::membership::Membership;
@@ -159,15 +161,24 @@ fn slot_width(n: usize) -> usize {
     (8 - largest.leading_zeros() as usize / 8).clamp(1, 8)
 }
 
-/// The rows of `words` (each a count, then `cap` slots): each row's count, and its used
-/// slots appended to `links` in `width` bytes each.
-fn encode_rows(words: &[u32], cap: usize, width: usize, counts: &mut Vec<u8>, links: &mut Vec<u8>) {
-    for row in words.chunks_exact(cap + 1) {
-        let count = (row[0] as usize).min(cap);
-        counts.extend_from_slice(&(count as u16).to_le_bytes());
-        for slot in &row[1..=count] {
-            links.extend_from_slice(&slot.to_le_bytes()[..width]);
-        }
+/// A row of links (a count, then `cap` slots): its count appended to `counts`, and its
+/// used slots to `links` in `width` bytes each.
+fn encode_row(
+    row: &[AtomicU32],
+    cap: usize,
+    width: usize,
+    counts: &mut Vec<u8>,
+    links: &mut Vec<u8>,
+) {
+    let Some((count, slots)) = row.split_first() else {
+        return;
+    };
+    let count = (count.load(Ordering::Relaxed) as usize)
+        .min(cap)
+        .min(slots.len());
+    counts.extend_from_slice(&(count as u16).to_le_bytes());
+    for slot in &slots[..count] {
+        links.extend_from_slice(&slot.load(Ordering::Relaxed).to_le_bytes()[..width]);
     }
 }
 
@@ -181,11 +192,10 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
         ef_construction,
         ids,
         levels,
-        layer0,
-        upper,
         entry,
         quant,
-    } = links.to_parts();
+        ..
+    } = links.parts_without_links();
     let mut fingerprints = Vec::with_capacity(ids.len());
     links.for_each_vector(|_, vector| fingerprints.push(fingerprint_crc32(vector)));
     let n = ids.len();
@@ -199,11 +209,9 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     let width = slot_width(n);
     let mut counts = Vec::new();
     let mut link_bytes = Vec::new();
-    encode_rows(&layer0, 2 * m, width, &mut counts, &mut link_bytes);
-    encode_rows(&upper, m, width, &mut counts, &mut link_bytes);
-    // The plain copy of the links is no longer needed: freed before the parts are made
-    // (at 400k points it was 53 MB of a build's peak).
-    drop((layer0, upper));
+    // Encoded from the graph's rows in place (a plain copy of every link first was 53 MB
+    // of a 400k build's peak).
+    links.for_each_row(|row, cap| encode_row(row, cap, width, &mut counts, &mut link_bytes));
     let mut quant_bytes = Vec::new();
     match &quant {
         Some(quant) => {
