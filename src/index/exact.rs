@@ -30,11 +30,8 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use super::graph::{Hnsw, VectorsRead};
-use super::workers::map_in_halves;
+use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{distance, IdMap, Metric};
-
-/// Graphs of at least this many points are rebound in two halves at once.
-const PARALLEL_REBIND_MIN: usize = 1 << 16;
 
 /// Above this many rows a scan is split across `available_parallelism()` threads.
 pub(crate) const PARALLEL_SCAN_THRESHOLD: usize = 32 * 1024;
@@ -461,7 +458,7 @@ impl ExactStore {
             // slot in two halves at once (a hash probe, a membership probe and a row compare
             // each: a quarter of a 1M-point reopen on one thread; under the exact store's
             // write lock, so on plain threads, see `map_in_halves`), then mapped in order.
-            let live: Vec<bool> = map_in_halves(ids.len(), PARALLEL_REBIND_MIN, |slot| {
+            let live: Vec<bool> = map_in_halves(ids.len(), PARALLEL_MIN, |slot| {
                 let Some(&id) = ids.get(slot) else {
                     return false;
                 };

@@ -38,7 +38,7 @@ use rayon::prelude::*;
 use super::distance::distance;
 use super::exact::IdFilter;
 use super::quantize::Quantizer;
-use super::workers::join_threads;
+use super::workers::{join_threads, PARALLEL_MIN};
 use super::Metric;
 
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
@@ -212,10 +212,6 @@ fn entry_of(saved: Option<u32>, levels: &[u8], present: &[bool]) -> Option<Optio
         None => None,
     }
 }
-
-/// Graphs of at least this many points gather their vectors beside taking their links
-/// over (see [`Hnsw::from_parts`]).
-const PARALLEL_LOAD_MIN: usize = 1 << 16;
 
 /// [`reached_slots`] from a loaded graph's entry (`None`: an empty graph, or none of its
 /// points has a vector: nothing is reached).
@@ -1350,7 +1346,7 @@ impl Hnsw {
         };
         // (Under the exact store's read lock: plain threads, not a rayon pool; see
         // `join_threads`.)
-        let ((vectors, present), optimistic) = if n >= PARALLEL_LOAD_MIN {
+        let ((vectors, present), optimistic) = if n >= PARALLEL_MIN {
             join_threads(gather, every_present_links)
         } else {
             (gather(), every_present_links())

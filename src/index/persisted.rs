@@ -61,12 +61,8 @@ use super::graph::{advise_huge_pages, GraphParts, Hnsw, MAX_LEVEL};
 use super::hnsw::Graph;
 use super::membership::Membership;
 use super::quantize::Quantizer;
-use super::workers::map_in_halves;
+use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{IdSet, IndexError, Metric};
-
-/// Snapshots of at least this many points have their fingerprints checked in two halves
-/// at once.
-const PARALLEL_MATCH_MIN: usize = 1 << 16;
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
@@ -355,11 +351,10 @@ impl ParsedSnapshot {
             kind,
         } = self;
         // (Called under the exact store's read lock: plain threads, see `map_in_halves`.)
-        let matches: Vec<Option<bool>> =
-            map_in_halves(parts.ids.len(), PARALLEL_MATCH_MIN, |slot| {
-                let (&id, &saved) = (parts.ids.get(slot)?, fingerprints.get(slot)?);
-                current(id).map(|v| kind.of(v) == saved)
-            });
+        let matches: Vec<Option<bool>> = map_in_halves(parts.ids.len(), PARALLEL_MIN, |slot| {
+            let (&id, &saved) = (parts.ids.get(slot)?, fingerprints.get(slot)?);
+            current(id).map(|v| kind.of(v) == saved)
+        });
         let mut dead = Vec::new();
         let mut outside = Vec::new();
         for (&id, state) in parts.ids.iter().zip(&matches) {

@@ -68,6 +68,12 @@ fn lower_thread_priority() {
     }
 }
 
+/// Work over at least this many points (a graph load's gather beside its link walk, the
+/// snapshot's fingerprint check, the exact store's rebind) is split across two threads;
+/// below it a thread costs more than it saves. In tests it is small, so that the index
+/// tests (graphs of hundreds to thousands of points) run the split paths.
+pub(crate) const PARALLEL_MIN: usize = if cfg!(test) { 64 } else { 1 << 16 };
+
 /// Runs `a` on the calling thread and `b` on a scoped thread of its own, at once, and
 /// returns both results (a panic in either is the caller's).
 ///
