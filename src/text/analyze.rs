@@ -193,12 +193,29 @@ impl TextOptions {
     }
 }
 
-/// [`TextOptions`] made ready to run: the stemmer and the stop-word set.
+/// [`TextOptions`] made ready to run: the stemmer and the stop-word set; and the buffers
+/// the store's text writes analyse and encode in, kept from one write transaction to the
+/// next ([`Analyzer::take_buffers`]).
 pub(crate) struct Analyzer {
     options: TextOptions,
     stemmer: Option<Stemmer>,
     stop_words: HashSet<&'static str>,
+    spare: parking_lot::Mutex<Option<WriteBuffers>>,
 }
+
+/// What one write transaction's text index work is done in: a chunk's [`Terms`] and the
+/// row they are encoded into, reused from chunk to chunk and (through
+/// [`Analyzer::take_buffers`]) from transaction to transaction, so that a write's first
+/// chunk does not grow them again from nothing (a tenth of an 8-chunk prose write's text
+/// index cost, `docs/benchmarks.md`).
+#[derive(Debug, Default)]
+pub(crate) struct WriteBuffers {
+    pub(crate) terms: Terms,
+    pub(crate) row: Vec<u8>,
+}
+
+/// Buffers grown past this many bytes (by one very large chunk) are freed rather than kept.
+const KEEP_BUFFERS_UP_TO: usize = 1 << 20;
 
 impl std::fmt::Debug for Analyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -224,6 +241,21 @@ impl Analyzer {
             options: options.clone(),
             stemmer,
             stop_words,
+            spare: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// The buffers the last write transaction gave back, or new ones. Write transactions
+    /// run one at a time, so there is one set to keep.
+    pub(crate) fn take_buffers(&self) -> WriteBuffers {
+        self.spare.lock().take().unwrap_or_default()
+    }
+
+    /// Keeps `buffers` for the next write transaction, unless one very large chunk grew
+    /// them past [`KEEP_BUFFERS_UP_TO`].
+    pub(crate) fn give_back(&self, buffers: WriteBuffers) {
+        if buffers.terms.capacity_bytes() + buffers.row.capacity() <= KEEP_BUFFERS_UP_TO {
+            *self.spare.lock() = Some(buffers);
         }
     }
 
@@ -233,40 +265,66 @@ impl Analyzer {
 
     /// Calls `f` with every term of `text`, in order (repeats included).
     ///
-    /// Segmentation is `unicode-segmentation`'s (which has its own fast path for ASCII
-    /// text); case folding takes a word without upper-case letters as it is and folds an
-    /// ASCII word byte by byte, and only other words go through `char::to_lowercase`
-    /// (which agrees with ASCII folding on ASCII letters).
+    /// Segmentation is `unicode-segmentation`'s `unicode_words`. An ASCII text is first cut
+    /// at ASCII whitespace, which UAX #29 never joins to a word (in the crate's own ASCII
+    /// rules it is neither part of a word nor between two parts of one); a piece made only
+    /// of ASCII letters and digits is then one word (WB5, WB8-WB10) and is taken as it is,
+    /// and every other piece goes through the crate. Most pieces of prose are plain words, so
+    /// the crate's per-segment iterator runs only on the rest (a property test holds the
+    /// words equal to the crate's on the whole text). Case folding takes a word without
+    /// upper-case letters as it is and folds an ASCII word byte by byte, and only other
+    /// words go through `char::to_lowercase` (which agrees with ASCII folding on ASCII
+    /// letters).
     pub(crate) fn for_each_term(&self, text: &str, mut f: impl FnMut(&str)) {
         let mut folded = String::new();
-        for word in text.unicode_words() {
-            let word: &str = if word.is_ascii() {
-                if word.bytes().any(|b| b.is_ascii_uppercase()) {
-                    folded.clear();
-                    folded.push_str(word);
-                    folded.make_ascii_lowercase();
-                    &folded
-                } else {
-                    word
-                }
-            } else {
+        let mut word_to_term = |word: &str, ascii: bool, upper: bool| {
+            let word: &str = if !ascii {
                 folded.clear();
                 for c in word.chars() {
                     folded.extend(c.to_lowercase());
                 }
                 &folded
+            } else if upper {
+                folded.clear();
+                folded.push_str(word);
+                folded.make_ascii_lowercase();
+                &folded
+            } else {
+                word
             };
             if !self.stop_words.is_empty() && self.stop_words.contains(word) {
-                continue;
+                return;
             }
             let term = match &self.stemmer {
                 Some(stemmer) => stemmer.stem(word),
                 None => std::borrow::Cow::Borrowed(word),
             };
-            if term.is_empty() {
-                continue;
+            if !term.is_empty() {
+                f(truncate(&term));
             }
-            f(truncate(&term));
+        };
+        fn crate_words(text: &str, word_to_term: &mut impl FnMut(&str, bool, bool)) {
+            for word in text.unicode_words() {
+                let ascii = word.is_ascii();
+                let upper = ascii && word.bytes().any(|b| b.is_ascii_uppercase());
+                word_to_term(word, ascii, upper);
+            }
+        }
+        if !text.is_ascii() {
+            crate_words(text, &mut word_to_term);
+            return;
+        }
+        for piece in text.split_ascii_whitespace() {
+            let mut upper = false;
+            let plain = piece.bytes().all(|b| {
+                upper |= b.is_ascii_uppercase();
+                b.is_ascii_alphanumeric()
+            });
+            if plain {
+                word_to_term(piece, true, upper);
+            } else {
+                crate_words(piece, &mut word_to_term);
+            }
         }
     }
 
@@ -366,6 +424,13 @@ impl Terms {
         });
     }
 
+    /// About how many bytes the buffers hold.
+    fn capacity_bytes(&self) -> usize {
+        self.arena.capacity()
+            + self.counts.capacity() * std::mem::size_of::<(u32, u32, u32)>()
+            + self.places.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+
     /// The number of terms of the text (its length for BM25).
     pub(crate) fn len(&self) -> u32 {
         self.len
@@ -452,6 +517,71 @@ mod tests {
             prop_assert_eq!(terms.distinct(), expected.len());
             prop_assert_eq!(ours, expected);
         }
+    }
+
+    proptest! {
+        /// The words of an ASCII text cut at whitespace first are the crate's words of the
+        /// whole text: on text dense in the characters UAX #29 treats apart (digits and
+        /// letters around `.`, `,`, `;`, `'` and `:`, `_`, every kind of ASCII space, CR LF,
+        /// quotes), and on any ASCII.
+        #[test]
+        fn ascii_words_cut_at_whitespace_are_the_crates_words(
+            dense in "[aZ9_.,;:'\" \r\n\t\x0b\x0c-]{0,80}",
+            any_ascii in "[\x00-\x7f]{0,120}",
+        ) {
+            let analyzer = Analyzer::new(&TextOptions::default());
+            for text in [&dense, &any_ascii] {
+                let ours = analyzer.terms(text);
+                let crates: Vec<String> = text
+                    .unicode_words()
+                    .map(|w| w[..w.len().min(MAX_TERM_BYTES)].to_ascii_lowercase())
+                    .collect();
+                prop_assert_eq!(ours, crates);
+            }
+        }
+
+        /// The whole analysis of ASCII text equals the reference, with and without
+        /// stemming and stop words.
+        #[test]
+        fn ascii_terms_equal_the_reference_analysis(
+            text in "[a-zA-Z0-9 _.,;:'\\-]{0,200}",
+            english in any::<bool>(),
+        ) {
+            let options = if english {
+                TextOptions::language(TextLanguage::English)
+            } else {
+                TextOptions::default()
+            };
+            let analyzer = Analyzer::new(&options);
+            let mut terms = Terms::default();
+            terms.analyze(&analyzer, &text);
+            let (expected, len) = reference(&analyzer, &text);
+            let mut ours: Vec<(String, u32)> =
+                terms.counts().map(|(t, c)| (t.to_string(), c)).collect();
+            ours.sort_unstable();
+            prop_assert_eq!(terms.len(), len);
+            prop_assert_eq!(ours, expected);
+        }
+    }
+
+    #[test]
+    fn write_buffers_are_kept_between_transactions_unless_grown_huge() {
+        let a = Analyzer::new(&TextOptions::default());
+        let mut buffers = a.take_buffers();
+        buffers.terms.analyze(&a, "alpha beta gamma");
+        a.give_back(buffers);
+        let kept = a.take_buffers();
+        assert!(kept.terms.capacity_bytes() > 0, "small buffers are kept");
+        let mut huge = kept;
+        let text: String = (0..200_000).map(|i| format!("w{i} ")).collect();
+        huge.terms.analyze(&a, &text);
+        assert!(huge.terms.capacity_bytes() > KEEP_BUFFERS_UP_TO);
+        a.give_back(huge);
+        assert_eq!(
+            a.take_buffers().terms.capacity_bytes(),
+            0,
+            "huge buffers are freed"
+        );
     }
 
     #[test]

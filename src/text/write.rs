@@ -9,7 +9,7 @@
 //! transaction ([`TextWriter::finish`]). (A table keyed by term, tried first, touched a leaf
 //! per distinct term of every write: 11× to 200× the cost of the write without it.)
 
-use super::analyze::{Analyzer, Terms};
+use super::analyze::{Analyzer, Terms, WriteBuffers};
 use super::row;
 use crate::error::{Corruption, WriteError};
 use crate::schema::{
@@ -30,15 +30,21 @@ pub(crate) fn text_row(analyzer: &Analyzer, text: &str) -> TextRow {
 }
 
 /// The text tables of one write transaction, the batch's pending totals, and the buffers
-/// one chunk's analysis and row are made in (reused from chunk to chunk).
+/// one chunk's analysis and row are made in (reused from chunk to chunk, and given back to
+/// the analyzer for the next transaction when the writer is dropped).
 pub(crate) struct TextWriter<'txn> {
     analyzer: Arc<Analyzer>,
     rows: Table<'txn, u64, &'static [u8]>,
     totals: Table<'txn, &'static str, u64>,
     chunks_delta: i64,
     terms_delta: i64,
-    terms: Terms,
-    row: Vec<u8>,
+    buffers: WriteBuffers,
+}
+
+impl Drop for TextWriter<'_> {
+    fn drop(&mut self) {
+        self.analyzer.give_back(std::mem::take(&mut self.buffers));
+    }
 }
 
 fn read_total(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, WriteError> {
@@ -66,41 +72,36 @@ impl<'txn> TextWriter<'txn> {
         analyzer: Arc<Analyzer>,
     ) -> Result<TextWriter<'txn>, WriteError> {
         Ok(TextWriter {
-            analyzer,
             rows: txn.open_table(TEXT_CHUNKS).map_err(WriteError::storage)?,
             totals: txn.open_table(TEXT_TOTALS).map_err(WriteError::storage)?,
             chunks_delta: 0,
             terms_delta: 0,
-            terms: Terms::default(),
-            row: Vec::new(),
+            buffers: analyzer.take_buffers(),
+            analyzer,
         })
     }
 
     /// Indexes the chunk `id` (a vector id no live chunk has) with `text`.
     pub(crate) fn index(&mut self, id: u64, text: &str) -> Result<(), WriteError> {
-        self.terms.analyze(&self.analyzer, text);
-        let len = self.terms.len();
-        row::encode_row(
-            &mut self.row,
-            len,
-            self.terms.distinct(),
-            self.terms.counts(),
-        );
+        let WriteBuffers { terms, row } = &mut self.buffers;
+        terms.analyze(&self.analyzer, text);
+        let len = terms.len();
+        row::encode_row(row, len, terms.distinct(), terms.counts());
         debug_assert!(
-            schema::decode::<TextRow>("text row being written", &self.row).is_ok_and(|back| {
+            schema::decode::<TextRow>("text row being written", row).is_ok_and(|back| {
                 back.len == len
-                    && back.terms.len() == self.terms.distinct()
+                    && back.terms.len() == terms.distinct()
                     && back
                         .terms
                         .iter()
                         .map(|(t, c)| (t.as_str(), *c))
-                        .eq(self.terms.counts())
+                        .eq(terms.counts())
             }),
             "a text row does not decode to its text's terms"
         );
         if self
             .rows
-            .insert(id, self.row.as_slice())
+            .insert(id, row.as_slice())
             .map_err(WriteError::storage)?
             .is_some()
         {
