@@ -1168,6 +1168,11 @@ impl Hnsw {
                     distances += 1;
                     let candidate = Near(dist(next), next);
                     if best.len() < ef || best.peek().is_some_and(|worst| candidate < *worst) {
+                        if frontier.peek().is_none_or(|Reverse(top)| candidate < *top) {
+                            // The next point expanded unless a nearer one comes: its row
+                            // is asked for now, the rest of this row's distances ahead.
+                            self.prefetch_row(&points, next);
+                        }
                         frontier.push(Reverse(candidate));
                         if admitted(next) {
                             keep_best(&mut best, candidate, ef);
