@@ -896,6 +896,22 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
     absorbed
 }
 
+/// Hands the memory the build freed back to the system before a snapshot is encoded and
+/// written. A build's temporaries are allocated and freed on the index pool's threads, and
+/// glibc keeps what a thread's arena freed for that thread's later allocations: about 17 MB
+/// of a GloVe-100k build's 177 MB peak was such memory, unused again (the peak comes with
+/// the snapshot's encoding, after the inserts). `malloc_trim` returns it (the free pages of
+/// every arena, not only the heap's top) and frees nothing in use; it takes a few
+/// milliseconds, once per snapshot. Other allocators return freed memory themselves.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases memory glibc's allocator holds free; it is
+    // thread-safe (each arena is locked while trimmed) and has no precondition.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Writes the current graph into the file, replacing the previous snapshot: the old one is
 /// deleted in one transaction, the new one written whole in the next. A crash leaves the
 /// old snapshot, none, or the new one, never a mix; with none, the next open builds the
@@ -913,6 +929,7 @@ fn persist_graph(background: &Background, live: &LiveIndex) {
     if background.with(|ix| ix.engine.is_read_only()) != Some(false) {
         return;
     }
+    release_freed_memory();
     let points = live.index.graph_point_count();
     let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
         return;
