@@ -140,6 +140,10 @@ pub(crate) enum InsertOutcome {
     Unchanged,
 }
 
+/// How many unused floats (16 MiB) the own rows' array keeps before it is shrunk
+/// ([`Rows::shrink_if_sparse`]); a shrink leaves a quarter of that free for new rows.
+const SHRINK_SLACK_FLOATS: usize = 4 << 20;
+
 /// Dense own rows: the live vectors the graph does not hold.
 struct Rows {
     dim: usize,
@@ -234,8 +238,21 @@ impl Rows {
         self.shrink_if_sparse();
     }
 
+    /// Gives back the memory of rows that left: the vectors' array as soon as a
+    /// [`SHRINK_SLACK_FLOATS`] tail of it is unused, and all three (vectors, ids, map) once
+    /// the vectors fill a quarter or less of theirs.
+    ///
+    /// The vectors' array follows the rows closely because a graph build empties it while
+    /// the graph's own array fills: kept at its high-water capacity until a quarter was
+    /// left, it held 75 % of the vectors twice at a random384 build's peak. An array that
+    /// large is its own mapping in the allocator, so shrinking it unmaps the tail's pages
+    /// (glibc: `mremap`) rather than copying the rows.
     fn shrink_if_sparse(&mut self) {
         const MIN_FLOATS: usize = 1 << 16;
+        let unused = self.data.capacity() - self.data.len();
+        if unused >= SHRINK_SLACK_FLOATS {
+            self.data.shrink_to(self.data.len() + SHRINK_SLACK_FLOATS / 4);
+        }
         if self.data.capacity() > MIN_FLOATS && self.data.capacity() / 4 > self.data.len() {
             self.data.shrink_to_fit();
             self.ids.shrink_to_fit();
