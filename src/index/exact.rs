@@ -192,8 +192,8 @@ impl Rows {
         }
     }
 
-    /// Removes `id`; the last row moves into the hole. Memory is given back once the rows
-    /// fill less than a quarter of it (vectors moved into a graph leave many rows at once).
+    /// Removes `id`; the last row moves into the hole. Memory is given back as
+    /// [`Self::shrink_if_sparse`] says (vectors moved into a graph leave many rows at once).
     fn remove(&mut self, id: u64) -> bool {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
@@ -251,7 +251,8 @@ impl Rows {
         const MIN_FLOATS: usize = 1 << 16;
         let unused = self.data.capacity() - self.data.len();
         if unused >= SHRINK_SLACK_FLOATS {
-            self.data.shrink_to(self.data.len() + SHRINK_SLACK_FLOATS / 4);
+            self.data
+                .shrink_to(self.data.len() + SHRINK_SLACK_FLOATS / 4);
         }
         if self.data.capacity() > MIN_FLOATS && self.data.capacity() / 4 > self.data.len() {
             self.data.shrink_to_fit();
@@ -737,6 +738,48 @@ impl ExactStore {
 mod tests {
     use super::*;
     use crate::index::test_support::{random_unit_vectors, SplitMix64};
+
+    #[test]
+    fn the_rows_array_gives_back_a_large_unused_tail_and_keeps_its_rows() {
+        const DIM: usize = 64;
+        let n = 2 * SHRINK_SLACK_FLOATS / DIM;
+        let vectors = random_unit_vectors(11, n, DIM);
+        let mut rows = Rows::new(DIM);
+        for (id, v) in vectors.iter().enumerate() {
+            rows.insert(id as u64, v);
+        }
+        let full = rows.data.capacity();
+        assert!(full >= n * DIM);
+        // Rows leave as a build absorbs them: in any order, swap-removed.
+        let gone = n * 3 / 4;
+        for id in (0..n as u64)
+            .rev()
+            .step_by(2)
+            .chain((0..n as u64).step_by(2))
+            .take(gone)
+        {
+            assert!(rows.remove(id));
+            let unused = rows.data.capacity() - rows.data.len();
+            assert!(
+                unused < SHRINK_SLACK_FLOATS,
+                "{unused} floats unused after a remove"
+            );
+        }
+        assert!(
+            rows.data.capacity() <= full - SHRINK_SLACK_FLOATS / 2,
+            "the tail was given back"
+        );
+        assert_eq!(rows.ids.len(), n - gone);
+        for (id, v) in vectors.iter().enumerate() {
+            if let Some(row) = rows.get(id as u64) {
+                assert!(same_bits(row, v), "row of {id}");
+            }
+        }
+        assert_eq!(
+            (0..n as u64).filter(|&id| rows.get(id).is_some()).count(),
+            n - gone
+        );
+    }
 
     #[test]
     fn retained_rows_keep_their_vectors_and_are_found_by_id() {
