@@ -491,12 +491,16 @@ mod tests {
     }
 
     proptest! {
-        /// The ASCII case-folding fast path and the span-sorting count give what folding
-        /// each `char` and counting in a map give, for ASCII, accented and mixed text, with
-        /// and without stemming and stop words.
+        /// The ASCII paths (whitespace first, case folding) and the span-sorting count give
+        /// what the crate's words of the whole text, folding each `char` and counting in a
+        /// map give, for ASCII-only (half the cases), accented and mixed text, with and
+        /// without stemming and stop words.
         #[test]
         fn terms_equal_the_reference_analysis(
-            text in "[a-zA-Z0-9 _.,;:'\\-ÉéßİΣσ]{0,200}",
+            text in prop_oneof![
+                "[a-zA-Z0-9 _.,;:'\\-ÉéßİΣσ]{0,200}",
+                "[a-zA-Z0-9 _.,;:'\\-]{0,200}",
+            ],
             english in any::<bool>(),
         ) {
             let options = if english {
@@ -538,29 +542,6 @@ mod tests {
                     .collect();
                 prop_assert_eq!(ours, crates);
             }
-        }
-
-        /// The whole analysis of ASCII text equals the reference, with and without
-        /// stemming and stop words.
-        #[test]
-        fn ascii_terms_equal_the_reference_analysis(
-            text in "[a-zA-Z0-9 _.,;:'\\-]{0,200}",
-            english in any::<bool>(),
-        ) {
-            let options = if english {
-                TextOptions::language(TextLanguage::English)
-            } else {
-                TextOptions::default()
-            };
-            let analyzer = Analyzer::new(&options);
-            let mut terms = Terms::default();
-            terms.analyze(&analyzer, &text);
-            let (expected, len) = reference(&analyzer, &text);
-            let mut ours: Vec<(String, u32)> =
-                terms.counts().map(|(t, c)| (t.to_string(), c)).collect();
-            ours.sort_unstable();
-            prop_assert_eq!(terms.len(), len);
-            prop_assert_eq!(ours, expected);
         }
     }
 
