@@ -150,6 +150,9 @@ struct Rows {
     data: Vec<f32>,
     ids: Vec<u64>,
     slots: IdMap<usize>,
+    /// Whether `data` grew since [`Rows::release_tail`] last looked: rows still arriving,
+    /// so its unused tail is room for them, not memory to give back.
+    grew: bool,
 }
 
 impl Rows {
@@ -159,6 +162,7 @@ impl Rows {
             data: Vec::new(),
             ids: Vec::new(),
             slots: IdMap::default(),
+            grew: false,
         }
     }
 
@@ -186,14 +190,17 @@ impl Rows {
             None => {
                 self.slots.insert(id, self.ids.len());
                 self.ids.push(id);
+                let capacity = self.data.capacity();
                 self.data.extend_from_slice(vector);
+                self.grew |= self.data.capacity() != capacity;
                 InsertOutcome::Added
             }
         }
     }
 
-    /// Removes `id`; the last row moves into the hole. Memory is given back as
-    /// [`Self::shrink_if_sparse`] says (vectors moved into a graph leave many rows at once).
+    /// Removes `id`; the last row moves into the hole. Memory is given back once the rows
+    /// fill less than a quarter of it ([`Self::shrink_if_sparse`]; a graph taking the rows
+    /// over also calls [`Self::release_tail`]).
     fn remove(&mut self, id: u64) -> bool {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
@@ -238,26 +245,34 @@ impl Rows {
         self.shrink_if_sparse();
     }
 
-    /// Gives back the memory of rows that left: the vectors' array as soon as a
-    /// [`SHRINK_SLACK_FLOATS`] tail of it is unused, and all three (vectors, ids, map) once
-    /// the vectors fill a quarter or less of theirs.
-    ///
-    /// The vectors' array follows the rows closely because a graph build empties it while
-    /// the graph's own array fills: kept at its high-water capacity until a quarter was
-    /// left, it held 75 % of the vectors twice at a random384 build's peak. An array that
-    /// large is its own mapping in the allocator, so shrinking it unmaps the tail's pages
-    /// (glibc: `mremap`) rather than copying the rows.
+    /// Gives back the memory of rows that left once they fill less than a quarter of it.
     fn shrink_if_sparse(&mut self) {
         const MIN_FLOATS: usize = 1 << 16;
-        let unused = self.data.capacity() - self.data.len();
-        if unused >= SHRINK_SLACK_FLOATS {
-            self.data
-                .shrink_to(self.data.len() + SHRINK_SLACK_FLOATS / 4);
-        }
         if self.data.capacity() > MIN_FLOATS && self.data.capacity() / 4 > self.data.len() {
             self.data.shrink_to_fit();
             self.ids.shrink_to_fit();
             self.slots.shrink_to_fit();
+        }
+    }
+
+    /// Gives back the vectors' array's unused tail once it reaches
+    /// [`SHRINK_SLACK_FLOATS`], unless the array grew since the last call (rows still
+    /// arriving: the tail is their room, and shrinking it only to grow it again would
+    /// copy the array over and over on allocators whose `realloc` copies).
+    ///
+    /// Called after a graph took a batch of rows over ([`ExactStore::adopt`]): a build
+    /// from written vectors empties the rows while the graph's array fills, and with only
+    /// the quarter rule the rows' array stayed at its high-water mark until three quarters
+    /// had left, holding most vectors twice at the build's peak (random384: 569 MB against
+    /// 486 MB with this). An array that large is usually its own mapping (above glibc's
+    /// mmap threshold, at most 32 MiB), so the shrink unmaps the tail's pages
+    /// (`mremap`) rather than copying the rows.
+    fn release_tail(&mut self) {
+        if !std::mem::take(&mut self.grew)
+            && self.data.capacity() - self.data.len() >= SHRINK_SLACK_FLOATS
+        {
+            self.data
+                .shrink_to(self.data.len() + SHRINK_SLACK_FLOATS / 4);
         }
     }
 }
@@ -557,6 +572,7 @@ impl ExactStore {
         for id in moved {
             self.own.remove(id);
         }
+        self.own.release_tail();
     }
 
     /// The `k` live vectors nearest to `query` that pass `filter`, nearest first, as
@@ -740,7 +756,7 @@ mod tests {
     use crate::index::test_support::{random_unit_vectors, SplitMix64};
 
     #[test]
-    fn the_rows_array_gives_back_a_large_unused_tail_and_keeps_its_rows() {
+    fn the_rows_array_gives_back_its_unused_tail_once_rows_stop_arriving() {
         const DIM: usize = 64;
         let n = 2 * SHRINK_SLACK_FLOATS / DIM;
         let vectors = random_unit_vectors(11, n, DIM);
@@ -749,26 +765,26 @@ mod tests {
             rows.insert(id as u64, v);
         }
         let full = rows.data.capacity();
-        assert!(full >= n * DIM);
-        // Rows leave as a build absorbs them: in any order, swap-removed.
+        // Rows leave in batches, as a graph takes them over, in any order.
         let gone = n * 3 / 4;
-        for id in (0..n as u64)
+        let mut order = (0..n as u64)
             .rev()
             .step_by(2)
-            .chain((0..n as u64).step_by(2))
-            .take(gone)
-        {
-            assert!(rows.remove(id));
+            .chain((0..n as u64).step_by(2));
+        for batch in 0..3 {
+            for id in order.by_ref().take(gone / 3) {
+                assert!(rows.remove(id));
+            }
+            rows.release_tail();
             let unused = rows.data.capacity() - rows.data.len();
-            assert!(
-                unused < SHRINK_SLACK_FLOATS,
-                "{unused} floats unused after a remove"
-            );
+            if batch == 0 {
+                // The array grew since the last look: its tail is room for arriving rows.
+                assert_eq!(rows.data.capacity(), full, "shrunk right after growing");
+            } else {
+                assert!(unused < SHRINK_SLACK_FLOATS, "{unused} floats unused");
+            }
         }
-        assert!(
-            rows.data.capacity() <= full - SHRINK_SLACK_FLOATS / 2,
-            "the tail was given back"
-        );
+        assert!(rows.data.capacity() < full, "the tail was given back");
         assert_eq!(rows.ids.len(), n - gone);
         for (id, v) in vectors.iter().enumerate() {
             if let Some(row) = rows.get(id as u64) {
