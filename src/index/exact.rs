@@ -264,7 +264,7 @@ impl Rows {
     /// from written vectors empties the rows while the graph's array fills, and with only
     /// the quarter rule the rows' array stayed at its high-water mark until three quarters
     /// had left, holding most vectors twice at the build's peak (random384: 569 MB against
-    /// 486 MB with this). An array that large is usually its own mapping (above glibc's
+    /// 481 MB with this). An array that large is usually its own mapping (above glibc's
     /// mmap threshold, at most 32 MiB), so the shrink unmaps the tail's pages
     /// (`mremap`) rather than copying the rows.
     fn release_tail(&mut self) {

@@ -257,7 +257,13 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     drop(link_bytes);
     parts.write(&quant_bytes);
     let (checksum, payload, written) = parts.finish();
-    debug_assert_eq!(written, payload_len);
+    if written != payload_len {
+        // The header announces `payload_len`: a snapshot that says otherwise would only be
+        // refused on load; refuse to write it.
+        return Err(IndexError::Graph {
+            detail: format!("a snapshot payload of {written} bytes announced as {payload_len}"),
+        });
+    }
     header.extend_from_slice(checksum.as_bytes());
     debug_assert_eq!(header.len(), HEADER_LEN);
     let mut blobs = Vec::with_capacity(1 + payload.len());
