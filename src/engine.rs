@@ -76,6 +76,17 @@ pub(crate) struct Engine {
     /// A second, read-only handle on the file without a page cache, for the index load's
     /// bulk reads ([`Engine::bulk_snapshot`]); `None` where the file cannot be shared.
     bulk: OnceLock<Option<redb::ReadOnlyDatabase>>,
+    /// The snapshot searches share until the next commit ([`Engine::search_snapshot`]).
+    shared_snapshot: Mutex<SharedSnapshot>,
+}
+
+/// The last snapshot a search took on a writer's engine, kept for the searches after it
+/// until a commit, and the number of commits so far, which tells a search whether the
+/// snapshot it took may be kept.
+#[derive(Default)]
+struct SharedSnapshot {
+    commits: u64,
+    current: Option<Arc<Snapshot>>,
 }
 
 #[derive(Debug)]
@@ -121,6 +132,8 @@ impl Drop for Engine {
         if let Some(Some(bulk)) = self.bulk.take() {
             let _ = bulk.close();
         }
+        // A read transaction left open would keep the compaction from running.
+        drop(self.shared_snapshot.get_mut().current.take());
         if !self.options.compact_on_close
             || std::thread::panicking()
             || self.poisoned.get_mut().is_some()
@@ -179,6 +192,7 @@ impl Engine {
             text_index: Default::default(),
             file,
             bulk: OnceLock::new(),
+            shared_snapshot: Mutex::default(),
         }
     }
 
@@ -257,7 +271,10 @@ impl Engine {
                 .map_err(WriteError::storage)?;
             match work(&mut txn)? {
                 Finish::Commit(value) => {
-                    txn.commit().map_err(WriteError::storage)?;
+                    let committed = txn.commit().map_err(WriteError::storage);
+                    // Even a failed commit: what the file holds is no longer known.
+                    self.committed();
+                    committed?;
                     Ok(value)
                 }
                 Finish::Abort(value) => {
@@ -460,6 +477,49 @@ impl Engine {
         Ok(Version::ticket(tickets.next))
     }
 
+    /// Forgets the snapshot searches shared: the next search reads the commit just made.
+    /// Called after every commit, before the write is answered.
+    fn committed(&self) {
+        let stale = {
+            let mut shared = self.shared_snapshot.lock();
+            shared.commits += 1;
+            shared.current.take()
+        };
+        // Its read transaction ends here unless a search still holds it.
+        drop(stale);
+    }
+
+    /// The snapshot a search reads: on a writer's engine, the one the searches since the
+    /// last commit share (a new one if none has been taken since); on a read-only engine,
+    /// a new one (another process commits, and only a new read transaction sees it).
+    ///
+    /// Sharing saves each search a redb read transaction (in `SingleWriter` mode a lock
+    /// and an unlock of the file's reader slots, two system calls) and opening the three
+    /// tables a hit is resolved from. Read-your-writes holds: [`Engine::write_txn`]
+    /// forgets the shared snapshot after its commit, before the write is answered, and a
+    /// snapshot begun before that commit is never kept (the commit count moved).
+    /// Nothing is pinned for long: a read transaction keeps the pages later commits free
+    /// from reuse, and the shared one ends at the next commit (or when the last search
+    /// holding it ends).
+    pub(crate) fn search_snapshot(&self) -> Result<Arc<Snapshot>, ReadError> {
+        if self.is_read_only() {
+            return self.snapshot().map(Arc::new);
+        }
+        let commits = {
+            let shared = self.shared_snapshot.lock();
+            if let Some(current) = &shared.current {
+                return Ok(current.clone());
+            }
+            shared.commits
+        };
+        let snapshot = Arc::new(self.snapshot()?);
+        let mut shared = self.shared_snapshot.lock();
+        if shared.commits == commits && shared.current.is_none() {
+            shared.current = Some(snapshot.clone());
+        }
+        Ok(snapshot)
+    }
+
     /// A consistent read view: everything read through it comes from one committed state.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
         crate::contain::contain(ReadError::contained, || {
@@ -619,5 +679,66 @@ impl Apply for PreparedRetain {
 
     fn changed_nothing(outcome: &RetainOutcome) -> bool {
         outcome.skipped.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Chunk, Document, Options, Store, Version};
+    use std::sync::Arc;
+
+    fn doc(version: u64) -> Document {
+        Document::new("s", "d", Version::number(version))
+            .with_chunk(Chunk::new(format!("text {version}"), vec![1.0, 2.0, 3.0]))
+    }
+
+    fn stored_version(snapshot: &crate::Snapshot) -> Option<Version> {
+        snapshot.get("s", "d").expect("get").map(|d| d.version)
+    }
+
+    /// Searches share one snapshot until a commit. The commit lets it go, so it pins no
+    /// page past that commit once the searches holding it end, and the next search reads
+    /// the new commit.
+    #[test]
+    fn searches_share_a_snapshot_until_the_next_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("s.redb"), Options::default()).expect("open");
+        store.upsert(doc(1)).expect("write");
+        let engine = store.engine();
+        let first = engine.search_snapshot().expect("snapshot");
+        let again = engine.search_snapshot().expect("snapshot");
+        assert!(Arc::ptr_eq(&first, &again), "a second search read anew");
+        drop(again);
+        store.upsert(doc(2)).expect("write");
+        assert_eq!(
+            Arc::strong_count(&first),
+            1,
+            "the engine still holds the snapshot of before the commit"
+        );
+        let after = engine.search_snapshot().expect("snapshot");
+        assert!(!Arc::ptr_eq(&first, &after));
+        assert_eq!(stored_version(&first), Some(Version::number(1)));
+        assert_eq!(stored_version(&after), Some(Version::number(2)));
+        // A write refused by the guard commits its counters: the shared snapshot goes too.
+        store.upsert(doc(1)).expect("stale write");
+        assert_eq!(Arc::strong_count(&after), 1);
+    }
+
+    /// A read-only store never shares a snapshot: only a new read transaction sees what
+    /// the writer (another process) committed since.
+    #[test]
+    fn a_read_only_store_reads_a_new_snapshot_for_every_search() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.redb");
+        let writer = Store::open(&path, Options::default()).expect("open");
+        writer.upsert(doc(1)).expect("write");
+        let reader = Store::open_read_only(&path).expect("reader");
+        let engine = reader.engine();
+        let first = engine.search_snapshot().expect("snapshot");
+        let second = engine.search_snapshot().expect("snapshot");
+        assert!(!Arc::ptr_eq(&first, &second));
+        writer.upsert(doc(2)).expect("write");
+        let third = engine.search_snapshot().expect("snapshot");
+        assert_eq!(stored_version(&third), Some(Version::number(2)));
     }
 }

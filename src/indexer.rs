@@ -296,7 +296,7 @@ impl Indexer {
         // would come back partly, or not at all). Optimistic: check before and after, and
         // retry on a newer snapshot if a commit was applied in between.
         for _ in 0..SEARCH_ATTEMPTS {
-            let snapshot = self.engine.snapshot()?;
+            let snapshot = self.engine.search_snapshot()?;
             let Some(live) = self.live() else {
                 let hits =
                     crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
@@ -555,7 +555,7 @@ impl Indexer {
     ) -> Result<Vec<Hit>, ReadError> {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
         crate::text::check_query(query, &self.engine.options().limits)?;
-        let snapshot = self.engine.snapshot()?;
+        let snapshot = self.engine.search_snapshot()?;
         let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
         let matching = match &options.filter {
             // `None` when the filter index covers another commit: then every

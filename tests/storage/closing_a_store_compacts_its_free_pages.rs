@@ -6,7 +6,8 @@
 //! and a later session that does not grow the file leaves them too;
 //! a reader beside the writer reads the same contents after the writer compacted; a
 //! snapshot alive when the store is dropped errs (the store is closed, as before) and the
-//! file stays whole.
+//! file stays whole; the snapshot the store's searches share (kept until the next commit)
+//! does not keep the file from compacting when the store closes right after a search.
 
 use ratchetdb::{
     Chunk, Document, Op, Options, SearchOptions, Store, Version, COMPACT_ON_CLOSE_MIN_FREE,
@@ -201,6 +202,33 @@ fn a_snapshot_alive_when_the_store_is_dropped_reads_or_errs_and_the_file_stays_w
     assert!(
         free >= COMPACT_ON_CLOSE_MIN_FREE,
         "compacted under a live snapshot ({free} bytes free)"
+    );
+    assert_contents(&path, &live);
+}
+
+/// Regression: the searches' shared snapshot is a live read transaction until the next
+/// commit; the close must end it before compacting, or redb refuses the compaction.
+#[test]
+fn closing_right_after_a_search_still_compacts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db.redb");
+    let store = Store::open(&path, Options::default()).expect("open");
+    let live = load_then_delete(&store);
+    let open_len = file_len(&path);
+    let hits = store
+        .search(&vector(8 * 2), 3, &SearchOptions::default())
+        .expect("search");
+    assert!(hits.iter().all(|h| live.contains_key(&h.id)));
+    let text_hits = store
+        .search_text("doc 8 chunk 0", 3, &SearchOptions::default())
+        .expect("text search");
+    assert_eq!(text_hits[0].id, "doc-00008");
+    drop(store);
+    let closed_len = file_len(&path);
+    let free = free_bytes(&path);
+    assert!(
+        closed_len < open_len && free < COMPACT_ON_CLOSE_MIN_FREE,
+        "not compacted after a search: {open_len} -> {closed_len} bytes, {free} free"
     );
     assert_contents(&path, &live);
 }
