@@ -314,17 +314,33 @@ impl Analyzer {
             crate_words(text, &mut word_to_term);
             return;
         }
-        for piece in text.split_ascii_whitespace() {
-            let mut upper = false;
-            let plain = piece.bytes().all(|b| {
-                upper |= b.is_ascii_uppercase();
-                b.is_ascii_alphanumeric()
-            });
-            if plain {
-                word_to_term(piece, true, upper);
-            } else {
-                crate_words(piece, &mut word_to_term);
+        // The pieces between runs of ASCII whitespace (`u8::is_ascii_whitespace`, as
+        // `str::split_ascii_whitespace`), each classified in the same pass over its bytes.
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            let start = at;
+            let mut seen = 0u8;
+            let mut all = ALNUM;
+            while let Some(&b) = bytes.get(at) {
+                let class = ASCII_CLASS[b as usize];
+                if class & SPACE != 0 {
+                    break;
+                }
+                seen |= class;
+                all &= class;
+                at += 1;
             }
+            if at > start {
+                // ASCII text: every byte offset is a character boundary.
+                let piece = &text[start..at];
+                if all & ALNUM != 0 {
+                    word_to_term(piece, true, seen & UPPER != 0);
+                } else {
+                    crate_words(piece, &mut word_to_term);
+                }
+            }
+            at += 1;
         }
     }
 
@@ -449,6 +465,36 @@ impl Terms {
     }
 }
 
+/// [`ASCII_CLASS`] bits: ASCII whitespace (`u8::is_ascii_whitespace`).
+const SPACE: u8 = 1;
+/// [`ASCII_CLASS`] bits: an ASCII letter or digit.
+const ALNUM: u8 = 2;
+/// [`ASCII_CLASS`] bits: an ASCII upper-case letter.
+const UPPER: u8 = 4;
+
+/// Each byte's [`SPACE`], [`ALNUM`] and [`UPPER`] bits, as `u8`'s own ASCII predicates
+/// give them (a unit test checks every byte).
+const ASCII_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        let mut class = 0;
+        if byte.is_ascii_whitespace() {
+            class |= SPACE;
+        }
+        if byte.is_ascii_alphanumeric() {
+            class |= ALNUM;
+        }
+        if byte.is_ascii_uppercase() {
+            class |= UPPER;
+        }
+        table[b] = class;
+        b += 1;
+    }
+    table
+};
+
 /// `term` cut to at most [`MAX_TERM_BYTES`] at a character boundary.
 fn truncate(term: &str) -> &str {
     if term.len() <= MAX_TERM_BYTES {
@@ -542,6 +588,16 @@ mod tests {
                     .collect();
                 prop_assert_eq!(ours, crates);
             }
+        }
+    }
+
+    #[test]
+    fn the_byte_classes_are_the_ascii_predicates() {
+        for b in 0..=255u8 {
+            let class = ASCII_CLASS[b as usize];
+            assert_eq!(class & SPACE != 0, b.is_ascii_whitespace(), "{b}");
+            assert_eq!(class & ALNUM != 0, b.is_ascii_alphanumeric(), "{b}");
+            assert_eq!(class & UPPER != 0, b.is_ascii_uppercase(), "{b}");
         }
     }
 
