@@ -35,10 +35,17 @@ fn write(store: &Store, rng: &mut Rng, doc: usize, version: u64) -> Vec<Vec<f32>
 }
 
 /// Every chunk's own vector finds that chunk first, equal to what `get` returns.
+///
+/// Regression (flaky, about one run in fifty): the graph search ran at `ef` 64, and on
+/// these random 384-d vectors an approximate search now and then ranked another chunk
+/// first, a recall miss, not a resolution error. The graph search now runs with a beam
+/// wider than the graph (`ef` 1,000 over at most 600 points, live and superseded), so it
+/// expands every point it can reach and its first hit is the exact one; what is tested is
+/// still the graph's path and the hit's resolution.
 fn check(store: &Store, docs: &[Vec<Vec<f32>>], when: &str) {
     let modes = [
         ("exact", SearchOptions::default().exact(true)),
-        ("ann", SearchOptions::default().ef(64)),
+        ("graph", SearchOptions::default().ef(1000)),
     ];
     for (doc, vectors) in docs.iter().enumerate() {
         let stored = store.get("long", &format!("d{doc}")).expect("get");
