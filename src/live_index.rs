@@ -47,6 +47,9 @@ fn index_error(error: IndexError) -> ReadError {
 
 /// The commit sequence a snapshot covers.
 pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
+    if let Some(seq) = snapshot.known_commit() {
+        return Ok(seq);
+    }
     let counters = snapshot
         .txn
         .open_table(COUNTERS)
@@ -54,8 +57,10 @@ pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
     let seq = counters
         .get(seq_key::COMMIT)
         .map_err(ReadError::storage)?
-        .map(|v| v.value());
-    Ok(seq.unwrap_or(0))
+        .map(|v| v.value())
+        .unwrap_or(0);
+    snapshot.remember_commit(seq);
+    Ok(seq)
 }
 
 /// The changelog rows of the commits after `covered` up to `target`, in commit order;

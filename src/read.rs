@@ -62,6 +62,9 @@ pub struct Snapshot {
     docs: ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
     chunks: ReadOnlyTable<u64, &'static [u8]>,
     vectors: ReadOnlyTable<u64, &'static [u8]>,
+    /// The commit sequence number the snapshot is at, read once
+    /// ([`crate::live_index::commit_seq`]): searches sharing a snapshot ask it each.
+    commit: std::sync::OnceLock<u64>,
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -83,7 +86,18 @@ impl Snapshot {
             metric,
             dimension,
             model,
+            commit: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The commit sequence number, if `live_index::commit_seq` has read it.
+    pub(crate) fn known_commit(&self) -> Option<u64> {
+        self.commit.get().copied()
+    }
+
+    /// Remembers the commit sequence number read from this snapshot.
+    pub(crate) fn remember_commit(&self, seq: u64) {
+        let _ = self.commit.set(seq);
     }
 
     pub(crate) fn doc_row(&self, source: &str, id: &str) -> Result<Option<DocRow>, ReadError> {

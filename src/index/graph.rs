@@ -1112,7 +1112,10 @@ impl Hnsw {
             let mut visited = cell.borrow_mut();
             let mark = visited.start(points.ids.len());
             visited.marks[current.1 as usize] = mark;
-            let mut frontier = BinaryHeap::from([Reverse(current)]);
+            // Room for the usual frontier: grown from one, it was reallocated several
+            // times in every search.
+            let mut frontier = BinaryHeap::with_capacity(2 * ef);
+            frontier.push(Reverse(current));
             let mut best = BinaryHeap::with_capacity(ef + 1);
             if admitted(current.1) {
                 best.push(current);
