@@ -321,7 +321,7 @@ def child(phase, lib, name, path):
         exact(queries[0])
     first = time.perf_counter() - start
     ready_rss = rss()
-    out = {"reopen_first_search_s": first, "query_rss": ready_rss, "rss_before": before}
+    out = {"reopen_first_search_s": first, "query_rss": ready_rss, "query_rss_before": before}
     if search is not None:
         out["sweep"] = sweep(search, queries, truth, EF_SWEEP)
     if exact is not None:
