@@ -54,6 +54,22 @@ fn free_bytes(path: &Path) -> u64 {
     file_len(path).saturating_sub(allocated)
 }
 
+/// The file at `path`, `open_len` bytes while its store was open, shrank on close and keeps
+/// less free than compaction looks for.
+fn assert_compacted(path: &Path, open_len: u64, when: &str) {
+    let closed_len = file_len(path);
+    let free = free_bytes(path);
+    println!("{when}: file while open {open_len} bytes, after close {closed_len} ({free} free)");
+    assert!(
+        closed_len < open_len,
+        "{when}: the file did not shrink: {open_len} -> {closed_len}"
+    );
+    assert!(
+        free < COMPACT_ON_CLOSE_MIN_FREE && free * 8 < closed_len,
+        "{when}: {free} of {closed_len} bytes still free"
+    );
+}
+
 /// Writes every document, then deletes all but every fourth: returns what is left, by id,
 /// with each document's first chunk's text.
 fn load_then_delete(store: &Store) -> BTreeMap<String, String> {
@@ -123,17 +139,7 @@ fn closing_a_store_with_many_free_pages_compacts_it() {
     let live = load_then_delete(&store);
     let open_len = file_len(&path);
     drop(store);
-    let closed_len = file_len(&path);
-    let free = free_bytes(&path);
-    println!("file while open {open_len} bytes, after close {closed_len} ({free} free)");
-    assert!(
-        closed_len < open_len,
-        "the file did not shrink: {open_len} -> {closed_len}"
-    );
-    assert!(
-        free < COMPACT_ON_CLOSE_MIN_FREE && free * 8 < closed_len,
-        "{free} of {closed_len} bytes still free"
-    );
+    assert_compacted(&path, open_len, "after a bulk load and deletes");
     assert_contents(&path, &live);
 }
 
@@ -224,12 +230,7 @@ fn closing_right_after_a_search_still_compacts() {
         .expect("text search");
     assert_eq!(text_hits[0].id, "doc-00008");
     drop(store);
-    let closed_len = file_len(&path);
-    let free = free_bytes(&path);
-    assert!(
-        closed_len < open_len && free < COMPACT_ON_CLOSE_MIN_FREE,
-        "not compacted after a search: {open_len} -> {closed_len} bytes, {free} free"
-    );
+    assert_compacted(&path, open_len, "closed right after a search");
     assert_contents(&path, &live);
 }
 
