@@ -81,11 +81,13 @@ pub(crate) struct Engine {
 }
 
 /// The last snapshot a search took on a writer's engine, kept for the searches after it
-/// until a commit, and the number of commits so far, which tells a search whether the
-/// snapshot it took may be kept.
+/// until a commit; the number of commits begun and ended so far, which tells a search
+/// whether the snapshot it took may be kept, and whether a commit is under way (no snapshot
+/// is kept then).
 #[derive(Default)]
 struct SharedSnapshot {
     commits: u64,
+    committing: bool,
     current: Option<Arc<Snapshot>>,
 }
 
@@ -271,9 +273,10 @@ impl Engine {
                 .map_err(WriteError::storage)?;
             match work(&mut txn)? {
                 Finish::Commit(value) => {
+                    self.forget_shared_snapshot(true);
                     let committed = txn.commit().map_err(WriteError::storage);
-                    // Even a failed commit: what the file holds is no longer known.
-                    self.committed();
+                    // Even after a failed commit: what the file holds is no longer known.
+                    self.forget_shared_snapshot(false);
                     committed?;
                     Ok(value)
                 }
@@ -477,12 +480,16 @@ impl Engine {
         Ok(Version::ticket(tickets.next))
     }
 
-    /// Forgets the snapshot searches shared: the next search reads the commit just made.
-    /// Called after every commit, before the write is answered.
-    fn committed(&self) {
+    /// Forgets the snapshot searches shared, just before a commit (`committing`) and just
+    /// after it, before the write is answered; none is kept in between. Before: a read
+    /// transaction older than a commit keeps redb from reusing the pages that commit frees
+    /// as soon as it ends (`persist_graph` relies on that to write a graph into the pages of
+    /// the one it deleted). After: the next search reads the commit just made.
+    fn forget_shared_snapshot(&self, committing: bool) {
         let stale = {
             let mut shared = self.shared_snapshot.lock();
             shared.commits += 1;
+            shared.committing = committing;
             shared.current.take()
         };
         // Its read transaction ends here unless a search still holds it.
@@ -497,10 +504,10 @@ impl Engine {
     /// and an unlock of the file's reader slots, two system calls) and opening the three
     /// tables a hit is resolved from. Read-your-writes holds: [`Engine::write_txn`]
     /// forgets the shared snapshot after its commit, before the write is answered, and a
-    /// snapshot begun before that commit is never kept (the commit count moved).
-    /// Nothing is pinned for long: a read transaction keeps the pages later commits free
-    /// from reuse, and the shared one ends at the next commit (or when the last search
-    /// holding it ends).
+    /// snapshot begun before that commit is never kept (the commit count moved). Nothing
+    /// is pinned: the shared snapshot is forgotten before each commit too and none is kept
+    /// while a commit is under way, so only searches still running hold a read transaction
+    /// across a commit, as when each search took its own.
     pub(crate) fn search_snapshot(&self) -> Result<Arc<Snapshot>, ReadError> {
         if self.is_read_only() {
             return self.snapshot().map(Arc::new);
@@ -514,7 +521,7 @@ impl Engine {
         };
         let snapshot = Arc::new(self.snapshot()?);
         let mut shared = self.shared_snapshot.lock();
-        if shared.commits == commits && shared.current.is_none() {
+        if shared.commits == commits && !shared.committing && shared.current.is_none() {
             shared.current = Some(snapshot.clone());
         }
         Ok(snapshot)
@@ -684,7 +691,8 @@ impl Apply for PreparedRetain {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Chunk, Document, Options, Store, Version};
+    use super::Finish;
+    use crate::{Chunk, Document, Options, Store, Version, WriteError};
     use std::sync::Arc;
 
     fn doc(version: u64) -> Document {
@@ -722,6 +730,64 @@ mod tests {
         // A write refused by the guard commits its counters: the shared snapshot goes too.
         store.upsert(doc(1)).expect("stale write");
         assert_eq!(Arc::strong_count(&after), 1);
+    }
+
+    /// Regression (review of session 38): the shared snapshot was forgotten only after a
+    /// commit, so a search before a write kept a read transaction older than the commit
+    /// alive through it, and redb (exclusive mode, durable commits) could not free that
+    /// commit's freed pages when it ended: they stayed allocated until a later commit. Here
+    /// removing a large row frees the same pages whether or not a search came just before.
+    /// (The rows are written straight through `write_txn`, so no index work follows them
+    /// and takes a read transaction of its own.)
+    #[test]
+    fn a_search_before_a_commit_keeps_none_of_its_freed_pages() {
+        const SCRATCH: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("scratch");
+        fn allocated_after_removal(search_first: bool) -> u64 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = Store::open(
+                dir.path().join("s.redb"),
+                Options::default()
+                    .durability(crate::Durability::Immediate)
+                    .allow_readers(false),
+            )
+            .expect("open");
+            assert!(store.wait_for_index(std::time::Duration::from_secs(30)));
+            let engine = store.engine();
+            let durable = redb::Durability::Immediate;
+            engine
+                .write_txn(durable, |txn| {
+                    let mut table = txn.open_table(SCRATCH).map_err(WriteError::storage)?;
+                    let large = vec![7u8; 600_000];
+                    table
+                        .insert(1, large.as_slice())
+                        .map_err(WriteError::storage)?;
+                    Ok(Finish::Commit(()))
+                })
+                .expect("write");
+            if search_first {
+                // The search ends; the engine keeps the snapshot for the next one.
+                drop(engine.search_snapshot().expect("snapshot"));
+            }
+            engine
+                .write_txn(durable, |txn| {
+                    let mut table = txn.open_table(SCRATCH).map_err(WriteError::storage)?;
+                    table.remove(1).map_err(WriteError::storage)?;
+                    Ok(Finish::Commit(()))
+                })
+                .expect("remove");
+            engine
+                .write_txn(durable, |txn| {
+                    let stats = txn.stats().map_err(WriteError::storage)?;
+                    Ok(Finish::Abort(stats.allocated_pages()))
+                })
+                .expect("stats")
+        }
+        let without = allocated_after_removal(false);
+        let with = allocated_after_removal(true);
+        assert_eq!(
+            with, without,
+            "pages allocated after the removal: {with} with a search before it, {without} without"
+        );
     }
 
     /// A read-only store never shares a snapshot: only a new read transaction sees what
