@@ -329,7 +329,7 @@ fn scan_snapshot(
             }
             let distance = index::distance::distance(metric, query, &vector);
             best.push((distance, vector_id(doc, slot)));
-            if best.len() > 4 * k.max(16) {
+            if best.len() > k.max(16).saturating_mul(4) {
                 best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 best.truncate(k);
             }
@@ -472,7 +472,7 @@ pub(crate) fn search(
             None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
         };
         let exhausted = candidates.len() < fetch;
-        let mut hits = Vec::with_capacity(k);
+        let mut hits = Vec::with_capacity(k.min(candidates.len()));
         for (vector_id, score) in candidates {
             if let Some(hit) = resolve(snapshot, vector_id, score, filter)? {
                 hits.push(hit);

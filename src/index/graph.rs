@@ -1112,11 +1112,14 @@ impl Hnsw {
             let mut visited = cell.borrow_mut();
             let mark = visited.start(points.ids.len());
             visited.marks[current.1 as usize] = mark;
-            // Room for the usual frontier: grown from one, it was reallocated several
-            // times in every search.
-            let mut frontier = BinaryHeap::with_capacity(2 * ef);
+            // Room for the usual frontier (grown from one, it was reallocated several times
+            // in every search) and the beam; neither ever holds more than the graph's
+            // points, whatever `ef` a caller's raised `Limits::max_k` allows.
+            let points_len = points.ids.len();
+            let mut frontier =
+                BinaryHeap::with_capacity(ef.saturating_mul(2).min(points_len).max(1));
             frontier.push(Reverse(current));
-            let mut best = BinaryHeap::with_capacity(ef + 1);
+            let mut best = BinaryHeap::with_capacity(ef.min(points_len).saturating_add(1));
             if admitted(current.1) {
                 best.push(current);
             }

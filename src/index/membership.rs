@@ -252,7 +252,8 @@ impl Membership {
             // A quarter of the points: past that the traversal is walking much of the
             // graph, and the exact scan (which tests the filter before computing a
             // distance) costs no more and is exact.
-            let budget = (self.points.len() / TRAVERSAL_BUDGET_DIVISOR).max(want * 64);
+            let budget =
+                (self.points.len() / TRAVERSAL_BUDGET_DIVISOR).max(want.saturating_mul(64));
             // The admission check runs for most points the traversal reaches: the
             // liveness bit only when some point is dead, then the filter.
             // The liveness test reads one bit by slot: a hash lookup by id for each point

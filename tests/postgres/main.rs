@@ -22,6 +22,7 @@ mod racing_writers_on_separate_connections_converge;
 mod read_only_open_on_postgres_writes_nothing;
 mod search_never_returns_superseded_chunks_on_postgres;
 mod search_walks_the_hnsw_index;
+mod search_with_a_k_beyond_i64_on_postgres;
 mod store_open_postgres_url_dispatches;
 mod store_without_text_index_gains_it_on_postgres;
 mod text_and_hybrid_search_on_postgres_match_the_embedded_store;

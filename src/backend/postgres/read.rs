@@ -376,7 +376,8 @@ fn vector_hits(
 ) -> Result<Vec<Hit>, ReadError> {
     let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(Vector::from(query))];
     let conditions = search_conditions(options, &mut params)?;
-    params.push(Box::new(k as i64));
+    // A `k` past `i64::MAX` (a raised `Limits::max_k`) wrapped negative: `LIMIT -1`.
+    params.push(Box::new(i64::try_from(k).unwrap_or(i64::MAX)));
     let op = operator(store.metric);
     let sql = format!(
         "SELECT c.source, c.id, c.position, c.text, c.meta_json, d.version_kind, d.version,
