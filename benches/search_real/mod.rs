@@ -11,12 +11,14 @@
 //!   processes on the same files: `RATCHETDB_REAL_CHILD=build:<set>:<path>` and
 //!   `query:<set>:<path>` each print one JSON line (`reopen:<set>:<path>`: only the
 //!   query child's reopen → first graph search, for sets too large to sweep). The build
-//!   child lets its copy of the data set go once every row is written, so its peak RSS
-//!   is the store's with the bench holding the input only while it is being written.
+//!   child reads the base rows from the file as it writes them and holds no copy of the
+//!   set, so its peak RSS is the store's.
 
 use ratchetdb::{
     Chunk, Document, Durability, IndexOptions, Op, Options, SearchOptions, Store, Version,
 };
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -73,23 +75,47 @@ pub fn wanted_sets() -> Vec<String> {
 /// A 2-d `.npy` array of little-endian f32 (`<f4`) or i32 (`<i4`), C order: (rows, cols,
 /// raw bytes of the data).
 fn read_npy(path: &Path, descr: &str) -> Result<(usize, usize, Vec<u8>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (rows, cols, mut reader) = open_npy(path, descr)?;
+    let mut data = Vec::with_capacity(rows * cols * 4);
+    reader
+        .read_to_end(&mut data)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if data.len() != rows * cols * 4 {
+        return Err(format!(
+            "{}: not a 2-d {descr} .npy file (length)",
+            path.display()
+        ));
+    }
+    Ok((rows, cols, data))
+}
+
+/// A 2-d `.npy` file of `descr`, C order, with its header read: (rows, cols, the reader at
+/// the first byte of the data).
+fn open_npy(path: &Path, descr: &str) -> Result<(usize, usize, BufReader<File>), String> {
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut reader = BufReader::new(File::open(path).map_err(io)?);
     let bad = |why: &str| format!("{}: not a 2-d {descr} .npy file ({why})", path.display());
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+    let mut magic = [0u8; 8];
+    reader.read_exact(&mut magic).map_err(|_| bad("magic"))?;
+    if &magic[..6] != b"\x93NUMPY" {
         return Err(bad("magic"));
     }
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
+    let header_len = match magic[6] {
+        1 => {
+            let mut len = [0u8; 2];
+            reader.read_exact(&mut len).map_err(|_| bad("header"))?;
+            u16::from_le_bytes(len) as usize
+        }
+        2 | 3 => {
+            let mut len = [0u8; 4];
+            reader.read_exact(&mut len).map_err(|_| bad("header"))?;
+            u32::from_le_bytes(len) as usize
+        }
         _ => return Err(bad("version")),
     };
-    let header = bytes
-        .get(start..start + header_len)
-        .and_then(|h| std::str::from_utf8(h).ok())
-        .ok_or_else(|| bad("header"))?;
+    let mut header = vec![0u8; header_len];
+    reader.read_exact(&mut header).map_err(|_| bad("header"))?;
+    let header = String::from_utf8(header).map_err(|_| bad("header"))?;
     if !header.contains(&format!("'descr': '{descr}'"))
         || !header.contains("'fortran_order': False")
     {
@@ -109,11 +135,7 @@ fn read_npy(path: &Path, descr: &str) -> Result<(usize, usize, Vec<u8>), String>
     let [rows, cols] = dims[..] else {
         return Err(bad("not 2-d"));
     };
-    let data = bytes[start + header_len..].to_vec();
-    if data.len() != rows * cols * 4 {
-        return Err(bad("length"));
-    }
-    Ok((rows, cols, data))
+    Ok((rows, cols, reader))
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
@@ -214,18 +236,37 @@ pub fn options() -> Options {
     }
 }
 
-/// Writes every base row as a one-chunk document `r<row>`; returns the seconds it took.
+/// Writes every base row of `set` (one chunk per document, [`BATCH`] documents a
+/// transaction) and syncs: the seconds it took.
 pub fn ingest(store: &Store, set: &Set) -> f64 {
+    let dim = set.dim;
+    ingest_rows(
+        store,
+        (0..set.len()).map(|row| {
+            let text = set.texts.as_ref().and_then(|t| t.get(row).cloned());
+            (
+                text.unwrap_or_else(|| row_text(row)),
+                set.base[row * dim..(row + 1) * dim].to_vec(),
+            )
+        }),
+    )
+}
+
+/// The text of base row `row` of a set without texts.
+fn row_text(row: usize) -> String {
+    format!("row {row}")
+}
+
+/// Writes `rows` (text and vector of base row 0, 1, …) as [`ingest`] does: the seconds it
+/// took.
+pub fn ingest_rows(store: &Store, rows: impl Iterator<Item = (String, Vec<f32>)>) -> f64 {
     let started = Instant::now();
-    let n = set.len();
-    for first in (0..n).step_by(BATCH) {
-        let ops = (first..(first + BATCH).min(n))
-            .map(|row| {
-                let text = match &set.texts {
-                    Some(texts) => texts.get(row).cloned().unwrap_or_default(),
-                    None => format!("row {row}"),
-                };
-                let vector = set.base[row * set.dim..(row + 1) * set.dim].to_vec();
+    let mut rows = rows.enumerate().peekable();
+    while rows.peek().is_some() {
+        let ops = rows
+            .by_ref()
+            .take(BATCH)
+            .map(|(row, (text, vector))| {
                 Op::Upsert(
                     Document::new(SOURCE, format!("r{row}"), Version::number(1))
                         .with_chunk(Chunk::new(text, vector)),
@@ -238,6 +279,40 @@ pub fn ingest(store: &Store, set: &Set) -> f64 {
     }
     store.sync().expect("sync");
     started.elapsed().as_secs_f64()
+}
+
+/// The base rows of set `name` read from its files one at a time, as an ingestion that
+/// streams its input reads them (the build child holds no copy of the set): the rows'
+/// count and their (text, vector) in order. A read error mid-file panics (bench code).
+pub fn stream_base(
+    name: &str,
+) -> Result<(usize, impl Iterator<Item = (String, Vec<f32>)>), String> {
+    let dir = data_dir();
+    let base = dir.join(format!("{name}.base.npy"));
+    if !base.exists() {
+        return Err(format!(
+            "{} missing: run `bash benches/data/fetch.sh` first",
+            base.display()
+        ));
+    }
+    let (rows, dim, mut reader) = open_npy(&base, "<f4")?;
+    let texts_path = dir.join(format!("{name}.texts.txt"));
+    let mut texts = match File::open(&texts_path) {
+        Ok(file) => Some(BufReader::new(file).lines()),
+        Err(_) => None,
+    };
+    let mut bytes = vec![0u8; dim * 4];
+    let iter = (0..rows).map(move |row| {
+        reader
+            .read_exact(&mut bytes)
+            .unwrap_or_else(|e| panic!("{}: row {row}: {e}", base.display()));
+        let text = match texts.as_mut().and_then(Iterator::next) {
+            Some(line) => line.unwrap_or_else(|e| panic!("{}: {e}", texts_path.display())),
+            None => row_text(row),
+        };
+        (text, f32s(&bytes))
+    });
+    Ok((rows, iter))
 }
 
 /// Waits until the index is loaded, covers every commit and no build runs.
@@ -400,15 +475,14 @@ pub fn child(spec: &str) {
     let path = Path::new(path);
     let json = match phase {
         "build" => {
-            let set = Set::load(name, true).unwrap_or_else(|e| panic!("{e}"));
+            // The rows are read from the file as they are written, as an ingestion that
+            // streams its input would: the peak is the store's, not the bench's copy of the
+            // set (the Python peers map theirs).
+            let (n, rows) = stream_base(name).unwrap_or_else(|e| panic!("{e}"));
             let (rss_before, _) = super::common::memory();
             let store = Store::open(path, options()).expect("open");
-            let ingest_s = ingest(&store, &set);
+            let ingest_s = ingest_rows(&store, rows);
             let last_write = Instant::now();
-            // The written rows are the store's now: the bench lets its copy of the data
-            // set go, as an ingestion that streams would (the Python peers map theirs).
-            let n = set.len();
-            drop(set);
             wait(&store);
             let ready = last_write.elapsed().as_secs_f64();
             let disk = file_len(path);
