@@ -75,16 +75,21 @@ pub fn wanted_sets() -> Vec<String> {
 /// A 2-d `.npy` array of little-endian f32 (`<f4`) or i32 (`<i4`), C order: (rows, cols,
 /// raw bytes of the data).
 fn read_npy(path: &Path, descr: &str) -> Result<(usize, usize, Vec<u8>), String> {
-    let (rows, cols, mut reader) = open_npy(path, descr)?;
-    let mut data = Vec::with_capacity(rows * cols * 4);
+    let (rows, cols, reader) = open_npy(path, descr)?;
+    let bad_length = || format!("{}: not a 2-d {descr} .npy file (length)", path.display());
+    let len = rows
+        .checked_mul(cols)
+        .and_then(|n| n.checked_mul(4))
+        .ok_or_else(bad_length)?;
+    // Reads at most one byte past what the header promises: a longer file is refused
+    // without being read whole, and nothing is reserved from the header alone.
+    let mut data = Vec::new();
     reader
+        .take(len as u64 + 1)
         .read_to_end(&mut data)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    if data.len() != rows * cols * 4 {
-        return Err(format!(
-            "{}: not a 2-d {descr} .npy file (length)",
-            path.display()
-        ));
+    if data.len() != len {
+        return Err(bad_length());
     }
     Ok((rows, cols, data))
 }
