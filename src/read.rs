@@ -336,7 +336,7 @@ impl Snapshot {
                     self.chunks_row(&row)?
                         .chunks
                         .into_iter()
-                        .map(|c| c.text_hash)
+                        .map(|c| crate::prepare::text_hash(&c.text))
                         .collect()
                 };
                 Ok((Some(stored), texts))

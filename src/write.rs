@@ -529,7 +529,6 @@ impl<'txn> Batch<'txn> {
                 .zip(&entries)
                 .map(|(c, (slot, _))| ChunkEntryRef {
                     slot: *slot,
-                    text_hash: &c.text_hash,
                     text: &c.text,
                     meta: &c.meta,
                 })

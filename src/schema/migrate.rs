@@ -5,17 +5,20 @@
 //! stores each live revision as one chunks row and one vectors row under the document's
 //! internal id. Schema 3 keeps those two rows, with the vectors row's dimension in its
 //! header and the last bytes of the encoded chunks row moved to the end of the vectors row,
-//! into the slack of its pages. Schema 4 (`schema/`) puts the document's version and key and
-//! each chunk's vector slot in the chunks row, so a search hit resolves from that row alone,
-//! and drops the `doc_keys` table (internal id -> key), which the chunks row replaces.
+//! into the slack of its pages. Schema 4 puts the document's version and key and each
+//! chunk's vector slot in the chunks row, so a search hit resolves from that row alone, and
+//! drops the `doc_keys` table (internal id -> key), which the chunks row replaces. Schema 5
+//! (`schema/`) drops each chunk's 32-byte text hash from the chunks row: a revision matches
+//! its chunks to the stored ones by their texts, and the document's content hash (which
+//! hashes each chunk's text) is unchanged.
 //!
-//! A schema-1 file is converted straight to schema 4. The conversion keeps every document
+//! A schema-1 file is converted straight to schema 5. The conversion keeps every document
 //! row, version, generation, content hash, chunk text and metadata, every vector bit for
 //! bit, and every counter, listing and skip-log row; only vector ids change (slot =
 //! position), so the changelog and any persisted graph snapshot, both addressed by the old
 //! ids, are dropped: the index is rebuilt from the rows as on any open.
 //!
-//! A schema-2 or schema-3 file keeps everything, vector ids, changelog, text index and graph
+//! A schema-2, -3 or -4 file keeps everything, vector ids, changelog, text index and graph
 //! snapshot included: only the two rows of each revision are rewritten.
 //!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
@@ -263,7 +266,6 @@ fn read_revision_v1(
         entries.push(ChunkEntry {
             // Slot = position (see `put_revision_v1`).
             slot: position,
-            text_hash: chunk.text_hash,
             text: chunk.text,
             meta: chunk.meta,
         });
@@ -372,6 +374,58 @@ struct ChunkEntryV3 {
     meta: String,
 }
 
+/// Schema 4's chunks row: schema 5's with each chunk's text hash.
+#[derive(Serialize, Deserialize)]
+struct ChunksRowV4 {
+    generation: u64,
+    version_kind: u8,
+    version: u64,
+    source: String,
+    id: String,
+    chunks: Vec<ChunkEntryV4>,
+}
+
+/// A chunk of [`ChunksRowV4`].
+#[derive(Serialize, Deserialize)]
+struct ChunkEntryV4 {
+    slot: u32,
+    text_hash: ContentHash,
+    text: String,
+    meta: String,
+}
+
+/// An older chunks row's generation and its chunks' slots (schema 4 only), texts and
+/// metadata.
+struct OldChunks {
+    generation: u64,
+    chunks: Vec<(Option<u32>, String, String)>,
+}
+
+/// Decodes the chunks row of schema `from` (2 to 4).
+fn decode_old_chunks(from: u32, bytes: &[u8]) -> Result<OldChunks, Corruption> {
+    if from == 4 {
+        let row: ChunksRowV4 = schema::decode("schema-4 chunks row", bytes)?;
+        Ok(OldChunks {
+            generation: row.generation,
+            chunks: row
+                .chunks
+                .into_iter()
+                .map(|c| (Some(c.slot), c.text, c.meta))
+                .collect(),
+        })
+    } else {
+        let row: ChunksRowV3 = schema::decode("chunks row", bytes)?;
+        Ok(OldChunks {
+            generation: row.generation,
+            chunks: row
+                .chunks
+                .into_iter()
+                .map(|c| (None, c.text, c.meta))
+                .collect(),
+        })
+    }
+}
+
 /// What a conversion needs of a live document: its key, version and generation.
 struct LiveDoc {
     source: String,
@@ -381,10 +435,11 @@ struct LiveDoc {
     generation: u64,
 }
 
-/// Converts a schema-2 or schema-3 file (`from`) to this schema inside `txn` (the caller
+/// Converts a schema-2, -3 or -4 file (`from`) to this schema inside `txn` (the caller
 /// commits). Each live revision's chunks row gains its document's version and key and each
-/// chunk's vector slot (schema 4), and is split again beside its vectors (schema 3's
-/// spill: a schema-2 vectors row also gains its dimension). Every id, vector and byte of
+/// chunk's vector slot (schema 4), loses its chunks' text hashes (schema 5), and is split
+/// again beside its vectors (schema 3's spill: a schema-2 vectors row also gains its
+/// dimension). Every id, vector and byte of
 /// content of a live document stays. The live documents are read from the document rows;
 /// chunks and vectors rows no live document claims (orphans the old build's `verify`
 /// reported) are dropped, as schema 1's conversion drops its orphans, and the text index,
@@ -392,7 +447,7 @@ struct LiveDoc {
 /// checked first (both present, vectors of the store's `dimension`, a chunks row that
 /// decodes, one chunk per vector, the document's generation), so a file that is not what
 /// it says is refused rather than rewritten. Returns the number of revisions converted.
-pub(crate) fn schema_2_or_3_to_4(
+pub(crate) fn schema_2_3_or_4(
     txn: &WriteTransaction,
     from: u32,
     dimension: Option<usize>,
@@ -481,13 +536,22 @@ pub(crate) fn schema_2_or_3_to_4(
             Some(row) => schema::join_chunk_bytes(&head, row),
             None => head,
         };
-        let old_row: ChunksRowV3 =
-            schema::decode("chunks row", &joined).map_err(|c| bad(c.detail))?;
+        let old_row = decode_old_chunks(from, &joined).map_err(|c| bad(c.detail))?;
         if old_row.chunks.len() != entries.len() {
             return Err(bad(format!(
                 "{} vectors beside a chunks row of {} chunks",
                 entries.len(),
                 old_row.chunks.len()
+            )));
+        }
+        if let Some(position) = old_row
+            .chunks
+            .iter()
+            .zip(&entries)
+            .position(|((stored, _, _), (slot, _))| stored.is_some_and(|s| s != *slot))
+        {
+            return Err(bad(format!(
+                "chunk {position}'s slot is not its vector's in the vectors row"
             )));
         }
         if old_row.generation != doc.generation {
@@ -506,11 +570,10 @@ pub(crate) fn schema_2_or_3_to_4(
                 .chunks
                 .into_iter()
                 .zip(&entries)
-                .map(|(chunk, (slot, _))| ChunkEntry {
+                .map(|((_, text, meta), (slot, _))| ChunkEntry {
                     slot: *slot,
-                    text_hash: chunk.text_hash,
-                    text: chunk.text,
-                    meta: chunk.meta,
+                    text,
+                    meta,
                 })
                 .collect(),
         };

@@ -33,7 +33,7 @@ pub(crate) use spill::*;
 pub(crate) use tables::*;
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 4;
+pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 /// The marker stored under `meta["format"]`.
 pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";

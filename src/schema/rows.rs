@@ -39,12 +39,11 @@ pub(crate) fn encode_chunks(row: &ChunksRowRef<'_>) -> Vec<u8> {
                 && (back.version_kind, back.version) == (row.version_kind, row.version)
                 && (back.source.as_str(), back.id.as_str()) == (row.source, row.id)
                 && back.chunks.len() == row.chunks.len()
-                && back.chunks.iter().zip(&row.chunks).all(|(b, r)| {
-                    b.slot == r.slot
-                        && &b.text_hash == r.text_hash
-                        && b.text == r.text
-                        && b.meta == r.meta
-                })
+                && back
+                    .chunks
+                    .iter()
+                    .zip(&row.chunks)
+                    .all(|(b, r)| b.slot == r.slot && b.text == r.text && b.meta == r.meta)
         }),
         "an encoded chunks row does not decode back to its chunks"
     );
@@ -155,7 +154,8 @@ pub(crate) fn split_vector_id(id: u64) -> (u64, u32) {
 /// The chunks of a document's live revision, in position order, under one generation stamp,
 /// with what a search hit reports of its document (schema 4): so a hit is resolved from this
 /// row alone, not from the document row as well. The key also names the document of an
-/// internal id (schema 3 kept a `doc_keys` table for that).
+/// internal id (schema 3 kept a `doc_keys` table for that). Schema 5 dropped each chunk's
+/// 32-byte text hash: a revision matches its chunks to the stored ones by their texts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChunksRow {
     /// The generation stamped on the revision's chunks; equals the document row's.
@@ -176,7 +176,6 @@ pub(crate) struct ChunksRow {
 pub(crate) struct ChunkEntry {
     /// The slot of the chunk's vector: the vectors row's slot at the same position.
     pub slot: u32,
-    pub text_hash: ContentHash,
     pub text: String,
     /// Canonical JSON of the chunk metadata.
     pub meta: String,
@@ -198,7 +197,6 @@ pub(crate) struct ChunksRowRef<'a> {
 #[derive(Serialize)]
 pub(crate) struct ChunkEntryRef<'a> {
     pub slot: u32,
-    pub text_hash: &'a ContentHash,
     pub text: &'a str,
     pub meta: &'a str,
 }
@@ -370,7 +368,7 @@ pub(crate) fn decode_chunk_of_slot(bytes: &[u8], slot: u32) -> Result<ChunkAt<'_
     impl<'de> DeserializeSeed<'de> for Entry {
         type Value = Option<ChunkView<'de>>;
         fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_struct("ChunkEntry", &["slot", "text_hash", "text", "meta"], self)
+            d.deserialize_struct("ChunkEntry", &["slot", "text", "meta"], self)
         }
     }
 
@@ -381,14 +379,13 @@ pub(crate) fn decode_chunk_of_slot(bytes: &[u8], slot: u32) -> Result<ChunkAt<'_
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let slot: u32 = next(&mut seq, 0, &self)?;
-            let _text_hash: ContentHash = next(&mut seq, 1, &self)?;
             if slot == self.0 {
-                let text: &str = next(&mut seq, 2, &self)?;
-                let meta: &str = next(&mut seq, 3, &self)?;
+                let text: &str = next(&mut seq, 1, &self)?;
+                let meta: &str = next(&mut seq, 2, &self)?;
                 Ok(Some(ChunkView { text, meta }))
             } else {
-                let _text: &[u8] = next(&mut seq, 2, &self)?;
-                let _meta: &[u8] = next(&mut seq, 3, &self)?;
+                let _text: &[u8] = next(&mut seq, 1, &self)?;
+                let _meta: &[u8] = next(&mut seq, 2, &self)?;
                 Ok(None)
             }
         }
@@ -548,7 +545,6 @@ mod tests {
             chunks: (0..n)
                 .map(|i| ChunkEntry {
                     slot: 10 + 3 * i as u32,
-                    text_hash: [i as u8; 32],
                     text: "é".repeat(i * 70),
                     meta: format!("{{\"i\":{i}}}"),
                 })
@@ -570,7 +566,6 @@ mod tests {
                 .iter()
                 .map(|c| ChunkEntryRef {
                     slot: c.slot,
-                    text_hash: &c.text_hash,
                     text: &c.text,
                     meta: &c.meta,
                 })

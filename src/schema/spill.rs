@@ -468,7 +468,6 @@ mod tests {
             id: "d".into(),
             chunks: vec![ChunkEntry {
                 slot: 0,
-                text_hash: [1; 32],
                 text: "x".repeat(5000),
                 meta: "{}".into(),
             }],
@@ -494,10 +493,9 @@ mod tests {
             version: 9,
             source: "s".into(),
             id: "d".into(),
-            chunks: (0..3)
+            chunks: (0u8..3)
                 .map(|i| ChunkEntry {
                     slot: u32::from(i) + 7,
-                    text_hash: [i; 32],
                     text: format!("{i}").repeat(900),
                     meta: "{}".into(),
                 })

@@ -651,13 +651,11 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         chunks: vec![
             ChunkEntry {
                 slot: 0,
-                text_hash: [0xcd; 32],
                 text: "Ratchets turn one way.".to_string(),
                 meta: "null".to_string(),
             },
             ChunkEntry {
                 slot: 4,
-                text_hash: [0xef; 32],
                 text: "Never backwards.".to_string(),
                 meta: "{\"page\":2}".to_string(),
             },

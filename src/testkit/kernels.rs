@@ -1,7 +1,6 @@
 //! The search's inner kernels, reachable from the benches so that a kernel and the one it
 //! replaced are measured side by side in one process (`benches/search_kernels.rs`).
 
-use crate::guard::ContentHash;
 use crate::index::distance;
 use crate::options::Metric;
 use crate::schema::{self, ChunkEntry, ChunksRow};
@@ -35,7 +34,6 @@ pub fn scan_rows_block(
 /// An encoded chunks row of `texts` (each chunk's metadata `meta`), as the write path
 /// encodes it; each chunk's vector slot is its position.
 pub fn encode_chunks_row(generation: u64, texts: &[String], meta: &str) -> Vec<u8> {
-    let hash: ContentHash = [7; 32];
     schema::encode(&ChunksRow {
         generation,
         version_kind: 0,
@@ -46,7 +44,6 @@ pub fn encode_chunks_row(generation: u64, texts: &[String], meta: &str) -> Vec<u
             .zip(texts)
             .map(|(slot, text)| ChunkEntry {
                 slot,
-                text_hash: hash,
                 text: text.clone(),
                 meta: meta.to_string(),
             })

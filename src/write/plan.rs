@@ -9,27 +9,29 @@
 //! only allocates ids and writes what the plan says.
 
 use crate::error::WriteError;
-use crate::guard::ContentHash;
 use crate::prepare::PreparedDoc;
 use crate::schema::{self, ChunkEntry, DocRow, VectorData, VectorsRow, SLOTS_PER_DOC};
 use std::collections::{HashMap, HashSet};
 
-/// One chunk of the stored revision: its text hash beside its vector's slot and bytes.
+/// One chunk of the stored revision: its text beside its vector's slot and bytes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct OldChunk<'a> {
-    pub text_hash: ContentHash,
+    pub text: &'a str,
     pub slot: u32,
     pub vector: &'a [u8],
 }
 
 /// The stored revision's chunks beside its vectors, position by position (the caller has
 /// checked that the rows hold the same number).
-pub(super) fn old_chunks<'a>(chunks: &[ChunkEntry], vectors: &VectorsRow<'a>) -> Vec<OldChunk<'a>> {
+pub(super) fn old_chunks<'a>(
+    chunks: &'a [ChunkEntry],
+    vectors: &VectorsRow<'a>,
+) -> Vec<OldChunk<'a>> {
     chunks
         .iter()
         .zip(vectors.entries())
         .map(|(chunk, (slot, vector))| OldChunk {
-            text_hash: chunk.text_hash,
+            text: &chunk.text,
             slot,
             vector,
         })
@@ -204,7 +206,9 @@ enum VectorSource<'a> {
 
 /// Where each new position's vector comes from. An old vector is kept for a position with
 /// identical text (in place first, then moved from another position), each old vector by at
-/// most one position; a chunk without a vector may also copy one.
+/// most one position; a chunk without a vector may also copy one. Texts are compared
+/// themselves (schema 5 stores no per-chunk hash): in place with one comparison, and the
+/// old chunks are put in a table by text only when some position is left over.
 fn plan_vectors<'a>(
     old: &[OldChunk<'_>],
     doc: &'a PreparedDoc,
@@ -219,26 +223,28 @@ fn plan_vectors<'a>(
         let Some(old_chunk) = old.get(position) else {
             continue;
         };
-        if old_chunk.text_hash == chunk.text_hash && same(position, &chunk.vector) {
+        if old_chunk.text == chunk.text && same(position, &chunk.vector) {
             claimed.insert(position);
             plan[position] = Some(VectorSource::Keep {
                 old_position: position,
             });
         }
     }
-    let mut by_text: HashMap<ContentHash, Vec<usize>> = HashMap::new();
-    for (old_position, old_chunk) in old.iter().enumerate() {
-        by_text
-            .entry(old_chunk.text_hash)
-            .or_default()
-            .push(old_position);
+    let mut by_text: HashMap<&str, Vec<usize>, foldhash::fast::RandomState> = HashMap::default();
+    if plan.iter().any(Option::is_none) {
+        for (old_position, old_chunk) in old.iter().enumerate() {
+            by_text
+                .entry(old_chunk.text)
+                .or_default()
+                .push(old_position);
+        }
     }
     for (position, chunk) in doc.chunks.iter().enumerate() {
         if plan[position].is_some() {
             continue;
         }
         let candidates = by_text
-            .get(&chunk.text_hash)
+            .get(chunk.text.as_str())
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         let chosen = candidates.iter().copied().find(|&old_position| {
@@ -300,7 +306,7 @@ mod tests {
     }
 
     /// Old chunks `texts` in slots 10, 11, …, each vector `[i as f32, 1.0]`.
-    fn old_bytes(texts: &[&str]) -> Vec<(ContentHash, u32, Vec<u8>)> {
+    fn old_bytes<'t>(texts: &[&'t str]) -> Vec<(&'t str, u32, Vec<u8>)> {
         texts
             .iter()
             .enumerate()
@@ -309,16 +315,16 @@ mod tests {
                     .iter()
                     .flat_map(|x| x.to_le_bytes())
                     .collect();
-                (text_hash(text), 10 + i as u32, bytes)
+                (*text, 10 + i as u32, bytes)
             })
             .collect()
     }
 
-    fn old(bytes: &[(ContentHash, u32, Vec<u8>)]) -> Vec<OldChunk<'_>> {
+    fn old<'a>(bytes: &'a [(&'a str, u32, Vec<u8>)]) -> Vec<OldChunk<'a>> {
         bytes
             .iter()
-            .map(|(text_hash, slot, vector)| OldChunk {
-                text_hash: *text_hash,
+            .map(|(text, slot, vector)| OldChunk {
+                text,
                 slot: *slot,
                 vector,
             })

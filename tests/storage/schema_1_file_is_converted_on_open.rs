@@ -69,7 +69,7 @@ fn schema_1_file_is_converted_on_open() {
         "the backup holds the original rows"
     );
 
-    // Schema 4 has no doc_keys table: each chunks row names its document (`verify`, in
+    // Schema 5 has no doc_keys table: each chunks row names its document (`verify`, in
     // `assert_same_contents`, checks the key, version and slots it carries).
     drop(store);
     assert!(

@@ -1,8 +1,8 @@
 //! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
-//! is converted to schema 4 when this build opens it: the vectors row gains its dimension
+//! is converted to schema 5 when this build opens it: the vectors row gains its dimension
 //! and carries the last bytes of the chunks row in the slack of its pages, the chunks row
-//! gains its document's version and key and each chunk's vector slot, and nothing else
-//! changes. Every document, version, generation, content hash, chunk text and metadata,
+//! gains its document's version and key and each chunk's vector slot and loses its chunks'
+//! text hashes, and nothing else changes. Every document, version, generation, content hash, chunk text and metadata,
 //! every vector bit for bit and under the same id, every counter, listing and skip-log row
 //! survive. The guard goes on deciding against the converted rows, searches find the
 //! converted vectors, and the conversion is one transaction: an I/O failure at any point of
@@ -62,7 +62,7 @@ fn schema_2_file_is_converted_on_open() {
     let store = Store::open(&path, Options::default()).expect("a schema-2 file opens");
     support::assert_same_contents_as_export(&store, EXPORT, "after the conversion");
     drop(store);
-    assert_eq!(schema_version(&path), 4);
+    assert_eq!(schema_version(&path), 5);
 
     // The changelog (addressed by vector ids, which did not change) is kept whole.
     assert_eq!(changelog(&path), changelog(Path::new(FIXTURE)));
@@ -78,10 +78,11 @@ fn schema_2_file_is_converted_on_open() {
     );
 
     // The rows: the same vectors under a header with the dimension; the chunks row, with its
-    // document's version and key and each chunk's slot (schema 4), split: its last bytes
+    // document's version and key and each chunk's slot (schema 4), without its chunks' text
+    // hashes (schema 5), split: its last bytes
     // after the vectors, never past the page run the vectors need; the rest in the chunks row.
     let new_rows = support::revision_rows(&path);
-    // Schema 4 has no `doc_keys` table: the keys are the old file's.
+    // Schema 5 has no `doc_keys` table: the keys are the old file's.
     let keys = support::doc_keys(&backup);
     assert!(
         !support::table_names(&path).contains(&"doc_keys".to_string()),
@@ -108,9 +109,8 @@ fn schema_2_file_is_converted_on_open() {
         support::assert_converted_chunks_row(
             &format!("document {id}"),
             &[new_chunks.as_slice(), spill].concat(),
-            old_chunks,
+            support::OldChunksRow::V3(old_chunks, &keys[id]),
             new_vectors,
-            &keys[id],
         );
         if end + LEAF_OVERHEAD <= PAGE {
             assert!(spill.is_empty(), "document {id}: a row that shares a leaf");

@@ -10,7 +10,7 @@ use crate::support;
 use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
 use redb::{ReadableTable, TableDefinition};
 use std::path::Path;
-use support::{decode_row, no_panic, ChunksRowV4};
+use support::{decode_row, no_panic, ChunksRowV5};
 
 const CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("doc_chunks");
 const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
@@ -32,7 +32,7 @@ fn store(path: &Path) {
 }
 
 /// Rewrites the chunks row of the document whose key is `id` with `change`.
-fn tamper(path: &Path, id: &str, change: impl Fn(&mut ChunksRowV4)) {
+fn tamper(path: &Path, id: &str, change: impl Fn(&mut ChunksRowV5)) {
     let db = redb::Database::open(path).expect("open with redb");
     let txn = db.begin_write().expect("write");
     {
@@ -40,7 +40,7 @@ fn tamper(path: &Path, id: &str, change: impl Fn(&mut ChunksRowV4)) {
         let mut found = None;
         for entry in chunks.iter().expect("iter") {
             let (key, value) = entry.expect("row");
-            let row: ChunksRowV4 = decode_row("chunks row", value.value());
+            let row: ChunksRowV5 = decode_row("chunks row", value.value());
             if row.id == id {
                 found = Some((key.value(), row));
             }
@@ -75,7 +75,7 @@ fn problems(path: &Path, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn case(change: impl Fn(&mut ChunksRowV4), expect: &str) {
+fn case(change: impl Fn(&mut ChunksRowV5), expect: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.redb");
     store(&path);

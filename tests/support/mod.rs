@@ -3,6 +3,8 @@
 //! the environment may set.
 #![allow(dead_code)]
 
+pub mod converted;
+
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
@@ -363,6 +365,25 @@ pub struct ChunkV4 {
     pub meta: String,
 }
 
+/// Schema 5's chunks row: schema 4's without each chunk's text hash.
+#[derive(serde::Deserialize, serde::Serialize, Debug, PartialEq)]
+pub struct ChunksRowV5 {
+    pub generation: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    pub source: String,
+    pub id: String,
+    pub chunks: Vec<ChunkV5>,
+}
+
+/// A chunk of [`ChunksRowV5`].
+#[derive(serde::Deserialize, serde::Serialize, Debug, PartialEq)]
+pub struct ChunkV5 {
+    pub slot: u32,
+    pub text: String,
+    pub meta: String,
+}
+
 /// Decodes a whole bincode row (the store's encoding: bincode's standard configuration).
 pub fn decode_row<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> T {
     let (row, used) = bincode::serde::decode_from_slice(bytes, bincode::config::standard())
@@ -403,37 +424,77 @@ pub fn doc_keys(path: &std::path::Path) -> std::collections::BTreeMap<u64, (Stri
     keys
 }
 
-/// Checks a converted document's schema-4 chunks row (`joined`: its chunks row joined with
+/// The chunks row a conversion started from: schema 2's and 3's (`ChunksRowV3`) or schema 4's.
+pub enum OldChunksRow<'a> {
+    /// Schema 2's or 3's encoded row, and the document's key from `doc_keys`.
+    V3(&'a [u8], &'a (String, String)),
+    /// Schema 4's encoded row (it names its document itself).
+    V4(&'a [u8]),
+}
+
+/// Checks a converted document's schema-5 chunks row (`joined`: its chunks row joined with
 /// what its vectors row carries) against its old chunks row (`old`, whole): the same
-/// generation and chunks, each chunk's slot the converted vectors row's at its position,
-/// the document's key from `doc_keys`. (The version is checked against the document row by
-/// `verify`.)
+/// generation and key, each chunk's slot the converted vectors row's at its position (and,
+/// from schema 4, the old row's), the same texts and metadata, and each old text hash the
+/// blake3 of the converted text: the hashes schema 5 drops were those of the kept texts.
+/// (The version is checked against the document row by `verify`.)
 pub fn assert_converted_chunks_row(
     what: &str,
     joined: &[u8],
-    old: &[u8],
+    old: OldChunksRow<'_>,
     vectors_row: &[u8],
-    key: &(String, String),
 ) {
-    let old: ChunksRowV3 = decode_row(&format!("{what}: the old chunks row"), old);
-    let new: ChunksRowV4 = decode_row(&format!("{what}: the converted chunks row"), joined);
-    assert_eq!(new.generation, old.generation, "{what}: the generation");
+    let new: ChunksRowV5 = decode_row(&format!("{what}: the converted chunks row"), joined);
+    let old_what = format!("{what}: the old chunks row");
+    // (generation, key, [(slot, text hash, text, meta)]) of the old row.
+    type OldChunk = (Option<u32>, [u8; 32], String, String);
+    let (generation, key, chunks): (u64, (String, String), Vec<OldChunk>) = match old {
+        OldChunksRow::V3(bytes, key) => {
+            let old: ChunksRowV3 = decode_row(&old_what, bytes);
+            let chunks = old
+                .chunks
+                .into_iter()
+                .map(|c| (None, c.text_hash, c.text, c.meta))
+                .collect();
+            (old.generation, key.clone(), chunks)
+        }
+        OldChunksRow::V4(bytes) => {
+            let old: ChunksRowV4 = decode_row(&old_what, bytes);
+            assert_eq!(
+                (new.version_kind, new.version),
+                (old.version_kind, old.version),
+                "{what}: the version"
+            );
+            let chunks = old
+                .chunks
+                .into_iter()
+                .map(|c| (Some(c.slot), c.text_hash, c.text, c.meta))
+                .collect();
+            (old.generation, (old.source, old.id), chunks)
+        }
+    };
+    assert_eq!(new.generation, generation, "{what}: the generation");
     assert_eq!((&new.source, &new.id), (&key.0, &key.1), "{what}: the key");
-    assert_eq!(
-        new.chunks.iter().map(|c| c.slot).collect::<Vec<_>>(),
-        vectors_row_slots(vectors_row),
-        "{what}: the slots"
-    );
-    let chunks: Vec<ChunkV3> = new
-        .chunks
-        .into_iter()
-        .map(|c| ChunkV3 {
-            text_hash: c.text_hash,
-            text: c.text,
-            meta: c.meta,
-        })
-        .collect();
-    assert_eq!(chunks, old.chunks, "{what}: the chunks");
+    let slots: Vec<u32> = new.chunks.iter().map(|c| c.slot).collect();
+    assert_eq!(slots, vectors_row_slots(vectors_row), "{what}: the slots");
+    assert_eq!(new.chunks.len(), chunks.len(), "{what}: the chunk count");
+    for (position, (chunk, (old_slot, hash, text, meta))) in
+        new.chunks.iter().zip(&chunks).enumerate()
+    {
+        if let Some(old_slot) = old_slot {
+            assert_eq!(chunk.slot, *old_slot, "{what}: chunk {position}'s slot");
+        }
+        assert_eq!(
+            (&chunk.text, &chunk.meta),
+            (text, meta),
+            "{what}: chunk {position}"
+        );
+        assert_eq!(
+            blake3::hash(chunk.text.as_bytes()).as_bytes(),
+            hash,
+            "{what}: chunk {position}'s old text hash is not its text's"
+        );
+    }
 }
 
 /// The names of the tables of the closed file at `path`.
