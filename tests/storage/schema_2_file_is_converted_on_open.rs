@@ -11,9 +11,13 @@
 
 use crate::support;
 
-use ratchetdb::{Options, SearchOptions, Store};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use ratchetdb::{Options, Store};
+use redb::TableDefinition;
 use std::path::Path;
+use support::converted::{
+    assert_damaged_files_convert_or_are_refused, assert_failed_conversions_reopen_whole,
+    assert_searches_find_converted_chunks, table_rows, u32_at, LEAF_OVERHEAD, PAGE,
+};
 use support::schema_version;
 
 const FIXTURE: &str = concat!(
@@ -27,32 +31,6 @@ const EXPORT: &str = concat!(
 
 const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 
-/// redb's page, and the bytes a leaf needs beside a lone value under a u64 key.
-const PAGE: usize = 4096;
-const LEAF_OVERHEAD: usize = 16;
-
-/// The changelog rows of the closed file at `path`.
-fn changelog(path: &Path) -> Vec<(u64, Vec<u8>)> {
-    let copy = tempfile::NamedTempFile::new().expect("temp file");
-    std::fs::copy(path, copy.path()).expect("copy");
-    let db = redb::Database::open(copy.path()).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let table = txn.open_table(CHANGELOG).expect("changelog");
-    let rows = table
-        .iter()
-        .expect("iter")
-        .map(|e| {
-            e.map(|(k, v)| (k.value(), v.value().to_vec()))
-                .expect("row")
-        })
-        .collect();
-    rows
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> usize {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
-}
-
 #[test]
 fn schema_2_file_is_converted_on_open() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -61,12 +39,17 @@ fn schema_2_file_is_converted_on_open() {
     let old_rows = support::revision_rows(&path);
     let store = Store::open(&path, Options::default()).expect("a schema-2 file opens");
     support::assert_same_contents_as_export(&store, EXPORT, "after the conversion");
+    // Vector and text searches find the converted chunks, and only live ones.
+    assert_searches_find_converted_chunks(&store, EXPORT);
     drop(store);
     assert_eq!(schema_version(&path), 5);
 
     // The changelog (addressed by vector ids, which did not change) is kept whole.
-    assert_eq!(changelog(&path), changelog(Path::new(FIXTURE)));
-    assert!(!changelog(&path).is_empty());
+    assert_eq!(
+        table_rows(&path, CHANGELOG),
+        table_rows(Path::new(FIXTURE), CHANGELOG)
+    );
+    assert!(!table_rows(&path, CHANGELOG).is_empty());
 
     // The original is kept beside it, with the old build's rows.
     let backup = dir.path().join("old.redb.schema2-backup");
@@ -132,39 +115,6 @@ fn schema_2_file_is_converted_on_open() {
     let verified = store.verify().expect("verify");
     assert!(verified.is_ok(), "{:#?}", verified.violations);
 
-    // Searches find converted vectors. The fixture's vectors repeat (17 patterns): b's
-    // vector is also some chunks' of the large documents, and a search for it returns
-    // exactly those chunks first, b's "only" among them.
-    let snapshot = store.snapshot().expect("snapshot");
-    let b_vector = snapshot
-        .get_with_vectors("notes", "b")
-        .expect("get")
-        .and_then(|b| b.chunks.first().and_then(|c| c.vector.clone()))
-        .expect("b's vector");
-    let mut same: Vec<String> = Vec::new();
-    for doc in snapshot.documents(true).expect("documents") {
-        for chunk in doc.expect("document").chunks {
-            if chunk.vector.as_ref() == Some(&b_vector) {
-                same.push(chunk.text);
-            }
-        }
-    }
-    same.sort();
-    assert!(
-        same.len() > 1 && same.contains(&"only".to_string()),
-        "{same:?}"
-    );
-    for options in [
-        SearchOptions::default().exact(true),
-        SearchOptions::default(),
-    ] {
-        let hits = store
-            .search(&b_vector, same.len(), &options)
-            .expect("search");
-        let mut found: Vec<String> = hits.into_iter().map(|h| h.text).collect();
-        found.sort();
-        assert_eq!(found, same, "{options:?}");
-    }
     drop(store);
     support::reopen_verified(&path);
 }
@@ -173,19 +123,12 @@ fn schema_2_file_is_converted_on_open() {
 /// in turn; whatever the durable image then is, it opens with the fixture's contents.
 #[test]
 fn a_failed_conversion_leaves_a_file_that_opens_whole() {
-    let image = std::fs::read(FIXTURE).expect("read the fixture");
-    let (calls, converted_after_failure) =
-        support::every_failed_conversion_reopens(&image, |store, when| {
-            support::assert_same_contents_as_export(store, EXPORT, when)
-        });
-    println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
+    assert_failed_conversions_reopen_whole(FIXTURE, EXPORT);
 }
 
 /// A damaged schema-2 file: 400 flipped bits, each opened with the page checksums verified.
 /// The conversion never panics: it converts, or refuses the file with a typed error.
 #[test]
 fn a_damaged_schema_2_file_is_converted_or_refused_never_a_panic() {
-    let image = std::fs::read(FIXTURE).expect("read the fixture");
-    let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c2e, 400);
-    println!("damaged schema-2 files: {opened} opened, {refused} refused, 0 panics");
+    assert_damaged_files_convert_or_are_refused(FIXTURE, 0x5c2e, "schema-2");
 }

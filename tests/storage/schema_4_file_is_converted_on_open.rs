@@ -16,7 +16,8 @@
 use crate::support;
 
 use support::converted::{
-    assert_converted_fixture_revises, assert_orphan_rows_are_dropped, convert_keeping_ids,
+    assert_converted_fixture_revises, assert_damaged_files_convert_or_are_refused,
+    assert_failed_conversions_reopen_whole, assert_orphan_rows_are_dropped, convert_keeping_ids,
     vectors_end,
 };
 
@@ -79,21 +80,14 @@ fn schema_4_file_is_converted_on_open() {
 /// whatever the durable image then is, it opens with the fixture's contents.
 #[test]
 fn a_failed_conversion_of_a_schema_4_file_leaves_a_file_that_opens_whole() {
-    let image = std::fs::read(FIXTURE).expect("read the fixture");
-    let (calls, converted_after_failure) =
-        support::every_failed_conversion_reopens(&image, |store, when| {
-            support::assert_same_contents_as_export(store, EXPORT, when)
-        });
-    println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
+    assert_failed_conversions_reopen_whole(FIXTURE, EXPORT);
 }
 
 /// A damaged schema-4 file: 400 flipped bits, each opened with the page checksums verified.
 /// The conversion never panics: it converts, or refuses the file with a typed error.
 #[test]
 fn a_damaged_schema_4_file_is_converted_or_refused_never_a_panic() {
-    let image = std::fs::read(FIXTURE).expect("read the fixture");
-    let (opened, refused) = support::flipped_bits_never_panic(&image, 0x5c4e, 400);
-    println!("damaged schema-4 files: {opened} opened, {refused} refused, 0 panics");
+    assert_damaged_files_convert_or_are_refused(FIXTURE, 0x5c4e, "schema-4");
 }
 
 /// Rows no live document claims (a schema-4 build's `verify` reported them as orphans) are

@@ -387,3 +387,23 @@ pub fn assert_converted_fixture_revises(path: &Path) {
     drop(store);
     super::reopen_verified(path);
 }
+
+/// Opening the file `fixture` (exported to `export`) is one transaction: each of its
+/// writes, syncs and length changes is failed in turn (`super::every_failed_conversion_reopens`),
+/// and whatever the durable image then is, it opens with the fixture's contents.
+pub fn assert_failed_conversions_reopen_whole(fixture: &str, export: &str) {
+    let image = std::fs::read(fixture).expect("read the fixture");
+    let (calls, converted_after_failure) =
+        super::every_failed_conversion_reopens(&image, |store, when| {
+            super::assert_same_contents_as_export(store, export, when)
+        });
+    println!("conversion: {calls} I/O calls x 2 modes failed in turn, each image reopened whole ({converted_after_failure} opens succeeded despite the fault)");
+}
+
+/// The file `fixture` damaged by 400 flipped bits (from `seed`), each copy opened with the
+/// page checksums verified: it converts, or is refused with a typed error, never a panic.
+pub fn assert_damaged_files_convert_or_are_refused(fixture: &str, seed: u64, what: &str) {
+    let image = std::fs::read(fixture).expect("read the fixture");
+    let (opened, refused) = super::flipped_bits_never_panic(&image, seed, 400);
+    println!("damaged {what} files: {opened} opened, {refused} refused, 0 panics");
+}
