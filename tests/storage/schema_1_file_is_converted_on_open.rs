@@ -1,7 +1,9 @@
 //! A file written by the schema-1 build (a row per chunk and a row per vector) is converted
-//! to the current schema when this build opens it: every document, version, generation,
-//! content hash, chunk text and metadata, every vector bit for bit, every counter, listing
-//! and skip-log row survive; only vector ids change. The guard goes on deciding against the converted
+//! straight to the current schema, 5, when this build opens it: every document, version,
+//! generation, content hash, chunk text and metadata, every vector bit for bit, every
+//! counter, listing and skip-log row survive; only vector ids change. Each live revision
+//! becomes one schema-5 chunks row (its document's version and key, each chunk's vector slot,
+//! no text hashes) beside one vectors row. The guard goes on deciding against the converted
 //! rows, searches find the converted vectors, and the conversion is one transaction: an I/O
 //! failure at any point of it leaves a file that opens (converted or still schema 1, then
 //! converted) with the same contents. The fixture and how it was made:
@@ -15,6 +17,7 @@ use ratchetdb::{
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use support::converted::vectors_end;
 use support::{no_panic, schema_version};
 
 const FIXTURE: &str = concat!(
@@ -76,6 +79,9 @@ fn schema_1_file_is_converted_on_open() {
         !support::table_names(&path).contains(&"doc_keys".to_string()),
         "the converted file keeps no doc_keys table"
     );
+    // Converted straight to schema 5: the file is stamped 5 and its chunks rows are schema 5's.
+    assert_eq!(schema_version(&path), 5, "the file is stamped schema 5");
+    assert_chunks_rows_are_schema_5(&path);
     let store = Store::open(&path, Options::default()).expect("reopen");
 
     // Vectors keep their ids within a document from now on: slot = position.
@@ -399,6 +405,67 @@ fn damaged_or_oversized_schema_1_rows_are_refused_and_the_file_stays_schema_1() 
             "{what}: the file is no longer schema 1"
         );
     }
+}
+
+/// Checks the chunks rows of the converted file at `path`: each (joined with what its
+/// vectors row carries) decodes whole as schema 5's (no text hash left in it), names a live
+/// document of the export with its generation, and holds its vectors row's slots and that
+/// document's chunk texts and metadata in order; every live document with chunks has one.
+fn assert_chunks_rows_are_schema_5(path: &std::path::Path) {
+    let export = support::fixture_export(EXPORT);
+    let live: Vec<&Value> = export["documents"]
+        .as_array()
+        .expect("documents")
+        .iter()
+        .filter(|d| d["deleted"] == false && !d["chunks"].as_array().expect("chunks").is_empty())
+        .collect();
+    let mut named = Vec::new();
+    for (id, (chunks, vectors)) in support::revision_rows(path) {
+        let what = format!("document {id}");
+        let joined = [chunks.as_slice(), &vectors[vectors_end(&vectors)..]].concat();
+        let row: support::ChunksRowV5 = support::decode_row(&what, &joined);
+        let doc = live
+            .iter()
+            .find(|d| d["source"] == row.source.as_str() && d["id"] == row.id.as_str())
+            .unwrap_or_else(|| panic!("{what}: a chunks row of no live document: {row:?}"));
+        assert_eq!(
+            Value::from(row.generation),
+            doc["generation"],
+            "{what}: the generation"
+        );
+        let slots: Vec<u32> = row.chunks.iter().map(|c| c.slot).collect();
+        assert_eq!(
+            slots,
+            support::vectors_row_slots(&vectors),
+            "{what}: the slots"
+        );
+        let texts: Vec<(Value, Value)> = row
+            .chunks
+            .iter()
+            .map(|c| {
+                let meta = serde_json::from_str(&c.meta).expect("the chunk's metadata is JSON");
+                (Value::from(c.text.as_str()), meta)
+            })
+            .collect();
+        let want: Vec<(Value, Value)> = doc["chunks"]
+            .as_array()
+            .expect("chunks")
+            .iter()
+            .map(|c| (c["text"].clone(), c["meta"].clone()))
+            .collect();
+        assert_eq!(texts, want, "{what}: the chunks' texts and metadata");
+        named.push((row.source, row.id));
+    }
+    named.sort();
+    let mut want: Vec<(String, String)> = live
+        .iter()
+        .map(|d| {
+            let key = |field: &str| d[field].as_str().expect("key").to_string();
+            (key("source"), key("id"))
+        })
+        .collect();
+    want.sort();
+    assert_eq!(named, want, "one chunks row for each live document");
 }
 
 /// Every row of a schema-1 file's document, chunk and vector tables, as bytes.

@@ -2,12 +2,12 @@
 //! is converted to schema 5 when this build opens it: the vectors row gains its dimension
 //! and carries the last bytes of the chunks row in the slack of its pages, the chunks row
 //! gains its document's version and key and each chunk's vector slot and loses its chunks'
-//! text hashes, and nothing else changes. Every document, version, generation, content hash, chunk text and metadata,
-//! every vector bit for bit and under the same id, every counter, listing and skip-log row
-//! survive. The guard goes on deciding against the converted rows, searches find the
-//! converted vectors, and the conversion is one transaction: an I/O failure at any point of
-//! it leaves a file that opens (converted or still schema 2, then converted) with the same
-//! contents. The fixture and how it was made: `tests/fixtures/schema2-README.md`.
+//! text hashes, and nothing else changes. Every document, version, generation, content hash,
+//! chunk text and metadata, every vector bit for bit and under the same id, every counter,
+//! listing and skip-log row survive. The guard goes on deciding against the converted rows,
+//! searches find the converted vectors, and the conversion is one transaction: an I/O failure
+//! at any point of it leaves a file that opens (converted or still schema 2, then converted)
+//! with the same contents. The fixture and how it was made: `tests/fixtures/schema2-README.md`.
 
 use crate::support;
 
@@ -62,8 +62,8 @@ fn schema_2_file_is_converted_on_open() {
 
     // The rows: the same vectors under a header with the dimension; the chunks row, with its
     // document's version and key and each chunk's slot (schema 4), without its chunks' text
-    // hashes (schema 5), split: its last bytes
-    // after the vectors, never past the page run the vectors need; the rest in the chunks row.
+    // hashes (schema 5), split: its last bytes after the vectors, never past the page run the
+    // vectors need; the rest in the chunks row.
     let new_rows = support::revision_rows(&path);
     // Schema 5 has no `doc_keys` table: the keys are the old file's.
     let keys = support::doc_keys(&backup);

@@ -1,18 +1,19 @@
-//! A file written by the schema-3 build (each live revision as one chunks row and one vectors
-//! row, the vectors row with its dimension and the last bytes of the chunks row in the slack
-//! of its pages; the chunks row without the document's version, key or slots), with a text
-//! index and a persisted graph snapshot, is converted to schema 5 when this build opens it
-//! (the original kept beside it as a backup): the chunks row gains its document's version and
-//! key and each chunk's vector slot and loses its chunks' text hashes, and is split again
-//! beside its vectors. Every document, version, generation, content hash, chunk text and metadata, every
-//! vector bit for bit and under the same id, every counter, listing and skip-log row survive;
-//! the changelog and the graph snapshot (addressed by vector ids, which do not change) are
-//! kept byte for byte, and the snapshot is what the index loads. The text index stays. The
-//! guard goes on deciding against the converted rows, vector and text searches resolve their
-//! hits to the converted chunks (document, version, generation, position, text, metadata),
-//! and opening is one transaction: an I/O failure at any point of it leaves a file that
-//! opens (converted, or still schema 3 and then converted) with the same contents. The
-//! fixture and how it was made: `tests/fixtures/schema3-README.md`.
+//! A file written by the schema-3 build (each live revision as one chunks row and one
+//! vectors row, the vectors row with its dimension and the last bytes of the chunks row in
+//! the slack of its pages; the chunks row without the document's version, key or slots),
+//! with a text index and a persisted graph snapshot, is converted to schema 5 when this
+//! build opens it (the original kept beside it as a backup): the chunks row gains its
+//! document's version and key and each chunk's vector slot and loses its chunks' text
+//! hashes, and is split again beside its vectors. Every document, version, generation,
+//! content hash, chunk text and metadata, every vector bit for bit and under the same id,
+//! every counter, listing and skip-log row survive; the changelog and the graph snapshot
+//! (addressed by vector ids, which do not change) are kept byte for byte, and the snapshot
+//! is what the index loads. The text index stays. The guard goes on deciding against the
+//! converted rows, vector and text searches resolve their hits to the converted chunks
+//! (document, version, generation, position, text, metadata), and opening is one
+//! transaction: an I/O failure at any point of it leaves a file that opens (converted, or
+//! still schema 3 and then converted) with the same contents. The fixture and how it was
+//! made: `tests/fixtures/schema3-README.md`.
 
 use crate::support;
 
