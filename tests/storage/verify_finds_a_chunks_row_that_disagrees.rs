@@ -108,6 +108,16 @@ fn a_chunk_slot_other_than_the_vectors_rows_is_reported() {
     );
 }
 
+/// Schema 5 dropped each chunk's own text hash (and `verify`'s check of it): a chunk text
+/// changed in the file is still found, by the document's content hash over its chunks.
+#[test]
+fn a_chunk_text_changed_in_the_file_is_reported() {
+    case(
+        |row| row.chunks[0].text.push('!'),
+        "content hash does not match the chunks and metadata",
+    );
+}
+
 #[test]
 fn two_documents_sharing_an_internal_id_are_reported() {
     let dir = tempfile::tempdir().expect("tempdir");
