@@ -63,6 +63,7 @@ use super::membership::Membership;
 use super::quantize::Quantizer;
 use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{IdSet, IndexError, Metric};
+use crate::options::MAX_INDEX_EF_CONSTRUCTION;
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
@@ -551,7 +552,12 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             return Err(corrupted("the entry point is not on the top level"));
         }
     }
+    // The graph keeps building with the snapshot's ef_construction, which sizes each
+    // insert's candidate heap: a value no store option could have written is damage.
     let ef_construction = le_u32(36) as usize;
+    if !(1..=MAX_INDEX_EF_CONSTRUCTION).contains(&ef_construction) {
+        return Err(corrupted(format!("ef_construction {ef_construction}")));
+    }
     Ok(ParsedSnapshot {
         metric,
         dim,

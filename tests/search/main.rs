@@ -6,6 +6,7 @@
 #[path = "../search_support/mod.rs"]
 mod search_support;
 
+mod a_snapshot_with_an_impossible_ef_construction_is_rebuilt;
 mod build_index_while_the_index_loads_keeps_its_graph;
 mod filter_language_matches_reference;
 mod filter_sees_metadata_only_revisions;
