@@ -463,7 +463,18 @@ impl Engine {
         self.writable()?;
         let mut tickets = self.tickets.lock();
         if tickets.next >= tickets.reserved_until {
-            let until = tickets.reserved_until + TICKET_BLOCK;
+            // Only a damaged file holds a high-water mark near u64::MAX: 2^64 tickets are
+            // not issued in any store's life.
+            let until = tickets.reserved_until.saturating_add(TICKET_BLOCK);
+            if until == tickets.reserved_until {
+                return Err(WriteError::Corrupted {
+                    what: "counters".to_owned(),
+                    detail: format!(
+                        "{} is at its largest value, {until}",
+                        seq_key::TICKET_HIGH_WATER
+                    ),
+                });
+            }
             self.write_txn(redb::Durability::Immediate, |txn| {
                 let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
                 counters

@@ -75,23 +75,28 @@ pub(crate) fn changes_since(
         .txn
         .open_table(CHANGELOG)
         .map_err(ReadError::storage)?;
-    let mut expected = covered + 1;
+    // Keys are compared with the one after the last (checked: a damaged file may carry
+    // a commit sequence at u64::MAX), so a gap anywhere means "no longer complete".
+    let mut last = covered;
     let mut changes = Vec::new();
+    let Some(first) = covered.checked_add(1) else {
+        return Ok((covered == target).then_some(changes));
+    };
     for entry in changelog
-        .range(expected..=target)
+        .range(first..=target)
         .map_err(ReadError::storage)?
     {
         let (key, value) = entry.map_err(ReadError::storage)?;
-        if key.value() != expected {
+        if last.checked_add(1) != Some(key.value()) {
             return Ok(None);
         }
-        expected += 1;
+        last = key.value();
         changes.push(schema::decode::<ChangelogRow>(
             "changelog row",
             value.value(),
         )?);
     }
-    Ok((expected == target + 1).then_some(changes))
+    Ok((last == target).then_some(changes))
 }
 
 impl LiveIndex {
@@ -202,16 +207,18 @@ impl LiveIndex {
             .txn
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
-        let mut expected = *applied + 1;
+        // `applied < target`, so the range's start cannot overflow; the keys are compared
+        // with the one after the last, checked like `changes_since`'s.
+        let mut last = *applied;
         for entry in changelog
             .range((*applied + 1)..=target)
             .map_err(ReadError::storage)?
         {
             let (key, value) = entry.map_err(ReadError::storage)?;
-            if key.value() != expected {
+            if last.checked_add(1) != Some(key.value()) {
                 return Ok(false);
             }
-            expected += 1;
+            last = key.value();
             let change: ChangelogRow = schema::decode("changelog row", value.value())?;
             for id in &change.removed {
                 self.index.remove(*id);
@@ -242,7 +249,7 @@ impl LiveIndex {
                 .collect();
             self.insert_items(&items)?;
         }
-        if expected != target + 1 {
+        if last != target {
             return Ok(false);
         }
         *applied = target;

@@ -92,6 +92,18 @@ fn read_counter(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, 
         .unwrap_or(0))
 }
 
+/// Moves the sequence `key` on by one and returns the value it had. Only a damaged file
+/// holds a sequence at `u64::MAX` (it counts commits, revisions and refusals), so that is
+/// [`WriteError::Corrupted`], and nothing is written.
+fn advance(seq: &mut u64, key: &str) -> Result<u64, WriteError> {
+    let value = *seq;
+    *seq = value.checked_add(1).ok_or_else(|| WriteError::Corrupted {
+        what: "counters".to_owned(),
+        detail: format!("sequence {key} is at its largest value, {value}"),
+    })?;
+    Ok(value)
+}
+
 impl<'txn> Batch<'txn> {
     /// Opens every table of the transaction and loads the sequences.
     pub(crate) fn begin(
@@ -495,8 +507,7 @@ impl<'txn> Batch<'txn> {
             self.dimension = plan.dimension;
             self.dimension_fixed_here = true;
         }
-        let generation = self.seq.next_generation;
-        self.seq.next_generation += 1;
+        let generation = advance(&mut self.seq.next_generation, seq_key::NEXT_GENERATION)?;
         let first_fresh = next_slot;
         let (entries, next_slot) = plan.entries(next_slot);
         let removed: Vec<u64> = match row.as_ref() {
@@ -918,8 +929,8 @@ impl<'txn> Batch<'txn> {
     pub(crate) fn finish(mut self) -> Result<BatchEffects, WriteError> {
         let mut effects = BatchEffects::default();
         if !self.change.added.is_empty() || !self.change.removed.is_empty() {
-            let commit = self.seq.commit + 1;
-            self.seq.commit = commit;
+            advance(&mut self.seq.commit, seq_key::COMMIT)?;
+            let commit = self.seq.commit;
             self.changelog
                 .insert(commit, schema::encode(&self.change).as_slice())
                 .map_err(WriteError::storage)?;
@@ -938,8 +949,7 @@ impl<'txn> Batch<'txn> {
         }
         let capacity = self.settings.skip_log_capacity;
         for skip in std::mem::take(&mut self.skips) {
-            let seq = self.seq.next_skip;
-            self.seq.next_skip += 1;
+            let seq = advance(&mut self.seq.next_skip, seq_key::NEXT_SKIP)?;
             if capacity > 0 {
                 self.skip_log
                     .insert(seq, schema::encode(&skip).as_slice())

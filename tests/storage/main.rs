@@ -11,6 +11,7 @@ mod search_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a_sequence_at_its_largest_value_refuses_writes;
 mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
 mod corrupt_flipped_bytes;
