@@ -403,7 +403,8 @@ impl Indexer {
     /// benchmarks do, and so does anything that needs the file's I/O to be deterministic
     /// (background passes hold read snapshots, which change the pages a commit reuses).
     pub(crate) fn wait_for_index(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long for the clock (`Duration::MAX`) has no deadline.
+        let deadline = Instant::now().checked_add(timeout);
         loop {
             // Idle first: a pass that starts a graph build marks it building before it
             // counts itself done, so `info` read after this sees the build. Under the
@@ -429,7 +430,7 @@ impl Indexer {
             if info.loaded && !info.building && applied && idle {
                 return true;
             }
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(5));

@@ -834,16 +834,20 @@ fn with_lock_wait<T>(
     retry: impl Fn(&OpenError) -> bool,
     mut attempt: impl FnMut() -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
-    let deadline = Instant::now() + wait;
+    // A wait too long for the clock (`Duration::MAX`) has no deadline: wait until the lock
+    // is free.
+    let deadline = Instant::now().checked_add(wait);
     let mut pause = Duration::from_millis(5);
     loop {
         match attempt() {
             Err(error) if retry(&error) => {
                 let now = Instant::now();
-                if now >= deadline {
-                    return Err(error);
-                }
-                std::thread::sleep(pause.min(deadline - now));
+                let left = match deadline {
+                    Some(deadline) if now >= deadline => return Err(error),
+                    Some(deadline) => deadline - now,
+                    None => pause,
+                };
+                std::thread::sleep(pause.min(left));
                 pause = (pause * 2).min(Duration::from_millis(100));
             }
             other => return other,

@@ -243,7 +243,8 @@ pub struct Options {
     /// [`OpenError::Locked`](crate::OpenError::Locked),
     /// [`OpenError::HeldExclusively`](crate::OpenError::HeldExclusively) or
     /// [`OpenError::NeedsRecovery`](crate::OpenError::NeedsRecovery). Default zero: fail
-    /// at once.
+    /// at once. A wait longer than the clock can count ([`Duration::MAX`]) waits as long as
+    /// the lock is held.
     #[serde(default)]
     pub wait_for_lock: Duration,
     /// How the HNSW graph of the derived vector index is built. Default

@@ -563,6 +563,7 @@ impl Store {
     /// bring the index up to their own snapshot, and answer exactly meanwhile); tests and
     /// benchmarks do, and so does anything that needs the file's I/O to be deterministic
     /// (background passes hold read snapshots, which change the pages a commit reuses).
+    /// A timeout longer than the clock can count ([`Duration::MAX`]) waits until it settles.
     pub fn wait_for_index(&self, timeout: Duration) -> bool {
         on_backend!(self, e => e.indexer.wait_for_index(timeout), _pg => {
             // The server's index changes in the transaction that changes the rows.

@@ -35,7 +35,9 @@ pub struct WriterOptions {
     /// How long the committer waits for more operations after the first of a batch, when
     /// the queue is empty. `0` (the default) waits for nothing: a batch is what was queued
     /// when it started plus what arrived while it was being built. Under load the queue
-    /// fills while the previous batch commits, which is what batches the writes.
+    /// fills while the previous batch commits, which is what batches the writes. A wait
+    /// longer than the clock can count ([`Duration::MAX`]) waits until the batch holds
+    /// `max_batch_ops` operations or the writer shuts down.
     pub max_batch_wait: Duration,
     /// The durability of each batch. Default: the store's.
     pub durability: Durability,
@@ -525,7 +527,9 @@ impl Committer {
             let mut jobs = Vec::new();
             let mut stop = false;
             let mut next = Some(first);
-            let deadline = Instant::now() + self.options.max_batch_wait;
+            // A wait too long for the clock (`Duration::MAX`) has no deadline: the batch
+            // waits for company until it is full.
+            let deadline = Instant::now().checked_add(self.options.max_batch_wait);
             while let Some(message) = next.take() {
                 match message {
                     Message::Op(job) => jobs.push(job),
@@ -534,10 +538,10 @@ impl Committer {
                 if stop || jobs.len() >= self.options.max_batch_ops {
                     break;
                 }
-                next = if self.options.max_batch_wait.is_zero() {
-                    self.incoming.try_recv().ok()
-                } else {
-                    self.incoming.recv_deadline(deadline).ok()
+                next = match deadline {
+                    _ if self.options.max_batch_wait.is_zero() => self.incoming.try_recv().ok(),
+                    Some(deadline) => self.incoming.recv_deadline(deadline).ok(),
+                    None => self.incoming.recv().ok(),
                 };
             }
             if !jobs.is_empty() {

@@ -10,6 +10,7 @@ mod common;
 mod support;
 
 mod a_closed_store_releases_its_file_while_its_index_loads;
+mod a_wait_too_long_for_the_clock_has_no_deadline;
 mod model_based_schedules;
 mod one_writer_at_a_time;
 mod process_kill_writer_stream;

@@ -132,14 +132,24 @@ impl Committer {
                 }
                 Message::Stop => return,
             }
-            let deadline = Instant::now() + self.options.max_batch_wait;
+            // A wait too long for the clock (`Duration::MAX`) has no deadline: the batch
+            // waits for company until it is full.
+            let deadline = Instant::now().checked_add(self.options.max_batch_wait);
             while ops.len() < self.options.max_batch_ops.max(1) {
                 let next = match self.incoming.try_recv() {
                     Ok(message) => message,
                     Err(_) if self.options.max_batch_wait.is_zero() => break,
-                    Err(_) => match self.incoming.recv_deadline(deadline) {
-                        Ok(message) => message,
-                        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                    Err(_) => match deadline {
+                        Some(deadline) => match self.incoming.recv_deadline(deadline) {
+                            Ok(message) => message,
+                            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                                break
+                            }
+                        },
+                        None => match self.incoming.recv() {
+                            Ok(message) => message,
+                            Err(_) => break,
+                        },
                     },
                 };
                 match next {
