@@ -96,12 +96,13 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// All refusals.
+    /// All refusals (saturating at `u64::MAX`: the counters are read from the file, and a
+    /// damaged one must not overflow the sum).
     pub fn skipped(&self) -> u64 {
         self.skipped_older
-            + self.skipped_duplicate
-            + self.skipped_conflict
-            + self.skipped_tombstoned
+            .saturating_add(self.skipped_duplicate)
+            .saturating_add(self.skipped_conflict)
+            .saturating_add(self.skipped_tombstoned)
     }
 
     pub(crate) fn set(&mut self, key: &str, value: u64) {

@@ -631,12 +631,15 @@ impl Store {
     /// transactions) is set to `counters`' value, and `skips` are appended to the skip log
     /// (numbered by this log; the oldest beyond its capacity are dropped). Documents,
     /// listings and the live totals are untouched. `ratchet copy` uses it to move a
-    /// store's counters and refusals with its documents.
+    /// store's counters and refusals with its documents. A counter above 2^63 − 1 (the
+    /// largest PostgreSQL's `bigint` holds) is [`InputError`](crate::InputError) naming its
+    /// field (`counters.written_new`), and nothing is restored.
     pub fn restore_history(
         &self,
         counters: &crate::Counters,
         skips: &[crate::stats::SkipRecord],
     ) -> Result<(), WriteError> {
+        crate::history::check_counters(counters)?;
         on_backend!(self, e => {
             crate::history::check_skips(skips, &e.engine.options().limits)?;
             e.engine.run_one(crate::history::Restore {

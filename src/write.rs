@@ -156,9 +156,16 @@ impl<'txn> Batch<'txn> {
         skips: Vec<SkipRow>,
     ) -> Result<(), WriteError> {
         for &(name, target) in targets {
-            let current = read_counter(&self.counters, name)? as i64
-                + self.deltas.get(name).copied().unwrap_or(0);
-            self.bump(name, target as i64 - current);
+            // Wide enough for any stored value and pending delta; a difference outside
+            // i64 is only a damaged counter's (the targets are checked to fit).
+            let current = i128::from(read_counter(&self.counters, name)?)
+                + i128::from(self.deltas.get(name).copied().unwrap_or(0));
+            let delta =
+                i64::try_from(i128::from(target) - current).map_err(|_| WriteError::Corrupted {
+                    what: "counters".to_owned(),
+                    detail: format!("{name} = {current} cannot be set to {target}"),
+                })?;
+            self.bump(name, delta);
         }
         self.skips.extend(skips);
         Ok(())

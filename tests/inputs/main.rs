@@ -13,6 +13,7 @@ mod hostile_document_limits;
 mod hostile_ids;
 mod hostile_vectors;
 mod plan_before_embedding;
+mod restored_counters_above_2_63_are_refused;
 mod search_with_an_ef_beyond_the_graph;
 mod text_search_bad_input_is_refused;
 mod ticket_never_issued_is_refused;

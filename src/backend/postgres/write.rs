@@ -1152,20 +1152,30 @@ pub(super) fn restore_history(
     let mut client = store.client.lock();
     let mut txn = client.transaction().map_err(server_error)?;
     let mut effects = Effects::default();
-    for (name, target) in crate::history::outcome_counters(counters) {
+    for (name, field, target) in crate::history::outcome_counters(counters) {
         let rows = txn
             .query(
                 "SELECT value FROM counters WHERE name = $1 FOR UPDATE",
                 &[&name],
             )
             .map_err(server_error)?;
-        let mut current = 0i64;
+        let mut current = 0i128;
         for row in rows {
-            current += row.try_get::<_, i64>(0).map_err(server_error)?;
+            current += i128::from(row.try_get::<_, i64>(0).map_err(server_error)?);
         }
-        let target = i64::try_from(target)
-            .map_err(|_| InputError::new("counters", format!("{name} is above 2^63")))?;
-        effects.bump(name, target - current);
+        let target = i64::try_from(target).map_err(|_| {
+            InputError::new(
+                format!("counters.{field}"),
+                format!("{target} is above 2^63 - 1"),
+            )
+        })?;
+        let delta = i64::try_from(i128::from(target) - current).map_err(|_| {
+            corrupted(
+                "counters",
+                format!("{name} = {current} cannot be set to {target}"),
+            )
+        })?;
+        effects.bump(name, delta);
     }
     effects.skips = skips
         .iter()
