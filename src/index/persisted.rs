@@ -21,7 +21,7 @@
 //!   40 entry slot u32 (u32::MAX: none)     44 number of payload parts u32
 //!   48 payload bytes u64 (format 3: upper-layer words)   56 reserved u64 (0)
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
-//! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (63 pages):
+//! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (one page with its leaf):
 //!   ids u64 x n, fingerprints u64 x n (format 6: CRC-32 in the low 4 bytes), levels u8 x n,
 //!   formats 5 and 6:
 //!     layer-0 link counts u16 x n,
@@ -44,9 +44,15 @@
 //! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
 //! `2M` slots of 4 bytes at layer 0, whether used or not): on GloVe-100k the payload went
 //! from 15.4 MB to about half (docs/benchmarks.md). A slot keeps a fixed width, so a
-//! damaged byte changes one link, never the reading of the rows after it. Parts of at most
-//! 63 pages each fit a 64-page allocation of redb's with their leaf header; a single part of
-//! up to 16 MiB (format 3's writer) took the next power of two of pages.
+//! damaged byte changes one link, never the reading of the rows after it.
+//!
+//! Each part fills one page with its leaf's header, so every page of the snapshot is a
+//! single page, which compaction can move into any free page. Earlier builds wrote parts of
+//! 63 pages (each a 64-page run of redb's) or, format 3's writer, one part of up to 16 MiB
+//! (the next power of two of pages): compaction moves a run only into a free, aligned run
+//! of its size, so one run it could not place stopped it with the free pages below (on
+//! GloVe-100k 2.8 MB stayed free in a closed 51.7 MB file; with one-page parts, 24 kB of
+//! 48.9 MB). Parts of any size are read.
 //!
 //! Loading checks the lengths and the checksum before trusting any other field, then
 //! every field the graph relies on (counts within their rows, neighbour slots below n,
@@ -77,10 +83,11 @@ const FIXED_ROWS_VERSION: u32 = 3;
 const HNSW_RS_DUMP_VERSION: u32 = 2;
 /// Length of blob 0.
 pub(crate) const HEADER_LEN: usize = 96;
-/// Largest payload part written: 63 pages, so that a part and its leaf's header fit one
-/// 64-page allocation (redb gives a value larger than a page a run of pages rounded up to a
-/// power of two).
-pub(crate) const MAX_PART_BYTES: usize = 63 * 4096;
+/// Largest payload part written: what one 4 KiB leaf page holds beside its header (4
+/// bytes), the part's `u32` key and its value's end offset (4 bytes each), so that each part
+/// is one page (a larger value takes a run of pages rounded up to a power of two, which
+/// compaction cannot always move; see the module docs).
+pub(crate) const MAX_PART_BYTES: usize = 4096 - 12;
 /// Offset of the checksum in the header.
 const CHECKSUM_AT: usize = 64;
 /// Largest `M` a snapshot may announce (`Options::index` refuses more).

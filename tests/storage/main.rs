@@ -11,9 +11,11 @@ mod search_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
 mod a_sequence_at_its_largest_value_refuses_writes;
 mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
+mod closing_a_store_trims_its_changelog;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
 mod corrupt_meta_rows;
