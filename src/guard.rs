@@ -11,6 +11,18 @@ use std::fmt;
 /// A blake3 digest of a document's ordered chunk texts and metadata.
 pub(crate) type ContentHash = [u8; 32];
 
+/// What the guard compares of a content hash: its first 16 bytes (the embedded store keeps
+/// only these in a document's row). Two contents with equal keys are the same content (a
+/// 128-bit collision is out of reach), and keys order as their hashes do but for such a tie.
+pub(crate) type ContentKey = [u8; 16];
+
+/// The [`ContentKey`] of a content hash: its first 16 bytes.
+pub(crate) fn content_key(hash: &ContentHash) -> ContentKey {
+    let mut key = [0; 16];
+    key.copy_from_slice(&hash[..16]);
+    key
+}
+
 /// Why a write was refused. Every refusal is counted by reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,7 +85,8 @@ pub enum ConflictPolicy {
     /// resolved silently.
     #[default]
     Refuse,
-    /// Keep the content whose blake3 content hash is larger. Deterministic, so every delivery
+    /// Keep the content whose blake3 content hash is larger (compared by its first 16 bytes,
+    /// which is what the embedded store keeps; equal there means equal content). Deterministic, so every delivery
     /// order converges on the same content; each tie it breaks is counted as
     /// `conflicts_resolved`, and the losing side as a `conflict` skip.
     HighestContentHash,
@@ -84,7 +97,7 @@ pub enum ConflictPolicy {
 pub(crate) struct Stored {
     pub version: Version,
     pub deleted: bool,
-    pub content_hash: ContentHash,
+    pub content_key: ContentKey,
 }
 
 impl Stored {
@@ -93,7 +106,7 @@ impl Stored {
         Stored {
             version,
             deleted: true,
-            content_hash: [0; 32],
+            content_key: [0; 16],
         }
     }
 }
@@ -104,7 +117,7 @@ impl Stored {
 pub(crate) enum Incoming {
     Upsert {
         version: Version,
-        content_hash: ContentHash,
+        content_key: ContentKey,
     },
     Delete {
         version: Version,
@@ -231,8 +244,8 @@ pub(crate) fn decide(
     match *incoming {
         Incoming::Upsert {
             version,
-            content_hash,
-        } => decide_upsert(stored, version, content_hash, policy).into(),
+            content_key,
+        } => decide_upsert(stored, version, content_key, policy).into(),
         Incoming::Delete { version } => decide_delete(stored, version).into(),
     }
 }
@@ -247,11 +260,11 @@ fn compare(stored: &Stored, version: Version) -> Result<std::cmp::Ordering, Vers
     }
 }
 
-/// Decides what an upsert of `version` with `content_hash` does. Pure.
+/// Decides what an upsert of `version` whose content has `content_key` does. Pure.
 pub(crate) fn decide_upsert(
     stored: Option<&Stored>,
     version: Version,
-    content_hash: ContentHash,
+    content_key: ContentKey,
     policy: ConflictPolicy,
 ) -> UpsertDecision {
     let Some(stored) = stored else {
@@ -266,7 +279,7 @@ pub(crate) fn decide_upsert(
         equal_version: ordering.is_eq(),
     };
     use std::cmp::Ordering::{Equal, Greater, Less};
-    let same_content = content_hash == stored.content_hash;
+    let same_content = content_key == stored.content_key;
     match (stored.deleted, ordering) {
         // Against a tombstone: only a strictly newer revision brings the document back.
         (true, Greater) => UpsertDecision::Write(WriteReason::Replace),
@@ -276,7 +289,7 @@ pub(crate) fn decide_upsert(
         (false, Greater) => UpsertDecision::Write(WriteReason::Replace),
         (false, Equal) if same_content => skip(SkipReason::Duplicate),
         (false, Equal) => match policy {
-            ConflictPolicy::HighestContentHash if content_hash > stored.content_hash => {
+            ConflictPolicy::HighestContentHash if content_key > stored.content_key => {
                 UpsertDecision::Write(WriteReason::ResolveConflict)
             }
             _ => skip(SkipReason::Conflict),
@@ -333,14 +346,14 @@ mod tests {
         Stored {
             version: v(value),
             deleted: false,
-            content_hash: [hash; 32],
+            content_key: [hash; 16],
         }
     }
 
     fn upsert(value: u64, hash: u8) -> Incoming {
         Incoming::Upsert {
             version: v(value),
-            content_hash: [hash; 32],
+            content_key: [hash; 16],
         }
     }
 
@@ -505,7 +518,7 @@ mod tests {
                                 value: 5,
                             },
                             deleted,
-                            content_hash: [1; 32],
+                            content_key: [1; 16],
                         };
                         for incoming in [
                             Incoming::Upsert {
@@ -513,7 +526,7 @@ mod tests {
                                     kind: incoming_kind,
                                     value: 9,
                                 },
-                                content_hash: [2; 32],
+                                content_key: [2; 16],
                             },
                             Incoming::Delete {
                                 version: Version {
@@ -551,7 +564,7 @@ mod tests {
                         let stored = Stored {
                             version: v(stored_value),
                             deleted,
-                            content_hash: [stored_hash; 32],
+                            content_key: [stored_hash; 16],
                         };
                         for incoming_value in 0..4u64 {
                             for incoming_hash in 0..3u8 {

@@ -812,7 +812,7 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
     Ok(())
 }
 
-/// Converts a file of schema `version` (1 to 4) in one durable write transaction
+/// Converts a file of schema `version` (1 to 5) in one durable write transaction
 /// (`migrate.rs`).
 fn convert(
     db: &Database,
@@ -826,7 +826,7 @@ fn convert(
         .map_err(|e| err(e.into()))?;
     let converted = match version {
         1 => crate::schema::migrate::schema_1(&txn, dimension),
-        from => crate::schema::migrate::schema_2_3_or_4(&txn, from, dimension),
+        from => crate::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),

@@ -99,7 +99,7 @@ pub(crate) fn plan_with(
     let decision = guard::decide_upsert(
         stored.as_ref(),
         prepared.version,
-        prepared.content_hash,
+        guard::content_key(&prepared.content_hash),
         options.conflict_policy,
     );
     let action = match decision {

@@ -237,6 +237,30 @@ fn squared_norm(vector: &[f32]) -> f64 {
 /// text hashes (which the store keeps per chunk anyway) reads each text once. Vectors are
 /// not part of it: one store is one embedding space, so the same text has the same meaning.
 pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash {
+    content_hash_of(meta, chunks.iter().map(|c| (c.text_hash, c.meta.as_str())))
+}
+
+/// The content hash of a stored revision: its metadata and its chunks' texts and metadata
+/// (what [`content_hash`] hashes when the revision was written). The embedded store keeps
+/// only its [`ContentKey`](crate::guard::ContentKey) in the document's row, and computes the
+/// whole hash where it is shown (`get`, the export).
+pub(crate) fn stored_content_hash<'a>(
+    meta: &str,
+    chunks: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> ContentHash {
+    content_hash_of(
+        meta,
+        chunks
+            .into_iter()
+            .map(|(text, meta)| (text_hash(text), meta)),
+    )
+}
+
+/// [`content_hash`] over each chunk's text hash and metadata.
+fn content_hash_of<'a>(
+    meta: &str,
+    chunks: impl Iterator<Item = (ContentHash, &'a str)>,
+) -> ContentHash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"ratchetdb content v1\0");
     let mut field = |bytes: &[u8]| {
@@ -244,9 +268,9 @@ pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash 
         hasher.update(bytes);
     };
     field(meta.as_bytes());
-    for chunk in chunks {
-        field(&chunk.text_hash);
-        field(chunk.meta.as_bytes());
+    for (text_hash, meta) in chunks {
+        field(&text_hash);
+        field(meta.as_bytes());
     }
     *hasher.finalize().as_bytes()
 }

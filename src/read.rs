@@ -227,6 +227,9 @@ impl Snapshot {
     ) -> Result<StoredDocument, ReadError> {
         // Not sized from the row alone: a damaged count must not allocate.
         let mut chunks = Vec::with_capacity((row.chunk_count as usize).min(1024));
+        // A tombstone's content hash is zeros; a live revision's is computed from its rows
+        // (the document row keeps only its first 16 bytes).
+        let mut content_hash = [0u8; 32];
         if !row.deleted {
             let Some(bytes) = self.vectors_row(row.internal_id)? else {
                 return Err(Corruption::new(
@@ -248,6 +251,13 @@ impl Snapshot {
                 )
                 .into());
             }
+            content_hash = crate::prepare::stored_content_hash(
+                &row.meta,
+                stored
+                    .chunks
+                    .iter()
+                    .map(|c| (c.text.as_str(), c.meta.as_str())),
+            );
             for (position, (chunk, slot)) in
                 stored.chunks.into_iter().zip(vectors.slots()).enumerate()
             {
@@ -273,7 +283,7 @@ impl Snapshot {
             version: row.version()?,
             deleted: row.deleted,
             generation: row.generation,
-            content_hash: hex(&row.content_hash),
+            content_hash: hex(&content_hash),
             meta: schema::decode_meta(&row.meta)?,
             chunks,
         })

@@ -8,6 +8,7 @@
 
 use crate::counters::name;
 use crate::error::ReadError;
+use crate::guard::content_key;
 use crate::prepare::{content_hash, text_hash, PreparedChunk};
 use crate::read::Snapshot;
 use crate::schema::{
@@ -441,7 +442,7 @@ fn check_content_hash(doc: &mut DocReport<'_>, row: &DocRow, stored: ChunksRow) 
         })
         .collect();
     if prepared.len() == row.chunk_count as usize
-        && content_hash(&row.meta, &prepared) != row.content_hash
+        && content_key(&content_hash(&row.meta, &prepared)) != row.content_key
     {
         doc.add("content hash does not match the chunks and metadata");
     }

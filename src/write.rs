@@ -331,7 +331,7 @@ impl<'txn> Batch<'txn> {
         let decision = guard::decide_upsert(
             stored.as_ref(),
             doc.version,
-            doc.content_hash,
+            guard::content_key(&doc.content_hash),
             self.settings.policy,
         );
         if !matches!(decision, UpsertDecision::KindMismatch { .. }) {
@@ -573,7 +573,7 @@ impl<'txn> Batch<'txn> {
             version: doc.version.value,
             generation,
             chunk_count: doc.chunks.len() as u32,
-            content_hash: doc.content_hash,
+            content_key: guard::content_key(&doc.content_hash),
             deleted: false,
             meta: doc.meta.clone(),
             next_slot,
@@ -745,7 +745,7 @@ impl<'txn> Batch<'txn> {
             version: version.value,
             generation: 0,
             chunk_count: 0,
-            content_hash: [0; 32],
+            content_key: [0; 16],
             deleted: true,
             meta: "null".to_string(),
             // Slots stay used: a later revision must not reuse the ids just removed.

@@ -8,25 +8,28 @@
 //! into the slack of its pages. Schema 4 puts the document's version and key and each
 //! chunk's vector slot in the chunks row, so a search hit resolves from that row alone, and
 //! drops the `doc_keys` table (internal id -> key), which the chunks row replaces. Schema 5
-//! (`schema/`) drops each chunk's 32-byte text hash from the chunks row: a revision matches
-//! its chunks to the stored ones by their texts, and the document's content hash (which
-//! hashes each chunk's text) is unchanged.
+//! drops each chunk's 32-byte text hash from the chunks row: a revision matches its chunks
+//! to the stored ones by their texts, and the document's content hash (which hashes each
+//! chunk's text) is unchanged. Schema 6 (`schema/`) keeps the first 16 bytes of that content
+//! hash in the document row, what the guard compares; the whole hash is computed from the
+//! rows where it is shown.
 //!
-//! A schema-1 file is converted straight to schema 5. The conversion keeps every document
+//! A schema-1 file is converted straight to schema 6. The conversion keeps every document
 //! row, version, generation, content hash, chunk text and metadata, every vector bit for
 //! bit, and every counter, listing and skip-log row; only vector ids change (slot =
 //! position), so the changelog and any persisted graph snapshot, both addressed by the old
 //! ids, are dropped: the index is rebuilt from the rows as on any open.
 //!
 //! A schema-2, -3 or -4 file keeps everything, vector ids, changelog, text index and graph
-//! snapshot included: only the two rows of each revision are rewritten.
+//! snapshot included: only the two rows of each revision and the document rows are
+//! rewritten. A schema-5 file has only its document rows rewritten.
 //!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
 use crate::counters::name as counter;
 use crate::error::Corruption;
-use crate::guard::ContentHash;
+use crate::guard::{content_key, ContentHash};
 use crate::schema::{
     self, meta_key, text_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow,
     CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, META, TEXT_TOTALS, VECTORS,
@@ -56,6 +59,20 @@ struct DocRowV1 {
     content_hash: ContentHash,
     deleted: bool,
     meta: String,
+}
+
+/// Schemas 2 to 5's document row: schema 6's with the whole 32-byte content hash.
+#[derive(Serialize, Deserialize)]
+struct DocRowV5 {
+    internal_id: u64,
+    version_kind: u8,
+    version: u64,
+    generation: u64,
+    chunk_count: u32,
+    content_hash: ContentHash,
+    deleted: bool,
+    meta: String,
+    next_slot: u32,
 }
 
 /// Schema 1's chunk row.
@@ -174,7 +191,7 @@ pub(crate) fn schema_1(
             version: old.version,
             generation: old.generation,
             chunk_count: count,
-            content_hash: old.content_hash,
+            content_key: content_key(&old.content_hash),
             deleted: old.deleted,
             meta: old.meta,
             next_slot: if old.deleted { 0 } else { count },
@@ -435,8 +452,74 @@ struct LiveDoc {
     generation: u64,
 }
 
-/// Converts a schema-2, -3 or -4 file (`from`) to this schema inside `txn` (the caller
-/// commits). Each live revision's chunks row gains its document's version and key and each
+/// Converts a schema-2 to -5 file (`from`) to this schema inside `txn` (the caller
+/// commits): the revisions of a schema-2 to -4 file as [`revisions_to_schema_5`] says, then
+/// every document row of them all as [`docs_to_schema_6`] says. Returns the number of
+/// revisions converted (none from schema 5, whose revisions are this schema's).
+pub(crate) fn schema_2_to_5(
+    txn: &WriteTransaction,
+    from: u32,
+    dimension: Option<usize>,
+) -> Result<u64, MigrationError> {
+    let converted = if from <= 4 {
+        revisions_to_schema_5(txn, from, dimension)?
+    } else {
+        0
+    };
+    docs_to_schema_6(txn, from)?;
+    txn.delete_table(DOC_KEYS_V3)?;
+    stamp_schema_version(txn)?;
+    Ok(converted)
+}
+
+/// Rewrites every document row of a schema-`from` file (2 to 5) as schema 6's: the same row
+/// with the first 16 bytes of its content hash (the guard's [`ContentKey`]) in place of the
+/// whole hash, 16 bytes shorter.
+///
+/// [`ContentKey`]: crate::guard::ContentKey
+fn docs_to_schema_6(txn: &WriteTransaction, from: u32) -> Result<(), MigrationError> {
+    let mut docs = txn.open_table(DOCS)?;
+    let mut rows: Vec<((String, String), Vec<u8>)> = Vec::new();
+    for entry in docs.iter()? {
+        let (key, value) = entry?;
+        let (source, id) = key.value();
+        let old = decode_doc_row_v5(from, source, id, value.value())?;
+        let row = DocRow {
+            internal_id: old.internal_id,
+            version_kind: old.version_kind,
+            version: old.version,
+            generation: old.generation,
+            chunk_count: old.chunk_count,
+            content_key: content_key(&old.content_hash),
+            deleted: old.deleted,
+            meta: old.meta,
+            next_slot: old.next_slot,
+        };
+        rows.push(((source.to_string(), id.to_string()), schema::encode(&row)));
+    }
+    for ((source, id), bytes) in rows {
+        docs.insert((source.as_str(), id.as_str()), bytes.as_slice())?;
+    }
+    Ok(())
+}
+
+/// A schema-`from` (2 to 5) document row, or the corruption naming it.
+fn decode_doc_row_v5(
+    from: u32,
+    source: &str,
+    id: &str,
+    bytes: &[u8],
+) -> Result<DocRowV5, MigrationError> {
+    schema::decode("document row", bytes).map_err(|c| {
+        corrupted(
+            &format!("schema-{from} document row"),
+            format!("{source}/{id}: {}", c.detail),
+        )
+    })
+}
+
+/// Converts the revisions of a schema-2, -3 or -4 file (`from`) to schema 5's inside `txn`.
+/// Each live revision's chunks row gains its document's version and key and each
 /// chunk's vector slot (schema 4), loses its chunks' text hashes (schema 5), and is split
 /// again beside its vectors (schema 3's spill: a schema-2 vectors row also gains its
 /// dimension). Every id, vector and byte of
@@ -447,7 +530,7 @@ struct LiveDoc {
 /// checked first (both present, vectors of the store's `dimension`, a chunks row that
 /// decodes, one chunk per vector, the document's generation), so a file that is not what
 /// it says is refused rather than rewritten. Returns the number of revisions converted.
-pub(crate) fn schema_2_3_or_4(
+fn revisions_to_schema_5(
     txn: &WriteTransaction,
     from: u32,
     dimension: Option<usize>,
@@ -459,12 +542,7 @@ pub(crate) fn schema_2_3_or_4(
     for entry in txn.open_table(DOCS)?.iter()? {
         let (key, value) = entry?;
         let (source, id) = key.value();
-        let row: DocRow = schema::decode("document row", value.value()).map_err(|c| {
-            corrupted(
-                &format!("schema-{from} document row"),
-                format!("{source}/{id}: {}", c.detail),
-            )
-        })?;
+        let row = decode_doc_row_v5(from, source, id, value.value())?;
         if !row.deleted {
             live.insert(
                 row.internal_id,
@@ -601,8 +679,6 @@ pub(crate) fn schema_2_3_or_4(
         // commit, it is rebuilt by this open (`text::prepare_on_open`).
         txn.open_table(TEXT_TOTALS)?.remove(text_key::COMMIT)?;
     }
-    txn.delete_table(DOC_KEYS_V3)?;
-    stamp_schema_version(txn)?;
     Ok(converted)
 }
 

@@ -2,7 +2,7 @@
 //! their codec, and vector ids.
 
 use crate::error::Corruption;
-use crate::guard::{ContentHash, SkipReason, Stored};
+use crate::guard::{ContentHash, ContentKey, SkipReason, Stored};
 use crate::version::{Version, VersionKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt::Debug;
@@ -101,7 +101,9 @@ pub(crate) struct DocRow {
     /// The generation stamped on every chunk of the current revision (0 for tombstones).
     pub generation: u64,
     pub chunk_count: u32,
-    pub content_hash: ContentHash,
+    /// The first 16 bytes of the content hash, what the guard compares (schema 6; the
+    /// whole hash is computed from the rows where it is shown).
+    pub content_key: ContentKey,
     pub deleted: bool,
     /// Canonical JSON of the document metadata.
     pub meta: String,
@@ -119,7 +121,7 @@ impl DocRow {
         Ok(Stored {
             version: self.version()?,
             deleted: self.deleted,
-            content_hash: self.content_hash,
+            content_key: self.content_key,
         })
     }
 }
@@ -512,7 +514,7 @@ mod tests {
             version: 1_700_000_000_000_000,
             generation: 42,
             chunk_count: 3,
-            content_hash: [9; 32],
+            content_key: [9; 16],
             deleted: false,
             meta: "{\"a\":1}".into(),
             next_slot: 11,

@@ -637,7 +637,7 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         version: 1_700_000_000,
         generation: 42,
         chunk_count: 3,
-        content_hash: [0xab; 32],
+        content_key: [0xab; 16],
         deleted: false,
         meta: "{\"title\":\"x\"}".to_string(),
         next_slot: 5,

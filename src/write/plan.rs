@@ -298,7 +298,7 @@ mod tests {
             version: 1,
             generation: 1,
             chunk_count: 0,
-            content_hash: [0; 32],
+            content_key: [0; 16],
             deleted,
             meta: "{}".to_string(),
             next_slot,

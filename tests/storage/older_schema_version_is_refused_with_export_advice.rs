@@ -1,6 +1,6 @@
-//! A file of a schema older than any this build can convert (below 1; schemas 1 to 4 are
+//! A file of a schema older than any this build can convert (below 1; schemas 1 to 5 are
 //! converted on open, see `schema_1_file_is_converted_on_open.rs` to
-//! `schema_4_file_is_converted_on_open.rs`) is
+//! `schema_5_file_is_converted_on_open.rs`) is
 //! refused with
 //! `OpenError::SchemaTooOld`, naming both versions and saying how to move the data (export
 //! with the build that wrote it, ingest the export). Never a panic, and the
@@ -17,7 +17,7 @@ use support::{no_panic, schema_version, set_schema_version};
 
 type Rows = BTreeMap<(String, String), ModelRow>;
 
-/// A schema-5 store of one document at `path`; returns its rows.
+/// A schema-6 store of one document at `path`; returns its rows.
 fn one_document_store(path: &Path) -> Rows {
     let store = Store::open(path, harness_options()).expect("create");
     store
@@ -26,10 +26,10 @@ fn one_document_store(path: &Path) -> Rows {
     store_rows(&store).expect("rows")
 }
 
-/// Marks the file schema 5 again and checks that its rows are still `rows`.
+/// Marks the file schema 6 again and checks that its rows are still `rows`.
 fn assert_rows_unchanged(path: &Path, rows: &Rows) {
-    set_schema_version(path, 5);
-    let store = Store::open(path, harness_options()).expect("schema 5 opens");
+    set_schema_version(path, 6);
+    let store = Store::open(path, harness_options()).expect("schema 6 opens");
     assert_eq!(
         &store_rows(&store).expect("rows"),
         rows,
@@ -54,7 +54,7 @@ fn older_schema_version_is_refused_with_export_advice() {
                 unreachable!()
             };
             assert_eq!(u64::from(*found), old);
-            assert_eq!(*supported, 5);
+            assert_eq!(*supported, 6);
             let message = e.to_string();
             assert!(message.contains("schema version"), "{message}");
             assert!(message.contains("ratchet export"), "{message}");
@@ -66,12 +66,12 @@ fn older_schema_version_is_refused_with_export_advice() {
     assert_rows_unchanged(&path, &rows);
 }
 
-/// A schema-5 file whose marker says 1, 2, 3 or 4 does not hold that schema's rows: the
+/// A schema-6 file whose marker says 1 to 5 does not hold that schema's rows: the
 /// conversion finds that out and refuses the file as corrupted, changing nothing.
 #[test]
-fn a_schema_5_file_marked_older_is_refused_and_left_alone() {
+fn a_schema_6_file_marked_older_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for marked in [1u64, 2, 3, 4] {
+    for marked in [1u64, 2, 3, 4, 5] {
         let path = dir.path().join(format!("mislabelled-{marked}.redb"));
         let rows = one_document_store(&path);
         set_schema_version(&path, marked);

@@ -1,9 +1,10 @@
 //! A file written by the schema-1 build (a row per chunk and a row per vector) is converted
-//! straight to the current schema, 5, when this build opens it: every document, version,
+//! straight to the current schema, 6, when this build opens it: every document, version,
 //! generation, content hash, chunk text and metadata, every vector bit for bit, every
 //! counter, listing and skip-log row survive; only vector ids change. Each live revision
 //! becomes one schema-5 chunks row (its document's version and key, each chunk's vector slot,
-//! no text hashes) beside one vectors row. The guard goes on deciding against the converted
+//! no text hashes) beside one vectors row, and each document row keeps the first 16 bytes of
+//! its content hash (schema 6). The guard goes on deciding against the converted
 //! rows, searches find the converted vectors, and the conversion is one transaction: an I/O
 //! failure at any point of it leaves a file that opens (converted or still schema 1, then
 //! converted) with the same contents. The fixture and how it was made:
@@ -72,16 +73,19 @@ fn schema_1_file_is_converted_on_open() {
         "the backup holds the original rows"
     );
 
-    // Schema 5 has no doc_keys table: each chunks row names its document (`verify`, in
+    // Schemas 4 on have no doc_keys table: each chunks row names its document (`verify`, in
     // `assert_same_contents`, checks the key, version and slots it carries).
     drop(store);
     assert!(
         !support::table_names(&path).contains(&"doc_keys".to_string()),
         "the converted file keeps no doc_keys table"
     );
-    // Converted straight to schema 5: the file is stamped 5 and its chunks rows are schema 5's.
-    assert_eq!(schema_version(&path), 5, "the file is stamped schema 5");
+    // Converted straight to schema 6: the file is stamped 6, its chunks rows are schema 5's
+    // (unchanged in 6), and its document rows schema 6's, each with the first 16 bytes of
+    // the content hash the export shows.
+    assert_eq!(schema_version(&path), 6, "the file is stamped schema 6");
     assert_chunks_rows_are_schema_5(&path);
+    support::assert_docs_rows_are_schema_6(&path, EXPORT);
     let store = Store::open(&path, Options::default()).expect("reopen");
 
     // Vectors keep their ids within a document from now on: slot = position.

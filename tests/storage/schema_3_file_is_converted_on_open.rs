@@ -1,10 +1,11 @@
 //! A file written by the schema-3 build (each live revision as one chunks row and one
 //! vectors row, the vectors row with its dimension and the last bytes of the chunks row in
 //! the slack of its pages; the chunks row without the document's version, key or slots),
-//! with a text index and a persisted graph snapshot, is converted to schema 5 when this
+//! with a text index and a persisted graph snapshot, is converted to schema 6 when this
 //! build opens it (the original kept beside it as a backup): the chunks row gains its
 //! document's version and key and each chunk's vector slot and loses its chunks' text
-//! hashes, and is split again beside its vectors. Every document, version, generation,
+//! hashes, and is split again beside its vectors; each document row keeps the first 16
+//! bytes of its content hash. Every document, version, generation,
 //! content hash, chunk text and metadata, every vector bit for bit and under the same id,
 //! every counter, listing and skip-log row survive; the changelog and the graph snapshot
 //! (addressed by vector ids, which do not change) are kept byte for byte, and the snapshot

@@ -1,8 +1,9 @@
 //! A file written by the schema-4 build (each chunk of the chunks row with a 32-byte blake3
 //! hash of its text), with a text index, a changelog and a persisted graph snapshot, is
-//! converted to schema 5 when this build opens it (the original kept beside it as a backup):
+//! converted to schema 6 when this build opens it (the original kept beside it as a backup):
 //! each chunks row loses its chunks' text hashes, 32 bytes a chunk, and is split again beside
-//! its vectors; nothing else changes. Every document, version, generation, content hash,
+//! its vectors, and each document row keeps the first 16 bytes of its content hash; nothing
+//! else changes. Every document, version, generation, content hash,
 //! chunk text, slot and metadata, every vector bit for bit and under the same id, every
 //! counter, listing and skip-log row survive; the changelog and the graph snapshot are kept
 //! byte for byte, and the snapshot is what the index loads. The text index stays. The guard

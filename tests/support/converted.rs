@@ -268,7 +268,8 @@ pub struct Converted {
 /// checks what a conversion that keeps vector ids keeps: every document (the export), the
 /// text index, the graph snapshot loaded (not rebuilt: a store of 132 vectors builds none of
 /// its own, and the snapshot's rows are byte for byte the fixture's after the index settled),
-/// searches that find the converted chunks, the file stamped schema 5, the changelog byte for
+/// searches that find the converted chunks, the file stamped schema 6 with each document row
+/// the old one holding the first 16 bytes of its content hash, the changelog byte for
 /// byte, the original kept as `<file>.schema<from>-backup` with its rows, no `doc_keys`
 /// table, every revision's rows under the same internal id and its vectors bit for bit.
 /// The chunks rows are left to the caller (they differ by schema).
@@ -313,9 +314,42 @@ pub fn convert_keeping_ids(
     drop(store);
     assert_eq!(
         super::schema_version(&path),
-        5,
-        "the file is stamped schema 5"
+        6,
+        "the file is stamped schema 6"
     );
+    // Each document row is the old one with the first 16 bytes of its content hash.
+    super::assert_docs_rows_are_schema_6(&path, export);
+    let old_docs = super::doc_rows(Path::new(fixture));
+    for (key, new) in super::doc_rows(&path) {
+        let old: super::DocRowV5 = super::decode_row("old document row", &old_docs[&key]);
+        let row: super::DocRowV6 = super::decode_row("document row", &new);
+        assert_eq!(row.content_key[..], old.content_hash[..16], "{key:?}");
+        assert_eq!(
+            (
+                row.internal_id,
+                row.version_kind,
+                row.version,
+                row.generation
+            ),
+            (
+                old.internal_id,
+                old.version_kind,
+                old.version,
+                old.generation
+            ),
+            "{key:?}"
+        );
+        assert_eq!(
+            (row.chunk_count, row.deleted, &row.meta, row.next_slot),
+            (old.chunk_count, old.deleted, &old.meta, old.next_slot),
+            "{key:?}"
+        );
+        assert_eq!(
+            new.len() + 16,
+            old_docs[&key].len(),
+            "{key:?}: the row's length"
+        );
+    }
 
     // The changelog and the graph snapshot (addressed by vector ids, which did not change)
     // are kept whole.
@@ -366,11 +400,36 @@ pub fn convert_keeping_ids(
 
 /// The guard decides against the converted rows of the fixture at `path`
 /// (`super::revise_converted_fixture`), and the new revision is what both searches find of
-/// "long" now; `verify` is clean, and the file reopens verified.
+/// "long" now; the converted content of "b" (version 5, one chunk "only") decides equal and
+/// newer versions by its content: the same content at version 5 is a duplicate, other
+/// content a conflict, the same content at version 6 unchanged; `verify` is clean, and the
+/// file reopens verified.
 pub fn assert_converted_fixture_revises(path: &Path) {
-    use ratchetdb::Version;
+    use ratchetdb::{Chunk, Document, Outcome, SkipReason, Version};
     let store = Store::open(path, Options::default()).expect("reopen the converted file");
     super::revise_converted_fixture(&store);
+    // The fixture's vector of "b" (`schema3-README.md`'s `v(5)`); vectors are not content.
+    let v5: Vec<f32> = (0..32u32)
+        .map(|i| ((5 * 31 + i * 7) % 17) as f32 - 8.0 + 0.5)
+        .collect();
+    let b = |version: u64, text: &str| {
+        Document::new("notes", "b", Version::number(version))
+            .with_chunk(Chunk::new(text, v5.clone()))
+    };
+    let outcome = store.upsert(b(5, "only")).expect("redelivery of b");
+    assert_eq!(
+        outcome.skip_reason(),
+        Some(SkipReason::Duplicate),
+        "{outcome:?}"
+    );
+    let outcome = store.upsert(b(5, "other")).expect("another b at version 5");
+    assert_eq!(
+        outcome.skip_reason(),
+        Some(SkipReason::Conflict),
+        "{outcome:?}"
+    );
+    let outcome = store.upsert(b(6, "only")).expect("b at version 6");
+    assert!(matches!(outcome, Outcome::Unchanged { .. }), "{outcome:?}");
     let hits = store
         .search_text("new last chunk", 5, &SearchOptions::default())
         .expect("search_text");

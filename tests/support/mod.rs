@@ -6,6 +6,7 @@
 pub mod converted;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
@@ -382,6 +383,82 @@ pub struct ChunkV5 {
     pub slot: u32,
     pub text: String,
     pub meta: String,
+}
+
+/// Schemas 2 to 5's document row: the content hash whole.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct DocRowV5 {
+    pub internal_id: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    pub generation: u64,
+    pub chunk_count: u32,
+    pub content_hash: [u8; 32],
+    pub deleted: bool,
+    pub meta: String,
+    pub next_slot: u32,
+}
+
+/// Schema 6's document row: schema 5's with the first 16 bytes of the content hash.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+pub struct DocRowV6 {
+    pub internal_id: u64,
+    pub version_kind: u8,
+    pub version: u64,
+    pub generation: u64,
+    pub chunk_count: u32,
+    pub content_key: [u8; 16],
+    pub deleted: bool,
+    pub meta: String,
+    pub next_slot: u32,
+}
+
+/// The document rows of the closed file at `path` (read from a copy), by key, as bytes.
+pub fn doc_rows(path: &std::path::Path) -> BTreeMap<(String, String), Vec<u8>> {
+    use redb::{ReadableDatabase, ReadableTable};
+    const DOCS: redb::TableDefinition<(&str, &str), &[u8]> = redb::TableDefinition::new("docs");
+    let copy = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::copy(path, copy.path()).expect("copy");
+    let db = redb::Database::open(copy.path()).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(DOCS).expect("docs");
+    let rows = table
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            let (k, v) = e.expect("row");
+            let (source, id) = k.value();
+            ((source.to_string(), id.to_string()), v.value().to_vec())
+        })
+        .collect();
+    rows
+}
+
+/// Every document row of the converted file at `path` decodes whole as schema 6's, and keeps
+/// the first 16 bytes of the content hash the export at `export` shows for it (zeros for a
+/// tombstone, as a tombstone's hash is).
+pub fn assert_docs_rows_are_schema_6(path: &std::path::Path, export: &str) {
+    let want = fixture_export(export);
+    let hashes: BTreeMap<(String, String), String> = want["documents"]
+        .as_array()
+        .expect("documents")
+        .iter()
+        .map(|d| {
+            let field = |name: &str| d[name].as_str().expect("a string").to_string();
+            ((field("source"), field("id")), field("content_hash"))
+        })
+        .collect();
+    let rows = doc_rows(path);
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        hashes.keys().collect::<Vec<_>>(),
+        "the document rows' keys"
+    );
+    for (key, bytes) in &rows {
+        let row: DocRowV6 = decode_row(&format!("document row {key:?}"), bytes);
+        let hex: String = row.content_key.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, hashes[key][..32], "{key:?}: the content key");
+    }
 }
 
 /// Decodes a whole bincode row (the store's encoding: bincode's standard configuration).

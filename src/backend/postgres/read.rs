@@ -685,12 +685,13 @@ pub(super) fn plan_state(
     let state = match row {
         Some(row) => {
             let hash: &[u8] = column(&row, 3, what)?;
+            let hash: crate::guard::ContentHash = hash
+                .try_into()
+                .map_err(|_| corrupted(what, "a content hash not of 32 bytes"))?;
             let stored = crate::guard::Stored {
                 version: version(column(&row, 0, what)?, column(&row, 1, what)?, what)?,
                 deleted: column(&row, 2, what)?,
-                content_hash: hash
-                    .try_into()
-                    .map_err(|_| corrupted(what, "a content hash not of 32 bytes"))?,
+                content_key: crate::guard::content_key(&hash),
             };
             let mut texts = std::collections::HashSet::new();
             if !stored.deleted {

@@ -433,6 +433,12 @@ fn hash_of(bytes: &[u8], what: &str) -> Result<ContentHash, WriteError> {
         .map_err(|_| corrupted(what, format!("a hash of {} bytes, not 32", bytes.len())))
 }
 
+/// The guard's key of a stored content hash (the table keeps the whole hash; the guard
+/// compares its first 16 bytes on both backends, so they decide alike).
+fn key_of(bytes: &[u8], what: &str) -> Result<guard::ContentKey, WriteError> {
+    hash_of(bytes, what).map(|hash| guard::content_key(&hash))
+}
+
 fn kind_byte(version: Version) -> i16 {
     i16::from(version.kind.to_byte())
 }
@@ -452,7 +458,7 @@ fn doc_row(txn: &mut Transaction<'_>, source: &str, id: &str) -> Result<Option<D
         stored: Stored {
             version: version_of(row.try_get(0)?, row.try_get(1)?, what)?,
             deleted: row.try_get(2)?,
-            content_hash: hash_of(row.try_get(3)?, what)?,
+            content_key: key_of(row.try_get(3)?, what)?,
         },
         chunk_count: row.try_get(4)?,
     }))
@@ -548,7 +554,7 @@ fn upsert(
     let decision = guard::decide_upsert(
         stored.as_ref(),
         doc.version,
-        doc.content_hash,
+        guard::content_key(&doc.content_hash),
         context.store.options.conflict_policy,
     );
     if !matches!(decision, UpsertDecision::KindMismatch { .. }) {
@@ -970,7 +976,7 @@ fn retain(
             stored: Stored {
                 version: version_of(r.try_get(1)?, r.try_get(2)?, what)?,
                 deleted: r.try_get(3)?,
-                content_hash: hash_of(r.try_get(4)?, what)?,
+                content_key: key_of(r.try_get(4)?, what)?,
             },
             chunk_count: r.try_get(5)?,
         };
