@@ -8,27 +8,17 @@
 use crate::search_support;
 
 use ratchetdb::{Chunk, Document, SearchOptions, Version, MAX_INDEX_EF_CONSTRUCTION};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use search_support::{assert_verified, ingest_one_chunk_docs, open, settle, Structured};
+use search_support::{
+    assert_verified, ingest_one_chunk_docs, open, rewrite_snapshot, settle, snapshot_parts,
+    Structured,
+};
 use std::path::Path;
 
-const SNAPSHOT: TableDefinition<u32, &[u8]> = TableDefinition::new("index_snapshot");
 /// Where the header keeps `ef_construction` (u32, little-endian) and its checksum.
 const EF_CONSTRUCTION_AT: usize = 36;
 const CHECKSUM_AT: usize = 64;
 const DIM: usize = 32;
 const N: usize = 600;
-
-fn snapshot_parts(path: &Path) -> Vec<Vec<u8>> {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let table = txn.open_table(SNAPSHOT).expect("the snapshot table");
-    table
-        .iter()
-        .expect("iter")
-        .map(|entry| entry.expect("row").1.value().to_vec())
-        .collect()
-}
 
 fn ef_construction_of(header: &[u8]) -> u32 {
     let bytes = &header[EF_CONSTRUCTION_AT..EF_CONSTRUCTION_AT + 4];
@@ -49,16 +39,7 @@ fn set_ef_construction(path: &Path, ef_construction: u32) {
     }
     let checksum = *hasher.finalize().as_bytes();
     parts[0][CHECKSUM_AT..CHECKSUM_AT + 32].copy_from_slice(&checksum);
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_write().expect("write");
-    {
-        let mut table = txn.open_table(SNAPSHOT).expect("the snapshot table");
-        table.retain(|_, _| false).expect("clear");
-        for (i, part) in parts.iter().enumerate() {
-            table.insert(i as u32, part.as_slice()).expect("insert");
-        }
-    }
-    txn.commit().expect("commit");
+    rewrite_snapshot(path, &parts);
 }
 
 #[test]

@@ -12,13 +12,11 @@
 use crate::search_support;
 
 use ratchetdb::{Chunk, Document, SearchOptions, Store, Version};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use search_support::{
-    assert_verified, exact_top_k, ingest_one_chunk_docs, open, settle, Structured,
+    assert_verified, exact_top_k, ingest_one_chunk_docs, open, rewrite_snapshot, settle,
+    snapshot_parts, Structured,
 };
-use std::path::Path;
 
-const SNAPSHOT: TableDefinition<u32, &[u8]> = TableDefinition::new("index_snapshot");
 const DIM: usize = 64;
 const N: usize = 2000;
 
@@ -37,30 +35,6 @@ fn results(store: &Store, queries: &[Vec<f32>], options: &SearchOptions) -> Resu
                 .collect()
         })
         .collect()
-}
-
-fn snapshot_parts(path: &Path) -> Vec<Vec<u8>> {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_read().expect("read");
-    let table = txn.open_table(SNAPSHOT).expect("the snapshot table");
-    table
-        .iter()
-        .expect("iter")
-        .map(|entry| entry.expect("row").1.value().to_vec())
-        .collect()
-}
-
-fn rewrite_snapshot(path: &Path, parts: &[Vec<u8>]) {
-    let db = redb::Database::open(path).expect("open with redb");
-    let txn = db.begin_write().expect("write");
-    {
-        let mut table = txn.open_table(SNAPSHOT).expect("the snapshot table");
-        table.retain(|_, _| false).expect("clear");
-        for (i, part) in parts.iter().enumerate() {
-            table.insert(i as u32, part.as_slice()).expect("insert");
-        }
-    }
-    txn.commit().expect("commit");
 }
 
 #[test]

@@ -193,3 +193,34 @@ pub fn assert_verified(store: &Store, when: &str) {
         report.violations
     );
 }
+
+/// The graph snapshot's table (`index_snapshot`: part number -> bytes).
+pub const SNAPSHOT: redb::TableDefinition<u32, &[u8]> =
+    redb::TableDefinition::new("index_snapshot");
+
+/// The graph snapshot's parts in the closed file at `path`, in order (the header first).
+pub fn snapshot_parts(path: &Path) -> Vec<Vec<u8>> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_read().expect("read");
+    let table = txn.open_table(SNAPSHOT).expect("the snapshot table");
+    table
+        .iter()
+        .expect("iter")
+        .map(|entry| entry.expect("row").1.value().to_vec())
+        .collect()
+}
+
+/// Replaces the graph snapshot in the closed file at `path` with `parts`.
+pub fn rewrite_snapshot(path: &Path, parts: &[Vec<u8>]) {
+    let db = redb::Database::open(path).expect("open with redb");
+    let txn = db.begin_write().expect("write");
+    {
+        let mut table = txn.open_table(SNAPSHOT).expect("the snapshot table");
+        table.retain(|_, _| false).expect("clear");
+        for (i, part) in parts.iter().enumerate() {
+            table.insert(i as u32, part.as_slice()).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
+}

@@ -6,40 +6,14 @@
 //! closes with (almost) nothing free; the snapshot it closed with loads on the next open.
 
 use crate::search_support;
+use crate::support::free_bytes;
 
 use ratchetdb::{Durability, Options, SearchOptions, Store};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use search_support::{ingest_one_chunk_docs, settle, Structured};
-use std::path::Path;
+use search_support::{ingest_one_chunk_docs, settle, snapshot_parts, Structured};
 
-const SNAPSHOT: TableDefinition<u32, &[u8]> = TableDefinition::new("index_snapshot");
 const PAGE: u64 = 4096;
 const DIM: usize = 16;
 const N: usize = 40_000;
-
-/// The closed file's length and its free bytes (the length less redb's allocated pages).
-fn length_and_free(path: &Path) -> (u64, u64) {
-    let db = redb::Database::open(path).expect("redb open");
-    let txn = db.begin_write().expect("write");
-    let stats = txn.stats().expect("stats");
-    let allocated = stats.allocated_pages() * stats.page_size() as u64;
-    txn.abort().expect("abort");
-    drop(db);
-    let len = std::fs::metadata(path).expect("file").len();
-    (len, len.saturating_sub(allocated))
-}
-
-/// The snapshot's rows, by key: their lengths.
-fn snapshot_row_lengths(path: &Path) -> Vec<usize> {
-    let db = redb::Database::open(path).expect("redb open");
-    let txn = db.begin_read().expect("read");
-    let table = txn.open_table(SNAPSHOT).expect("the snapshot table");
-    table
-        .iter()
-        .expect("iter")
-        .map(|row| row.expect("row").1.value().len())
-        .collect()
-}
 
 #[test]
 fn a_store_that_built_its_graph_closes_without_free_pages() {
@@ -55,8 +29,9 @@ fn a_store_that_built_its_graph_closes_without_free_pages() {
         settle(&store);
         std::fs::metadata(&path).expect("file").len()
     };
-    let (closed_len, free) = length_and_free(&path);
-    let rows = snapshot_row_lengths(&path);
+    let closed_len = std::fs::metadata(&path).expect("file").len();
+    let free = free_bytes(&path);
+    let rows: Vec<usize> = snapshot_parts(&path).iter().map(Vec::len).collect();
     println!(
         "file while open {open_len} B, closed {closed_len} B, {free} B free; snapshot {} rows, {} B",
         rows.len(),

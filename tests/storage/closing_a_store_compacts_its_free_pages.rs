@@ -9,6 +9,7 @@
 //! file stays whole; the snapshot the store's searches share (kept until the next commit)
 //! does not keep the file from compacting when the store closes right after a search.
 
+use crate::support::free_bytes;
 use ratchetdb::{
     Chunk, Document, Op, Options, SearchOptions, Store, Version, COMPACT_ON_CLOSE_MIN_FREE,
 };
@@ -41,17 +42,6 @@ fn doc(n: u64) -> Document {
 
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).expect("file").len()
-}
-
-/// The closed file's free bytes (its length less redb's allocated pages).
-fn free_bytes(path: &Path) -> u64 {
-    let db = redb::Database::open(path).expect("redb open");
-    let txn = db.begin_write().expect("write");
-    let stats = txn.stats().expect("stats");
-    let allocated = stats.allocated_pages() * stats.page_size() as u64;
-    txn.abort().expect("abort");
-    drop(db);
-    file_len(path).saturating_sub(allocated)
 }
 
 /// The file at `path`, `open_len` bytes while its store was open, shrank on close and keeps

@@ -698,3 +698,15 @@ pub fn revision_rows(
     );
     rows
 }
+
+/// The closed file's free bytes: its length less redb's allocated pages.
+pub fn free_bytes(path: &std::path::Path) -> u64 {
+    let db = redb::Database::open(path).expect("redb open");
+    let txn = db.begin_write().expect("write");
+    let stats = txn.stats().expect("stats");
+    let allocated = stats.allocated_pages() * stats.page_size() as u64;
+    txn.abort().expect("abort");
+    drop(db);
+    let len = std::fs::metadata(path).expect("file").len();
+    len.saturating_sub(allocated)
+}
