@@ -276,8 +276,11 @@ pub struct Options {
     /// 285 -> 243 MB in 2.5 s. Before it compacts, a table keyed by the caller's ids
     /// (documents, listings) whose pages a load left at least a quarter empty is copied
     /// in key order, packed full, in one transaction (GloVe-100k's documents table, ids
-    /// written in numeric order: 13.0 -> 7.0 MB). A close after a session that did not
-    /// grow the file does nothing (finding the free pages reads the whole file).
+    /// written in numeric order: 13.0 -> 7.0 MB), and the changelog is cut to its last 16
+    /// rows (it serves indexes following commits as they happen; a reader process further
+    /// behind reloads its index from the vectors). A closed GloVe-100k store built with its
+    /// graph keeps 24 kB free of 45.8 MB. A close after a session that did not grow the
+    /// file does nothing (finding the free pages reads the whole file).
     ///
     /// While it runs the file stays locked: another process opening it for writing gets
     /// [`OpenError::Locked`](crate::OpenError::Locked) unless it waits
