@@ -467,13 +467,10 @@ impl Engine {
             // not issued in any store's life.
             let until = tickets.reserved_until.saturating_add(TICKET_BLOCK);
             if until == tickets.reserved_until {
-                return Err(WriteError::Corrupted {
-                    what: "counters".to_owned(),
-                    detail: format!(
-                        "{} is at its largest value, {until}",
-                        seq_key::TICKET_HIGH_WATER
-                    ),
-                });
+                return Err(crate::write::sequence_at_its_end(
+                    seq_key::TICKET_HIGH_WATER,
+                    until,
+                ));
             }
             self.write_txn(redb::Durability::Immediate, |txn| {
                 let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;

@@ -200,3 +200,27 @@ impl Apply for Restore {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field names `outcome_counters` gives (what an `InputError` names) are the
+    /// fields of `Counters` its keys set: setting each key shows up under its field alone.
+    #[test]
+    fn each_counter_key_names_its_field() {
+        for (key, field, _) in outcome_counters(&Counters::default()) {
+            let mut counters = Counters::default();
+            counters.set(key, 7);
+            let json = serde_json::to_value(&counters).expect("json");
+            let set: Vec<&String> = json
+                .as_object()
+                .expect("an object")
+                .iter()
+                .filter(|(_, v)| v.as_u64() == Some(7))
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(set, vec![field], "{key}");
+        }
+    }
+}

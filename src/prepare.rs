@@ -243,7 +243,7 @@ pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash 
 /// The content hash of a stored revision: its metadata and its chunks' texts and metadata
 /// (what [`content_hash`] hashes when the revision was written). The embedded store keeps
 /// only its [`ContentKey`](crate::guard::ContentKey) in the document's row, and computes the
-/// whole hash where it is shown (`get`, the export).
+/// whole hash where it is shown (`get`, the export) and where `verify` checks that key.
 pub(crate) fn stored_content_hash<'a>(
     meta: &str,
     chunks: impl IntoIterator<Item = (&'a str, &'a str)>,

@@ -9,7 +9,7 @@
 use crate::counters::name;
 use crate::error::ReadError;
 use crate::guard::content_key;
-use crate::prepare::{content_hash, text_hash, PreparedChunk};
+use crate::prepare::stored_content_hash;
 use crate::read::Snapshot;
 use crate::schema::{
     self, seq_key, ChangelogRow, ChunksRow, DocRow, ListingRow, SkipRow, VectorsRow, CHANGELOG,
@@ -428,21 +428,15 @@ fn check_slots(doc: &mut DocReport<'_>, stored: &ChunksRow, vectors: &VectorsRow
     }
 }
 
-/// The document's content hash is the hash of its metadata and chunks (checked only when the
-/// chunk count agrees; a disagreement is reported by [`check_chunks`]).
+/// The document row's content key is that of the hash of its metadata and chunks (checked
+/// only when the chunk count agrees; a disagreement is reported by [`check_chunks`]).
 fn check_content_hash(doc: &mut DocReport<'_>, row: &DocRow, stored: ChunksRow) {
-    let prepared: Vec<PreparedChunk> = stored
+    let chunks = stored
         .chunks
-        .into_iter()
-        .map(|chunk| PreparedChunk {
-            text_hash: text_hash(&chunk.text),
-            text: chunk.text,
-            meta: chunk.meta,
-            vector: None,
-        })
-        .collect();
-    if prepared.len() == row.chunk_count as usize
-        && content_key(&content_hash(&row.meta, &prepared)) != row.content_key
+        .iter()
+        .map(|c| (c.text.as_str(), c.meta.as_str()));
+    if stored.chunks.len() == row.chunk_count as usize
+        && content_key(&stored_content_hash(&row.meta, chunks)) != row.content_key
     {
         doc.add("content hash does not match the chunks and metadata");
     }

@@ -97,11 +97,18 @@ fn read_counter(table: &Table<'_, &'static str, u64>, key: &str) -> Result<u64, 
 /// [`WriteError::Corrupted`], and nothing is written.
 fn advance(seq: &mut u64, key: &str) -> Result<u64, WriteError> {
     let value = *seq;
-    *seq = value.checked_add(1).ok_or_else(|| WriteError::Corrupted {
+    *seq = value
+        .checked_add(1)
+        .ok_or_else(|| sequence_at_its_end(key, value))?;
+    Ok(value)
+}
+
+/// The error for a sequence of the `counters` table that cannot move on from `value`.
+pub(crate) fn sequence_at_its_end(key: &str, value: u64) -> WriteError {
+    WriteError::Corrupted {
         what: "counters".to_owned(),
         detail: format!("sequence {key} is at its largest value, {value}"),
-    })?;
-    Ok(value)
+    }
 }
 
 impl<'txn> Batch<'txn> {
