@@ -541,7 +541,14 @@ impl<'txn> Batch<'txn> {
                 .map(|(slot, _)| vector_id(internal_id, *slot)),
         );
         self.change.removed.extend_from_slice(&removed);
-        self.index_text(doc, internal_id, &entries, first_fresh, &removed)?;
+        self.index_text(
+            doc,
+            row.as_ref().filter(|r| !r.deleted).map(|r| r.internal_id),
+            &plan.removed_slots,
+            internal_id,
+            &entries,
+            first_fresh,
+        )?;
         let chunks_row = ChunksRowRef {
             generation,
             version_kind: doc.version.kind.to_byte(),
@@ -601,26 +608,28 @@ impl<'txn> Batch<'txn> {
     }
 
     /// The text index's changes for a revision (when the store keeps one): the chunks under
-    /// a fresh vector id (slot `first_fresh` or later) are indexed, the `removed` ids
-    /// un-indexed.
+    /// a fresh slot (`first_fresh` or later) are indexed under `internal_id`, those at the
+    /// `removed` slots of the document's previous row (under `from`) un-indexed.
     fn index_text(
         &mut self,
         doc: &PreparedDoc,
+        from: Option<u64>,
+        removed: &[u32],
         internal_id: u64,
         entries: &[(u32, crate::schema::VectorData<'_>)],
         first_fresh: u32,
-        removed: &[u64],
     ) -> Result<(), WriteError> {
         let Some(text) = &mut self.text else {
             return Ok(());
         };
-        let added: Vec<(u64, &str)> = entries
+        // Fresh slots are numbered in position order: `added` ascends by slot.
+        let added: Vec<(u32, &str)> = entries
             .iter()
             .zip(&doc.chunks)
             .filter(|((slot, _), _)| *slot >= first_fresh)
-            .map(|((slot, _), chunk)| (vector_id(internal_id, *slot), chunk.text.as_str()))
+            .map(|((slot, _), chunk)| (*slot, chunk.text.as_str()))
             .collect();
-        text.apply(removed, &added)
+        text.revise(from, removed, internal_id, &added)
     }
 
     /// The internal id a revision is written under and the document's next slot there: the
@@ -719,14 +728,13 @@ impl<'txn> Batch<'txn> {
                         .into());
                     };
                     let vectors = VectorsRow::parse(bytes.value())?;
-                    let gone: Vec<u64> = vectors
-                        .slots()
-                        .map(|slot| vector_id(row.internal_id, slot))
-                        .collect();
+                    let slots: Vec<u32> = vectors.slots().collect();
                     drop(bytes);
-                    self.change.removed.extend_from_slice(&gone);
+                    self.change
+                        .removed
+                        .extend(slots.iter().map(|&slot| vector_id(row.internal_id, slot)));
                     if let Some(text) = &mut self.text {
-                        text.apply(&gone, &[])?;
+                        text.revise(Some(row.internal_id), &slots, row.internal_id, &[])?;
                     }
                     self.chunks
                         .remove(row.internal_id)
@@ -953,7 +961,7 @@ impl<'txn> Batch<'txn> {
         // The index applies changelog rows right after each commit and reloads from the
         // vectors if it ever finds a gap, so only a recent window is kept.
         if let Some(text) = self.text.take() {
-            text.finish(self.seq.commit)?;
+            text.finish(&mut self.counters, self.seq.commit)?;
         }
         let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
         if keep_from > 0 {

@@ -32,7 +32,7 @@ use crate::error::Corruption;
 use crate::guard::{content_key, ContentHash};
 use crate::schema::{
     self, meta_key, text_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow,
-    CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, META, TEXT_TOTALS, VECTORS,
+    CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, LEGACY_TEXT_TOTALS, META, VECTORS,
 };
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -677,7 +677,8 @@ fn revisions_to_schema_5(
     if dropped > 0 {
         // The text index may hold the dropped rows' chunks: no longer covering the file's
         // commit, it is rebuilt by this open (`text::prepare_on_open`).
-        txn.open_table(TEXT_TOTALS)?.remove(text_key::COMMIT)?;
+        txn.open_table(LEGACY_TEXT_TOTALS)?
+            .remove(text_key::LEGACY_COMMIT)?;
     }
     Ok(converted)
 }

@@ -684,14 +684,3 @@ mod tests {
         );
     }
 }
-
-/// A row of [`TEXT_CHUNKS`](super::TEXT_CHUNKS).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct TextRow {
-    /// The chunk's length in terms.
-    pub len: u32,
-    /// Each distinct term and its count, in order of first occurrence (files written before
-    /// the write path's own codec, `text/row.rs`, sorted them by term; no reader depends on
-    /// the order).
-    pub terms: Vec<(String, u32)>,
-}

@@ -32,25 +32,36 @@ pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
-/// vector id of a live chunk -> `TextRow`: the chunk's terms with their counts, and its
-/// length: the full-text index, chunk by chunk (`text/`). A chunk is named by its vector id,
-/// which never changes while its text stays, and a document's chunks are neighbours, so
-/// indexing or removing a revision touches a leaf or two, not one per distinct term.
-/// Searches invert these rows in memory (`text/memory.rs`).
-pub(crate) const TEXT_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
-/// name -> u64: the text index's totals ([`text_key`]).
-pub(crate) const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+/// internal document id -> the text row of its live chunks (`text/row.rs`): each chunk's
+/// slot, length in terms, and distinct terms with their counts. The full-text index, one row
+/// per document like the chunks row, so a revision rewrites one row (an earlier format kept a
+/// row per chunk, `text_chunks`: 8 removals and 8 insertions for an 8-chunk revision, the
+/// larger part of the index's write cost). Searches invert these rows in memory
+/// (`text/memory.rs`).
+pub(crate) const TEXT_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_docs");
+/// The text index of builds before the one-row-per-document format: vector id -> the
+/// chunk's terms, and its totals. A writer's open replaces them with [`TEXT_DOCS`] and the
+/// [`text_key`] counters (`text::prepare_on_open`); nothing reads them.
+pub(crate) const LEGACY_TEXT_CHUNKS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("text_chunks");
+/// See [`LEGACY_TEXT_CHUNKS`].
+pub(crate) const LEGACY_TEXT_TOTALS: TableDefinition<&str, u64> =
+    TableDefinition::new("text_totals");
 
-/// Names in the `text_totals` table.
+/// The text index's totals, in the `counters` table (written in the same leaf as the
+/// sequences every transaction writes anyway; a table of their own cost a page and a
+/// table-root update per write).
 pub(crate) mod text_key {
     /// Live chunks indexed.
-    pub(crate) const CHUNKS: &str = "chunks";
+    pub(crate) const CHUNKS: &str = "text.chunks";
     /// The sum of their lengths in terms.
-    pub(crate) const TERMS: &str = "terms";
+    pub(crate) const TERMS: &str = "text.terms";
     /// The commit sequence (`seq.commit`) the text index was last brought up to: a build
     /// that maintains the index writes it in every transaction that changes chunks, so a
     /// file another build wrote since shows a different commit and is re-indexed on open.
-    pub(crate) const COMMIT: &str = "commit";
+    pub(crate) const COMMIT: &str = "text.commit";
+    /// The same, in the earlier format's `text_totals` table.
+    pub(crate) const LEGACY_COMMIT: &str = "commit";
 }
 
 /// Names in the `meta` table.
@@ -62,8 +73,12 @@ pub(crate) mod meta_key {
     pub(crate) const MODEL: &str = "model";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
     pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
-    /// JSON of the `TextOptions` the text index was built with; absent: no text index.
-    pub(crate) const TEXT_ANALYZER: &str = "text_analyzer";
+    /// JSON of the `TextOptions` the text index (`text_docs`) was built with; absent: no
+    /// text index.
+    pub(crate) const TEXT_INDEX: &str = "text_index";
+    /// The same, recorded by builds whose text index was `text_chunks` (a writer's open
+    /// removes it with those tables).
+    pub(crate) const LEGACY_TEXT_ANALYZER: &str = "text_analyzer";
 }
 
 /// Names of the sequences in the `counters` table.

@@ -203,15 +203,18 @@ pub(crate) struct Analyzer {
     spare: parking_lot::Mutex<Option<WriteBuffers>>,
 }
 
-/// What one write transaction's text index work is done in: a chunk's [`Terms`] and the
-/// row they are encoded into, reused from chunk to chunk and (through
+/// What one write transaction's text index work is done in: a chunk's [`Terms`], the
+/// document row they are encoded into and a revision's removed slots, reused from chunk to chunk and (through
 /// [`Analyzer::take_buffers`]) from transaction to transaction, so that a write's first
 /// chunk does not grow them again from nothing (a tenth of an 8-chunk prose write's text
 /// index cost, `docs/benchmarks.md`).
 #[derive(Debug, Default)]
 pub(crate) struct WriteBuffers {
     pub(crate) terms: Terms,
+    /// A document's text row being made.
     pub(crate) row: Vec<u8>,
+    /// The slots a revision removes, sorted.
+    pub(crate) slots: Vec<u32>,
 }
 
 /// Buffers grown past this many bytes (by one very large chunk) are freed rather than kept.
@@ -254,7 +257,10 @@ impl Analyzer {
     /// Keeps `buffers` for the next write transaction, unless one very large chunk grew
     /// them past [`KEEP_BUFFERS_UP_TO`].
     pub(crate) fn give_back(&self, buffers: WriteBuffers) {
-        if buffers.terms.capacity_bytes() + buffers.row.capacity() <= KEEP_BUFFERS_UP_TO {
+        let bytes = buffers.terms.capacity_bytes()
+            + buffers.row.capacity()
+            + buffers.slots.capacity() * std::mem::size_of::<u32>();
+        if bytes <= KEEP_BUFFERS_UP_TO {
             *self.spare.lock() = Some(buffers);
         }
     }
@@ -314,34 +320,21 @@ impl Analyzer {
             crate_words(text, &mut word_to_term);
             return;
         }
-        // The pieces between runs of ASCII whitespace (`u8::is_ascii_whitespace`, as
-        // `str::split_ascii_whitespace`), each classified in the same pass over its bytes.
-        let bytes = text.as_bytes();
-        let mut at = 0;
-        while at < bytes.len() {
-            let start = at;
-            let mut seen = 0u8;
-            let mut all = ALNUM;
-            while let Some(&b) = bytes.get(at) {
-                let class = ASCII_CLASS[b as usize];
-                if class & SPACE != 0 {
-                    break;
-                }
-                seen |= class;
-                all &= class;
-                at += 1;
+        ascii_pieces_by_block(text.as_bytes(), |start, end, alnum, upper| {
+            let Some(piece) = text.get(start..end) else {
+                return;
+            };
+            if alnum {
+                word_to_term(piece, true, upper);
+            } else {
+                crate_words(piece, &mut word_to_term);
             }
-            if at > start {
-                // ASCII text: every byte offset is a character boundary.
-                let piece = &text[start..at];
-                if all & ALNUM != 0 {
-                    word_to_term(piece, true, seen & UPPER != 0);
-                } else {
-                    crate_words(piece, &mut word_to_term);
-                }
-            }
-            at += 1;
-        }
+        });
+    }
+
+    /// Whether terms are the folded words themselves: no stemmer and no stop words.
+    fn is_plain(&self) -> bool {
+        self.stemmer.is_none() && self.stop_words.is_empty()
     }
 
     /// The terms of `text`, in order (repeats included).
@@ -369,18 +362,43 @@ impl Analyzer {
 /// is copied once into an arena and found again through a hash table of its place, so
 /// analysing a chunk allocates nothing once the buffers have grown. The distinct terms come
 /// out in the order of their first occurrence (sorting them cost more than all the rest).
-#[derive(Default)]
+///
+/// Terms of up to 8 bytes (most words of prose) are found as one integer in an
+/// open-addressing table of their own ([`short_key`]): a lookup is a multiply and a compare
+/// of two integers, not a string hash and a byte comparison (the analysis was the larger
+/// part of an accepted write's text-index cost). Longer terms go through `hashbrown`. A term
+/// always goes to the same table (by its bytes), so each is counted in one place.
 pub(crate) struct Terms {
-    /// Every distinct term of the text, one after the other.
-    arena: String,
+    /// Every distinct term of the text, one after the other (each the bytes of a `str`).
+    arena: Vec<u8>,
     /// Each distinct term's span in `arena` and its count, in order of first occurrence.
     counts: Vec<(u32, u32, u32)>,
-    /// Each distinct term's index in `counts`, by the term's hash.
+    /// Each distinct long term's index in `counts`, by the term's hash.
     places: hashbrown::HashTable<u32>,
+    /// Short terms: (key, index in `counts`), key 0 for an empty entry; a power of two long
+    /// (or empty), at most half full.
+    short: Vec<(u64, u32)>,
+    /// Entries of `short` in use.
+    short_used: usize,
     /// Seeded at random, so no text can be crafted to collide.
     hasher: foldhash::fast::RandomState,
     /// The number of terms (repeats included).
     len: u32,
+}
+
+impl Default for Terms {
+    fn default() -> Terms {
+        let hasher = foldhash::fast::RandomState::default();
+        Terms {
+            arena: Vec::new(),
+            counts: Vec::new(),
+            places: hashbrown::HashTable::new(),
+            short: Vec::new(),
+            short_used: 0,
+            hasher,
+            len: 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Terms {
@@ -395,49 +413,189 @@ impl std::fmt::Debug for Terms {
 impl Terms {
     /// Analyses `text` with `analyzer`, replacing the previous text's terms.
     pub(crate) fn analyze(&mut self, analyzer: &Analyzer, text: &str) {
+        self.clear();
+        self.count_terms(analyzer, text);
+        // Room for `row::put_segment`'s fixed-size copies past the last term.
+        self.arena.extend_from_slice(&[0; super::row::ARENA_PAD]);
+    }
+
+    fn count_terms(&mut self, analyzer: &Analyzer, text: &str) {
+        if !(analyzer.is_plain() && text.is_ascii()) {
+            analyzer.for_each_term(text, |term| self.add(term));
+            return;
+        }
+        // Plain analysis of ASCII text: `for_each_term`'s pieces, found a block of bytes at
+        // a time ([`ascii_pieces_by_block`]), a short word's key loaded and folded straight
+        // from its bytes (OR 0x20 lower-cases an ASCII letter and leaves a digit as it is).
+        const FOLD: u64 = 0x2020_2020_2020_2020;
+        let bytes = text.as_bytes();
+        let mut folded = String::new();
+        ascii_pieces_by_block(bytes, |start, end, alnum, upper| {
+            let Some(piece) = text.get(start..end) else {
+                return;
+            };
+            if !alnum {
+                analyzer.for_each_term(piece, |term| self.add(term));
+                return;
+            }
+            let n = end - start;
+            if n <= SHORT_TERM_BYTES {
+                // Eight bytes from the piece's start when the text has them (the bytes past
+                // the piece masked off), else the piece copied; an alphanumeric piece has no
+                // zero byte.
+                let key = match bytes.get(start..start + SHORT_TERM_BYTES) {
+                    Some(eight) => {
+                        let mut le = [0u8; SHORT_TERM_BYTES];
+                        le.copy_from_slice(eight);
+                        u64::from_le_bytes(le) & (u64::MAX >> (8 * (SHORT_TERM_BYTES - n)))
+                    }
+                    None => short_key(piece.as_bytes()).unwrap_or(0),
+                };
+                let key = if upper {
+                    key | (FOLD >> (8 * (SHORT_TERM_BYTES - n)))
+                } else {
+                    key
+                };
+                if key != 0 {
+                    self.add_short(key, n);
+                }
+            } else if upper {
+                folded.clear();
+                folded.push_str(piece);
+                folded.make_ascii_lowercase();
+                self.add_long(truncate(&folded).as_bytes());
+            } else {
+                self.add_long(truncate(piece).as_bytes());
+            }
+        });
+    }
+
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.counts.clear();
+        self.places.clear();
+        if self.short_used > 0 {
+            self.short.fill((0, 0));
+            self.short_used = 0;
+        }
+        self.len = 0;
+    }
+
+    /// Counts one occurrence of `term`.
+    fn add(&mut self, term: &str) {
+        match short_key(term.as_bytes()) {
+            Some(key) => self.add_short(key, term.len()),
+            None => self.add_long(term.as_bytes()),
+        }
+    }
+
+    /// Whether the arena can take `n` more bytes: a chunk's text is at most
+    /// `MAX_FIELD_BYTES` (far below 4 GiB); only a query of gigabytes could take the arena
+    /// past u32 offsets, and a term that would is left out.
+    fn arena_takes(&self, n: usize) -> bool {
+        self.arena.len().saturating_add(n) <= u32::MAX as usize
+    }
+
+    /// Counts one occurrence of the short term of `n` bytes whose key is `key`.
+    #[inline]
+    fn add_short(&mut self, key: u64, n: usize) {
+        if self.short_used * 2 >= self.short.len() {
+            self.grow_short();
+        }
+        let mask = self.short.len() - 1;
+        let mut at = self.short_slot(key);
+        loop {
+            let (k, place) = self.short[at];
+            if k == key {
+                let count = &mut self.counts[place as usize].2;
+                *count = count.saturating_add(1);
+                break;
+            }
+            if k == 0 {
+                if !self.arena_takes(SHORT_TERM_BYTES) {
+                    return;
+                }
+                // The key's bytes are the term's (of a `str`, or ASCII letters and digits).
+                let start = self.arena.len();
+                self.arena.extend_from_slice(&key.to_le_bytes());
+                self.arena.truncate(start + n);
+                let place = self.counts.len() as u32;
+                self.counts.push((start as u32, self.arena.len() as u32, 1));
+                self.short[at] = (key, place);
+                self.short_used += 1;
+                break;
+            }
+            at = (at + 1) & mask;
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// Where `key`'s probe starts in the short table (a power of two of at least 64
+    /// entries). (A bare multiply-shift was slower here: linear probing over the keys of
+    /// similar words clustered.)
+    #[inline(always)]
+    fn short_slot(&self, key: u64) -> usize {
+        self.hasher.hash_one(key) as usize & (self.short.len() - 1)
+    }
+
+    /// Doubles the short table (64 entries at first) and places its keys again.
+    fn grow_short(&mut self) {
+        let size = (self.short.len() * 2).max(64);
+        let old = std::mem::replace(&mut self.short, vec![(0, 0); size]);
+        let mask = size - 1;
+        for (key, place) in old.into_iter().filter(|&(k, _)| k != 0) {
+            let mut at = self.short_slot(key);
+            while self.short[at].0 != 0 {
+                at = (at + 1) & mask;
+            }
+            self.short[at] = (key, place);
+        }
+    }
+
+    /// Counts one occurrence of a term longer than [`SHORT_TERM_BYTES`] (or with a zero
+    /// byte): the bytes of a `str`.
+    fn add_long(&mut self, term: &[u8]) {
         let Terms {
             arena,
             counts,
             places,
             hasher,
-            len,
+            ..
         } = self;
-        arena.clear();
-        counts.clear();
-        places.clear();
-        *len = 0;
-        analyzer.for_each_term(text, |term| {
-            let hash = hasher.hash_one(term);
-            let found = places
-                .find(hash, |&i| {
-                    let (start, end, _) = counts[i as usize];
-                    &arena[start as usize..end as usize] == term
-                })
-                .copied();
-            match found {
-                Some(i) => {
-                    let count = &mut counts[i as usize].2;
-                    *count = count.saturating_add(1);
-                }
-                None => {
-                    // A chunk's text is at most `MAX_FIELD_BYTES` (far below 4 GiB); a term
-                    // that would take the arena past u32 offsets (only a query of gigabytes
-                    // could) is left out.
-                    if arena.len().saturating_add(term.len()) > u32::MAX as usize {
-                        return;
-                    }
-                    let start = arena.len() as u32;
-                    arena.push_str(term);
-                    let place = counts.len() as u32;
-                    counts.push((start, arena.len() as u32, 1));
-                    places.insert_unique(hash, place, |&i| {
-                        let (start, end, _) = counts[i as usize];
-                        hasher.hash_one(&arena[start as usize..end as usize])
-                    });
-                }
+        let hash = hasher.hash_one(term);
+        let found = places
+            .find(hash, |&i| {
+                let (start, end, _) = counts[i as usize];
+                arena.get(start as usize..end as usize) == Some(term)
+            })
+            .copied();
+        match found {
+            Some(i) => {
+                let count = &mut self.counts[i as usize].2;
+                *count = count.saturating_add(1);
             }
-            *len = len.saturating_add(1);
-        });
+            None => {
+                if !self.arena_takes(term.len()) {
+                    return;
+                }
+                let start = self.arena.len() as u32;
+                self.arena.extend_from_slice(term);
+                let place = self.counts.len() as u32;
+                self.counts.push((start, self.arena.len() as u32, 1));
+                let Terms {
+                    arena,
+                    counts,
+                    places,
+                    hasher,
+                    ..
+                } = self;
+                places.insert_unique(hash, place, |&i| {
+                    let (start, end, _) = counts[i as usize];
+                    hasher.hash_one(arena.get(start as usize..end as usize).unwrap_or_default())
+                });
+            }
+        }
+        self.len = self.len.saturating_add(1);
     }
 
     /// About how many bytes the buffers hold.
@@ -445,6 +603,7 @@ impl Terms {
         self.arena.capacity()
             + self.counts.capacity() * std::mem::size_of::<(u32, u32, u32)>()
             + self.places.capacity() * (std::mem::size_of::<u32>() + 1)
+            + self.short.capacity() * std::mem::size_of::<(u64, u32)>()
     }
 
     /// The number of terms of the text (its length for BM25).
@@ -453,47 +612,172 @@ impl Terms {
     }
 
     /// The number of distinct terms.
+    #[cfg(test)]
     pub(crate) fn distinct(&self) -> usize {
         self.counts.len()
     }
 
     /// Each distinct term with its count, in order of first occurrence.
     pub(crate) fn counts(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
-        self.counts
-            .iter()
-            .map(|&(start, end, count)| (&self.arena[start as usize..end as usize], count))
+        self.counts.iter().map(|&(start, end, count)| {
+            let term = self.arena.get(start as usize..end as usize);
+            (
+                term.and_then(|t| std::str::from_utf8(t).ok())
+                    .unwrap_or_default(),
+                count,
+            )
+        })
+    }
+
+    /// The distinct terms as (start, end, count) spans of the arena, in order of first
+    /// occurrence, and the arena (its terms, then `row::ARENA_PAD` bytes of padding): what
+    /// a row is encoded from.
+    pub(crate) fn spans(&self) -> (&[u8], &[(u32, u32, u32)]) {
+        (&self.arena, &self.counts)
     }
 }
 
-/// [`ASCII_CLASS`] bits: ASCII whitespace (`u8::is_ascii_whitespace`).
-const SPACE: u8 = 1;
-/// [`ASCII_CLASS`] bits: an ASCII letter or digit.
-const ALNUM: u8 = 2;
-/// [`ASCII_CLASS`] bits: an ASCII upper-case letter.
-const UPPER: u8 = 4;
-
-/// Each byte's [`SPACE`], [`ALNUM`] and [`UPPER`] bits, as `u8`'s own ASCII predicates
-/// give them (a unit test checks every byte).
-const ASCII_CLASS: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let byte = b as u8;
-        let mut class = 0;
-        if byte.is_ascii_whitespace() {
-            class |= SPACE;
-        }
-        if byte.is_ascii_alphanumeric() {
-            class |= ALNUM;
-        }
-        if byte.is_ascii_uppercase() {
-            class |= UPPER;
-        }
-        table[b] = class;
-        b += 1;
+/// Calls `f(start, end, alnum, upper)` for each piece of the ASCII `bytes` between runs of
+/// ASCII whitespace (`u8::is_ascii_whitespace`, as `str::split_ascii_whitespace`), with
+/// whether the piece is only ASCII letters and digits (then one word: UAX #29's WB5,
+/// WB8-WB10) and whether it has an upper-case letter. The bytes are classified 64 at a
+/// time into three bit masks (whitespace, not a letter or digit, upper case) without a branch
+/// per byte, and pieces are then found with `trailing_zeros` on the masks: a byte loop that
+/// stops at each piece's end mispredicted a branch at every word of prose, which cost more
+/// than the rest of the analysis.
+#[inline]
+fn ascii_pieces_by_block(bytes: &[u8], mut f: impl FnMut(usize, usize, bool, bool)) {
+    /// The bits `from..64` (none for `from >= 64`).
+    fn from_bit(from: u32) -> u64 {
+        u64::MAX.checked_shl(from).unwrap_or(0)
     }
-    table
-};
+    // A piece open at the end of the previous block: its start and what its bytes had.
+    let mut open: Option<(usize, bool, bool)> = None;
+    let mut padded = [0u8; 64];
+    for (index, block) in bytes.chunks(64).enumerate() {
+        let base = index * 64;
+        // The last block padded with zero bytes (neither whitespace nor in any piece: pieces
+        // are cut at the block's length below).
+        let full: &[u8] = if block.len() == 64 {
+            block
+        } else {
+            padded[..block.len()].copy_from_slice(block);
+            padded[block.len()..].fill(0);
+            &padded
+        };
+        let (mut space, mut other, mut upper) = (0u64, 0u64, 0u64);
+        for (k, eight) in full.chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(eight.try_into().unwrap_or_default());
+            let classes = classify8(word);
+            space |= movemask(classes.space) << (8 * k);
+            other |= movemask(classes.other) << (8 * k);
+            upper |= movemask(classes.upper) << (8 * k);
+        }
+        // The padding is in no piece.
+        let valid = u64::MAX >> (64 - block.len());
+        other &= valid;
+        let mut at = 0u32;
+        loop {
+            let (start, mut nonalnum, mut has_upper) = match open.take() {
+                Some(piece) => piece,
+                None => {
+                    let starts = !space & from_bit(at) & valid;
+                    if starts == 0 {
+                        break;
+                    }
+                    at = starts.trailing_zeros();
+                    (base + at as usize, false, false)
+                }
+            };
+            let ends = space & from_bit(at);
+            let end = if ends == 0 { 64 } else { ends.trailing_zeros() };
+            let range = from_bit(at) & !from_bit(end);
+            nonalnum |= other & range != 0;
+            has_upper |= upper & range != 0;
+            if ends == 0 {
+                if block.len() == 64 {
+                    open = Some((start, nonalnum, has_upper));
+                } else {
+                    f(start, base + block.len(), !nonalnum, has_upper);
+                }
+                break;
+            }
+            f(start, base + end as usize, !nonalnum, has_upper);
+            at = end + 1;
+            if at >= 64 {
+                break;
+            }
+        }
+    }
+    if let Some((start, nonalnum, has_upper)) = open {
+        f(start, bytes.len(), !nonalnum, has_upper);
+    }
+}
+
+/// The terms of at most [`SHORT_TERM_BYTES`] bytes, none of them zero, as one integer: the
+/// bytes little-endian, zero above them (so terms of different lengths differ too, and no
+/// term is 0, the empty mark of [`Terms`]' short table).
+const SHORT_TERM_BYTES: usize = 8;
+
+#[inline]
+fn short_key(term: &[u8]) -> Option<u64> {
+    if term.len() > SHORT_TERM_BYTES || term.contains(&0) {
+        return None;
+    }
+    let mut le = [0u8; SHORT_TERM_BYTES];
+    le[..term.len()].copy_from_slice(term);
+    Some(u64::from_le_bytes(le))
+}
+
+/// Each byte's lowest bit.
+const LO: u64 = 0x0101_0101_0101_0101;
+/// Each byte's highest bit.
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of eight ASCII bytes (`word`, little-endian) that are whitespace
+/// (`u8::is_ascii_whitespace`), not a letter or digit, and upper-case letters: each as the
+/// highest bit of its byte.
+#[derive(Debug, PartialEq)]
+struct Classes8 {
+    space: u64,
+    other: u64,
+    upper: u64,
+}
+
+/// The bytes of `word` (each below 128) at least `c` (1..=128): adding `128 - c` to a byte
+/// sets its highest bit exactly then, and never carries into the next byte.
+#[inline]
+fn at_least(word: u64, c: u8) -> u64 {
+    word.wrapping_add(LO * u64::from(128 - c)) & HI
+}
+
+/// The bytes of `word` in `lo..hi`.
+#[inline]
+fn between(word: u64, lo: u8, hi: u8) -> u64 {
+    at_least(word, lo) & !at_least(word, hi)
+}
+
+/// [`Classes8`] of `word`, eight bytes each below 128, without a branch.
+#[inline]
+fn classify8(word: u64) -> Classes8 {
+    // Whitespace: TAB, LF, FF, CR (0x09..0x0E but not VT 0x0B) and the space.
+    let space =
+        (between(word, 0x09, 0x0E) & !between(word, 0x0B, 0x0C)) | between(word, 0x20, 0x21);
+    let upper = between(word, b'A', b'Z' + 1);
+    let alnum = between(word, b'0', b'9' + 1) | upper | between(word, b'a', b'z' + 1);
+    Classes8 {
+        space,
+        other: !alnum & HI,
+        upper,
+    }
+}
+
+/// The highest bits of `bytes`' eight bytes packed into the low eight bits (byte `k` to bit
+/// `k`): a multiply gathers them (a unit test checks all 256 patterns).
+#[inline]
+fn movemask(bytes: u64) -> u64 {
+    ((bytes >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
 
 /// `term` cut to at most [`MAX_TERM_BYTES`] at a character boundary.
 fn truncate(term: &str) -> &str {
@@ -546,6 +830,9 @@ mod tests {
             text in prop_oneof![
                 "[a-zA-Z0-9 _.,;:'\\-ÉéßİΣσ]{0,200}",
                 "[a-zA-Z0-9 _.,;:'\\-]{0,200}",
+                // Many short words and repeats (the short-term table, its growth, folding of
+                // every length up to 8 bytes and past it), some longer than 64 bytes.
+                "(([a-cA-C0-9]{1,9}|[xX]{60,70})[ \t\n]{1,2}){0,300}",
             ],
             english in any::<bool>(),
         ) {
@@ -557,7 +844,7 @@ mod tests {
             let analyzer = Analyzer::new(&options);
             let mut terms = Terms::default();
             // Reused buffers: a previous text must leave nothing behind.
-            terms.analyze(&analyzer, "Previous TEXT previous");
+            terms.analyze(&analyzer, "Previous TEXT previous a b c a1");
             terms.analyze(&analyzer, &text);
             let (expected, len) = reference(&analyzer, &text);
             let mut ours: Vec<(String, u32)> =
@@ -593,11 +880,95 @@ mod tests {
 
     #[test]
     fn the_byte_classes_are_the_ascii_predicates() {
-        for b in 0..=255u8 {
-            let class = ASCII_CLASS[b as usize];
-            assert_eq!(class & SPACE != 0, b.is_ascii_whitespace(), "{b}");
-            assert_eq!(class & ALNUM != 0, b.is_ascii_alphanumeric(), "{b}");
-            assert_eq!(class & UPPER != 0, b.is_ascii_uppercase(), "{b}");
+        // Every ASCII byte in every lane, the other lanes holding other bytes.
+        for b in 0..128u8 {
+            for lane in 0..8 {
+                let mut bytes = [(b + 37) % 128; 8];
+                bytes[lane] = b;
+                let classes = classify8(u64::from_le_bytes(bytes));
+                let bit = |mask: u64| mask & (0x80 << (8 * lane)) != 0;
+                assert_eq!(bit(classes.space), b.is_ascii_whitespace(), "{b} in {lane}");
+                assert_eq!(
+                    bit(classes.other),
+                    !b.is_ascii_alphanumeric(),
+                    "{b} in {lane}"
+                );
+                assert_eq!(bit(classes.upper), b.is_ascii_uppercase(), "{b} in {lane}");
+                for mask in [classes.space, classes.other, classes.upper] {
+                    assert_eq!(mask & !HI, 0, "only the highest bits");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_at_the_ends_of_blocks() {
+        // A bug while writing the block scanner: the zero padding of a short last block was
+        // counted as "not a letter or digit", so "A" was not a plain word.
+        let pieces = |text: &str| {
+            let mut out = Vec::new();
+            ascii_pieces_by_block(text.as_bytes(), |start, end, alnum, upper| {
+                out.push((start, end, alnum, upper))
+            });
+            out
+        };
+        assert_eq!(pieces("A"), [(0, 1, true, true)]);
+        assert_eq!(pieces(""), []);
+        assert_eq!(pieces(" \t\n"), []);
+        // A word across the first block's end, and one ending exactly at it.
+        let across = format!("{} Abc-def", "x".repeat(60));
+        assert_eq!(
+            pieces(&across),
+            [(0, 60, true, false), (61, 68, false, true)]
+        );
+        let exact = "y".repeat(64);
+        assert_eq!(pieces(&exact), [(0, 64, true, false)]);
+        let long = "z".repeat(200);
+        assert_eq!(pieces(&long), [(0, 200, true, false)]);
+    }
+
+    #[test]
+    fn movemask_packs_every_pattern() {
+        for pattern in 0..=255u64 {
+            let bytes: u64 = (0..8)
+                .filter(|k| pattern >> k & 1 == 1)
+                .map(|k| 0x80u64 << (8 * k))
+                .sum();
+            assert_eq!(movemask(bytes), pattern);
+        }
+    }
+
+    proptest! {
+        /// The pieces found a block at a time are those of a byte-by-byte split at ASCII
+        /// whitespace, with the same classes, across block boundaries and in a last block
+        /// of any length.
+        #[test]
+        fn pieces_by_block_equal_a_byte_split(text in "[a-zA-Z0-9 \t\n\x0b\x0c\r.,'_-]{0,300}") {
+            let mut ours = Vec::new();
+            ascii_pieces_by_block(text.as_bytes(), |start, end, alnum, upper| {
+                ours.push((start, end, alnum, upper));
+            });
+            let mut expected = Vec::new();
+            let bytes = text.as_bytes();
+            let mut at = 0;
+            while at < bytes.len() {
+                if bytes[at].is_ascii_whitespace() {
+                    at += 1;
+                    continue;
+                }
+                let start = at;
+                while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+                    at += 1;
+                }
+                let piece = &bytes[start..at];
+                expected.push((
+                    start,
+                    at,
+                    piece.iter().all(u8::is_ascii_alphanumeric),
+                    piece.iter().any(u8::is_ascii_uppercase),
+                ));
+            }
+            prop_assert_eq!(ours, expected);
         }
     }
 

@@ -1,4 +1,4 @@
-//! The derived, in-memory inversion of the `text_chunks` rows that text searches score on:
+//! The derived, in-memory inversion of the `text_docs` rows that text searches score on:
 //! term -> (vector id, count, length) postings sorted by vector id, and each chunk's terms
 //! (to remove it). Like the filter index it is built from a snapshot by the first text
 //! search and brought up to each later search's snapshot from the changelog (every revision
@@ -8,9 +8,10 @@
 //! than a search's snapshot is never used for it.
 
 use super::analyze::TextOptions;
+use super::row;
 use crate::error::ReadError;
 use crate::read::Snapshot;
-use crate::schema::{self, TextRow, TEXT_CHUNKS};
+use crate::schema::{split_vector_id, vector_id, TEXT_DOCS};
 use parking_lot::RwLock;
 use redb::ReadableTable;
 use std::collections::HashMap;
@@ -43,34 +44,41 @@ impl InvertedIndex {
         };
         let rows = snapshot
             .txn
-            .open_table(TEXT_CHUNKS)
+            .open_table(TEXT_DOCS)
             .map_err(ReadError::storage)?;
-        // Rows come in vector-id order, so every posting list is appended to in order.
+        // Rows come in document order and segments in slot order, so vector ids come in
+        // order and every posting list is appended to in order.
         for entry in rows.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
-            let row: TextRow = schema::decode("text row", value.value())?;
-            index.insert(key.value(), row);
+            let doc = key.value();
+            for segment in row::segments(value.value())? {
+                index.insert(vector_id(doc, segment.slot), segment.len, &segment.terms()?);
+            }
         }
         Ok(index)
     }
 
-    fn insert(&mut self, id: u64, row: TextRow) {
+    fn insert(&mut self, id: u64, len: u32, terms: &[(&str, u32)]) {
         if self.chunks.contains_key(&id) {
             return;
         }
-        let mut ids = Vec::with_capacity(row.terms.len());
-        for (term, tf) in row.terms {
-            let next = self.postings.len() as u32;
-            let term_id = *self.term_ids.entry(term).or_insert(next);
-            if term_id == next {
-                self.postings.push(Vec::new());
-            }
+        let mut ids = Vec::with_capacity(terms.len());
+        for &(term, tf) in terms {
+            let term_id = match self.term_ids.get(term) {
+                Some(&t) => t,
+                None => {
+                    let next = self.postings.len() as u32;
+                    self.term_ids.insert(term.to_string(), next);
+                    self.postings.push(Vec::new());
+                    next
+                }
+            };
             let list = &mut self.postings[term_id as usize];
             let at = list.partition_point(|p| p.0 < id);
-            list.insert(at, (id, tf, row.len));
+            list.insert(at, (id, tf, len));
             ids.push(term_id);
         }
-        self.total_terms += u64::from(row.len);
+        self.total_terms += u64::from(len);
         self.chunks.insert(id, ids);
     }
 
@@ -92,7 +100,7 @@ impl InvertedIndex {
         let target = crate::live_index::commit_seq(snapshot)?;
         let rows = snapshot
             .txn
-            .open_table(TEXT_CHUNKS)
+            .open_table(TEXT_DOCS)
             .map_err(ReadError::storage)?;
         let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
         else {
@@ -102,14 +110,26 @@ impl InvertedIndex {
             for &id in &change.removed {
                 self.remove_chunk(id);
             }
-            for &id in &change.added {
-                if self.chunks.contains_key(&id) {
-                    continue;
-                }
+            // The added ids come a document at a time: its row is read and split once.
+            for run in change
+                .added
+                .chunk_by(|a, b| split_vector_id(*a).0 == split_vector_id(*b).0)
+            {
+                let doc = split_vector_id(run[0]).0;
                 // Absent: removed again by a later commit up to the snapshot.
-                if let Some(bytes) = rows.get(id).map_err(ReadError::storage)? {
-                    let row: TextRow = schema::decode("text row", bytes.value())?;
-                    self.insert(id, row);
+                let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
+                    continue;
+                };
+                let segments = row::segments(bytes.value())?;
+                for &id in run {
+                    if self.chunks.contains_key(&id) {
+                        continue;
+                    }
+                    let slot = split_vector_id(id).1;
+                    if let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) {
+                        let segment = &segments[at];
+                        self.insert(id, segment.len, &segment.terms()?);
+                    }
                 }
             }
         }

@@ -3,23 +3,24 @@
 //!
 //! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
 //!   words per language).
-//! - `row.rs`: the `text_chunks` row codec of the write path (bincode's bytes, written from
-//!   the analysis's buffers without a `String` per term; un-indexing reads only the length).
-//! - `write.rs`: the `text_chunks` rows (each chunk's terms, counts and length) and the
-//!   totals, updated by the write batch as it writes and removes chunk rows; the whole-index
+//! - `row.rs`: the `text_docs` row codec: one row per document, a segment per live chunk
+//!   (its slot, length in terms, and distinct terms with their counts).
+//! - `write.rs`: the rows and the totals, updated by the write batch as it writes and
+//!   removes chunk rows (a revision rewrites its document's row once); the whole-index
 //!   (re)build.
 //! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
 //!   by the changelog, as the filter index is.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
-//! A chunk is indexed under its vector id. Existing stores (schema-3 files of builds without
-//! the text index, and schema-1/2 files once converted) gain the index when a writer opens
-//! them: built whole in one transaction ([`prepare_on_open`]). The file records the analysis
-//! in `meta["text_analyzer"]` (its presence means the index exists) and the commit the index
-//! covers in `text_totals["commit"]`; a file whose documents moved past that commit (written
-//! by a build without the index) is re-indexed by the next writer, and refused by text
-//! searches until then.
+//! A chunk is named by its vector id (its document's internal id and its slot). Existing
+//! stores (schema-3 files of builds without the text index, schema-1/2 files once converted,
+//! and files indexed in the earlier row-per-chunk format, `text_chunks`) gain the index when a
+//! writer opens them: built whole in one transaction ([`prepare_on_open`]). The file records
+//! the analysis in `meta["text_index"]` (its presence means the index exists) and the commit
+//! the index covers in `counters["text.commit"]`; a file whose documents moved past that commit
+//! (written by a build without the index, or with the earlier format) is re-indexed by the
+//! next writer, and refused by text searches until then.
 
 mod analyze;
 mod memory;
@@ -39,7 +40,7 @@ pub(crate) use verify::check as verify;
 pub(crate) use write::TextWriter;
 
 use crate::error::WriteError;
-use crate::schema::{meta_key, seq_key, text_key, COUNTERS, META, TEXT_TOTALS};
+use crate::schema::{meta_key, seq_key, text_key, COUNTERS, META};
 use redb::{Database, ReadableDatabase};
 use std::sync::Arc;
 
@@ -63,27 +64,27 @@ pub(crate) fn prepare_on_open(
     enabled: bool,
     requested: Option<&TextOptions>,
 ) -> Result<(Option<Arc<Analyzer>>, OpenAction), WriteError> {
-    let (recorded, covered, commit) = {
+    let (recorded, legacy, covered, commit) = {
         let txn = db.begin_read().map_err(WriteError::storage)?;
         let meta = txn.open_table(META).map_err(WriteError::storage)?;
-        let recorded: Option<Result<TextOptions, String>> = meta
-            .get(meta_key::TEXT_ANALYZER)
-            .map_err(WriteError::storage)?
-            .map(|bytes| serde_json::from_slice(bytes.value()).map_err(|e| e.to_string()));
-        let covered = match txn.open_table(TEXT_TOTALS) {
-            Ok(totals) => totals
-                .get(text_key::COMMIT)
+        let analysis = |key: &str| -> Result<Option<Result<TextOptions, String>>, WriteError> {
+            Ok(meta
+                .get(key)
                 .map_err(WriteError::storage)?
-                .map(|v| v.value()),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(e) => return Err(WriteError::storage(e)),
+                .map(|bytes| serde_json::from_slice(bytes.value()).map_err(|e| e.to_string())))
         };
+        let recorded = analysis(meta_key::TEXT_INDEX)?;
+        let legacy = analysis(meta_key::LEGACY_TEXT_ANALYZER)?;
         let counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
         let commit = counters
             .get(seq_key::COMMIT)
             .map_err(WriteError::storage)?
             .map_or(0, |v| v.value());
-        (recorded, covered, commit)
+        let covered = counters
+            .get(text_key::COMMIT)
+            .map_err(WriteError::storage)?
+            .map(|v| v.value());
+        (recorded, legacy, covered, commit)
     };
     let begin = || -> Result<redb::WriteTransaction, WriteError> {
         let mut txn = db.begin_write().map_err(WriteError::storage)?;
@@ -92,7 +93,7 @@ pub(crate) fn prepare_on_open(
         Ok(txn)
     };
     if !enabled {
-        if recorded.is_some() {
+        if recorded.is_some() || legacy.is_some() {
             let txn = begin()?;
             write::drop_index(&txn)?;
             txn.commit().map_err(WriteError::storage)?;
@@ -100,12 +101,14 @@ pub(crate) fn prepare_on_open(
         return Ok((None, OpenAction::Off));
     }
     let recorded = recorded.and_then(Result::ok);
+    // A file indexed in the row-per-chunk format keeps the analysis it recorded then.
     let wanted = requested
         .cloned()
         .or_else(|| recorded.clone())
+        .or_else(|| legacy.clone().and_then(Result::ok))
         .unwrap_or_default();
     let analyzer = Arc::new(Analyzer::new(&wanted));
-    if recorded.as_ref() == Some(&wanted) && covered == Some(commit) {
+    if recorded.as_ref() == Some(&wanted) && covered == Some(commit) && legacy.is_none() {
         return Ok((Some(analyzer), OpenAction::Kept));
     }
     let txn = begin()?;
@@ -126,14 +129,13 @@ pub(crate) fn initialise(
     let analysis = options.text.clone().unwrap_or_default();
     let json = serde_json::to_vec(&analysis).unwrap_or_default();
     txn.open_table(META)?
-        .insert(meta_key::TEXT_ANALYZER, json.as_slice())?;
-    txn.open_table(TEXT_TOTALS)?.insert(text_key::COMMIT, 0)?;
+        .insert(meta_key::TEXT_INDEX, json.as_slice())?;
+    txn.open_table(COUNTERS)?.insert(text_key::COMMIT, 0)?;
     Ok(())
 }
 
-/// The text tables, for a new store's table list.
+/// The text index's table, for a new store's table list.
 pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
-    txn.open_table(crate::schema::TEXT_CHUNKS)?;
-    txn.open_table(TEXT_TOTALS)?;
+    txn.open_table(crate::schema::TEXT_DOCS)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use super::memory::{InvertedIndex, TextCache};
 use crate::error::{InputError, ReadError};
 use crate::filter::Matching;
 use crate::read::Snapshot;
-use crate::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META, TEXT_TOTALS};
+use crate::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META};
 use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -111,10 +111,18 @@ pub(crate) fn analyzer_of(
     cache: &Mutex<Option<Arc<Analyzer>>>,
 ) -> Result<Arc<Analyzer>, ReadError> {
     let meta = snapshot.txn.open_table(META).map_err(ReadError::storage)?;
-    let Some(bytes) = meta
-        .get(meta_key::TEXT_ANALYZER)
-        .map_err(ReadError::storage)?
-    else {
+    let Some(bytes) = meta.get(meta_key::TEXT_INDEX).map_err(ReadError::storage)? else {
+        if meta
+            .get(meta_key::LEGACY_TEXT_ANALYZER)
+            .map_err(ReadError::storage)?
+            .is_some()
+        {
+            return Err(ReadError::NoTextIndex {
+                detail: "this store's text index is in the format of an earlier build; open \
+                         the store for writing once to rebuild it"
+                    .to_string(),
+            });
+        }
         return Err(ReadError::NoTextIndex {
             detail: "this store has no text index (it was opened for writing with \
                      Options::text_index(false), or only by a build without one, since)"
@@ -137,11 +145,7 @@ pub(crate) fn analyzer_of(
         .get(seq_key::COMMIT)
         .map_err(ReadError::storage)?
         .map_or(0, |v| v.value());
-    let totals = snapshot
-        .txn
-        .open_table(TEXT_TOTALS)
-        .map_err(ReadError::storage)?;
-    let covered = totals
+    let covered = counters
         .get(text_key::COMMIT)
         .map_err(ReadError::storage)?
         .map_or(0, |v| v.value());

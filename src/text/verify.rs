@@ -3,12 +3,12 @@
 //! equal to what the rows say, and the index stamped with the documents' commit.
 
 use super::analyze::{Analyzer, TextOptions};
-use super::write::text_row;
+use super::row;
 use crate::error::ReadError;
 use crate::read::Snapshot;
 use crate::schema::{
-    self, meta_key, seq_key, text_key, vector_id, DocRow, TextRow, VectorsRow, COUNTERS, DOCS,
-    META, TEXT_CHUNKS, TEXT_TOTALS,
+    self, meta_key, seq_key, text_key, vector_id, DocRow, VectorsRow, COUNTERS, DOCS, META,
+    TEXT_DOCS,
 };
 use crate::verify::{VerifyReport, Violation};
 use redb::ReadableTable;
@@ -36,14 +36,35 @@ impl Problems<'_> {
     }
 }
 
+/// A chunk's analysis as verify compares it: its length, and its distinct terms with their
+/// counts sorted by term (rows list them in order of first occurrence).
+#[derive(Debug, PartialEq, Eq)]
+struct Analysis {
+    len: u32,
+    terms: Vec<(String, u32)>,
+}
+
+impl Analysis {
+    fn of_text(analyzer: &Analyzer, text: &str) -> Analysis {
+        let (counts, len) = analyzer.term_counts(text);
+        let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
+        terms.sort_unstable();
+        Analysis { len, terms }
+    }
+
+    fn of_segment(len: u32, stored: &[(&str, u32)]) -> Analysis {
+        let mut terms: Vec<(String, u32)> =
+            stored.iter().map(|&(t, c)| (t.to_string(), c)).collect();
+        terms.sort_unstable();
+        Analysis { len, terms }
+    }
+}
+
 /// Adds the text index's violations to `report` (nothing if the store has no text index).
 pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<(), ReadError> {
     let txn = &snapshot.txn;
     let meta = txn.open_table(META).map_err(ReadError::storage)?;
-    let Some(bytes) = meta
-        .get(meta_key::TEXT_ANALYZER)
-        .map_err(ReadError::storage)?
-    else {
+    let Some(bytes) = meta.get(meta_key::TEXT_INDEX).map_err(ReadError::storage)? else {
         return Ok(());
     };
     let mut problems = Problems {
@@ -61,14 +82,14 @@ pub(crate) fn check(snapshot: &Snapshot, report: &mut VerifyReport) -> Result<()
     };
     drop(bytes);
     let analyzer = Analyzer::new(&options);
-    let rows = txn.open_table(TEXT_CHUNKS).map_err(ReadError::storage)?;
+    let rows = txn.open_table(TEXT_DOCS).map_err(ReadError::storage)?;
     let (live, expected_terms) = check_live_chunks(snapshot, &analyzer, &rows, &mut problems)?;
     check_no_dead_rows(&rows, &live, &mut problems)?;
     check_totals(snapshot, &live, expected_terms, &mut problems)
 }
 
-/// Every live chunk has its row, equal to what its text analyses to. Returns each live
-/// chunk's length in terms, and their sum.
+/// Every live chunk has its segment in its document's row, equal to what its text analyses
+/// to. Returns each live chunk's length in terms, and their sum.
 fn check_live_chunks(
     snapshot: &Snapshot,
     analyzer: &Analyzer,
@@ -76,7 +97,7 @@ fn check_live_chunks(
     problems: &mut Problems<'_>,
 ) -> Result<(HashMap<u64, u32>, u64), ReadError> {
     let txn = &snapshot.txn;
-    // What the chunks say the index must hold, row by row.
+    // What the chunks say the index must hold, chunk by chunk.
     let mut live: HashMap<u64, u32> = HashMap::new();
     let mut expected_terms = 0u64;
     let docs = txn.open_table(DOCS).map_err(ReadError::storage)?;
@@ -99,62 +120,92 @@ fn check_live_chunks(
         let Ok(vectors) = VectorsRow::parse(vectors.value()) else {
             continue;
         };
+        let text_row = rows.get(row.internal_id).map_err(ReadError::storage)?;
+        // An undecodable row is reported by `check_no_dead_rows`, with every other row.
+        let (segments, decoded) = match text_row.as_ref().map(|b| row::segments(b.value())) {
+            None => (Vec::new(), true),
+            Some(Ok(segments)) => (segments, true),
+            Some(Err(_)) => (Vec::new(), false),
+        };
         for (position, chunk) in chunks.chunks.iter().enumerate() {
             let Some(slot) = vectors.slot(position) else {
                 continue;
             };
-            let vid = vector_id(row.internal_id, slot);
-            let expected = text_row(analyzer, &chunk.text);
-            live.insert(vid, expected.len);
+            let expected = Analysis::of_text(analyzer, &chunk.text);
+            live.insert(vector_id(row.internal_id, slot), expected.len);
             expected_terms += u64::from(expected.len);
-            match rows.get(vid).map_err(ReadError::storage)? {
-                None => problems.push("missing row", || {
+            if !decoded {
+                continue;
+            }
+            let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) else {
+                problems.push("missing row", || {
                     format!("{source}/{id} chunk {position} is not indexed")
+                });
+                continue;
+            };
+            let segment = &segments[at];
+            match segment.terms() {
+                Err(c) => problems.push("undecodable row", || {
+                    format!("{source}/{id} chunk {position}: {}", c.detail)
                 }),
-                Some(bytes) => match schema::decode::<TextRow>("text row", bytes.value()) {
-                    Err(c) => problems.push("undecodable row", || {
-                        format!("{source}/{id} chunk {position}: {}", c.detail)
-                    }),
-                    Ok(stored) if !same_row(&stored, &expected) => {
+                Ok(terms) => {
+                    let stored = Analysis::of_segment(segment.len, &terms);
+                    if stored != expected {
                         problems.push("wrong row", || {
                             format!(
-                            "{source}/{id} chunk {position} is indexed with {} terms of length \
-                             {}, its text has {} of length {}",
-                            stored.terms.len(),
-                            stored.len,
-                            expected.terms.len(),
-                            expected.len
-                        )
+                                "{source}/{id} chunk {position} is indexed with {} terms of \
+                                 length {}, its text has {} of length {}",
+                                stored.terms.len(),
+                                stored.len,
+                                expected.terms.len(),
+                                expected.len
+                            )
                         })
                     }
-                    Ok(_) => {}
-                },
+                }
             }
         }
     }
     Ok((live, expected_terms))
 }
 
-/// Every row belongs to a live chunk.
+/// Every segment of every row belongs to a live chunk.
 fn check_no_dead_rows(
     rows: &redb::ReadOnlyTable<u64, &'static [u8]>,
     live: &HashMap<u64, u32>,
     problems: &mut Problems<'_>,
 ) -> Result<(), ReadError> {
-    let mut row_count = 0u64;
+    let mut indexed = 0u64;
     for entry in rows.iter().map_err(ReadError::storage)? {
-        let (key, _) = entry.map_err(ReadError::storage)?;
-        let vid = key.value();
-        row_count += 1;
-        if !live.contains_key(&vid) {
-            problems.push("dead row", || {
-                format!("chunk {vid} is indexed but is not a live chunk")
+        let (key, value) = entry.map_err(ReadError::storage)?;
+        let doc = key.value();
+        let segments = match row::segments(value.value()) {
+            Ok(segments) => segments,
+            Err(c) => {
+                problems.push("undecodable row", || {
+                    format!("the text row of document {doc}: {}", c.detail)
+                });
+                continue;
+            }
+        };
+        if segments.is_empty() {
+            problems.push("empty row", || {
+                format!("document {doc} has a text row without chunks")
             });
         }
+        for segment in segments {
+            let vid = vector_id(doc, segment.slot);
+            indexed += 1;
+            if !live.contains_key(&vid) {
+                problems.push("dead row", || {
+                    format!("chunk {vid} is indexed but is not a live chunk")
+                });
+            }
+        }
     }
-    if row_count != live.len() as u64 {
+    if indexed != live.len() as u64 {
         problems.push("row count", || {
-            format!("{row_count} text rows for {} live chunks", live.len())
+            format!("{indexed} chunks indexed for {} live chunks", live.len())
         });
     }
     Ok(())
@@ -168,9 +219,9 @@ fn check_totals(
     problems: &mut Problems<'_>,
 ) -> Result<(), ReadError> {
     let txn = &snapshot.txn;
-    let totals = txn.open_table(TEXT_TOTALS).map_err(ReadError::storage)?;
+    let counters = txn.open_table(COUNTERS).map_err(ReadError::storage)?;
     let total = |key: &str| -> Result<u64, ReadError> {
-        Ok(totals
+        Ok(counters
             .get(key)
             .map_err(ReadError::storage)?
             .map_or(0, |v| v.value()))
@@ -186,11 +237,7 @@ fn check_totals(
             });
         }
     }
-    let counters = txn.open_table(COUNTERS).map_err(ReadError::storage)?;
-    let commit = counters
-        .get(seq_key::COMMIT)
-        .map_err(ReadError::storage)?
-        .map_or(0, |v| v.value());
+    let commit = total(seq_key::COMMIT)?;
     let covered = total(text_key::COMMIT)?;
     if covered != commit {
         problems.push("commit", || {
@@ -200,45 +247,27 @@ fn check_totals(
     Ok(())
 }
 
-/// Whether two rows hold the same length and the same terms with the same counts, in any
-/// order (rows list their terms in order of first occurrence; files of earlier builds sorted
-/// them by term).
-fn same_row(a: &TextRow, b: &TextRow) -> bool {
-    if a.len != b.len || a.terms.len() != b.terms.len() {
-        return false;
-    }
-    let mut a: Vec<&(String, u32)> = a.terms.iter().collect();
-    let mut b: Vec<&(String, u32)> = b.terms.iter().collect();
-    a.sort_unstable();
-    b.sort_unstable();
-    a == b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(len: u32, terms: &[(&str, u32)]) -> TextRow {
-        TextRow {
-            len,
-            terms: terms.iter().map(|(t, c)| (t.to_string(), *c)).collect(),
-        }
-    }
-
     #[test]
-    fn rows_compare_as_sets_of_terms() {
-        // A row of the first build (sorted) and one of now (first occurrence) agree.
-        let sorted = row(4, &[("alpha", 1), ("beta", 2), ("gamma", 1)]);
-        let first_seen = row(4, &[("beta", 2), ("gamma", 1), ("alpha", 1)]);
-        assert!(same_row(&sorted, &first_seen));
-        assert!(!same_row(
-            &sorted,
-            &row(4, &[("beta", 1), ("gamma", 1), ("alpha", 2)])
-        ));
-        assert!(!same_row(
-            &sorted,
-            &row(5, &[("beta", 2), ("gamma", 1), ("alpha", 1)])
-        ));
-        assert!(!same_row(&sorted, &row(4, &[("beta", 2), ("gamma", 1)])));
+    fn analyses_compare_as_sets_of_terms() {
+        // A segment lists terms in order of first occurrence; the text's analysis is sorted.
+        let analyzer = Analyzer::new(&TextOptions::default());
+        let text = Analysis::of_text(&analyzer, "gamma beta alpha beta");
+        assert_eq!(
+            text,
+            Analysis::of_segment(4, &[("gamma", 1), ("beta", 2), ("alpha", 1)])
+        );
+        assert_ne!(
+            text,
+            Analysis::of_segment(4, &[("gamma", 1), ("beta", 1), ("alpha", 2)])
+        );
+        assert_ne!(
+            text,
+            Analysis::of_segment(5, &[("gamma", 1), ("beta", 2), ("alpha", 1)])
+        );
+        assert_ne!(text, Analysis::of_segment(4, &[("gamma", 1), ("beta", 2)]));
     }
 }

@@ -2,40 +2,30 @@
 //! the chunks it drops un-indexed by the same [`TextWriter`] the batch opened on its
 //! transaction, so the index rows commit with the chunk rows or not at all.
 //!
-//! Cost: one [`TextRow`] inserted per chunk under a new vector id and one removed per chunk
-//! whose id goes; a chunk kept under its vector id (same text) is not touched. A document's
-//! rows are neighbours (vector ids share the document's internal id), so a revision touches a
-//! leaf or two of the table. The totals are summed in memory and written once per
-//! transaction ([`TextWriter::finish`]). (A table keyed by term, tried first, touched a leaf
-//! per distinct term of every write: 11× to 200× the cost of the write without it.)
+//! Cost: one `text_docs` row per document ([`super::row`]), rewritten by a revision that
+//! changes its chunks: the segments of the chunks it keeps (same text, same vector id) are
+//! copied as they are, only the new chunks are analysed, and the row is replaced in one
+//! insertion. The totals are summed in memory and written once per transaction
+//! ([`TextWriter::finish`]). (A table keyed by term, tried first, touched a leaf per distinct
+//! term of every write: 11× to 200× the cost of the write without it; a row per chunk cost
+//! 8 removals and 8 insertions for an 8-chunk revision.)
 
-use super::analyze::{Analyzer, Terms, WriteBuffers};
+use super::analyze::{Analyzer, WriteBuffers};
 use super::row;
 use crate::error::{Corruption, WriteError};
 use crate::schema::{
-    self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, TextRow, VectorsRow, CHUNKS,
-    COUNTERS, DOCS, META, TEXT_CHUNKS, TEXT_TOTALS, VECTORS,
+    self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, VectorsRow, CHUNKS, COUNTERS,
+    DOCS, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS, META, TEXT_DOCS, VECTORS,
 };
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::sync::Arc;
 
-/// The text row of `text`.
-pub(crate) fn text_row(analyzer: &Analyzer, text: &str) -> TextRow {
-    let mut terms = Terms::default();
-    terms.analyze(analyzer, text);
-    TextRow {
-        len: terms.len(),
-        terms: terms.counts().map(|(t, c)| (t.to_string(), c)).collect(),
-    }
-}
-
 /// The text tables of one write transaction, the batch's pending totals, and the buffers
-/// one chunk's analysis and row are made in (reused from chunk to chunk, and given back to
-/// the analyzer for the next transaction when the writer is dropped).
+/// the analysis and the row are made in (reused from revision to revision, and given back
+/// to the analyzer for the next transaction when the writer is dropped).
 pub(crate) struct TextWriter<'txn> {
     analyzer: Arc<Analyzer>,
     rows: Table<'txn, u64, &'static [u8]>,
-    totals: Table<'txn, &'static str, u64>,
     chunks_delta: i64,
     terms_delta: i64,
     buffers: WriteBuffers,
@@ -65,6 +55,14 @@ fn apply_delta(what: &str, current: u64, delta: i64) -> Result<u64, WriteError> 
     })
 }
 
+fn not_indexed(doc: u64, slot: u32) -> WriteError {
+    Corruption::new(
+        "text index",
+        format!("chunk {} has no text row", vector_id(doc, slot)),
+    )
+    .into()
+}
+
 impl<'txn> TextWriter<'txn> {
     /// Opens the text tables of `txn`.
     pub(crate) fn open(
@@ -72,8 +70,7 @@ impl<'txn> TextWriter<'txn> {
         analyzer: Arc<Analyzer>,
     ) -> Result<TextWriter<'txn>, WriteError> {
         Ok(TextWriter {
-            rows: txn.open_table(TEXT_CHUNKS).map_err(WriteError::storage)?,
-            totals: txn.open_table(TEXT_TOTALS).map_err(WriteError::storage)?,
+            rows: txn.open_table(TEXT_DOCS).map_err(WriteError::storage)?,
             chunks_delta: 0,
             terms_delta: 0,
             buffers: analyzer.take_buffers(),
@@ -81,83 +78,121 @@ impl<'txn> TextWriter<'txn> {
         })
     }
 
-    /// Indexes the chunk `id` (a vector id no live chunk has) with `text`.
-    pub(crate) fn index(&mut self, id: u64, text: &str) -> Result<(), WriteError> {
-        let WriteBuffers { terms, row } = &mut self.buffers;
-        terms.analyze(&self.analyzer, text);
-        let len = terms.len();
-        row::encode_row(row, len, terms.distinct(), terms.counts());
-        debug_assert!(
-            schema::decode::<TextRow>("text row being written", row).is_ok_and(|back| {
-                back.len == len
-                    && back.terms.len() == terms.distinct()
-                    && back
-                        .terms
-                        .iter()
-                        .map(|(t, c)| (t.as_str(), *c))
-                        .eq(terms.counts())
-            }),
-            "a text row does not decode to its text's terms"
-        );
-        if self
-            .rows
-            .insert(id, row.as_slice())
-            .map_err(WriteError::storage)?
-            .is_some()
-        {
-            return Err(
-                Corruption::new("text index", format!("chunk {id} is indexed already")).into(),
-            );
-        }
-        self.chunks_delta += 1;
-        self.terms_delta += i64::from(len);
-        Ok(())
-    }
-
-    /// Removes the text row of the chunk `id` (only its leading length is decoded, for the
-    /// totals).
-    pub(crate) fn unindex(&mut self, id: u64) -> Result<(), WriteError> {
-        let Some(bytes) = self.rows.remove(id).map_err(WriteError::storage)? else {
-            return Err(
-                Corruption::new("text index", format!("chunk {id} has no text row")).into(),
-            );
-        };
-        let len = row::row_len(bytes.value())?;
-        self.chunks_delta -= 1;
-        self.terms_delta -= i64::from(len);
-        Ok(())
-    }
-
-    /// Un-indexes the `removed` chunks, then indexes the `added` ones (vector id, text).
-    pub(crate) fn apply(
+    /// Re-indexes a revision of the document now under internal id `id`: the chunks at
+    /// `removed` slots of the document's row under `from` (its previous internal id, or
+    /// `id` itself; `None` for a document with no live revision) leave the index, and the
+    /// `added` chunks (slot, text) join it under `id`. A document moving to a new id
+    /// (`from` other than `id`) removes every chunk of its old row. Chunks neither removed
+    /// nor added keep their segments unchanged.
+    pub(crate) fn revise(
         &mut self,
-        removed: &[u64],
-        added: &[(u64, &str)],
+        from: Option<u64>,
+        removed: &[u32],
+        id: u64,
+        added: &[(u32, &str)],
     ) -> Result<(), WriteError> {
-        for &id in removed {
-            self.unindex(id)?;
+        if removed.is_empty() && added.is_empty() {
+            return Ok(());
         }
-        for &(id, text) in added {
-            self.index(id, text)?;
+        let WriteBuffers { terms, row, slots } = &mut self.buffers;
+        // The removed slots ascending, to walk beside the row's ascending segments.
+        slots.clear();
+        slots.extend_from_slice(removed);
+        slots.sort_unstable();
+        row.clear();
+        if let Some(old) = from.filter(|&old| old != id) {
+            // Moved: the old row goes whole, and every slot of it must be among `removed`.
+            let bytes = self.rows.remove(old).map_err(WriteError::storage)?;
+            let segments = match &bytes {
+                Some(bytes) => row::segments(bytes.value())?,
+                None => Vec::new(),
+            };
+            if !segments.iter().map(|s| s.slot).eq(slots.iter().copied()) {
+                return Err(Corruption::new(
+                    "text index",
+                    format!(
+                        "document {old}'s text row has {} chunks, not the {} it had",
+                        segments.len(),
+                        slots.len()
+                    ),
+                )
+                .into());
+            }
+            for segment in &segments {
+                self.chunks_delta -= 1;
+                self.terms_delta -= i64::from(segment.len);
+            }
+            slots.clear();
+        }
+        let mut last_kept: Option<u32> = None;
+        let mut had_row = false;
+        let mut wanted = slots.iter().copied().peekable();
+        if let Some(bytes) = self.rows.get(id).map_err(WriteError::storage)? {
+            had_row = true;
+            for segment in row::segments(bytes.value())? {
+                if let Some(&slot) = wanted.peek().filter(|&&slot| slot < segment.slot) {
+                    return Err(not_indexed(id, slot));
+                }
+                if wanted.peek() == Some(&segment.slot) {
+                    wanted.next();
+                    self.chunks_delta -= 1;
+                    self.terms_delta -= i64::from(segment.len);
+                } else {
+                    row.extend_from_slice(segment.raw);
+                    last_kept = Some(segment.slot);
+                }
+            }
+        }
+        if let Some(slot) = wanted.next() {
+            return Err(not_indexed(id, slot));
+        }
+        for &(slot, text) in added {
+            // Fresh slots come after every slot the document has had: the row stays sorted.
+            if last_kept.is_some_and(|last| slot <= last) {
+                return Err(Corruption::new(
+                    "text index",
+                    format!("chunk {} is indexed already", vector_id(id, slot)),
+                )
+                .into());
+            }
+            terms.analyze(&self.analyzer, text);
+            let len = terms.len();
+            let (arena, spans) = terms.spans();
+            row::put_segment(row, slot, len, arena, spans);
+            last_kept = Some(slot);
+            self.chunks_delta += 1;
+            self.terms_delta += i64::from(len);
+        }
+        if row.is_empty() {
+            if had_row {
+                self.rows.remove(id).map_err(WriteError::storage)?;
+            }
+        } else {
+            self.rows
+                .insert(id, row.as_slice())
+                .map_err(WriteError::storage)?;
         }
         Ok(())
     }
 
-    /// Writes the totals, and stamps the index with `commit` (the batch's commit sequence).
-    pub(crate) fn finish(mut self, commit: u64) -> Result<(), WriteError> {
+    /// Writes the totals into `counters` (the batch's `counters` table), and stamps the
+    /// index with `commit` (the batch's commit sequence).
+    pub(crate) fn finish(
+        self,
+        counters: &mut Table<'_, &'static str, u64>,
+        commit: u64,
+    ) -> Result<(), WriteError> {
         for (key, delta) in [
             (text_key::CHUNKS, self.chunks_delta),
             (text_key::TERMS, self.terms_delta),
         ] {
             if delta != 0 {
-                let updated = apply_delta(key, read_total(&self.totals, key)?, delta)?;
-                self.totals
-                    .insert(key, updated)
-                    .map_err(WriteError::storage)?;
+                let updated = apply_delta(key, read_total(counters, key)?, delta)?;
+                counters.insert(key, updated).map_err(WriteError::storage)?;
             }
         }
-        if read_total(&self.totals, text_key::COMMIT)? != commit {
-            self.totals
+        if read_total(counters, text_key::COMMIT)? != commit {
+            counters
                 .insert(text_key::COMMIT, commit)
                 .map_err(WriteError::storage)?;
         }
@@ -165,12 +200,13 @@ impl<'txn> TextWriter<'txn> {
     }
 }
 
-/// Calls `f(vector id, text)` for every chunk of every live document in `txn`'s tables.
-pub(crate) fn for_each_live_chunk<D, C, V>(
+/// Calls `f(internal id, chunks)` for every live document in `txn`'s tables, with its
+/// chunks as (slot, text) sorted by slot.
+fn for_each_live_document<D, C, V>(
     docs: &D,
     chunks: &C,
     vectors: &V,
-    mut f: impl FnMut(&DocRow, u64, &str) -> Result<(), WriteError>,
+    mut f: impl FnMut(u64, &[(u32, &str)]) -> Result<(), WriteError>,
 ) -> Result<(), WriteError>
 where
     D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
@@ -198,6 +234,7 @@ where
             );
         };
         let row_chunks: ChunksRow = schema::join_chunks(chunk_bytes.value(), &parsed)?;
+        let mut slotted = Vec::with_capacity(row_chunks.chunks.len());
         for (position, chunk) in row_chunks.chunks.iter().enumerate() {
             let Some(slot) = parsed.slot(position) else {
                 return Err(Corruption::new(
@@ -206,45 +243,61 @@ where
                 )
                 .into());
             };
-            f(&row, vector_id(id, slot), &chunk.text)?;
+            slotted.push((slot, chunk.text.as_str()));
         }
+        slotted.sort_unstable_by_key(|&(slot, _)| slot);
+        f(id, &slotted)?;
     }
     Ok(())
 }
 
 /// (Re)builds the text index of `txn` from its live chunks with `analyzer`, and records the
-/// analysis in `meta`: the whole index in this one transaction.
+/// analysis in `meta`: the whole index in this one transaction. The tables of the earlier
+/// row-per-chunk format, if the file has them, are removed.
 pub(crate) fn rebuild(txn: &WriteTransaction, analyzer: Arc<Analyzer>) -> Result<(), WriteError> {
-    txn.delete_table(TEXT_TOTALS).map_err(WriteError::storage)?;
-    txn.delete_table(TEXT_CHUNKS).map_err(WriteError::storage)?;
-    let commit = {
-        let counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
-        read_total(&counters, seq_key::COMMIT)?
-    };
+    delete_tables(txn)?;
     let json = serde_json::to_vec(analyzer.options()).unwrap_or_default();
     let mut writer = TextWriter::open(txn, analyzer)?;
     {
         let docs = txn.open_table(DOCS).map_err(WriteError::storage)?;
         let chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
         let vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
-        for_each_live_chunk(&docs, &chunks, &vectors, |_, id, text| {
-            writer.index(id, text)
+        for_each_live_document(&docs, &chunks, &vectors, |id, chunks| {
+            writer.revise(None, &[], id, chunks)
         })?;
     }
-    writer.finish(commit)?;
+    let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+    let commit = read_total(&counters, seq_key::COMMIT)?;
+    writer.finish(&mut counters, commit)?;
     let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
-    meta.insert(meta_key::TEXT_ANALYZER, json.as_slice())
+    meta.insert(meta_key::TEXT_INDEX, json.as_slice())
         .map_err(WriteError::storage)?;
+    Ok(())
+}
+
+/// Deletes the text index's table, totals and recorded analysis, of this format and the
+/// earlier one.
+fn delete_tables(txn: &WriteTransaction) -> Result<(), WriteError> {
+    txn.delete_table(TEXT_DOCS).map_err(WriteError::storage)?;
+    let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+    for key in [text_key::CHUNKS, text_key::TERMS, text_key::COMMIT] {
+        counters.remove(key).map_err(WriteError::storage)?;
+    }
+    drop(counters);
+    txn.delete_table(LEGACY_TEXT_TOTALS)
+        .map_err(WriteError::storage)?;
+    txn.delete_table(LEGACY_TEXT_CHUNKS)
+        .map_err(WriteError::storage)?;
+    let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+    for key in [meta_key::TEXT_INDEX, meta_key::LEGACY_TEXT_ANALYZER] {
+        meta.remove(key).map_err(WriteError::storage)?;
+    }
     Ok(())
 }
 
 /// Removes the text index from `txn` (a store opened without one).
 pub(crate) fn drop_index(txn: &WriteTransaction) -> Result<(), WriteError> {
-    txn.delete_table(TEXT_TOTALS).map_err(WriteError::storage)?;
-    txn.delete_table(TEXT_CHUNKS).map_err(WriteError::storage)?;
+    delete_tables(txn)?;
     super::create_tables(txn).map_err(WriteError::storage)?;
-    let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
-    meta.remove(meta_key::TEXT_ANALYZER)
-        .map_err(WriteError::storage)?;
     Ok(())
 }

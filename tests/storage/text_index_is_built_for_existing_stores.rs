@@ -12,7 +12,7 @@ use ratchetdb::{
 };
 use redb::TableDefinition;
 
-const TEXT_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
 fn doc(id: &str, text: &str) -> Document {
     Document::new("notes", id, Version::number(1))
@@ -123,9 +123,9 @@ fn a_text_index_behind_the_documents_is_refused_then_rebuilt() {
     {
         let db = redb::Database::open(&path).expect("redb");
         let txn = db.begin_write().expect("write");
-        txn.open_table(TEXT_TOTALS)
+        txn.open_table(COUNTERS)
             .expect("totals")
-            .insert("commit", 0)
+            .insert("text.commit", 0)
             .expect("insert");
         txn.commit().expect("commit");
     }
