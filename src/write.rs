@@ -629,7 +629,8 @@ impl<'txn> Batch<'txn> {
             .filter(|((slot, _), _)| *slot >= first_fresh)
             .map(|((slot, _), chunk)| (*slot, chunk.text.as_str()))
             .collect();
-        text.revise(from, removed, internal_id, &added)
+        let keeps = entries.len() > added.len();
+        text.revise(from, removed, internal_id, &added, keeps)
     }
 
     /// The internal id a revision is written under and the document's next slot there: the
@@ -734,7 +735,7 @@ impl<'txn> Batch<'txn> {
                         .removed
                         .extend(slots.iter().map(|&slot| vector_id(row.internal_id, slot)));
                     if let Some(text) = &mut self.text {
-                        text.revise(Some(row.internal_id), &slots, row.internal_id, &[])?;
+                        text.revise(Some(row.internal_id), &slots, row.internal_id, &[], false)?;
                     }
                     self.chunks
                         .remove(row.internal_id)

@@ -375,15 +375,30 @@ pub(crate) struct Terms {
     counts: Vec<(u32, u32, u32)>,
     /// Each distinct long term's index in `counts`, by the term's hash.
     places: hashbrown::HashTable<u32>,
-    /// Short terms: (key, index in `counts`), key 0 for an empty entry; a power of two long
-    /// (or empty), at most half full.
-    short: Vec<(u64, u32)>,
-    /// Entries of `short` in use.
+    /// Short terms: a power of two long (or empty), at most half full with entries of the
+    /// current generation; an entry of another is free (so a new text does not clear the
+    /// table).
+    short: Vec<ShortEntry>,
+    /// Entries of `short` of the current generation.
     short_used: usize,
+    /// The current text's generation of `short` entries (never 0, which no entry of a text
+    /// has).
+    generation: u32,
     /// Seeded at random, so no text can be crafted to collide.
     hasher: foldhash::fast::RandomState,
     /// The number of terms (repeats included).
     len: u32,
+}
+
+/// An entry of [`Terms`]' short table.
+#[derive(Clone, Copy, Default)]
+struct ShortEntry {
+    /// The term's key ([`short_key`]).
+    key: u64,
+    /// Its index in `counts`.
+    place: u32,
+    /// The text it belongs to ([`Terms`]' `generation`).
+    generation: u32,
 }
 
 impl Default for Terms {
@@ -395,6 +410,7 @@ impl Default for Terms {
             places: hashbrown::HashTable::new(),
             short: Vec::new(),
             short_used: 0,
+            generation: 1,
             hasher,
             len: 0,
         }
@@ -431,15 +447,8 @@ impl Terms {
         let bytes = text.as_bytes();
         let mut folded = String::new();
         ascii_pieces_by_block(bytes, |start, end, alnum, upper| {
-            let Some(piece) = text.get(start..end) else {
-                return;
-            };
-            if !alnum {
-                analyzer.for_each_term(piece, |term| self.add(term));
-                return;
-            }
             let n = end - start;
-            if n <= SHORT_TERM_BYTES {
+            if alnum && n <= SHORT_TERM_BYTES {
                 // Eight bytes from the piece's start when the text has them (the bytes past
                 // the piece masked off), else the piece copied; an alphanumeric piece has no
                 // zero byte.
@@ -449,7 +458,7 @@ impl Terms {
                         le.copy_from_slice(eight);
                         u64::from_le_bytes(le) & (u64::MAX >> (8 * (SHORT_TERM_BYTES - n)))
                     }
-                    None => short_key(piece.as_bytes()).unwrap_or(0),
+                    None => bytes.get(start..end).and_then(short_key).unwrap_or(0),
                 };
                 let key = if upper {
                     key | (FOLD >> (8 * (SHORT_TERM_BYTES - n)))
@@ -459,7 +468,16 @@ impl Terms {
                 if key != 0 {
                     self.add_short(key, n);
                 }
-            } else if upper {
+                return;
+            }
+            let Some(piece) = text.get(start..end) else {
+                return;
+            };
+            if !alnum {
+                analyzer.for_each_term(piece, |term| self.add(term));
+                return;
+            }
+            if upper {
                 folded.clear();
                 folded.push_str(piece);
                 folded.make_ascii_lowercase();
@@ -475,7 +493,12 @@ impl Terms {
         self.counts.clear();
         self.places.clear();
         if self.short_used > 0 {
-            self.short.fill((0, 0));
+            self.generation = self.generation.wrapping_add(1);
+            if self.generation == 0 {
+                // Every 2^32 texts: entries of the generation coming round again are freed.
+                self.short.fill(ShortEntry::default());
+                self.generation = 1;
+            }
             self.short_used = 0;
         }
         self.len = 0;
@@ -505,27 +528,32 @@ impl Terms {
         let mask = self.short.len() - 1;
         let mut at = self.short_slot(key);
         loop {
-            let (k, place) = self.short[at];
-            if k == key {
-                let count = &mut self.counts[place as usize].2;
-                *count = count.saturating_add(1);
-                break;
-            }
-            if k == 0 {
-                if !self.arena_takes(SHORT_TERM_BYTES) {
-                    return;
+            let entry = self.short[at];
+            if entry.generation == self.generation {
+                if entry.key == key {
+                    let count = &mut self.counts[entry.place as usize].2;
+                    *count = count.saturating_add(1);
+                    break;
                 }
-                // The key's bytes are the term's (of a `str`, or ASCII letters and digits).
-                let start = self.arena.len();
-                self.arena.extend_from_slice(&key.to_le_bytes());
-                self.arena.truncate(start + n);
-                let place = self.counts.len() as u32;
-                self.counts.push((start as u32, self.arena.len() as u32, 1));
-                self.short[at] = (key, place);
-                self.short_used += 1;
-                break;
+                at = (at + 1) & mask;
+                continue;
             }
-            at = (at + 1) & mask;
+            if !self.arena_takes(SHORT_TERM_BYTES) {
+                return;
+            }
+            // The key's bytes are the term's (of a `str`, or ASCII letters and digits).
+            let start = self.arena.len();
+            self.arena.extend_from_slice(&key.to_le_bytes());
+            self.arena.truncate(start + n);
+            let place = self.counts.len() as u32;
+            self.counts.push((start as u32, self.arena.len() as u32, 1));
+            self.short[at] = ShortEntry {
+                key,
+                place,
+                generation: self.generation,
+            };
+            self.short_used += 1;
+            break;
         }
         self.len = self.len.saturating_add(1);
     }
@@ -538,17 +566,19 @@ impl Terms {
         self.hasher.hash_one(key) as usize & (self.short.len() - 1)
     }
 
-    /// Doubles the short table (64 entries at first) and places its keys again.
+    /// Doubles the short table (64 entries at first) and places the current text's keys
+    /// again.
     fn grow_short(&mut self) {
         let size = (self.short.len() * 2).max(64);
-        let old = std::mem::replace(&mut self.short, vec![(0, 0); size]);
+        let old = std::mem::replace(&mut self.short, vec![ShortEntry::default(); size]);
+        let generation = self.generation;
         let mask = size - 1;
-        for (key, place) in old.into_iter().filter(|&(k, _)| k != 0) {
-            let mut at = self.short_slot(key);
-            while self.short[at].0 != 0 {
+        for entry in old.into_iter().filter(|e| e.generation == generation) {
+            let mut at = self.short_slot(entry.key);
+            while self.short[at].generation == generation {
                 at = (at + 1) & mask;
             }
-            self.short[at] = (key, place);
+            self.short[at] = entry;
         }
     }
 
@@ -603,7 +633,7 @@ impl Terms {
         self.arena.capacity()
             + self.counts.capacity() * std::mem::size_of::<(u32, u32, u32)>()
             + self.places.capacity() * (std::mem::size_of::<u32>() + 1)
-            + self.short.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.short.capacity() * std::mem::size_of::<ShortEntry>()
     }
 
     /// The number of terms of the text (its length for BM25).
@@ -716,7 +746,7 @@ fn ascii_pieces_by_block(bytes: &[u8], mut f: impl FnMut(usize, usize, bool, boo
 
 /// The terms of at most [`SHORT_TERM_BYTES`] bytes, none of them zero, as one integer: the
 /// bytes little-endian, zero above them (so terms of different lengths differ too, and no
-/// term is 0, the empty mark of [`Terms`]' short table).
+/// term is 0).
 const SHORT_TERM_BYTES: usize = 8;
 
 #[inline]
@@ -990,6 +1020,30 @@ mod tests {
             0,
             "huge buffers are freed"
         );
+    }
+
+    #[test]
+    fn the_short_table_starts_afresh_for_each_text_even_when_its_generation_wraps() {
+        let a = Analyzer::new(&TextOptions::default());
+        let mut terms = Terms::default();
+        terms.analyze(&a, "alpha beta alpha");
+        terms.generation = u32::MAX;
+        for text in ["gamma alpha", "beta beta", "delta"] {
+            terms.analyze(&a, text);
+            let mut counts: Vec<(String, u32)> =
+                terms.counts().map(|(t, c)| (t.to_string(), c)).collect();
+            counts.sort();
+            let mut expected: Vec<(String, u32)> = Vec::new();
+            for word in text.split(' ') {
+                match expected.iter_mut().find(|(t, _)| t == word) {
+                    Some(entry) => entry.1 += 1,
+                    None => expected.push((word.to_string(), 1)),
+                }
+            }
+            expected.sort();
+            assert_eq!(counts, expected, "{text}");
+            assert_ne!(terms.generation, 0);
+        }
     }
 
     #[test]

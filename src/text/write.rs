@@ -55,6 +55,28 @@ fn apply_delta(what: &str, current: u64, delta: i64) -> Result<u64, WriteError> 
     })
 }
 
+/// The chunks and terms of document `doc`'s old text row `bytes`, replaced or removed whole:
+/// its slots must be exactly `slots` (sorted).
+fn whole_row(bytes: Option<&[u8]>, doc: u64, slots: &[u32]) -> Result<(i64, i64), WriteError> {
+    let segments = match bytes {
+        Some(bytes) => row::segments(bytes)?,
+        None => Vec::new(),
+    };
+    if !segments.iter().map(|s| s.slot).eq(slots.iter().copied()) {
+        return Err(Corruption::new(
+            "text index",
+            format!(
+                "document {doc}'s text row has {} chunks, not the {} it had",
+                segments.len(),
+                slots.len()
+            ),
+        )
+        .into());
+    }
+    let terms = segments.iter().map(|s| i64::from(s.len)).sum();
+    Ok((segments.len() as i64, terms))
+}
+
 fn not_indexed(doc: u64, slot: u32) -> WriteError {
     Corruption::new(
         "text index",
@@ -81,70 +103,50 @@ impl<'txn> TextWriter<'txn> {
     /// Re-indexes a revision of the document now under internal id `id`: the chunks at
     /// `removed` slots of the document's row under `from` (its previous internal id, or
     /// `id` itself; `None` for a document with no live revision) leave the index, and the
-    /// `added` chunks (slot, text) join it under `id`. A document moving to a new id
-    /// (`from` other than `id`) removes every chunk of its old row. Chunks neither removed
-    /// nor added keep their segments unchanged.
+    /// `added` chunks (slot, text, by slot ascending) join it under `id`. `keeps` says
+    /// whether the revision keeps any chunk of the old row (then the row is read, and the
+    /// kept chunks' segments copied as they are); a revision keeping none, or moving the
+    /// document to a new id (`from` other than `id`), replaces or removes the old row whole,
+    /// and the old row's slots must be exactly `removed`.
     pub(crate) fn revise(
         &mut self,
         from: Option<u64>,
         removed: &[u32],
         id: u64,
         added: &[(u32, &str)],
+        keeps: bool,
     ) -> Result<(), WriteError> {
         if removed.is_empty() && added.is_empty() {
             return Ok(());
         }
         let WriteBuffers { terms, row, slots } = &mut self.buffers;
-        // The removed slots ascending, to walk beside the row's ascending segments.
+        // The removed slots ascending, to compare with the row's ascending segments.
         slots.clear();
         slots.extend_from_slice(removed);
         slots.sort_unstable();
         row.clear();
-        if let Some(old) = from.filter(|&old| old != id) {
-            // Moved: the old row goes whole, and every slot of it must be among `removed`.
-            let bytes = self.rows.remove(old).map_err(WriteError::storage)?;
-            let segments = match &bytes {
-                Some(bytes) => row::segments(bytes.value())?,
-                None => Vec::new(),
-            };
-            if !segments.iter().map(|s| s.slot).eq(slots.iter().copied()) {
-                return Err(Corruption::new(
-                    "text index",
-                    format!(
-                        "document {old}'s text row has {} chunks, not the {} it had",
-                        segments.len(),
-                        slots.len()
-                    ),
-                )
-                .into());
-            }
-            for segment in &segments {
-                self.chunks_delta -= 1;
-                self.terms_delta -= i64::from(segment.len);
-            }
-            slots.clear();
-        }
+        let whole = from.filter(|&old| old != id || !keeps);
         let mut last_kept: Option<u32> = None;
-        let mut had_row = false;
-        let mut wanted = slots.iter().copied().peekable();
-        if let Some(bytes) = self.rows.get(id).map_err(WriteError::storage)? {
-            had_row = true;
-            for segment in row::segments(bytes.value())? {
-                if let Some(&slot) = wanted.peek().filter(|&&slot| slot < segment.slot) {
-                    return Err(not_indexed(id, slot));
-                }
-                if wanted.peek() == Some(&segment.slot) {
-                    wanted.next();
-                    self.chunks_delta -= 1;
-                    self.terms_delta -= i64::from(segment.len);
-                } else {
-                    row.extend_from_slice(segment.raw);
-                    last_kept = Some(segment.slot);
+        if whole.is_none() {
+            let mut wanted = slots.iter().copied().peekable();
+            if let Some(bytes) = self.rows.get(id).map_err(WriteError::storage)? {
+                for segment in row::segments(bytes.value())? {
+                    if let Some(&slot) = wanted.peek().filter(|&&slot| slot < segment.slot) {
+                        return Err(not_indexed(id, slot));
+                    }
+                    if wanted.peek() == Some(&segment.slot) {
+                        wanted.next();
+                        self.chunks_delta -= 1;
+                        self.terms_delta -= i64::from(segment.len);
+                    } else {
+                        row.extend_from_slice(segment.raw);
+                        last_kept = Some(segment.slot);
+                    }
                 }
             }
-        }
-        if let Some(slot) = wanted.next() {
-            return Err(not_indexed(id, slot));
+            if let Some(slot) = wanted.next() {
+                return Err(not_indexed(id, slot));
+            }
         }
         for &(slot, text) in added {
             // Fresh slots come after every slot the document has had: the row stays sorted.
@@ -163,15 +165,33 @@ impl<'txn> TextWriter<'txn> {
             self.chunks_delta += 1;
             self.terms_delta += i64::from(len);
         }
-        if row.is_empty() {
-            if had_row {
-                self.rows.remove(id).map_err(WriteError::storage)?;
-            }
+        // One B-tree operation for the document's row; what it replaced is checked after
+        // (an error fails the whole batch, so nothing of it commits).
+        let replaced = if row.is_empty() {
+            self.rows.remove(id)
         } else {
-            self.rows
-                .insert(id, row.as_slice())
-                .map_err(WriteError::storage)?;
+            self.rows.insert(id, row.as_slice())
         }
+        .map_err(WriteError::storage)?;
+        let Some(old) = whole else {
+            return Ok(());
+        };
+        let (chunks, terms_len) = if old == id {
+            whole_row(replaced.as_ref().map(|b| b.value()), old, slots)?
+        } else {
+            if replaced.is_some() {
+                return Err(Corruption::new(
+                    "text index",
+                    format!("document {id} has a text row before its first revision there"),
+                )
+                .into());
+            }
+            drop(replaced);
+            let gone = self.rows.remove(old).map_err(WriteError::storage)?;
+            whole_row(gone.as_ref().map(|b| b.value()), old, slots)?
+        };
+        self.chunks_delta -= chunks;
+        self.terms_delta -= terms_len;
         Ok(())
     }
 
@@ -263,7 +283,7 @@ pub(crate) fn rebuild(txn: &WriteTransaction, analyzer: Arc<Analyzer>) -> Result
         let chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
         let vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
         for_each_live_document(&docs, &chunks, &vectors, |id, chunks| {
-            writer.revise(None, &[], id, chunks)
+            writer.revise(None, &[], id, chunks, false)
         })?;
     }
     let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
