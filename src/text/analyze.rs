@@ -431,8 +431,6 @@ impl Terms {
     pub(crate) fn analyze(&mut self, analyzer: &Analyzer, text: &str) {
         self.clear();
         self.count_terms(analyzer, text);
-        // Room for `row::put_segment`'s fixed-size copies past the last term.
-        self.arena.extend_from_slice(&[0; super::row::ARENA_PAD]);
     }
 
     fn count_terms(&mut self, analyzer: &Analyzer, text: &str) {
@@ -660,8 +658,8 @@ impl Terms {
     }
 
     /// The distinct terms as (start, end, count) spans of the arena, in order of first
-    /// occurrence, and the arena (its terms, then `row::ARENA_PAD` bytes of padding): what
-    /// a row is encoded from.
+    /// occurrence, and the arena (the terms one after the other, in that order): what a row
+    /// is encoded from.
     pub(crate) fn spans(&self) -> (&[u8], &[(u32, u32, u32)]) {
         (&self.arena, &self.counts)
     }

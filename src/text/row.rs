@@ -4,11 +4,13 @@
 //! ```text
 //! row     = segment*                       (by slot, ascending)
 //! segment = varint slot · varint len · varint payload bytes · payload
-//! payload = varint term count · (varint term bytes · term bytes · varint count)*
+//! payload = varint n · (varint term bytes){n} · (varint count){n} · the n terms' bytes
 //! ```
 //!
 //! `len` is the chunk's length in terms (BM25's document length); the terms come in the order
-//! of their first occurrence in the chunk. Varints are bincode's: a value below 251 is one
+//! of their first occurrence in the chunk, their bytes one after the other at the end, so the
+//! writer copies them in one move from the analysis's arena (a copy per term, a few bytes
+//! each, cost more than the rest of the encoding). Varints are bincode's: a value below 251 is one
 //! byte; otherwise a marker byte (251: u16, 252: u32, 253: u64) and the value little-endian.
 //!
 //! A segment carries its byte length, so a revision that keeps some chunks copies their
@@ -131,20 +133,26 @@ impl<'a> Segment<'a> {
             bytes: self.payload,
         };
         let count = cursor.varint()?;
-        // Each term takes at least two bytes: a count larger than that is damage, and is not
-        // allowed to size an allocation.
+        // Each term takes at least two bytes (its length and its count): a count larger than
+        // that is damage, and is not allowed to size an allocation.
         if count > (self.payload.len() / 2) as u64 {
             return Err(Corruption::new(
                 "text row",
                 format!("{count} terms in a segment of {} bytes", self.payload.len()),
             ));
         }
-        let mut terms = Vec::with_capacity(count as usize);
+        let mut lengths = Vec::with_capacity(count as usize);
         for _ in 0..count {
-            let term_len = cursor.varint()?;
+            lengths.push(cursor.varint()?);
+        }
+        let mut counts = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            counts.push(cursor.u32("term count")?);
+        }
+        let mut terms = Vec::with_capacity(count as usize);
+        for (term_len, tf) in lengths.into_iter().zip(counts) {
             let term = std::str::from_utf8(cursor.take(term_len)?)
                 .map_err(|e| Corruption::new("text row", format!("a term is not UTF-8: {e}")))?;
-            let tf = cursor.u32("term count")?;
             terms.push((term, tf));
         }
         if !cursor.bytes.is_empty() {
@@ -185,27 +193,10 @@ pub(crate) fn segments(row: &[u8]) -> Result<Vec<Segment<'_>>, Corruption> {
     Ok(out)
 }
 
-/// Bytes after the last term that [`put_segment`] may read from its arena (and write past a
-/// term in its output before the next overwrites them): with them, a short term is copied as
-/// one fixed 16-byte move, not a call to `memcpy` for a few bytes (which, with a `Vec::push`
-/// per byte, made encoding cost half as much as the analysis).
-pub(crate) const ARENA_PAD: usize = 16;
-
-/// Writes `value` as a bincode varint at `at` in `buf`, moving `at` past it (`None`: `buf`
-/// has no room).
-fn put_varint_at(buf: &mut [u8], at: &mut usize, value: u64) -> Option<()> {
-    let mut scratch = Vec::with_capacity(9);
-    put_varint(&mut scratch, value);
-    buf.get_mut(*at..*at + scratch.len())?
-        .copy_from_slice(&scratch);
-    *at += scratch.len();
-    Some(())
-}
-
 /// Appends the segment of the chunk at `slot`, of `len` terms, whose distinct terms are the
-/// `spans` of `arena` (start, end, count), in that order. The arena may end with
-/// [`ARENA_PAD`] bytes of padding after its last term (then short terms are copied as
-/// fixed-size moves).
+/// `spans` of `arena` (start, end, count), in that order. When the spans are the arena's
+/// bytes one after the other from its start (as `analyze::Terms` makes them), the terms'
+/// bytes are copied in one move.
 pub(crate) fn put_segment(
     out: &mut Vec<u8>,
     slot: u32,
@@ -216,53 +207,34 @@ pub(crate) fn put_segment(
     let term = |&(start, end, _): &(u32, u32, u32)| {
         arena.get(start as usize..end as usize).unwrap_or_default()
     };
-    let payload_len = varint_len(spans.len() as u64)
-        + spans
-            .iter()
-            .map(|span| {
-                let n = term(span).len();
-                varint_len(n as u64) + n + varint_len(u64::from(span.2))
-            })
-            .sum::<usize>();
+    let mut bytes = 0usize;
+    let mut header = varint_len(spans.len() as u64);
+    let mut contiguous = true;
+    for span in spans {
+        let n = term(span).len();
+        contiguous &= span.0 as usize == bytes && n == (span.1 - span.0) as usize;
+        bytes += n;
+        header += varint_len(n as u64) + varint_len(u64::from(span.2));
+    }
     put_varint(out, u64::from(slot));
     put_varint(out, u64::from(len));
-    put_varint(out, payload_len as u64);
+    put_varint(out, (header + bytes) as u64);
+    out.reserve(header + bytes);
     put_varint(out, spans.len() as u64);
-    let base = out.len();
-    let body = payload_len - varint_len(spans.len() as u64);
-    out.resize(base + body + ARENA_PAD, 0);
-    let mut at = 0usize;
-    let buf = &mut out[base..];
     for span in spans {
-        let (start, end, count) = (span.0 as usize, span.1 as usize, span.2);
-        let n = end.saturating_sub(start);
-        let fixed = (n <= ARENA_PAD && count < 251)
-            .then(|| {
-                let src = arena.get(start..start + ARENA_PAD)?;
-                let dst = buf.get_mut(at..at + 1 + ARENA_PAD + 1)?;
-                dst[0] = n as u8;
-                dst[1..=ARENA_PAD].copy_from_slice(src);
-                dst[1 + n] = count as u8;
-                Some(())
-            })
-            .flatten();
-        if fixed.is_some() {
-            at += n + 2;
-            continue;
-        }
-        let written = (|| {
-            put_varint_at(buf, &mut at, n as u64)?;
-            buf.get_mut(at..at + n)?.copy_from_slice(term(span));
-            at += n;
-            put_varint_at(buf, &mut at, u64::from(count))
-        })();
-        debug_assert!(
-            written.is_some(),
-            "a segment's payload is sized for its terms"
-        );
+        put_varint(out, term(span).len() as u64);
     }
-    debug_assert_eq!(at, body, "a segment's payload length");
-    out.truncate(base + at);
+    for span in spans {
+        put_varint(out, u64::from(span.2));
+    }
+    match arena.get(..bytes).filter(|_| contiguous) {
+        Some(all) => out.extend_from_slice(all),
+        None => {
+            for span in spans {
+                out.extend_from_slice(term(span));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -276,7 +248,7 @@ mod tests {
         let mut out = Vec::new();
         for (index, (len, terms)) in chunks.iter().enumerate() {
             let slot = out.len() as u32; // any ascending slots
-                                         // Padded in even rows, not in odd ones: both paths.
+                                         // Odd rows: the spans one after the other from the arena's start (one copy).
             let mut arena = Vec::new();
             let mut spans = Vec::new();
             for (term, count) in terms {
@@ -285,7 +257,14 @@ mod tests {
                 spans.push((start, arena.len() as u32, *count));
             }
             if index % 2 == 0 {
-                arena.extend_from_slice(&[0xAA; ARENA_PAD]);
+                // Other bytes after the terms, and the spans not from the arena's start:
+                // the path that copies term by term.
+                arena.extend_from_slice(&[0xAA; 16]);
+                arena.rotate_right(3);
+                for span in &mut spans {
+                    span.0 += 3;
+                    span.1 += 3;
+                }
             }
             put_segment(&mut out, slot, *len, &arena, &spans);
         }
