@@ -588,42 +588,33 @@ impl Terms {
             counts,
             places,
             hasher,
+            len,
             ..
         } = self;
+        let span = |i: u32| {
+            let (start, end, _) = counts[i as usize];
+            arena.get(start as usize..end as usize).unwrap_or_default()
+        };
         let hash = hasher.hash_one(term);
-        let found = places
-            .find(hash, |&i| {
-                let (start, end, _) = counts[i as usize];
-                arena.get(start as usize..end as usize) == Some(term)
-            })
-            .copied();
-        match found {
-            Some(i) => {
-                let count = &mut self.counts[i as usize].2;
+        let entry = places.entry(hash, |&i| span(i) == term, |&i| hasher.hash_one(span(i)));
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(found) => {
+                let count = &mut counts[*found.get() as usize].2;
                 *count = count.saturating_add(1);
             }
-            None => {
-                if !self.arena_takes(term.len()) {
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                // See `arena_takes`.
+                if arena.len().saturating_add(term.len()) > u32::MAX as usize {
                     return;
                 }
-                let start = self.arena.len() as u32;
-                self.arena.extend_from_slice(term);
-                let place = self.counts.len() as u32;
-                self.counts.push((start, self.arena.len() as u32, 1));
-                let Terms {
-                    arena,
-                    counts,
-                    places,
-                    hasher,
-                    ..
-                } = self;
-                places.insert_unique(hash, place, |&i| {
-                    let (start, end, _) = counts[i as usize];
-                    hasher.hash_one(arena.get(start as usize..end as usize).unwrap_or_default())
-                });
+                let start = arena.len() as u32;
+                arena.extend_from_slice(term);
+                let place = counts.len() as u32;
+                counts.push((start, arena.len() as u32, 1));
+                vacant.insert(place);
             }
         }
-        self.len = self.len.saturating_add(1);
+        *len = len.saturating_add(1);
     }
 
     /// About how many bytes the buffers hold.

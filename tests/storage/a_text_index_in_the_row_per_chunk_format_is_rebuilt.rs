@@ -4,9 +4,8 @@
 //! open rebuilds the index in the current format, keeps the analysis the file recorded, and
 //! removes the old tables.
 
-use ratchetdb::{
-    Chunk, Document, Options, ReadError, SearchOptions, Store, TextLanguage, TextOptions, Version,
-};
+use super::text_index_is_built_for_existing_stores::{doc, ids};
+use ratchetdb::{Options, ReadError, SearchOptions, Store, TextLanguage, TextOptions};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -14,23 +13,6 @@ const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 const TEXT_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_docs");
 const LEGACY_CHUNKS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_chunks");
 const LEGACY_TOTALS: TableDefinition<&str, u64> = TableDefinition::new("text_totals");
-
-fn doc(id: &str, text: &str) -> Document {
-    Document::new("notes", id, Version::number(1))
-        .with_chunk(Chunk::new(text, vec![1.0, 0.5]))
-        .with_chunk(Chunk::new(format!("{id} second part"), vec![0.5, 1.0]))
-}
-
-fn ids(store: &Store, query: &str) -> Vec<String> {
-    let mut ids: Vec<String> = store
-        .search_text(query, 10, &SearchOptions::default())
-        .expect("search_text")
-        .into_iter()
-        .map(|h| h.id)
-        .collect();
-    ids.sort();
-    ids
-}
 
 fn table_names(path: &std::path::Path) -> Vec<String> {
     let db = redb::Database::open(path).expect("redb");

@@ -14,7 +14,8 @@ use redb::TableDefinition;
 
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
-fn doc(id: &str, text: &str) -> Document {
+/// A two-chunk note (also used by `a_text_index_in_the_row_per_chunk_format_is_rebuilt`).
+pub(crate) fn doc(id: &str, text: &str) -> Document {
     Document::new("notes", id, Version::number(1))
         .with_chunk(Chunk::new(text, vec![1.0, 0.5]))
         .with_chunk(Chunk::new(format!("{id} second part"), vec![0.5, 1.0]))
@@ -25,7 +26,8 @@ fn assert_verified(store: &Store, when: &str) {
     assert!(report.is_ok(), "{when}: {:?}", report.violations);
 }
 
-fn ids(store: &Store, query: &str) -> Vec<String> {
+/// The ids of the documents a text search for `query` finds, sorted.
+pub(crate) fn ids(store: &Store, query: &str) -> Vec<String> {
     let mut ids: Vec<String> = store
         .search_text(query, 10, &SearchOptions::default())
         .expect("search_text")
