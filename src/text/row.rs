@@ -210,24 +210,39 @@ pub(crate) fn put_segment(
     let mut bytes = 0usize;
     let mut header = varint_len(spans.len() as u64);
     let mut contiguous = true;
+    let mut small = true;
     for span in spans {
         let n = term(span).len();
         contiguous &= span.0 as usize == bytes && n == (span.1 - span.0) as usize;
+        small &= n < usize::from(U16_MARKER) && span.2 < u32::from(U16_MARKER);
         bytes += n;
         header += varint_len(n as u64) + varint_len(u64::from(span.2));
     }
     put_varint(out, u64::from(slot));
     put_varint(out, u64::from(len));
     put_varint(out, (header + bytes) as u64);
-    out.reserve(header + bytes);
     put_varint(out, spans.len() as u64);
+    let whole = arena.get(..bytes).filter(|_| contiguous);
+    if let (true, Some(whole)) = (small, whole) {
+        // Every length and count one byte, the terms one run of the arena: the payload's
+        // three parts are filled in place.
+        let base = out.len();
+        out.resize(base + 2 * spans.len(), 0);
+        let (lengths, counts) = out[base..].split_at_mut(spans.len());
+        for ((length, count), span) in lengths.iter_mut().zip(counts.iter_mut()).zip(spans) {
+            *length = (span.1 - span.0) as u8;
+            *count = span.2 as u8;
+        }
+        out.extend_from_slice(whole);
+        return;
+    }
     for span in spans {
         put_varint(out, term(span).len() as u64);
     }
     for span in spans {
         put_varint(out, u64::from(span.2));
     }
-    match arena.get(..bytes).filter(|_| contiguous) {
+    match whole {
         Some(all) => out.extend_from_slice(all),
         None => {
             for span in spans {
