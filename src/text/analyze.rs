@@ -776,14 +776,22 @@ fn between(word: u64, lo: u8, hi: u8) -> u64 {
     at_least(word, lo) & !at_least(word, hi)
 }
 
-/// [`Classes8`] of `word`, eight bytes each below 128, without a branch.
+/// [`Classes8`] of `word`, eight bytes each below 128.
 #[inline]
 fn classify8(word: u64) -> Classes8 {
-    // Whitespace: TAB, LF, FF, CR (0x09..0x0E but not VT 0x0B) and the space.
-    let space =
-        (between(word, 0x09, 0x0E) & !between(word, 0x0B, 0x0C)) | between(word, 0x20, 0x21);
-    let upper = between(word, b'A', b'Z' + 1);
-    let alnum = between(word, b'0', b'9' + 1) | upper | between(word, b'a', b'z' + 1);
+    // Letters: OR 0x20 maps `A`..`Z` onto `a`..`z` and no other ASCII byte into that range.
+    let letter = between(word | (LO * 0x20), b'a', b'z' + 1);
+    // A letter without bit 5 (moved up to bit 7) is upper case.
+    let upper = letter & !(word << 2) & HI;
+    let alnum = letter | between(word, b'0', b'9' + 1);
+    // Whitespace: TAB, LF, FF, CR (0x09..0x0E but not VT 0x0B) and the space. Without any
+    // byte below 0x20 (most words of text), it is just the bytes equal to 0x20.
+    let below_space = !at_least(word, 0x20) & HI;
+    let space = if below_space == 0 {
+        !at_least(word, 0x21) & HI
+    } else {
+        (between(word, 0x09, 0x0E) & !between(word, 0x0B, 0x0C)) | between(word, 0x20, 0x21)
+    };
     Classes8 {
         space,
         other: !alnum & HI,
