@@ -101,11 +101,13 @@ pub(crate) fn prepare_on_open(
         return Ok((None, OpenAction::Off));
     }
     let recorded = recorded.and_then(Result::ok);
-    // A file indexed in the row-per-chunk format keeps the analysis it recorded then.
+    // A file indexed in the row-per-chunk format keeps the analysis it recorded then. A file
+    // holding both records had the old one written last (this build removes it whenever it
+    // builds), so that one is the newer choice.
     let wanted = requested
         .cloned()
-        .or_else(|| recorded.clone())
         .or_else(|| legacy.clone().and_then(Result::ok))
+        .or_else(|| recorded.clone())
         .unwrap_or_default();
     let analyzer = Arc::new(Analyzer::new(&wanted));
     if recorded.as_ref() == Some(&wanted) && covered == Some(commit) && legacy.is_none() {
