@@ -376,7 +376,7 @@ pub(crate) struct Terms {
     /// Each distinct long term's index in `counts`, by the term's hash.
     places: hashbrown::HashTable<u32>,
     /// Short terms: a power of two long (or empty), at most half full with entries of the
-    /// current generation; an entry of another is free (so a new text does not clear the
+    /// current generation (a quarter, after a run of ASCII words: fewer collisions); an entry of another is free (so a new text does not clear the
     /// table).
     short: Vec<ShortEntry>,
     /// Entries of `short` of the current generation.
@@ -386,8 +386,16 @@ pub(crate) struct Terms {
     generation: u32,
     /// Seeded at random, so no text can be crafted to collide.
     hasher: foldhash::fast::RandomState,
+    /// The short table's hash seeds (drawn from `hasher`; the second odd).
+    seeds: (u64, u64),
     /// The number of terms (repeats included).
     len: u32,
+    /// An ASCII text's pieces in order, found before any is counted: a short word's key,
+    /// or 0 for the next of `others`.
+    keys: Vec<u64>,
+    /// An ASCII text's pieces that are not short words: (start, end, alphanumeric, has an
+    /// upper-case letter).
+    others: Vec<(usize, usize, bool, bool)>,
 }
 
 /// An entry of [`Terms`]' short table.
@@ -404,7 +412,9 @@ struct ShortEntry {
 impl Default for Terms {
     fn default() -> Terms {
         let hasher = foldhash::fast::RandomState::default();
+        let seeds = (hasher.hash_one(1u64), hasher.hash_one(2u64) | 1);
         Terms {
+            seeds,
             arena: Vec::new(),
             counts: Vec::new(),
             places: hashbrown::HashTable::new(),
@@ -413,6 +423,8 @@ impl Default for Terms {
             generation: 1,
             hasher,
             len: 0,
+            keys: Vec::new(),
+            others: Vec::new(),
         }
     }
 }
@@ -441,41 +453,62 @@ impl Terms {
         // Plain analysis of ASCII text: `for_each_term`'s pieces, found a block of bytes at
         // a time ([`ascii_pieces_by_block`]), a short word's key loaded and folded straight
         // from its bytes (OR 0x20 lower-cases an ASCII letter and leaves a digit as it is).
+        // The pieces are all found first, then counted in order: each loop is tight, and
+        // the counting keeps its lengths in registers (one call per piece from the scanner
+        // stored and reloaded them at every word).
         const FOLD: u64 = 0x2020_2020_2020_2020;
         let bytes = text.as_bytes();
-        let mut folded = String::new();
-        ascii_pieces_by_block(bytes, |start, end, alnum, upper| {
-            let n = end - start;
-            if alnum && n <= SHORT_TERM_BYTES {
-                // Eight bytes from the piece's start when the text has them (the bytes past
-                // the piece masked off), else the piece copied; an alphanumeric piece has no
-                // zero byte.
-                let key = match bytes.get(start..start + SHORT_TERM_BYTES) {
-                    Some(eight) => {
-                        let mut le = [0u8; SHORT_TERM_BYTES];
-                        le.copy_from_slice(eight);
-                        u64::from_le_bytes(le) & (u64::MAX >> (8 * (SHORT_TERM_BYTES - n)))
+        let mut keys = std::mem::take(&mut self.keys);
+        let mut others = std::mem::take(&mut self.others);
+        keys.clear();
+        others.clear();
+        ascii_pieces_by_block(
+            bytes,
+            #[inline(always)]
+            |start, end, alnum, upper| {
+                let n = end - start;
+                if alnum && n <= SHORT_TERM_BYTES {
+                    // Eight bytes from the piece's start when the text has them (the bytes past
+                    // the piece masked off), else the piece copied; an alphanumeric piece has no
+                    // zero byte.
+                    let key = match bytes.get(start..start + SHORT_TERM_BYTES) {
+                        Some(eight) => {
+                            let mut le = [0u8; SHORT_TERM_BYTES];
+                            le.copy_from_slice(eight);
+                            u64::from_le_bytes(le) & (u64::MAX >> (8 * (SHORT_TERM_BYTES - n)))
+                        }
+                        None => bytes.get(start..end).and_then(short_key).unwrap_or(0),
+                    };
+                    let key = if upper {
+                        key | (FOLD >> (8 * (SHORT_TERM_BYTES - n)))
+                    } else {
+                        key
+                    };
+                    if key != 0 {
+                        keys.push(key);
                     }
-                    None => bytes.get(start..end).and_then(short_key).unwrap_or(0),
-                };
-                let key = if upper {
-                    key | (FOLD >> (8 * (SHORT_TERM_BYTES - n)))
-                } else {
-                    key
-                };
-                if key != 0 {
-                    self.add_short(key, n);
+                    return;
                 }
-                return;
+                keys.push(0);
+                others.push((start, end, alnum, upper));
+            },
+        );
+        let mut folded = String::new();
+        let mut others_in_order = others.iter();
+        // Runs of short words, each followed by one other piece (but the last).
+        for run in keys.split(|&key| key == 0) {
+            for part in run.chunks(SHORT_RUN) {
+                self.add_short_run(part);
             }
+            let Some(&(start, end, alnum, upper)) = others_in_order.next() else {
+                break;
+            };
             let Some(piece) = text.get(start..end) else {
-                return;
+                continue;
             };
             if !alnum {
                 analyzer.for_each_term(piece, |term| self.add(term));
-                return;
-            }
-            if upper {
+            } else if upper {
                 folded.clear();
                 folded.push_str(piece);
                 folded.make_ascii_lowercase();
@@ -483,7 +516,9 @@ impl Terms {
             } else {
                 self.add_long(truncate(piece).as_bytes());
             }
-        });
+        }
+        self.keys = keys;
+        self.others = others;
     }
 
     fn clear(&mut self) {
@@ -515,6 +550,68 @@ impl Terms {
     /// past u32 offsets, and a term that would is left out.
     fn arena_takes(&self, n: usize) -> bool {
         self.arena.len().saturating_add(n) <= u32::MAX as usize
+    }
+
+    /// Counts the short words `keys` (none 0) in order, as [`Terms::add_short`] does one
+    /// by one: with the table grown and the arena's room checked once for the whole run,
+    /// and the lengths kept in locals (a call per word stored and reloaded them). The table
+    /// is grown to at most a quarter full: at half, a word of prose found another's entry
+    /// first about one time in five, and that branch mispredicted.
+    #[inline]
+    fn add_short_run(&mut self, keys: &[u64]) {
+        while (self.short_used + keys.len()) * 4 > self.short.len() {
+            self.grow_short();
+        }
+        if !self.arena_takes(SHORT_TERM_BYTES * keys.len()) {
+            for &key in keys {
+                self.add_short(key, short_len(key));
+            }
+            return;
+        }
+        let generation = self.generation;
+        let mask = self.short.len() - 1;
+        let seeds = self.seeds;
+        let Terms {
+            arena,
+            counts,
+            short,
+            short_used,
+            len,
+            ..
+        } = self;
+        arena.reserve(SHORT_TERM_BYTES * keys.len());
+        counts.reserve(keys.len());
+        let mut used = *short_used;
+        for &key in keys {
+            let mut at = short_slot(seeds, key) & mask;
+            // The table is at most a quarter full: a free entry comes before `at` wraps round.
+            while let Some(entry) = short.get_mut(at) {
+                if entry.generation == generation {
+                    if entry.key == key {
+                        if let Some(counted) = counts.get_mut(entry.place as usize) {
+                            counted.2 = counted.2.saturating_add(1);
+                        }
+                        break;
+                    }
+                    at = (at + 1) & mask;
+                    continue;
+                }
+                // The key's bytes are the term's (ASCII letters and digits).
+                let start = arena.len();
+                arena.extend_from_slice(&key.to_le_bytes());
+                arena.truncate(start + short_len(key));
+                *entry = ShortEntry {
+                    key,
+                    place: counts.len() as u32,
+                    generation,
+                };
+                counts.push((start as u32, arena.len() as u32, 1));
+                used += 1;
+                break;
+            }
+        }
+        *short_used = used;
+        *len = len.saturating_add(keys.len() as u32);
     }
 
     /// Counts one occurrence of the short term of `n` bytes whose key is `key`.
@@ -561,7 +658,7 @@ impl Terms {
     /// similar words clustered.)
     #[inline(always)]
     fn short_slot(&self, key: u64) -> usize {
-        self.hasher.hash_one(key) as usize & (self.short.len() - 1)
+        short_slot(self.seeds, key) & (self.short.len() - 1)
     }
 
     /// Doubles the short table (64 entries at first) and places the current text's keys
@@ -623,6 +720,8 @@ impl Terms {
             + self.counts.capacity() * std::mem::size_of::<(u32, u32, u32)>()
             + self.places.capacity() * (std::mem::size_of::<u32>() + 1)
             + self.short.capacity() * std::mem::size_of::<ShortEntry>()
+            + self.keys.capacity() * std::mem::size_of::<u64>()
+            + self.others.capacity() * std::mem::size_of::<(usize, usize, bool, bool)>()
     }
 
     /// The number of terms of the text (its length for BM25).
@@ -661,76 +760,140 @@ impl Terms {
 /// whether the piece is only ASCII letters and digits (then one word: UAX #29's WB5,
 /// WB8-WB10) and whether it has an upper-case letter. The bytes are classified 64 at a
 /// time into three bit masks (whitespace, not a letter or digit, upper case) without a branch
-/// per byte, and pieces are then found with `trailing_zeros` on the masks: a byte loop that
-/// stops at each piece's end mispredicted a branch at every word of prose, which cost more
-/// than the rest of the analysis.
-#[inline]
-fn ascii_pieces_by_block(bytes: &[u8], mut f: impl FnMut(usize, usize, bool, bool)) {
-    /// The bits `from..64` (none for `from >= 64`).
-    fn from_bit(from: u32) -> u64 {
-        u64::MAX.checked_shl(from).unwrap_or(0)
+/// per byte ([`classify64`]); the pieces' first bytes and the bytes just past their ends are
+/// two masks of their own, taken lowest bit first. (A byte loop that stops at each piece's
+/// end mispredicted a branch at every word of prose; finding each end from the previous one
+/// made every piece wait for the last.)
+#[inline(always)]
+pub(crate) fn ascii_pieces_by_block(bytes: &[u8], mut f: impl FnMut(usize, usize, bool, bool)) {
+    /// The bits below `bit` (at most 63).
+    fn below(bit: u32) -> u64 {
+        (1u64 << (bit & 63)) - 1
     }
     // A piece open at the end of the previous block: its start and what its bytes had.
     let mut open: Option<(usize, bool, bool)> = None;
+    // Whether the byte before the block is whitespace (the text's start counts as one).
+    let mut after_space = true;
     let mut padded = [0u8; 64];
     for (index, block) in bytes.chunks(64).enumerate() {
         let base = index * 64;
-        // The last block padded with zero bytes (neither whitespace nor in any piece: pieces
-        // are cut at the block's length below).
-        let full: &[u8] = if block.len() == 64 {
-            block
+        // The last block padded with zero bytes, counted as whitespace: a piece open at the
+        // text's end ends there.
+        let (full, padding): (&[u8], u64) = if block.len() == 64 {
+            (block, 0)
         } else {
             padded[..block.len()].copy_from_slice(block);
             padded[block.len()..].fill(0);
-            &padded
+            (&padded, !below(block.len() as u32))
         };
-        let (mut space, mut other, mut upper) = (0u64, 0u64, 0u64);
-        for (k, eight) in full.chunks_exact(8).enumerate() {
-            let word = u64::from_le_bytes(eight.try_into().unwrap_or_default());
-            let classes = classify8(word);
-            space |= movemask(classes.space) << (8 * k);
-            other |= movemask(classes.other) << (8 * k);
-            upper |= movemask(classes.upper) << (8 * k);
-        }
-        // The padding is in no piece.
-        let valid = u64::MAX >> (64 - block.len());
-        other &= valid;
-        let mut at = 0u32;
-        loop {
-            let (start, mut nonalnum, mut has_upper) = match open.take() {
-                Some(piece) => piece,
-                None => {
-                    let starts = !space & from_bit(at) & valid;
-                    if starts == 0 {
-                        break;
-                    }
-                    at = starts.trailing_zeros();
-                    (base + at as usize, false, false)
-                }
-            };
-            let ends = space & from_bit(at);
-            let end = if ends == 0 { 64 } else { ends.trailing_zeros() };
-            let range = from_bit(at) & !from_bit(end);
-            nonalnum |= other & range != 0;
-            has_upper |= upper & range != 0;
+        let (space, other, upper) = classify64(full);
+        let space = space | padding;
+        let space_before = (space << 1) | u64::from(after_space);
+        after_space = space >> 63 == 1;
+        let mut starts = !space & space_before;
+        let mut ends = space & !space_before;
+        if let Some((start, nonalnum, has_upper)) = open.take() {
             if ends == 0 {
-                if block.len() == 64 {
-                    open = Some((start, nonalnum, has_upper));
-                } else {
-                    f(start, base + block.len(), !nonalnum, has_upper);
-                }
+                // The whole block is in the piece.
+                open = Some((start, nonalnum || other != 0, has_upper || upper != 0));
+                continue;
+            }
+            let end = ends.trailing_zeros();
+            ends &= ends - 1;
+            let range = below(end);
+            f(
+                start,
+                base + end as usize,
+                !(nonalnum || other & range != 0),
+                has_upper || upper & range != 0,
+            );
+        }
+        while starts != 0 {
+            let start = starts.trailing_zeros();
+            starts &= starts - 1;
+            if ends == 0 {
+                // The piece goes on into the next block.
+                let range = !below(start);
+                open = Some((
+                    base + start as usize,
+                    other & range != 0,
+                    upper & range != 0,
+                ));
                 break;
             }
-            f(start, base + end as usize, !nonalnum, has_upper);
-            at = end + 1;
-            if at >= 64 {
-                break;
-            }
+            let end = ends.trailing_zeros();
+            ends &= ends - 1;
+            let range = below(end) & !below(start);
+            f(
+                base + start as usize,
+                base + end as usize,
+                other & range == 0,
+                upper & range != 0,
+            );
         }
     }
     if let Some((start, nonalnum, has_upper)) = open {
         f(start, bytes.len(), !nonalnum, has_upper);
     }
+}
+
+/// The whitespace, not-alphanumeric and upper-case bytes of 64 ASCII bytes, as bit masks
+/// (byte `k` to bit `k`).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn classify64(block: &[u8]) -> (u64, u64, u64) {
+    use std::arch::x86_64::*;
+    let (mut space, mut other, mut upper) = (0u64, 0u64, 0u64);
+    for (k, sixteen) in block.chunks_exact(16).take(4).enumerate() {
+        // SAFETY: SSE2 is part of every x86_64 target, and `sixteen` is 16 readable bytes
+        // (the load has no alignment requirement).
+        let (white, alnum, capital) = unsafe {
+            let v = _mm_loadu_si128(sixteen.as_ptr().cast());
+            let splat = |b: u8| _mm_set1_epi8(b as i8);
+            // ASCII bytes are below 128, so the signed compares order them as bytes.
+            let within = |v, lo: u8, hi: u8| {
+                _mm_and_si128(
+                    _mm_cmpgt_epi8(v, splat(lo - 1)),
+                    _mm_cmplt_epi8(v, splat(hi + 1)),
+                )
+            };
+            let folded = _mm_or_si128(v, splat(0x20));
+            let letter = within(folded, b'a', b'z');
+            let alnum = _mm_or_si128(letter, within(v, b'0', b'9'));
+            let capital = _mm_andnot_si128(
+                _mm_cmpeq_epi8(_mm_and_si128(v, splat(0x20)), splat(0x20)),
+                letter,
+            );
+            let white = _mm_or_si128(
+                _mm_cmpeq_epi8(v, splat(b' ')),
+                _mm_andnot_si128(_mm_cmpeq_epi8(v, splat(0x0B)), within(v, 0x09, 0x0D)),
+            );
+            let bits = |m| u64::from(_mm_movemask_epi8(m) as u16);
+            (bits(white), bits(alnum), bits(capital))
+        };
+        space |= white << (16 * k);
+        other |= alnum << (16 * k);
+        upper |= capital << (16 * k);
+    }
+    (space, !other, upper)
+}
+
+/// The short words counted by one [`Terms::add_short_run`] at most (the table is grown for
+/// a whole run as if each were new).
+const SHORT_RUN: usize = 1024;
+
+/// A short key's hash (the folded multiply of `foldhash`, with `seeds`).
+#[inline(always)]
+fn short_slot(seeds: (u64, u64), key: u64) -> usize {
+    let full = u128::from(key ^ seeds.0) * u128::from(seeds.1);
+    (full as u64 ^ (full >> 64) as u64) as usize
+}
+
+/// The length of the short term whose key is `key` (not 0): its highest byte is the
+/// term's last, as no term of a key has a zero byte.
+#[inline(always)]
+fn short_len(key: u64) -> usize {
+    SHORT_TERM_BYTES - key.leading_zeros() as usize / 8
 }
 
 /// The terms of at most [`SHORT_TERM_BYTES`] bytes, none of them zero, as one integer: the
@@ -748,63 +911,86 @@ fn short_key(term: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(le))
 }
 
-/// Each byte's lowest bit.
-const LO: u64 = 0x0101_0101_0101_0101;
-/// Each byte's highest bit.
-const HI: u64 = 0x8080_8080_8080_8080;
+/// The portable classification of ASCII bytes: SWAR, eight bytes in a `u64` at a time
+/// (x86_64 uses SSE2's sixteen; its tests hold the two equal).
+#[cfg(any(not(target_arch = "x86_64"), test))]
+mod swar {
+    /// Each byte's lowest bit.
+    const LO: u64 = 0x0101_0101_0101_0101;
+    /// Each byte's highest bit.
+    pub(super) const HI: u64 = 0x8080_8080_8080_8080;
 
-/// The bytes of eight ASCII bytes (`word`, little-endian) that are whitespace
-/// (`u8::is_ascii_whitespace`), not a letter or digit, and upper-case letters: each as the
-/// highest bit of its byte.
-#[derive(Debug, PartialEq)]
-struct Classes8 {
-    space: u64,
-    other: u64,
-    upper: u64,
-}
+    /// The bytes of eight ASCII bytes (`word`, little-endian) that are whitespace
+    /// (`u8::is_ascii_whitespace`), not a letter or digit, and upper-case letters: each as the
+    /// highest bit of its byte.
+    #[derive(Debug, PartialEq)]
+    pub(super) struct Classes8 {
+        pub(super) space: u64,
+        pub(super) other: u64,
+        pub(super) upper: u64,
+    }
 
-/// The bytes of `word` (each below 128) at least `c` (1..=128): adding `128 - c` to a byte
-/// sets its highest bit exactly then, and never carries into the next byte.
-#[inline]
-fn at_least(word: u64, c: u8) -> u64 {
-    word.wrapping_add(LO * u64::from(128 - c)) & HI
-}
+    /// The bytes of `word` (each below 128) at least `c` (1..=128): adding `128 - c` to a byte
+    /// sets its highest bit exactly then, and never carries into the next byte.
+    #[inline]
+    pub(super) fn at_least(word: u64, c: u8) -> u64 {
+        word.wrapping_add(LO * u64::from(128 - c)) & HI
+    }
 
-/// The bytes of `word` in `lo..hi`.
-#[inline]
-fn between(word: u64, lo: u8, hi: u8) -> u64 {
-    at_least(word, lo) & !at_least(word, hi)
-}
+    /// The bytes of `word` in `lo..hi`.
+    #[inline]
+    pub(super) fn between(word: u64, lo: u8, hi: u8) -> u64 {
+        at_least(word, lo) & !at_least(word, hi)
+    }
 
-/// [`Classes8`] of `word`, eight bytes each below 128.
-#[inline]
-fn classify8(word: u64) -> Classes8 {
-    // Letters: OR 0x20 maps `A`..`Z` onto `a`..`z` and no other ASCII byte into that range.
-    let letter = between(word | (LO * 0x20), b'a', b'z' + 1);
-    // A letter without bit 5 (moved up to bit 7) is upper case.
-    let upper = letter & !(word << 2) & HI;
-    let alnum = letter | between(word, b'0', b'9' + 1);
-    // Whitespace: TAB, LF, FF, CR (0x09..0x0E but not VT 0x0B) and the space. Without any
-    // byte below 0x20 (most words of text), it is just the bytes equal to 0x20.
-    let below_space = !at_least(word, 0x20) & HI;
-    let space = if below_space == 0 {
-        !at_least(word, 0x21) & HI
-    } else {
-        (between(word, 0x09, 0x0E) & !between(word, 0x0B, 0x0C)) | between(word, 0x20, 0x21)
-    };
-    Classes8 {
-        space,
-        other: !alnum & HI,
-        upper,
+    /// [`Classes8`] of `word`, eight bytes each below 128.
+    #[inline]
+    pub(super) fn classify8(word: u64) -> Classes8 {
+        // Letters: OR 0x20 maps `A`..`Z` onto `a`..`z` and no other ASCII byte into that range.
+        let letter = between(word | (LO * 0x20), b'a', b'z' + 1);
+        // A letter without bit 5 (moved up to bit 7) is upper case.
+        let upper = letter & !(word << 2) & HI;
+        let alnum = letter | between(word, b'0', b'9' + 1);
+        // Whitespace: TAB, LF, FF, CR (0x09..0x0E but not VT 0x0B) and the space. Without any
+        // byte below 0x20 (most words of text), it is just the bytes equal to 0x20.
+        let below_space = !at_least(word, 0x20) & HI;
+        let space = if below_space == 0 {
+            !at_least(word, 0x21) & HI
+        } else {
+            (between(word, 0x09, 0x0E) & !between(word, 0x0B, 0x0C)) | between(word, 0x20, 0x21)
+        };
+        Classes8 {
+            space,
+            other: !alnum & HI,
+            upper,
+        }
+    }
+
+    /// The highest bits of `bytes`' eight bytes packed into the low eight bits (byte `k` to bit
+    /// `k`): a multiply gathers them (a unit test checks all 256 patterns).
+    #[inline]
+    pub(super) fn movemask(bytes: u64) -> u64 {
+        ((bytes >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+    }
+
+    /// The whitespace, not-alphanumeric and upper-case bytes of 64 ASCII bytes, as bit
+    /// masks (byte `k` to bit `k`).
+    #[inline]
+    pub(super) fn classify64(block: &[u8]) -> (u64, u64, u64) {
+        let (mut space, mut other, mut upper) = (0u64, 0u64, 0u64);
+        for (k, eight) in block.chunks_exact(8).take(8).enumerate() {
+            let word = u64::from_le_bytes(eight.try_into().unwrap_or_default());
+            let classes = classify8(word);
+            space |= movemask(classes.space) << (8 * k);
+            other |= movemask(classes.other) << (8 * k);
+            upper |= movemask(classes.upper) << (8 * k);
+        }
+        (space, other, upper)
     }
 }
 
-/// The highest bits of `bytes`' eight bytes packed into the low eight bits (byte `k` to bit
-/// `k`): a multiply gathers them (a unit test checks all 256 patterns).
-#[inline]
-fn movemask(bytes: u64) -> u64 {
-    ((bytes >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
-}
+#[cfg(not(target_arch = "x86_64"))]
+use swar::classify64;
 
 /// `term` cut to at most [`MAX_TERM_BYTES`] at a character boundary.
 fn truncate(term: &str) -> &str {
@@ -912,7 +1098,7 @@ mod tests {
             for lane in 0..8 {
                 let mut bytes = [(b + 37) % 128; 8];
                 bytes[lane] = b;
-                let classes = classify8(u64::from_le_bytes(bytes));
+                let classes = swar::classify8(u64::from_le_bytes(bytes));
                 let bit = |mask: u64| mask & (0x80 << (8 * lane)) != 0;
                 assert_eq!(bit(classes.space), b.is_ascii_whitespace(), "{b} in {lane}");
                 assert_eq!(
@@ -922,7 +1108,7 @@ mod tests {
                 );
                 assert_eq!(bit(classes.upper), b.is_ascii_uppercase(), "{b} in {lane}");
                 for mask in [classes.space, classes.other, classes.upper] {
-                    assert_eq!(mask & !HI, 0, "only the highest bits");
+                    assert_eq!(mask & !swar::HI, 0, "only the highest bits");
                 }
             }
         }
@@ -961,7 +1147,30 @@ mod tests {
                 .filter(|k| pattern >> k & 1 == 1)
                 .map(|k| 0x80u64 << (8 * k))
                 .sum();
-            assert_eq!(movemask(bytes), pattern);
+            assert_eq!(swar::movemask(bytes), pattern);
+        }
+    }
+
+    #[test]
+    fn the_block_classes_are_the_ascii_predicates() {
+        // Every ASCII byte at every place of a 64-byte block, the other places holding
+        // another byte: the classification in use (SSE2 on x86_64) and the portable one.
+        for b in 0..128u8 {
+            for place in 0..64 {
+                let mut block = [(b + 37) % 128; 64];
+                block[place] = b;
+                let mask = |class: fn(&u8) -> bool| {
+                    (block.iter().enumerate())
+                        .fold(0u64, |mask, (k, c)| mask | u64::from(class(c)) << k)
+                };
+                let wanted = (
+                    mask(u8::is_ascii_whitespace),
+                    mask(|c| !c.is_ascii_alphanumeric()),
+                    mask(u8::is_ascii_uppercase),
+                );
+                assert_eq!(classify64(&block), wanted, "{b} at {place}");
+                assert_eq!(swar::classify64(&block), wanted, "{b} at {place}");
+            }
         }
     }
 
@@ -1041,6 +1250,47 @@ mod tests {
             assert_eq!(counts, expected, "{text}");
             assert_ne!(terms.generation, 0);
         }
+    }
+
+    #[test]
+    fn a_long_ascii_text_is_counted_in_runs_as_word_by_word() {
+        // More short words than one run takes (the table grown between runs), with long
+        // words, capitals and punctuated pieces between them: the same terms, counts and
+        // order of first occurrence as the word-by-word path.
+        let a = Analyzer::new(&TextOptions::default());
+        let text: String = (0..6000)
+            .map(|i| match i % 7 {
+                0 => format!("Longword{i}xyz "),
+                1 => format!("it's{} ", i % 13),
+                2 => format!("W{} ", i % 50),
+                _ => format!("w{} ", (i * 7919) % 3001),
+            })
+            // A run of 3,000 short words: three runs' worth.
+            .chain((0..3000).map(|i| format!("v{} ", i % 1500)))
+            .collect();
+        let mut terms = Terms::default();
+        terms.analyze(&a, &text);
+        let mut expected: Vec<(String, u32)> = Vec::new();
+        let mut places: HashMap<String, usize> = HashMap::new();
+        let mut len = 0;
+        a.for_each_term(&text, |term| {
+            len += 1;
+            match places.get(term) {
+                Some(&place) => expected[place].1 += 1,
+                None => {
+                    places.insert(term.to_string(), expected.len());
+                    expected.push((term.to_string(), 1));
+                }
+            }
+        });
+        let ours: Vec<(String, u32)> = terms.counts().map(|(t, c)| (t.to_string(), c)).collect();
+        assert!(
+            expected.len() > SHORT_RUN,
+            "{} distinct terms",
+            expected.len()
+        );
+        assert_eq!(ours, expected);
+        assert_eq!(terms.len(), len);
     }
 
     #[test]
