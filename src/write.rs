@@ -951,7 +951,8 @@ impl<'txn> Batch<'txn> {
     /// and a newly fixed dimension. The caller commits the transaction.
     pub(crate) fn finish(mut self) -> Result<BatchEffects, WriteError> {
         let mut effects = BatchEffects::default();
-        if !self.change.added.is_empty() || !self.change.removed.is_empty() {
+        let advanced = !self.change.added.is_empty() || !self.change.removed.is_empty();
+        if advanced {
             advance(&mut self.seq.commit, seq_key::COMMIT)?;
             let commit = self.seq.commit;
             self.changelog
@@ -962,7 +963,7 @@ impl<'txn> Batch<'txn> {
         // The index applies changelog rows right after each commit and reloads from the
         // vectors if it ever finds a gap, so only a recent window is kept.
         if let Some(text) = self.text.take() {
-            text.finish(&mut self.counters, self.seq.commit)?;
+            text.finish(&mut self.counters, self.seq.commit, advanced)?;
         }
         let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
         if keep_from > 0 {

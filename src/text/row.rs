@@ -204,17 +204,18 @@ pub(crate) fn put_segment(
     arena: &[u8],
     spans: &[(u32, u32, u32)],
 ) {
+    if put_small_segment(out, slot, len, arena, spans) {
+        return;
+    }
     let term = |&(start, end, _): &(u32, u32, u32)| {
         arena.get(start as usize..end as usize).unwrap_or_default()
     };
     let mut bytes = 0usize;
     let mut header = varint_len(spans.len() as u64);
     let mut contiguous = true;
-    let mut small = true;
     for span in spans {
         let n = term(span).len();
         contiguous &= span.0 as usize == bytes && n == (span.1 - span.0) as usize;
-        small &= n < usize::from(U16_MARKER) && span.2 < u32::from(U16_MARKER);
         bytes += n;
         header += varint_len(n as u64) + varint_len(u64::from(span.2));
     }
@@ -222,27 +223,13 @@ pub(crate) fn put_segment(
     put_varint(out, u64::from(len));
     put_varint(out, (header + bytes) as u64);
     put_varint(out, spans.len() as u64);
-    let whole = arena.get(..bytes).filter(|_| contiguous);
-    if let (true, Some(whole)) = (small, whole) {
-        // Every length and count one byte, the terms one run of the arena: the payload's
-        // three parts are filled in place.
-        let base = out.len();
-        out.resize(base + 2 * spans.len(), 0);
-        let (lengths, counts) = out[base..].split_at_mut(spans.len());
-        for ((length, count), span) in lengths.iter_mut().zip(counts.iter_mut()).zip(spans) {
-            *length = (span.1 - span.0) as u8;
-            *count = span.2 as u8;
-        }
-        out.extend_from_slice(whole);
-        return;
-    }
     for span in spans {
         put_varint(out, term(span).len() as u64);
     }
     for span in spans {
         put_varint(out, u64::from(span.2));
     }
-    match whole {
+    match arena.get(..bytes).filter(|_| contiguous) {
         Some(all) => out.extend_from_slice(all),
         None => {
             for span in spans {
@@ -250,6 +237,51 @@ pub(crate) fn put_segment(
             }
         }
     }
+}
+
+/// [`put_segment`] in one pass for the usual segment: the spans the arena's bytes one after
+/// the other from its start, every length and count one byte. Its payload's size is known
+/// from the last span, so the three parts are filled in place and checked as they are;
+/// `false` (with `out` as it was) for any other segment.
+fn put_small_segment(
+    out: &mut Vec<u8>,
+    slot: u32,
+    len: u32,
+    arena: &[u8],
+    spans: &[(u32, u32, u32)],
+) -> bool {
+    let bytes = spans.last().map_or(0, |span| span.1 as usize);
+    let Some(whole) = arena.get(..bytes) else {
+        return false;
+    };
+    let before = out.len();
+    put_varint(out, u64::from(slot));
+    put_varint(out, u64::from(len));
+    put_varint(
+        out,
+        (varint_len(spans.len() as u64) + 2 * spans.len() + bytes) as u64,
+    );
+    put_varint(out, spans.len() as u64);
+    let base = out.len();
+    out.resize(base + 2 * spans.len(), 0);
+    let (lengths, counts) = out[base..].split_at_mut(spans.len());
+    let (mut next, mut wide) = (0u32, 0u32);
+    let mut contiguous = true;
+    for ((length, count), &(start, end, n)) in lengths.iter_mut().zip(counts.iter_mut()).zip(spans)
+    {
+        contiguous &= start == next && end >= start;
+        next = end;
+        let term_len = end.wrapping_sub(start);
+        wide = wide.max(term_len).max(n);
+        *length = term_len as u8;
+        *count = n as u8;
+    }
+    if !contiguous || wide >= u32::from(U16_MARKER) {
+        out.truncate(before);
+        return false;
+    }
+    out.extend_from_slice(whole);
+    true
 }
 
 #[cfg(test)]

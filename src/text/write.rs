@@ -196,11 +196,12 @@ impl<'txn> TextWriter<'txn> {
     }
 
     /// Writes the totals into `counters` (the batch's `counters` table), and stamps the
-    /// index with `commit` (the batch's commit sequence).
+    /// index with `commit` (the batch's commit sequence, `advanced` by this batch or not).
     pub(crate) fn finish(
         self,
         counters: &mut Table<'_, &'static str, u64>,
         commit: u64,
+        advanced: bool,
     ) -> Result<(), WriteError> {
         for (key, delta) in [
             (text_key::CHUNKS, self.chunks_delta),
@@ -211,7 +212,10 @@ impl<'txn> TextWriter<'txn> {
                 counters.insert(key, updated).map_err(WriteError::storage)?;
             }
         }
-        if read_total(counters, text_key::COMMIT)? != commit {
+        // A batch that moved the commit sequence stamps it in one insertion (reading the
+        // stamp first cost a second lookup); any other (stale skips) writes it only if it
+        // differs.
+        if advanced || read_total(counters, text_key::COMMIT)? != commit {
             counters
                 .insert(text_key::COMMIT, commit)
                 .map_err(WriteError::storage)?;
@@ -288,7 +292,7 @@ pub(crate) fn rebuild(txn: &WriteTransaction, analyzer: Arc<Analyzer>) -> Result
     }
     let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
     let commit = read_total(&counters, seq_key::COMMIT)?;
-    writer.finish(&mut counters, commit)?;
+    writer.finish(&mut counters, commit, false)?;
     let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
     meta.insert(meta_key::TEXT_INDEX, json.as_slice())
         .map_err(WriteError::storage)?;
