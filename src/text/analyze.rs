@@ -579,16 +579,20 @@ impl Terms {
             len,
             ..
         } = self;
-        arena.reserve(SHORT_TERM_BYTES * keys.len());
-        counts.reserve(keys.len());
-        let mut used = *short_used;
+        // Room for every key being new, written through slices with the lengths in locals
+        // (writes through a `Vec` made the compiler reload every length after each).
+        let (counts_from, arena_from) = (counts.len(), arena.len());
+        counts.resize(counts_from + keys.len(), (0, 0, 0));
+        arena.resize(arena_from + SHORT_TERM_BYTES * keys.len(), 0);
+        let (mut counts_len, mut arena_len) = (counts_from, arena_from);
+        let (counts_room, arena_room) = (counts.as_mut_slice(), arena.as_mut_slice());
         for &key in keys {
             let mut at = short_slot(seeds, key) & mask;
             // The table is at most a quarter full: a free entry comes before `at` wraps round.
             while let Some(entry) = short.get_mut(at) {
                 if entry.generation == generation {
                     if entry.key == key {
-                        if let Some(counted) = counts.get_mut(entry.place as usize) {
+                        if let Some(counted) = counts_room.get_mut(entry.place as usize) {
                             counted.2 = counted.2.saturating_add(1);
                         }
                         break;
@@ -597,20 +601,27 @@ impl Terms {
                     continue;
                 }
                 // The key's bytes are the term's (ASCII letters and digits).
-                let start = arena.len();
-                arena.extend_from_slice(&key.to_le_bytes());
-                arena.truncate(start + short_len(key));
-                *entry = ShortEntry {
-                    key,
-                    place: counts.len() as u32,
-                    generation,
-                };
-                counts.push((start as u32, arena.len() as u32, 1));
-                used += 1;
+                let end = arena_len + short_len(key);
+                if let (Some(bytes), Some(counted)) = (
+                    arena_room.get_mut(arena_len..arena_len + SHORT_TERM_BYTES),
+                    counts_room.get_mut(counts_len),
+                ) {
+                    bytes.copy_from_slice(&key.to_le_bytes());
+                    *counted = (arena_len as u32, end as u32, 1);
+                    *entry = ShortEntry {
+                        key,
+                        place: counts_len as u32,
+                        generation,
+                    };
+                    counts_len += 1;
+                    arena_len = end;
+                }
                 break;
             }
         }
-        *short_used = used;
+        counts.truncate(counts_len);
+        arena.truncate(arena_len);
+        *short_used += counts_len - counts_from;
         *len = len.saturating_add(keys.len() as u32);
     }
 
