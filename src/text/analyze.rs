@@ -376,8 +376,8 @@ pub(crate) struct Terms {
     /// Each distinct long term's index in `counts`, by the term's hash.
     places: hashbrown::HashTable<u32>,
     /// Short terms: a power of two long (or empty), at most half full with entries of the
-    /// current generation (a quarter, after a run of ASCII words: fewer collisions); an entry of another is free (so a new text does not clear the
-    /// table).
+    /// current generation (a quarter, after a run of ASCII words: fewer collisions); an
+    /// entry of another generation is free (so a new text does not clear the table).
     short: Vec<ShortEntry>,
     /// Entries of `short` of the current generation.
     short_used: usize,
