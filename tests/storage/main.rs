@@ -14,6 +14,7 @@ mod support;
 mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
 mod a_sequence_at_its_largest_value_refuses_writes;
 mod a_text_index_in_the_row_per_chunk_format_is_rebuilt;
+mod a_text_row_that_disagrees_with_its_document_refuses_the_write;
 mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
 mod closing_a_store_trims_its_changelog;
