@@ -14,6 +14,7 @@ mod cli_folder_ingest_metadata_filters;
 mod cli_folder_ingest_search;
 mod cli_folder_refusals_reach_the_counters;
 mod cli_folder_skipped_files_warn_unless_strict;
+mod cli_hints_name_the_binary_as_invoked;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_process_kill_ingest;

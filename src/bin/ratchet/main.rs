@@ -53,6 +53,15 @@ enum Command {
     /// either way, and verify both ends.
     #[cfg(feature = "postgres")]
     Copy(commands::copy::CopyArgs),
+    /// Copy every document between a redb file and a PostgreSQL store: needs a build with the
+    /// `postgres` feature (`cargo install --path . --features postgres`).
+    #[cfg(not(feature = "postgres"))]
+    #[command(disable_help_flag = true)]
+    Copy {
+        /// Whatever was passed; this build cannot copy.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
 }
 
 /// The database, shared by every subcommand.
@@ -185,13 +194,31 @@ pub fn each_document(
     Ok(())
 }
 
+/// How the user invoked this binary, for hints that print a command to run next: `ratchet`
+/// when it was found on the `PATH`, else the path it was run by (`target/release/ratchet`
+/// after `cargo run --release`), so a printed command works when pasted.
+pub fn program_name() -> String {
+    let argv0 = std::env::args_os().next().map(PathBuf::from);
+    match argv0 {
+        Some(path) if path.components().count() > 1 => {
+            let shown = std::env::current_dir()
+                .ok()
+                .and_then(|dir| path.strip_prefix(&dir).ok().map(Path::to_path_buf))
+                .unwrap_or(path);
+            shown.display().to_string()
+        }
+        _ => "ratchet".to_string(),
+    }
+}
+
 /// An open error in the command line's words (the library's advice names library calls).
 pub fn open_failure(error: OpenError) -> Failure {
     match error {
         OpenError::NotFound { path } => Failure(format!(
-            "no database at {}: check the path, or create one with `ratchet ingest --db {} DIR` \
+            "no database at {}: check the path, or create one with `{} ingest --db {} DIR` \
              (or `--jsonl FILE`)",
             path.display(),
+            program_name(),
             path.display()
         )),
         other => Failure(other.to_string()),
@@ -209,6 +236,12 @@ fn main() -> ExitCode {
         Command::Stats(args) => commands::stats::run(args),
         #[cfg(feature = "postgres")]
         Command::Copy(args) => commands::copy::run(args),
+        #[cfg(not(feature = "postgres"))]
+        Command::Copy { .. } => Err(Failure(format!(
+            "`copy` needs a ratchet built with the `postgres` feature: \
+             `cargo install --path . --features postgres`, then `{} copy ...`",
+            program_name()
+        ))),
     };
     match result {
         Ok(code) => code,

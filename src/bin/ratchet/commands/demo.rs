@@ -107,7 +107,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     if passed {
         out.text_line(&format!(
             "verification passed: verify clean, equal to in-order delivery, nothing stale, \
-             orphaned or deleted retrievable ({elapsed:.1}s). Inspect it: ratchet stats --db {}",
+             orphaned or deleted retrievable ({elapsed:.1}s). Inspect it: {} stats --db {}",
+            crate::program_name(),
             db.display()
         ))?;
     } else {
