@@ -22,6 +22,14 @@ the chunk's metadata). ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``n
 or ``""``), nested filters, and the conditions ``and``, ``or``, ``not`` (none of the
 filters holds) are supported; ``text_match_insensitive`` raises ``ValueError``. As in
 ratchetdb's language, ``!=`` and ``nin`` match only nodes that have the key.
+
+Query modes (``vector_store_query_mode``): ``"default"`` (nearest vectors),
+``"text_search"`` (BM25 over the nodes' text, from ``query_str``; nothing is embedded) and
+``"hybrid"`` (both, from ``query_str`` and ``query_embedding``: reciprocal rank fusion, or
+with ``alpha`` a weighted sum of the scaled scores, 0 for words only and 1 for vectors
+only). Every other mode (``"sparse"``, ``"mmr"``, ``"semantic_hybrid"``, ...) raises
+``ValueError``, as do query fields that the mode would not use (``alpha`` outside
+``"hybrid"``, ``sparse_top_k``).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ try:
         MetadataFilter,
         MetadataFilters,
         VectorStoreQuery,
+        VectorStoreQueryMode,
         VectorStoreQueryResult,
     )
     from llama_index.core.vector_stores.utils import (
@@ -304,24 +313,78 @@ class RatchetVectorStore(BasePydanticVectorStore):
         return nodes
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """The ``similarity_top_k`` nearest nodes to ``query.query_embedding`` that match
-        ``query.filters``, ``query.doc_ids`` (ref doc ids) and ``query.node_ids``."""
-        if query.query_embedding is None:
-            raise ValueError("RatchetVectorStore.query needs query.query_embedding")
+        """The best ``similarity_top_k`` nodes (``hybrid_top_k`` in hybrid mode, when
+        given) that match ``query.filters``, ``query.doc_ids`` (ref doc ids) and
+        ``query.node_ids``, by ``query.mode``: ``DEFAULT`` (nearest to
+        ``query_embedding``), ``TEXT_SEARCH`` (BM25 of ``query_str``) or ``HYBRID`` (both,
+        fused; ``alpha`` weights the vectors). Any other mode raises ``ValueError``; a
+        similarity is the store's score (cosine similarity, BM25 score or fused score).
+        ``exact`` and ``ef`` (keyword arguments) are passed to the vector search."""
+        mode = VectorStoreQueryMode(query.mode)
+        if mode not in _MODES:
+            raise ValueError(_mode_refusal(mode))
+        if query.alpha is not None and mode != VectorStoreQueryMode.HYBRID:
+            raise ValueError(
+                f"alpha is {query.alpha!r} but vector_store_query_mode is "
+                f"{mode.value!r}: alpha weighs vectors against words in 'hybrid' mode only"
+            )
+        if query.sparse_top_k is not None:
+            raise ValueError(
+                f"sparse_top_k is {query.sparse_top_k!r}: RatchetVectorStore's text and "
+                "hybrid searches take one count, similarity_top_k (hybrid_top_k in "
+                "'hybrid' mode)"
+            )
         where = _and(
             to_where(query.filters),
             {"ref_doc_id": {"$in": list(query.doc_ids)}} if query.doc_ids else None,
             {NODE_ID_KEY: {"$in": list(query.node_ids)}} if query.node_ids else None,
         )
+        sources = [self.source]
+        if mode == VectorStoreQueryMode.DEFAULT:
+            vector = _embedding(query, mode)
+
+            def search() -> list:
+                return self._store.search(
+                    vector,
+                    query.similarity_top_k,
+                    where=where,
+                    sources=sources,
+                    exact=kwargs.get("exact", False),
+                    ef=kwargs.get("ef"),
+                )
+
+        elif mode == VectorStoreQueryMode.TEXT_SEARCH:
+            text = _query_str(query, mode)
+
+            def search() -> list:
+                return self._store.search_text(
+                    text, query.similarity_top_k, where=where, sources=sources
+                )
+
+        else:
+            text = _query_str(query, mode)
+            vector = _embedding(query, mode)
+            alpha = query.alpha
+            if alpha is not None and not 0.0 <= alpha <= 1.0:
+                raise ValueError(
+                    f"alpha is {alpha!r}; it must be between 0 (words only) and 1 "
+                    "(vectors only)"
+                )
+            k = query.hybrid_top_k or query.similarity_top_k
+
+            def search() -> list:
+                return self._store.search_hybrid(
+                    text,
+                    vector,
+                    k,
+                    where=where,
+                    sources=sources,
+                    ef=kwargs.get("ef"),
+                    vector_weight=alpha,
+                )
+
         try:
-            hits = self._store.search(
-                np.asarray(query.query_embedding, dtype=np.float32),
-                query.similarity_top_k,
-                where=where,
-                sources=[self.source],
-                exact=kwargs.get("exact", False),
-                ef=kwargs.get("ef"),
-            )
+            hits = search()
         except InputError as error:
             # The store holds no document of this source yet: nothing matches.
             if error.field.startswith("sources"):
@@ -334,3 +397,42 @@ class RatchetVectorStore(BasePydanticVectorStore):
             similarities.append(float(hit.score))
             ids.append(node.node_id)
         return VectorStoreQueryResult(nodes=nodes, similarities=similarities, ids=ids)
+
+
+_MODES = (
+    VectorStoreQueryMode.DEFAULT,
+    VectorStoreQueryMode.TEXT_SEARCH,
+    VectorStoreQueryMode.HYBRID,
+)
+
+
+def _mode_refusal(mode: VectorStoreQueryMode) -> str:
+    supported = ", ".join(repr(m.value) for m in _MODES)
+    if mode == VectorStoreQueryMode.SPARSE:
+        why = (
+            "it keeps no learned sparse vectors; for keyword (BM25) retrieval use "
+            "'text_search', or 'hybrid' for words and vectors together"
+        )
+    else:
+        why = "it has no such search"
+    return (
+        f"vector_store_query_mode {mode.value!r} is not supported by "
+        f"RatchetVectorStore: {why} (supported: {supported})"
+    )
+
+
+def _query_str(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> str:
+    if not query.query_str:
+        raise ValueError(
+            f"vector_store_query_mode {mode.value!r} needs query.query_str (the words to "
+            "search for)"
+        )
+    return query.query_str
+
+
+def _embedding(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> np.ndarray:
+    if query.query_embedding is None:
+        raise ValueError(
+            f"vector_store_query_mode {mode.value!r} needs query.query_embedding"
+        )
+    return np.asarray(query.query_embedding, dtype=np.float32)
