@@ -1,6 +1,6 @@
 """Issue 45 item 4: a query mode RatchetVectorStore does not run was silently served as a
 plain vector search. Every unsupported mode, and a field its mode would not use (``alpha``
-outside hybrid, ``sparse_top_k``), raises ValueError naming it; a mode missing its input
+outside hybrid, ``mmr_threshold`` outside mmr, ``sparse_top_k``), raises ValueError naming it; a mode missing its input
 says which."""
 
 import pytest
@@ -9,7 +9,12 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 
 from ratchetdb.llama_index import RatchetVectorStore
 
-SUPPORTED = {VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.HYBRID}
+SUPPORTED = {
+    VectorStoreQueryMode.DEFAULT,
+    VectorStoreQueryMode.TEXT_SEARCH,
+    VectorStoreQueryMode.HYBRID,
+    VectorStoreQueryMode.MMR,
+}
 
 
 def test_unsupported_mode_raises(tmp_path):
@@ -29,6 +34,10 @@ def test_unsupported_mode_raises(tmp_path):
         store.query(VectorStoreQuery(mode="text_search", alpha=0.5, **full))
     with pytest.raises(ValueError, match="alpha"):
         store.query(VectorStoreQuery(mode="hybrid", alpha=1.5, **full))
+    with pytest.raises(ValueError, match="mmr_threshold"):
+        store.query(VectorStoreQuery(mode="default", mmr_threshold=0.5, **full))
+    with pytest.raises(ValueError, match="mmr_threshold"):
+        store.query(VectorStoreQuery(mode="mmr", mmr_threshold=2.0, **full))
     with pytest.raises(ValueError, match="sparse_top_k"):
         store.query(VectorStoreQuery(mode="hybrid", sparse_top_k=5, **full))
 
