@@ -248,7 +248,9 @@ class RatchetVectorStore(VectorStore):
         if k < 1:
             raise ValueError(f"k is {k}; it must be at least 1")
         if fetch_k < k:
-            raise ValueError(f"fetch_k is {fetch_k}; it must be at least k ({k})")
+            raise ValueError(
+                f"fetch_k is {fetch_k}; it must be at least k ({k}): pass a larger fetch_k"
+            )
         if not 0.0 <= lambda_mult <= 1.0:
             raise ValueError(f"lambda_mult is {lambda_mult}; it must be between 0 and 1")
         query = np.asarray(embedding, dtype=np.float32)

@@ -419,7 +419,11 @@ class RatchetVectorStore(BasePydanticVectorStore):
                     f"alpha is {alpha!r}; it must be between 0 (words only) and 1 "
                     "(vectors only)"
                 )
-            k = query.hybrid_top_k or query.similarity_top_k
+            k = (
+                query.hybrid_top_k
+                if query.hybrid_top_k is not None
+                else query.similarity_top_k
+            )
 
             def search() -> list:
                 return self._store.search_hybrid(
