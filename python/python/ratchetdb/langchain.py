@@ -5,6 +5,11 @@ over one ratchetdb file. Each document added with ``add_documents``/``add_texts`
 ratchetdb document ``(source, id)`` of one chunk, written at a store ticket (so a later add of
 the same id replaces it, and a redelivery of the same content is a no-op).
 
+Search: ``similarity_search`` (vectors), ``max_marginal_relevance_search`` (MMR over the
+``fetch_k`` nearest chunks, with their stored vectors), ``text_search`` (BM25 over the
+chunks' words) and ``hybrid_search`` (both, fused); ``as_retriever(search_type=...)`` takes
+``"similarity"``, ``"similarity_score_threshold"``, ``"mmr"``, ``"text"`` and ``"hybrid"``.
+
 ``index(docs, vector_store, *, source_id_key="source", cleanup=None, batch_size=100)`` is the
 guarded replacement of LangChain's ``index()`` plus record manager: the chunks of one source
 document are grouped (over the whole input, whatever the batches) and written as ONE
@@ -20,22 +25,28 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import numpy as np
 
 from ratchetdb import InputError, Store
 
 try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
-    from langchain_core.vectorstores import VectorStore
+    from langchain_core.runnables.config import run_in_executor
+    from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+    from langchain_core.vectorstores.utils import maximal_marginal_relevance
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "ratchetdb.langchain needs langchain-core: pip install 'ratchetdb[langchain]'"
     ) from error
 
-__all__ = ["RatchetVectorStore", "index"]
+__all__ = ["RatchetRetriever", "RatchetVectorStore", "index"]
 
 
 def _matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
@@ -163,6 +174,16 @@ class RatchetVectorStore(VectorStore):
                 )
         return documents
 
+    def _hits(self, call: Callable[[], list]) -> list:
+        """Runs a store search, returning no hit when the store holds no document of this
+        store's source yet (the store refuses an unknown source)."""
+        try:
+            return call()
+        except InputError as error:
+            if error.field.startswith("sources"):
+                return []
+            raise
+
     def similarity_search_with_score_by_vector(
         self,
         embedding: list[float],
@@ -170,8 +191,8 @@ class RatchetVectorStore(VectorStore):
         filter: Optional[dict] = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        try:
-            hits = self.store.search(
+        hits = self._hits(
+            lambda: self.store.search(
                 np.asarray(embedding, dtype=np.float32),
                 k,
                 where=filter,
@@ -179,22 +200,8 @@ class RatchetVectorStore(VectorStore):
                 exact=kwargs.get("exact", False),
                 ef=kwargs.get("ef"),
             )
-        except InputError as error:
-            # The store holds no document of this source yet: nothing matches.
-            if error.field.startswith("sources"):
-                return []
-            raise
-        return [
-            (
-                Document(
-                    id=_chunk_id(hit.id, hit.position),
-                    page_content=hit.text,
-                    metadata=hit.meta or {},
-                ),
-                float(hit.score),
-            )
-            for hit in hits
-        ]
+        )
+        return [(_document(hit), float(hit.score)) for hit in hits]
 
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, **kwargs: Any
@@ -223,6 +230,183 @@ class RatchetVectorStore(VectorStore):
             )
         ]
 
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` documents chosen by maximal marginal relevance among the ``fetch_k``
+        nearest chunks to ``embedding`` that match ``filter``: each next pick maximises
+        ``lambda_mult`` times its similarity to the query less ``1 - lambda_mult`` times
+        its highest similarity to the picks so far (cosine similarity of the stored
+        vectors; ``lambda_mult=1`` is plain similarity order, ``0`` the most diverse).
+        ``exact`` and ``ef`` are passed to the vector search."""
+        if k < 1:
+            raise ValueError(f"k is {k}; it must be at least 1")
+        if fetch_k < k:
+            raise ValueError(
+                f"fetch_k is {fetch_k}; it must be at least k ({k}): pass a larger fetch_k"
+            )
+        if not 0.0 <= lambda_mult <= 1.0:
+            raise ValueError(f"lambda_mult is {lambda_mult}; it must be between 0 and 1")
+        query = np.asarray(embedding, dtype=np.float32)
+        hits = self._hits(
+            lambda: self.store.search(
+                query,
+                fetch_k,
+                where=filter,
+                sources=[self.source],
+                exact=kwargs.get("exact", False),
+                ef=kwargs.get("ef"),
+            )
+        )
+        if not hits:
+            return []
+        chosen = maximal_marginal_relevance(
+            query, self._hit_vectors(hits), lambda_mult=lambda_mult, k=k
+        )
+        return [_document(hits[i]) for i in chosen]
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``max_marginal_relevance_search_by_vector`` of ``query``'s embedding."""
+        return self.max_marginal_relevance_search_by_vector(
+            self.embedding.embed_query(query),
+            k,
+            fetch_k,
+            lambda_mult,
+            filter=filter,
+            **kwargs,
+        )
+
+    def _hit_vectors(self, hits: list) -> list[np.ndarray]:
+        """The stored vector of each hit's chunk, read from its document. A hit whose
+        document changed since the search (another revision, or deleted) has its text
+        embedded instead, so every hit keeps the vector of the text it carries."""
+        docs: dict[tuple[str, str], Optional[dict]] = {}
+        vectors: list[Optional[np.ndarray]] = []
+        for hit in hits:
+            key = (hit.source, hit.id)
+            if key not in docs:
+                docs[key] = self.store.get(hit.source, hit.id, vectors=True)
+            doc = docs[key]
+            vector = None
+            if (
+                doc is not None
+                and not doc["deleted"]
+                and doc["generation"] == hit.generation
+            ):
+                for chunk in doc["chunks"]:
+                    if chunk["position"] == hit.position:
+                        vector = chunk.get("vector")
+                        break
+            vectors.append(vector)
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        if missing:
+            embedded = self.embedding.embed_documents([hits[i].text for i in missing])
+            for i, vector in zip(missing, embedded):
+                vectors[i] = np.asarray(vector, dtype=np.float32)
+        return vectors  # type: ignore[return-value]
+
+    def text_search_with_score(
+        self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` chunks that best match ``query``'s words (BM25; nothing is embedded),
+        with their BM25 scores, best first. ``k1`` and ``b`` set BM25's parameters."""
+        hits = self._hits(
+            lambda: self.store.search_text(
+                query,
+                k,
+                where=filter,
+                sources=[self.source],
+                k1=kwargs.get("k1"),
+                b=kwargs.get("b"),
+            )
+        )
+        return [(_document(hit), float(hit.score)) for hit in hits]
+
+    def text_search(
+        self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any
+    ) -> list[Document]:
+        """``text_search_with_score`` without the scores."""
+        return [
+            doc for doc, _ in self.text_search_with_score(query, k, filter, **kwargs)
+        ]
+
+    def hybrid_search_with_score(
+        self,
+        query: str,
+        k: int = 4,
+        filter: Optional[dict] = None,
+        *,
+        vector_weight: Optional[float] = None,
+        rrf_k: Optional[int] = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        """The ``k`` best chunks by both ``query``'s embedding (nearest neighbours) and its
+        words (BM25), merged by reciprocal rank fusion (``rrf_k``, default 60) or, with
+        ``vector_weight`` (0: words only, 1: vectors only), by a weighted sum of the scaled
+        scores; with the fused scores, best first. ``ef`` is passed to the vector search."""
+        embedding = np.asarray(self.embedding.embed_query(query), dtype=np.float32)
+        hits = self._hits(
+            lambda: self.store.search_hybrid(
+                query,
+                embedding,
+                k,
+                where=filter,
+                sources=[self.source],
+                ef=kwargs.get("ef"),
+                rrf_k=rrf_k,
+                vector_weight=vector_weight,
+            )
+        )
+        return [(_document(hit), float(hit.score)) for hit in hits]
+
+    def hybrid_search(
+        self,
+        query: str,
+        k: int = 4,
+        filter: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``hybrid_search_with_score`` without the scores."""
+        return [
+            doc for doc, _ in self.hybrid_search_with_score(query, k, filter, **kwargs)
+        ]
+
+    def search(self, query: str, search_type: str, **kwargs: Any) -> list[Document]:
+        """LangChain's ``search``, with ``search_type`` ``"text"`` and ``"hybrid"`` too."""
+        if search_type == "text":
+            return self.text_search(query, **kwargs)
+        if search_type == "hybrid":
+            return self.hybrid_search(query, **kwargs)
+        return super().search(query, search_type, **kwargs)
+
+    async def asearch(
+        self, query: str, search_type: str, **kwargs: Any
+    ) -> list[Document]:
+        """``search``, run in an executor."""
+        return await run_in_executor(None, self.search, query, search_type, **kwargs)
+
+    def as_retriever(self, **kwargs: Any) -> "RatchetRetriever":
+        """A ``RatchetRetriever``: LangChain's ``VectorStoreRetriever`` whose
+        ``search_type`` may also be ``"text"`` (BM25) or ``"hybrid"`` (``search_kwargs``
+        as for ``text_search`` / ``hybrid_search``: ``k``, ``filter``, ``vector_weight``,
+        ``rrf_k``, ...)."""
+        tags = kwargs.pop("tags", None) or [*self._get_retriever_tags()]
+        return RatchetRetriever(vectorstore=self, tags=tags, **kwargs)
+
     @classmethod
     def from_texts(
         cls,
@@ -239,6 +423,51 @@ class RatchetVectorStore(VectorStore):
         store = cls(path, embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
+
+
+class RatchetRetriever(VectorStoreRetriever):
+    """The retriever of a ``RatchetVectorStore``: ``search_type`` is one of LangChain's
+    (``"similarity"``, ``"similarity_score_threshold"``, ``"mmr"``) or ``"text"`` (BM25
+    over the chunks' words) or ``"hybrid"`` (vectors and words, fused)."""
+
+    allowed_search_types: ClassVar[tuple[str, ...]] = (
+        *VectorStoreRetriever.allowed_search_types,
+        "text",
+        "hybrid",
+    )
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        if self.search_type in ("text", "hybrid"):
+            return self.vectorstore.search(
+                query, self.search_type, **(self.search_kwargs | kwargs)
+            )
+        return super()._get_relevant_documents(query, run_manager=run_manager, **kwargs)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        **kwargs: Any,
+    ) -> list[Document]:
+        if self.search_type in ("text", "hybrid"):
+            return await self.vectorstore.asearch(
+                query, self.search_type, **(self.search_kwargs | kwargs)
+            )
+        return await super()._aget_relevant_documents(
+            query, run_manager=run_manager, **kwargs
+        )
+
+
+def _document(hit: Any) -> Document:
+    """A search hit as a LangChain ``Document``."""
+    return Document(
+        id=_chunk_id(hit.id, hit.position),
+        page_content=hit.text,
+        metadata=hit.meta or {},
+    )
 
 
 def _chunk_id(doc_id: str, position: int) -> str:

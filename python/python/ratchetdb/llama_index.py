@@ -22,10 +22,22 @@ the chunk's metadata). ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``n
 or ``""``), nested filters, and the conditions ``and``, ``or``, ``not`` (none of the
 filters holds) are supported; ``text_match_insensitive`` raises ``ValueError``. As in
 ratchetdb's language, ``!=`` and ``nin`` match only nodes that have the key.
+
+Query modes (``vector_store_query_mode``): ``"default"`` (nearest vectors),
+``"text_search"`` (BM25 over the nodes' text, from ``query_str``; nothing is embedded),
+``"hybrid"`` (both, from ``query_str`` and ``query_embedding``: reciprocal rank fusion, or
+with ``alpha`` a weighted sum of the scaled scores, 0 for words only and 1 for vectors
+only) and ``"mmr"`` (LlamaIndex's maximal marginal relevance over the nearest
+``mmr_prefetch_factor`` (4) times ``similarity_top_k`` nodes, or ``mmr_prefetch_k``, with
+their stored vectors; ``mmr_threshold`` from the query or ``vector_store_kwargs``, 0.5 by
+default). Every other mode (``"sparse"``, ``"semantic_hybrid"``, the learners) raises
+``ValueError``, as do query fields that the mode would not use (``alpha`` outside
+``"hybrid"``, ``mmr_threshold`` outside ``"mmr"``, ``sparse_top_k``).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -36,6 +48,7 @@ from ratchetdb import InputError, Store, matches
 
 try:
     from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
     from llama_index.core.schema import BaseNode
     from llama_index.core.vector_stores.types import (
         BasePydanticVectorStore,
@@ -44,6 +57,7 @@ try:
         MetadataFilter,
         MetadataFilters,
         VectorStoreQuery,
+        VectorStoreQueryMode,
         VectorStoreQueryResult,
     )
     from llama_index.core.vector_stores.utils import (
@@ -304,24 +318,126 @@ class RatchetVectorStore(BasePydanticVectorStore):
         return nodes
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """The ``similarity_top_k`` nearest nodes to ``query.query_embedding`` that match
-        ``query.filters``, ``query.doc_ids`` (ref doc ids) and ``query.node_ids``."""
-        if query.query_embedding is None:
-            raise ValueError("RatchetVectorStore.query needs query.query_embedding")
+        """The best ``similarity_top_k`` nodes (``hybrid_top_k`` in hybrid mode, when
+        given) that match ``query.filters``, ``query.doc_ids`` (ref doc ids) and
+        ``query.node_ids``, by ``query.mode``: ``DEFAULT`` (nearest to
+        ``query_embedding``), ``TEXT_SEARCH`` (BM25 of ``query_str``), ``HYBRID`` (both,
+        fused; ``alpha`` weights the vectors) or ``MMR`` (diverse nearest nodes, in the
+        order picked; a candidate whose document was rewritten between the search and the
+        read of its stored vector is left out). Any other mode raises ``ValueError``. A
+        similarity is the store's score (cosine similarity, BM25 score or fused score).
+        ``exact`` and ``ef`` (keyword arguments) are passed to the vector search."""
+        mode = VectorStoreQueryMode(query.mode)
+        if mode not in _MODES:
+            raise ValueError(_mode_refusal(mode))
+        if query.alpha is not None and mode != VectorStoreQueryMode.HYBRID:
+            raise ValueError(
+                f"alpha is {query.alpha!r} but vector_store_query_mode is "
+                f"{mode.value!r}: alpha weighs vectors against words in 'hybrid' mode only"
+            )
+        if query.mmr_threshold is not None and mode != VectorStoreQueryMode.MMR:
+            raise ValueError(
+                f"mmr_threshold is {query.mmr_threshold!r} but vector_store_query_mode is "
+                f"{mode.value!r}: it applies to 'mmr' mode only"
+            )
+        if query.sparse_top_k is not None:
+            raise ValueError(
+                f"sparse_top_k is {query.sparse_top_k!r}: RatchetVectorStore's text and "
+                "hybrid searches take one count, similarity_top_k (hybrid_top_k in "
+                "'hybrid' mode)"
+            )
         where = _and(
             to_where(query.filters),
             {"ref_doc_id": {"$in": list(query.doc_ids)}} if query.doc_ids else None,
             {NODE_ID_KEY: {"$in": list(query.node_ids)}} if query.node_ids else None,
         )
-        try:
-            hits = self._store.search(
-                np.asarray(query.query_embedding, dtype=np.float32),
-                query.similarity_top_k,
-                where=where,
-                sources=[self.source],
-                exact=kwargs.get("exact", False),
-                ef=kwargs.get("ef"),
+        sources = [self.source]
+        if mode == VectorStoreQueryMode.DEFAULT:
+            vector = _embedding(query, mode)
+
+            def search() -> list:
+                return self._store.search(
+                    vector,
+                    query.similarity_top_k,
+                    where=where,
+                    sources=sources,
+                    exact=kwargs.get("exact", False),
+                    ef=kwargs.get("ef"),
+                )
+
+        elif mode == VectorStoreQueryMode.TEXT_SEARCH:
+            text = _query_str(query, mode)
+
+            def search() -> list:
+                return self._store.search_text(
+                    text, query.similarity_top_k, where=where, sources=sources
+                )
+
+        elif mode == VectorStoreQueryMode.MMR:
+            vector = _embedding(query, mode)
+            threshold = (
+                query.mmr_threshold
+                if query.mmr_threshold is not None
+                else kwargs.get("mmr_threshold")
             )
+            if threshold is not None and not 0.0 <= threshold <= 1.0:
+                raise ValueError(
+                    f"mmr_threshold is {threshold!r}; it must be between 0 (most "
+                    "diverse) and 1 (similarity only)"
+                )
+            fetch_k = _prefetch(query.similarity_top_k, kwargs)
+
+            def search() -> list:
+                hits = self._store.search(
+                    vector,
+                    fetch_k,
+                    where=where,
+                    sources=sources,
+                    exact=kwargs.get("exact", False),
+                    ef=kwargs.get("ef"),
+                )
+                candidates = [
+                    (hit, stored)
+                    for hit, stored in zip(hits, self._hit_vectors(hits))
+                    if stored is not None
+                ]
+                _, picked = get_top_k_mmr_embeddings(
+                    vector.tolist(),
+                    [stored.tolist() for _, stored in candidates],
+                    similarity_top_k=query.similarity_top_k,
+                    embedding_ids=list(range(len(candidates))),
+                    mmr_threshold=threshold,
+                )
+                return [candidates[i][0] for i in picked]
+
+        else:
+            text = _query_str(query, mode)
+            vector = _embedding(query, mode)
+            alpha = query.alpha
+            if alpha is not None and not 0.0 <= alpha <= 1.0:
+                raise ValueError(
+                    f"alpha is {alpha!r}; it must be between 0 (words only) and 1 "
+                    "(vectors only)"
+                )
+            k = (
+                query.hybrid_top_k
+                if query.hybrid_top_k is not None
+                else query.similarity_top_k
+            )
+
+            def search() -> list:
+                return self._store.search_hybrid(
+                    text,
+                    vector,
+                    k,
+                    where=where,
+                    sources=sources,
+                    ef=kwargs.get("ef"),
+                    vector_weight=alpha,
+                )
+
+        try:
+            hits = search()
         except InputError as error:
             # The store holds no document of this source yet: nothing matches.
             if error.field.startswith("sources"):
@@ -334,3 +450,83 @@ class RatchetVectorStore(BasePydanticVectorStore):
             similarities.append(float(hit.score))
             ids.append(node.node_id)
         return VectorStoreQueryResult(nodes=nodes, similarities=similarities, ids=ids)
+
+
+    def _hit_vectors(self, hits: list) -> list[Optional[np.ndarray]]:
+        """The stored vector of each hit's chunk, read from its document (``None`` when the
+        document changed since the search: another revision, or deleted)."""
+        docs: dict[tuple[str, str], Optional[dict]] = {}
+        vectors: list[Optional[np.ndarray]] = []
+        for hit in hits:
+            key = (hit.source, hit.id)
+            if key not in docs:
+                docs[key] = self._store.get(hit.source, hit.id, vectors=True)
+            doc = docs[key]
+            vector = None
+            if (
+                doc is not None
+                and not doc["deleted"]
+                and doc["generation"] == hit.generation
+            ):
+                for chunk in doc["chunks"]:
+                    if chunk["position"] == hit.position:
+                        vector = chunk.get("vector")
+                        break
+            vectors.append(vector)
+        return vectors
+
+
+_MODES = (
+    VectorStoreQueryMode.DEFAULT,
+    VectorStoreQueryMode.TEXT_SEARCH,
+    VectorStoreQueryMode.HYBRID,
+    VectorStoreQueryMode.MMR,
+)
+
+
+def _prefetch(top_k: int, kwargs: dict) -> int:
+    """How many nearest nodes MMR chooses among: ``mmr_prefetch_k``, or
+    ``mmr_prefetch_factor`` (default 4) times ``top_k``; never fewer than ``top_k``."""
+    fetch_k = kwargs.get("mmr_prefetch_k")
+    if fetch_k is None:
+        factor = kwargs.get("mmr_prefetch_factor", 4.0)
+        if not factor >= 1.0:
+            raise ValueError(f"mmr_prefetch_factor is {factor!r}; it must be at least 1")
+        return max(top_k, math.ceil(top_k * factor))
+    if fetch_k < top_k:
+        raise ValueError(
+            f"mmr_prefetch_k is {fetch_k!r}; it must be at least similarity_top_k ({top_k})"
+        )
+    return fetch_k
+
+
+def _mode_refusal(mode: VectorStoreQueryMode) -> str:
+    supported = ", ".join(repr(m.value) for m in _MODES)
+    if mode == VectorStoreQueryMode.SPARSE:
+        why = (
+            "it keeps no learned sparse vectors; for keyword (BM25) retrieval use "
+            "'text_search', or 'hybrid' for words and vectors together"
+        )
+    else:
+        why = "it has no such search"
+    return (
+        f"vector_store_query_mode {mode.value!r} is not supported by "
+        f"RatchetVectorStore: {why} (supported: {supported})"
+    )
+
+
+def _query_str(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> str:
+    if not query.query_str:
+        raise ValueError(
+            f"vector_store_query_mode {mode.value!r} needs query.query_str (the words to "
+            "search for)"
+        )
+    return query.query_str
+
+
+def _embedding(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> np.ndarray:
+    if query.query_embedding is None:
+        raise ValueError(
+            f"vector_store_query_mode {mode.value!r} needs query.query_embedding"
+        )
+    return np.asarray(query.query_embedding, dtype=np.float32)
