@@ -66,6 +66,8 @@ struct Embedded {
     engine: Arc<Engine>,
     indexer: Arc<Indexer>,
     _handle: Arc<Handle>,
+    /// A read-only open recovered the file first.
+    recovered: bool,
 }
 
 /// Runs `$embedded` with the embedded store's parts, or `$postgres` with the PostgreSQL
@@ -197,9 +199,35 @@ impl Store {
         if let Some(url) = postgres_url(path) {
             return open_postgres(url, options, true);
         }
-        open::as_reader(path, &options, |db| {
-            Store::from_db(db, path, true, false, options.clone())
+        open::as_reader(path, &options, |db, recovered| {
+            let mut store = Store::from_db(db, path, true, false, options.clone())?;
+            if let Backend::Embedded(embedded) = &mut store.backend {
+                embedded.recovered = recovered;
+            }
+            Ok(store)
         })
+    }
+
+    /// Recovers the file at `path` that a writer left without closing it (a crash or a
+    /// kill), as a writer's open would, without opening a store: redb's repair, which keeps
+    /// every committed write. `Ok(true)`: it needed recovery and was recovered; `Ok(false)`:
+    /// it needed none (or a writer that has it open now recovered it). A file that cannot
+    /// be written (read-only media, no permission) is refused with
+    /// [`OpenError::NeedsRecovery`] and left as it was. Only the redb file is touched:
+    /// nothing is converted, recorded or compacted.
+    pub fn recover(path: impl AsRef<Path>) -> Result<bool, OpenError> {
+        open::recover(path.as_ref(), &Options::default())
+    }
+
+    /// Whether opening this store recovered a file a crashed writer left first (a
+    /// read-only open with [`Options::recover_on_read_open`]); `false` for every other
+    /// open.
+    pub fn recovered_at_open(&self) -> bool {
+        match &self.backend {
+            Backend::Embedded(embedded) => embedded.recovered,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => false,
+        }
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there. On a
@@ -250,6 +278,7 @@ impl Store {
                 engine,
                 indexer,
                 _handle: Arc::new(Handle { gate }),
+                recovered: false,
             }),
         })
     }
@@ -586,6 +615,23 @@ impl Store {
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
         on_backend!(self, e => e.engine.snapshot(), pg => pg.snapshot())
+    }
+
+    /// Writes a consistent copy of the store to a new file at `path`, while writers keep
+    /// writing (in this process or another): every table of one read snapshot, so the copy
+    /// holds exactly what the store held at one commit ([`Backup::commit`]) — documents,
+    /// tombstones, listings, counters, skip log, text index and persisted graph — and opens
+    /// as a store of its own. `path` must not exist ([`BackupError::AlreadyExists`]): the
+    /// copy is written beside it and linked there only when whole and durable. Restore by
+    /// opening the copy (or moving it into the original's place while no process has that
+    /// open). On PostgreSQL: [`ReadError::Unsupported`] (use the server's own backups).
+    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::Backup, crate::BackupError> {
+        let path = path.as_ref();
+        let snapshot = self.snapshot()?;
+        crate::contain::contain(
+            |detail| crate::BackupError::Read(ReadError::contained(detail)),
+            || crate::backup::write(&snapshot, path),
+        )
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with
