@@ -240,6 +240,35 @@ pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash 
     content_hash_of(meta, chunks.iter().map(|c| (c.text_hash, c.meta.as_str())))
 }
 
+/// [`Document::content_hash`]: the hash [`prepare_document`] computes, without the limits
+/// on sizes (only the nesting that canonical JSON can walk).
+pub(crate) fn document_content_hash(doc: &Document) -> Result<String, InputError> {
+    let canonical = |field: &str, value: &serde_json::Value| {
+        if nested_deeper_than(value, MAX_META_DEPTH) {
+            return Err(InputError::new(
+                field,
+                format!("nests arrays and objects deeper than {MAX_META_DEPTH} levels"),
+            ));
+        }
+        Ok(canonical_json(value))
+    };
+    let meta = canonical("meta", &doc.meta)?;
+    let chunks = doc
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(position, chunk)| {
+            canonical(&format!("chunks[{position}].meta"), &chunk.meta)
+                .map(|meta| (chunk.text.as_str(), meta))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let hash = stored_content_hash(
+        &meta,
+        chunks.iter().map(|(text, meta)| (*text, meta.as_str())),
+    );
+    Ok(crate::read::hex(&hash))
+}
+
 /// The content hash of a stored revision: its metadata and its chunks' texts and metadata
 /// (what [`content_hash`] hashes when the revision was written). The embedded store keeps
 /// only its [`ContentKey`](crate::guard::ContentKey) in the document's row, and computes the

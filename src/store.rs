@@ -617,6 +617,22 @@ impl Store {
         on_backend!(self, e => e.engine.snapshot(), pg => pg.snapshot())
     }
 
+    /// Counts every ticket up to `through` as issued by this store, so that writes
+    /// carrying them are accepted (a ticket above the highest issued is refused as never
+    /// issued) and every ticket [`Store::ticket`] issues later is above `through`. For
+    /// restoring an export of a store that used tickets (`ratchet export` writes the
+    /// source's highest ticket as a `tickets` line first). Never lowers what was issued.
+    pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
+        on_backend!(self, e => e.engine.adopt_tickets(through), pg => pg.adopt_tickets(through))
+    }
+
+    /// The highest ticket this store may have issued: on a file, the persisted high-water
+    /// mark (tickets are reserved in blocks, so it can be above the last one handed out);
+    /// on PostgreSQL, the ticket sequence's last value. 0 before the first ticket.
+    pub fn tickets_issued(&self) -> Result<u64, ReadError> {
+        on_backend!(self, e => e.engine.snapshot()?.tickets_issued(), pg => pg.tickets_issued())
+    }
+
     /// Writes a consistent copy of the store to a new file at `path`, while writers keep
     /// writing (in this process or another): every table of one read snapshot, so the copy
     /// holds exactly what the store held at one commit ([`Backup::commit`]) — documents,

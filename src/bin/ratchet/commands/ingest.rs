@@ -280,12 +280,21 @@ fn read_in_batches(
             ReadLine::TooLong { bytes } => ingest.reject(line, too_long(bytes, max_line_bytes)),
             ReadLine::Complete if jsonl::is_blank(&buf) => ingest.blank(line),
             ReadLine::Complete => match jsonl::parse_line(&buf, default_kind) {
-                Ok(parsed) => {
-                    // A batch is bounded by what its operations take in memory, not only by
-                    // their lines' length.
-                    let bytes = buf.len().max(parsed.cost);
-                    ingest.push_op(line, parsed.header, parsed.op, bytes)
-                }
+                Ok(parsed) => match parsed.op {
+                    jsonl::Line::Op(op) => {
+                        // A batch is bounded by what its operations take in memory, not only
+                        // by their lines' length.
+                        let bytes = buf.len().max(parsed.cost);
+                        ingest.push_op(line, parsed.header, op, bytes)
+                    }
+                    jsonl::Line::Tickets(issued) => {
+                        if let Err(Failure(message)) = ingest.tickets(line, parsed.header, issued)
+                        {
+                            fatal = Some(message);
+                            break;
+                        }
+                    }
+                },
                 Err(error) => ingest.reject(line, error),
             },
         }
@@ -347,6 +356,44 @@ impl Ingest {
         self.pending.push((line, Entry::Op(header)));
         self.ops.push(op);
         self.pending_bytes += bytes;
+    }
+
+    /// A `tickets` line: the lines before it are applied first, then every ticket up to
+    /// `issued` counts as issued by the store.
+    fn tickets(&mut self, line: u64, header: Header, issued: u64) -> Result<(), Failure> {
+        self.flush()?;
+        let result = self.store.adopt_tickets(issued);
+        self.report_tickets(line, &header, issued, result)?;
+        self.flush_report()
+    }
+
+    fn report_tickets(
+        &mut self,
+        line: u64,
+        header: &Header,
+        issued: u64,
+        result: Result<(), WriteError>,
+    ) -> Result<(), Failure> {
+        match result {
+            Ok(()) => {
+                self.tally.other += 1;
+                self.emit(&TicketsLine {
+                    line,
+                    op: header.kind.as_str(),
+                    outcome: "issued",
+                    issued,
+                })
+            }
+            Err(error) if !workers::is_fatal(&error) => {
+                self.report_rejected(line, Some(header), &op_error(&error))
+            }
+            Err(error) => {
+                self.report_not_applied(line, header, &error)?;
+                Err(Failure(format!(
+                    "{error}; line {line} and the lines after it were not applied"
+                )))
+            }
+        }
     }
 
     fn batch_is_full(&self) -> bool {
@@ -560,6 +607,15 @@ struct RetainLine<'a> {
     reason: Option<&'static str>,
     #[serde(flatten)]
     result: &'a RetainOutcome,
+}
+
+/// The report of a `tickets` line.
+#[derive(Serialize)]
+struct TicketsLine {
+    line: u64,
+    op: &'static str,
+    outcome: &'static str,
+    issued: u64,
 }
 
 #[derive(Serialize)]
