@@ -204,8 +204,14 @@ pub(crate) fn prepare_vector(
                 "has zero length and cannot be normalised for cosine",
             ));
         }
-        for x in &mut vector {
-            *x = (f64::from(*x) / norm) as f32;
+        // A vector of unit length within f32 rounding (each component rounded to f32 moves
+        // the squared length by at most `f32::EPSILON` in all) is kept as given: dividing by
+        // its length again would only move last bits, and a stored vector written again (an
+        // export ingested into a new store) must keep its bits.
+        if (squares - 1.0).abs() > f64::from(f32::EPSILON) {
+            for x in &mut vector {
+                *x = (f64::from(*x) / norm) as f32;
+            }
         }
     }
     Ok(vector)
