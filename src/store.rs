@@ -173,7 +173,9 @@ impl Store {
     /// Opens an existing store read-only: nothing is ever written to the file (no
     /// creation, conversion, recovery, recorded dimension or model, persisted graph; its
     /// bytes and modification time stay as they are), so it works on a file or mount that
-    /// is read-only. Every write returns [`WriteError::ReadOnly`].
+    /// is read-only. Every write returns [`WriteError::ReadOnly`]. The one exception is
+    /// asked for: with [`Options::recover_on_read_open`], a file a crashed writer left is
+    /// recovered first when it can be written ([`Store::recovered_at_open`]).
     ///
     /// Any number of read-only stores, in any number of processes, may have the file open
     /// while one process writes it (a writer opened with [`Options::allow_readers`], the

@@ -62,7 +62,12 @@ fn ingest_back(dir: &Path, name: &str, exported: &str, metric: Metric, workers: 
             exported.lines().count()
         );
     }
-    let verify = cli::run(&["verify", "--db", db.to_str().unwrap()], |_| {}, None, TIMEOUT);
+    let verify = cli::run(
+        &["verify", "--db", db.to_str().unwrap()],
+        |_| {},
+        None,
+        TIMEOUT,
+    );
     assert_eq!(verify.code, Some(0), "{name}: {}", verify.stdout);
 }
 
@@ -163,8 +168,20 @@ fn a_random_schedule_of_every_version_kind_exports_into_an_ingest_that_reproduce
         ] {
             assert!(exported.contains(needed), "seed {seed}: no {needed}");
         }
-        ingest_back(dir.path(), &format!("again-{seed}"), &exported, metric, false);
-        ingest_back(dir.path(), &format!("workers-{seed}"), &exported, metric, true);
+        ingest_back(
+            dir.path(),
+            &format!("again-{seed}"),
+            &exported,
+            metric,
+            false,
+        );
+        ingest_back(
+            dir.path(),
+            &format!("workers-{seed}"),
+            &exported,
+            metric,
+            true,
+        );
     }
 }
 

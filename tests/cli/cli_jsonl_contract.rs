@@ -219,7 +219,11 @@ fn bad_lines_are_rejected_alone_and_named() {
     assert_eq!(listings[0]["version"], 3);
     assert_eq!(listings[0]["ids"], serde_json::json!(["a", "b"]));
     for d in &documents {
-        let op = if d["deleted"] == true { "delete" } else { "upsert" };
+        let op = if d["deleted"] == true {
+            "delete"
+        } else {
+            "upsert"
+        };
         assert_eq!(d["op"], op, "{d}");
     }
     let keys: Vec<(String, String, bool)> = documents

@@ -129,14 +129,19 @@ fn the_library_recovers_on_a_read_only_open_only_when_asked() {
     killed_ingest(&db);
     let before = std::fs::read(&db).unwrap();
     let refused = Store::open_read_only_with(&db, Options::default()).err();
-    let message = refused.as_ref().map(ToString::to_string).unwrap_or_default();
+    let message = refused
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     assert!(
         matches!(refused, Some(OpenError::NeedsRecovery { .. })),
         "{message}"
     );
     // The library's message names library calls, not command-line flags.
     assert!(
-        message.contains("Store::recover") && !message.contains("ratchet") && !message.contains("--"),
+        message.contains("Store::recover")
+            && !message.contains("ratchet")
+            && !message.contains("--"),
         "{message}"
     );
     assert_eq!(std::fs::read(&db).unwrap(), before, "a refused open wrote");

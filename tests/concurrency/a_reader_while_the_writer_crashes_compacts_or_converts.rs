@@ -20,7 +20,10 @@ use std::sync::Arc;
 
 fn doc(i: usize, version: u64) -> Document {
     Document::new("s", format!("d{i}"), Version::number(version))
-        .with_chunk(Chunk::new(format!("a {i} {version}"), vec![1.0, i as f32, 2.0]))
+        .with_chunk(Chunk::new(
+            format!("a {i} {version}"),
+            vec![1.0, i as f32, 2.0],
+        ))
         .with_chunk(Chunk::new(
             format!("b {i} {version} {}", "x".repeat(2000)),
             vec![2.0, 1.0, i as f32],
@@ -36,7 +39,10 @@ fn consistent(store: &Store) -> usize {
     for d in documents.iter().filter(|d| !d.deleted) {
         assert_eq!(d.chunks.len(), 2, "{d:?}");
         let v = d.version.value;
-        assert!(d.chunks.iter().all(|c| c.text.contains(&format!(" {v}"))), "{d:?}");
+        assert!(
+            d.chunks.iter().all(|c| c.text.contains(&format!(" {v}"))),
+            "{d:?}"
+        );
     }
     let hits = store
         .search(&[1.0, 2.0, 3.0], 5, &SearchOptions::default())
@@ -101,7 +107,9 @@ fn a_reader_beside_a_writer_that_compacts_on_close_reads_the_final_state() {
     let reader = Store::open_read_only(&db).unwrap();
     assert_eq!(consistent(&reader), 200);
     for i in 0..180 {
-        writer.delete("s", &format!("d{i}"), Version::number(2)).unwrap();
+        writer
+            .delete("s", &format!("d{i}"), Version::number(2))
+            .unwrap();
     }
     let before = std::fs::metadata(&db).unwrap().len();
     // Readers read while the writer closes (and compacts).

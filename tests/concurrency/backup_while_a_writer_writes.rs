@@ -15,11 +15,7 @@ const WRITES: usize = 160;
 
 fn write(i: usize) -> Document {
     // Every fifth write revises an earlier document, so the copy has revisions too.
-    let (id, version) = if i % 5 == 4 {
-        (i - 4, 2)
-    } else {
-        (i, 1)
-    };
+    let (id, version) = if i % 5 == 4 { (i - 4, 2) } else { (i, 1) };
     Document::new("s", format!("d{id}"), Version::number(version))
         .with_meta(serde_json::json!({"i": i}))
         .with_chunk(Chunk::new(
@@ -34,11 +30,7 @@ fn documents(store: &Store) -> Vec<StoredDocument> {
 
 /// Backs `store` up (through `backup`) while a thread writes `WRITES` documents one commit
 /// each, then checks the copy against the commit it names.
-fn backup_while_writing(
-    dir: &Path,
-    name: &str,
-    backup: impl FnOnce(&Store, &Path) -> u64,
-) {
+fn backup_while_writing(dir: &Path, name: &str, backup: impl FnOnce(&Store, &Path) -> u64) {
     let db = dir.join(format!("{name}-source.redb"));
     let store = Store::open(&db, Options::default().dimension(3)).unwrap();
     let done = Arc::new(AtomicUsize::new(0));
@@ -69,7 +61,11 @@ fn backup_while_writing(
     let commits = commits.lock().unwrap().clone();
     let m = commits.iter().filter(|&&c| c <= commit).count();
     assert!(m >= WRITES / 4, "{name}: commit {commit}, {commits:?}");
-    assert_eq!(commits[m - 1], commit, "{name}: the backup's commit is no write's");
+    assert_eq!(
+        commits[m - 1],
+        commit,
+        "{name}: the backup's commit is no write's"
+    );
 
     let copy = Store::open_read_only(&out).expect("the backup opens");
     let report = copy.verify().unwrap();
@@ -119,8 +115,7 @@ fn ratchet_backup_beside_a_writer_process_reports_its_commit() {
             store.path().to_str().unwrap(),
             out.to_str().unwrap(),
         ];
-        let run =
-            super::common::cli::run(&args, |_| {}, None, Duration::from_secs(60));
+        let run = super::common::cli::run(&args, |_| {}, None, Duration::from_secs(60));
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         let commit = run
             .stdout

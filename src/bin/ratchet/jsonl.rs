@@ -1220,7 +1220,9 @@ mod tests {
             VersionKind::Number,
         )
         .unwrap();
-        assert!(matches!(delete.op, Line::Op(Op::Delete { version, .. }) if version == Version::ticket(8)));
+        assert!(
+            matches!(delete.op, Line::Op(Op::Delete { version, .. }) if version == Version::ticket(8))
+        );
         let retain = parse_line(
             br#"{"op":"retain","source":"s","ids":["a","b"],"version":9}"#,
             VersionKind::TimestampMicros,

@@ -288,8 +288,7 @@ fn read_in_batches(
                         ingest.push_op(line, parsed.header, op, bytes)
                     }
                     jsonl::Line::Tickets(issued) => {
-                        if let Err(Failure(message)) = ingest.tickets(line, parsed.header, issued)
-                        {
+                        if let Err(Failure(message)) = ingest.tickets(line, parsed.header, issued) {
                             fatal = Some(message);
                             break;
                         }
