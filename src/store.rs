@@ -623,7 +623,7 @@ impl Store {
     /// carrying them are accepted (a ticket above the highest issued is refused as never
     /// issued) and every ticket [`Store::ticket`] issues later is above `through`. For
     /// restoring an export of a store that used tickets (`ratchet export` writes the
-    /// source's highest ticket as a `tickets` line first). Never lowers what was issued.
+    /// source's highest ticket in its first line, `store`). Never lowers what was issued.
     pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
         on_backend!(self, e => e.engine.adopt_tickets(through), pg => pg.adopt_tickets(through))
     }

@@ -4,6 +4,8 @@
 //! on every fixture store (schema 1 to 5, converted first) and after a random schedule of
 //! upserts, deletes, listings and versions of every kind (number, timestamp, ticket), with
 //! metadata and vectors, export → ingest into a new store → export gives the same bytes.
+//! No flag is needed: an export's first line (`store`) gives a new store the exported one's
+//! metric and model, and counts its tickets as issued; a store of another metric refuses it.
 //! Both ingest paths (single-threaded and `--workers`) are checked.
 
 use super::common::cli;
@@ -21,27 +23,11 @@ fn export(db: &Path) -> String {
     run.stdout
 }
 
-fn metric_arg(metric: Metric) -> &'static str {
-    match metric {
-        Metric::Cosine => "cosine",
-        Metric::L2 => "l2",
-        Metric::Dot => "dot",
-        other => panic!("a metric the test does not know: {other:?}"),
-    }
-}
-
-/// Ingests `exported` into a new store in `dir` and checks its export is `exported`.
+/// Ingests `exported` into a new store in `dir` (no flag but the input) and checks its export
+/// is `exported` and its metric `metric`.
 fn ingest_back(dir: &Path, name: &str, exported: &str, metric: Metric, workers: bool) {
     let db = dir.join(format!("{name}.redb"));
-    let mut args = vec![
-        "ingest",
-        "--db",
-        db.to_str().unwrap(),
-        "--jsonl",
-        "-",
-        "--metric",
-        metric_arg(metric),
-    ];
+    let mut args = vec!["ingest", "--db", db.to_str().unwrap(), "--jsonl", "-"];
     if workers {
         args.extend_from_slice(&["--workers", "2"]);
     }
@@ -69,6 +55,11 @@ fn ingest_back(dir: &Path, name: &str, exported: &str, metric: Metric, workers: 
         TIMEOUT,
     );
     assert_eq!(verify.code, Some(0), "{name}: {}", verify.stdout);
+    assert_eq!(
+        Store::open_read_only(&db).unwrap().metric(),
+        metric,
+        "{name}"
+    );
 }
 
 #[test]
@@ -159,7 +150,7 @@ fn a_random_schedule_of_every_version_kind_exports_into_an_ingest_that_reproduce
         }
         let exported = export(&db);
         for needed in [
-            "\"op\":\"tickets\"",
+            "\"op\":\"store\"",
             "\"op\":\"delete\"",
             "\"op\":\"retain\"",
             "\"version_kind\":\"ticket\"",
@@ -182,6 +173,23 @@ fn a_random_schedule_of_every_version_kind_exports_into_an_ingest_that_reproduce
             metric,
             true,
         );
+        // A store of another metric refuses the export's store line, naming the field.
+        if metric != Metric::Cosine {
+            let other = dir.path().join("cosine.redb");
+            let args = [
+                "ingest",
+                "--db",
+                other.to_str().unwrap(),
+                "--jsonl",
+                "-",
+                "--metric",
+                "cosine",
+            ];
+            let run = cli::run(&args, |_| {}, Some(exported.as_bytes().to_vec()), TIMEOUT);
+            assert_eq!(run.code, Some(3), "{}", run.stderr);
+            assert!(run.stderr.contains("line 1: metric: "), "{}", run.stderr);
+            std::fs::remove_file(other).unwrap();
+        }
     }
 }
 

@@ -394,7 +394,12 @@ fn a_clean_ingest_exits_zero_and_options_apply() {
         Some(input.to_vec()),
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let documents = json_lines(&export(&db, &["--vectors"]).stdout);
+    let lines = json_lines(&export(&db, &["--vectors"]).stdout);
+    // An l2 store with a model: the export starts with its `store` line.
+    assert_eq!(lines[0]["op"], "store");
+    assert_eq!(lines[0]["metric"], "l2");
+    assert_eq!(lines[0]["model"], "test-model");
+    let documents = &lines[1..];
     assert_eq!(documents[0]["version_kind"], "timestamp_micros");
     assert_eq!(
         documents[0]["chunks"][0]["vector"],

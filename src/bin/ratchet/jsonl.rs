@@ -15,7 +15,7 @@
 //! [`PARSE_ALLOWANCE`]. A line's parsed form therefore never holds more than that: with the
 //! default 64 MiB line limit, at most 4 × 64 MiB + 1 MiB beside the line itself.
 
-use ratchetdb::{Chunk, Document, Limits, Op, Version, VersionKind};
+use ratchetdb::{Chunk, Document, Limits, Metric, Op, Version, VersionKind};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
@@ -74,9 +74,10 @@ pub enum OpKind {
     Upsert,
     Delete,
     Retain,
-    /// `{"op":"tickets","issued":N}`: every ticket up to N counts as issued by the store
-    /// (the first line of an export of a store that used tickets).
-    Tickets,
+    /// `{"op":"store","metric":"l2","model":"…","tickets_issued":N}`: what an export says
+    /// of the store it came from (its first line, when the store is not a plain cosine one
+    /// without a model and tickets).
+    Store,
 }
 
 impl OpKind {
@@ -85,7 +86,7 @@ impl OpKind {
             OpKind::Upsert => "upsert",
             OpKind::Delete => "delete",
             OpKind::Retain => "retain",
-            OpKind::Tickets => "tickets",
+            OpKind::Store => "store",
         }
     }
 }
@@ -95,9 +96,9 @@ impl OpKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
     pub kind: OpKind,
-    /// Empty for a `tickets` line.
+    /// Empty for a `store` line.
     pub source: String,
-    /// `None` for a retain or a `tickets` line.
+    /// `None` for a retain or a `store` line.
     pub id: Option<String>,
 }
 
@@ -106,8 +107,30 @@ pub struct Header {
 pub enum Line {
     /// An operation on documents.
     Op(Op),
-    /// Count every ticket up to this one as issued ([`ratchetdb::Store::adopt_tickets`]).
-    Tickets(u64),
+    /// What the exported store was: the store must agree, and counts its tickets as issued
+    /// ([`ratchetdb::Store::adopt_tickets`]).
+    Store(StoreLine),
+}
+
+/// The fields of a `store` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreLine {
+    pub metric: Option<Metric>,
+    pub model: Option<String>,
+    pub tickets_issued: u64,
+}
+
+impl StoreLine {
+    /// The `store` line at the start of `text`, if its first line is one (read before the
+    /// store is opened, so that a new store gets the exported store's metric and model).
+    pub fn peek(text: &[u8]) -> Option<StoreLine> {
+        let text = text.strip_prefix(BOM).unwrap_or(text);
+        let end = text.iter().position(|&b| b == b'\n')?;
+        match parse_line(&text[..end], VersionKind::Number).ok()?.op {
+            Line::Store(line) => Some(line),
+            Line::Op(_) => None,
+        }
+    }
 }
 
 /// A line parsed into an operation.
@@ -203,11 +226,14 @@ struct Fields {
     ids: Option<Vec<String>>,
     deleted: Option<bool>,
     content_hash: Option<String>,
-    issued: Option<u64>,
+    metric: Option<Metric>,
+    model: Option<String>,
+    tickets_issued: Option<u64>,
 }
 
 const LINE_FIELDS: &str =
-    "op, source, id, version, version_kind, chunks, meta, ids, deleted, content_hash, issued";
+    "op, source, id, version, version_kind, chunks, meta, ids, deleted, content_hash, metric, \
+     model, tickets_issued";
 
 fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parsed, LineError> {
     let required = |name: &str| LineError::at(name, "is required");
@@ -216,11 +242,11 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         "upsert" => OpKind::Upsert,
         "delete" => OpKind::Delete,
         "retain" => OpKind::Retain,
-        "tickets" => OpKind::Tickets,
+        "store" => OpKind::Store,
         other => {
             return Err(LineError::at(
                 "op",
-                format!("unknown op {other:?}; expected upsert, delete, retain or tickets"),
+                format!("unknown op {other:?}; expected upsert, delete, retain or store"),
             ))
         }
     };
@@ -237,7 +263,7 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         ],
         OpKind::Delete => &["source", "version", "version_kind", "id", "deleted"],
         OpKind::Retain => &["source", "version", "version_kind", "ids"],
-        OpKind::Tickets => &["issued"],
+        OpKind::Store => &["metric", "model", "tickets_issued"],
     };
     let optional = [
         ("source", fields.source.is_some()),
@@ -249,7 +275,9 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         ("ids", fields.ids.is_some()),
         ("deleted", fields.deleted.is_some()),
         ("content_hash", fields.content_hash.is_some()),
-        ("issued", fields.issued.is_some()),
+        ("metric", fields.metric.is_some()),
+        ("model", fields.model.is_some()),
+        ("tickets_issued", fields.tickets_issued.is_some()),
     ];
     for (name, present) in optional {
         if present && !allowed.contains(&name) {
@@ -259,8 +287,12 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
             ));
         }
     }
-    if kind == OpKind::Tickets {
-        let issued = fields.issued.ok_or_else(|| required("issued"))?;
+    if kind == OpKind::Store {
+        let line = StoreLine {
+            metric: fields.metric,
+            model: fields.model,
+            tickets_issued: fields.tickets_issued.unwrap_or(0),
+        };
         let header = Header {
             kind,
             source: String::new(),
@@ -268,7 +300,7 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         };
         return Ok(Parsed {
             header,
-            op: Line::Tickets(issued),
+            op: Line::Store(line),
             cost,
         });
     }
@@ -288,13 +320,13 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
     let source = fields.source.ok_or_else(|| required("source"))?;
     let id = match kind {
         OpKind::Retain => None,
-        OpKind::Upsert | OpKind::Delete | OpKind::Tickets => {
+        OpKind::Upsert | OpKind::Delete | OpKind::Store => {
             Some(fields.id.ok_or_else(|| required("id"))?)
         }
     };
     let ids = match kind {
         OpKind::Retain => Some(fields.ids.ok_or_else(|| required("ids"))?),
-        OpKind::Upsert | OpKind::Delete | OpKind::Tickets => None,
+        OpKind::Upsert | OpKind::Delete | OpKind::Store => None,
     };
     let version = Version {
         kind: fields.version_kind.unwrap_or(default_kind),
@@ -354,7 +386,7 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
             id: id.unwrap_or_default(),
             version,
         },
-        OpKind::Retain | OpKind::Tickets => Op::Retain {
+        OpKind::Retain | OpKind::Store => Op::Retain {
             source,
             present: ids.unwrap_or_default(),
             version,
@@ -987,8 +1019,16 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
                     .content_hash
                     .replace(map.next_value_seed(string())?)
                     .is_some(),
-                "issued" => fields
-                    .issued
+                "metric" => fields
+                    .metric
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<Metric>))?)
+                    .is_some(),
+                "model" => fields
+                    .model
+                    .replace(map.next_value_seed(string())?)
+                    .is_some(),
+                "tickets_issued" => fields
+                    .tickets_issued
                     .replace(map.next_value_seed(at(path, &key, PhantomData::<u64>))?)
                     .is_some(),
                 "ids" => fields
@@ -1154,7 +1194,7 @@ pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
         }
         let header = &parsed.header;
         let within = match &parsed.op {
-            Line::Tickets(_) => header.kind == OpKind::Tickets,
+            Line::Store(_) => header.kind == OpKind::Store,
             Line::Op(Op::Upsert(doc)) => {
                 header.kind == OpKind::Upsert
                     && header.id.as_deref() == Some(doc.id.as_str())

@@ -1,5 +1,6 @@
-//! `ratchet export`: the store as `ingest --jsonl` input, from one snapshot: a `tickets` line
-//! first when the store has issued tickets, then every document sorted by (source, id) (a
+//! `ratchet export`: the store as `ingest --jsonl` input, from one snapshot: first a `store`
+//! line when a new store would not be like this one by default (its metric is not cosine, it
+//! recorded a model, or it issued tickets), then every document sorted by (source, id) (a
 //! live one as an upsert, a tombstone as a delete), then every listing `retain` recorded, as
 //! a retain. Ingesting the export into a new store gives a store whose export is the same,
 //! byte for byte.
@@ -7,7 +8,7 @@
 use crate::output::Output;
 use crate::{each_document, exit, open_existing, DbArg, Failure};
 use clap::Args;
-use ratchetdb::{Listing, StoredDocument};
+use ratchetdb::{Listing, Metric, StoredDocument};
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -34,10 +35,14 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
         Some(snapshot) => snapshot.tickets_issued()?,
         None => store.tickets_issued()?,
     };
-    if issued > 0 {
-        out.json_line(&TicketsLine {
-            op: "tickets",
-            issued,
+    let metric = store.metric();
+    let model = store.model();
+    if metric != Metric::Cosine || model.is_some() || issued > 0 {
+        out.json_line(&StoreLine {
+            op: "store",
+            metric: metric.as_str(),
+            model,
+            tickets_issued: issued,
         })?;
     }
     let mut open = true;
@@ -73,11 +78,15 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     Ok(exit::ok())
 }
 
-/// `{"op":"tickets","issued":N}`: the highest ticket the store may have issued.
+/// `{"op":"store",…}`: the store's metric, its model, and the highest ticket it may have
+/// issued.
 #[derive(Serialize)]
-struct TicketsLine {
+struct StoreLine<'a> {
     op: &'static str,
-    issued: u64,
+    metric: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    tickets_issued: u64,
 }
 
 /// One document as the line that recreates it: without the store's internal ids and

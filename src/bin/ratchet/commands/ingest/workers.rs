@@ -36,7 +36,7 @@ enum Parsed {
     Blank,
     Rejected(LineError),
     Op(Header, Op),
-    Tickets(Header, u64),
+    Store(Header, jsonl::StoreLine),
 }
 
 /// A line for a parser, with where its result goes.
@@ -57,7 +57,7 @@ enum Submitted {
     Blank,
     Rejected(LineError),
     Op(Header, Result<Pending, WriteError>),
-    Tickets(Header, u64, Result<(), WriteError>),
+    Store(Header, u64, Result<(), super::StoreLineError>),
 }
 
 struct Done {
@@ -117,7 +117,7 @@ fn parse_jobs(jobs: Receiver<Job>, default_kind: VersionKind) {
         let parsed = match jsonl::parse_line(&job.text, default_kind) {
             Ok(parsed) => match parsed.op {
                 jsonl::Line::Op(op) => Parsed::Op(parsed.header, op),
-                jsonl::Line::Tickets(issued) => Parsed::Tickets(parsed.header, issued),
+                jsonl::Line::Store(wanted) => Parsed::Store(parsed.header, wanted),
             },
             Err(error) => Parsed::Rejected(error),
         };
@@ -127,7 +127,7 @@ fn parse_jobs(jobs: Receiver<Job>, default_kind: VersionKind) {
 
 /// The submitter: takes each line's parse in input order and submits its operation to the
 /// writer, passing it on to the reporter.
-/// A `tickets` line is carried out here, in input order among the submissions (raising what
+/// A `store` line is carried out here, in input order among the submissions (raising what
 /// counts as issued early never refuses a write).
 fn submit_in_order(
     slots: Receiver<Slot>,
@@ -143,9 +143,11 @@ fn submit_in_order(
             Parsed::Blank => Submitted::Blank,
             Parsed::Rejected(error) => Submitted::Rejected(error),
             Parsed::Op(header, op) => Submitted::Op(header, submitter.submit(op)),
-            Parsed::Tickets(header, issued) => {
-                Submitted::Tickets(header, issued, store.adopt_tickets(issued))
-            }
+            Parsed::Store(header, wanted) => Submitted::Store(
+                header,
+                wanted.tickets_issued,
+                super::apply_store_line(store, &wanted),
+            ),
         };
         let done = Done {
             line: slot.line,
@@ -181,11 +183,11 @@ fn report(
             }
             Err(error) => ingest.report_rejected(line, Some(&header), &op_error(&error)),
         },
-        Submitted::Tickets(header, issued, result) => {
-            if matches!(&result, Err(error) if is_fatal(error)) {
+        Submitted::Store(header, issued, result) => {
+            if matches!(&result, Err(super::StoreLineError::Write(error)) if is_fatal(error)) {
                 stop.store(true, Ordering::SeqCst);
             }
-            ingest.report_tickets(line, &header, issued, result)
+            ingest.report_store_line(line, &header, issued, result)
         }
     }
 }
