@@ -11,7 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const WRITES: usize = 160;
+/// The writes made before the backup starts; the writer goes on until the backup is done
+/// (and then `AFTER` more), at most `MAX_WRITES` in all.
+const WRITES: usize = 40;
+const AFTER: usize = 20;
+const MAX_WRITES: usize = 20_000;
 
 fn write(i: usize) -> Document {
     // Every fifth write revises an earlier document, so the copy has revisions too.
@@ -28,18 +32,23 @@ fn documents(store: &Store) -> Vec<StoredDocument> {
     store.documents(true).unwrap()
 }
 
-/// Backs `store` up (through `backup`) while a thread writes `WRITES` documents one commit
-/// each, then checks the copy against the commit it names.
+/// Backs `store` up (through `backup`) while a thread writes documents one commit each,
+/// then checks the copy against the commit it names.
 fn backup_while_writing(dir: &Path, name: &str, backup: impl FnOnce(&Store, &Path) -> u64) {
     let db = dir.join(format!("{name}-source.redb"));
     let store = Store::open(&db, Options::default().dimension(3)).unwrap();
     let done = Arc::new(AtomicUsize::new(0));
+    let backed_up = Arc::new(AtomicUsize::new(usize::MAX));
     // The commit each write landed at, read right after it (one writer thread).
     let commits = Arc::new(Mutex::new(Vec::new()));
     let writer = {
         let (store, done, commits) = (store.clone(), done.clone(), commits.clone());
+        let backed_up = backed_up.clone();
         std::thread::spawn(move || {
-            for i in 0..WRITES {
+            for i in 0..MAX_WRITES {
+                if i >= backed_up.load(Ordering::SeqCst).saturating_add(AFTER) {
+                    break;
+                }
                 store.upsert(write(i)).unwrap();
                 let commit = store.snapshot().unwrap().commit().unwrap();
                 commits.lock().unwrap().push(commit);
@@ -47,20 +56,22 @@ fn backup_while_writing(dir: &Path, name: &str, backup: impl FnOnce(&Store, &Pat
             }
         })
     };
-    while done.load(Ordering::SeqCst) < WRITES / 4 {
+    while done.load(Ordering::SeqCst) < WRITES {
         std::thread::sleep(Duration::from_millis(1));
     }
     let out = dir.join(format!("{name}-backup.redb"));
     let commit = backup(&store, &out);
     let at_backup = done.load(Ordering::SeqCst);
+    backed_up.store(at_backup, Ordering::SeqCst);
     writer.join().unwrap();
+    let written = done.load(Ordering::SeqCst);
     assert!(
-        at_backup < WRITES,
-        "{name}: the writer finished before the backup did; the test saw no concurrency"
+        at_backup < written,
+        "{name}: the writer stopped before the backup did; the test saw no concurrency"
     );
     let commits = commits.lock().unwrap().clone();
     let m = commits.iter().filter(|&&c| c <= commit).count();
-    assert!(m >= WRITES / 4, "{name}: commit {commit}, {commits:?}");
+    assert!(m >= WRITES, "{name}: commit {commit}, {commits:?}");
     assert_eq!(
         commits[m - 1],
         commit,
@@ -90,7 +101,7 @@ fn backup_while_writing(dir: &Path, name: &str, backup: impl FnOnce(&Store, &Pat
     // And it is a store of its own: writable, searchable.
     drop(copy);
     let copy = Store::open(&out, Options::default().must_exist()).unwrap();
-    copy.upsert(write(WRITES)).unwrap();
+    copy.upsert(write(MAX_WRITES)).unwrap();
     assert!(copy.verify().unwrap().is_ok());
 }
 
