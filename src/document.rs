@@ -31,6 +31,14 @@ pub struct Document {
 }
 
 impl Document {
+    /// The content hash the store records for this document, in hex as
+    /// [`StoredDocument::content_hash`](crate::StoredDocument::content_hash) shows it: its
+    /// metadata and its chunks' texts and metadata (canonical JSON), not its vectors or
+    /// version. Metadata nested deeper than any store accepts is refused, naming the field.
+    pub fn content_hash(&self) -> Result<String, crate::InputError> {
+        crate::prepare::document_content_hash(self)
+    }
+
     /// A document with no chunks and no metadata.
     pub fn new(source: impl Into<String>, id: impl Into<String>, version: Version) -> Document {
         Document {

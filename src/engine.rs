@@ -488,6 +488,26 @@ impl Engine {
         Ok(Version::ticket(tickets.next))
     }
 
+    /// Counts every ticket up to `through` as issued (see
+    /// [`Store::adopt_tickets`](crate::Store::adopt_tickets)).
+    pub(crate) fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
+        self.writable()?;
+        let mut tickets = self.tickets.lock();
+        if through > tickets.reserved_until {
+            self.write_txn(redb::Durability::Immediate, |txn| {
+                let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+                counters
+                    .insert(seq_key::TICKET_HIGH_WATER, through)
+                    .map_err(WriteError::storage)?;
+                Ok(Finish::Commit(()))
+            })?;
+            tickets.reserved_until = through;
+        }
+        tickets.next = tickets.next.max(through);
+        self.tickets_issued.fetch_max(through, Ordering::SeqCst);
+        Ok(())
+    }
+
     /// Forgets the snapshot searches shared, just before a commit (`committing`) and just
     /// after it, before the write is answered; none is kept in between. Before: a read
     /// transaction older than a commit keeps redb from reusing the pages that commit frees

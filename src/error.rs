@@ -56,7 +56,10 @@ pub enum OpenError {
     /// crashed or was killed), and no writer has it open to recover it. Recovery writes to
     /// the file, which a read-only open never does. (Readers that opened before the crash
     /// keep reading the last commit.)
-    #[error("{path} was left by a writer that stopped without closing it (a crash or kill), and no writer has it open now; a read-only open cannot recover it: open it for writing once (any `ratchet ingest --db`, or Store::open), which recovers every acknowledged write, then read it")]
+    /// With [`Options::recover_on_read_open`](crate::Options::recover_on_read_open), the
+    /// open recovers the file itself when it can write it; this error then means it cannot
+    /// (read-only media, no permission).
+    #[error("{path} was left by a writer that stopped without closing it (a crash or kill), and no writer has it open now; a read-only open cannot recover it without writing to it: recover it once where it can be written (Store::recover, Store::open, or a read-only open with Options::recover_on_read_open), which keeps every committed write, then read it")]
     NeedsRecovery {
         /// The file.
         path: PathBuf,

@@ -140,8 +140,9 @@ pub(crate) fn check_skips(skips: &[SkipRecord], limits: &crate::Limits) -> Resul
 }
 
 impl Snapshot {
-    /// Every listing with its members, by `(source, version)`.
-    pub(crate) fn listings(&self) -> Result<Vec<Listing>, ReadError> {
+    /// Every listing [`Store::retain`](crate::Store::retain) recorded, with its members, by
+    /// `(source, version)`.
+    pub fn listings(&self) -> Result<Vec<Listing>, ReadError> {
         let listings = self.txn.open_table(LISTINGS).map_err(ReadError::storage)?;
         let members = self
             .txn

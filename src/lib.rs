@@ -37,6 +37,7 @@
 
 #[cfg(feature = "postgres")]
 mod backend;
+mod backup;
 #[cfg(feature = "embed")]
 mod chunking;
 mod contain;
@@ -82,12 +83,8 @@ pub struct ReadmeDoctests;
 pub use crate::backend::postgres::PgStore;
 #[cfg(feature = "minilm")]
 pub use crate::embed::{locate_model, MiniLmEmbedder};
-#[cfg(feature = "embed")]
 pub use crate::{
-    chunking::{chunk_text, ChunkerOptions},
-    embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
-};
-pub use crate::{
+    backup::{Backup, BackupError},
     counters::Counters,
     document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
     error::{Error, InputError, OpenError, ReadError, WriteError},
@@ -109,4 +106,9 @@ pub use crate::{
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},
     writer::{Pending, Writer, WriterOptions, WriterStats},
+};
+#[cfg(feature = "embed")]
+pub use crate::{
+    chunking::{chunk_text, ChunkerOptions},
+    embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
 };

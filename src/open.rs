@@ -91,18 +91,20 @@ pub(crate) fn as_writer<T>(
     )
 }
 
-/// Opens the file at `path` read-only and hands the database to `then`: a file a crashed
-/// writer left, or one a writer holds exclusively, waited for up to
+/// Opens the file at `path` read-only and hands the database to `then`, with whether a
+/// crashed writer's file was recovered first ([`Options::recover_on_read_open`]): a file a
+/// crashed writer left, or one a writer holds exclusively, waited for up to
 /// [`Options::wait_for_lock`]; a panic inside redb contained.
 pub(crate) fn as_reader<T>(
     path: &Path,
     options: &Options,
-    then: impl Fn(Db) -> Result<T, OpenError>,
+    then: impl Fn(Db, bool) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
     check_options(options)?;
     crate::contain::contain(
         |detail| contained_at_open(path, detail),
         || {
+            let recovered = std::cell::Cell::new(false);
             with_lock_wait(
                 options.wait_for_lock,
                 |e| {
@@ -111,10 +113,58 @@ pub(crate) fn as_reader<T>(
                         OpenError::HeldExclusively { .. } | OpenError::NeedsRecovery { .. }
                     )
                 },
-                || then(open_read_only(path, options)?),
+                || match open_read_only(path, options) {
+                    Err(OpenError::NeedsRecovery { .. }) if options.recover_on_read_open => {
+                        if repair(path)? {
+                            recovered.set(true);
+                        }
+                        then(open_read_only(path, options)?, recovered.get())
+                    }
+                    other => then(other?, recovered.get()),
+                },
             )
         },
     )
+}
+
+/// Recovers the file a writer left without closing it (see [`Store::recover`]):
+/// `Ok(true)` if it needed recovery and was recovered, `Ok(false)` if it needed none (or a
+/// writer that has it open now recovered it).
+///
+/// [`Store::recover`]: crate::Store::recover
+pub(crate) fn recover(path: &Path, options: &Options) -> Result<bool, OpenError> {
+    crate::contain::contain(
+        |detail| contained_at_open(path, detail),
+        || match open_read_only(path, options) {
+            Ok(_) => Ok(false),
+            Err(OpenError::NeedsRecovery { .. }) => repair(path),
+            Err(other) => Err(other),
+        },
+    )
+}
+
+/// Opens a file that needs recovery for writing, as a writer's open does (redb repairs it
+/// then, keeping every committed transaction), and closes it again; nothing of ratchetdb's
+/// runs on it. `Ok(false)`: a writer has it open now (and recovered it). A file that cannot
+/// be written stays as it was: `NeedsRecovery`.
+fn repair(path: &Path) -> Result<bool, OpenError> {
+    let opened = Database::builder()
+        .set_cache_size(0)
+        .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+        .open(path);
+    match opened {
+        Ok(db) => {
+            db.close().map_err(|e| open_error(path, e))?;
+            Ok(true)
+        }
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(false),
+        Err(e) => match not_writable(path, open_error(path, e)) {
+            OpenError::NotWritable { .. } => Err(OpenError::NeedsRecovery {
+                path: path.to_path_buf(),
+            }),
+            other => Err(other),
+        },
+    }
 }
 
 /// Opens a database on a caller-supplied redb backend (named `<backend>` in errors) and

@@ -247,6 +247,17 @@ pub struct Options {
     /// the lock is held.
     #[serde(default)]
     pub wait_for_lock: Duration,
+    /// What a read-only open does with a file a writer left without closing it (a crash or
+    /// a kill) when no writer has it open now. Default `false`: the open is refused with
+    /// [`OpenError::NeedsRecovery`](crate::OpenError::NeedsRecovery) and the file is not
+    /// touched (a read-only open never writes). `true`: if the file can be opened for
+    /// writing, it is recovered first, as a writer's open recovers it (redb's repair, which
+    /// keeps every committed write), then opened read-only;
+    /// [`Store::recovered_at_open`](crate::Store::recovered_at_open) says that it was. A
+    /// file that cannot be written (read-only media, no permission) keeps the
+    /// `NeedsRecovery` error. See also [`Store::recover`](crate::Store::recover).
+    #[serde(default)]
+    pub recover_on_read_open: bool,
     /// How the HNSW graph of the derived vector index is built. Default
     /// [`IndexOptions::default`] (M 16, ef_construction 100). Not recorded in the file: a
     /// graph keeps the parameters it was built with (a persisted one loads as it was) and
@@ -427,6 +438,7 @@ impl Default for Options {
             cache_size: DEFAULT_CACHE_SIZE,
             allow_readers: default_allow_readers(),
             wait_for_lock: Duration::ZERO,
+            recover_on_read_open: false,
             index: IndexOptions::default(),
             text_index: default_text_index(),
             text: None,
@@ -495,6 +507,13 @@ impl Options {
     /// How long opening waits for another process's lock (see [`Options::wait_for_lock`]).
     pub fn wait_for_lock(mut self, wait: Duration) -> Options {
         self.wait_for_lock = wait;
+        self
+    }
+
+    /// Whether a read-only open recovers a crashed writer's file first (see
+    /// [`Options::recover_on_read_open`]).
+    pub fn recover_on_read_open(mut self, recover: bool) -> Options {
+        self.recover_on_read_open = recover;
         self
     }
 

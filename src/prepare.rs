@@ -204,8 +204,14 @@ pub(crate) fn prepare_vector(
                 "has zero length and cannot be normalised for cosine",
             ));
         }
-        for x in &mut vector {
-            *x = (f64::from(*x) / norm) as f32;
+        // A vector of unit length within f32 rounding (each component rounded to f32 moves
+        // the squared length by at most `f32::EPSILON` in all) is kept as given: dividing by
+        // its length again would only move last bits, and a stored vector written again (an
+        // export ingested into a new store) must keep its bits.
+        if (squares - 1.0).abs() > f64::from(f32::EPSILON) {
+            for x in &mut vector {
+                *x = (f64::from(*x) / norm) as f32;
+            }
         }
     }
     Ok(vector)
@@ -238,6 +244,35 @@ fn squared_norm(vector: &[f32]) -> f64 {
 /// not part of it: one store is one embedding space, so the same text has the same meaning.
 pub(crate) fn content_hash(meta: &str, chunks: &[PreparedChunk]) -> ContentHash {
     content_hash_of(meta, chunks.iter().map(|c| (c.text_hash, c.meta.as_str())))
+}
+
+/// [`Document::content_hash`]: the hash [`prepare_document`] computes, without the limits
+/// on sizes (only the nesting that canonical JSON can walk).
+pub(crate) fn document_content_hash(doc: &Document) -> Result<String, InputError> {
+    let canonical = |field: &str, value: &serde_json::Value| {
+        if nested_deeper_than(value, MAX_META_DEPTH) {
+            return Err(InputError::new(
+                field,
+                format!("nests arrays and objects deeper than {MAX_META_DEPTH} levels"),
+            ));
+        }
+        Ok(canonical_json(value))
+    };
+    let meta = canonical("meta", &doc.meta)?;
+    let chunks = doc
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(position, chunk)| {
+            canonical(&format!("chunks[{position}].meta"), &chunk.meta)
+                .map(|meta| (chunk.text.as_str(), meta))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let hash = stored_content_hash(
+        &meta,
+        chunks.iter().map(|(text, meta)| (*text, meta.as_str())),
+    );
+    Ok(crate::read::hex(&hash))
 }
 
 /// The content hash of a stored revision: its metadata and its chunks' texts and metadata

@@ -90,6 +90,28 @@ impl Snapshot {
         })
     }
 
+    /// The commit sequence number this snapshot is at: the `seq.commit` counter, which
+    /// every write transaction raises (what [`Backup::commit`](crate::Backup::commit)
+    /// names).
+    pub fn commit(&self) -> Result<u64, ReadError> {
+        crate::live_index::commit_seq(self)
+    }
+
+    /// The highest ticket the store may have issued at this snapshot (see
+    /// [`Store::tickets_issued`](crate::Store::tickets_issued)).
+    pub fn tickets_issued(&self) -> Result<u64, ReadError> {
+        let counters = self
+            .txn
+            .open_table(schema::COUNTERS)
+            .map_err(ReadError::storage)?;
+        let issued = counters
+            .get(schema::seq_key::TICKET_HIGH_WATER)
+            .map_err(ReadError::storage)?
+            .map(|v| v.value())
+            .unwrap_or(0);
+        Ok(issued)
+    }
+
     /// The commit sequence number, if `live_index::commit_seq` has read it.
     pub(crate) fn known_commit(&self) -> Option<u64> {
         self.commit.get().copied()

@@ -66,6 +66,8 @@ struct Embedded {
     engine: Arc<Engine>,
     indexer: Arc<Indexer>,
     _handle: Arc<Handle>,
+    /// A read-only open recovered the file first.
+    recovered: bool,
 }
 
 /// Runs `$embedded` with the embedded store's parts, or `$postgres` with the PostgreSQL
@@ -171,7 +173,9 @@ impl Store {
     /// Opens an existing store read-only: nothing is ever written to the file (no
     /// creation, conversion, recovery, recorded dimension or model, persisted graph; its
     /// bytes and modification time stay as they are), so it works on a file or mount that
-    /// is read-only. Every write returns [`WriteError::ReadOnly`].
+    /// is read-only. Every write returns [`WriteError::ReadOnly`]. The one exception is
+    /// asked for: with [`Options::recover_on_read_open`], a file a crashed writer left is
+    /// recovered first when it can be written ([`Store::recovered_at_open`]).
     ///
     /// Any number of read-only stores, in any number of processes, may have the file open
     /// while one process writes it (a writer opened with [`Options::allow_readers`], the
@@ -197,9 +201,35 @@ impl Store {
         if let Some(url) = postgres_url(path) {
             return open_postgres(url, options, true);
         }
-        open::as_reader(path, &options, |db| {
-            Store::from_db(db, path, true, false, options.clone())
+        open::as_reader(path, &options, |db, recovered| {
+            let mut store = Store::from_db(db, path, true, false, options.clone())?;
+            if let Backend::Embedded(embedded) = &mut store.backend {
+                embedded.recovered = recovered;
+            }
+            Ok(store)
         })
+    }
+
+    /// Recovers the file at `path` that a writer left without closing it (a crash or a
+    /// kill), as a writer's open would, without opening a store: redb's repair, which keeps
+    /// every committed write. `Ok(true)`: it needed recovery and was recovered; `Ok(false)`:
+    /// it needed none (or a writer that has it open now recovered it). A file that cannot
+    /// be written (read-only media, no permission) is refused with
+    /// [`OpenError::NeedsRecovery`] and left as it was. Only the redb file is touched:
+    /// nothing is converted, recorded or compacted.
+    pub fn recover(path: impl AsRef<Path>) -> Result<bool, OpenError> {
+        open::recover(path.as_ref(), &Options::default())
+    }
+
+    /// Whether opening this store recovered a file a crashed writer left first (a
+    /// read-only open with [`Options::recover_on_read_open`]); `false` for every other
+    /// open.
+    pub fn recovered_at_open(&self) -> bool {
+        match &self.backend {
+            Backend::Embedded(embedded) => embedded.recovered,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => false,
+        }
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there. On a
@@ -250,6 +280,7 @@ impl Store {
                 engine,
                 indexer,
                 _handle: Arc::new(Handle { gate }),
+                recovered: false,
             }),
         })
     }
@@ -586,6 +617,39 @@ impl Store {
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
         on_backend!(self, e => e.engine.snapshot(), pg => pg.snapshot())
+    }
+
+    /// Counts every ticket up to `through` as issued by this store, so that writes
+    /// carrying them are accepted (a ticket above the highest issued is refused as never
+    /// issued) and every ticket [`Store::ticket`] issues later is above `through`. For
+    /// restoring an export of a store that used tickets (`ratchet export` writes the
+    /// source's highest ticket in its first line, `store`). Never lowers what was issued.
+    pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
+        on_backend!(self, e => e.engine.adopt_tickets(through), pg => pg.adopt_tickets(through))
+    }
+
+    /// The highest ticket this store may have issued: on a file, the persisted high-water
+    /// mark (tickets are reserved in blocks, so it can be above the last one handed out);
+    /// on PostgreSQL, the ticket sequence's last value. 0 before the first ticket.
+    pub fn tickets_issued(&self) -> Result<u64, ReadError> {
+        on_backend!(self, e => e.engine.snapshot()?.tickets_issued(), pg => pg.tickets_issued())
+    }
+
+    /// Writes a consistent copy of the store to a new file at `path`, while writers keep
+    /// writing (in this process or another): every table of one read snapshot, so the copy
+    /// holds exactly what the store held at one commit ([`Backup::commit`]) — documents,
+    /// tombstones, listings, counters, skip log, text index and persisted graph — and opens
+    /// as a store of its own. `path` must not exist ([`BackupError::AlreadyExists`]): the
+    /// copy is written beside it and linked there only when whole and durable. Restore by
+    /// opening the copy (or moving it into the original's place while no process has that
+    /// open). On PostgreSQL: [`ReadError::Unsupported`] (use the server's own backups).
+    pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::Backup, crate::BackupError> {
+        let path = path.as_ref();
+        let snapshot = self.snapshot()?;
+        crate::contain::contain(
+            |detail| crate::BackupError::Read(ReadError::contained(detail)),
+            || crate::backup::write(&snapshot, path),
+        )
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with

@@ -9,6 +9,7 @@ mod common;
 mod support;
 
 mod cli_demo;
+mod cli_export_ingests_back_into_the_same_store;
 mod cli_folder_fifo_never_blocks;
 mod cli_folder_ingest_metadata_filters;
 mod cli_folder_ingest_search;
@@ -18,6 +19,7 @@ mod cli_hints_name_the_binary_as_invoked;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_process_kill_ingest;
+mod cli_read_commands_after_a_killed_ingest;
 mod cli_read_commands_on_read_only_media;
 mod cli_search_modes;
 mod hostile_cli_large_stream;

@@ -10,7 +10,9 @@ mod common;
 mod support;
 
 mod a_closed_store_releases_its_file_while_its_index_loads;
+mod a_reader_while_the_writer_crashes_compacts_or_converts;
 mod a_wait_too_long_for_the_clock_has_no_deadline;
+mod backup_while_a_writer_writes;
 mod model_based_schedules;
 mod one_writer_at_a_time;
 mod process_kill_writer_stream;

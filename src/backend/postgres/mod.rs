@@ -265,6 +265,27 @@ impl PgStore {
         write::ticket(self)
     }
 
+    /// Counts every ticket up to `through` as issued (see
+    /// [`Store::adopt_tickets`](crate::Store::adopt_tickets)): the ticket sequence is raised
+    /// to `through` if it is below.
+    pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
+        self.writable()?;
+        write::adopt_tickets(self, through)
+    }
+
+    /// The highest ticket issued (the ticket sequence's last value; 0 before the first).
+    pub fn tickets_issued(&self) -> Result<u64, ReadError> {
+        let row = self
+            .client
+            .lock()
+            .query_one(
+                "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ticket_seq",
+                &[],
+            )
+            .map_err(read::server_error)?;
+        Ok(row.try_get::<_, i64>(0).map_err(read::server_error)?.max(0) as u64)
+    }
+
     /// A document and its chunks (with their vectors) in order, read in one snapshot;
     /// tombstones come back with `deleted: true` and no chunks.
     pub fn get(&self, source: &str, id: &str) -> Result<Option<StoredDocument>, ReadError> {

@@ -1146,6 +1146,29 @@ pub(super) fn ticket(store: &PgStore) -> Result<Version, WriteError> {
     Ok(Version::ticket(value.max(0) as u64))
 }
 
+/// Raises the ticket sequence to `through` if it is below (never lowers it).
+pub(super) fn adopt_tickets(store: &PgStore, through: u64) -> Result<(), WriteError> {
+    if through == 0 {
+        return Ok(());
+    }
+    let through = i64::try_from(through).map_err(|_| {
+        crate::error::InputError::new(
+            "through",
+            format!("ticket {through} is above the largest a PostgreSQL sequence holds"),
+        )
+    })?;
+    store
+        .client
+        .lock()
+        .execute(
+            "SELECT setval('ticket_seq', GREATEST($1, \
+             (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ticket_seq)))",
+            &[&through],
+        )
+        .map_err(server_error)?;
+    Ok(())
+}
+
 /// Sets each outcome counter to `counters`' value and appends `skips` to the skip log, in
 /// one transaction (see [`Store::restore_history`](crate::Store::restore_history)). The
 /// counters' rows are locked while their sums are read, so concurrent writers' counting is

@@ -15,7 +15,7 @@
 //! [`PARSE_ALLOWANCE`]. A line's parsed form therefore never holds more than that: with the
 //! default 64 MiB line limit, at most 4 × 64 MiB + 1 MiB beside the line itself.
 
-use ratchetdb::{Chunk, Document, Limits, Op, Version, VersionKind};
+use ratchetdb::{Chunk, Document, Limits, Metric, Op, Version, VersionKind};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
@@ -74,6 +74,10 @@ pub enum OpKind {
     Upsert,
     Delete,
     Retain,
+    /// `{"op":"store","metric":"l2","model":"…","tickets_issued":N}`: what an export says
+    /// of the store it came from (its first line, when the store is not a plain cosine one
+    /// without a model and tickets).
+    Store,
 }
 
 impl OpKind {
@@ -82,6 +86,7 @@ impl OpKind {
             OpKind::Upsert => "upsert",
             OpKind::Delete => "delete",
             OpKind::Retain => "retain",
+            OpKind::Store => "store",
         }
     }
 }
@@ -91,16 +96,48 @@ impl OpKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
     pub kind: OpKind,
+    /// Empty for a `store` line.
     pub source: String,
-    /// `None` for a retain.
+    /// `None` for a retain or a `store` line.
     pub id: Option<String>,
+}
+
+/// What a line asks the store to do.
+#[derive(Debug)]
+pub enum Line {
+    /// An operation on documents.
+    Op(Op),
+    /// What the exported store was: the store must agree, and counts its tickets as issued
+    /// ([`ratchetdb::Store::adopt_tickets`]).
+    Store(StoreLine),
+}
+
+/// The fields of a `store` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreLine {
+    pub metric: Option<Metric>,
+    pub model: Option<String>,
+    pub tickets_issued: u64,
+}
+
+impl StoreLine {
+    /// The `store` line at the start of `text`, if its first line is one (read before the
+    /// store is opened, so that a new store gets the exported store's metric and model).
+    pub fn peek(text: &[u8]) -> Option<StoreLine> {
+        let text = text.strip_prefix(BOM).unwrap_or(text);
+        let end = text.iter().position(|&b| b == b'\n')?;
+        match parse_line(&text[..end], VersionKind::Number).ok()?.op {
+            Line::Store(line) => Some(line),
+            Line::Op(_) => None,
+        }
+    }
 }
 
 /// A line parsed into an operation.
 #[derive(Debug)]
 pub struct Parsed {
     pub header: Header,
-    pub op: Op,
+    pub op: Line,
     /// The estimated memory its parsed form takes, in bytes (what it was charged).
     pub cost: usize,
 }
@@ -184,12 +221,19 @@ struct Fields {
     id: Option<String>,
     version: Option<u64>,
     version_kind: Option<VersionKind>,
-    chunks: Option<Vec<Chunk>>,
+    chunks: Option<Vec<(Chunk, Option<u64>)>>,
     meta: Option<serde_json::Value>,
     ids: Option<Vec<String>>,
+    deleted: Option<bool>,
+    content_hash: Option<String>,
+    metric: Option<Metric>,
+    model: Option<String>,
+    tickets_issued: Option<u64>,
 }
 
-const LINE_FIELDS: &str = "op, source, id, version, version_kind, chunks, meta, ids";
+const LINE_FIELDS: &str =
+    "op, source, id, version, version_kind, chunks, meta, ids, deleted, content_hash, metric, \
+     model, tickets_issued";
 
 fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parsed, LineError> {
     let required = |name: &str| LineError::at(name, "is required");
@@ -198,23 +242,42 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         "upsert" => OpKind::Upsert,
         "delete" => OpKind::Delete,
         "retain" => OpKind::Retain,
+        "store" => OpKind::Store,
         other => {
             return Err(LineError::at(
                 "op",
-                format!("unknown op {other:?}; expected upsert, delete or retain"),
+                format!("unknown op {other:?}; expected upsert, delete, retain or store"),
             ))
         }
     };
     let allowed: &[&str] = match kind {
-        OpKind::Upsert => &["id", "chunks", "meta"],
-        OpKind::Delete => &["id"],
-        OpKind::Retain => &["ids"],
+        OpKind::Upsert => &[
+            "source",
+            "version",
+            "version_kind",
+            "id",
+            "chunks",
+            "meta",
+            "deleted",
+            "content_hash",
+        ],
+        OpKind::Delete => &["source", "version", "version_kind", "id", "deleted"],
+        OpKind::Retain => &["source", "version", "version_kind", "ids"],
+        OpKind::Store => &["metric", "model", "tickets_issued"],
     };
     let optional = [
+        ("source", fields.source.is_some()),
+        ("version", fields.version.is_some()),
+        ("version_kind", fields.version_kind.is_some()),
         ("id", fields.id.is_some()),
         ("chunks", fields.chunks.is_some()),
         ("meta", fields.meta.is_some()),
         ("ids", fields.ids.is_some()),
+        ("deleted", fields.deleted.is_some()),
+        ("content_hash", fields.content_hash.is_some()),
+        ("metric", fields.metric.is_some()),
+        ("model", fields.model.is_some()),
+        ("tickets_issued", fields.tickets_issued.is_some()),
     ];
     for (name, present) in optional {
         if present && !allowed.contains(&name) {
@@ -224,14 +287,46 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
             ));
         }
     }
+    if kind == OpKind::Store {
+        let line = StoreLine {
+            metric: fields.metric,
+            model: fields.model,
+            tickets_issued: fields.tickets_issued.unwrap_or(0),
+        };
+        let header = Header {
+            kind,
+            source: String::new(),
+            id: None,
+        };
+        return Ok(Parsed {
+            header,
+            op: Line::Store(line),
+            cost,
+        });
+    }
+    // An export's `deleted` says which op the line is; it must agree.
+    if let Some(deleted) = fields.deleted {
+        if deleted != (kind == OpKind::Delete) {
+            return Err(LineError::at(
+                "deleted",
+                format!(
+                    "is {deleted}, but the op is {}: a tombstone is a delete, a live document \
+                     an upsert",
+                    kind.as_str()
+                ),
+            ));
+        }
+    }
     let source = fields.source.ok_or_else(|| required("source"))?;
     let id = match kind {
         OpKind::Retain => None,
-        OpKind::Upsert | OpKind::Delete => Some(fields.id.ok_or_else(|| required("id"))?),
+        OpKind::Upsert | OpKind::Delete | OpKind::Store => {
+            Some(fields.id.ok_or_else(|| required("id"))?)
+        }
     };
     let ids = match kind {
         OpKind::Retain => Some(fields.ids.ok_or_else(|| required("ids"))?),
-        OpKind::Upsert | OpKind::Delete => None,
+        OpKind::Upsert | OpKind::Delete | OpKind::Store => None,
     };
     let version = Version {
         kind: fields.version_kind.unwrap_or(default_kind),
@@ -243,25 +338,65 @@ fn build(fields: Fields, default_kind: VersionKind, cost: usize) -> Result<Parse
         id: id.clone(),
     };
     let op = match kind {
-        OpKind::Upsert => Op::Upsert(Document {
-            source,
-            id: id.unwrap_or_default(),
-            version,
-            chunks: fields.chunks.ok_or_else(|| required("chunks"))?,
-            meta: fields.meta.unwrap_or(serde_json::Value::Null),
-        }),
+        OpKind::Upsert => {
+            let mut chunks = Vec::new();
+            for (index, (chunk, position)) in fields
+                .chunks
+                .ok_or_else(|| required("chunks"))?
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(position) = position.filter(|&p| p != index as u64) {
+                    return Err(LineError::at(
+                        format!("chunks[{index}].position"),
+                        format!(
+                            "is {position}, but the chunk is at index {index}: chunks are given \
+                             in position order"
+                        ),
+                    ));
+                }
+                chunks.push(chunk);
+            }
+            let document = Document {
+                source,
+                id: id.unwrap_or_default(),
+                version,
+                chunks,
+                meta: fields.meta.unwrap_or(serde_json::Value::Null),
+            };
+            if let Some(expected) = fields.content_hash {
+                let actual = document
+                    .content_hash()
+                    .map_err(|e| LineError::at(e.field.clone(), e.problem.clone()))?;
+                if actual != expected {
+                    return Err(LineError::at(
+                        "content_hash",
+                        format!(
+                            "is not the hash of this line's metadata and chunks ({actual}): the \
+                             line was changed after it was exported; drop content_hash to \
+                             write it as it is"
+                        ),
+                    ));
+                }
+            }
+            Op::Upsert(document)
+        }
         OpKind::Delete => Op::Delete {
             source,
             id: id.unwrap_or_default(),
             version,
         },
-        OpKind::Retain => Op::Retain {
+        OpKind::Retain | OpKind::Store => Op::Retain {
             source,
             present: ids.unwrap_or_default(),
             version,
         },
     };
-    Ok(Parsed { header, op, cost })
+    Ok(Parsed {
+        header,
+        op: Line::Op(op),
+        cost,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -533,26 +668,33 @@ struct ChunkSeed<'p> {
     path: &'p Path,
 }
 
-impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
-    type Value = Chunk;
+/// A chunk, and the `position` an export gives it (checked against its index).
+type ChunkAndPosition = (Chunk, Option<u64>);
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Chunk, D::Error> {
+impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
+    type Value = ChunkAndPosition;
+
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<ChunkAndPosition, D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for ChunkSeed<'_> {
-    type Value = Chunk;
+    type Value = ChunkAndPosition;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a chunk object with text, vector and meta")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Chunk, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChunkAndPosition, A::Error> {
         let path = self.path;
         let mut text = None;
         let mut vector = None;
         let mut meta = None;
+        let mut position = None;
         while let Some(key) = map.next_key::<String>()? {
             let duplicate = match key.as_str() {
                 "text" => text
@@ -574,10 +716,13 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 "meta" => meta
                     .replace(map.next_value_seed(at(path, "meta", MetaSeed::root(path)))?)
                     .is_some(),
+                "position" => position
+                    .replace(map.next_value_seed(at(path, "position", PhantomData::<u64>))?)
+                    .is_some(),
                 _ => {
                     return Err(path.fail(
                         Segment::Key(key),
-                        "unknown field; a chunk has text, vector and meta",
+                        "unknown field; a chunk has text, vector, meta and position",
                     ))
                 }
             };
@@ -586,11 +731,14 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
             }
         }
         let text = text.ok_or_else(|| path.fail(Segment::Key("text".into()), "is required"))?;
-        Ok(Chunk {
-            text,
-            vector: vector.flatten(),
-            meta: meta.unwrap_or(serde_json::Value::Null),
-        })
+        Ok((
+            Chunk {
+                text,
+                vector: vector.flatten(),
+                meta: meta.unwrap_or(serde_json::Value::Null),
+            },
+            position,
+        ))
     }
 }
 
@@ -863,6 +1011,26 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
                     .meta
                     .replace(map.next_value_seed(at(path, &key, MetaSeed::root(path)))?)
                     .is_some(),
+                "deleted" => fields
+                    .deleted
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<bool>))?)
+                    .is_some(),
+                "content_hash" => fields
+                    .content_hash
+                    .replace(map.next_value_seed(string())?)
+                    .is_some(),
+                "metric" => fields
+                    .metric
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<Metric>))?)
+                    .is_some(),
+                "model" => fields
+                    .model
+                    .replace(map.next_value_seed(string())?)
+                    .is_some(),
+                "tickets_issued" => fields
+                    .tickets_issued
+                    .replace(map.next_value_seed(at(path, &key, PhantomData::<u64>))?)
+                    .is_some(),
                 "ids" => fields
                     .ids
                     .replace(map.next_value_seed(at(
@@ -1026,7 +1194,8 @@ pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
         }
         let header = &parsed.header;
         let within = match &parsed.op {
-            Op::Upsert(doc) => {
+            Line::Store(_) => header.kind == OpKind::Store,
+            Line::Op(Op::Upsert(doc)) => {
                 header.kind == OpKind::Upsert
                     && header.id.as_deref() == Some(doc.id.as_str())
                     && header.source == doc.source
@@ -1037,14 +1206,14 @@ pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
                             .is_none_or(|v| v.len() <= limits.max_dimension)
                     })
             }
-            Op::Delete { source, id, .. } => {
+            Line::Op(Op::Delete { source, id, .. }) => {
                 header.kind == OpKind::Delete
                     && header.id.as_deref() == Some(id.as_str())
                     && header.source == *source
             }
-            Op::Retain {
+            Line::Op(Op::Retain {
                 source, present, ..
-            } => {
+            }) => {
                 header.kind == OpKind::Retain
                     && header.source == *source
                     && present.len() <= limits.max_listing_ids
@@ -1081,7 +1250,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(upsert.header.kind, OpKind::Upsert);
-        let Op::Upsert(doc) = upsert.op else {
+        let Line::Op(Op::Upsert(doc)) = upsert.op else {
             panic!("not an upsert")
         };
         assert_eq!(doc.version, Version::number(7));
@@ -1091,14 +1260,16 @@ mod tests {
             VersionKind::Number,
         )
         .unwrap();
-        assert!(matches!(delete.op, Op::Delete { version, .. } if version == Version::ticket(8)));
+        assert!(
+            matches!(delete.op, Line::Op(Op::Delete { version, .. }) if version == Version::ticket(8))
+        );
         let retain = parse_line(
             br#"{"op":"retain","source":"s","ids":["a","b"],"version":9}"#,
             VersionKind::TimestampMicros,
         )
         .unwrap();
         assert!(
-            matches!(retain.op, Op::Retain { version, ref present, .. } if version == Version::timestamp_micros(9) && present.len() == 2)
+            matches!(retain.op, Line::Op(Op::Retain { version, ref present, .. }) if version == Version::timestamp_micros(9) && present.len() == 2)
         );
     }
 
@@ -1109,7 +1280,7 @@ mod tests {
             VersionKind::Number,
         )
         .unwrap();
-        let Op::Upsert(doc) = parsed.op else {
+        let Line::Op(Op::Upsert(doc)) = parsed.op else {
             panic!("not an upsert")
         };
         assert_eq!(doc.chunks[0].vector, None);
@@ -1246,7 +1417,7 @@ mod tests {
             VersionKind::Number,
         )
         .unwrap();
-        let Op::Upsert(doc) = parsed.op else {
+        let Line::Op(Op::Upsert(doc)) = parsed.op else {
             panic!("not an upsert")
         };
         assert_eq!(

@@ -47,6 +47,11 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Check every invariant the rows can show; exit 0 iff all hold, 1 otherwise.
     Verify(commands::verify::VerifyArgs),
+    /// Recover a file a crashed or killed writer left (what a writer's open does), without
+    /// writing anything else; the read commands do this themselves when they can.
+    Recover(commands::recover::RecoverArgs),
+    /// Copy the store into a new file while writers keep writing: one consistent snapshot.
+    Backup(commands::backup::BackupArgs),
     /// Counters, totals and the most recent refused writes.
     Stats(commands::stats::StatsArgs),
     /// Copy every document between a redb file and a PostgreSQL store (`postgres://...`),
@@ -147,9 +152,30 @@ impl<E: std::fmt::Display> From<E> for Failure {
 /// `verify`): nothing is written to the file, so these work beside a running `ingest`, on a
 /// read-only file or mount, and leave the file's bytes and modification time as they were.
 /// A missing, empty or older-schema file is an error saying what to do, never a new store.
+///
+/// A file a crashed writer left is recovered first when it can be written (redb's repair, as
+/// a writer's open does), with a notice on stderr; on read-only media it stays an error.
 pub fn open_existing(db: &DbArg) -> Result<Store, Failure> {
-    Store::open_read_only_with(&db.db, Options::default().wait_for_lock(db.wait))
-        .map_err(open_failure)
+    let store = Store::open_read_only_with(
+        &db.db,
+        Options::default()
+            .wait_for_lock(db.wait)
+            .recover_on_read_open(true),
+    )
+    .map_err(open_failure)?;
+    if store.recovered_at_open() {
+        eprintln!("{}", recovered_notice(&db.db));
+    }
+    Ok(store)
+}
+
+/// What the command line says on stderr after recovering a crashed writer's file.
+pub fn recovered_notice(db: &Path) -> String {
+    format!(
+        "recovered {}: its last writer stopped without closing it (a crash or kill); every \
+         committed write is kept",
+        db.display()
+    )
 }
 
 /// Whether `db` is a PostgreSQL store's URL (`postgres://` or `postgresql://`) rather
@@ -221,6 +247,12 @@ pub fn open_failure(error: OpenError) -> Failure {
             program_name(),
             path.display()
         )),
+        OpenError::NeedsRecovery { path } => Failure(format!(
+            "{}; it cannot be written here (read-only media or no permission), so the read \
+             commands cannot recover it: copy it to writable storage and run `ratchet recover \
+             --db COPY` (or run it where the file is writable), then read the copy",
+            OpenError::NeedsRecovery { path }
+        )),
         other => Failure(other.to_string()),
     }
 }
@@ -233,6 +265,8 @@ fn main() -> ExitCode {
         Command::Search(args) => commands::search::run(args),
         Command::Export(args) => commands::export::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Recover(args) => commands::recover::run(args),
+        Command::Backup(args) => commands::backup::run(args),
         Command::Stats(args) => commands::stats::run(args),
         #[cfg(feature = "postgres")]
         Command::Copy(args) => commands::copy::run(args),

@@ -1,9 +1,14 @@
-//! `ratchet export`: every document as JSONL, sorted by (source, id), from one snapshot.
+//! `ratchet export`: the store as `ingest --jsonl` input, from one snapshot: first a `store`
+//! line when a new store would not be like this one by default (its metric is not cosine, it
+//! recorded a model, or it issued tickets), then every document sorted by (source, id) (a
+//! live one as an upsert, a tombstone as a delete), then every listing `retain` recorded, as
+//! a retain. Ingesting the export into a new store gives a store whose export is the same,
+//! byte for byte.
 
 use crate::output::Output;
 use crate::{each_document, exit, open_existing, DbArg, Failure};
 use clap::Args;
-use ratchetdb::StoredDocument;
+use ratchetdb::{Listing, Metric, StoredDocument};
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -19,27 +24,88 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
     let mut out = Output::stdout();
-    each_document(&store, args.vectors, |document| {
+    // The tickets, documents and listings of one snapshot (PostgreSQL, which has no
+    // `Store::snapshot`, reads each in a snapshot of its own).
+    let snapshot = if store.is_postgres() {
+        None
+    } else {
+        Some(store.snapshot()?)
+    };
+    let issued = match &snapshot {
+        Some(snapshot) => snapshot.tickets_issued()?,
+        None => store.tickets_issued()?,
+    };
+    let metric = store.metric();
+    let model = store.model();
+    if metric != Metric::Cosine || model.is_some() || issued > 0 {
+        out.json_line(&StoreLine {
+            op: "store",
+            metric: metric.as_str(),
+            model,
+            tickets_issued: issued,
+        })?;
+    }
+    let mut open = true;
+    let mut write = |document: StoredDocument| {
         out.json_line(&ExportLine::new(&document))?;
         // The reader has gone (`| head`): what it wanted, it has.
-        Ok(!out.is_closed())
-    })?;
+        open = !out.is_closed();
+        Ok(open)
+    };
+    match &snapshot {
+        Some(snapshot) => {
+            for document in snapshot.documents(args.vectors)? {
+                if !write(document?)? {
+                    break;
+                }
+            }
+        }
+        None => each_document(&store, args.vectors, write)?,
+    }
+    if open {
+        let listings = match &snapshot {
+            Some(snapshot) => snapshot.listings()?,
+            None => store.listings()?,
+        };
+        for listing in &listings {
+            out.json_line(&RetainLine::new(listing))?;
+            if out.is_closed() {
+                break;
+            }
+        }
+    }
     out.finish()?;
     Ok(exit::ok())
 }
 
-/// One line of the export: the document without the store's internal ids.
+/// `{"op":"store",…}`: the store's metric, its model, and the highest ticket it may have
+/// issued.
+#[derive(Serialize)]
+struct StoreLine<'a> {
+    op: &'static str,
+    metric: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    tickets_issued: u64,
+}
+
+/// One document as the line that recreates it: without the store's internal ids and
+/// generation stamps, with its content hash (which `ingest` checks) and, on a tombstone,
+/// `deleted`.
 #[derive(Serialize)]
 struct ExportLine<'a> {
+    op: &'static str,
     source: &'a str,
     id: &'a str,
     version: u64,
     version_kind: &'static str,
     deleted: bool,
-    generation: u64,
-    content_hash: &'a str,
-    meta: &'a serde_json::Value,
-    chunks: Vec<ExportChunk<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunks: Option<Vec<ExportChunk<'a>>>,
 }
 
 #[derive(Serialize)]
@@ -53,25 +119,50 @@ struct ExportChunk<'a> {
 
 impl<'a> ExportLine<'a> {
     fn new(document: &'a StoredDocument) -> ExportLine<'a> {
+        let live = !document.deleted;
         ExportLine {
+            op: if live { "upsert" } else { "delete" },
             source: &document.source,
             id: &document.id,
             version: document.version.value,
             version_kind: document.version.kind.as_str(),
             deleted: document.deleted,
-            generation: document.generation,
-            content_hash: &document.content_hash,
-            meta: &document.meta,
-            chunks: document
-                .chunks
-                .iter()
-                .map(|chunk| ExportChunk {
-                    position: chunk.position,
-                    text: &chunk.text,
-                    meta: &chunk.meta,
-                    vector: chunk.vector.as_deref(),
-                })
-                .collect(),
+            content_hash: live.then_some(document.content_hash.as_str()),
+            meta: live.then_some(&document.meta),
+            chunks: live.then(|| {
+                document
+                    .chunks
+                    .iter()
+                    .map(|chunk| ExportChunk {
+                        position: chunk.position,
+                        text: &chunk.text,
+                        meta: &chunk.meta,
+                        vector: chunk.vector.as_deref(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// A listing as the retain that records it again.
+#[derive(Serialize)]
+struct RetainLine<'a> {
+    op: &'static str,
+    source: &'a str,
+    version: u64,
+    version_kind: &'static str,
+    ids: &'a [String],
+}
+
+impl<'a> RetainLine<'a> {
+    fn new(listing: &'a Listing) -> RetainLine<'a> {
+        RetainLine {
+            op: "retain",
+            source: &listing.source,
+            version: listing.version.value,
+            version_kind: listing.version.kind.as_str(),
+            ids: &listing.present,
         }
     }
 }

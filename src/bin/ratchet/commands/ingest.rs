@@ -183,7 +183,19 @@ fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure>
             jsonl_path.display().to_string(),
         )
     };
+    let mut input = input;
+    // An export's `store` line (its first) gives a new store the exported store's metric
+    // and model, unless the flags say otherwise; the line itself is checked when it is read.
+    let exported = input.fill_buf().ok().and_then(jsonl::StoreLine::peek);
     let mut options = Options::default();
+    if let Some(exported) = exported {
+        if let Some(metric) = exported.metric {
+            options = options.metric(metric);
+        }
+        if let Some(model) = exported.model {
+            options = options.model(model);
+        }
+    }
     if let Some(dim) = args.dim {
         options = options.dimension(dim);
     }
@@ -280,12 +292,22 @@ fn read_in_batches(
             ReadLine::TooLong { bytes } => ingest.reject(line, too_long(bytes, max_line_bytes)),
             ReadLine::Complete if jsonl::is_blank(&buf) => ingest.blank(line),
             ReadLine::Complete => match jsonl::parse_line(&buf, default_kind) {
-                Ok(parsed) => {
-                    // A batch is bounded by what its operations take in memory, not only by
-                    // their lines' length.
-                    let bytes = buf.len().max(parsed.cost);
-                    ingest.push_op(line, parsed.header, parsed.op, bytes)
-                }
+                Ok(parsed) => match parsed.op {
+                    jsonl::Line::Op(op) => {
+                        // A batch is bounded by what its operations take in memory, not only
+                        // by their lines' length.
+                        let bytes = buf.len().max(parsed.cost);
+                        ingest.push_op(line, parsed.header, op, bytes)
+                    }
+                    jsonl::Line::Store(wanted) => {
+                        if let Err(Failure(message)) =
+                            ingest.store_line(line, parsed.header, &wanted)
+                        {
+                            fatal = Some(message);
+                            break;
+                        }
+                    }
+                },
                 Err(error) => ingest.reject(line, error),
             },
         }
@@ -347,6 +369,52 @@ impl Ingest {
         self.pending.push((line, Entry::Op(header)));
         self.ops.push(op);
         self.pending_bytes += bytes;
+    }
+
+    /// A `store` line: the lines before it are applied first, then the store is checked
+    /// against it and counts its tickets as issued.
+    fn store_line(
+        &mut self,
+        line: u64,
+        header: Header,
+        wanted: &jsonl::StoreLine,
+    ) -> Result<(), Failure> {
+        self.flush()?;
+        let result = apply_store_line(&self.store, wanted);
+        self.report_store_line(line, &header, wanted.tickets_issued, result)?;
+        self.flush_report()
+    }
+
+    fn report_store_line(
+        &mut self,
+        line: u64,
+        header: &Header,
+        issued: u64,
+        result: Result<(), StoreLineError>,
+    ) -> Result<(), Failure> {
+        match result {
+            Ok(()) => {
+                self.tally.other += 1;
+                self.emit(&StoreLineReport {
+                    line,
+                    op: header.kind.as_str(),
+                    outcome: "agrees",
+                    tickets_issued: issued,
+                })
+            }
+            Err(StoreLineError::Disagrees(error)) => {
+                self.report_rejected(line, Some(header), &error)
+            }
+            Err(StoreLineError::Write(error)) if !workers::is_fatal(&error) => {
+                self.report_rejected(line, Some(header), &op_error(&error))
+            }
+            Err(StoreLineError::Write(error)) => {
+                self.report_not_applied(line, header, &error)?;
+                Err(Failure(format!(
+                    "{error}; line {line} and the lines after it were not applied"
+                )))
+            }
+        }
     }
 
     fn batch_is_full(&self) -> bool {
@@ -560,6 +628,60 @@ struct RetainLine<'a> {
     reason: Option<&'static str>,
     #[serde(flatten)]
     result: &'a RetainOutcome,
+}
+
+/// The report of a `store` line.
+#[derive(Serialize)]
+struct StoreLineReport {
+    line: u64,
+    op: &'static str,
+    outcome: &'static str,
+    tickets_issued: u64,
+}
+
+/// Why a `store` line was not applied.
+pub(super) enum StoreLineError {
+    /// The store is not what the line says the exported one was (a line error).
+    Disagrees(LineError),
+    /// Counting the tickets as issued failed.
+    Write(WriteError),
+}
+
+/// Checks the store against a `store` line (metric, model) and counts the line's tickets as
+/// issued.
+pub(super) fn apply_store_line(
+    store: &Store,
+    wanted: &jsonl::StoreLine,
+) -> Result<(), StoreLineError> {
+    if let Some(metric) = wanted.metric {
+        if metric != store.metric() {
+            return Err(StoreLineError::Disagrees(LineError::at(
+                "metric",
+                format!(
+                    "is {metric}, but this store's metric is {}: ingest the export into a new \
+                     store (which takes the line's metric) or one of metric {metric}",
+                    store.metric()
+                ),
+            )));
+        }
+    }
+    if let Some(model) = &wanted.model {
+        if store.model() != Some(model.as_str()) {
+            return Err(StoreLineError::Disagrees(LineError::at(
+                "model",
+                format!(
+                    "is {model:?}, but this store's model is {}: ingest the export into a new \
+                     store (which takes the line's model) or one of that model",
+                    store
+                        .model()
+                        .map_or("none".to_string(), |m| format!("{m:?}"))
+                ),
+            )));
+        }
+    }
+    store
+        .adopt_tickets(wanted.tickets_issued)
+        .map_err(StoreLineError::Write)
 }
 
 #[derive(Serialize)]

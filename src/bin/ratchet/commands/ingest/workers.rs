@@ -36,6 +36,7 @@ enum Parsed {
     Blank,
     Rejected(LineError),
     Op(Header, Op),
+    Store(Header, jsonl::StoreLine),
 }
 
 /// A line for a parser, with where its result goes.
@@ -56,6 +57,7 @@ enum Submitted {
     Blank,
     Rejected(LineError),
     Op(Header, Result<Pending, WriteError>),
+    Store(Header, u64, Result<(), super::StoreLineError>),
 }
 
 struct Done {
@@ -99,7 +101,7 @@ impl Budget {
 
 /// Whether a writer error ends the run (the batch did not commit, or the store no longer
 /// takes writes), rather than refusing one line for its input.
-fn is_fatal(error: &WriteError) -> bool {
+pub(super) fn is_fatal(error: &WriteError) -> bool {
     !matches!(
         error,
         WriteError::Input(_)
@@ -113,7 +115,10 @@ fn is_fatal(error: &WriteError) -> bool {
 fn parse_jobs(jobs: Receiver<Job>, default_kind: VersionKind) {
     for job in jobs {
         let parsed = match jsonl::parse_line(&job.text, default_kind) {
-            Ok(parsed) => Parsed::Op(parsed.header, parsed.op),
+            Ok(parsed) => match parsed.op {
+                jsonl::Line::Op(op) => Parsed::Op(parsed.header, op),
+                jsonl::Line::Store(wanted) => Parsed::Store(parsed.header, wanted),
+            },
             Err(error) => Parsed::Rejected(error),
         };
         let _ = job.reply.send(parsed);
@@ -122,7 +127,14 @@ fn parse_jobs(jobs: Receiver<Job>, default_kind: VersionKind) {
 
 /// The submitter: takes each line's parse in input order and submits its operation to the
 /// writer, passing it on to the reporter.
-fn submit_in_order(slots: Receiver<Slot>, done_queue: Sender<Done>, submitter: &Writer) {
+/// A `store` line is carried out here, in input order among the submissions (raising what
+/// counts as issued early never refuses a write).
+fn submit_in_order(
+    slots: Receiver<Slot>,
+    done_queue: Sender<Done>,
+    submitter: &Writer,
+    store: &ratchetdb::Store,
+) {
     for slot in slots {
         let parsed = slot.parsed.recv().unwrap_or_else(|_| {
             Parsed::Rejected(LineError::whole("not parsed: a parser thread ended"))
@@ -131,6 +143,11 @@ fn submit_in_order(slots: Receiver<Slot>, done_queue: Sender<Done>, submitter: &
             Parsed::Blank => Submitted::Blank,
             Parsed::Rejected(error) => Submitted::Rejected(error),
             Parsed::Op(header, op) => Submitted::Op(header, submitter.submit(op)),
+            Parsed::Store(header, wanted) => Submitted::Store(
+                header,
+                wanted.tickets_issued,
+                super::apply_store_line(store, &wanted),
+            ),
         };
         let done = Done {
             line: slot.line,
@@ -166,6 +183,12 @@ fn report(
             }
             Err(error) => ingest.report_rejected(line, Some(&header), &op_error(&error)),
         },
+        Submitted::Store(header, issued, result) => {
+            if matches!(&result, Err(super::StoreLineError::Write(error)) if is_fatal(error)) {
+                stop.store(true, Ordering::SeqCst);
+            }
+            ingest.report_store_line(line, &header, issued, result)
+        }
     }
 }
 
@@ -242,7 +265,8 @@ pub(super) fn run(
         }
         drop(jobs);
         let submitter = writer.clone();
-        scope.spawn(move || submit_in_order(slots, done_queue, &submitter));
+        let store = ingest.store.clone();
+        scope.spawn(move || submit_in_order(slots, done_queue, &submitter, &store));
 
         // The reporter: input order, each line once its outcome is committed.
         while let Ok(Done {
