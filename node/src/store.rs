@@ -330,7 +330,7 @@ impl NativeStore {
         let options = search_options(&given)?;
         let k = given.k as usize;
         let count = count as usize;
-        if count == 0 || vectors.len() % count != 0 {
+        if count == 0 || !vectors.len().is_multiple_of(count) {
             return Err(input("vectors", "every query must have the same length"));
         }
         Ok(AsyncTask::new(Job::new(move || {
