@@ -482,6 +482,9 @@ async function index(args) {
     if (!doc || typeof doc.pageContent !== 'string') {
       throw new InputError(`docsSource[${n}].pageContent`, `invalid docsSource[${n}].pageContent: must be a string`);
     }
+    if (doc.metadata !== undefined && doc.metadata !== null && !isPlainObject(doc.metadata)) {
+      throw new InputError(`docsSource[${n}].metadata`, `invalid docsSource[${n}].metadata: must be a plain object`);
+    }
     let sourceId = sourceOf(doc);
     if (sourceId === null) {
       if (cleanup !== null && cleanup !== undefined) {
@@ -515,6 +518,18 @@ async function index(args) {
       if (!Array.isArray(vectors) || vectors.length !== slice.length) {
         throw new InputError('embeddings', `invalid embeddings: embedDocuments returned ${Array.isArray(vectors) ? vectors.length : 'no'} vectors for ${slice.length} texts`);
       }
+      // Checked before anything of the batch is written (its operations are refused one by one).
+      vectors.forEach((v, i) => {
+        const width = store.dimension ?? vectors[0]?.length;
+        if (!v || typeof v.length !== 'number' || v.length !== width) {
+          throw new DimensionMismatchError('embeddings', `invalid embeddings: embedDocuments returned a vector of ${v?.length} numbers, expected ${width}`);
+        }
+        for (let j = 0; j < v.length; j++) {
+          if (typeof v[j] !== 'number' || !Number.isFinite(v[j])) {
+            throw new InputError('embeddings', `invalid embeddings: embedDocuments returned ${v[j]} in a vector (of ${JSON.stringify(slice[i][0].op.chunks[slice[i][1]].text.slice(0, 40))})`);
+          }
+        }
+      });
       slice.forEach(([group, p], i) => { group.op.chunks[p].vector = vectors[i]; });
     }
     // A text twice in one source was embedded once: its copies take that vector.
@@ -536,8 +551,19 @@ async function index(args) {
     });
   };
 
-  for (const [sourceId, members] of groups) {
-    const stored = await store.get(source, sourceId);
+  // What is stored of each source, read a slice of sources at a time (reads run in parallel).
+  const entries = [...groups];
+  const storedOf = new Map();
+  const READ_AHEAD = 64;
+  const readAhead = async (from) => {
+    const slice = entries.slice(from, from + READ_AHEAD);
+    const docs = await Promise.all(slice.map(([sourceId]) => store.get(source, sourceId)));
+    slice.forEach(([sourceId], i) => storedOf.set(sourceId, docs[i]));
+  };
+  for (const [n, [sourceId, members]] of entries.entries()) {
+    if (n % READ_AHEAD === 0) await readAhead(n);
+    const stored = storedOf.get(sourceId);
+    storedOf.delete(sourceId);
     const existed = Boolean(stored && !stored.deleted);
     const known = new Set(existed ? stored.chunks.map((c) => c.text) : []);
     const chunks = members.map((doc) => ({ text: doc.pageContent, meta: doc.metadata ?? {} }));

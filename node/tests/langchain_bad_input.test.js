@@ -3,12 +3,13 @@
 // and writes nothing: a config without path or store, path and store together, an unknown
 // Store.open option, delete() without ids or with a non-string id, ids of the wrong length,
 // a NaN, a vector of the wrong dimension (DimensionMismatchError): no document of the call
-// is written.
+// is written; index() refuses non-object metadata and an embedder's wrong-dimension vector
+// before writing any source of the batch.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { Store, InputError, DimensionMismatchError } = require('ratchetdb');
-const { RatchetVectorStore } = require('ratchetdb/langchain');
+const { RatchetVectorStore, index } = require('ratchetdb/langchain');
 const { HashEmbeddings, tempPath } = require('./langchain_helpers.js');
 
 test('bad input is refused, naming the field, and writes nothing', async (t) => {
@@ -37,4 +38,15 @@ test('bad input is refused, naming the field, and writes nothing', async (t) => 
     DimensionMismatchError,
   );
   assert.deepEqual((await store.getByIds(['kept', 'fine', 'short', 'ok', 'nan'])).map((d) => d.id), ['kept']);
+
+  // index(): metadata that is not an object, and an embedder answering a wrong dimension,
+  // are refused before any source of the batch is written.
+  await assert.rejects(index({ docsSource: [{ pageContent: 'm', metadata: ['source'] }], vectorStore: store }),
+    (e) => e instanceof InputError && e.field === 'docsSource[0].metadata');
+  const short = new HashEmbeddings();
+  short.embedDocuments = async (texts) => texts.map((t) => (t.includes('short') ? [1, 0, 0] : HashEmbeddings.vector(t)));
+  const shortStore = new RatchetVectorStore(short, { store: raw });
+  const docs = [{ pageContent: 'fine words', metadata: { source: 'f' } }, { pageContent: 'short words', metadata: { source: 's' } }];
+  await assert.rejects(index({ docsSource: docs, vectorStore: shortStore }), (e) => e instanceof DimensionMismatchError && e.field === 'embeddings');
+  assert.deepEqual(await store.getByIds(['f', 's']), []);
 });
