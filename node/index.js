@@ -1,0 +1,573 @@
+'use strict';
+// ratchetdb for Node.js and Electron: the API's JavaScript shape over the native addon.
+//
+// Every method returns a Promise and runs off the event loop (reads on libuv's pool, writes
+// through the store's group-commit writer). Input is checked here first, so a mistake is an
+// InputError naming the field (`chunks[2].vector`), and nothing reaches the store.
+
+const native = require('./ratchetdb.node');
+
+const TAG = 'ratchetdb-error:';
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+/** Base class of every ratchetdb error; `.code` says which. */
+class RatchetError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = this.constructor.name;
+    this.code = 'ERR_RATCHET';
+  }
+}
+/** Input the store refuses; `.field` names it. Nothing was changed. */
+class InputError extends RatchetError {
+  constructor(field, message) {
+    super(message);
+    this.field = field;
+    this.code = 'ERR_RATCHET_INPUT';
+  }
+}
+/** A vector's length is not the store's dimension. */
+class DimensionMismatchError extends InputError {
+  constructor(field, message) { super(field, message); this.code = 'ERR_RATCHET_DIMENSION_MISMATCH'; }
+}
+/** A write's version is of another kind (number, Date, ticket) than the document's. */
+class VersionKindMismatchError extends InputError {
+  constructor(field, message) { super(field, message); this.code = 'ERR_RATCHET_VERSION_KIND_MISMATCH'; }
+}
+/** A chunk came without a vector and the store holds none for its text. */
+class MissingVectorError extends InputError {
+  constructor(field, message) { super(field, message); this.code = 'ERR_RATCHET_MISSING_VECTOR'; }
+}
+/** Opening the store failed (not a store, schema too new or too old, ...). */
+class StoreOpenError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_OPEN'; }
+}
+/** Another writer (process or Store) holds the file. */
+class StoreLockedError extends StoreOpenError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_LOCKED'; }
+}
+/** No store at the path and `mustExist` was set. */
+class StoreNotFoundError extends StoreOpenError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_NOT_FOUND'; }
+}
+/** The options disagree with what the store recorded; `.field` names which. */
+class MismatchError extends StoreOpenError {
+  constructor(field, message) { super(message); this.field = field; this.code = 'ERR_RATCHET_MISMATCH'; }
+}
+/** A file its writer left without closing; a writable open recovers it. */
+class NeedsRecoveryError extends StoreOpenError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_NEEDS_RECOVERY'; }
+}
+/** The file's contents are damaged. */
+class CorruptedError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_CORRUPTED'; }
+}
+/** An I/O or storage-engine failure. */
+class StorageError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_STORAGE'; }
+}
+/** An earlier commit failed; writes are refused until the store is reopened. */
+class PoisonedError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_POISONED'; }
+}
+/** The store was opened with `readOnly: true`. */
+class ReadOnlyError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_READ_ONLY'; }
+}
+/** The store is closed. */
+class ClosedError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_CLOSED'; }
+}
+/** The backend cannot do this (PostgreSQL lacks it). */
+class UnsupportedError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_UNSUPPORTED'; }
+}
+/** The store keeps no text index (opened with `textIndex: false`). */
+class NoTextIndexError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_NO_TEXT_INDEX'; }
+}
+
+const WITH_FIELD = { InputError, DimensionMismatchError, VersionKindMismatchError, MissingVectorError, MismatchError };
+const PLAIN = {
+  RatchetError, StoreOpenError, StoreLockedError, StoreNotFoundError, NeedsRecoveryError,
+  CorruptedError, StorageError, PoisonedError, ReadOnlyError, ClosedError, UnsupportedError,
+  NoTextIndexError,
+};
+
+const camel = (snake) => snake.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+
+// The library's messages name Rust calls and the CLI's flags; a JavaScript user gets the
+// names of this API instead.
+function inJavaScriptWords(message) {
+  return message
+    .replace(/\(`--wait SECONDS`, Options::wait_for_lock\)/g, '(the waitForLockMs option of Store.open)')
+    .replace(/`--wait SECONDS`,? ?/g, '')
+    .replace(/\(any `ratchet ingest --db`, or Store::open\)/g, '(Store.open without readOnly)')
+    .replace(/`ratchet [^`]*`,? ?(or )?/g, '')
+    .replace(/Store::open_read_only(_with)?(\(\))?/g, 'Store.open(path, { readOnly: true })')
+    .replace(/Store::(open|create)(\(\))?/g, 'Store.open')
+    .replace(/Options::allow_readers\(false\)/g, 'allowReaders: false')
+    .replace(/Options::text_index\(false\)/g, 'textIndex: false')
+    .replace(/Durability::None/g, "durability: 'none'")
+    .replace(/Durability::Immediate/g, "durability: 'immediate'")
+    .replace(/Options::([a-z_]+)(\([^)]*\))?/g, (_, name) => `the ${camel(name)} option of Store.open`)
+    .replace(/Store::([a-z_]+)(\(\))?/g, (_, name) => `store.${camel(name)}()`)
+    .replace(/ \(the read commands do\)/g, '')
+    .replace(/\(\s*\)/g, '')
+    .replace(/ {2,}/g, ' ');
+}
+
+// A rejected native call, as the exported class it names.
+function translate(error) {
+  if (!(error instanceof Error) || typeof error.message !== 'string' || !error.message.startsWith(TAG)) {
+    return error;
+  }
+  let record;
+  try {
+    record = JSON.parse(error.message.slice(TAG.length));
+  } catch {
+    return new RatchetError(error.message);
+  }
+  const message = inJavaScriptWords(record.message);
+  if (WITH_FIELD[record.class]) return new WITH_FIELD[record.class](record.field, message);
+  const Class = PLAIN[record.class] || RatchetError;
+  return new Class(message);
+}
+
+async function call(promise) {
+  try {
+    return await promise;
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+function callSync(fn) {
+  try {
+    return fn();
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+const bad = (field, problem) => new InputError(field, `invalid ${field}: ${problem}`);
+
+// ---------------------------------------------------------------------------------------
+// Versions
+
+/** A store-issued version (`store.ticket()`); pass it as a write's `version`. */
+class Ticket {
+  /** @param {bigint} value */
+  constructor(value) {
+    if (typeof value !== 'bigint' || value < 0n) throw bad('ticket', 'must be a non-negative bigint');
+    this.value = value;
+    Object.freeze(this);
+  }
+  toString() { return `ticket ${this.value}`; }
+  toJSON() { return { ticket: this.value.toString() }; }
+}
+
+const MAX_U64 = (1n << 64n) - 1n;
+
+function toVersion(version, field) {
+  if (version instanceof Ticket) return { kind: 'ticket', value: version.value };
+  if (version instanceof Date) {
+    const ms = version.getTime();
+    if (!Number.isFinite(ms)) throw bad(field, 'is an invalid Date');
+    if (ms < 0) throw bad(field, 'is a Date before 1970');
+    return { kind: 'timestamp', value: BigInt(ms) * 1000n };
+  }
+  if (typeof version === 'number') {
+    if (!Number.isSafeInteger(version) || version < 0) {
+      throw bad(field, 'must be a non-negative integer (use a bigint above 2^53)');
+    }
+    return { kind: 'number', value: BigInt(version) };
+  }
+  if (typeof version === 'bigint') {
+    if (version < 0n || version > MAX_U64) throw bad(field, 'must be a bigint in 0..2^64-1');
+    return { kind: 'number', value: version };
+  }
+  throw bad(field, 'must be an integer, a bigint, a Date or a Ticket');
+}
+
+function fromVersion(version) {
+  if (version == null) return version;
+  const value = BigInt(version.value);
+  switch (version.kind) {
+    case 'timestamp': return new Date(Number(value / 1000n));
+    case 'ticket': return new Ticket(value);
+    default: return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Input checks
+
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+  && !ArrayBuffer.isView(v) && !(v instanceof Date);
+
+function text(value, field) {
+  if (typeof value !== 'string') throw bad(field, 'must be a string');
+  if (typeof value.isWellFormed === 'function' ? !value.isWellFormed() : /\p{Surrogate}/u.test(value)) {
+    throw bad(field, 'holds a lone surrogate (not valid Unicode)');
+  }
+  return value;
+}
+
+function vector(value, field) {
+  if (value instanceof Float32Array) return value;
+  if (Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView) && typeof value.length === 'number')) {
+    if (typeof value[0] === 'bigint') throw bad(field, 'must hold numbers, not bigints');
+    for (let i = 0; i < value.length; i++) {
+      if (typeof value[i] !== 'number') throw bad(`${field}[${i}]`, 'must be a number');
+    }
+    return Float32Array.from(value);
+  }
+  throw bad(field, 'must be a Float32Array or an array of numbers');
+}
+
+function meta(value, field) {
+  if (value === undefined || value === null) return undefined;
+  if (!isPlainObject(value)) throw bad(field, 'must be a plain object');
+  return value;
+}
+
+function knownKeys(object, allowed, field) {
+  for (const key of Object.keys(object)) {
+    if (!allowed.includes(key)) {
+      throw bad(field ? `${field}.${key}` : key, `is not an option (expected one of: ${allowed.join(', ')})`);
+    }
+  }
+}
+
+function upsertOp(doc, field) {
+  if (!isPlainObject(doc)) throw bad(field || 'document', 'must be an object { source, id, version, chunks, meta }');
+  const at = (name) => (field ? `${field}.${name}` : name);
+  knownKeys(doc, ['op', 'source', 'id', 'version', 'chunks', 'meta'], field);
+  if (!Array.isArray(doc.chunks)) throw bad(at('chunks'), 'must be an array of { text, vector, meta }');
+  const chunks = doc.chunks.map((chunk, i) => {
+    const f = at(`chunks[${i}]`);
+    if (!isPlainObject(chunk)) throw bad(f, 'must be an object { text, vector, meta }');
+    knownKeys(chunk, ['text', 'vector', 'meta'], f);
+    return {
+      text: text(chunk.text, `${f}.text`),
+      vector: chunk.vector === undefined || chunk.vector === null ? undefined : vector(chunk.vector, `${f}.vector`),
+      meta: meta(chunk.meta, `${f}.meta`),
+    };
+  });
+  return {
+    op: 'upsert',
+    source: text(doc.source, at('source')),
+    id: text(doc.id, at('id')),
+    version: toVersion(doc.version, at('version')),
+    chunks,
+    meta: meta(doc.meta, at('meta')),
+  };
+}
+
+function deleteOp(args, field) {
+  const at = (name) => (field ? `${field}.${name}` : name);
+  if (!isPlainObject(args)) throw bad(field || 'delete', 'must be an object { source, id, version }');
+  knownKeys(args, ['op', 'source', 'id', 'version'], field);
+  return { op: 'delete', source: text(args.source, at('source')), id: text(args.id, at('id')), version: toVersion(args.version, at('version')) };
+}
+
+function retainOp(args, field) {
+  const at = (name) => (field ? `${field}.${name}` : name);
+  if (!isPlainObject(args)) throw bad(field || 'retain', 'must be an object { source, ids, version }');
+  knownKeys(args, ['op', 'source', 'ids', 'version'], field);
+  if (!Array.isArray(args.ids)) throw bad(at('ids'), 'must be an array of strings');
+  return {
+    op: 'retain',
+    source: text(args.source, at('source')),
+    ids: args.ids.map((id, i) => text(id, at(`ids[${i}]`))),
+    version: toVersion(args.version, at('version')),
+  };
+}
+
+function count(value, field, fallback) {
+  if (value === undefined || value === null) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1 || value > 0xffffffff) {
+    throw bad(field, 'must be a positive integer');
+  }
+  return value;
+}
+
+const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'rrfK', 'vectorWeight'];
+
+function searchOptions(options, kind) {
+  if (options === undefined || options === null) options = {};
+  if (!isPlainObject(options)) throw bad('options', 'must be an object');
+  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 5), 'options');
+  const out = { k: count(options.k, 'k', 10) };
+  if (options.where !== undefined && options.where !== null) {
+    if (!isPlainObject(options.where)) throw bad('where', 'must be a filter object ({ lang: "en" }, { year: { $gte: 2020 } })');
+    out.where = options.where;
+  }
+  if (options.sources !== undefined && options.sources !== null) {
+    const sources = typeof options.sources === 'string' ? [options.sources] : options.sources;
+    if (!Array.isArray(sources)) throw bad('sources', 'must be a string or an array of strings');
+    out.sources = sources.map((s, i) => text(s, `sources[${i}]`));
+  }
+  if (options.exact !== undefined) {
+    if (typeof options.exact !== 'boolean') throw bad('exact', 'must be a boolean');
+    out.exact = options.exact;
+  }
+  if (options.ef !== undefined && options.ef !== null) out.ef = count(options.ef, 'ef');
+  if (options.rrfK !== undefined && options.rrfK !== null) out.rrfK = count(options.rrfK, 'rrfK');
+  if (options.vectorWeight !== undefined && options.vectorWeight !== null) {
+    const w = options.vectorWeight;
+    if (typeof w !== 'number' || !(w >= 0 && w <= 1)) throw bad('vectorWeight', 'must be a number in [0, 1]');
+    out.vectorWeight = w;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Outputs
+
+function outcome(raw) {
+  const out = { ...raw };
+  for (const key of ['version', 'storedVersion', 'incomingVersion']) {
+    if (out[key] !== undefined) out[key] = fromVersion(out[key]);
+  }
+  return out;
+}
+
+function hit(raw) {
+  return {
+    source: raw.source,
+    id: raw.id,
+    position: raw.position,
+    text: raw.text,
+    meta: raw.meta ?? {},
+    score: raw.score,
+    version: fromVersion({ kind: raw.versionKind, value: raw.versionValue }),
+  };
+}
+
+function documentOut(raw) {
+  if (raw == null) return null;
+  const doc = { ...raw, version: fromVersion(raw.version) };
+  doc.chunks = raw.chunks.map((chunk) => (chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : chunk));
+  return doc;
+}
+
+// Keys in camelCase and versions decoded, for stats and verify reports (no user metadata in
+// them, so every key is the library's).
+function reshape(value) {
+  if (Array.isArray(value)) return value.map(reshape);
+  if (value && typeof value === 'object') {
+    if (Object.keys(value).length === 2 && 'kind' in value && 'value' in value
+        && ['number', 'timestamp_micros', 'ticket'].includes(value.kind)) {
+      return fromVersion({ kind: value.kind === 'timestamp_micros' ? 'timestamp' : value.kind, value: String(value.value) });
+    }
+    const out = {};
+    for (const [key, v] of Object.entries(value)) out[camel(key)] = reshape(v);
+    return out;
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------
+// The store
+
+const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'waitForLockMs',
+  'allowReaders', 'textIndex', 'cacheSize', 'compactOnClose', 'mustExist'];
+
+/**
+ * An open ratchetdb store: one file, written by one writer at a time, read by any number of
+ * readers (in this process, worker threads or other processes).
+ */
+class Store {
+  /** @private */
+  constructor(inner) {
+    this._inner = inner;
+  }
+
+  /**
+   * Opens the store at `path`, creating it when missing (unless `mustExist`).
+   * @param {string} path
+   * @param {object} [options]
+   */
+  static async open(path, options = {}) {
+    text(path, 'path');
+    if (!isPlainObject(options)) throw bad('options', 'must be an object');
+    knownKeys(options, OPEN_KEYS, 'options');
+    const given = { ...options };
+    if (given.dimension !== undefined) given.dimension = count(given.dimension, 'dimension');
+    for (const flag of ['readOnly', 'allowReaders', 'textIndex', 'compactOnClose', 'mustExist']) {
+      if (given[flag] !== undefined && typeof given[flag] !== 'boolean') throw bad(flag, 'must be a boolean');
+    }
+    for (const name of ['metric', 'model', 'durability']) {
+      if (given[name] !== undefined) text(given[name], name);
+    }
+    for (const name of ['waitForLockMs', 'cacheSize']) {
+      if (given[name] !== undefined && (typeof given[name] !== 'number' || !(given[name] >= 0))) {
+        throw bad(name, 'must be a non-negative number');
+      }
+    }
+    const inner = await call(callSync(() => native.open(path, given)));
+    return new Store(inner);
+  }
+
+  /** The file's path. */
+  get path() { return this._inner.path; }
+  /** The vectors' length, once the store knows it. */
+  get dimension() { return this._inner.dimension ?? null; }
+  /** `'cosine'`, `'l2'` or `'dot'`. */
+  get metric() { return callSync(() => this._inner.metric); }
+  /** Whether the store was opened read-only. */
+  get readOnly() { return callSync(() => this._inner.readOnly); }
+  /** Whether `close()` was called. */
+  get closed() { return this._inner.closed; }
+
+  /**
+   * Writes a revision, guarded: refused (status `skipped`, with its reason) unless newer
+   * than what is stored.
+   */
+  async upsert(doc) {
+    const op = upsertOp(doc);
+    return outcome(await call(callSync(() => this._inner.write(op))));
+  }
+
+  /** Deletes a document at a version (a versioned tombstone). */
+  async delete(args) {
+    const op = deleteOp(args);
+    return outcome(await call(callSync(() => this._inner.write(op))));
+  }
+
+  /** A listing of what exists in `source`: deletes every id it omits, seen or not yet. */
+  async retain(args) {
+    const op = retainOp(args);
+    return outcome(await call(callSync(() => this._inner.write(op))));
+  }
+
+  /**
+   * Several operations (`{ op: 'upsert' | 'delete' | 'retain', ... }`) in one transaction.
+   * Each gets its own outcome; one refused for its input has `status: 'error'` and `error`.
+   */
+  async writeBatch(ops) {
+    if (!Array.isArray(ops)) throw bad('ops', 'must be an array');
+    const checked = ops.map((op, i) => {
+      const field = `ops[${i}]`;
+      if (!isPlainObject(op)) throw bad(field, 'must be an object with an op');
+      switch (op.op) {
+        case 'upsert': return upsertOp(op, field);
+        case 'delete': return deleteOp(op, field);
+        case 'retain': return retainOp(op, field);
+        default: throw bad(`${field}.op`, 'must be upsert, delete or retain');
+      }
+    });
+    const results = await call(callSync(() => this._inner.writeBatch(checked)));
+    return results.map((r) => (r.status === 'error' ? { status: 'error', error: translate(new Error(r.error)) } : outcome(r)));
+  }
+
+  /** A persisted, strictly increasing version: take it when a job is enqueued. */
+  async ticket() {
+    return fromVersion(await call(callSync(() => this._inner.ticket())));
+  }
+
+  /** The `k` live chunks nearest `vector` (never a superseded one). */
+  async search(query, options) {
+    const v = vector(query, 'vector');
+    const opts = searchOptions(options, 'vector');
+    return (await call(callSync(() => this._inner.search(v, opts)))).map(hit);
+  }
+
+  /** `search` for many queries at once, over every core. */
+  async searchMany(queries, options) {
+    if (!Array.isArray(queries) || queries.length === 0) throw bad('vectors', 'must be a non-empty array of vectors');
+    const rows = queries.map((q, i) => vector(q, `vectors[${i}]`));
+    const width = rows[0].length;
+    rows.forEach((row, i) => { if (row.length !== width) throw bad(`vectors[${i}]`, `has ${row.length} numbers, vectors[0] has ${width}`); });
+    const flat = new Float32Array(rows.length * width);
+    rows.forEach((row, i) => flat.set(row, i * width));
+    const opts = searchOptions(options, 'vector');
+    const out = await call(callSync(() => this._inner.searchMany(flat, rows.length, opts)));
+    return out.map((hits) => hits.map(hit));
+  }
+
+  /** The `k` live chunks whose words best match `query` (BM25). */
+  async searchText(query, options) {
+    const q = text(query, 'query');
+    const opts = searchOptions(options, 'text');
+    return (await call(callSync(() => this._inner.searchText(q, opts)))).map(hit);
+  }
+
+  /** The text and vector rankings of one snapshot, fused (`rrfK` or `vectorWeight`). */
+  async searchHybrid(query, queryVector, options) {
+    const q = text(query, 'query');
+    const v = vector(queryVector, 'vector');
+    const opts = searchOptions(options, 'hybrid');
+    return (await call(callSync(() => this._inner.searchHybrid(q, v, opts)))).map(hit);
+  }
+
+  /** A document with its chunks (a tombstone has `deleted: true`), or null. */
+  async get(source, id, options = {}) {
+    text(source, 'source');
+    text(id, 'id');
+    const vectors = Boolean(options && options.vectors);
+    return documentOut(await call(callSync(() => this._inner.get(source, id, vectors))));
+  }
+
+  /** Counters, totals and the most recent refusals, from one snapshot. */
+  async stats() {
+    return reshape(await call(callSync(() => this._inner.stats())));
+  }
+
+  /** Checks every invariant the rows can show: `{ ok, violations, ... }`. */
+  async verify() {
+    const report = reshape(await call(callSync(() => this._inner.verify())));
+    return { ok: report.violations.length === 0, ...report };
+  }
+
+  /** Waits up to `timeoutMs` for the vector index to cover the last commit. */
+  async waitForIndex(timeoutMs = 60000) {
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) throw bad('timeoutMs', 'must be a non-negative number');
+    return call(callSync(() => this._inner.waitForIndex(timeoutMs)));
+  }
+
+  /**
+   * Every document of one snapshot, tombstones included, sorted by (source, id):
+   * `for await (const doc of store.export()) { ... }`.
+   */
+  async *export(options = {}) {
+    const vectors = Boolean(options && options.vectors);
+    const pages = callSync(() => this._inner.export(vectors));
+    for (;;) {
+      const page = await call(pages.next(256));
+      if (page.length === 0) return;
+      for (const doc of page) yield documentOut(doc);
+    }
+  }
+
+  /** Settles every write in flight, then closes the store. */
+  async close() {
+    await call(this._inner.close());
+  }
+}
+
+module.exports = {
+  Store,
+  Ticket,
+  RatchetError,
+  InputError,
+  DimensionMismatchError,
+  VersionKindMismatchError,
+  MissingVectorError,
+  StoreOpenError,
+  StoreLockedError,
+  StoreNotFoundError,
+  MismatchError,
+  NeedsRecoveryError,
+  CorruptedError,
+  StorageError,
+  PoisonedError,
+  ReadOnlyError,
+  ClosedError,
+  UnsupportedError,
+  NoTextIndexError,
+};

@@ -1,0 +1,19 @@
+//! `ratchetdb` for Node.js and Electron: the native half of the npm package.
+//!
+//! The JavaScript half (`index.js`) gives the API its JavaScript shape (objects, camelCase,
+//! `bigint`/`Date` versions, error classes) and calls into this module. Every call that reads
+//! or writes the store runs off the event loop: reads as napi async tasks on libuv's pool,
+//! writes through one [`ratchetdb::Writer`] per store fed by a submitting thread, with each
+//! write's promise settled from the thread that waits for its commit.
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
+mod convert;
+mod errors;
+mod export;
+mod store;
+mod task;
+mod writes;
+
+pub use crate::export::NativeExport;
+pub use crate::store::{open, NativeStore};

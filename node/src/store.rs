@@ -1,0 +1,460 @@
+//! `NativeStore`: one open store, its writes and its reads.
+
+use crate::convert::{self, NativeHit, OpInput};
+use crate::errors::{closed, from_open, from_read, from_write, input, internal};
+use crate::export::NativeExport;
+use crate::task::{Job, Json};
+use crate::writes::{Deferred, Writes};
+use napi::bindgen_prelude::{AsyncTask, Float32Array, Object};
+use napi::Env;
+use napi_derive::napi;
+use parking_lot::RwLock;
+use ratchetdb::{Durability, Filter, Fusion, Metric, Options, SearchOptions, Store};
+use serde_json::Value;
+use std::time::Duration;
+
+/// How `Store.open` opens a store (every field optional).
+#[napi(object)]
+pub struct OpenOptions {
+    /// The vectors' length (a new store takes it from its first vector when absent).
+    pub dimension: Option<u32>,
+    /// `cosine` (default), `l2` or `dot`.
+    pub metric: Option<String>,
+    /// The embedding model's name, recorded by a new store and checked by later opens.
+    pub model: Option<String>,
+    /// Open for reading only, beside a writer in another process or thread.
+    pub read_only: Option<bool>,
+    /// `immediate` (default: every commit is fsynced) or `none`.
+    pub durability: Option<String>,
+    /// How long an open waits for another writer to close the file, in milliseconds.
+    pub wait_for_lock_ms: Option<f64>,
+    /// Let read-only opens in other processes read beside this writer (default true).
+    pub allow_readers: Option<bool>,
+    /// Keep the full-text index (default true).
+    pub text_index: Option<bool>,
+    /// redb's page cache, in bytes.
+    pub cache_size: Option<f64>,
+    /// Compact the file on close when much of it is free (default true).
+    pub compact_on_close: Option<bool>,
+    /// Refuse to create a store: the file must exist.
+    pub must_exist: Option<bool>,
+}
+
+/// What a search takes besides its query.
+#[napi(object)]
+pub struct SearchInput {
+    /// How many hits.
+    pub k: u32,
+    /// A filter on metadata (the filter language), or absent.
+    pub r#where: Option<Value>,
+    /// Only these sources.
+    pub sources: Option<Vec<String>>,
+    /// Scan every vector instead of the graph.
+    pub exact: Option<bool>,
+    /// The graph search's width.
+    pub ef: Option<u32>,
+    /// Hybrid: reciprocal-rank fusion's k.
+    pub rrf_k: Option<u32>,
+    /// Hybrid: the vector ranking's weight in a weighted fusion, in [0, 1].
+    pub vector_weight: Option<f64>,
+}
+
+struct Open {
+    store: Store,
+    writes: Option<Writes>,
+}
+
+/// An open store.
+#[napi]
+pub struct NativeStore {
+    open: RwLock<Option<Open>>,
+    path: String,
+}
+
+fn options(given: &OpenOptions) -> napi::Result<Options> {
+    let mut options = Options::default();
+    if let Some(dimension) = given.dimension {
+        options = options.dimension(dimension as usize);
+    }
+    if let Some(metric) = &given.metric {
+        let parsed = Metric::parse(metric)
+            .ok_or_else(|| input("metric", format!("{metric:?} is not cosine, l2 or dot")))?;
+        options = options.metric(parsed);
+    }
+    if let Some(model) = &given.model {
+        options = options.model(model.clone());
+    }
+    if let Some(durability) = &given.durability {
+        options = options.durability(match durability.as_str() {
+            "immediate" => Durability::Immediate,
+            "none" => Durability::None,
+            other => {
+                return Err(input(
+                    "durability",
+                    format!("{other:?} is not immediate or none"),
+                ))
+            }
+        });
+    }
+    if let Some(wait) = given.wait_for_lock_ms {
+        if !(wait.is_finite() && wait >= 0.0) {
+            return Err(input("waitForLockMs", "must be a non-negative number"));
+        }
+        options = options.wait_for_lock(Duration::from_secs_f64(wait / 1000.0));
+    }
+    if let Some(allowed) = given.allow_readers {
+        options = options.allow_readers(allowed);
+    }
+    if let Some(enabled) = given.text_index {
+        options = options.text_index(enabled);
+    }
+    if let Some(bytes) = given.cache_size {
+        if !(bytes.is_finite() && bytes >= 0.0 && bytes <= usize::MAX as f64) {
+            return Err(input("cacheSize", "must be a non-negative number of bytes"));
+        }
+        options = options.cache_size(bytes as usize);
+    }
+    if let Some(enabled) = given.compact_on_close {
+        options = options.compact_on_close(enabled);
+    }
+    if given.must_exist == Some(true) {
+        options = options.must_exist();
+    }
+    Ok(options)
+}
+
+/// Opens (or creates) the store at `path`.
+#[napi]
+pub fn open(path: String, given: OpenOptions) -> napi::Result<AsyncTask<Job<NativeStore>>> {
+    let read_only = given.read_only == Some(true);
+    let options = options(&given)?;
+    Ok(AsyncTask::new(Job::new(move || {
+        let store = if read_only {
+            Store::open_read_only_with(&path, options)
+        } else {
+            Store::open(&path, options)
+        }
+        .map_err(from_open)?;
+        let writes = if store.is_read_only() {
+            None
+        } else {
+            let writes = Writes::start(store.writer()).map_err(|error| {
+                internal(&format!("cannot start the writer's threads: {error}"))
+            })?;
+            Some(writes)
+        };
+        Ok(NativeStore {
+            open: RwLock::new(Some(Open { store, writes })),
+            path,
+        })
+    })))
+}
+
+fn search_options(given: &SearchInput) -> napi::Result<SearchOptions> {
+    let mut options = SearchOptions::default().exact(given.exact == Some(true));
+    if let Some(ef) = given.ef {
+        options = options.ef(ef as usize);
+    }
+    for source in given.sources.iter().flatten() {
+        options = options.source(source.clone());
+    }
+    if let Some(filter) = &given.r#where {
+        if !filter.is_null() {
+            let filter = Filter::parse(filter).map_err(|error| {
+                crate::errors::tagged("InputError", Some(&error.field), &error.to_string())
+            })?;
+            options = options.filter(filter);
+        }
+    }
+    match (given.rrf_k, given.vector_weight) {
+        (Some(_), Some(_)) => {
+            return Err(input(
+                "rrfK",
+                "give rrfK (reciprocal-rank fusion) or vectorWeight (weighted), not both",
+            ))
+        }
+        (Some(k), None) => options = options.fusion(Fusion::Rrf { k }),
+        (None, Some(weight)) => {
+            options = options.fusion(Fusion::Weighted {
+                vector_weight: weight as f32,
+            })
+        }
+        (None, None) => {}
+    }
+    Ok(options)
+}
+
+impl NativeStore {
+    fn store(&self) -> napi::Result<Store> {
+        match &*self.open.read() {
+            Some(open) => Ok(open.store.clone()),
+            None => Err(closed(&self.path)),
+        }
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// The file's path (or the server's URL, its password removed).
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    /// The store's vector length, once known.
+    #[napi(getter)]
+    pub fn dimension(&self) -> Option<u32> {
+        self.store()
+            .ok()
+            .and_then(|store| store.dimension())
+            .and_then(|d| u32::try_from(d).ok())
+    }
+
+    /// `cosine`, `l2` or `dot`.
+    #[napi(getter)]
+    pub fn metric(&self) -> napi::Result<String> {
+        Ok(self.store()?.metric().as_str().to_string())
+    }
+
+    /// The recorded model name.
+    #[napi(getter)]
+    pub fn model(&self) -> napi::Result<Option<String>> {
+        Ok(self.store()?.model().map(str::to_string))
+    }
+
+    /// Whether this store was opened read-only.
+    #[napi(getter)]
+    pub fn read_only(&self) -> napi::Result<bool> {
+        Ok(self.store()?.is_read_only())
+    }
+
+    /// Whether the store is closed.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.open.read().is_none()
+    }
+
+    /// One guarded write (upsert, delete or retain) through the store's group-commit writer.
+    #[napi(ts_return_type = "Promise<any>")]
+    pub fn write<'env>(&self, env: &'env Env, op: OpInput) -> napi::Result<Object<'env>> {
+        let (deferred, promise): (Deferred, Object<'env>) = env.create_deferred()?;
+        let prepared = convert::op(op, "op");
+        let guard = self.open.read();
+        match (guard.as_ref(), prepared) {
+            (_, Err(error)) => deferred.reject(error),
+            (None, Ok(_)) => deferred.reject(closed(&self.path)),
+            (
+                Some(Open {
+                    writes: None,
+                    store,
+                }),
+                Ok(_),
+            ) => deferred.reject(from_write(ratchetdb::WriteError::ReadOnly {
+                path: store.path().to_path_buf(),
+            })),
+            (
+                Some(Open {
+                    writes: Some(writes),
+                    ..
+                }),
+                Ok((op, version)),
+            ) => writes.send(op, version, deferred),
+        }
+        Ok(promise)
+    }
+
+    /// Several operations in one transaction, each with its own outcome (or its error).
+    #[napi(ts_return_type = "Promise<any[]>")]
+    pub fn write_batch(&self, ops: Vec<OpInput>) -> napi::Result<AsyncTask<Job<Json>>> {
+        let store = self.store()?;
+        let mut converted = Vec::with_capacity(ops.len());
+        let mut versions = Vec::with_capacity(ops.len());
+        for (i, op) in ops.into_iter().enumerate() {
+            let (op, version) = convert::op(op, &format!("ops[{i}]"))?;
+            converted.push(op);
+            versions.push(version);
+        }
+        Ok(AsyncTask::new(Job::new(move || {
+            let results = store.write_batch(converted).map_err(from_write)?;
+            Ok(Json(Value::Array(
+                results
+                    .into_iter()
+                    .zip(versions)
+                    .map(|(result, version)| match result {
+                        Ok(outcome) => convert::outcome_json(&outcome, version),
+                        Err(error) => {
+                            let error = from_write(error);
+                            serde_json::json!({ "status": "error", "error": error.reason })
+                        }
+                    })
+                    .collect(),
+            )))
+        })))
+    }
+
+    /// A persisted, strictly increasing version for sources that have none.
+    #[napi]
+    pub fn ticket(&self) -> napi::Result<AsyncTask<Job<Json>>> {
+        let store = self.store()?;
+        Ok(AsyncTask::new(Job::new(move || {
+            let ticket = store.ticket().map_err(from_write)?;
+            Ok(Json(convert::version_json(ticket)))
+        })))
+    }
+
+    /// The `k` live chunks nearest `vector`.
+    #[napi]
+    pub fn search(
+        &self,
+        vector: Float32Array,
+        given: SearchInput,
+    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
+        let store = self.store()?;
+        let options = search_options(&given)?;
+        let k = given.k as usize;
+        Ok(AsyncTask::new(Job::new(move || {
+            let hits = store.search(&vector, k, &options).map_err(from_read)?;
+            Ok(convert::hits(hits))
+        })))
+    }
+
+    /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows).
+    #[napi]
+    pub fn search_many(
+        &self,
+        vectors: Float32Array,
+        count: u32,
+        given: SearchInput,
+    ) -> napi::Result<AsyncTask<Job<Vec<Vec<NativeHit>>>>> {
+        let store = self.store()?;
+        let options = search_options(&given)?;
+        let k = given.k as usize;
+        let count = count as usize;
+        if count == 0 || !vectors.len().is_multiple_of(count) {
+            return Err(input("vectors", "every query must have the same length"));
+        }
+        Ok(AsyncTask::new(Job::new(move || {
+            let width = vectors.len() / count;
+            let queries: Vec<&[f32]> = vectors.chunks(width).collect();
+            let hits = store
+                .search_many(&queries, k, &options)
+                .map_err(from_read)?;
+            Ok(hits.into_iter().map(convert::hits).collect())
+        })))
+    }
+
+    /// The `k` live chunks that best match `query`'s words (BM25).
+    #[napi]
+    pub fn search_text(
+        &self,
+        query: String,
+        given: SearchInput,
+    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
+        let store = self.store()?;
+        let options = search_options(&given)?;
+        let k = given.k as usize;
+        Ok(AsyncTask::new(Job::new(move || {
+            let hits = store.search_text(&query, k, &options).map_err(from_read)?;
+            Ok(convert::hits(hits))
+        })))
+    }
+
+    /// The text and vector rankings of one snapshot, fused.
+    #[napi]
+    pub fn search_hybrid(
+        &self,
+        query: String,
+        vector: Float32Array,
+        given: SearchInput,
+    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
+        let store = self.store()?;
+        let options = search_options(&given)?;
+        let k = given.k as usize;
+        Ok(AsyncTask::new(Job::new(move || {
+            let hits = store
+                .search_hybrid(&query, &vector, k, &options)
+                .map_err(from_read)?;
+            Ok(convert::hits(hits))
+        })))
+    }
+
+    /// A document with its chunks (a tombstone: `deleted: true`), or null.
+    #[napi]
+    pub fn get(
+        &self,
+        source: String,
+        id: String,
+        vectors: bool,
+    ) -> napi::Result<AsyncTask<Job<Option<Json>>>> {
+        let store = self.store()?;
+        Ok(AsyncTask::new(Job::new(move || {
+            let doc = if vectors {
+                let snapshot = store.snapshot().map_err(from_read)?;
+                snapshot.get_with_vectors(&source, &id).map_err(from_read)?
+            } else {
+                store.get(&source, &id).map_err(from_read)?
+            };
+            Ok(doc.map(|doc| Json(convert::document_json(doc))))
+        })))
+    }
+
+    /// Counters, totals and the most recent refusals, from one snapshot.
+    #[napi]
+    pub fn stats(&self) -> napi::Result<AsyncTask<Job<Json>>> {
+        let store = self.store()?;
+        Ok(AsyncTask::new(Job::new(move || {
+            let stats = store.stats().map_err(from_read)?;
+            serde_json::to_value(stats)
+                .map(Json)
+                .map_err(|e| internal(&e.to_string()))
+        })))
+    }
+
+    /// Every invariant the rows can show, checked from one snapshot.
+    #[napi]
+    pub fn verify(&self) -> napi::Result<AsyncTask<Job<Json>>> {
+        let store = self.store()?;
+        Ok(AsyncTask::new(Job::new(move || {
+            let report = store.verify().map_err(from_read)?;
+            serde_json::to_value(report)
+                .map(Json)
+                .map_err(|e| internal(&e.to_string()))
+        })))
+    }
+
+    /// Waits (up to `timeoutMs`) until the vector index covers the last commit.
+    #[napi]
+    pub fn wait_for_index(&self, timeout_ms: f64) -> napi::Result<AsyncTask<Job<bool>>> {
+        let store = self.store()?;
+        let timeout = if timeout_ms.is_finite() && timeout_ms >= 0.0 {
+            Duration::from_secs_f64(timeout_ms / 1000.0)
+        } else {
+            return Err(input("timeoutMs", "must be a non-negative number"));
+        };
+        Ok(AsyncTask::new(Job::new(move || {
+            Ok(store.wait_for_index(timeout))
+        })))
+    }
+
+    /// Every document of one snapshot, streamed.
+    #[napi]
+    pub fn export(&self, vectors: bool) -> napi::Result<NativeExport> {
+        NativeExport::start(self.store()?, vectors)
+    }
+
+    /// Settles every write in flight, then closes the store (its file is released when the
+    /// last read in flight ends).
+    #[napi]
+    pub fn close(&self) -> AsyncTask<Job<()>> {
+        let taken = self.open.write().take();
+        AsyncTask::new(Job::new(move || {
+            if let Some(mut open) = taken {
+                if let Some(writes) = open.writes.as_mut() {
+                    writes.stop();
+                }
+                drop(open);
+            }
+            Ok(())
+        }))
+    }
+}
