@@ -38,7 +38,7 @@ enum Command {
     /// concurrently, and checked.
     #[command(long_about = commands::demo::LONG_ABOUT)]
     Demo(commands::demo::DemoArgs),
-    /// Index folders of Markdown and text files, or apply a JSONL file of operations.
+    /// Index folders of Markdown, text and HTML files, or apply a JSONL file of operations.
     #[command(long_about = commands::ingest::LONG_ABOUT)]
     Ingest(commands::ingest::IngestArgs),
     /// The chunks nearest a question (embedded with the store's embedder) or a raw vector.
@@ -188,12 +188,13 @@ pub fn each_document(
 /// An open error in the command line's words (the library's advice names library calls).
 pub fn open_failure(error: OpenError) -> Failure {
     match error {
-        OpenError::NotFound { path } => Failure(format!(
-            "no database at {}: check the path, or create one with `ratchet ingest --db {} DIR` \
-             (or `--jsonl FILE`)",
-            path.display(),
-            path.display()
-        )),
+        OpenError::NotFound { path } => {
+            let path = ratchetdb::redact_address(&path);
+            Failure(format!(
+                "no database at {path}: check the path, or create one with `ratchet ingest --db \
+                 {path} DIR` (or `--jsonl FILE`)"
+            ))
+        }
         other => Failure(other.to_string()),
     }
 }
