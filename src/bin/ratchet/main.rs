@@ -188,8 +188,9 @@ pub fn each_document(
 /// An open error in the command line's words (the library's advice names library calls).
 pub fn open_failure(error: OpenError) -> Failure {
     match error {
+        // The library names a PostgreSQL store by its redacted address already.
         OpenError::NotFound { path } => {
-            let path = ratchetdb::redact_address(&path);
+            let path = path.display();
             Failure(format!(
                 "no database at {path}: check the path, or create one with `ratchet ingest --db \
                  {path} DIR` (or `--jsonl FILE`)"

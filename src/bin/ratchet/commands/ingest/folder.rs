@@ -309,9 +309,12 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
         written_new: counters.written_new - counters_before.written_new,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
+    // Through `Output`: a reader that goes away (`| head`) is not an error.
+    let mut out = crate::output::Output::stdout();
     for line in summary.lines() {
-        println!("{line}");
+        out.text_line(&line)?;
     }
+    out.finish()?;
     Ok(if tally.unindexable(args.strict) > 0 {
         exit::lines_rejected()
     } else {
