@@ -1,22 +1,38 @@
-//! HTML pages (`.html`, `.htm`) for folder ingest: the text of the markup, read by an HTML5
-//! parser (`scraper`, on html5ever), as the Markdown the chunker and the metadata already
+//! HTML pages (`.html`, `.htm`) for folder ingest: the text of the markup, read by the
+//! HTML5 tokenizer of `html5ever` (entities decoded, `<script>` and `<style>` read as raw
+//! text the way browsers do), as the Markdown the chunker and the metadata already
 //! understand.
 //!
 //! Headings `<h1>`..`<h6>` become `#`..`######` lines, so a page's headings feed the chunks'
 //! `title` and `headings` as a Markdown file's do; block elements (paragraphs, list items,
-//! table rows, `<br>`, ...) end paragraphs; runs of whitespace become one space, except in
-//! `<pre>`, whose lines are kept. What a reader never sees is dropped: `<script>`, `<style>`,
-//! `<template>`, `<noscript>`, `<head>` (the `<title>` too: the first heading names the
-//! page), comments. The tree is walked without recursion, so no nesting depth can exhaust
-//! the stack.
+//! table rows, `<br>`, ...) end paragraphs (and a heading left open); runs of whitespace
+//! become one space, except in `<pre>`, whose lines are kept. What a reader never sees is
+//! dropped: `<script>`, `<style>`, `<title>`, `<textarea>`, `<template>`, `<noscript>`,
+//! `<iframe>` contents, comments.
+//!
+//! Only the tokenizer runs, never the tree builder: its work is linear in the page's length
+//! whatever the markup's nesting (the tree builder's grows with the depth of open elements,
+//! so a hostile page of 10^5 nested tags would take minutes).
 
-use ego_tree::iter::Edge;
-use scraper::{Html, Node};
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    BufferQueue, Tag, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
+use std::cell::RefCell;
 
-/// Elements whose content is never text a reader sees.
-const HIDDEN: &[&str] = &[
-    "script", "style", "template", "noscript", "head", "iframe", "object", "svg", "math",
-];
+/// Elements whose content the tokenizer reads as raw text, none of it shown.
+fn raw_kind(name: &str) -> Option<RawKind> {
+    match name {
+        "script" => Some(RawKind::ScriptData),
+        "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript" => Some(RawKind::Rawtext),
+        "title" | "textarea" => Some(RawKind::Rcdata),
+        _ => None,
+    }
+}
+
+/// Elements whose content is hidden though it is markup.
+const HIDDEN: &[&str] = &["template"];
 
 /// Elements that begin and end a paragraph.
 const BLOCKS: &[&str] = &[
@@ -74,46 +90,35 @@ fn heading_level(name: &str) -> Option<usize> {
 
 /// The page's text as Markdown: paragraphs separated by blank lines, headings as `#` lines.
 pub fn to_markdown(page: &str) -> String {
-    let document = Html::parse_document(page);
-    let mut out = Markdown::default();
-    // Depth inside hidden elements, and inside `<pre>`.
-    let (mut hidden, mut pre) = (0usize, 0usize);
-    for edge in document.tree.root().traverse() {
-        match edge {
-            Edge::Open(node) => match node.value() {
-                Node::Element(element) => {
-                    let name = element.name();
-                    if HIDDEN.contains(&name) {
-                        hidden += 1;
-                    } else if hidden > 0 {
-                    } else if let Some(level) = heading_level(name) {
-                        out.open_heading(level);
-                    } else if BLOCKS.contains(&name) {
-                        out.end_paragraph();
-                        pre += usize::from(name == "pre");
-                    }
-                }
-                Node::Text(text) if hidden == 0 => out.text(&**text, pre > 0),
-                _ => {}
-            },
-            Edge::Close(node) => {
-                if let Node::Element(element) = node.value() {
-                    let name = element.name();
-                    if HIDDEN.contains(&name) {
-                        hidden = hidden.saturating_sub(1);
-                    } else if hidden > 0 {
-                    } else if heading_level(name).is_some() {
-                        out.close_heading();
-                    } else if BLOCKS.contains(&name) {
-                        out.end_paragraph();
-                        pre = pre.saturating_sub(usize::from(name == "pre"));
-                    }
-                }
-            }
-        }
-    }
+    let input = BufferQueue::default();
+    input.push_back(StrTendril::from(page));
+    let tokenizer = Tokenizer::new(Sink::default(), TokenizerOpts::default());
+    // The sink never suspends the tokenizer (it runs no scripts): one feed reads it all.
+    let _ = tokenizer.feed(&input);
+    tokenizer.end();
+    let mut out = tokenizer.sink.out.replace(Markdown::default());
     out.end_paragraph();
     out.paragraphs.join("\n\n")
+}
+
+/// Receives the tokens.
+#[derive(Default)]
+struct Sink {
+    out: RefCell<Markdown>,
+}
+
+impl TokenSink for Sink {
+    type Handle = ();
+
+    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+        let mut out = self.out.borrow_mut();
+        match token {
+            Token::TagToken(tag) => return out.tag(&tag),
+            Token::CharacterTokens(text) => out.text(&text),
+            _ => {}
+        }
+        TokenSinkResult::Continue
+    }
 }
 
 /// The Markdown being written.
@@ -124,10 +129,58 @@ struct Markdown {
     current: String,
     /// The heading being written, with its level (headings do not nest).
     heading: Option<(usize, String)>,
+    /// Inside a raw-text element whose text is not shown (until its end tag).
+    raw: bool,
+    /// Depth inside hidden elements, and inside `<pre>`.
+    hidden: usize,
+    pre: usize,
 }
 
 impl Markdown {
-    fn text(&mut self, text: &str, keep_lines: bool) {
+    fn tag(&mut self, tag: &Tag) -> TokenSinkResult<()> {
+        let name: &str = &tag.name;
+        let start = tag.kind == TagKind::StartTag;
+        if let Some(kind) = raw_kind(name) {
+            // The tokenizer reads up to the matching end tag as text (`<script/>` too: the
+            // slash does not close a script, as browsers read it).
+            self.raw = start;
+            return if self.raw {
+                TokenSinkResult::RawData(kind)
+            } else {
+                TokenSinkResult::Continue
+            };
+        }
+        if HIDDEN.contains(&name) {
+            if start {
+                self.hidden += 1;
+            } else {
+                self.hidden = self.hidden.saturating_sub(1);
+            }
+        } else if let Some(level) = heading_level(name) {
+            self.close_heading();
+            if start {
+                self.end_paragraph();
+                self.heading = Some((level, String::new()));
+            }
+        } else if BLOCKS.contains(&name) {
+            self.close_heading();
+            self.end_paragraph();
+            if name == "pre" && !tag.self_closing {
+                if start {
+                    self.pre += 1;
+                } else {
+                    self.pre = self.pre.saturating_sub(1);
+                }
+            }
+        }
+        TokenSinkResult::Continue
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.raw || self.hidden > 0 {
+            return;
+        }
+        let keep_lines = self.pre > 0 && self.heading.is_none();
         let target = match &mut self.heading {
             Some((_, heading)) => heading,
             None => &mut self.current,
@@ -149,10 +202,6 @@ impl Markdown {
     }
 
     fn end_paragraph(&mut self) {
-        if self.heading.is_some() {
-            // A block inside a heading (`<h2><div>..</div></h2>`): the heading goes on.
-            return;
-        }
         let paragraph = std::mem::take(&mut self.current);
         let lines: Vec<&str> = paragraph
             .lines()
@@ -161,13 +210,6 @@ impl Markdown {
             .collect();
         if !lines.is_empty() {
             self.paragraphs.push(lines.join("\n").trim().to_string());
-        }
-    }
-
-    fn open_heading(&mut self, level: usize) {
-        self.end_paragraph();
-        if self.heading.is_none() {
-            self.heading = Some((level, String::new()));
         }
     }
 
@@ -189,17 +231,18 @@ mod tests {
     #[test]
     fn headings_paragraphs_and_no_scripts() {
         let page = "<!doctype html><html><head><title>T</title><style>p{}</style></head>\
-            <body><h1>Guide</h1><p>Intro <b>bold</b> text.</p><script>var x = 1;</script>\
+            <body><h1>Guide</h1><p>Intro <b>bold</b> text &amp; more.</p>\
+            <script>if (a < b) { document.write('<p>x</p>') }</script>\
             <h2>Install <small>v2</small></h2><ul><li>one</li><li>two</li></ul>\
-            <pre>a\n  b</pre></body></html>";
+            <pre>a\n  b</pre><template>hidden</template></body></html>";
         assert_eq!(
             to_markdown(page),
-            "# Guide\n\nIntro bold text.\n\n## Install v2\n\none\n\ntwo\n\na\n  b"
+            "# Guide\n\nIntro bold text & more.\n\n## Install v2\n\none\n\ntwo\n\na\n  b"
         );
     }
 
     #[test]
-    fn deep_nesting_does_not_exhaust_the_stack() {
+    fn deep_nesting_is_read_in_linear_time() {
         let page = format!(
             "{}deep{}",
             "<div>".repeat(100_000),
