@@ -88,6 +88,9 @@ struct FileJob {
     root: usize,
     id: String,
     path: PathBuf,
+    /// The walk found a file, not a link: the read then refuses a link put in its place
+    /// since (`O_NOFOLLOW`), which could lead out of the folder.
+    not_a_link: bool,
 }
 
 /// What the walk found.
@@ -596,6 +599,7 @@ fn walk(roots: &[Root], follow_links: bool, tally: &mut Tally, warn: &dyn Fn(Str
             files.push(FileJob {
                 root: index,
                 id,
+                not_a_link: !entry.path_is_symlink(),
                 path: entry.into_path(),
             });
         }
@@ -628,15 +632,19 @@ enum Loaded {
 }
 
 /// Opens a file without ever blocking: with `O_NONBLOCK`, an open of a FIFO returns at once
-/// (the walk skips them, but one may replace a file between the walk and the read).
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+/// (the walk skips them, but one may replace a file between the walk and the read). With
+/// `no_follow`, a link is refused (`O_NOFOLLOW`): the walk found a file there.
+fn open_nonblocking(path: &Path, no_follow: bool) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        let no_follow = if no_follow { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | no_follow);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = no_follow;
     options.open(path)
 }
 
@@ -648,9 +656,9 @@ enum FileRead {
 
 /// The file's modification time (first: see the module documentation) and bytes, from one
 /// open file, never blocking on one that is not regular.
-fn read_file(path: &Path) -> std::io::Result<FileRead> {
+fn read_file(path: &Path, no_follow: bool) -> std::io::Result<FileRead> {
     use std::io::Read;
-    let mut file = open_nonblocking(path)?;
+    let mut file = open_nonblocking(path, no_follow)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Ok(FileRead::NotRegular);
@@ -663,7 +671,7 @@ fn read_file(path: &Path) -> std::io::Result<FileRead> {
 
 fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure> {
     let path = job.path.display();
-    let (modified, bytes) = match read_file(&job.path) {
+    let (modified, bytes) = match read_file(&job.path, job.not_a_link) {
         Ok(FileRead::Text(modified, bytes)) => (modified, bytes),
         Ok(FileRead::NotRegular) => {
             return Ok(Loaded::Skipped(
