@@ -85,7 +85,8 @@ fn table(stats: &Stats) -> Result<Vec<String>, Failure> {
     lines.push("counters".to_string());
     for (name, value) in counters_in_order(&stats.counters)? {
         match counter_words(&name) {
-            Some(words) => lines.push(format!("  {name:<32} {value:<8} {words}")),
+            // (A JSON value's `Display` ignores the width: pad its text.)
+            Some(words) => lines.push(format!("  {name:<32} {:<8} {words}", value.to_string())),
             None => lines.push(format!("  {name:<32} {value}")),
         }
     }
