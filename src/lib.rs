@@ -101,7 +101,7 @@ pub use crate::{
     read::{Documents, Snapshot, StoredChunk, StoredDocument},
     search::{FilterStrategy, Hit, SearchOptions},
     stats::{SkipRecord, Stats},
-    store::Store,
+    store::{redact_address, Store},
     text::{Bm25, Fusion, TextLanguage, TextOptions},
     verify::{VerifyReport, Violation},
     version::{Version, VersionKind},

@@ -185,7 +185,8 @@ fn ingest_search_edit_delete_sync() {
         run.stdout
     );
     assert_eq!(summary_value(&run.stdout, "written"), 0);
-    assert_eq!(summary_value(&run.stdout, "unchanged"), 3);
+    assert_eq!(summary_value(&run.stdout, "unchanged"), 0);
+    assert_eq!(summary_value(&run.stdout, "already stored"), 3);
 
     // Edit one paragraph, with a newer modification time: only its chunk is embedded, the
     // others are reused, and search shows the new text, never the old.
@@ -269,7 +270,12 @@ fn ingest_search_edit_delete_sync() {
     );
     let run = ingest(&db, &docs, &["--workers", "3"]);
     assert_eq!(summary_value(&run.stdout, "written"), 1, "{}", run.stdout);
-    assert_eq!(summary_value(&run.stdout, "unchanged"), 2, "{}", run.stdout);
+    assert_eq!(
+        summary_value(&run.stdout, "already stored"),
+        2,
+        "{}",
+        run.stdout
+    );
     assert!(search(&db, "spout filter")
         .iter()
         .any(|h| h["id"] == "care/filters.md"));

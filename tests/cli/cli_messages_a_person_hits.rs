@@ -123,7 +123,8 @@ fn messages_say_what_is_wrong_and_what_to_do() {
     let run = ratchet(&["ingest", "--db", db_arg, empty.to_str().unwrap()], &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(
-        run.stderr.contains("warning: no Markdown or text files"),
+        run.stderr
+            .contains("warning: no Markdown, text or HTML files"),
         "{}",
         run.stderr
     );

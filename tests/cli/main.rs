@@ -8,19 +8,24 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_copy_from_a_postgres_url_hides_its_password;
 mod cli_demo;
 mod cli_export_ingests_back_into_the_same_store;
 mod cli_folder_fifo_never_blocks;
 mod cli_folder_ingest_metadata_filters;
+mod cli_folder_ingest_reads_html_pages;
 mod cli_folder_ingest_search;
+mod cli_folder_links_outside_the_folder_are_skipped;
 mod cli_folder_refusals_reach_the_counters;
 mod cli_folder_skipped_files_warn_unless_strict;
 mod cli_hints_name_the_binary_as_invoked;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
+mod cli_no_command_prints_a_store_password;
 mod cli_process_kill_ingest;
 mod cli_read_commands_after_a_killed_ingest;
 mod cli_read_commands_on_read_only_media;
+mod cli_reingest_summary_and_stats_use_the_same_words;
 mod cli_search_modes;
 mod hostile_cli_large_stream;
 mod hostile_cli_parse_amplification;

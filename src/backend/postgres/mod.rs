@@ -89,7 +89,7 @@ pub(crate) fn open_url(url: &str, options: Options, read_only: bool) -> Result<P
 }
 
 /// The URL without its `schema=` query parameter, and that parameter's value.
-fn split_schema(url: &str) -> (String, Option<String>) {
+pub(crate) fn split_schema(url: &str) -> (String, Option<String>) {
     let Some((base, query)) = url.split_once('?') else {
         return (url.to_string(), None);
     };
@@ -520,7 +520,7 @@ fn unord(value: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::redact;
+    use crate::store::redact_address as redact;
 
     #[test]
     fn ord_keeps_the_unsigned_order() {
@@ -540,6 +540,24 @@ mod tests {
             "postgres://u:***@h:5/db"
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://u@h/db?password=secret&application_name=a@b"),
+            "postgres://u@h/db?password=***&application_name=a@b"
+        );
+        assert_eq!(
+            redact("postgres://u:secret@h/db?pass%77ord=other&schema=s"),
+            "postgres://u:***@h/db?pass%77ord=***&schema=s"
+        );
+        // Parsers that disagree (the client takes the credentials up to the first `@`):
+        // nothing of the address is shown.
+        for unreadable in ["postgres://u:12/cd@h/db", "postgres://u:p#q@h/db"] {
+            let shown = redact(unreadable);
+            assert!(
+                !shown.contains("12/cd") && !shown.contains("p#q"),
+                "{shown}"
+            );
+        }
+        assert_eq!(redact("/tmp/a@b:c.redb"), "/tmp/a@b:c.redb");
     }
 
     #[test]

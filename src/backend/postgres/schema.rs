@@ -24,7 +24,7 @@ use super::{check_schema_name, quote_ident, PgStore};
 use crate::error::{InputError, OpenError};
 use crate::options::Metric;
 use crate::options::Options;
-use crate::store::redact;
+use crate::store::redact_address as redact;
 use crate::text::{Analyzer, Terms, TextOptions};
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;

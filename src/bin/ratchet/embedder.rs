@@ -136,7 +136,7 @@ pub fn for_store(
     recorded: Option<&str>,
     model_flag: Option<&Path>,
 ) -> Result<Box<dyn Embedder>, Failure> {
-    let db = db.display();
+    let db = ratchetdb::redact_address(db);
     let Some(name) = recorded else {
         return Err(Failure(format!(
             "{db} records no embedding model (its vectors came from --jsonl), so a text query \
@@ -213,7 +213,7 @@ pub fn open_store(
             return Err(Failure(format!(
                 "{} holds vectors from an unrecorded model (written with --jsonl), so {name} \
                  cannot be added to it; use another --db",
-                db.display()
+                ratchetdb::redact_address(db)
             )));
         }
         // The model first: it says more than the dimension that follows from it.
@@ -242,7 +242,7 @@ pub fn open_store(
 
 /// One line for a store that cannot take this embedder's vectors.
 fn open_failure(db: &Path, name: &str, error: OpenError) -> Failure {
-    let db = db.display();
+    let db = ratchetdb::redact_address(db);
     match error {
         OpenError::Mismatch {
             field: "model",

@@ -38,7 +38,7 @@ enum Command {
     /// concurrently, and checked.
     #[command(long_about = commands::demo::LONG_ABOUT)]
     Demo(commands::demo::DemoArgs),
-    /// Index folders of Markdown and text files, or apply a JSONL file of operations.
+    /// Index folders of Markdown, text and HTML files, or apply a JSONL file of operations.
     #[command(long_about = commands::ingest::LONG_ABOUT)]
     Ingest(commands::ingest::IngestArgs),
     /// The chunks nearest a question (embedded with the store's embedder) or a raw vector.
@@ -240,18 +240,21 @@ pub fn program_name() -> String {
 /// An open error in the command line's words (the library's advice names library calls).
 pub fn open_failure(error: OpenError) -> Failure {
     match error {
-        OpenError::NotFound { path } => Failure(format!(
-            "no database at {}: check the path, or create one with `{} ingest --db {} DIR` \
-             (or `--jsonl FILE`)",
-            path.display(),
-            program_name(),
-            path.display()
-        )),
+        // The library names a PostgreSQL store by its redacted address already.
+        OpenError::NotFound { path } => {
+            let path = path.display();
+            Failure(format!(
+                "no database at {path}: check the path, or create one with `{} ingest --db \
+                 {path} DIR` (or `--jsonl FILE`)",
+                program_name()
+            ))
+        }
         OpenError::NeedsRecovery { path } => Failure(format!(
             "{}; it cannot be written here (read-only media or no permission), so the read \
-             commands cannot recover it: copy it to writable storage and run `ratchet recover \
+             commands cannot recover it: copy it to writable storage and run `{} recover \
              --db COPY` (or run it where the file is writable), then read the copy",
-            OpenError::NeedsRecovery { path }
+            OpenError::NeedsRecovery { path },
+            program_name()
         )),
         other => Failure(other.to_string()),
     }

@@ -11,7 +11,9 @@
 use crate::output::Output;
 use crate::{exit, open_failure, Failure};
 use clap::Args;
-use ratchetdb::{Chunk, Counters, Document, Op, Options, SkipRecord, Store, StoredDocument};
+use ratchetdb::{
+    redact_address, Chunk, Counters, Document, Op, Options, SkipRecord, Store, StoredDocument,
+};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -150,8 +152,8 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
          and {} refusals of the skip log; verify ran on both ends",
         if ok { "ok" } else { "FAILED" },
         expected.len() + listings.len(),
-        args.from,
-        redact(&args.to),
+        redact_address(&args.from),
+        redact_address(&args.to),
         history.recent_skips.len(),
     ))?;
     out.finish()?;
@@ -188,18 +190,4 @@ fn refusal(skip: &SkipRecord) -> String {
         "{}/{} {} {} {}",
         skip.source, skip.id, skip.reason, skip.stored_version, skip.incoming_version
     )
-}
-
-/// A URL without its password (for the summary line).
-fn redact(target: &str) -> String {
-    match (target.find("://"), target.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &target[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &target[..scheme + 3], &target[at..]),
-                None => target.to_string(),
-            }
-        }
-        _ => target.to_string(),
-    }
 }

@@ -9,6 +9,7 @@
 
 mod file_meta;
 mod folder;
+mod html;
 mod workers;
 
 use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
@@ -28,13 +29,16 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 /// `ratchet ingest --help`: the line format is the contract, so the help shows it whole.
-pub const LONG_ABOUT: &str = r#"Index folders of Markdown and text files, or apply a JSONL file of operations.
+pub const LONG_ABOUT: &str = r#"Index folders of Markdown, text and HTML files, or apply a JSONL file of operations.
 
 Folders (ratchet ingest --db PATH DIR…):
-  Every .md, .markdown, .mdown, .txt and .text file under each DIR is one document: its id is
-  its path relative to DIR, its source is DIR's name (or --source), its version is its
-  modification time in microseconds. Other files are skipped and counted; hidden files and
-  folders (names starting with '.') are ignored. A file that cannot be read, or that the store
+  Every .md, .markdown, .mdown, .txt, .text, .html and .htm file under each DIR is one
+  document: its id is its path relative to DIR, its source is DIR's name (or --source), its
+  version is its modification time in microseconds. An HTML page is read for its text and
+  headings (scripts and styles dropped). Other files are skipped and counted; hidden files
+  and folders (names starting with '.') are ignored. Folder links are not followed; a file
+  link whose target is outside DIR is skipped with a warning and counted (--follow-links
+  indexes it). A file that cannot be read, or that the store
   refuses, is skipped and counted, and the run goes on (exit code 3). A file that is not UTF-8,
   whose name is not UTF-8, that was modified before 1970, or that is not a regular file (a
   FIFO, socket or device: never opened) is skipped with a warning (exit code 3 only with
@@ -88,7 +92,7 @@ const BATCH_BYTES: usize = 64 << 20;
 pub struct IngestArgs {
     #[command(flatten)]
     db: DbArg,
-    /// Folders of Markdown and text files to index.
+    /// Folders of Markdown, text and HTML files to index.
     #[arg(value_name = "DIR")]
     dirs: Vec<PathBuf>,
     /// A JSONL file of operations carrying their own vectors; `-` reads standard input.
@@ -101,10 +105,14 @@ pub struct IngestArgs {
     #[arg(long, conflicts_with = "jsonl")]
     sync: bool,
     /// Folders: exit with code 3 also when files were skipped for what they are (not UTF-8,
-    /// a name that is not UTF-8, modified before 1970, not a regular file); without it
-    /// those are warnings.
+    /// a name that is not UTF-8, modified before 1970, not a regular file, a link to a file
+    /// outside the folder); without it those are warnings.
     #[arg(long, conflicts_with = "jsonl")]
     strict: bool,
+    /// Folders: also index links to files outside the folder (by default such a link is
+    /// skipped with a warning: a shared folder must not pull in files from elsewhere).
+    #[arg(long, conflicts_with = "jsonl")]
+    follow_links: bool,
     /// Folders: the longest chunk, in characters.
     #[arg(long, value_name = "CHARS", default_value_t = ChunkerOptions::default().max_chars as u32, conflicts_with = "jsonl",
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -155,6 +163,7 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
             source: args.source,
             sync: args.sync,
             strict: args.strict,
+            follow_links: args.follow_links,
             chunker: ChunkerOptions {
                 max_chars: args.chunk_size as usize,
                 overlap_chars: args.overlap,

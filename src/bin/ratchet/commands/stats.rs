@@ -3,13 +3,32 @@
 use crate::output::Output;
 use crate::{exit, open_existing, DbArg, Failure};
 use clap::Args;
-use ratchetdb::{Counters, Stats};
+use ratchetdb::{Counters, SkipReason, SkipRecord, Stats};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
 use std::process::ExitCode;
 
-/// How many of the most recent refusals the table shows.
+/// How many of the most recent refusals (older, conflict, tombstoned) the table shows.
 const RECENT_SKIPS_SHOWN: usize = 10;
+
+/// How many of the most recent duplicates ("already stored") the table shows, after the
+/// refusals: a re-ingest of an unchanged folder makes one per file, and they must not bury
+/// a refusal that matters.
+const RECENT_DUPLICATES_SHOWN: usize = 3;
+
+/// The words for a counter, shared with `ingest`'s summary (which names its rows so).
+pub fn counter_words(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "unchanged" => "a newer version of the same content: nothing embedded",
+        "skipped_duplicate" => {
+            "already stored: the same version again (a re-ingest of an unchanged file)"
+        }
+        "skipped_older" => "refused: older than the stored version, which search serves",
+        "skipped_conflict" => "refused: the stored version with other content",
+        "skipped_tombstoned" => "refused: not newer than a delete or --sync",
+        _ => return None,
+    })
+}
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
@@ -65,21 +84,43 @@ fn table(stats: &Stats) -> Result<Vec<String>, Failure> {
     lines.push(String::new());
     lines.push("counters".to_string());
     for (name, value) in counters_in_order(&stats.counters)? {
-        lines.push(format!("  {name:<32} {value}"));
+        match counter_words(&name) {
+            // (A JSON value's `Display` ignores the width: pad its text.)
+            Some(words) => lines.push(format!("  {name:<32} {:<8} {words}", value.to_string())),
+            None => lines.push(format!("  {name:<32} {value}")),
+        }
     }
     lines.push(String::new());
     let kept = stats.recent_skips.len();
-    let shown = &stats.recent_skips[kept.saturating_sub(RECENT_SKIPS_SHOWN)..];
-    if shown.is_empty() {
+    let (duplicates, refusals): (Vec<&SkipRecord>, Vec<&SkipRecord>) = stats
+        .recent_skips
+        .iter()
+        .partition(|skip| skip.reason == SkipReason::Duplicate);
+    if kept == 0 {
         lines.push("recent skips: none".to_string());
-    } else {
+        return Ok(lines);
+    }
+    lines.push(format!(
+        "recent skips ({kept} kept): {} refused, {} already stored",
+        refusals.len(),
+        duplicates.len()
+    ));
+    for (what, records, most) in [
+        ("refused", &refusals, RECENT_SKIPS_SHOWN),
+        ("already stored", &duplicates, RECENT_DUPLICATES_SHOWN),
+    ] {
+        let shown = &records[records.len().saturating_sub(most)..];
+        if shown.is_empty() {
+            continue;
+        }
         lines.push(format!(
-            "recent skips (the last {} of {kept} kept, oldest first)",
-            shown.len()
+            "  {what} (the last {} of {}, oldest first)",
+            shown.len(),
+            records.len()
         ));
         for skip in shown {
             lines.push(format!(
-                "  #{:<6} {}/{}: {} (stored {}, incoming {})",
+                "    #{:<6} {}/{}: {} (stored {}, incoming {})",
                 skip.seq,
                 skip.source,
                 skip.id,

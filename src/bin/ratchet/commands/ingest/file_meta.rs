@@ -5,7 +5,8 @@
 //! (its name), `ext` (its extension, lowercase, without the dot), `title` (its first
 //! Markdown heading, else the file stem), `headings` (the Markdown headings in effect where
 //! the chunk starts, outermost first; `[]` outside any, and for files that are not
-//! Markdown) and `mtime` (the modification time, whole seconds since the Unix epoch).
+//! Markdown; an HTML page's `<h1>`..`<h6>` count, see `html.rs`) and `mtime` (the
+//! modification time, whole seconds since the Unix epoch).
 //!
 //! Headings are `#` to `######` lines (ATX headings), outside fenced code blocks as far as
 //! one chunk shows; a chunk's overlap with the one before it repeats headings already
@@ -14,9 +15,10 @@
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// Whether a file of this extension is read as Markdown (for headings).
+/// Whether a file of this extension is read as Markdown (for headings): an HTML page is
+/// chunked as the Markdown `html::to_markdown` makes of it.
 fn is_markdown(ext: &str) -> bool {
-    matches!(ext, "md" | "markdown" | "mdx")
+    matches!(ext, "md" | "markdown" | "mdx" | "html" | "htm")
 }
 
 /// The level and text of an ATX heading line (`## Install` -> (2, "Install")).

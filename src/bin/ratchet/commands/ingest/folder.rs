@@ -1,5 +1,5 @@
-//! `ratchet ingest --db PATH DIR…`: folders of Markdown and text files in, guarded writes
-//! out.
+//! `ratchet ingest --db PATH DIR…`: folders of Markdown, text and HTML files in, guarded
+//! writes out.
 //!
 //! Each file is one document: id = its path relative to the folder (with `/`), source = the
 //! folder's name (or `--source`), version = its modification time in microseconds. The
@@ -24,6 +24,11 @@
 //!   `mv`, copied with `cp -p`, unpacked from an archive) would be refused as deleted. So
 //!   the version is the newest version among the stored documents the walk no longer finds
 //!   (ties go to the delete), and no listing is sent when nothing is gone.
+//!
+//! Links: folder links are never followed. A file link is indexed when its target (with
+//! every link resolved) is inside the folder given; one that leads outside it (a shared
+//! repository's `notes/leak.md -> ../secret/creds.txt`) is skipped with a warning and
+//! counted, unless `--follow-links`. HTML pages are read as Markdown (`html.rs`).
 use crate::embedder;
 use crate::output::plural;
 use crate::progress::Progress;
@@ -42,7 +47,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use walkdir::WalkDir;
 
 /// File name extensions indexed as text (compared without case).
-const TEXT_EXTENSIONS: &[&str] = &["md", "markdown", "mdown", "txt", "text"];
+const TEXT_EXTENSIONS: &[&str] = &["md", "markdown", "mdown", "txt", "text", "html", "htm"];
+
+/// File name extensions read as HTML pages (compared without case).
+const HTML_EXTENSIONS: &[&str] = &["html", "htm"];
+
+/// How many files a note names before it says "and N more".
+const FILES_NAMED: usize = 5;
 
 /// A batch is written once this many chunks wait for their vectors, whatever the file count.
 const BATCH_CHUNKS_TO_EMBED: usize = 256;
@@ -59,6 +70,8 @@ pub struct FolderArgs {
     /// 1970, not a regular file) make the exit code 3, as unreadable ones always do.
     pub strict: bool,
     pub chunker: ChunkerOptions,
+    /// `--follow-links`: also index file links whose target is outside the folder.
+    pub follow_links: bool,
     pub model: Option<PathBuf>,
     pub workers: Option<usize>,
     pub batch_files: usize,
@@ -75,6 +88,9 @@ struct FileJob {
     root: usize,
     id: String,
     path: PathBuf,
+    /// The walk found a file, not a link: the read then refuses a link put in its place
+    /// since (`O_NOFOLLOW`), which could lead out of the folder.
+    not_a_link: bool,
 }
 
 /// What the walk found.
@@ -96,6 +112,10 @@ struct Tally {
     skipped: BTreeMap<&'static str, u64>,
     /// By the guard's reason (`older`, `tombstoned`, `conflict`).
     refused: BTreeMap<&'static str, u64>,
+    /// By the guard's reason: the first [`FILES_NAMED`] files refused for it.
+    refused_files: BTreeMap<&'static str, Vec<String>>,
+    /// Files already stored at their modification time (the store's `skipped_duplicate`).
+    already_stored: u64,
     removed_by_sync: u64,
     kept_newer_than_listing: u64,
     chunks_embedded: u64,
@@ -114,6 +134,8 @@ mod skip {
     pub const NOT_REGULAR: &str = "not a regular file";
     /// A modification time before 1970 cannot be a version (versions count from 1970).
     pub const BEFORE_1970: &str = "modified before 1970";
+    /// A file link whose target is outside the folder (without `--follow-links`).
+    pub const LINK_OUTSIDE: &str = "link to a file outside the folder";
 }
 
 impl Tally {
@@ -132,6 +154,12 @@ impl Tally {
         for (reason, n) in other.refused {
             *self.refused.entry(reason).or_default() += n;
         }
+        for (reason, files) in other.refused_files {
+            let named = self.refused_files.entry(reason).or_default();
+            named.extend(files);
+            named.truncate(FILES_NAMED);
+        }
+        self.already_stored += other.already_stored;
         self.removed_by_sync += other.removed_by_sync;
         self.kept_newer_than_listing += other.kept_newer_than_listing;
         self.chunks_embedded += other.chunks_embedded;
@@ -150,6 +178,7 @@ impl Tally {
             skip::NAME_NOT_UTF8,
             skip::NOT_REGULAR,
             skip::BEFORE_1970,
+            skip::LINK_OUTSIDE,
         ];
         let count = |reasons: &[&str]| -> u64 {
             reasons
@@ -225,7 +254,9 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     let counters_before = store.stats()?.counters;
 
     let mut tally = Tally::default();
-    let walk = walk(&roots, &mut tally, &|line| eprintln!("{line}"));
+    let walk = walk(&roots, args.follow_links, &mut tally, &|line| {
+        eprintln!("{line}")
+    });
     warn_of_empty_roots(&roots, &walk, args.sync);
     let progress = Progress::new("ingest", "files", walk.files.len() as u64);
     let sink = match args.workers {
@@ -281,9 +312,12 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
         written_new: counters.written_new - counters_before.written_new,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
+    // Through `Output`: a reader that goes away (`| head`) is not an error.
+    let mut out = crate::output::Output::stdout();
     for line in summary.lines() {
-        println!("{line}");
+        out.text_line(&line)?;
     }
+    out.finish()?;
     Ok(if tally.unindexable(args.strict) > 0 {
         exit::lines_rejected()
     } else {
@@ -296,7 +330,7 @@ fn warn_of_empty_roots(roots: &[Root], walk: &Walk, sync: bool) {
     for (index, root) in roots.iter().enumerate() {
         if walk.present[index].is_empty() && walk.unlisted[index].is_none() {
             eprintln!(
-                "warning: no Markdown or text files (.{}) under {}{}",
+                "warning: no Markdown, text or HTML files (.{}) under {}{}",
                 TEXT_EXTENSIONS.join(", ."),
                 root.path.display(),
                 if sync {
@@ -460,9 +494,17 @@ fn is_hidden(entry: &walkdir::DirEntry) -> bool {
 }
 
 fn is_text(path: &Path) -> bool {
+    has_extension(path, TEXT_EXTENSIONS)
+}
+
+fn is_html(path: &Path) -> bool {
+    has_extension(path, HTML_EXTENSIONS)
+}
+
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
-        .is_some_and(|e| TEXT_EXTENSIONS.iter().any(|t| t.eq_ignore_ascii_case(e)))
+        .is_some_and(|e| extensions.iter().any(|t| t.eq_ignore_ascii_case(e)))
 }
 
 /// The document id of `path` under `root`: its relative path with `/` separators.
@@ -475,12 +517,25 @@ fn document_id(root: &Path, path: &Path) -> Option<String> {
     Some(parts?.join("/"))
 }
 
-/// Lists every file under the roots, in name order.
-fn walk(roots: &[Root], tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
+/// Whether the link `path` leads to a file outside `root` (both with every link resolved).
+/// A link that cannot be resolved (broken, or a loop) is left to the read, which reports it
+/// as unreadable.
+fn leads_outside(path: &Path, root: Option<&Path>) -> bool {
+    match (std::fs::canonicalize(path), root) {
+        (Ok(target), Some(root)) => !target.starts_with(root),
+        (Ok(_), None) => true,
+        (Err(_), _) => false,
+    }
+}
+
+/// Lists every file under the roots, in name order. A file link whose target is outside
+/// its root is skipped unless `follow_links`.
+fn walk(roots: &[Root], follow_links: bool, tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
     let mut files = Vec::new();
     let mut present = vec![Vec::new(); roots.len()];
     let mut unlisted = vec![None; roots.len()];
     for (index, root) in roots.iter().enumerate() {
+        let real_root = std::fs::canonicalize(&root.path).ok();
         let entries = WalkDir::new(&root.path)
             .sort_by_file_name()
             .into_iter()
@@ -517,6 +572,19 @@ fn walk(roots: &[Root], tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
                 tally.skip(skip::NOT_REGULAR);
                 continue;
             }
+            if entry.path_is_symlink()
+                && !follow_links
+                && leads_outside(entry.path(), real_root.as_deref())
+            {
+                warn(format!(
+                    "warning: skipped {}: a link to a file outside {} (--follow-links to index \
+                     such links)",
+                    entry.path().display(),
+                    root.path.display()
+                ));
+                tally.skip(skip::LINK_OUTSIDE);
+                continue;
+            }
             let Some(id) = document_id(&root.path, entry.path()) else {
                 warn(format!(
                     "warning: skipped {}: its name is not UTF-8, so it cannot be a document id",
@@ -531,6 +599,7 @@ fn walk(roots: &[Root], tally: &mut Tally, warn: &dyn Fn(String)) -> Walk {
             files.push(FileJob {
                 root: index,
                 id,
+                not_a_link: !entry.path_is_symlink(),
                 path: entry.into_path(),
             });
         }
@@ -563,15 +632,19 @@ enum Loaded {
 }
 
 /// Opens a file without ever blocking: with `O_NONBLOCK`, an open of a FIFO returns at once
-/// (the walk skips them, but one may replace a file between the walk and the read).
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+/// (the walk skips them, but one may replace a file between the walk and the read). With
+/// `no_follow`, a link is refused (`O_NOFOLLOW`): the walk found a file there.
+fn open_nonblocking(path: &Path, no_follow: bool) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        let no_follow = if no_follow { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | no_follow);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = no_follow;
     options.open(path)
 }
 
@@ -583,9 +656,9 @@ enum FileRead {
 
 /// The file's modification time (first: see the module documentation) and bytes, from one
 /// open file, never blocking on one that is not regular.
-fn read_file(path: &Path) -> std::io::Result<FileRead> {
+fn read_file(path: &Path, no_follow: bool) -> std::io::Result<FileRead> {
     use std::io::Read;
-    let mut file = open_nonblocking(path)?;
+    let mut file = open_nonblocking(path, no_follow)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Ok(FileRead::NotRegular);
@@ -598,7 +671,7 @@ fn read_file(path: &Path) -> std::io::Result<FileRead> {
 
 fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure> {
     let path = job.path.display();
-    let (modified, bytes) = match read_file(&job.path) {
+    let (modified, bytes) = match read_file(&job.path, job.not_a_link) {
         Ok(FileRead::Text(modified, bytes)) => (modified, bytes),
         Ok(FileRead::NotRegular) => {
             return Ok(Loaded::Skipped(
@@ -635,6 +708,13 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let page;
+    let text = if is_html(&job.path) {
+        page = super::html::to_markdown(text);
+        page.as_str()
+    } else {
+        text
+    };
     let mut document = Document::new(
         context.roots[job.root].source.clone(),
         job.id.clone(),
@@ -778,7 +858,7 @@ fn embed_and_write(
             other => other,
         };
         match result {
-            Ok(OpOutcome::Document(outcome)) => tally.document(&outcome),
+            Ok(OpOutcome::Document(outcome)) => tally.document(&outcome, &planned.path),
             Ok(other) => {
                 return Err(Failure(format!(
                     "the store answered an upsert with {other:?}"
@@ -798,7 +878,8 @@ fn embed_and_write(
 }
 
 impl Tally {
-    fn document(&mut self, outcome: &Outcome) {
+    /// Counts the store's outcome for the file at `path`.
+    fn document(&mut self, outcome: &Outcome, path: &Path) {
         match outcome {
             Outcome::Written {
                 chunks_reused,
@@ -816,9 +897,13 @@ impl Tally {
             Outcome::Skipped {
                 reason: SkipReason::Duplicate,
                 ..
-            } => self.unchanged += 1,
+            } => self.already_stored += 1,
             Outcome::Skipped { reason, .. } => {
-                *self.refused.entry(reason.as_str()).or_default() += 1
+                *self.refused.entry(reason.as_str()).or_default() += 1;
+                let named = self.refused_files.entry(reason.as_str()).or_default();
+                if named.len() < FILES_NAMED {
+                    named.push(path.display().to_string());
+                }
             }
             // A delete, or an outcome this build does not know: no file to count.
             _ => {}
@@ -886,7 +971,7 @@ impl Summary<'_> {
         let t = self.tally;
         let mut lines = vec![format!(
             "ingest into {}, embedder {}",
-            self.db.display(),
+            ratchetdb::redact_address(self.db),
             embedder::describe(self.embedder)
         )];
         let mut row = |name: &str, value: u64, detail: String| {
@@ -915,14 +1000,24 @@ impl Summary<'_> {
                 ("changed".into(), changed),
             ]),
         );
+        // The rows of the store's outcomes use the words `ratchet stats` uses for its
+        // counters (`unchanged`, `skipped_duplicate`: "already stored").
         row(
             "unchanged",
             t.unchanged,
             if t.touched > 0 {
-                format!(
-                    "{} with a newer time but the same text: nothing embedded",
-                    t.touched
-                )
+                "a newer time but the same text: nothing embedded; `unchanged` in stats".to_string()
+            } else {
+                String::new()
+            },
+        );
+        row(
+            "already stored",
+            t.already_stored,
+            if t.already_stored > 0 {
+                "the same modification time as stored: nothing to do; `skipped_duplicate` in \
+                 stats"
+                    .to_string()
             } else {
                 String::new()
             },
@@ -954,18 +1049,31 @@ impl Summary<'_> {
         lines.push(format!("  {:<22}{:>7.2}s", "elapsed", self.elapsed_s));
         for (reason, n) in &t.refused {
             let one = *n == 1;
-            let (is, was, them) = if one {
-                ("is", "was", "it")
+            let (is, was, them, its) = if one {
+                ("is", "was", "it", "its")
             } else {
-                ("are", "were", "them")
+                ("are", "were", "them", "their")
             };
             let hint = match *reason {
-                "older" => format!("{is} older than what the store holds (a file restored from a backup keeps its old modification time): `touch` {them} to index {them}"),
-                "tombstoned" => format!("{was} deleted from the store at a time after {} modification time (by an earlier --sync): `touch` {them} to index {them} again", if one { "its" } else { "their" }),
-                "conflict" => format!("changed without a new modification time (did --chunk-size or --overlap change since the last run?); the store will not pick one of two contents with one version: use the same settings, or `touch` {}", if one { "the file" } else { "the files" }),
+                "older" => format!("{is} older than what the store holds (a file restored from a backup keeps its old modification time); search serves the stored, newer version, not {its} text: `touch` {them} to index {them}"),
+                "tombstoned" => format!("{was} deleted from the store at a time after {its} modification time (by an earlier --sync); search serves nothing of {them}: `touch` {them} to index {them} again"),
+                "conflict" => format!("changed without a new modification time (did --chunk-size or --overlap change since the last run?); the store will not pick one of two contents with one version, and search serves the stored text: use the same settings, or `touch` {}", if one { "the file" } else { "the files" }),
                 _ => continue,
             };
-            lines.push(format!("note: {} {hint}", plural(*n, "file", "files")));
+            let named = t
+                .refused_files
+                .get(reason)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let mut files = named.join(", ");
+            let more = n.saturating_sub(named.len() as u64);
+            if more > 0 {
+                files.push_str(&format!(" and {more} more"));
+            }
+            lines.push(format!(
+                "note: {} {hint}: {files}",
+                plural(*n, "file", "files")
+            ));
         }
         lines
     }
