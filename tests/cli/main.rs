@@ -20,4 +20,6 @@ mod cli_process_kill_ingest;
 mod cli_read_commands_on_read_only_media;
 mod cli_search_modes;
 mod hostile_cli_large_stream;
+mod hostile_cli_million_tiny_documents;
 mod hostile_cli_parse_amplification;
+mod hostile_cli_vectors_nan_zero_duplicate;
