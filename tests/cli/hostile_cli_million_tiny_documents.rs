@@ -41,7 +41,13 @@ fn line(n: u64) -> String {
 fn ingest(db: &std::path::Path, documents: u64) -> Ingested {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .args(["ingest", "--db", db.to_str().expect("utf-8"), "--jsonl", "-"])
+        .args([
+            "ingest",
+            "--db",
+            db.to_str().expect("utf-8"),
+            "--jsonl",
+            "-",
+        ])
         .env_remove("RATCHET_MODEL")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

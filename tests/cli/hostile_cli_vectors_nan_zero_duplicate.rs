@@ -164,7 +164,12 @@ fn hostile_cli_vectors_nan_zero_duplicate() {
             .map(|h| h["id"].as_str().expect("id"))
             .collect();
         top.sort_unstable();
-        assert_eq!(top, ["dup-a", "dup-b"], "exact {exact}: {}", searched.stdout);
+        assert_eq!(
+            top,
+            ["dup-a", "dup-b"],
+            "exact {exact}: {}",
+            searched.stdout
+        );
         let score = |h: &Value| h["score"].as_f64().expect("score");
         assert_eq!(
             score(&hits[0]),

@@ -216,7 +216,10 @@ fn say_skipped(test: &str, why: &str) {
     use std::io::Write;
     let thread = std::thread::current();
     let name = thread.name().filter(|n| *n != "main").unwrap_or(test);
-    let _ = writeln!(std::io::stdout().lock(), "test {name} SKIPPED on PostgreSQL: {why}");
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "test {name} SKIPPED on PostgreSQL: {why}"
+    );
 }
 
 #[cfg(feature = "postgres")]

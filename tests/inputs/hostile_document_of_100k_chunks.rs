@@ -24,7 +24,11 @@ fn vector(i: usize) -> Vec<f32> {
 }
 
 fn text(i: usize, version: u64) -> String {
-    format!("chunk {i} of version {version} word{} tag{}", i % 1000, i % 7)
+    format!(
+        "chunk {i} of version {version} word{} tag{}",
+        i % 1000,
+        i % 7
+    )
 }
 
 fn document(chunks: usize, version: u64) -> Document {
@@ -52,8 +56,7 @@ fn hostile_document_of_100k_chunks() {
     let options = Options::default().dimension(DIM);
 
     // The default limit refuses it, naming the field, and writes nothing.
-    let defaults =
-        Store::open(dir.path().join("defaults.redb"), options.clone()).expect("open");
+    let defaults = Store::open(dir.path().join("defaults.redb"), options.clone()).expect("open");
     let before = store_rows(&defaults).expect("rows");
     match defaults.upsert(document(CHUNKS, 1)) {
         Err(WriteError::Input(e)) => {
@@ -74,7 +77,9 @@ fn hostile_document_of_100k_chunks() {
         other => panic!("10^5 + 1 chunks: {other:?}"),
     }
     let started = Instant::now();
-    let written = store.upsert(document(CHUNKS, 1)).expect("write 10^5 chunks");
+    let written = store
+        .upsert(document(CHUNKS, 1))
+        .expect("write 10^5 chunks");
     assert!(matches!(written, Outcome::Written { .. }), "{written:?}");
     let write_seconds = started.elapsed().as_secs_f64();
 
@@ -88,7 +93,10 @@ fn hostile_document_of_100k_chunks() {
         .all(|(i, c)| c.text == text(i, 1)));
     drop(got);
     let stats = store.stats().expect("stats");
-    assert_eq!((stats.chunks, stats.vectors), (CHUNKS as u64, CHUNKS as u64));
+    assert_eq!(
+        (stats.chunks, stats.vectors),
+        (CHUNKS as u64, CHUNKS as u64)
+    );
 
     // Searched: exact finds each probed chunk itself; the graph returns live chunks only,
     // each with its own text.

@@ -138,7 +138,9 @@ fn cli_two_processes_ingest_the_same_documents() {
         .collect();
     assert_eq!(exported.len(), DOCS as usize);
     for doc in &exported {
-        let n: u64 = doc["id"].as_str().expect("id")[1..].parse().expect("number");
+        let n: u64 = doc["id"].as_str().expect("id")[1..]
+            .parse()
+            .expect("number");
         let highest = if n % 2 == 0 { 4 } else { 3 };
         assert_eq!(doc["version"], highest, "{doc}");
         assert_eq!(doc["deleted"], false, "{doc}");
@@ -182,7 +184,10 @@ fn cli_two_processes_ingest_the_same_documents() {
     assert_eq!(get("skipped_conflict"), 0, "{c}");
     assert_eq!(get("skipped_tombstoned"), 0, "{c}");
     assert_eq!(
-        get("written_new") + get("written_newer") + get("unchanged") + get("skipped_older")
+        get("written_new")
+            + get("written_newer")
+            + get("unchanged")
+            + get("skipped_older")
             + get("skipped_duplicate"),
         lines,
         "the counters add up to the lines sent: {c}"

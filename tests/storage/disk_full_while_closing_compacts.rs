@@ -155,8 +155,9 @@ fn assert_every_write(path: &Path, limit: &str) {
         .search(&vector(3 * 2), 5, &SearchOptions::default().exact(true))
         .expect("search");
     assert!(
-        hits.iter()
-            .all(|h| h.id["doc-".len()..].parse::<u64>().is_ok_and(|n| n % 4 == 0)),
+        hits.iter().all(|h| h.id["doc-".len()..]
+            .parse::<u64>()
+            .is_ok_and(|n| n % 4 == 0)),
         "limit {limit}: a deleted document found: {hits:?}"
     );
     // And the reopened store takes writes.
