@@ -38,6 +38,10 @@ fn line(n: u64) -> String {
 
 /// Runs `ratchet ingest --jsonl -` on `db`, feeding it `documents` lines generated on the
 /// fly; returns the child's own peak RSS (from `wait4`).
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4 on its pid, which also gives its own rusage"
+)]
 fn ingest(db: &std::path::Path, documents: u64) -> Ingested {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
@@ -84,6 +88,7 @@ fn ingest(db: &std::path::Path, documents: u64) -> Ingested {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("ratchet ingest of {documents} documents did not finish");
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -141,7 +141,7 @@ fn cli_two_processes_ingest_the_same_documents() {
         let n: u64 = doc["id"].as_str().expect("id")[1..]
             .parse()
             .expect("number");
-        let highest = if n % 2 == 0 { 4 } else { 3 };
+        let highest = if n.is_multiple_of(2) { 4 } else { 3 };
         assert_eq!(doc["version"], highest, "{doc}");
         assert_eq!(doc["deleted"], false, "{doc}");
         let texts: Vec<&str> = doc["chunks"]

@@ -131,7 +131,7 @@ fn assert_every_write(path: &Path, limit: &str) {
     for n in 0..DOCS {
         let id = format!("doc-{n:05}");
         let got = store.get("s", &id).expect("get");
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             let got = got.unwrap_or_else(|| panic!("limit {limit}: {id} lost"));
             assert_eq!(got.version, Version::number(1), "limit {limit}: {id}");
             assert_eq!(got.chunks.len(), 2, "limit {limit}: {id}");
@@ -157,7 +157,7 @@ fn assert_every_write(path: &Path, limit: &str) {
     assert!(
         hits.iter().all(|h| h.id["doc-".len()..]
             .parse::<u64>()
-            .is_ok_and(|n| n % 4 == 0)),
+            .is_ok_and(|n| n.is_multiple_of(4))),
         "limit {limit}: a deleted document found: {hits:?}"
     );
     // And the reopened store takes writes.
