@@ -209,9 +209,9 @@ impl Backend {
 
 /// Tells the person running the tests that the running test skipped its PostgreSQL half, and
 /// `why`. libtest captures `eprintln!` (shown only when a test fails), so a skipped test read
-/// `... ok` and nothing else; a write straight to the process's standard error is not
-/// captured, and shows beside libtest's lines, naming the test (libtest names each test's
-/// thread after it). Under `cargo nextest` pass `--no-capture` to see it.
+/// `... ok` and nothing else; a write to `std::io::stdout()` itself (not through the print
+/// macros) is not captured, and shows as a whole line among libtest's, naming the test
+/// (libtest names each test's thread after it). Under `cargo nextest` pass `--no-capture` to see it.
 fn say_skipped(test: &str, why: &str) {
     use std::io::Write;
     let thread = std::thread::current();

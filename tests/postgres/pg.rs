@@ -20,9 +20,10 @@ pub fn url(test: &str) -> Option<String> {
 /// Tells the person running the tests that the running test skipped for want of a server.
 ///
 /// libtest has no runtime "ignored", and it captures `eprintln!` (shown only when a test
-/// fails), so a skipped test used to read `... ok` and nothing else. A write straight to the
-/// process's standard error is not captured: the line shows beside libtest's own, naming
-/// the test (libtest names each test's thread after it). Under `cargo nextest`, which keeps
+/// fails), so a skipped test used to read `... ok` and nothing else. A write to
+/// `std::io::stdout()` itself (not through the print macros) is not captured: the line
+/// shows whole among libtest's own, naming the test (libtest names each test's thread after
+/// it). Under `cargo nextest`, which keeps
 /// a passing test's output, pass `--no-capture` to see it.
 pub fn say_skipped(test: &str) {
     use std::io::Write;
