@@ -28,4 +28,6 @@ mod cli_read_commands_on_read_only_media;
 mod cli_reingest_summary_and_stats_use_the_same_words;
 mod cli_search_modes;
 mod hostile_cli_large_stream;
+mod hostile_cli_million_tiny_documents;
 mod hostile_cli_parse_amplification;
+mod hostile_cli_vectors_nan_zero_duplicate;

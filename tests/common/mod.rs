@@ -146,7 +146,7 @@ impl Backend {
     /// `RATCHETDB_PG_URL`, or a build without the `postgres` feature).
     pub fn postgres(test: &str) -> Option<Backend> {
         if !cfg!(feature = "postgres") {
-            eprintln!("skipped {test} on PostgreSQL: built without the `postgres` feature");
+            say_skipped(test, "built without the `postgres` feature");
             return None;
         }
         match std::env::var("RATCHETDB_PG_URL") {
@@ -156,9 +156,9 @@ impl Backend {
                 opened: Default::default(),
             }),
             _ => {
-                eprintln!(
-                    "skipped {test} on PostgreSQL: RATCHETDB_PG_URL is not set \
-                     (scripts/postgres.sh start prints it)"
+                say_skipped(
+                    test,
+                    "RATCHETDB_PG_URL is not set (scripts/postgres.sh start prints it)",
                 );
                 None
             }
@@ -205,6 +205,21 @@ impl Backend {
     pub fn is_postgres(&self) -> bool {
         matches!(self, Backend::Postgres { .. })
     }
+}
+
+/// Tells the person running the tests that the running test skipped its PostgreSQL half, and
+/// `why`. libtest captures `eprintln!` (shown only when a test fails), so a skipped test read
+/// `... ok` and nothing else; a write to `std::io::stdout()` itself (not through the print
+/// macros) is not captured, and shows as a whole line among libtest's, naming the test
+/// (libtest names each test's thread after it). Under `cargo nextest` pass `--no-capture` to see it.
+fn say_skipped(test: &str, why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let name = thread.name().filter(|n| *n != "main").unwrap_or(test);
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "test {name} SKIPPED on PostgreSQL: {why}"
+    );
 }
 
 #[cfg(feature = "postgres")]

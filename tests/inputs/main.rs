@@ -10,6 +10,7 @@ mod common;
 mod bad_input_changes_nothing;
 mod hostile_deep_metadata;
 mod hostile_document_limits;
+mod hostile_document_of_100k_chunks;
 mod hostile_ids;
 mod hostile_vectors;
 mod plan_before_embedding;

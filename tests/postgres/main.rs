@@ -6,7 +6,8 @@
 //! mid-transaction).
 //!
 //! Every test needs `RATCHETDB_PG_URL` (`scripts/postgres.sh start` prints it); without it
-//! each test says it skipped and passes. Each test works in its own PostgreSQL schema, so
+//! each test passes without running and prints `test NAME SKIPPED: …` to the terminal
+//! (`pg::say_skipped`: libtest has no runtime "ignored" and captures `eprintln!`). Each test works in its own PostgreSQL schema, so
 //! they run in parallel.
 
 mod pg;
@@ -15,6 +16,7 @@ mod bad_input_changes_nothing_on_postgres;
 mod cli_commands_on_a_postgres_url;
 mod cli_copy_moves_listings_counters_and_skip_log;
 mod cli_copy_round_trip;
+mod cli_two_processes_ingest_the_same_documents;
 mod filters_on_postgres_match_the_reference;
 mod killed_writer_leaves_nothing_partial;
 mod model_schedules_on_postgres;

@@ -6,17 +6,33 @@ use ratchetdb::testkit::{self, ModelRow};
 use ratchetdb::{Options, PgStore, StoredDocument};
 use std::collections::BTreeMap;
 
-/// The server's URL, or `None` after saying the test skipped.
+/// The server's URL, or `None` after saying the test skipped (see [`say_skipped`]).
 pub fn url(test: &str) -> Option<String> {
     match std::env::var("RATCHETDB_PG_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            eprintln!(
-                "skipped {test}: RATCHETDB_PG_URL is not set (scripts/postgres.sh start prints it)"
-            );
+            say_skipped(test);
             None
         }
     }
+}
+
+/// Tells the person running the tests that the running test skipped for want of a server.
+///
+/// libtest has no runtime "ignored", and it captures `eprintln!` (shown only when a test
+/// fails), so a skipped test used to read `... ok` and nothing else. A write to
+/// `std::io::stdout()` itself (not through the print macros) is not captured: the line
+/// shows whole among libtest's own, naming the test (libtest names each test's thread after
+/// it). Under `cargo nextest`, which keeps
+/// a passing test's output, pass `--no-capture` to see it.
+pub fn say_skipped(test: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let name = thread.name().filter(|n| *n != "main").unwrap_or(test);
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "test {name} SKIPPED: RATCHETDB_PG_URL is not set (scripts/postgres.sh start prints it)"
+    );
 }
 
 /// The schema a test works in (unique per test and process, so runs never meet).

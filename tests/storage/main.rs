@@ -27,6 +27,7 @@ mod corrupt_schema_version_too_new;
 mod corrupt_storage_panics_are_contained;
 mod corrupt_truncated_file;
 mod creation_is_atomic;
+mod disk_full_while_closing_compacts;
 mod fault_injection_clean_reopen_no_repair;
 mod fault_injection_durability_none;
 mod fault_injection_every_io_point;

@@ -211,7 +211,14 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     } else {
         vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
     }
-    let results = run_searches(&store, mode, &queries, &vectors, args.k, &options)?;
+    let results =
+        run_searches(&store, mode, &queries, &vectors, args.k, &options).map_err(|failure| {
+            // The one query of `--vector` is the library's `queries[0]`: name the argument.
+            match &args.vector {
+                Some(_) => Failure(failure.0.replacen("queries[0]", "--vector", 1)),
+                None => failure,
+            }
+        })?;
     let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
