@@ -225,12 +225,21 @@ pub(crate) fn python_message(message: &str) -> String {
         ("Store::create", "Store(path)"),
         ("Store::sync", "sync"),
         ("Store::snapshot", "this read"),
+        ("Store::ticket", "Store.ticket()"),
     ] {
         if message.contains(rust) {
             message = message.replace(rust, python);
         }
     }
-    message
+    // A limit's Rust name (`(Limits::max_k)`) means nothing in Python.
+    while let Some(start) = message.find(" (Limits::") {
+        match message[start..].find(')') {
+            Some(end) => message.replace_range(start..=start + end, ""),
+            None => break,
+        }
+    }
+    // Any other method the Rust message names has the same name in Python.
+    message.replace("Store::", "Store.")
 }
 
 /// An exception of class `E` whose message is the Rust message in Python's terms.

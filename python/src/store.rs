@@ -337,7 +337,7 @@ fn per_item<'py>(
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None))]
+    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False)")]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
@@ -723,7 +723,7 @@ impl PyStore {
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width.
-    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None))]
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -743,7 +743,7 @@ impl PyStore {
     /// `search(vector, k)` that also returns the nanoseconds spent inside the Rust
     /// `Store::search` call, for `benches/peers/python_overhead.py`: the binding's own cost
     /// is the call's wall time less that, measured on the same call.
-    #[pyo3(signature = (vector, k=None))]
+    #[pyo3(signature = (vector, k=None), text_signature = "($self, vector, k=10)")]
     fn _search_timed(
         &self,
         py: Python<'_>,
@@ -760,7 +760,7 @@ impl PyStore {
     /// score is its BM25 score). `where` and `sources` as for `search`; `k1` and `b` set
     /// BM25's parameters (defaults 1.2 and 0.75). Raises `RatchetError` if the store keeps no
     /// text index.
-    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, k1=None, b=None))]
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, k1=None, b=None), text_signature = "($self, query, k=10, *, where=None, sources=None, k1=None, b=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_text(
         &self,
@@ -789,7 +789,7 @@ impl PyStore {
     /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
-    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None))]
+    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None), text_signature = "($self, text, vector, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
@@ -834,7 +834,7 @@ impl PyStore {
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
     /// hits per row.
-    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None))]
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
@@ -866,7 +866,7 @@ impl PyStore {
 
     /// Document `(source, id)` as stored (a dict; a deleted one has `deleted=True`), or
     /// `None`. `vectors=True` adds each chunk's vector.
-    #[pyo3(signature = (source, id, *, vectors=None))]
+    #[pyo3(signature = (source, id, *, vectors=None), text_signature = "($self, source, id, *, vectors=False)")]
     fn get(
         &self,
         py: Python<'_>,
@@ -924,7 +924,7 @@ impl PyStore {
     /// Every document (tombstones included, `deleted=True`), sorted by `(source, id)`, from
     /// one snapshot, as an iterator of dicts (see `get`). The snapshot's documents are read
     /// when `export` is called (with the GIL released) and converted to dicts one at a time.
-    #[pyo3(signature = (*, vectors=None))]
+    #[pyo3(signature = (*, vectors=None), text_signature = "($self, *, vectors=False)")]
     fn export(&self, py: Python<'_>, vectors: Option<&Bound<'_, PyAny>>) -> PyResult<Export> {
         let vectors = flag_or_false(vectors, "vectors")?;
         let store = self.store()?;
@@ -986,7 +986,7 @@ impl PyStore {
 
     /// Waits until the derived index covers the latest commit and is idle; `False` on
     /// timeout. Searches never need it (they answer exactly meanwhile); benchmarks do.
-    #[pyo3(signature = (timeout=None))]
+    #[pyo3(signature = (timeout=None), text_signature = "($self, timeout=60.0)")]
     fn wait_for_index(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let store = self.store()?;
         let timeout = convert::real_opt(timeout, "timeout")?.unwrap_or(60.0);
