@@ -1,6 +1,6 @@
 //! Python exceptions mirroring ratchetdb's error types.
 //!
-//! `RatchetError` is the base of all; `InputError` (also a `ValueError`) carries `.field`
+//! `RatchetError` is the base of all; `InputError` carries `.field`
 //! and `.problem`, like the Rust `InputError`.
 
 use pyo3::exceptions::PyException;
