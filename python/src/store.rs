@@ -314,8 +314,8 @@ fn add_field(field: &str, i: usize, lists: (bool, bool)) -> String {
     }
 }
 
-/// One value per item: a list or tuple of `n` values (`true`), or one value for every item
-/// (`false`, when `one` says the value is not a list).
+/// One value per item: a list or tuple of `n` values (`true`), or any other value, given
+/// once for every item (`false`).
 fn per_item<'py>(
     value: &Bound<'py, PyAny>,
     n: usize,
@@ -633,15 +633,12 @@ impl PyStore {
             if let Some(vector) = &vector {
                 match dimension {
                     Some(expected) if expected != vector.len() => {
-                        return Err(renamed(
-                            py,
-                            from_write(WriteError::DimensionMismatch {
-                                position: i,
-                                expected,
-                                found: vector.len(),
-                            }),
-                            |f| f.to_string(),
-                        ))
+                        // Named `vectors[i]`: the position is the item's.
+                        return Err(from_write(WriteError::DimensionMismatch {
+                            position: i,
+                            expected,
+                            found: vector.len(),
+                        }));
                     }
                     _ => dimension = Some(vector.len()),
                 }
