@@ -420,6 +420,21 @@ impl Store {
         }, pg => pg.upsert(doc))
     }
 
+    /// Checks `doc` as [`upsert`](Store::upsert) checks it before its transaction (names,
+    /// metadata, sizes, and vectors against the store's dimension and metric), without
+    /// reading or writing anything: `Ok` means a write of it is not refused for its input.
+    /// What depends on the stored state (the version guard, the version's kind, a chunk
+    /// without a vector) is decided by the write itself.
+    pub fn check(&self, doc: &Document) -> Result<(), WriteError> {
+        prepare::prepare_document(
+            doc.clone(),
+            self.metric(),
+            self.dimension(),
+            &self.options().limits,
+        )
+        .map(drop)
+    }
+
     /// Deletes a document at `version`: a tombstone that refuses every later write not newer
     /// than it. Works for a document never seen, so a delete that overtakes its upsert still
     /// blocks it. A delete meeting a live revision of the same version wins (and is counted).

@@ -5,7 +5,9 @@ use crate::errors::input;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
+};
 use ratchetdb::{Version, VersionKind};
 
 /// A store-issued ticket: a version strictly newer than every ticket the store issued
@@ -22,8 +24,10 @@ pub(crate) struct Ticket {
 impl Ticket {
     /// A ticket with a known number (normally obtained from `Store.ticket()`).
     #[new]
-    fn new(value: u64) -> Ticket {
-        Ticket { value }
+    fn new(value: &Bound<'_, PyAny>) -> PyResult<Ticket> {
+        Ok(Ticket {
+            value: int_in(value, "value", 0, u64::MAX)?,
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -69,8 +73,8 @@ pub(crate) fn version(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Version
             "is a bool; give an int, a datetime or a Ticket",
         ));
     }
-    if value.is_instance_of::<PyInt>() {
-        return value
+    if let Some(int) = as_int(value)? {
+        return int
             .extract::<u64>()
             .map(Version::number)
             .map_err(|_| input(field, "must be an int from 0 to 2**64 - 1"));
@@ -99,7 +103,7 @@ pub(crate) fn version(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Version
     Err(input(
         field,
         format!(
-            "is a {}; give an int, a timezone-aware datetime or a Ticket",
+            "is of type {}; give an int, a timezone-aware datetime or a Ticket",
             value.get_type().name()?
         ),
     ))
@@ -187,9 +191,10 @@ pub(crate) fn json_to_py(py: Python<'_>, value: &serde_json::Value) -> PyResult<
         .unbind())
 }
 
-/// Rows of vectors: a 2-D NumPy array (float32 read in place; other dtypes converted), or a
-/// sequence of rows, each a 1-D array, a sequence of floats, or `None` (no vector: the store
-/// reuses the one it holds for identical text in the document).
+/// Rows of vectors: a 2-D NumPy array of real numbers (float32 read in place; other
+/// real dtypes converted), or a sequence of rows, each a 1-D array, a sequence of real
+/// numbers, or `None` (no vector: the store reuses the one it holds for identical text in
+/// the document).
 pub(crate) fn vector_rows(
     value: &Bound<'_, PyAny>,
     expected: usize,
@@ -197,7 +202,7 @@ pub(crate) fn vector_rows(
 ) -> PyResult<Vec<Option<Vec<f32>>>> {
     let array = match value.extract::<PyReadonlyArray2<'_, f32>>() {
         Ok(array) => Some(array),
-        Err(_) if is_ndarray(value)? => Some(
+        Err(_) if is_ndarray(value)? && !is_object_array(value)? => Some(
             as_f32_array(value, field)?
                 .extract()
                 .map_err(|_| input(field, "must be a 2-D array (one row per text)"))?,
@@ -234,52 +239,134 @@ pub(crate) fn vector_rows(
         .collect()
 }
 
-/// One vector: a 1-D array or a sequence of floats.
+/// One vector: a 1-D array of real numbers or a sequence of real numbers (`int`, `float`,
+/// NumPy integers and floats; not `bool`, `complex`, `str` or `bytes`).
 pub(crate) fn vector(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<f32>> {
     if let Ok(array) = value.extract::<PyReadonlyArray1<'_, f32>>() {
         return Ok(array.as_array().to_vec());
     }
-    if is_ndarray(value)? {
+    if is_ndarray(value)? && !is_object_array(value)? {
         let array: PyReadonlyArray1<'_, f32> = as_f32_array(value, field)?
             .extract()
             .map_err(|_| input(field, "must be a 1-D array"))?;
         return Ok(array.as_array().to_vec());
     }
-    value
-        .extract::<Vec<f32>>()
-        .map_err(|_| input(field, "must be a sequence of floats"))
+    if value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyBytes>()
+        || value.is_instance_of::<PyByteArray>()
+    {
+        return Err(input(
+            field,
+            format!(
+                "is of type {}; give a sequence of floats or a 1-D array",
+                type_name(value)
+            ),
+        ));
+    }
+    let items = sequence(value, field).map_err(|_| input(field, "must be a sequence of floats"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| real(item, &format!("{field}[{i}]")).map(|x| x as f32))
+        .collect()
 }
 
-static NDARRAY: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+/// A real number: a `float`, an `int` (not a `bool`) or a NumPy real scalar.
+pub(crate) fn real(value: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
+    if let Ok(x) = value.cast_exact::<PyFloat>() {
+        return Ok(x.value());
+    }
+    if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        return value
+            .extract::<f64>()
+            .map_err(|_| input(field, "is an int too large for a float"));
+    }
+    let py = value.py();
+    let types = numpy_types(py)?;
+    if value.is_instance(types.real.bind(py))?
+        && !value.is_instance_of::<PyBool>()
+        && !value.is_instance(types.bool_.bind(py))?
+    {
+        return value
+            .call_method0("__float__")
+            .and_then(|x| x.extract::<f64>())
+            .map_err(|e| input(field, format!("cannot be read as a float ({e})")));
+    }
+    Err(input(
+        field,
+        format!("is of type {}; give a real number", type_name(value)),
+    ))
+}
 
-fn numpy_types(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
-    NDARRAY.get_or_try_init(py, || {
+/// The name of a value's type, for messages.
+pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_else(|_| "value".to_string())
+}
+
+struct NumpyTypes {
+    ndarray: Py<PyAny>,
+    asarray: Py<PyAny>,
+    bool_: Py<PyAny>,
+    real: Py<PyAny>,
+}
+
+static NUMPY: PyOnceLock<NumpyTypes> = PyOnceLock::new();
+
+fn numpy_types(py: Python<'_>) -> PyResult<&NumpyTypes> {
+    NUMPY.get_or_try_init(py, || {
         let numpy = py.import("numpy")?;
-        Ok((
-            numpy.getattr("ndarray")?.unbind(),
-            numpy.getattr("asarray")?.unbind(),
-        ))
+        Ok(NumpyTypes {
+            ndarray: numpy.getattr("ndarray")?.unbind(),
+            asarray: numpy.getattr("asarray")?.unbind(),
+            bool_: numpy.getattr("bool_")?.unbind(),
+            real: py.import("numbers")?.getattr("Real")?.unbind(),
+        })
     })
 }
 
 fn is_ndarray(value: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = value.py();
-    value.is_instance(numpy_types(py)?.0.bind(py))
+    value.is_instance(numpy_types(py)?.ndarray.bind(py))
 }
 
-/// `numpy.asarray(value, dtype="float32")` (a copy only when the dtype or layout differs).
+/// Whether an array holds Python objects (`dtype=object`): its items are checked one by one
+/// as a sequence's are.
+fn is_object_array(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let kind: String = value.getattr("dtype")?.getattr("kind")?.extract()?;
+    Ok(kind == "O")
+}
+
+/// `numpy.asarray(value, dtype="float32")` (a copy only when the dtype or layout differs),
+/// for arrays of real numbers only: casting would drop a complex number's imaginary part
+/// and read booleans, strings and dates as numbers.
 fn as_f32_array<'py>(value: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
+    let dtype = value.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    if !matches!(kind.as_str(), "f" | "i" | "u") {
+        return Err(input(
+            field,
+            format!(
+                "is an array of dtype {}; give real numbers (float32 is read in place)",
+                dtype.str()?
+            ),
+        ));
+    }
     let kwargs = PyDict::new(py);
     kwargs.set_item("dtype", "float32")?;
     numpy_types(py)?
-        .1
+        .asarray
         .bind(py)
         .call((value,), Some(&kwargs))
         .map_err(|e| input(field, format!("cannot be read as float32 ({e})")))
 }
 
-/// The items of a list or tuple (any other sequence is converted with `list()`).
+/// The items of a list or tuple (any other sequence is converted with `list()`; a `str` or
+/// `bytes` is refused, not split into characters or bytes).
 pub(crate) fn sequence<'py>(
     value: &Bound<'py, PyAny>,
     field: &str,
@@ -290,8 +377,14 @@ pub(crate) fn sequence<'py>(
     if let Ok(tuple) = value.cast::<PyTuple>() {
         return Ok(tuple.iter().collect());
     }
-    if value.is_instance_of::<pyo3::types::PyString>() {
-        return Err(input(field, "must be a sequence, not a str"));
+    if value.is_instance_of::<PyString>()
+        || value.is_instance_of::<PyBytes>()
+        || value.is_instance_of::<PyByteArray>()
+    {
+        return Err(input(
+            field,
+            format!("must be a sequence, not {}", type_name(value)),
+        ));
     }
     value
         .try_iter()
@@ -299,22 +392,118 @@ pub(crate) fn sequence<'py>(
         .map_err(|_| input(field, "must be a sequence"))
 }
 
+/// A `str` argument as UTF-8: anything else, or a `str` holding a lone surrogate (which
+/// UTF-8 cannot encode), is an `InputError` naming `field`.
+pub(crate) fn text(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
+    let string = value
+        .cast::<PyString>()
+        .map_err(|_| input(field, format!("must be a str, not {}", type_name(value))))?;
+    match string.to_cow() {
+        Ok(s) => Ok(s.into_owned()),
+        Err(_) => {
+            let at = string
+                .to_string_lossy()
+                .chars()
+                .position(|c| c == char::REPLACEMENT_CHARACTER)
+                .unwrap_or(0);
+            Err(input(
+                field,
+                format!(
+                    "holds a lone surrogate (at index {at}), which is not valid Unicode text; \
+                     decode the source with errors=\"replace\" or remove it"
+                ),
+            ))
+        }
+    }
+}
+
 /// A list of strings.
 pub(crate) fn strings(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<String>> {
     sequence(value, field)?
         .iter()
         .enumerate()
-        .map(|(i, item)| {
-            item.extract::<String>()
-                .map_err(|_| input(format!("{field}[{i}]"), "must be a str"))
-        })
+        .map(|(i, item)| text(item, &format!("{field}[{i}]")))
         .collect()
 }
 
-/// A count argument (`k`, `ef`, `dimension`): a positive int.
-pub(crate) fn count(value: i64, field: &str) -> PyResult<usize> {
-    usize::try_from(value)
+/// An `int` (or NumPy integer: anything with `__index__`), never a `bool`; `None` for
+/// anything else.
+pub(crate) fn as_int<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyInt>>> {
+    if value.is_instance_of::<PyBool>() {
+        return Ok(None);
+    }
+    if let Ok(int) = value.cast::<PyInt>() {
+        return Ok(Some(int.clone()));
+    }
+    let py = value.py();
+    if value.is_instance_of::<PyFloat>()
+        || value.is_instance(numpy_types(py)?.bool_.bind(py))?
+        || !value.hasattr("__index__")?
+    {
+        return Ok(None);
+    }
+    Ok(value
+        .call_method0("__index__")
         .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| input(field, format!("is {value}; it must be a positive int")))
+        .and_then(|int| int.cast_into::<PyInt>().ok()))
+}
+
+/// A whole number from `min` to `max`; anything else is an `InputError` naming `field`.
+pub(crate) fn int_in(value: &Bound<'_, PyAny>, field: &str, min: u64, max: u64) -> PyResult<u64> {
+    let bounds = || format!("it must be an int from {min} to {max}");
+    let int = as_int(value)?.ok_or_else(|| {
+        input(
+            field,
+            format!("is of type {}; {}", type_name(value), bounds()),
+        )
+    })?;
+    int.extract::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| input(field, format!("is {int}; {}", bounds())))
+}
+
+/// A count argument (`k`, `ef`, `dimension`): a positive int.
+pub(crate) fn count(value: &Bound<'_, PyAny>, field: &str) -> PyResult<usize> {
+    let max = u64::try_from(usize::MAX).unwrap_or(u64::MAX);
+    let n = int_in(value, field, 1, max)?;
+    usize::try_from(n).map_err(|_| input(field, format!("is {n}; it is too large")))
+}
+
+/// An optional count argument (`None` for `None`).
+pub(crate) fn count_opt(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<usize>> {
+    match value {
+        Some(v) if !v.is_none() => count(v, field).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A `bool` argument (`True`/`False` or a NumPy bool).
+pub(crate) fn flag(value: &Bound<'_, PyAny>, field: &str) -> PyResult<bool> {
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Ok(b.is_true());
+    }
+    let py = value.py();
+    if value.is_instance(numpy_types(py)?.bool_.bind(py))? {
+        return value.is_truthy();
+    }
+    Err(input(
+        field,
+        format!("is of type {}; give True or False", type_name(value)),
+    ))
+}
+
+/// An optional real-number argument (`None` for `None`), finite.
+pub(crate) fn real_opt(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<f64>> {
+    match value {
+        Some(v) if !v.is_none() => {
+            let x = real(v, field)?;
+            if x.is_finite() {
+                Ok(Some(x))
+            } else {
+                Err(input(field, format!("is {x}; give a finite number")))
+            }
+        }
+        _ => Ok(None),
+    }
 }

@@ -1,6 +1,6 @@
 //! Python exceptions mirroring ratchetdb's error types.
 //!
-//! `RatchetError` is the base of all; `InputError` (also a `ValueError`) carries `.field`
+//! `RatchetError` is the base of all; `InputError` carries `.field`
 //! and `.problem`, like the Rust `InputError`.
 
 use pyo3::exceptions::PyException;
@@ -87,6 +87,12 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     _ratchetdb,
+    ForkedError,
+    RatchetError,
+    "The Store was opened in the parent of this forked process; open a Store of your own here."
+);
+pyo3::create_exception!(
+    _ratchetdb,
     ClosedError,
     RatchetError,
     "The store (or its writer) is closed."
@@ -115,6 +121,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PoisonedError", py.get_type::<PoisonedError>())?;
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("ForkedError", py.get_type::<ForkedError>())?;
     Ok(())
 }
 
@@ -137,9 +144,107 @@ pub(crate) fn input(field: impl AsRef<str>, problem: impl AsRef<str>) -> PyErr {
     with_field::<InputError>(format!("invalid {field}: {problem}"), field, problem)
 }
 
-/// The Python exception for a ratchetdb input error.
+/// The Python exception for a ratchetdb input error, its field named as the Python call
+/// names it (`vectors[0][3]`, not the Rust `chunks[0].vector[3]`).
 pub(crate) fn from_input(error: ratchetdb::InputError) -> PyErr {
-    with_field::<InputError>(error.to_string(), &error.field, &error.problem)
+    let field = python_field(&error.field);
+    input(field, python_message(&error.problem))
+}
+
+/// A field of the Rust API as the Python call names it: a chunk's text, vector and metadata
+/// are `texts[i]`, `vectors[i]` and `metas[i]`; a search's query is `vector` (one row of
+/// `search_many`'s `matrix`); BM25's and fusion's parameters are keyword arguments.
+pub(crate) fn python_field(field: &str) -> String {
+    for (rust, python) in [
+        ("bm25.k1", "k1"),
+        ("bm25.b", "b"),
+        ("fusion.k", "rrf_k"),
+        ("fusion.vector_weight", "vector_weight"),
+    ] {
+        if field == rust {
+            return python.to_string();
+        }
+    }
+    if let Some(rest) = field.strip_prefix("queries") {
+        return format!("matrix{rest}");
+    }
+    if let Some(rest) = field.strip_prefix("query") {
+        return format!("vector{rest}");
+    }
+    if field == "chunks" {
+        return "texts".to_string();
+    }
+    if let Some(rest) = field.strip_prefix("chunks[") {
+        if let Some((position, tail)) = rest.split_once(']') {
+            let (list, tail) = match tail {
+                "" | ".text" => ("texts", ""),
+                _ if tail.starts_with(".vector") => ("vectors", &tail[".vector".len()..]),
+                _ if tail.starts_with(".meta") => ("metas", &tail[".meta".len()..]),
+                _ => ("chunks", tail),
+            };
+            return format!("{list}[{position}]{tail}");
+        }
+    }
+    field.to_string()
+}
+
+/// A message of the Rust library as a Python user reads it: the Rust calls and options it
+/// suggests become the Python package's (`Store(path, read_only=True)` for
+/// `Store::open_read_only`), and the command-line flags a Python call has no use for
+/// (`--wait SECONDS`) are left out.
+pub(crate) fn python_message(message: &str) -> String {
+    let mut message = message.to_string();
+    for (rust, python) in [
+        (
+            " (`--wait SECONDS`, Options::wait_for_lock)",
+            "",
+        ),
+        ("`--wait SECONDS`, ", ""),
+        (", Options::wait_for_lock", ""),
+        ("Options::wait_for_lock", "retrying later"),
+        (
+            "Options::allow_readers(false), Durability::None",
+            "durability=\"none\"",
+        ),
+        ("Options::text_index(false)", "the text index turned off"),
+        (" (the read commands do)", ""),
+        (
+            "; `ratchet search`, `stats`, `export` and `verify` do",
+            "",
+        ),
+        ("any `ratchet ingest --db`, or Store::open", "Store(path)"),
+        ("`ratchet ingest --db` (Store::open)", "Store(path)"),
+        (
+            "export it with the build that wrote it (`ratchet export`) and ingest the export into a new store (`ratchet ingest --jsonl`)",
+            "export it with the build that wrote it (Store.export()) and write its documents into a new store",
+        ),
+        ("use Store::create, or `ratchet ingest` to make one", "open it with Store(path) to make one"),
+        ("Store::open_read_only_with", "Store(path, read_only=True)"),
+        ("Store::open_read_only", "Store(path, read_only=True)"),
+        ("Store::open", "Store(path)"),
+        ("Store::create", "Store(path)"),
+        ("Store::sync", "sync"),
+        ("Store::snapshot", "this read"),
+        ("Store::ticket", "Store.ticket()"),
+    ] {
+        if message.contains(rust) {
+            message = message.replace(rust, python);
+        }
+    }
+    // A limit's Rust name (`(Limits::max_k)`) means nothing in Python.
+    while let Some(start) = message.find(" (Limits::") {
+        match message[start..].find(')') {
+            Some(end) => message.replace_range(start..=start + end, ""),
+            None => break,
+        }
+    }
+    // Any other method the Rust message names has the same name in Python.
+    message.replace("Store::", "Store.")
+}
+
+/// An exception of class `E` whose message is the Rust message in Python's terms.
+fn translated<E: pyo3::PyTypeInfo>(message: &str) -> PyErr {
+    PyErr::new::<E, _>(python_message(message))
 }
 
 /// The Python exception for an open error.
@@ -147,10 +252,18 @@ pub(crate) fn from_open(error: OpenError) -> PyErr {
     let message = error.to_string();
     match error {
         OpenError::Input(input) => from_input(input),
-        OpenError::Locked { .. } | OpenError::HeldExclusively { .. } => {
-            StoreLockedError::new_err(message)
-        }
-        OpenError::NotFound { .. } => StoreNotFoundError::new_err(message),
+        OpenError::Locked { path } => StoreLockedError::new_err(format!(
+            "the database {} is open for writing in another process (or in another Store in \
+             this one): one writer at a time; close that one first, or read beside it with \
+             Store(path, read_only=True)",
+            path.display()
+        )),
+        OpenError::HeldExclusively { path } => StoreLockedError::new_err(format!(
+            "the database {} is open in another process that writes it exclusively, letting no \
+             reader in (durability=\"none\", or an older ratchetdb); wait for it to close",
+            path.display()
+        )),
+        OpenError::NotFound { .. } => translated::<StoreNotFoundError>(&message),
         OpenError::Mismatch {
             field,
             stored,
@@ -160,9 +273,9 @@ pub(crate) fn from_open(error: OpenError) -> PyErr {
             field,
             &format!("stored {stored}, requested {requested}"),
         ),
-        OpenError::Corrupted { .. } => CorruptedError::new_err(message),
-        OpenError::Storage { .. } => StorageError::new_err(message),
-        _ => StoreOpenError::new_err(message),
+        OpenError::Corrupted { .. } => translated::<CorruptedError>(&message),
+        OpenError::Storage { .. } => translated::<StorageError>(&message),
+        _ => translated::<StoreOpenError>(&message),
     }
 }
 
@@ -171,25 +284,41 @@ pub(crate) fn from_write(error: WriteError) -> PyErr {
     let message = error.to_string();
     match error {
         WriteError::Input(input) => from_input(input),
-        WriteError::DimensionMismatch { position, .. } => with_field::<DimensionMismatchError>(
-            message.clone(),
-            &format!("vectors[{position}]"),
-            &message,
-        ),
+        WriteError::DimensionMismatch {
+            position,
+            expected,
+            found,
+        } => {
+            let field = format!("vectors[{position}]");
+            let problem =
+                format!("has {found} dimensions; this store holds {expected}-dimensional vectors");
+            with_field::<DimensionMismatchError>(
+                format!("invalid {field}: {problem}"),
+                &field,
+                &problem,
+            )
+        }
         WriteError::VersionKindMismatch { .. } => {
             with_field::<VersionKindMismatchError>(message.clone(), "version", &message)
         }
-        WriteError::MissingVector { position } => with_field::<MissingVectorError>(
-            message.clone(),
-            &format!("vectors[{position}]"),
-            &message,
-        ),
-        WriteError::Poisoned { .. } => PoisonedError::new_err(message),
-        WriteError::Corrupted { .. } => CorruptedError::new_err(message),
-        WriteError::Storage(_) | WriteError::BatchFailed { .. } => StorageError::new_err(message),
-        WriteError::ReadOnly { .. } => ReadOnlyError::new_err(message),
-        WriteError::Closed => ClosedError::new_err(message),
-        _ => RatchetError::new_err(message),
+        WriteError::MissingVector { position } => {
+            let field = format!("vectors[{position}]");
+            let problem = "is None and the store holds no vector for its text any more; embed \
+                           it and retry";
+            with_field::<MissingVectorError>(format!("invalid {field}: {problem}"), &field, problem)
+        }
+        WriteError::Poisoned { .. } => translated::<PoisonedError>(&message),
+        WriteError::Corrupted { .. } => translated::<CorruptedError>(&message),
+        WriteError::Storage(_) | WriteError::BatchFailed { .. } => {
+            translated::<StorageError>(&message)
+        }
+        WriteError::ReadOnly { path } => ReadOnlyError::new_err(format!(
+            "the store {} was opened read-only (read_only=True); open it with Store(path) to \
+             write",
+            path.display()
+        )),
+        WriteError::Closed => translated::<ClosedError>(&message),
+        _ => translated::<RatchetError>(&message),
     }
 }
 
@@ -198,8 +327,8 @@ pub(crate) fn from_read(error: ReadError) -> PyErr {
     let message = error.to_string();
     match error {
         ReadError::Input(input) => from_input(input),
-        ReadError::Corrupted { .. } => CorruptedError::new_err(message),
-        ReadError::Storage(_) => StorageError::new_err(message),
-        _ => RatchetError::new_err(message),
+        ReadError::Corrupted { .. } => translated::<CorruptedError>(&message),
+        ReadError::Storage(_) => translated::<StorageError>(&message),
+        _ => translated::<RatchetError>(&message),
     }
 }

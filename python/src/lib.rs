@@ -6,6 +6,7 @@
 
 mod convert;
 mod errors;
+mod fork;
 mod store;
 mod types;
 
@@ -22,5 +23,6 @@ fn _ratchetdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::VerifyReport>()?;
     m.add_function(wrap_pyfunction!(store::matches, m)?)?;
     errors::register(m)?;
+    fork::register(m)?;
     Ok(())
 }

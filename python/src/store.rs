@@ -5,8 +5,9 @@
 //! converted back. Upserts, deletes and retains go through one `ratchetdb::Writer` per store,
 //! so writes from many Python threads are committed together (group commit).
 
-use crate::convert::{self, json, sequence, strings, vector_rows, version, Ticket};
+use crate::convert::{self, json, sequence, strings, text, vector_rows, version, Ticket};
 use crate::errors::{from_open, from_read, from_write, input, ClosedError};
+use crate::fork;
 use crate::types::{document_to_py, hits_to_py, Hit, Outcome, RetainOutcome, VerifyReport};
 use numpy::PyReadonlyArray1;
 use parking_lot::RwLock;
@@ -27,14 +28,34 @@ struct Open {
 /// durability="immediate", read_only=False)` opens the file, creating it when missing
 /// (`metric=None`: what the store recorded, cosine for a new one). A context manager;
 /// `close()` closes it.
+///
+/// A store belongs to the process that opened it: in a child made by `os.fork()` (as
+/// `multiprocessing`'s "fork" start method does) every call raises `ForkedError`; open a
+/// Store of your own in the child.
 #[pyclass(module = "ratchetdb._ratchetdb", name = "Store", frozen)]
 pub(crate) struct PyStore {
     open: RwLock<Option<Open>>,
     path: String,
+    /// The process that opened the store, and the forks counted then (`fork::Origin`).
+    origin: fork::Origin,
+}
+
+impl Drop for PyStore {
+    /// In a forked child the store's file, locks and threads belong to the parent: it is
+    /// forgotten, never closed (closing would write to the parent's file or wait for a
+    /// writer thread the child does not have).
+    fn drop(&mut self) {
+        if self.origin.forked_strict() {
+            if let Some(open) = self.open.get_mut().take() {
+                std::mem::forget(open);
+            }
+        }
+    }
 }
 
 impl PyStore {
     fn store(&self) -> PyResult<ratchetdb::Store> {
+        self.origin.check(&self.path)?;
         match &*self.open.read() {
             Some(open) => Ok(open.store.clone()),
             None => Err(ClosedError::new_err(format!(
@@ -45,6 +66,7 @@ impl PyStore {
     }
 
     fn writer(&self) -> PyResult<Writer> {
+        self.origin.check_strict(&self.path)?;
         match &*self.open.read() {
             Some(Open {
                 writer: Some(writer),
@@ -65,7 +87,7 @@ impl PyStore {
         &self,
         py: Python<'_>,
         vector: &Bound<'_, PyAny>,
-        k: i64,
+        k: &Bound<'_, PyAny>,
         options: &SearchOptions,
     ) -> PyResult<(Vec<Py<Hit>>, std::time::Duration)> {
         let k = convert::count(k, "k")?;
@@ -96,16 +118,20 @@ impl PyStore {
     fn search_options(
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
-        exact: bool,
-        ef: Option<i64>,
+        exact: Option<&Bound<'_, PyAny>>,
+        ef: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SearchOptions> {
+        let exact = match exact {
+            Some(exact) => convert::flag(exact, "exact")?,
+            None => false,
+        };
         let mut options = SearchOptions::default().exact(exact);
-        if let Some(ef) = ef {
-            options = options.ef(convert::count(ef, "ef")?);
+        if let Some(ef) = convert::count_opt(ef, "ef")? {
+            options = options.ef(ef);
         }
-        if let Some(sources) = sources {
-            if let Ok(one) = sources.extract::<String>() {
-                options = options.source(one);
+        if let Some(sources) = sources.filter(|s| !s.is_none()) {
+            if sources.is_instance_of::<pyo3::types::PyString>() {
+                options = options.source(text(sources, "sources")?);
             } else {
                 for source in strings(sources, "sources")? {
                     options = options.source(source);
@@ -192,18 +218,12 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version)> {
     let dict = value
         .cast::<PyDict>()
         .map_err(|_| input(field, "must be a dict with an \"op\" key"))?;
-    let kind: String = item(dict, "op", field)?
-        .extract()
-        .map_err(|_| input(format!("{field}.op"), "must be a str"))?;
-    let source: String = item(dict, "source", field)?
-        .extract()
-        .map_err(|_| input(format!("{field}.source"), "must be a str"))?;
+    let kind = text(&item(dict, "op", field)?, &format!("{field}.op"))?;
+    let source = text(&item(dict, "source", field)?, &format!("{field}.source"))?;
     let version = version(&item(dict, "version", field)?, &format!("{field}.version"))?;
     let op = match kind.as_str() {
         "upsert" => {
-            let id: String = item(dict, "id", field)?
-                .extract()
-                .map_err(|_| input(format!("{field}.id"), "must be a str"))?;
+            let id = text(&item(dict, "id", field)?, &format!("{field}.id"))?;
             let doc = document(
                 source,
                 id,
@@ -218,9 +238,7 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version)> {
         }
         "delete" => Op::Delete {
             source,
-            id: item(dict, "id", field)?
-                .extract()
-                .map_err(|_| input(format!("{field}.id"), "must be a str"))?,
+            id: text(&item(dict, "id", field)?, &format!("{field}.id"))?,
             version,
         },
         "retain" => Op::Retain {
@@ -240,36 +258,114 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version)> {
 
 /// An input error of one batch operation, its field prefixed with the operation's.
 fn prefix(py: Python<'_>, error: PyErr, field: &str) -> PyErr {
-    if error.is_instance_of::<crate::errors::InputError>(py) {
-        let value = error.value(py);
-        if let Ok(inner) = value.getattr("field").and_then(|f| f.extract::<String>()) {
-            let problem = value
-                .getattr("problem")
-                .and_then(|p| p.extract::<String>())
-                .unwrap_or_default();
-            return input(format!("{field}.{inner}"), problem);
+    renamed(py, error, |inner| format!("{field}.{inner}"))
+}
+
+/// An input error (of any `InputError` class) with its field renamed; any other error as
+/// it is.
+fn renamed(py: Python<'_>, error: PyErr, rename: impl Fn(&str) -> String) -> PyErr {
+    if !error.is_instance_of::<crate::errors::InputError>(py) {
+        return error;
+    }
+    let value = error.value(py);
+    let Ok(field) = value.getattr("field").and_then(|f| f.extract::<String>()) else {
+        return error;
+    };
+    let problem = value
+        .getattr("problem")
+        .and_then(|p| p.extract::<String>())
+        .unwrap_or_default();
+    let field = rename(&field);
+    match error
+        .get_type(py)
+        .call1((format!("invalid {field}: {problem}"),))
+    {
+        Ok(renamed) => {
+            // Setting attributes on a fresh exception instance cannot fail short of memory
+            // exhaustion; the exception is returned either way.
+            let _ = renamed.setattr("field", &field);
+            let _ = renamed.setattr("problem", &problem);
+            PyErr::from_value(renamed)
+        }
+        Err(_) => error,
+    }
+}
+
+/// The arguments of `add` for item `i`, as `add` names them: the field an error of the
+/// item's one-chunk document names (`id`, `chunks[0].vector[3]` as `vectors[0][3]`)
+/// becomes the list's (`ids[i]`, `vectors[i][3]`); a value given once for every item
+/// (`sources`, `versions`) keeps its name.
+fn add_field(field: &str, i: usize, lists: (bool, bool)) -> String {
+    let (sources_listed, versions_listed) = lists;
+    match field {
+        "source" if sources_listed => format!("sources[{i}]"),
+        "source" => "sources".to_string(),
+        "id" => format!("ids[{i}]"),
+        "version" if versions_listed => format!("versions[{i}]"),
+        "version" => "versions".to_string(),
+        _ => {
+            for list in ["texts", "vectors", "metas"] {
+                if let Some(rest) = field.strip_prefix(list).and_then(|r| r.strip_prefix("[0]")) {
+                    return format!("{list}[{i}]{rest}");
+                }
+            }
+            field.to_string()
         }
     }
-    error
+}
+
+/// One value per item: a list or tuple of `n` values (`true`), or any other value, given
+/// once for every item (`false`).
+fn per_item<'py>(
+    value: &Bound<'py, PyAny>,
+    n: usize,
+    field: &str,
+) -> PyResult<(Vec<Bound<'py, PyAny>>, bool)> {
+    if value.cast::<PyList>().is_ok() || value.cast::<pyo3::types::PyTuple>().is_ok() {
+        let items = sequence(value, field)?;
+        if items.len() != n {
+            return Err(input(
+                field,
+                format!("has {} items for {n} ids", items.len()),
+            ));
+        }
+        return Ok((items, true));
+    }
+    Ok((vec![value.clone(); n], false))
 }
 
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (path, *, dimension=None, metric=None, durability="immediate", read_only=false))]
+    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False)")]
     fn new(
         py: Python<'_>,
-        path: std::path::PathBuf,
-        dimension: Option<i64>,
-        metric: Option<&str>,
-        durability: &str,
-        read_only: bool,
+        path: &Bound<'_, PyAny>,
+        dimension: Option<&Bound<'_, PyAny>>,
+        metric: Option<&Bound<'_, PyAny>>,
+        durability: Option<&Bound<'_, PyAny>>,
+        read_only: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStore> {
+        let path: std::path::PathBuf = path.extract().map_err(|_| {
+            input(
+                "path",
+                format!(
+                    "is of type {}; give a str or os.PathLike",
+                    convert::type_name(path)
+                ),
+            )
+        })?;
+        let read_only = match read_only {
+            Some(flag) if !flag.is_none() => convert::flag(flag, "read_only")?,
+            _ => false,
+        };
         let mut options = Options::default();
-        if let Some(dimension) = dimension {
-            options = options.dimension(convert::count(dimension, "dimension")?);
+        if let Some(dimension) = convert::count_opt(dimension, "dimension")? {
+            options = options.dimension(dimension);
         }
-        if let Some(name) = metric {
+        if let Some(name) = metric.filter(|m| !m.is_none()) {
+            let name = text(name, "metric")?;
+            let name = name.as_str();
             let metric = Metric::parse(name).ok_or_else(|| {
                 input(
                     "metric",
@@ -278,7 +374,11 @@ impl PyStore {
             })?;
             options = options.metric(metric);
         }
-        options = options.durability(match durability {
+        let durability = match durability.filter(|d| !d.is_none()) {
+            Some(name) => text(name, "durability")?,
+            None => "immediate".to_string(),
+        };
+        options = options.durability(match durability.as_str() {
             "immediate" => Durability::Immediate,
             "none" => Durability::None,
             other => {
@@ -302,11 +402,22 @@ impl PyStore {
         Ok(PyStore {
             open: RwLock::new(Some(Open { store, writer })),
             path: display,
+            origin: fork::Origin::now(),
         })
     }
 
     /// Commits what the writer holds and closes the file (idempotent).
     fn close(&self, py: Python<'_>) {
+        if self.origin.forked_strict() {
+            // The parent's: forgotten, never closed (see `Drop`); without waiting for a lock
+            // a thread of the parent may have held when it forked.
+            if let Some(mut open) = self.open.try_write() {
+                if let Some(open) = open.take() {
+                    std::mem::forget(open);
+                }
+            }
+            return;
+        }
         let open = self.open.write().take();
         if let Some(open) = open {
             py.detach(move || {
@@ -356,19 +467,27 @@ impl PyStore {
     /// unless `version` is newer than the stored one. `texts` are the chunks, `vectors` one
     /// row per text (a 2-D array; a row may be `None` in a list to reuse the stored vector of
     /// identical text), `metas` one metadata dict per chunk, `meta` the document's.
+    ///
+    /// Each call is a commit of its own, and with the default `durability="immediate"` a
+    /// commit waits for the disk (fsync): a loop of `upsert` calls pays one disk flush per
+    /// document (milliseconds each), however small the documents. To write many documents,
+    /// use `add` (one call, one commit for all of them) or `write_batch`; calls from many
+    /// threads at once are also committed together.
     #[pyo3(signature = (source, id, version, texts, vectors, *, metas=None, meta=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert(
         &self,
         py: Python<'_>,
-        source: String,
-        id: String,
+        source: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
         vectors: &Bound<'_, PyAny>,
         metas: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
+        let source = text(source, "source")?;
+        let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
         let doc = document(source, id, version, texts, Some(vectors), metas, meta)?;
         let writer = self.writer()?;
@@ -381,10 +500,12 @@ impl PyStore {
     fn delete(
         &self,
         py: Python<'_>,
-        source: String,
-        id: String,
+        source: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
     ) -> PyResult<Outcome> {
+        let source = text(source, "source")?;
+        let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
         let writer = self.writer()?;
         let outcome = py
@@ -398,10 +519,11 @@ impl PyStore {
     fn retain(
         &self,
         py: Python<'_>,
-        source: String,
+        source: &Bound<'_, PyAny>,
         ids: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
     ) -> PyResult<RetainOutcome> {
+        let source = text(source, "source")?;
         let version = convert::version(version, "version")?;
         let present = strings(ids, "ids")?;
         let writer = self.writer()?;
@@ -420,6 +542,142 @@ impl PyStore {
                 "a retain answered {other:?}"
             ))),
         }
+    }
+
+    /// Writes many one-text documents in one call and one commit, the call a loop of
+    /// `upsert` is best replaced with (Chroma's `add`, with versions): item `i` is document
+    /// `(sources[i], ids[i])` at version `versions[i]`, holding one chunk: `texts[i]`, with
+    /// vector `vectors[i]` (a 2-D array, or a list of rows) and metadata `metas[i]` (a dict,
+    /// or `None`). `sources` and `versions` may also be one value for every item.
+    ///
+    /// Every item is checked before anything is written: a bad one refuses the whole call
+    /// with an `InputError` naming it (`vectors[3]`, `ids[7]`, `metas[2]`), and nothing is
+    /// written. Then each item is guarded like an `upsert` (`"skipped"` unless newer than
+    /// what is stored), and all are committed together. Returns one result per item, in
+    /// order: an `Outcome`, or the exception (not raised) of an item the stored state
+    /// refuses (a `VersionKindMismatchError`), which changed nothing. A storage failure
+    /// raises: nothing of the call is acknowledged.
+    #[pyo3(signature = (sources, ids, versions, texts, vectors, metas=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        py: Python<'_>,
+        sources: &Bound<'_, PyAny>,
+        ids: &Bound<'_, PyAny>,
+        versions: &Bound<'_, PyAny>,
+        texts: &Bound<'_, PyAny>,
+        vectors: &Bound<'_, PyAny>,
+        metas: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let ids = strings(ids, "ids")?;
+        let n = ids.len();
+        let texts = strings(texts, "texts")?;
+        if texts.len() != n {
+            return Err(input(
+                "texts",
+                format!("has {} items for {n} ids", texts.len()),
+            ));
+        }
+        let (source_items, sources_listed) = if sources.is_instance_of::<pyo3::types::PyString>() {
+            (vec![sources.clone(); n], false)
+        } else {
+            let items = sequence(sources, "sources")?;
+            if items.len() != n {
+                return Err(input(
+                    "sources",
+                    format!("has {} items for {n} ids", items.len()),
+                ));
+            }
+            (items, true)
+        };
+        let (version_items, versions_listed) = per_item(versions, n, "versions")?;
+        let lists = (sources_listed, versions_listed);
+        let name = |list: &str, listed: bool, i: usize| {
+            if listed {
+                format!("{list}[{i}]")
+            } else {
+                list.to_string()
+            }
+        };
+        let vectors = vector_rows(vectors, n, "vectors")?;
+        let metas = match metas.filter(|m| !m.is_none()) {
+            Some(m) => {
+                let items = sequence(m, "metas")?;
+                if items.len() != n {
+                    return Err(input(
+                        "metas",
+                        format!("has {} items for {n} ids", items.len()),
+                    ));
+                }
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| json(m, &format!("metas[{i}]")))
+                    .collect::<PyResult<Vec<_>>>()?
+            }
+            None => vec![serde_json::Value::Null; n],
+        };
+        let store = self.store()?;
+        let mut dimension = store.dimension();
+        let mut docs = Vec::with_capacity(n);
+        let mut incoming = Vec::with_capacity(n);
+        for (i, (((id, text_), vector), meta)) in ids
+            .into_iter()
+            .zip(texts)
+            .zip(vectors)
+            .zip(metas)
+            .enumerate()
+        {
+            let source = text(&source_items[i], &name("sources", sources_listed, i))?;
+            let version = version(&version_items[i], &name("versions", versions_listed, i))?;
+            if let Some(vector) = &vector {
+                match dimension {
+                    Some(expected) if expected != vector.len() => {
+                        // Named `vectors[i]`: the position is the item's.
+                        return Err(from_write(WriteError::DimensionMismatch {
+                            position: i,
+                            expected,
+                            found: vector.len(),
+                        }));
+                    }
+                    _ => dimension = Some(vector.len()),
+                }
+            }
+            let chunk = match vector {
+                Some(vector) => Chunk::new(text_, vector),
+                None => Chunk::without_vector(text_),
+            };
+            docs.push(Document::new(source, id, version).with_chunk(chunk.with_meta(meta)));
+            incoming.push(version);
+        }
+        let checked = py.detach(|| {
+            docs.iter()
+                .enumerate()
+                .try_for_each(|(i, doc)| store.check(doc).map_err(|e| (i, e)))
+        });
+        if let Err((i, error)) = checked {
+            return Err(renamed(py, from_write(error), |f| add_field(f, i, lists)));
+        }
+        let ops: Vec<Op> = docs.into_iter().map(Op::Upsert).collect();
+        let results = py.detach(|| store.write_batch(ops)).map_err(from_write)?;
+        results
+            .into_iter()
+            .zip(incoming)
+            .enumerate()
+            .map(|(i, (result, version))| match result {
+                Ok(outcome) => op_outcome(py, outcome, version),
+                Err(error) => Ok(renamed(py, from_write(error), |f| add_field(f, i, lists))
+                    .into_value(py)
+                    .into_any()),
+            })
+            .collect()
+    }
+
+    /// The number of live documents (tombstones not counted).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let store = self.store()?;
+        let stats = py.detach(|| store.stats()).map_err(from_read)?;
+        Ok(usize::try_from(stats.documents).unwrap_or(usize::MAX))
     }
 
     /// Applies many operations in one transaction. `ops` are dicts: `{"op": "upsert",
@@ -462,34 +720,36 @@ impl PyStore {
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width.
-    #[pyo3(signature = (vector, k=10, *, r#where=None, sources=None, exact=false, ef=None))]
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         py: Python<'_>,
         vector: &Bound<'_, PyAny>,
-        k: i64,
+        k: Option<&Bound<'_, PyAny>>,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
-        exact: bool,
-        ef: Option<i64>,
+        exact: Option<&Bound<'_, PyAny>>,
+        ef: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
-        Ok(self.search_timed(py, vector, k, &options)?.0)
+        let k = k_or_default(py, k);
+        Ok(self.search_timed(py, vector, &k, &options)?.0)
     }
 
     /// `search(vector, k)` that also returns the nanoseconds spent inside the Rust
     /// `Store::search` call, for `benches/peers/python_overhead.py`: the binding's own cost
     /// is the call's wall time less that, measured on the same call.
-    #[pyo3(signature = (vector, k=10))]
+    #[pyo3(signature = (vector, k=None), text_signature = "($self, vector, k=10)")]
     fn _search_timed(
         &self,
         py: Python<'_>,
         vector: &Bound<'_, PyAny>,
-        k: i64,
+        k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Py<Hit>>, u64)> {
-        let options = PyStore::search_options(None, None, false, None)?;
-        let (hits, inner) = self.search_timed(py, vector, k, &options)?;
+        let options = PyStore::search_options(None, None, None, None)?;
+        let k = k_or_default(py, k);
+        let (hits, inner) = self.search_timed(py, vector, &k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
     }
 
@@ -497,23 +757,24 @@ impl PyStore {
     /// score is its BM25 score). `where` and `sources` as for `search`; `k1` and `b` set
     /// BM25's parameters (defaults 1.2 and 0.75). Raises `RatchetError` if the store keeps no
     /// text index.
-    #[pyo3(signature = (query, k=10, *, r#where=None, sources=None, k1=None, b=None))]
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, k1=None, b=None), text_signature = "($self, query, k=10, *, where=None, sources=None, k1=None, b=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_text(
         &self,
         py: Python<'_>,
-        query: String,
-        k: i64,
+        query: &Bound<'_, PyAny>,
+        k: Option<&Bound<'_, PyAny>>,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
-        k1: Option<f32>,
-        b: Option<f32>,
+        k1: Option<&Bound<'_, PyAny>>,
+        b: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let k = convert::count(k, "k")?;
+        let query = text(query, "query")?;
+        let k = convert::count(&k_or_default(py, k), "k")?;
         let options = with_bm25(
-            PyStore::search_options(r#where, sources, false, None)?,
-            k1,
-            b,
+            PyStore::search_options(r#where, sources, None, None)?,
+            convert::real_opt(k1, "k1")?.map(|x| x as f32),
+            convert::real_opt(b, "b")?.map(|x| x as f32),
         );
         let store = self.store()?;
         let hits = py
@@ -525,22 +786,25 @@ impl PyStore {
     /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
-    #[pyo3(signature = (text, vector, k=10, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None))]
+    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None), text_signature = "($self, text, vector, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
         py: Python<'_>,
-        text: String,
+        text: &Bound<'_, PyAny>,
         vector: &Bound<'_, PyAny>,
-        k: i64,
+        k: Option<&Bound<'_, PyAny>>,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
-        ef: Option<i64>,
-        rrf_k: Option<i64>,
-        vector_weight: Option<f32>,
+        ef: Option<&Bound<'_, PyAny>>,
+        rrf_k: Option<&Bound<'_, PyAny>>,
+        vector_weight: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let k = convert::count(k, "k")?;
-        let mut options = PyStore::search_options(r#where, sources, false, ef)?;
+        let text = convert::text(text, "text")?;
+        let k = convert::count(&k_or_default(py, k), "k")?;
+        let mut options = PyStore::search_options(r#where, sources, None, ef)?;
+        let rrf_k = rrf_k.filter(|r| !r.is_none());
+        let vector_weight = convert::real_opt(vector_weight, "vector_weight")?.map(|x| x as f32);
         options = match (rrf_k, vector_weight) {
             (Some(_), Some(_)) => {
                 return Err(input(
@@ -549,7 +813,7 @@ impl PyStore {
                 ))
             }
             (Some(rrf_k), None) => options.fusion(ratchetdb::Fusion::Rrf {
-                k: u32::try_from(rrf_k)
+                k: u32::try_from(convert::int_in(rrf_k, "rrf_k", 1, u64::from(u32::MAX))?)
                     .map_err(|_| input("rrf_k", "must be between 1 and 4294967295"))?,
             }),
             (None, Some(vector_weight)) => {
@@ -567,19 +831,19 @@ impl PyStore {
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
     /// hits per row.
-    #[pyo3(signature = (matrix, k=10, *, r#where=None, sources=None, exact=false, ef=None))]
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
         py: Python<'_>,
         matrix: &Bound<'_, PyAny>,
-        k: i64,
+        k: Option<&Bound<'_, PyAny>>,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
-        exact: bool,
-        ef: Option<i64>,
+        exact: Option<&Bound<'_, PyAny>>,
+        ef: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<Py<Hit>>>> {
-        let k = convert::count(k, "k")?;
+        let k = convert::count(&k_or_default(py, k), "k")?;
         let options = PyStore::search_options(r#where, sources, exact, ef)?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
@@ -599,14 +863,17 @@ impl PyStore {
 
     /// Document `(source, id)` as stored (a dict; a deleted one has `deleted=True`), or
     /// `None`. `vectors=True` adds each chunk's vector.
-    #[pyo3(signature = (source, id, *, vectors=false))]
+    #[pyo3(signature = (source, id, *, vectors=None), text_signature = "($self, source, id, *, vectors=False)")]
     fn get(
         &self,
         py: Python<'_>,
-        source: String,
-        id: String,
-        vectors: bool,
+        source: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
+        vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        let source = text(source, "source")?;
+        let id = text(id, "id")?;
+        let vectors = flag_or_false(vectors, "vectors")?;
         let store = self.store()?;
         let doc = py
             .detach(|| {
@@ -654,8 +921,9 @@ impl PyStore {
     /// Every document (tombstones included, `deleted=True`), sorted by `(source, id)`, from
     /// one snapshot, as an iterator of dicts (see `get`). The snapshot's documents are read
     /// when `export` is called (with the GIL released) and converted to dicts one at a time.
-    #[pyo3(signature = (*, vectors=false))]
-    fn export(&self, py: Python<'_>, vectors: bool) -> PyResult<Export> {
+    #[pyo3(signature = (*, vectors=None), text_signature = "($self, *, vectors=False)")]
+    fn export(&self, py: Python<'_>, vectors: Option<&Bound<'_, PyAny>>) -> PyResult<Export> {
+        let vectors = flag_or_false(vectors, "vectors")?;
         let store = self.store()?;
         let docs = py
             .detach(|| {
@@ -678,13 +946,15 @@ impl PyStore {
     fn plan(
         &self,
         py: Python<'_>,
-        source: String,
-        id: String,
+        source: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
         metas: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let source = text(source, "source")?;
+        let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
         let doc = document(source, id, version, texts, None, metas, meta)?;
         let store = self.store()?;
@@ -713,9 +983,10 @@ impl PyStore {
 
     /// Waits until the derived index covers the latest commit and is idle; `False` on
     /// timeout. Searches never need it (they answer exactly meanwhile); benchmarks do.
-    #[pyo3(signature = (timeout=60.0))]
-    fn wait_for_index(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+    #[pyo3(signature = (timeout=None), text_signature = "($self, timeout=60.0)")]
+    fn wait_for_index(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let store = self.store()?;
+        let timeout = convert::real_opt(timeout, "timeout")?.unwrap_or(60.0);
         let timeout = Duration::try_from_secs_f64(timeout)
             .map_err(|_| input("timeout", "must be a non-negative number of seconds"))?;
         Ok(py.detach(|| store.wait_for_index(timeout)))
@@ -776,4 +1047,23 @@ fn with_bm25(options: SearchOptions, k1: Option<f32>, b: Option<f32>) -> SearchO
     }
     let default = ratchetdb::Bm25::default();
     options.bm25(k1.unwrap_or(default.k1), b.unwrap_or(default.b))
+}
+
+/// `k` as given, or the default of 10.
+fn k_or_default<'py>(py: Python<'py>, k: Option<&Bound<'py, PyAny>>) -> Bound<'py, PyAny> {
+    match k {
+        Some(k) if !k.is_none() => k.clone(),
+        _ => 10_u32
+            .into_pyobject(py)
+            .map(|k| k.into_any())
+            .unwrap_or_else(|e| match e {}),
+    }
+}
+
+/// An optional `bool` keyword (`False` when absent or `None`).
+fn flag_or_false(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<bool> {
+    match value {
+        Some(v) if !v.is_none() => convert::flag(v, field),
+        _ => Ok(false),
+    }
 }

@@ -8,6 +8,7 @@
 mod common;
 
 mod bad_input_changes_nothing;
+mod check_validates_without_writing;
 mod hostile_deep_metadata;
 mod hostile_document_limits;
 mod hostile_document_of_100k_chunks;
