@@ -370,14 +370,19 @@ impl Engine {
             });
         }
         self.check_poisoned()?;
-        let guard = self.db().map_err(WriteError::storage)?;
-        let Some(db) = guard.writable() else {
-            return Err(WriteError::ReadOnly {
-                path: self.path.clone(),
-            });
-        };
         crate::contain::contain(WriteError::contained, || {
-            let mut txn = db.begin_write().map_err(WriteError::storage)?;
+            // The handle is held only to begin: a transaction outlives it (redb closes a
+            // dropped database once its transaction ends), and `reopen` must not wait for
+            // a transaction that reads through `snapshot`.
+            let mut txn = {
+                let guard = self.db().map_err(WriteError::storage)?;
+                let Some(db) = guard.writable() else {
+                    return Err(WriteError::ReadOnly {
+                        path: self.path.clone(),
+                    });
+                };
+                db.begin_write().map_err(WriteError::storage)?
+            };
             self.txn_nondurable.store(
                 matches!(durability, redb::Durability::None),
                 Ordering::SeqCst,
