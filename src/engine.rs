@@ -7,7 +7,12 @@
 //! concurrent [`Writer`](crate::Writer) write through an engine; neither knows the other.
 //!
 //! Invariant: a storage error or a contained panic inside a write transaction poisons the
-//! engine: every later write is refused with `Poisoned` until the file is reopened.
+//! engine: every later write is refused with `Poisoned` until the file is reopened. The one
+//! exception is a write of a derived structure (the graph snapshot,
+//! [`Engine::write_txn_derived`]): its storage error leaves the guarded data as the last
+//! commit left it, so the engine closes redb's failed handle (redb refuses every later
+//! read and write on it) and opens the file again, at once or, while that fails (the disk
+//! still full), before its next transaction.
 //! Invariant: the engine never knows the derived index; after a commit that changed the set
 //! of vectors (or when a read-only engine learns its dimension) it calls the change hook its
 //! owner installed, which keeps the index in step.
@@ -23,9 +28,9 @@ use crate::schema::{meta_key, seq_key, COUNTERS, META};
 use crate::version::Version;
 use crate::write::{is_op_error, Batch, BatchSettings};
 use parking_lot::{Mutex, RwLock};
-use redb::{Database, WriteTransaction};
+use redb::WriteTransaction;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// How many tickets one durable commit reserves. After a crash the next block starts above
@@ -45,7 +50,21 @@ type ChangeHook = Box<dyn Fn() + Send + Sync>;
 
 /// The redb file and everything a transaction needs to know about it.
 pub(crate) struct Engine {
-    db: Db,
+    /// The database; `None` only while it is to be opened again after a failed write of
+    /// a derived structure (see [`Engine::write_txn_derived`]).
+    db: RwLock<Option<Db>>,
+    /// Opened read-only (fixed at open).
+    read_only: bool,
+    /// The failed handle was closed and the database is to be opened again.
+    needs_reopen: AtomicBool,
+    /// A commit without durability succeeded since the last durable one: a handle closed
+    /// now could lose it, so a failed derived write poisons instead of reopening.
+    nondurable: AtomicBool,
+    /// The write transaction under way was switched to commit without durability.
+    txn_nondurable: AtomicBool,
+    /// A caller's backend, kept to open the database on again (`None`: a file, opened
+    /// again by its path).
+    backend: Option<Arc<dyn redb::StorageBackend>>,
     path: PathBuf,
     options: Options,
     metric: Metric,
@@ -142,8 +161,8 @@ impl Drop for Engine {
         {
             return;
         }
-        if let Some(file) = &self.file {
-            crate::open::compact_on_close(&mut self.db, &file.path, file.len);
+        if let (Some(file), Some(db)) = (&self.file, self.db.get_mut()) {
+            crate::open::compact_on_close(db, &file.path, file.len);
         }
     }
 }
@@ -152,6 +171,7 @@ impl Engine {
     /// An engine over a database [`recognise`](crate::open::recognise)d as a store.
     pub(crate) fn new(
         db: Db,
+        backend: Option<Arc<dyn redb::StorageBackend>>,
         path: &Path,
         is_file: bool,
         shared: bool,
@@ -175,7 +195,12 @@ impl Engine {
             let _ = model.set(recorded);
         }
         Engine {
-            db,
+            read_only: db.writable().is_none(),
+            db: RwLock::new(Some(db)),
+            needs_reopen: AtomicBool::new(false),
+            nondurable: AtomicBool::new(false),
+            txn_nondurable: AtomicBool::new(false),
+            backend,
             path: path.to_path_buf(),
             options,
             metric: recognised.metric,
@@ -231,14 +256,47 @@ impl Engine {
 
     /// Whether the file was opened read-only (nothing is ever written).
     pub(crate) fn is_read_only(&self) -> bool {
-        self.db.writable().is_none()
+        self.read_only
     }
 
-    /// The writer's database, or [`WriteError::ReadOnly`] for a read-only store.
-    fn writable(&self) -> Result<&Database, WriteError> {
-        self.db.writable().ok_or_else(|| WriteError::ReadOnly {
-            path: self.path.clone(),
+    /// The database, opened again first if a failed derived write closed it; a storage
+    /// error while it cannot be (nothing is poisoned: the next call tries again).
+    fn db(&self) -> Result<parking_lot::MappedRwLockReadGuard<'_, Db>, redb::StorageError> {
+        if self.needs_reopen.load(Ordering::SeqCst) {
+            self.reopen();
+        }
+        let guard = self.db.read_recursive();
+        parking_lot::RwLockReadGuard::try_map(guard, Option::as_ref).map_err(|_| {
+            redb::StorageError::Io(std::io::Error::other(format!(
+                "{} could not be opened again after a failed write of the graph snapshot",
+                self.path.display()
+            )))
         })
+    }
+
+    /// Closes the database's failed handle (if still open) and opens the file (or the
+    /// caller's backend) again; on failure it stays closed, to be tried again by the next
+    /// transaction ([`Engine::db`]).
+    fn reopen(&self) {
+        let mut db = self.db.write();
+        if !self.needs_reopen.load(Ordering::SeqCst) {
+            return;
+        }
+        // The snapshot searches share reads through the failed handle.
+        drop(self.shared_snapshot.lock().current.take());
+        // Closed before it is opened again: redb refuses a second handle on one file.
+        drop(db.take());
+        let opened = match &self.backend {
+            Some(backend) => crate::open::reopen_backend(backend.clone(), &self.options),
+            None => crate::open::reopen_writable(
+                self.file.as_ref().map_or(&self.path, |file| &file.path),
+                &self.options,
+            ),
+        };
+        if let Ok(opened) = opened {
+            *db = Some(opened);
+            self.needs_reopen.store(false, Ordering::SeqCst);
+        }
     }
 
     pub(crate) fn check_poisoned(&self) -> Result<(), WriteError> {
@@ -265,10 +323,70 @@ impl Engine {
         durability: redb::Durability,
         work: impl FnOnce(&mut WriteTransaction) -> Result<Finish<R>, WriteError>,
     ) -> Result<R, WriteError> {
-        let db = self.writable()?;
+        let result = self.write_txn_unguarded(durability, work);
+        if let Err(error) = &result {
+            if matches!(error, WriteError::Storage(_)) || error.is_contained_panic() {
+                self.poison(error);
+            }
+        }
+        result
+    }
+
+    /// [`Engine::write_txn`] for a structure derived from the guarded data (the graph
+    /// snapshot), which may be lost and rebuilt: its storage error (the disk full) does not
+    /// poison the engine. redb refuses every later operation on a handle whose write
+    /// failed, so the handle is closed and the database opened again (now, or by the next
+    /// transaction while that fails); what the failed transaction would have written is
+    /// not there, and every commit before it is. Only when a commit without durability
+    /// came since the last durable one (the reopened file might not hold it) does the
+    /// error poison, as in [`Engine::write_txn`].
+    pub(crate) fn write_txn_derived<R>(
+        &self,
+        durability: redb::Durability,
+        work: impl FnOnce(&mut WriteTransaction) -> Result<Finish<R>, WriteError>,
+    ) -> Result<R, WriteError> {
+        let result = self.write_txn_unguarded(durability, work);
+        if let Err(error) = &result {
+            let storage = matches!(error, WriteError::Storage(_));
+            if error.is_contained_panic() || (storage && self.nondurable.load(Ordering::SeqCst)) {
+                self.poison(error);
+            } else if storage {
+                self.needs_reopen.store(true, Ordering::SeqCst);
+                self.reopen();
+            }
+        }
+        result
+    }
+
+    /// The transaction of [`Engine::write_txn`], without poisoning.
+    fn write_txn_unguarded<R>(
+        &self,
+        durability: redb::Durability,
+        work: impl FnOnce(&mut WriteTransaction) -> Result<Finish<R>, WriteError>,
+    ) -> Result<R, WriteError> {
+        if self.read_only {
+            return Err(WriteError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
         self.check_poisoned()?;
-        let result = crate::contain::contain(WriteError::contained, || {
-            let mut txn = db.begin_write().map_err(WriteError::storage)?;
+        crate::contain::contain(WriteError::contained, || {
+            // The handle is held only to begin: a transaction outlives it (redb closes a
+            // dropped database once its transaction ends), and `reopen` must not wait for
+            // a transaction that reads through `snapshot`.
+            let mut txn = {
+                let guard = self.db().map_err(WriteError::storage)?;
+                let Some(db) = guard.writable() else {
+                    return Err(WriteError::ReadOnly {
+                        path: self.path.clone(),
+                    });
+                };
+                db.begin_write().map_err(WriteError::storage)?
+            };
+            self.txn_nondurable.store(
+                matches!(durability, redb::Durability::None),
+                Ordering::SeqCst,
+            );
             txn.set_durability(durability)
                 .map_err(WriteError::storage)?;
             match work(&mut txn)? {
@@ -278,6 +396,8 @@ impl Engine {
                     // Even after a failed commit: what the file holds is no longer known.
                     self.forget_shared_snapshot(false);
                     committed?;
+                    self.nondurable
+                        .store(self.txn_nondurable.load(Ordering::SeqCst), Ordering::SeqCst);
                     Ok(value)
                 }
                 Finish::Abort(value) => {
@@ -285,13 +405,7 @@ impl Engine {
                     Ok(value)
                 }
             }
-        });
-        if let Err(error) = &result {
-            if matches!(error, WriteError::Storage(_)) || error.is_contained_panic() {
-                self.poison(error);
-            }
-        }
-        result
+        })
     }
 
     /// Validates an operation against this store's settings.
@@ -394,6 +508,7 @@ impl Engine {
             if !self.shared && refused_only {
                 txn.set_durability(redb::Durability::None)
                     .map_err(WriteError::storage)?;
+                self.txn_nondurable.store(true, Ordering::SeqCst);
             }
             Ok(Finish::Commit((value, Some(effects))))
         })?;
@@ -460,7 +575,11 @@ impl Engine {
 
     /// A new ticket (see [`Store::ticket`](crate::Store::ticket)).
     pub(crate) fn ticket(&self) -> Result<Version, WriteError> {
-        self.writable()?;
+        if self.read_only {
+            return Err(WriteError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
         let mut tickets = self.tickets.lock();
         if tickets.next >= tickets.reserved_until {
             // Only a damaged file holds a high-water mark near u64::MAX: 2^64 tickets are
@@ -558,7 +677,11 @@ impl Engine {
     /// A consistent read view: everything read through it comes from one committed state.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
         crate::contain::contain(ReadError::contained, || {
-            let txn = self.db.begin_read().map_err(ReadError::storage)?;
+            let txn = self
+                .db()
+                .map_err(ReadError::storage)?
+                .begin_read()
+                .map_err(ReadError::storage)?;
             if self.is_read_only() {
                 self.learn_recorded(&txn)?;
             }

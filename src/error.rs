@@ -367,6 +367,17 @@ pub enum ReadError {
         /// What went wrong.
         detail: String,
     },
+    /// [`Store::build_index`](crate::Store::build_index) built the ANN graph but could not
+    /// write its snapshot into the file (the disk full, an I/O error). Nothing else is
+    /// affected: the graph serves searches, writes go on (the failed write does not poison
+    /// the store), and the snapshot is written again by the next build or absorbing pass;
+    /// meanwhile [`IndexInfo::persisted_points`](crate::IndexInfo::persisted_points) says
+    /// what the file holds, and an open without a snapshot builds the graph again.
+    #[error("the vector index's graph was built but its snapshot could not be written ({detail}); searches and writes go on, and it is written again later")]
+    IndexPersist {
+        /// What went wrong.
+        detail: String,
+    },
     /// The in-memory vector index failed a search it should have answered (a query that
     /// passed validation, so the failure is ratchetdb's, not the input's nor the file's).
     /// Nothing stored is affected; please report it.

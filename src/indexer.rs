@@ -440,7 +440,10 @@ impl Indexer {
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
     /// the file so the next open loads it instead of building it again. A build that fails
     /// (inside the graph library, or as the store closes) is [`ReadError::IndexBuild`];
-    /// nothing stored changes, and searches go on over the previous graph (or exactly).
+    /// nothing stored changes, and searches go on over the previous graph (or exactly). A
+    /// graph built whose snapshot could not be written (the disk full) is
+    /// [`ReadError::IndexPersist`]: the graph serves, the store stays writable, and the
+    /// snapshot is written again later.
     pub(crate) fn build_index(&self) -> Result<(), ReadError> {
         let Some(dimension) = self.engine.dimension() else {
             return Ok(());
@@ -482,14 +485,20 @@ impl Indexer {
             {}
             Ok(())
         });
-        if built.is_ok() {
-            live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
-            persist_graph(&self.background(), &live);
-        }
+        let persisted = match &built {
+            Ok(()) => {
+                live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
+                persist_graph(&self.background(), &live)
+            }
+            Err(_) => Ok(()),
+        };
         live.building.store(false, Ordering::SeqCst);
         // Not `Corrupted`: the build works on vectors already read and checked; nothing in
         // the file is wrong when it fails.
         built.map_err(|e| ReadError::IndexBuild {
+            detail: e.to_string(),
+        })?;
+        persisted.map_err(|e| ReadError::IndexPersist {
             detail: e.to_string(),
         })
     }
@@ -792,7 +801,8 @@ fn build_graph(background: &Background, live: &LiveIndex) -> bool {
     let built = live.index.build_graph_in_background().is_ok();
     if built {
         live.failed_build_at.store(usize::MAX, Ordering::SeqCst);
-        persist_graph(background, live);
+        // A failure is retried by the next absorbing pass (`persist_due`).
+        let _ = persist_graph(background, live);
     } else {
         live.failed_build_at.store(vectors, Ordering::SeqCst);
     }
@@ -891,8 +901,11 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
     let points = live.index.graph_point_count();
     let persisted = live.persisted_points.load(Ordering::SeqCst);
     let due = (persisted as f64 * PERSIST_GROWTH) as usize;
-    if points >= persisted.saturating_add(due.max(PERSIST_MIN_POINTS)) {
-        persist_graph(background, live);
+    if live.persist_due.load(Ordering::SeqCst)
+        || points >= persisted.saturating_add(due.max(PERSIST_MIN_POINTS))
+    {
+        // A failure is retried by the next pass (`persist_due`).
+        let _ = persist_graph(background, live);
     }
     absorbed
 }
@@ -923,23 +936,28 @@ fn release_freed_memory() {
 /// parts in the transaction that deletes the old ones grew the file by the old snapshot
 /// (about an eighth of a GloVe-100k file, left as free pages). Deleted and committed
 /// first, the old parts' pages are free for the new ones (unless a reader still holds an
-/// older snapshot). A failure is not reported: the graph stays in memory, and the engine
-/// poisons itself on a storage error as for any write.
-fn persist_graph(background: &Background, live: &LiveIndex) {
+/// older snapshot).
+///
+/// The snapshot is derived, so a failure to write it (the disk full) must not stop the
+/// store: both transactions go through [`Engine::write_txn_derived`], which does not
+/// poison the engine on a storage error (it opens the file again instead). The graph stays
+/// in memory and serves; `persisted_points` says what the file holds (0 once the old
+/// snapshot is deleted and the new one not written), `persist_due` has the next absorbing
+/// pass write it again, and the error is returned (`build_index` reports it).
+fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteError> {
     // A read-only store keeps its graph in memory only.
     if background.with(|ix| ix.engine.is_read_only()) != Some(false) {
-        return;
+        return Ok(());
     }
     release_freed_memory();
     let points = live.index.graph_point_count();
     let Ok(Some(blobs)) = live.index.snapshot_blobs() else {
-        return;
+        return Ok(());
     };
-    background.with(|ix| {
+    let written = background.with(|ix| {
         let applied = live.applied();
-        let deleted = ix
-            .engine
-            .write_txn(redb::Durability::Immediate, |txn| {
+        ix.engine
+            .write_txn_derived(redb::Durability::Immediate, |txn| {
                 let mut table = txn
                     .open_table(schema::INDEX_SNAPSHOT)
                     .map_err(WriteError::storage)?;
@@ -949,32 +967,38 @@ fn persist_graph(background: &Background, live: &LiveIndex) {
                     .map_err(WriteError::storage)?;
                 Ok(Finish::Commit(()))
             })
-            .is_ok();
-        let written = deleted
-            && ix
-                .engine
-                .write_txn(redb::Durability::Immediate, |txn| {
-                    let mut table = txn
-                        .open_table(schema::INDEX_SNAPSHOT)
-                        .map_err(WriteError::storage)?;
-                    for (part, blob) in blobs.iter().enumerate() {
-                        table
-                            .insert(part as u32, blob.as_slice())
-                            .map_err(WriteError::storage)?;
-                    }
-                    let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
-                    meta.insert(
-                        meta_key::INDEX_SNAPSHOT_SEQ,
-                        applied.to_le_bytes().as_slice(),
-                    )
+            .inspect(|()| live.persisted_points.store(0, Ordering::SeqCst))?;
+        ix.engine
+            .write_txn_derived(redb::Durability::Immediate, |txn| {
+                let mut table = txn
+                    .open_table(schema::INDEX_SNAPSHOT)
                     .map_err(WriteError::storage)?;
-                    Ok(Finish::Commit(()))
-                })
-                .is_ok();
-        if written {
-            live.persisted_points.store(points, Ordering::SeqCst);
-        }
+                for (part, blob) in blobs.iter().enumerate() {
+                    table
+                        .insert(part as u32, blob.as_slice())
+                        .map_err(WriteError::storage)?;
+                }
+                let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+                meta.insert(
+                    meta_key::INDEX_SNAPSHOT_SEQ,
+                    applied.to_le_bytes().as_slice(),
+                )
+                .map_err(WriteError::storage)?;
+                Ok(Finish::Commit(()))
+            })
     });
+    // The store closed meanwhile: nothing to report.
+    let Some(written) = written else {
+        return Ok(());
+    };
+    match &written {
+        Ok(()) => {
+            live.persisted_points.store(points, Ordering::SeqCst);
+            live.persist_due.store(false, Ordering::SeqCst);
+        }
+        Err(_) => live.persist_due.store(true, Ordering::SeqCst),
+    }
+    written
 }
 
 #[cfg(test)]

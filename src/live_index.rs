@@ -36,6 +36,9 @@ pub(crate) struct LiveIndex {
     /// The number of live vectors when the last graph build failed (`usize::MAX`: the last
     /// one did not fail); see `indexer::build_retry_due`.
     pub failed_build_at: AtomicUsize,
+    /// The last write of the graph snapshot failed (the disk full): the next absorbing
+    /// pass writes it again, whatever the graph's growth.
+    pub persist_due: AtomicBool,
 }
 
 fn index_error(error: IndexError) -> ReadError {
@@ -115,6 +118,7 @@ impl LiveIndex {
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
             failed_build_at: AtomicUsize::new(usize::MAX),
+            persist_due: AtomicBool::new(false),
         };
         let vectors = snapshot
             .txn

@@ -9,11 +9,14 @@ use crate::error::{InputError, OpenError};
 use crate::options::{Metric, Options};
 use crate::prepare::check_name;
 use crate::schema::{self, meta_key, seq_key, COUNTERS, META};
+use redb::BackendError;
 use redb::{
     ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
     TableHandle,
 };
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The redb handle: a writer's, or a read-only one that follows another process's commits.
@@ -168,20 +171,95 @@ fn repair(path: &Path) -> Result<bool, OpenError> {
 }
 
 /// Opens a database on a caller-supplied redb backend (named `<backend>` in errors) and
-/// hands it to `then`.
+/// hands it to `then`, with the backend shared, so that the engine can open the database
+/// on it again (see `Engine::write_txn_derived`).
 pub(crate) fn on_backend<T>(
     backend: impl redb::StorageBackend,
     options: &Options,
-    then: impl FnOnce(Db, &Path) -> Result<T, OpenError>,
+    then: impl FnOnce(Db, &Path, Arc<dyn redb::StorageBackend>) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
     if let Some((field, why)) = options.index.invalid() {
         return Err(InputError::new(field, why).into());
     }
     let path = PathBuf::from("<backend>");
+    let backend: Arc<dyn redb::StorageBackend> = Arc::new(backend);
     crate::contain::contain(
         |detail| contained_at_open(&path, detail),
-        || then(open_backend(backend, &path, options)?, &path),
+        || {
+            let db = open_backend(Shared(backend.clone()), &path, options)?;
+            then(db, &path, backend.clone())
+        },
     )
+}
+
+/// Opens the writer's database on `backend` again (after redb failed the previous handle,
+/// which closed it).
+pub(crate) fn reopen_backend(
+    backend: Arc<dyn redb::StorageBackend>,
+    options: &Options,
+) -> Result<Db, OpenError> {
+    let path = PathBuf::from("<backend>");
+    crate::contain::contain(
+        |detail| contained_at_open(&path, detail),
+        || open_backend(Shared(backend), &path, options),
+    )
+}
+
+/// Opens the writer's file at `path` again (after redb failed the previous handle, which
+/// is closed), as it was opened.
+pub(crate) fn reopen_writable(path: &Path, options: &Options) -> Result<Db, OpenError> {
+    crate::contain::contain(
+        |detail| contained_at_open(path, detail),
+        || open_writable(path, options).map(|(db, _)| db),
+    )
+}
+
+/// A caller's backend shared between the database and the engine, which opens the
+/// database on it again after a failed write: every call is the backend's own.
+#[derive(Debug)]
+struct Shared(Arc<dyn redb::StorageBackend>);
+
+impl redb::StorageBackend for Shared {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        self.0.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+        self.0.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        self.0.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        self.0.write(offset, data)
+    }
+    fn close(&self) -> Result<(), std::io::Error> {
+        self.0.close()
+    }
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.0.try_lock_range(start, end)
+    }
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.0.try_lock_shared_range(start, end)
+    }
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.lock_range(start, end)
+    }
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.lock_shared_range(start, end)
+    }
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.unlock_range(start, end)
+    }
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.0.query_lock_range(start, end)
+    }
 }
 
 /// Opens (creating it if allowed and missing) the file at `path` for writing; `true` with

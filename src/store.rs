@@ -227,7 +227,7 @@ impl Store {
             return open_postgres(url, options, false);
         }
         open::as_writer(path, &options, |db, shared| {
-            Store::from_db(db, path, true, shared, options.clone())
+            Store::from_db(db, None, path, true, shared, options.clone())
         })
     }
 
@@ -269,7 +269,7 @@ impl Store {
             return open_postgres(url, options, true);
         }
         open::as_reader(path, &options, |db, recovered| {
-            let mut store = Store::from_db(db, path, true, false, options.clone())?;
+            let mut store = Store::from_db(db, None, path, true, false, options.clone())?;
             if let Backend::Embedded(embedded) = &mut store.backend {
                 embedded.recovered = recovered;
             }
@@ -316,8 +316,8 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: Options,
     ) -> Result<Store, OpenError> {
-        open::on_backend(backend, &options, |db, path| {
-            Store::from_db(db, path, false, false, options.clone())
+        open::on_backend(backend, &options, |db, path, backend| {
+            Store::from_db(db, Some(backend), path, false, false, options.clone())
         })
     }
 
@@ -326,6 +326,7 @@ impl Store {
     /// `shared`: the writer opened it in redb's `SingleWriter` mode.
     fn from_db(
         db: open::Db,
+        backend: Option<Arc<dyn redb::StorageBackend>>,
         path: &Path,
         is_file: bool,
         shared: bool,
@@ -339,7 +340,9 @@ impl Store {
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }
-        let engine = Arc::new(Engine::new(db, path, is_file, shared, options, recognised));
+        let engine = Arc::new(Engine::new(
+            db, backend, path, is_file, shared, options, recognised,
+        ));
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
         Ok(Store {
@@ -688,7 +691,10 @@ impl Store {
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
     /// the file so the next open loads it instead of building it again. A build that fails
     /// (inside the graph library, or as the store closes) is [`ReadError::IndexBuild`];
-    /// nothing stored changes, and searches go on over the previous graph (or exactly).
+    /// nothing stored changes, and searches go on over the previous graph (or exactly). A
+    /// graph built whose snapshot could not be written (the disk full) is
+    /// [`ReadError::IndexPersist`]: the graph serves, the store stays writable, and the
+    /// snapshot is written again later.
     ///
     /// On PostgreSQL the server keeps pgvector's HNSW index in step with every commit:
     /// nothing to build, so this returns at once.

@@ -310,6 +310,16 @@ pub(crate) const QUANTIZE_AT: usize = 1024;
 /// fast, where MiniLM-40k's 384-d (61 MB) answered 1.5× as fast (`docs/benchmarks.md`).
 pub(crate) const QUANTIZE_MIN_DIM: usize = 128;
 
+/// A quantised graph refits its quantiser and codes its vectors again
+/// ([`Hnsw::refit_codes_if_due`]) once more than this share of its coded values lie outside
+/// the quantiser's range (clamped: data that drifted away from what it was fitted to) ...
+pub(crate) const REFIT_CLAMPED_SHARE: f64 = 1.0 / 64.0;
+
+/// ... or once it holds this many times the points it was fitted to (data that narrowed
+/// inside the range loses resolution without being clamped). Refits at each doubling code
+/// each vector about twice in all.
+const REFIT_GROWTH: usize = 2;
+
 /// Whether a graph of `n` points of `dim` dimensions without a quantiser gets one now
 /// ([`QUANTIZE_AT`], [`QUANTIZE_MIN_DIM`]).
 fn due_for_quantizer(n: usize, dim: usize) -> bool {
@@ -454,6 +464,30 @@ struct Points {
     quant: Option<Quantizer>,
     /// Slot-major codes of the vectors under `quant` (`dim` bytes each), or empty.
     codes: Vec<u8>,
+    /// How many values of `codes` were clamped ([`Quantizer::encode_into`]).
+    clamped: usize,
+    /// Points the graph held when `quant` was fitted (or loaded).
+    fitted_at: usize,
+}
+
+/// Codes every `dim`-float row of `vectors` with `quant` (in parallel, blocks of 4,096
+/// rows, in one allocation filled in place: pieces joined afterwards left a second copy's
+/// worth in the threads' malloc arenas); returns the codes and how many values were clamped.
+fn code_rows(quant: &Quantizer, vectors: &[f32], dim: usize) -> (Vec<u8>, usize) {
+    let mut codes = vec![0u8; vectors.len() / dim * dim];
+    advise_huge_pages(codes.as_ptr(), codes.capacity());
+    let clamped = codes
+        .par_chunks_mut(dim * 4096)
+        .zip(vectors.par_chunks(dim * 4096))
+        .map(|(codes, vectors)| {
+            codes
+                .chunks_exact_mut(dim)
+                .zip(vectors.chunks_exact(dim))
+                .map(|(code, vector)| quant.encode_into(vector, code))
+                .sum::<usize>()
+        })
+        .sum();
+    (codes, clamped)
 }
 
 impl Points {
@@ -469,22 +503,20 @@ impl Points {
     fn quantize_with(&mut self, dim: usize, quant: Option<Quantizer>) {
         self.quant = quant;
         self.codes = Vec::new();
+        self.clamped = 0;
+        self.fitted_at = self.ids.len();
         let (Some(quant), Some(dim)) = (&self.quant, std::num::NonZeroUsize::new(dim)) else {
             return;
         };
-        let dim = dim.get();
-        // One allocation, filled in place by the threads (blocks of 4,096 vectors): pieces
-        // joined afterwards left a second copy's worth in the threads' malloc arenas.
-        self.codes = vec![0u8; self.vectors.len() / dim * dim];
-        advise_huge_pages(self.codes.as_ptr(), self.codes.capacity());
-        self.codes
-            .par_chunks_mut(dim * 4096)
-            .zip(self.vectors.par_chunks(dim * 4096))
-            .for_each(|(codes, vectors)| {
-                for (code, vector) in codes.chunks_exact_mut(dim).zip(vectors.chunks_exact(dim)) {
-                    quant.encode_into(vector, code);
-                }
-            });
+        (self.codes, self.clamped) = code_rows(quant, &self.vectors, dim.get());
+    }
+
+    /// Whether the codes no longer track the vectors ([`REFIT_CLAMPED_SHARE`],
+    /// [`REFIT_GROWTH`]).
+    fn refit_due(&self) -> bool {
+        self.quant.is_some()
+            && (self.clamped as f64 > self.codes.len() as f64 * REFIT_CLAMPED_SHARE
+                || self.ids.len() >= self.fitted_at.max(1).saturating_mul(REFIT_GROWTH))
     }
 }
 
@@ -593,6 +625,8 @@ impl Hnsw {
                 locks: Vec::new(),
                 quant: None,
                 codes: Vec::new(),
+                clamped: 0,
+                fitted_at: 0,
             }),
             entry: AtomicU64::new(NO_ENTRY),
             top: Mutex::new(()),
@@ -806,13 +840,18 @@ impl Hnsw {
             }
             points.locks.push(Mutex::new(()));
         }
-        let Points { quant, codes, .. } = &mut *points;
+        let Points {
+            quant,
+            codes,
+            clamped,
+            ..
+        } = &mut *points;
         match quant {
             Some(quant) => {
                 codes.reserve(items.len() * self.dim);
                 advise_huge_pages(codes.as_ptr(), codes.capacity());
                 for &(_, vector) in items {
-                    quant.encode(vector, codes);
+                    *clamped += quant.encode(vector, codes);
                 }
             }
             None if due_for_quantizer(end, self.dim) => points.quantize(self.dim),
@@ -832,19 +871,59 @@ impl Hnsw {
         before_each: impl Fn() + Sync,
     ) -> Option<std::ops::Range<u32>> {
         let slots = self.allocate(items)?;
-        let points = self.points.read();
-        if slots.len() >= PARALLEL_INSERT_MIN {
-            slots.clone().into_par_iter().for_each(|slot| {
-                before_each();
-                self.link(&points, slot);
-            });
-        } else {
-            for slot in slots.clone() {
-                before_each();
-                self.link(&points, slot);
+        {
+            let points = self.points.read();
+            if slots.len() >= PARALLEL_INSERT_MIN {
+                slots.clone().into_par_iter().for_each(|slot| {
+                    before_each();
+                    self.link(&points, slot);
+                });
+            } else {
+                for slot in slots.clone() {
+                    before_each();
+                    self.link(&points, slot);
+                }
             }
         }
+        self.refit_codes_if_due();
         Some(slots)
+    }
+
+    /// Fits the quantiser anew to the vectors held and codes them all again, if the codes
+    /// no longer track them (see [`Points::refit_due`]). The new codes are computed beside
+    /// the old ones under the arrays' read lock (searches go on with the old quantiser and
+    /// codes; only allocations wait), then the points allocated meanwhile are coded and the
+    /// quantiser and codes swapped together under the write lock: a traversal reads one
+    /// quantiser with its own codes, never a mix. Runs in the inserting thread, which is
+    /// a background build's or the absorber's.
+    pub(crate) fn refit_codes_if_due(&self) {
+        let dim = self.dim;
+        let (quant, mut codes, mut clamped, fitted) = {
+            let points = self.points.read();
+            if !points.refit_due() {
+                return;
+            }
+            let n = points.ids.len();
+            let vectors = points.vectors.get(..n * dim).unwrap_or(&[]);
+            let Some(quant) =
+                Quantizer::fit(dim, n, |slot| vectors.get(slot * dim..(slot + 1) * dim))
+            else {
+                return;
+            };
+            let (codes, clamped) = code_rows(&quant, vectors, dim);
+            (quant, codes, clamped, n)
+        };
+        let mut points = self.points.write();
+        let tail = points.vectors.get(fitted * dim..).unwrap_or(&[]);
+        codes.reserve(tail.len());
+        advise_huge_pages(codes.as_ptr(), codes.capacity());
+        for vector in tail.chunks_exact(dim) {
+            clamped += quant.encode(vector, &mut codes);
+        }
+        points.quant = Some(quant);
+        points.codes = codes;
+        points.clamped = clamped;
+        points.fitted_at = points.ids.len();
     }
 
     /// Read access to the points' ids and vectors, for the exact store, which scores the
@@ -1383,6 +1462,22 @@ impl Hnsw {
                 reached,
             }
         };
+        // A saved quantiser must stand for the vectors it codes: one that does not (its
+        // range far from theirs, or too coarse) was never fitted to them, and a traversal
+        // on its codes would wander (all-clamped codes made every search miss): damage.
+        if let Some(quant) = &quant {
+            let row = |slot: usize| {
+                present
+                    .get(slot)
+                    .copied()
+                    .unwrap_or(false)
+                    .then(|| vectors.get(slot * dim..(slot + 1) * dim))
+                    .flatten()
+            };
+            if !quant.represents(dim, n, row) {
+                return None;
+            }
+        }
         let unreachable: Vec<u32> = (0..n as u32)
             .filter(|&slot| !links.reached.get(slot as usize).copied().unwrap_or(false))
             .collect();
@@ -1395,8 +1490,9 @@ impl Hnsw {
             points.layer0 = links.layer0;
             points.upper_at = links.upper_at;
             points.upper = links.upper;
-            // The saved quantiser, so that the codes are those the graph was searched with
-            // before it was saved; a snapshot of an earlier format has none: fitted anew.
+            // The saved quantiser (checked above), so that the codes are those the graph was
+            // searched with before it was saved; a snapshot of an earlier format has none:
+            // fitted anew.
             match quant {
                 Some(quant) => points.quantize_with(dim, Some(quant)),
                 None if due_for_quantizer(n, dim) => points.quantize(dim),

@@ -843,3 +843,6 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod quantizer_drift_tests;

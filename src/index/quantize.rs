@@ -27,6 +27,15 @@ const LANES: usize = 16;
 /// only the traversal's estimate suffers, never a hit's distance).
 const MARGIN: f32 = 1.0 / 32.0;
 
+/// A quantiser read back with a graph is refused ([`Quantizer::represents`]) when more
+/// than this share of the vectors' values fall outside its range. A graph refits its codes
+/// long before (`graph::REFIT_CLAMPED_SHARE`), so a sound snapshot stays far below it.
+const LOADED_CLAMPED_SHARE: f64 = 1.0 / 8.0;
+
+/// ... or when most varying dimensions span fewer than this many of its steps (a fit spans
+/// about 240).
+const LOADED_MIN_LEVELS: f32 = 8.0;
+
 /// At most this many vectors are read to fit a quantiser (evenly spaced over the slots).
 const FIT_SAMPLE: usize = 16_384;
 
@@ -115,15 +124,19 @@ impl Quantizer {
         sound.then(|| Quantizer::new(low.to_vec(), step.to_vec()))
     }
 
-    /// Appends `vector`'s code (one byte per dimension, clamped to the range).
-    pub(crate) fn encode(&self, vector: &[f32], out: &mut Vec<u8>) {
+    /// Appends `vector`'s code (one byte per dimension, clamped to the range); returns how
+    /// many of its values were clamped (see [`Quantizer::encode_into`]).
+    pub(crate) fn encode(&self, vector: &[f32], out: &mut Vec<u8>) -> usize {
         let at = out.len();
         out.resize(at + vector.len().min(self.low.len()), 0);
-        self.encode_into(vector, &mut out[at..]);
+        self.encode_into(vector, &mut out[at..])
     }
 
-    /// Writes `vector`'s code into `code` (as many values as both hold).
-    pub(crate) fn encode_into(&self, vector: &[f32], code: &mut [u8]) {
+    /// Writes `vector`'s code into `code` (as many values as both hold); returns how many
+    /// values lay more than half a step outside the range (clamped: their code says only
+    /// "at the edge", which is what makes a stale quantiser lose recall).
+    pub(crate) fn encode_into(&self, vector: &[f32], code: &mut [u8]) -> usize {
+        let mut clamped = 0usize;
         for ((out, &x), (&low, &inverse)) in code
             .iter_mut()
             .zip(vector)
@@ -132,8 +145,60 @@ impl Quantizer {
             // Rounded half up: `as u8` truncates, which for the clamped, non-negative value
             // is the floor (and maps NaN to 0). No `round()`: without SSE4.1 it is a call per
             // value, and a load codes every value of every vector.
-            *out = ((x - low) * inverse + 0.5).clamp(0.0, 255.0) as u8;
+            let at = (x - low) * inverse + 0.5;
+            clamped += usize::from(!(0.0..=256.0).contains(&at));
+            *out = at.clamp(0.0, 255.0) as u8;
         }
+        clamped
+    }
+
+    /// Whether this quantiser can stand for the `dim`-dimensional `rows` (read as
+    /// [`Quantizer::fit`] reads them, `None` rows skipped): at most
+    /// [`LOADED_CLAMPED_SHARE`] of their values fall outside its range, and its steps are
+    /// not so coarse that the values of most varying dimensions share a handful of codes
+    /// (fewer than [`LOADED_MIN_LEVELS`] steps across the values' span). A quantiser read
+    /// from a snapshot that fails this was not fitted to these vectors: the snapshot is
+    /// damaged, and its graph is rebuilt.
+    pub(crate) fn represents<'a>(
+        &self,
+        dim: usize,
+        count: usize,
+        row: impl Fn(usize) -> Option<&'a [f32]>,
+    ) -> bool {
+        if dim != self.low.len() || dim == 0 {
+            return false;
+        }
+        let stride = count.div_ceil(FIT_SAMPLE).max(1);
+        let mut min = vec![f32::INFINITY; dim];
+        let mut max = vec![f32::NEG_INFINITY; dim];
+        let (mut values, mut clamped) = (0usize, 0usize);
+        let mut code = vec![0u8; dim];
+        for slot in (0..count).step_by(stride) {
+            let Some(v) = row(slot).filter(|v| v.len() == dim) else {
+                continue;
+            };
+            values += dim;
+            clamped += self.encode_into(v, &mut code);
+            for ((lo, hi), &x) in min.iter_mut().zip(max.iter_mut()).zip(v) {
+                *lo = lo.min(x);
+                *hi = hi.max(x);
+            }
+        }
+        if values == 0 {
+            return true;
+        }
+        if clamped as f64 > values as f64 * LOADED_CLAMPED_SHARE {
+            return false;
+        }
+        let (mut varying, mut coarse) = (0usize, 0usize);
+        for ((lo, hi), step) in min.iter().zip(&max).zip(&self.step) {
+            let span = hi - lo;
+            if span.is_finite() && span > 0.0 {
+                varying += 1;
+                coarse += usize::from(span < step * LOADED_MIN_LEVELS);
+            }
+        }
+        coarse * 2 <= varying
     }
 
     /// The query-side form of `query` for [`Query::distance`] under `metric`.

@@ -12,6 +12,7 @@ mod search_support;
 mod support;
 
 mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
+mod a_failed_graph_snapshot_write_leaves_the_store_writable;
 mod a_sequence_at_its_largest_value_refuses_writes;
 mod a_text_index_in_the_row_per_chunk_format_is_rebuilt;
 mod a_text_row_that_disagrees_with_its_document_refuses_the_write;
