@@ -610,7 +610,11 @@ impl Engine {
     /// Counts every ticket up to `through` as issued (see
     /// [`Store::adopt_tickets`](crate::Store::adopt_tickets)).
     pub(crate) fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
-        self.writable()?;
+        if self.read_only {
+            return Err(WriteError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
         let mut tickets = self.tickets.lock();
         if through > tickets.reserved_until {
             self.write_txn(redb::Durability::Immediate, |txn| {
