@@ -164,12 +164,52 @@ impl InvertedIndex {
         self.total_terms
     }
 
+    /// What the index holds and the heap it takes (see [`Footprint`]).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn footprint(&self) -> Footprint {
+        fn map_bytes(capacity: usize, entry: usize) -> usize {
+            let buckets = match capacity {
+                0 => return 0,
+                c if c < 7 => c + 1,
+                c => c * 8 / 7,
+            };
+            buckets * (entry + 1) + 16
+        }
+        let mut bytes = map_bytes(self.term_ids.capacity(), std::mem::size_of::<(String, u32)>());
+        bytes += self.term_ids.keys().map(String::capacity).sum::<usize>();
+        bytes += self.postings.capacity() * std::mem::size_of::<Vec<Posting>>();
+        bytes += self
+            .postings
+            .iter()
+            .map(|p| p.capacity() * std::mem::size_of::<Posting>())
+            .sum::<usize>();
+        bytes += map_bytes(self.chunks.capacity(), std::mem::size_of::<(u64, Vec<u32>)>());
+        bytes += self.chunks.values().map(|v| v.capacity() * 4).sum::<usize>();
+        Footprint {
+            chunks: self.chunks.len() as u64,
+            pairs: self.postings.iter().map(|p| p.len() as u64).sum(),
+            heap_bytes: bytes as u64,
+        }
+    }
+
     /// The postings of `term` (empty if no live chunk has it).
     pub(crate) fn postings(&self, term: &str) -> &[Posting] {
         self.term_ids
             .get(term)
             .map_or(&[][..], |&t| self.postings[t as usize].as_slice())
     }
+}
+
+/// What an inverted index holds and the heap it takes.
+#[cfg(any(test, feature = "testkit"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Live chunks indexed.
+    pub chunks: u64,
+    /// (term, chunk) pairs: each live chunk's distinct terms, summed.
+    pub pairs: u64,
+    /// Heap bytes the index holds (its tables' capacities, not the allocator's overhead).
+    pub heap_bytes: u64,
 }
 
 /// The store's inverted index, shared by its searches.
@@ -179,6 +219,12 @@ pub(crate) struct TextCache {
 }
 
 impl TextCache {
+    /// The footprint of the index as last built or brought up (`None`: no text search yet).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn footprint(&self) -> Option<Footprint> {
+        self.index.read().as_ref().map(InvertedIndex::footprint)
+    }
+
     /// Runs `f` on the inverted index of exactly `snapshot`'s commit (built or brought up
     /// to it first), or on one built from the snapshot alone when the shared one has moved
     /// past it (a search on a newer snapshot got there first).
