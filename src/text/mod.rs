@@ -33,9 +33,9 @@ pub(crate) use analyze::Analyzer;
 #[cfg(feature = "postgres")]
 pub(crate) use analyze::Terms;
 pub use analyze::{TextLanguage, TextOptions};
-pub(crate) use memory::TextCache;
 #[cfg(any(test, feature = "testkit"))]
 pub use memory::Footprint;
+pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, check_query, fuse, fusion_depth, search_text};
 pub use search::{Bm25, Fusion};
 pub(crate) use verify::check as verify;
