@@ -11,7 +11,9 @@
 //! (`testkit::text_index_footprint`); both are divided by the (term, chunk) pairs indexed and
 //! printed. Criterion then times 32 queries a store (k = 10, the hits' text resolved): prose
 //! queries of two or three words of `common::text_queries`; log queries of a request id, a
-//! request id and a level, two user ids, or shared words.
+//! request id and a level, two user ids, or shared words. Before criterion, the median thread
+//! CPU time of 40 rounds of those queries is printed too (on Linux): on a loaded machine it
+//! moves less than wall time.
 
 mod common;
 
@@ -51,7 +53,10 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: the caller's contract is `System::realloc`'s.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -142,6 +147,42 @@ fn measure(name: &str, store: &Store, first_query: &str) {
     );
 }
 
+/// The calling thread's CPU time (steadier than wall time on a shared machine).
+#[cfg(target_os = "linux")]
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Prints the median thread CPU time of 40 rounds of `queries`.
+#[cfg(target_os = "linux")]
+fn cpu_per_round(name: &str, store: &Store, queries: &[String]) {
+    let options = SearchOptions::default();
+    let mut rounds: Vec<f64> = (0..40)
+        .map(|_| {
+            let start = thread_cpu();
+            for query in queries {
+                black_box(store.search_text(query, K, &options).expect("search"));
+            }
+            (thread_cpu() - start).as_secs_f64() * 1e3
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    println!(
+        "text_index_memory {name}: thread CPU per {} queries, median of 40 rounds: {:.2} ms",
+        queries.len(),
+        rounds[20]
+    );
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cpu_per_round(_: &str, _: &Store, _: &[String]) {}
+
 /// 32 log queries: request ids alone, a request id and a level, two user ids, shared words.
 fn log_queries(docs: u64) -> Vec<String> {
     let mut state = 7u64;
@@ -167,10 +208,7 @@ fn text_index_memory(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let prose_store = store_of(dir.path(), "prose", n, prose);
     let logs_store = store_of(dir.path(), "logs", n, log_lines);
-    let prose_queries: Vec<String> = common::text_queries()
-        .iter()
-        .map(|q| q.join(" "))
-        .collect();
+    let prose_queries: Vec<String> = common::text_queries().iter().map(|q| q.join(" ")).collect();
     let logs_queries = log_queries(n / CHUNKS_PER_DOC as u64);
     measure("prose", &prose_store, &prose_queries[0]);
     measure("logs", &logs_store, &logs_queries[0]);
@@ -179,6 +217,8 @@ fn text_index_memory(c: &mut Criterion) {
         let hits = logs_store.search_text(query, K, &options).expect("search");
         assert!(!hits.is_empty(), "{query}: no hit");
     }
+    cpu_per_round("prose", &prose_store, &prose_queries);
+    cpu_per_round("logs", &logs_store, &logs_queries);
     let mut group = c.benchmark_group(format!("text_index_{n}"));
     group.sample_size(20);
     for (name, store, queries) in [

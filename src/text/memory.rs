@@ -383,7 +383,7 @@ impl InvertedIndex {
         numbers.dedup();
         self.common_fps.insert(fp);
         for number in numbers {
-            let (doc, slot) = split_vector_id(self.ids[number as usize]);
+            let (doc, slot) = split_vector_id(self.vector_id(number));
             let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
                 continue;
             };

@@ -8,8 +8,9 @@
 //! - `write.rs`: the rows and the totals, updated by the write batch as it writes and
 //!   removes chunk rows (a revision rewrites its document's row once); the whole-index
 //!   (re)build.
-//! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
-//!   by the changelog, as the filter index is.
+//! - `memory.rs`: the rows inverted in memory (compact on any vocabulary: rare terms are
+//!   counted from the rows at query time), kept at a search's commit by the changelog, as
+//!   the filter index is.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
