@@ -679,7 +679,7 @@ mod tests {
         for step in 0..120 {
             version += 1;
             let id = format!("d{}", splitmix(&mut state) % 12);
-            if splitmix(&mut state) % 6 == 0 {
+            if splitmix(&mut state).is_multiple_of(6) {
                 store
                     .delete("s", &id, Version::number(version))
                     .expect("delete");
