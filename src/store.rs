@@ -636,6 +636,17 @@ impl Store {
         }), pg => pg.search_hybrid(text, vector, k, options))
     }
 
+    /// The embedded store's in-memory text index as last built or brought up by a text
+    /// search (`None`: none yet, or a PostgreSQL store).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn text_index_footprint(&self) -> Option<crate::text::Footprint> {
+        match &self.backend {
+            Backend::Embedded(e) => e.engine.text_index.footprint(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => None,
+        }
+    }
+
     /// Whether this store can answer text searches: it keeps a text index (a read-only
     /// store: the file, or the PostgreSQL schema, has one) that covers its documents.
     pub fn has_text_index(&self) -> bool {

@@ -35,6 +35,15 @@ pub fn graph_search_distances() -> u64 {
     crate::index::graph_counted::distances()
 }
 
+/// What a store's in-memory text index holds and the heap it takes.
+pub use crate::text::Footprint as TextIndexFootprint;
+
+/// The footprint of `store`'s in-memory text index as the last text search left it (`None`:
+/// no text search yet, or a PostgreSQL store).
+pub fn text_index_footprint(store: &crate::Store) -> Option<TextIndexFootprint> {
+    store.text_index_footprint()
+}
+
 /// The internal document id a vector id carries.
 pub fn vector_owner(vector_id: u64) -> u64 {
     schema::split_vector_id(vector_id).0

@@ -8,8 +8,9 @@
 //! - `write.rs`: the rows and the totals, updated by the write batch as it writes and
 //!   removes chunk rows (a revision rewrites its document's row once); the whole-index
 //!   (re)build.
-//! - `memory.rs`: the rows inverted in memory (term -> postings), kept at a search's commit
-//!   by the changelog, as the filter index is.
+//! - `memory.rs`: the rows inverted in memory (compact on any vocabulary: rare terms are
+//!   counted from the rows at query time), kept at a search's commit by the changelog, as
+//!   the filter index is.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
@@ -33,6 +34,8 @@ pub(crate) use analyze::Analyzer;
 #[cfg(feature = "postgres")]
 pub(crate) use analyze::Terms;
 pub use analyze::{TextLanguage, TextOptions};
+#[cfg(any(test, feature = "testkit"))]
+pub use memory::Footprint;
 pub(crate) use memory::TextCache;
 pub(crate) use search::{analyzer_of, check_query, fuse, fusion_depth, search_text};
 pub use search::{Bm25, Fusion};

@@ -8,7 +8,7 @@
 //! snapshot's rows.
 
 use super::analyze::{Analyzer, TextOptions};
-use super::memory::{InvertedIndex, TextCache};
+use super::memory::{InvertedIndex, Rows, TextCache};
 use crate::error::{InputError, ReadError};
 use crate::filter::Matching;
 use crate::read::Snapshot;
@@ -170,38 +170,45 @@ pub(crate) fn analyzer_of(
 }
 
 /// Every chunk with at least one of `query`'s terms and its BM25 score, best first (ties
-/// by vector id), among the chunks `keep` passes.
+/// by vector id), among the chunks `keep` passes. `rows`: the text rows of the snapshot
+/// `index` covers.
 pub(crate) fn score(
     index: &InvertedIndex,
+    rows: &Rows,
     analyzer: &Analyzer,
     query: &str,
     bm25: &Bm25,
     keep: &dyn Fn(u64) -> bool,
-) -> Vec<(u64, f32)> {
+) -> Result<Vec<(u64, f32)>, ReadError> {
     let (terms, _) = analyzer.term_counts(query);
     let n = index.chunk_count();
     if terms.is_empty() || n == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let avg_len = index.total_terms() as f32 / n as f32;
-    let mut scores: HashMap<u64, f32> = HashMap::new();
+    let mut scores: hashbrown::HashMap<u32, f32, foldhash::fast::RandomState> =
+        hashbrown::HashMap::default();
     let mut terms: Vec<&String> = terms.keys().collect();
     terms.sort();
     for term in terms {
-        let postings = index.postings(term);
+        let postings = index.postings(term, rows)?;
         if postings.is_empty() {
             continue;
         }
         let idf = Bm25::idf(n, postings.len() as u64);
-        for &(id, tf, len) in postings {
-            if keep(id) {
-                *scores.entry(id).or_insert(0.0) += bm25.term_score(idf, tf, len, avg_len);
+        for (number, tf) in postings {
+            if keep(index.vector_id(number)) {
+                *scores.entry(number).or_insert(0.0) +=
+                    bm25.term_score(idf, tf, index.len_of(number), avg_len);
             }
         }
     }
-    let mut ranked: Vec<(u64, f32)> = scores.into_iter().collect();
+    let mut ranked: Vec<(u64, f32)> = scores
+        .into_iter()
+        .map(|(number, score)| (index.vector_id(number), score))
+        .collect();
     ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked
+    Ok(ranked)
 }
 
 /// The `k` best live chunks for `query` by BM25 on `snapshot`. `matching`: the chunks the
@@ -227,9 +234,13 @@ pub(crate) fn search_text(
                 .as_ref()
                 .is_none_or(|docs| docs.contains(&split_vector_id(id).0))
     };
+    let rows = snapshot
+        .txn
+        .open_table(crate::schema::TEXT_DOCS)
+        .map_err(ReadError::storage)?;
     let ranked = cache.with(snapshot, analyzer.options(), |index| {
-        score(index, analyzer, query, &options.bm25, &keep)
-    })?;
+        score(index, &rows, analyzer, query, &options.bm25, &keep)
+    })??;
     let mut hits = Vec::with_capacity(k.min(ranked.len()));
     for (id, score) in ranked {
         if let Some(hit) = resolve(snapshot, id, score, options.filter.as_ref())? {

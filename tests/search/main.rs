@@ -26,5 +26,6 @@ mod search_recall_structured;
 mod search_snapshot_refreshed_as_graph_grows;
 mod search_snapshot_round_trip;
 mod text_and_hybrid_search_never_return_stale_chunks;
+mod text_index_memory_per_term_and_chunk_is_bounded;
 mod text_search_matches_reference_bm25;
 mod undecodable_metadata_is_corruption_in_search;
