@@ -472,7 +472,7 @@ pub(crate) fn search(
     if matching.is_some_and(Matching::is_empty) {
         return Ok(Vec::new());
     }
-    let mut mode = if options.exact {
+    let mode = if options.exact {
         SearchMode::Exact
     } else {
         match options.ef {
@@ -538,13 +538,10 @@ pub(crate) fn search(
                 }
             }
         }
+        // Fewer candidates than asked are every one there is: the graph search returns
+        // every live point it holds once asked for as many (points it cannot reach are
+        // scored outside it, and a filtered search that runs out is answered exactly).
         if exhausted {
-            // Per document, a graph search that ran out of points it could reach may have
-            // missed documents: the exact scan of the same width decides.
-            if per_document && live.is_some() && !scan_matching && mode != SearchMode::Exact {
-                mode = SearchMode::Exact;
-                continue;
-            }
             return Ok(hits);
         }
         // Fewer live hits than asked: candidates the index holds but the snapshot does not

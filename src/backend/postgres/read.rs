@@ -368,8 +368,7 @@ pub(super) fn search(
 /// The vector search, in the caller's transaction (its last statement: it sets the
 /// planner's settings for the rest of the transaction). `query` is prepared. Per document
 /// ([`SearchOptions::per_document`]) the statement's limit widens until its rows hold `k`
-/// documents or are every live chunk (pgvector's index returns at most `ef_search` rows,
-/// so a walk of the index that runs out is answered again by an exact scan).
+/// documents or are every live chunk ([`complete_vector_rows`]).
 fn vector_hits(
     store: &PgStore,
     txn: &mut Transaction<'_>,
@@ -380,23 +379,33 @@ fn vector_hits(
     if !options.per_document {
         return vector_rows(store, txn, query, k, options.exact, options);
     }
-    let (mut fetch, mut exact) = (k, options.exact);
+    let mut fetch = k;
     loop {
-        let rows = vector_rows(store, txn, query.clone(), fetch, exact, options)?;
+        let rows = complete_vector_rows(store, txn, &query, fetch, options)?;
         let exhausted = rows.len() < fetch;
         let hits = crate::search::best_per_document(rows, k);
-        if hits.len() == k {
-            return Ok(hits);
-        }
-        if exhausted {
-            if !exact {
-                exact = true;
-                continue;
-            }
+        if hits.len() == k || exhausted {
             return Ok(hits);
         }
         fetch = fetch.saturating_mul(4);
     }
+}
+
+/// The `k` nearest live chunks, or all of them if fewer: a walk of pgvector's index that
+/// returns fewer rows than asked (it returns at most `ef_search`, and drops rows the
+/// conditions refuse after finding them) is answered again by an exact scan.
+fn complete_vector_rows(
+    store: &PgStore,
+    txn: &mut Transaction<'_>,
+    query: &[f32],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    let rows = vector_rows(store, txn, query.to_vec(), k, options.exact, options)?;
+    if rows.len() < k && !options.exact {
+        return vector_rows(store, txn, query.to_vec(), k, true, options);
+    }
+    Ok(rows)
 }
 
 /// The vector search's statement: the `k` nearest live chunks (`exact`: by a scan).
@@ -719,10 +728,13 @@ pub(super) fn search_hybrid(
     let mut txn = snapshot(&mut client)?;
     let hits = loop {
         let text_hits = text_hits(&mut txn, analyzer, text, depth, &ranking)?;
-        let vector_hits = if dimension.is_some() {
-            vector_hits(store, &mut txn, query.clone(), depth, &ranking)?
-        } else {
-            Vec::new()
+        let vector_hits = match dimension {
+            None => Vec::new(),
+            // Per document, a ranking shorter than `depth` must be the whole ranking.
+            Some(_) if options.per_document => {
+                complete_vector_rows(store, &mut txn, &query, depth, &ranking)?
+            }
+            Some(_) => vector_hits(store, &mut txn, query.clone(), depth, &ranking)?,
         };
         if !options.per_document {
             break crate::text::fuse(vector_hits, text_hits, k, options.fusion, higher);

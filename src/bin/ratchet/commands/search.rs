@@ -212,8 +212,16 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     } else {
         vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
     }
-    let results = run_searches(&store, mode, &queries, &vectors, args.k, &options)
-        .map_err(|error| name_the_vector_argument(error, &args, mode))?;
+    let results = run_searches(
+        args.queries.is_some(),
+        &store,
+        mode,
+        &queries,
+        &vectors,
+        args.k,
+        &options,
+    )
+    .map_err(|error| name_the_vector_argument(error, &args, mode))?;
     let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
@@ -324,8 +332,10 @@ fn name_the_vector_argument(error: ReadError, args: &SearchArgs, mode: Mode) -> 
     }
 }
 
-/// Every query's hits in `mode` (a vector query is a vector search in any mode).
+/// Every query's hits in `mode` (a vector query is a vector search in any mode); `many`:
+/// the queries of `--queries`.
 fn run_searches(
+    many: bool,
     store: &Store,
     mode: Mode,
     queries: &[Query],
@@ -337,13 +347,21 @@ fn run_searches(
         return Ok(store.search_many(vectors, k, options)?);
     }
     let mut results = Vec::with_capacity(queries.len());
-    for (query, vector) in queries.iter().zip(vectors) {
-        results.push(match (mode, &query.text) {
-            (Mode::Text, Some(text)) => store.search_text(text, k, options)?,
-            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options)?,
+    for (i, (query, vector)) in queries.iter().zip(vectors).enumerate() {
+        let hits = match (mode, &query.text) {
+            (Mode::Text, Some(text)) => store.search_text(text, k, options),
+            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options),
             // A vector query: there are no words to match.
-            _ => store.search(vector, k, options)?,
-        });
+            _ => store.search(vector, k, options),
+        };
+        // A query of `--queries` is named by its place, as `search_many` names it.
+        results.push(hits.map_err(|error| match error {
+            ReadError::Input(mut e) if many && e.field.starts_with("query") => {
+                e.field = e.field.replacen("query", &format!("queries[{i}]"), 1);
+                ReadError::Input(e)
+            }
+            other => other,
+        })?);
     }
     Ok(results)
 }
