@@ -160,7 +160,7 @@ pub fn check(store: &Store) {
                     .expect("hybrid search");
                 assert_same(&hybrid, &want_hybrid, &format!("hybrid, {what}"));
                 let many = store
-                    .search_many(&[q.clone()], k, &options)
+                    .search_many(std::slice::from_ref(&q), k, &options)
                     .expect("search_many");
                 assert_same(&many[0], &want_vector, &format!("search_many, {what}"));
             }

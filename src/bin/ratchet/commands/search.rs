@@ -344,7 +344,7 @@ fn run_searches(
     options: &SearchOptions,
 ) -> Result<Vec<Vec<Hit>>, ReadError> {
     if mode == Mode::Vector {
-        return Ok(store.search_many(vectors, k, options)?);
+        return store.search_many(vectors, k, options);
     }
     let mut results = Vec::with_capacity(queries.len());
     for (i, (query, vector)) in queries.iter().zip(vectors).enumerate() {
