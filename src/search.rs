@@ -130,7 +130,7 @@ impl SearchOptions {
     }
 
     /// Returns one hit per document: its best-scoring chunk, for `k` distinct documents
-    /// (see [`SearchOptions::per_document`]).
+    /// (see the field `per_document`).
     ///
     /// ```
     /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
@@ -182,7 +182,7 @@ pub struct Hit {
 }
 
 /// The first hit of each `(source, id)` document in `hits` (ranked best first), at most
-/// `k` of them: what [`SearchOptions::per_document`] returns from a chunk ranking.
+/// `k` of them: what `SearchOptions::per_document` returns from a chunk ranking.
 pub(crate) fn best_per_document(hits: impl IntoIterator<Item = Hit>, k: usize) -> Vec<Hit> {
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut best = Vec::new();

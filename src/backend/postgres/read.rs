@@ -367,7 +367,7 @@ pub(super) fn search(
 
 /// The vector search, in the caller's transaction (its last statement: it sets the
 /// planner's settings for the rest of the transaction). `query` is prepared. Per document
-/// ([`SearchOptions::per_document`]) the statement's limit widens until its rows hold `k`
+/// (`SearchOptions::per_document`) the statement's limit widens until its rows hold `k`
 /// documents or are every live chunk ([`complete_vector_rows`]).
 fn vector_hits(
     store: &PgStore,
