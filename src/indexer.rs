@@ -276,9 +276,21 @@ impl Indexer {
         query: &[f32],
         k: usize,
         options: &SearchOptions,
-        mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+        then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
     ) -> Result<T, ReadError> {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
+        self.search_then_unbounded(query, k, options, then)
+    }
+
+    /// [`Indexer::search_then`] without the check of `k` against `Limits::max_k` (hybrid
+    /// search widens its rankings past it, per document; the caller checked its own `k`).
+    fn search_then_unbounded<T>(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+        mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
         if self.engine.is_read_only() && self.engine.dimension().is_none() {
             // The writer may have fixed it since this store opened.
             drop(self.engine.snapshot()?);
@@ -595,27 +607,48 @@ impl Indexer {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
         crate::text::check_query(text, &self.engine.options().limits)?;
         options.fusion.check()?;
-        let depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
+        let mut depth = crate::text::fusion_depth(k, self.engine.options().limits.max_k);
         let higher = self.engine.metric().higher_is_closer();
-        self.search_then(vector, depth, options, |snapshot, vector_hits| {
-            let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
-            let text_hits = crate::text::search_text(
-                snapshot,
-                &self.engine.text_index,
-                &analyzer,
-                text,
-                depth,
-                options,
-                None,
-            )?;
-            Ok(crate::text::fuse(
-                vector_hits,
-                text_hits,
-                k,
-                options.fusion,
-                higher,
-            ))
-        })
+        // Per document, the rankings are of chunks (each document's best fused chunk is
+        // kept after the fusion), widened until they hold `k` documents or run out.
+        let ranking = if options.per_document {
+            std::borrow::Cow::Owned(options.clone().per_document(false))
+        } else {
+            std::borrow::Cow::Borrowed(options)
+        };
+        loop {
+            let (hits, exhausted) =
+                self.search_then_unbounded(vector, depth, &ranking, |snapshot, vector_hits| {
+                    let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
+                    let text_hits = crate::text::search_text(
+                        snapshot,
+                        &self.engine.text_index,
+                        &analyzer,
+                        text,
+                        depth,
+                        &ranking,
+                        None,
+                    )?;
+                    if !options.per_document {
+                        let fused =
+                            crate::text::fuse(vector_hits, text_hits, k, options.fusion, higher);
+                        return Ok((fused, true));
+                    }
+                    let exhausted = vector_hits.len() < depth && text_hits.len() < depth;
+                    let fused = crate::text::fuse(
+                        vector_hits,
+                        text_hits,
+                        usize::MAX,
+                        options.fusion,
+                        higher,
+                    );
+                    Ok((crate::search::best_per_document(fused, k), exhausted))
+                })?;
+            if hits.len() == k || exhausted {
+                return Ok(hits);
+            }
+            depth = depth.saturating_mul(4);
+        }
     }
 
     /// See [`Store::has_text_index`](crate::Store::has_text_index).

@@ -48,6 +48,14 @@ pub struct SearchOptions {
     /// (default reciprocal rank fusion, k 60).
     #[serde(default)]
     pub fusion: crate::text::Fusion,
+    /// One hit per document: the best-scoring chunk of each document, and `k` distinct
+    /// documents (fewer only when fewer match). The candidate set widens until it holds `k`
+    /// documents or every matching chunk has been seen, so a document whose chunks crowd
+    /// the top of the ranking never hides the others. Applies to vector, text and hybrid
+    /// search, exact and graph search, with or without filters, on both backends. Hybrid
+    /// search fuses the chunk rankings first, then keeps each document's best fused chunk.
+    #[serde(default)]
+    pub per_document: bool,
 }
 
 /// How a filtered search (not [`SearchOptions::exact`]) finds its candidates, once the
@@ -121,6 +129,29 @@ impl SearchOptions {
         self
     }
 
+    /// Returns one hit per document: its best-scoring chunk, for `k` distinct documents
+    /// (see the field `per_document`).
+    ///
+    /// ```
+    /// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("index.redb"), Options::default())?;
+    /// store.upsert(Document::new("notes", "long", Version::number(1))
+    ///     .with_chunk(Chunk::new("cats purr", vec![1.0, 0.1]))
+    ///     .with_chunk(Chunk::new("cats nap", vec![1.0, 0.2])))?;
+    /// store.upsert(Document::new("notes", "short", Version::number(1))
+    ///     .with_chunk(Chunk::new("dogs bark", vec![0.1, 1.0])))?;
+    /// let options = SearchOptions::default().per_document(true);
+    /// let hits = store.search(&[1.0, 0.1], 2, &options)?;
+    /// assert_eq!((hits[0].id.as_str(), hits[0].text.as_str()), ("long", "cats purr"));
+    /// assert_eq!(hits[1].id, "short");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn per_document(mut self, per_document: bool) -> SearchOptions {
+        self.per_document = per_document;
+        self
+    }
+
     /// Restricts to one more document.
     pub fn document(mut self, source: impl Into<String>, id: impl Into<String>) -> SearchOptions {
         self.documents.push((source.into(), id.into()));
@@ -148,6 +179,22 @@ pub struct Hit {
     /// Cosine similarity or dot product (higher is closer), or L2 distance (lower is
     /// closer).
     pub score: f32,
+}
+
+/// The first hit of each `(source, id)` document in `hits` (ranked best first), at most
+/// `k` of them: what `SearchOptions::per_document` returns from a chunk ranking.
+pub(crate) fn best_per_document(hits: impl IntoIterator<Item = Hit>, k: usize) -> Vec<Hit> {
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut best = Vec::new();
+    for hit in hits {
+        if best.len() == k {
+            break;
+        }
+        if seen.insert((hit.source.clone(), hit.id.clone())) {
+            best.push(hit);
+        }
+    }
+    best
 }
 
 /// Validates and prepares a query vector.
@@ -451,6 +498,7 @@ pub(crate) fn search(
         _ => false,
     };
     let filter = options.filter.as_ref();
+    let per_document = options.per_document;
     let mut fetch = k;
     loop {
         let candidates = match live {
@@ -473,17 +521,34 @@ pub(crate) fn search(
         };
         let exhausted = candidates.len() < fetch;
         let mut hits = Vec::with_capacity(k.min(candidates.len()));
+        // Per document: the internal ids of the documents that have their hit already.
+        let mut documents = HashSet::new();
         for (vector_id, score) in candidates {
+            let owner = split_vector_id(vector_id).0;
+            if per_document && documents.contains(&owner) {
+                continue;
+            }
             if let Some(hit) = resolve(snapshot, vector_id, score, filter)? {
+                if per_document {
+                    documents.insert(owner);
+                }
                 hits.push(hit);
                 if hits.len() == k {
                     return Ok(hits);
                 }
             }
         }
+        // Fewer candidates than asked are every one there is: the graph search returns
+        // every live point it holds once asked for as many (points it cannot reach are
+        // scored outside it, and a filtered search that runs out is answered exactly).
+        if exhausted {
+            return Ok(hits);
+        }
         // Fewer live hits than asked: candidates the index holds but the snapshot does not
-        // (committed after it). Fetch more, unless there is nothing more to fetch.
-        if exhausted || fetch >= 1 << 20 {
+        // (committed after it), or, per document, chunks of documents already in the hits.
+        // Fetch more, unless there is nothing more to fetch (per document: until every
+        // candidate has been seen).
+        if !per_document && fetch >= 1 << 20 {
             return Ok(hits);
         }
         fetch = fetch.saturating_mul(4);

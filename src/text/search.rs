@@ -242,8 +242,17 @@ pub(crate) fn search_text(
         score(index, &rows, analyzer, query, &options.bm25, &keep)
     })??;
     let mut hits = Vec::with_capacity(k.min(ranked.len()));
+    // Per document: the internal ids of the documents that have their hit already.
+    let mut documents = HashSet::new();
     for (id, score) in ranked {
+        let owner = split_vector_id(id).0;
+        if options.per_document && documents.contains(&owner) {
+            continue;
+        }
         if let Some(hit) = resolve(snapshot, id, score, options.filter.as_ref())? {
+            if options.per_document {
+                documents.insert(owner);
+            }
             hits.push(hit);
             if hits.len() == k {
                 break;

@@ -20,6 +20,9 @@ mod cli_two_processes_ingest_the_same_documents;
 mod filters_on_postgres_match_the_reference;
 mod killed_writer_leaves_nothing_partial;
 mod model_schedules_on_postgres;
+#[path = "../search_support/per_document.rs"]
+mod per_document_scenario;
+mod per_document_search_on_postgres;
 mod racing_writers_on_separate_connections_converge;
 mod read_only_open_on_postgres_writes_nothing;
 mod search_never_returns_superseded_chunks_on_postgres;

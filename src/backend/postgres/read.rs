@@ -20,7 +20,7 @@ use crate::version::{Version, VersionKind};
 use pgvector::Vector;
 use postgres::types::ToSql;
 use postgres::{Row, Transaction};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The default `hnsw.ef_search` (the embedded index's default search width).
 const DEFAULT_EF: usize = 64;
@@ -365,13 +365,56 @@ pub(super) fn search(
     Ok(hits)
 }
 
-/// The vector search's statement, in the caller's transaction (its last statement: it sets
-/// the planner's settings for the rest of the transaction). `query` is prepared.
+/// The vector search, in the caller's transaction (its last statement: it sets the
+/// planner's settings for the rest of the transaction). `query` is prepared. Per document
+/// (`SearchOptions::per_document`) the statement's limit widens until its rows hold `k`
+/// documents or are every live chunk ([`complete_vector_rows`]).
 fn vector_hits(
     store: &PgStore,
     txn: &mut Transaction<'_>,
     query: Vec<f32>,
     k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    if !options.per_document {
+        return vector_rows(store, txn, query, k, options.exact, options);
+    }
+    let mut fetch = k;
+    loop {
+        let rows = complete_vector_rows(store, txn, &query, fetch, options)?;
+        let exhausted = rows.len() < fetch;
+        let hits = crate::search::best_per_document(rows, k);
+        if hits.len() == k || exhausted {
+            return Ok(hits);
+        }
+        fetch = fetch.saturating_mul(4);
+    }
+}
+
+/// The `k` nearest live chunks, or all of them if fewer: a walk of pgvector's index that
+/// returns fewer rows than asked (it returns at most `ef_search`, and drops rows the
+/// conditions refuse after finding them) is answered again by an exact scan.
+fn complete_vector_rows(
+    store: &PgStore,
+    txn: &mut Transaction<'_>,
+    query: &[f32],
+    k: usize,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, ReadError> {
+    let rows = vector_rows(store, txn, query.to_vec(), k, options.exact, options)?;
+    if rows.len() < k && !options.exact {
+        return vector_rows(store, txn, query.to_vec(), k, true, options);
+    }
+    Ok(rows)
+}
+
+/// The vector search's statement: the `k` nearest live chunks (`exact`: by a scan).
+fn vector_rows(
+    store: &PgStore,
+    txn: &mut Transaction<'_>,
+    query: Vec<f32>,
+    k: usize,
+    exact: bool,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, ReadError> {
     let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(Vector::from(query))];
@@ -390,7 +433,7 @@ fn vector_hits(
         params.len()
     );
     let ef = options.ef.unwrap_or(DEFAULT_EF).max(k).min(1000);
-    let settings = if options.exact {
+    let settings = if exact {
         // The ground truth: no index, a scan of every live chunk.
         "SET LOCAL enable_indexscan = off".to_string()
     } else {
@@ -577,7 +620,36 @@ fn text_hits(
     }
     let mut ranked: Vec<(i64, f32)> = scores.into_iter().collect();
     ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(k);
+    if !options.per_document {
+        ranked.truncate(k);
+        return resolve_ranked(txn, ranked);
+    }
+    // Per document: the ranking is read in widening windows until `k` documents have
+    // their best chunk, or it is done.
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut hits = Vec::new();
+    let (mut start, mut window) = (0, k);
+    while start < ranked.len() {
+        let end = start.saturating_add(window).min(ranked.len());
+        for hit in resolve_ranked(txn, ranked[start..end].to_vec())? {
+            if seen.insert((hit.source.clone(), hit.id.clone())) {
+                hits.push(hit);
+                if hits.len() == k {
+                    return Ok(hits);
+                }
+            }
+        }
+        start = end;
+        window = window.saturating_mul(4);
+    }
+    Ok(hits)
+}
+
+/// The live chunks of `ranked` (vector id, BM25 score), in its order, with its scores.
+fn resolve_ranked(
+    txn: &mut Transaction<'_>,
+    ranked: Vec<(i64, f32)>,
+) -> Result<Vec<Hit>, ReadError> {
     if ranked.is_empty() {
         return Ok(Vec::new());
     }
@@ -643,23 +715,40 @@ pub(super) fn search_hybrid(
     if k == 0 {
         return Ok(Vec::new());
     }
-    let depth = crate::text::fusion_depth(k, store.options.limits.max_k);
+    let mut depth = crate::text::fusion_depth(k, store.options.limits.max_k);
+    let higher = store.metric.higher_is_closer();
+    // Per document, the rankings are of chunks (each document's best fused chunk is kept
+    // after the fusion), widened until they hold `k` documents or run out.
+    let ranking = if options.per_document {
+        std::borrow::Cow::Owned(options.clone().per_document(false))
+    } else {
+        std::borrow::Cow::Borrowed(options)
+    };
     let mut client = store.client.lock();
     let mut txn = snapshot(&mut client)?;
-    let text_hits = text_hits(&mut txn, analyzer, text, depth, options)?;
-    let vector_hits = if dimension.is_some() {
-        vector_hits(store, &mut txn, query, depth, options)?
-    } else {
-        Vec::new()
+    let hits = loop {
+        let text_hits = text_hits(&mut txn, analyzer, text, depth, &ranking)?;
+        let vector_hits = match dimension {
+            None => Vec::new(),
+            // Per document, a ranking shorter than `depth` must be the whole ranking.
+            Some(_) if options.per_document => {
+                complete_vector_rows(store, &mut txn, &query, depth, &ranking)?
+            }
+            Some(_) => vector_hits(store, &mut txn, query.clone(), depth, &ranking)?,
+        };
+        if !options.per_document {
+            break crate::text::fuse(vector_hits, text_hits, k, options.fusion, higher);
+        }
+        let exhausted = vector_hits.len() < depth && text_hits.len() < depth;
+        let fused = crate::text::fuse(vector_hits, text_hits, usize::MAX, options.fusion, higher);
+        let hits = crate::search::best_per_document(fused, k);
+        if hits.len() == k || exhausted {
+            break hits;
+        }
+        depth = depth.saturating_mul(4);
     };
     txn.commit().map_err(server_error)?;
-    Ok(crate::text::fuse(
-        vector_hits,
-        text_hits,
-        k,
-        options.fusion,
-        store.metric.higher_is_closer(),
-    ))
+    Ok(hits)
 }
 
 /// What [`Store::plan`](crate::Store::plan) needs, read in one snapshot: the stored state

@@ -5,7 +5,7 @@ use crate::embedder;
 use crate::output::Output;
 use crate::{exit, open_existing, DbArg, Failure};
 use clap::{Args, ValueEnum};
-use ratchetdb::{Filter, Hit, Metric, SearchOptions, Store};
+use ratchetdb::{Filter, Hit, Metric, ReadError, SearchOptions, Store};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,8 +26,10 @@ pub struct SearchArgs {
     /// Print one JSON object per hit instead of text.
     #[arg(long)]
     json: bool,
-    /// Search with this raw vector (a JSON array) instead of a question.
-    #[arg(long, value_name = "JSON", conflicts_with = "query")]
+    /// Search with this raw vector (a JSON array): alone, a vector search; beside a
+    /// QUESTION, the vector half of a hybrid search whose text half is the QUESTION's words
+    /// (for a store of your own vectors, where ratchet cannot embed the QUESTION).
+    #[arg(long, value_name = "JSON")]
     vector: Option<String>,
     /// Answer every query of FILE (`-`: standard input) in one run: JSON lines, each a
     /// question (`"text"` or `{"text": "..."}`) or a vector (`[0.1, ...]` or
@@ -50,10 +52,14 @@ pub struct SearchArgs {
     /// Only chunks of this source (repeatable).
     #[arg(long, value_name = "NAME")]
     source: Vec<String>,
+    /// One hit per document: each document's best chunk, K distinct documents.
+    #[arg(long)]
+    per_document: bool,
     /// How to search: `vector` (embedding similarity: meaning, paraphrase), `text` (BM25
     /// over the words: exact names, codes, identifiers) or `hybrid` (both, by reciprocal
     /// rank fusion). Default: hybrid when the store has an embedder and a text index, text
-    /// when it has only the text index, else vector. A `--vector` query is always vector.
+    /// when it has only the text index, else vector; a QUESTION with `--vector` is hybrid,
+    /// `--vector` alone vector.
     #[arg(long, value_enum, value_name = "MODE")]
     mode: Option<Mode>,
     /// The all-MiniLM-L6-v2 model folder, for a store built with it (default:
@@ -145,7 +151,9 @@ fn read_queries(path: &std::path::Path) -> Result<Vec<Query>, Failure> {
 
 /// The search options the arguments ask for.
 fn search_options(args: &SearchArgs) -> Result<SearchOptions, Failure> {
-    let mut options = SearchOptions::default().exact(args.exact);
+    let mut options = SearchOptions::default()
+        .exact(args.exact)
+        .per_document(args.per_document);
     if let Some(ef) = args.ef {
         options = options.ef(ef);
     }
@@ -165,9 +173,9 @@ fn search_options(args: &SearchArgs) -> Result<SearchOptions, Failure> {
 fn queries(args: &SearchArgs) -> Result<Vec<Query>, Failure> {
     Ok(match (&args.queries, &args.vector, &args.query) {
         (Some(path), _, _) => read_queries(path)?,
-        (None, Some(vector), _) => vec![Query {
+        (None, Some(vector), question) => vec![Query {
             id: None,
-            text: None,
+            text: question.clone(),
             vector: Some(parse_vector(vector)?),
         }],
         (None, None, Some(question)) => vec![Query {
@@ -183,42 +191,37 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
     let options = search_options(&args)?;
     let queries = queries(&args)?;
-    let mode = match (args.mode, &args.vector) {
-        (Some(Mode::Text | Mode::Hybrid), Some(_)) => {
-            return Err(Failure(
-                "--mode text and hybrid search words: give a QUESTION (or questions in \
-                 --queries), not --vector"
-                    .into(),
-            ))
-        }
-        (_, Some(_)) => Mode::Vector,
-        (Some(mode), None) => mode,
-        (None, None) => default_mode(&store),
-    };
-    // The model loads once, for every question (not for text search).
+    let mode = mode(&args, &store)?;
+    // The model loads once, for every question without a vector (not for text search).
     let mut embedder_name = None;
     let mut vectors = Vec::with_capacity(queries.len());
-    if mode != Mode::Text && queries.iter().any(|q| q.text.is_some()) {
+    if mode != Mode::Text
+        && queries
+            .iter()
+            .any(|q| q.text.is_some() && q.vector.is_none())
+    {
         let embedder = embedder::for_store(&args.db.db, store.model(), args.model.as_deref())?;
         embedder_name = Some(embedder.name().to_string());
         for query in &queries {
-            match (&query.text, &query.vector) {
-                (Some(text), _) => vectors.push(embedder.embed(text)?),
-                (None, Some(vector)) => vectors.push(vector.clone()),
+            match (&query.vector, &query.text) {
+                (Some(vector), _) => vectors.push(vector.clone()),
+                (None, Some(text)) => vectors.push(embedder.embed(text)?),
                 (None, None) => vectors.push(Vec::new()),
             }
         }
     } else {
         vectors.extend(queries.iter().map(|q| q.vector.clone().unwrap_or_default()));
     }
-    let results =
-        run_searches(&store, mode, &queries, &vectors, args.k, &options).map_err(|failure| {
-            // The one query of `--vector` is the library's `queries[0]`: name the argument.
-            match &args.vector {
-                Some(_) => Failure(failure.0.replacen("queries[0]", "--vector", 1)),
-                None => failure,
-            }
-        })?;
+    let results = run_searches(
+        args.queries.is_some(),
+        &store,
+        mode,
+        &queries,
+        &vectors,
+        args.k,
+        &options,
+    )
+    .map_err(|error| name_the_vector_argument(error, &args, mode))?;
     let many = args.queries.is_some();
     let mut out = Output::stdout();
     if args.json {
@@ -283,26 +286,82 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     Ok(exit::ok())
 }
 
-/// Every query's hits in `mode` (a vector query is a vector search in any mode).
+/// The mode the arguments ask for; combinations that cannot be searched are refused,
+/// naming the arguments.
+fn mode(args: &SearchArgs, store: &Store) -> Result<Mode, Failure> {
+    let refuse = |why: &str| Err(Failure(why.to_string()));
+    match (args.mode, args.query.is_some(), args.vector.is_some()) {
+        (Some(Mode::Text), _, true) => refuse(
+            "--mode text searches the QUESTION's words and no vector: drop --vector (or give \
+             both with --mode hybrid)",
+        ),
+        (Some(Mode::Hybrid), false, true) => refuse(
+            "--mode hybrid needs a QUESTION for its words beside --vector: ratchet search \
+             \"QUESTION\" --vector '[…]' --mode hybrid",
+        ),
+        (Some(Mode::Vector), true, true) => refuse(
+            "--mode vector searches one vector: give a QUESTION (embedded like the store's \
+             documents) or --vector, not both (both: --mode hybrid)",
+        ),
+        (None | Some(Mode::Hybrid), true, true) => Ok(Mode::Hybrid),
+        (None | Some(Mode::Vector), false, true) => Ok(Mode::Vector),
+        (Some(mode), _, false) => Ok(mode),
+        (None, _, false) => Ok(default_mode(store)),
+    }
+}
+
+/// A search error about the `--vector` query names `--vector` (the library names its
+/// `query`, or `queries[0]` for a batch); anything else is passed on.
+fn name_the_vector_argument(error: ReadError, args: &SearchArgs, mode: Mode) -> Failure {
+    match &error {
+        ReadError::Input(input) if args.vector.is_some() && args.queries.is_none() => {
+            let rest = input
+                .field
+                .strip_prefix("queries[0]")
+                .or_else(|| input.field.strip_prefix("query"));
+            // Hybrid search's text half is its `query` too: a QUESTION too long.
+            let text = mode == Mode::Hybrid && input.problem.contains("a text query");
+            match rest {
+                Some(rest) if !text => {
+                    Failure(format!("invalid --vector{rest}: {}", input.problem))
+                }
+                _ => Failure::from(error),
+            }
+        }
+        _ => Failure::from(error),
+    }
+}
+
+/// Every query's hits in `mode` (a vector query is a vector search in any mode); `many`:
+/// the queries of `--queries`.
 fn run_searches(
+    many: bool,
     store: &Store,
     mode: Mode,
     queries: &[Query],
     vectors: &[Vec<f32>],
     k: usize,
     options: &SearchOptions,
-) -> Result<Vec<Vec<Hit>>, Failure> {
+) -> Result<Vec<Vec<Hit>>, ReadError> {
     if mode == Mode::Vector {
-        return Ok(store.search_many(vectors, k, options)?);
+        return store.search_many(vectors, k, options);
     }
     let mut results = Vec::with_capacity(queries.len());
-    for (query, vector) in queries.iter().zip(vectors) {
-        results.push(match (mode, &query.text) {
-            (Mode::Text, Some(text)) => store.search_text(text, k, options)?,
-            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options)?,
+    for (i, (query, vector)) in queries.iter().zip(vectors).enumerate() {
+        let hits = match (mode, &query.text) {
+            (Mode::Text, Some(text)) => store.search_text(text, k, options),
+            (Mode::Hybrid, Some(text)) => store.search_hybrid(text, vector, k, options),
             // A vector query: there are no words to match.
-            _ => store.search(vector, k, options)?,
-        });
+            _ => store.search(vector, k, options),
+        };
+        // A query of `--queries` is named by its place, as `search_many` names it.
+        results.push(hits.map_err(|error| match error {
+            ReadError::Input(mut e) if many && e.field.starts_with("query") => {
+                e.field = e.field.replacen("query", &format!("queries[{i}]"), 1);
+                ReadError::Input(e)
+            }
+            other => other,
+        })?);
     }
     Ok(results)
 }
