@@ -97,6 +97,8 @@ export interface SearchOptions {
   exact?: boolean;
   /** The graph search's width. */
   ef?: number;
+  /** One hit per document (its best chunk): `k` distinct documents. */
+  perDocument?: boolean;
 }
 
 /** Hybrid search's fusion: reciprocal rank (`rrfK`, default 60) or a weighted sum. */

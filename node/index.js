@@ -295,12 +295,12 @@ function count(value, field, fallback) {
   return value;
 }
 
-const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'rrfK', 'vectorWeight'];
+const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'rrfK', 'vectorWeight'];
 
 function searchOptions(options, kind) {
   if (options === undefined || options === null) options = {};
   if (!isPlainObject(options)) throw bad('options', 'must be an object');
-  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 5), 'options');
+  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 6), 'options');
   const out = { k: count(options.k, 'k', 10) };
   if (options.where !== undefined && options.where !== null) {
     if (!isPlainObject(options.where)) throw bad('where', 'must be a filter object ({ lang: "en" }, { year: { $gte: 2020 } })');
@@ -316,6 +316,10 @@ function searchOptions(options, kind) {
     out.exact = options.exact;
   }
   if (options.ef !== undefined && options.ef !== null) out.ef = count(options.ef, 'ef');
+  if (options.perDocument !== undefined) {
+    if (typeof options.perDocument !== 'boolean') throw bad('perDocument', 'must be a boolean');
+    out.perDocument = options.perDocument;
+  }
   if (options.rrfK !== undefined && options.rrfK !== null) out.rrfK = count(options.rrfK, 'rrfK');
   if (options.vectorWeight !== undefined && options.vectorWeight !== null) {
     const w = options.vectorWeight;

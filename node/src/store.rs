@@ -57,6 +57,8 @@ pub struct SearchInput {
     pub rrf_k: Option<u32>,
     /// Hybrid: the vector ranking's weight in a weighted fusion, in [0, 1].
     pub vector_weight: Option<f64>,
+    /// One hit per document (its best chunk): `k` distinct documents.
+    pub per_document: Option<bool>,
 }
 
 struct Open {
@@ -151,7 +153,9 @@ pub fn open(path: String, given: OpenOptions) -> napi::Result<AsyncTask<Job<Nati
 }
 
 fn search_options(given: &SearchInput) -> napi::Result<SearchOptions> {
-    let mut options = SearchOptions::default().exact(given.exact == Some(true));
+    let mut options = SearchOptions::default()
+        .exact(given.exact == Some(true))
+        .per_document(given.per_document == Some(true));
     if let Some(ef) = given.ef {
         options = options.ef(ef as usize);
     }

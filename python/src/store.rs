@@ -120,12 +120,19 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SearchOptions> {
         let exact = match exact {
             Some(exact) => convert::flag(exact, "exact")?,
             None => false,
         };
-        let mut options = SearchOptions::default().exact(exact);
+        let per_document = match group_by_document {
+            Some(flag) => convert::flag(flag, "group_by_document")?,
+            None => false,
+        };
+        let mut options = SearchOptions::default()
+            .exact(exact)
+            .per_document(per_document);
         if let Some(ef) = convert::count_opt(ef, "ef")? {
             options = options.ef(ef);
         }
@@ -719,8 +726,9 @@ impl PyStore {
     /// The `k` nearest live chunks to `vector` (a 1-D array or sequence of floats).
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
-    /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width.
-    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None)")]
+    /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width;
+    /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents.
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -731,8 +739,9 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let options = PyStore::search_options(r#where, sources, exact, ef)?;
+        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
         let k = k_or_default(py, k);
         Ok(self.search_timed(py, vector, &k, &options)?.0)
     }
@@ -747,7 +756,7 @@ impl PyStore {
         vector: &Bound<'_, PyAny>,
         k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Py<Hit>>, u64)> {
-        let options = PyStore::search_options(None, None, None, None)?;
+        let options = PyStore::search_options(None, None, None, None, None)?;
         let k = k_or_default(py, k);
         let (hits, inner) = self.search_timed(py, vector, &k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
@@ -757,7 +766,7 @@ impl PyStore {
     /// score is its BM25 score). `where` and `sources` as for `search`; `k1` and `b` set
     /// BM25's parameters (defaults 1.2 and 0.75). Raises `RatchetError` if the store keeps no
     /// text index.
-    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, k1=None, b=None), text_signature = "($self, query, k=10, *, where=None, sources=None, k1=None, b=None)")]
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, k1=None, b=None, group_by_document=None), text_signature = "($self, query, k=10, *, where=None, sources=None, k1=None, b=None, group_by_document=False)")]
     #[allow(clippy::too_many_arguments)]
     fn search_text(
         &self,
@@ -768,11 +777,12 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         k1: Option<&Bound<'_, PyAny>>,
         b: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let query = text(query, "query")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let options = with_bm25(
-            PyStore::search_options(r#where, sources, None, None)?,
+            PyStore::search_options(r#where, sources, None, None, group_by_document)?,
             convert::real_opt(k1, "k1")?.map(|x| x as f32),
             convert::real_opt(b, "b")?.map(|x| x as f32),
         );
@@ -786,7 +796,7 @@ impl PyStore {
     /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
-    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None), text_signature = "($self, text, vector, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None)")]
+    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None), text_signature = "($self, text, vector, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
@@ -799,10 +809,11 @@ impl PyStore {
         ef: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let text = convert::text(text, "text")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let mut options = PyStore::search_options(r#where, sources, None, ef)?;
+        let mut options = PyStore::search_options(r#where, sources, None, ef, group_by_document)?;
         let rrf_k = rrf_k.filter(|r| !r.is_none());
         let vector_weight = convert::real_opt(vector_weight, "vector_weight")?.map(|x| x as f32);
         options = match (rrf_k, vector_weight) {
@@ -831,7 +842,7 @@ impl PyStore {
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
     /// hits per row.
-    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None)")]
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
@@ -842,9 +853,10 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<Py<Hit>>>> {
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let options = PyStore::search_options(r#where, sources, exact, ef)?;
+        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
             .into_iter()

@@ -148,6 +148,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         exact: bool = False,
         ef: Optional[int] = None,
+        group_by_document: bool = False,
     ) -> list[Hit]: ...
     def search_text(
         self,
@@ -158,6 +159,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         k1: Optional[float] = None,
         b: Optional[float] = None,
+        group_by_document: bool = False,
     ) -> list[Hit]: ...
     def search_hybrid(
         self,
@@ -170,6 +172,7 @@ class Store:
         ef: Optional[int] = None,
         rrf_k: Optional[int] = None,
         vector_weight: Optional[float] = None,
+        group_by_document: bool = False,
     ) -> list[Hit]: ...
     def search_many(
         self,
@@ -180,6 +183,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         exact: bool = False,
         ef: Optional[int] = None,
+        group_by_document: bool = False,
     ) -> list[list[Hit]]: ...
     def _search_timed(self, vector: VectorLike, k: int = 10) -> tuple[list[Hit], int]: ...
     def get(self, source: str, id: str, *, vectors: bool = False) -> Optional[dict[str, Any]]: ...
