@@ -270,6 +270,9 @@ impl Store {
         }
         open::as_reader(path, &options, |db, recovered| {
             let mut store = Store::from_db(db, None, path, true, false, options.clone())?;
+            // `from_db` makes an embedded store; without the `postgres` feature that is the
+            // only backend there is.
+            #[allow(irrefutable_let_patterns)]
             if let Backend::Embedded(embedded) = &mut store.backend {
                 embedded.recovered = recovered;
             }
@@ -736,9 +739,9 @@ impl Store {
 
     /// Writes a consistent copy of the store to a new file at `path`, while writers keep
     /// writing (in this process or another): every table of one read snapshot, so the copy
-    /// holds exactly what the store held at one commit ([`Backup::commit`]) — documents,
+    /// holds exactly what the store held at one commit ([`Backup::commit`](crate::Backup::commit)) — documents,
     /// tombstones, listings, counters, skip log, text index and persisted graph — and opens
-    /// as a store of its own. `path` must not exist ([`BackupError::AlreadyExists`]): the
+    /// as a store of its own. `path` must not exist ([`BackupError::AlreadyExists`](crate::BackupError::AlreadyExists)): the
     /// copy is written beside it and linked there only when whole and durable. Restore by
     /// opening the copy (or moving it into the original's place while no process has that
     /// open). On PostgreSQL: [`ReadError::Unsupported`] (use the server's own backups).
