@@ -481,6 +481,18 @@ class Store {
     return (await call(callSync(() => this._inner.search(v, opts)))).map(hit);
   }
 
+  /**
+   * `search`, also returning the nanoseconds the Rust call took inside it: for measuring
+   * the binding's own cost per call (`benches/peers/node/overhead.mjs`). Not part of the API.
+   * @private
+   */
+  async _searchTimed(query, options) {
+    const v = vector(query, 'vector');
+    const opts = searchOptions(options, 'vector');
+    const out = await call(callSync(() => this._inner._searchTimed(v, opts)));
+    return { hits: out.hits.map(hit), innerNs: out.innerNs };
+  }
+
   /** `search` for many queries at once, over every core. */
   async searchMany(queries, options) {
     if (!Array.isArray(queries) || queries.length === 0) throw bad('vectors', 'must be a non-empty array of vectors');

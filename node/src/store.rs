@@ -61,6 +61,15 @@ pub struct SearchInput {
     pub per_document: Option<bool>,
 }
 
+/// Hits and the time the Rust search took (`_searchTimed`).
+#[napi(object)]
+pub struct TimedHits {
+    /// The hits, as `search` gives them.
+    pub hits: Vec<NativeHit>,
+    /// Nanoseconds inside `Store::search`.
+    pub inner_ns: f64,
+}
+
 struct Open {
     store: Store,
     writes: Option<Writes>,
@@ -319,6 +328,29 @@ impl NativeStore {
         Ok(AsyncTask::new(Job::new(move || {
             let hits = store.search(&vector, k, &options).map_err(from_read)?;
             Ok(convert::hits(hits))
+        })))
+    }
+
+    /// `search`, also returning the nanoseconds spent inside the Rust `Store::search` call,
+    /// for the binding's cost per call (`benches/peers/node/overhead.mjs`): the call's wall
+    /// time less that, measured on the same call.
+    #[napi(js_name = "_searchTimed")]
+    pub fn search_timed(
+        &self,
+        vector: Float32Array,
+        given: SearchInput,
+    ) -> napi::Result<AsyncTask<Job<TimedHits>>> {
+        let store = self.store()?;
+        let options = search_options(&given)?;
+        let k = given.k as usize;
+        Ok(AsyncTask::new(Job::new(move || {
+            let started = std::time::Instant::now();
+            let hits = store.search(&vector, k, &options).map_err(from_read)?;
+            let inner_ns = started.elapsed().as_nanos() as f64;
+            Ok(TimedHits {
+                hits: convert::hits(hits),
+                inner_ns,
+            })
         })))
     }
 

@@ -4,6 +4,9 @@
 //   bash benches/data/fetch.sh minilm            # MINILM_MAX=11000 is enough here
 //   cd benches/peers/node && npm install && node side_by_side.mjs [--n 10000] [--queries 1000]
 //
+// Libraries: ratchetdb (graph search, default ef; and `ratchetdb-exact`, the exact scan, for
+// recall 1.0), LanceDB without an index (a flat scan, recall 1.0; what it recommends below
+// about 100k rows) and LanceDB with an HNSW-SQ index built after the add (`lancedb-hnsw`).
 // Each library runs in its own child process (so each RSS is its own): add N chunks of the
 // 384-d MiniLM set with metadata, then the queries with and without a filter. Reported: add
 // time, median query latency and recall@10 against exact search (the same truth for both),
@@ -71,7 +74,7 @@ async function child(lib) {
   let search;
   let close;
   let addStart;
-  if (lib === 'ratchetdb') {
+  if (lib.startsWith('ratchetdb')) {
     const { Store } = await import('ratchetdb');
     const store = await Store.open(path.join(dir, 'store.redb'), { dimension: base.dim });
     addStart = performance.now();
@@ -81,9 +84,11 @@ async function child(lib) {
         chunks: [{ text: `chunk ${i}`, vector: row(base, i), meta: { group: group(i) } }] });
     }
     for (let i = 0; i < ops.length; i += 1000) await store.writeBatch(ops.slice(i, i + 1000));
+    out.writeSeconds = (performance.now() - addStart) / 1000;
     await store.waitForIndex(600000);
     out.addSeconds = (performance.now() - addStart) / 1000;
-    search = async (q, filtered) => (await store.search(row(queries, q), { k: K, where: filtered ? { group: 'g3' } : undefined })).map((h) => h.id);
+    const exact = lib === 'ratchetdb-exact';
+    search = async (q, filtered) => (await store.search(row(queries, q), { k: K, exact, where: filtered ? { group: 'g3' } : undefined })).map((h) => h.id);
     close = () => store.close();
   } else {
     const lancedb = await import('@lancedb/lancedb');
@@ -92,6 +97,10 @@ async function child(lib) {
     const rows = [];
     for (let i = 0; i < n; i++) rows.push({ id: `c${i}`, text: `chunk ${i}`, group: group(i), vector: Array.from(row(base, i)) });
     const table = await db.createTable('chunks', rows);
+    out.writeSeconds = (performance.now() - addStart) / 1000;
+    if (lib === 'lancedb-hnsw') {
+      await table.createIndex('vector', { config: lancedb.Index.hnswSq({ distanceType: 'cosine' }) });
+    }
     out.addSeconds = (performance.now() - addStart) / 1000;
     search = async (q, filtered) => {
       let query = table.vectorSearch(Array.from(row(queries, q))).distanceType('cosine').limit(K);
@@ -127,7 +136,8 @@ async function main() {
   const env = { ...process.env, TRUTH_ALL: toArrays(truth(base, queries, false)), TRUTH_FILTERED: toArrays(truth(base, queries, true)) };
   const results = [];
   for (let r = 0; r < rounds; r++) {
-    for (const lib of r % 2 === 0 ? ['ratchetdb', 'lancedb'] : ['lancedb', 'ratchetdb']) {
+    const libs = ['ratchetdb', 'ratchetdb-exact', 'lancedb', 'lancedb-hnsw'];
+    for (const lib of r % 2 === 0 ? libs : [...libs].reverse()) {
       const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', lib, '--n', String(n), '--queries', String(nq)], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
       if (run.status !== 0) throw new Error(`${lib}: ${run.stderr}`);
       const result = JSON.parse(run.stdout.trim().split('\n').pop());
@@ -136,10 +146,10 @@ async function main() {
       console.log(JSON.stringify(result));
     }
   }
-  console.log('\n| round | library | add s | query ms (recall) | filtered query ms (recall) | disk MB | peak RSS MB |');
+  console.log('\n| round | library | add s (writes s) | query ms (recall) | filtered query ms (recall) | disk MB | peak RSS MB |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${r.round} | ${r.lib} | ${r.addSeconds.toFixed(2)} | ${r.unfiltered.medianMs.toFixed(3)} (${r.unfiltered.recall.toFixed(3)}) | ${r.filtered.medianMs.toFixed(3)} (${r.filtered.recall.toFixed(3)}) | ${(r.diskBytes / 1e6).toFixed(1)} | ${r.peakRssMb.toFixed(0)} |`);
+    console.log(`| ${r.round} | ${r.lib} | ${r.addSeconds.toFixed(2)} (${r.writeSeconds.toFixed(2)}) | ${r.unfiltered.medianMs.toFixed(3)} (${r.unfiltered.recall.toFixed(3)}) | ${r.filtered.medianMs.toFixed(3)} (${r.filtered.recall.toFixed(3)}) | ${(r.diskBytes / 1e6).toFixed(1)} | ${r.peakRssMb.toFixed(0)} |`);
   }
 }
 
