@@ -19,6 +19,8 @@ mod cli_folder_links_outside_the_folder_are_skipped;
 mod cli_folder_refusals_reach_the_counters;
 mod cli_folder_skipped_files_warn_unless_strict;
 mod cli_hints_name_the_binary_as_invoked;
+mod cli_ingest_of_an_export_for_another_metric_writes_nothing;
+mod cli_ingest_reads_a_whole_store_line_from_a_slow_pipe;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_no_command_prints_a_store_password;
