@@ -13,6 +13,8 @@ mod cli_demo;
 mod cli_export_ingests_back_into_the_same_store;
 mod cli_folder_dangling_link_is_skipped_as_outside;
 mod cli_folder_fifo_never_blocks;
+mod cli_folder_html_page_with_a_huge_tag_is_skipped;
+mod cli_folder_html_text_starting_with_hash_is_not_a_heading;
 mod cli_folder_ingest_metadata_filters;
 mod cli_folder_ingest_reads_html_pages;
 mod cli_folder_ingest_search;

@@ -142,6 +142,8 @@ mod skip {
     pub const BEFORE_1970: &str = "modified before 1970";
     /// A file link whose target is outside the folder (without `--follow-links`).
     pub const LINK_OUTSIDE: &str = "link to a file outside the folder";
+    /// An HTML page with a tag longer than `html::MAX_TAG_BYTES` (never tokenized).
+    pub const HTML_TAG_TOO_LONG: &str = "HTML tag over 64 KiB";
 }
 
 impl Tally {
@@ -185,6 +187,7 @@ impl Tally {
             skip::NOT_REGULAR,
             skip::BEFORE_1970,
             skip::LINK_OUTSIDE,
+            skip::HTML_TAG_TOO_LONG,
         ];
         let count = |reasons: &[&str]| -> u64 {
             reasons
@@ -778,7 +781,15 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let page;
     let text = if is_html(&job.path) {
-        page = super::html::to_markdown(text);
+        page = match super::html::to_markdown(text) {
+            Ok(page) => page,
+            Err(refused) => {
+                return Ok(Loaded::Skipped(
+                    skip::HTML_TAG_TOO_LONG,
+                    format!("warning: skipped {path}: {refused}, more than any page needs"),
+                ))
+            }
+        };
         page.as_str()
     } else {
         text
