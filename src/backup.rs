@@ -55,8 +55,9 @@ pub enum BackupError {
 
 /// Copies every table of `snapshot` into a new redb file at `out`, which must not exist.
 /// The copy is built in a temporary file beside `out` (`<out>.partial-<pid>`), made durable,
-/// and only then linked to `out`, so `out` is either absent or a whole copy.
-pub(crate) fn write(snapshot: &Snapshot, out: &Path) -> Result<Backup, BackupError> {
+/// and only then linked to `out` (and the name synced), so `out` is either absent or a whole,
+/// durable copy. On unix the copy gets the permission bits of `source`, the store's file.
+pub(crate) fn write(snapshot: &Snapshot, source: &Path, out: &Path) -> Result<Backup, BackupError> {
     if out.exists() {
         return Err(BackupError::AlreadyExists {
             path: out.to_path_buf(),
@@ -71,12 +72,25 @@ pub(crate) fn write(snapshot: &Snapshot, out: &Path) -> Result<Backup, BackupErr
         detail,
     };
     let result = (|| {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        // Readable by the owner alone until it has the source's bits.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options
             .open(&partial)
             .map_err(|e| failed(format!("{}: {e}", partial.display())))?;
+        #[cfg(unix)]
+        std::fs::metadata(source)
+            .and_then(|m| file.set_permissions(m.permissions()))
+            .map_err(|e| {
+                failed(format!(
+                    "copying the permissions of {}: {e}",
+                    source.display()
+                ))
+            })?;
+        #[cfg(not(unix))]
+        let _ = source;
         let db = redb::Database::builder()
             .set_cache_size(crate::options::DEFAULT_CACHE_SIZE)
             .create_with_backend(
@@ -101,25 +115,21 @@ pub(crate) fn write(snapshot: &Snapshot, out: &Path) -> Result<Backup, BackupErr
     result
 }
 
-/// Gives the finished copy its name without ever replacing a file that appeared there
-/// meanwhile (a hard link fails on an existing name; a file system without hard links gets a
-/// rename after one more check).
+/// Gives the finished copy its name (and makes that name durable) without ever replacing a
+/// file that appeared there meanwhile.
 fn link_new(partial: &Path, out: &Path) -> Result<(), BackupError> {
-    match std::fs::hard_link(partial, out) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(BackupError::AlreadyExists {
+    crate::open::link_durably(partial, out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            BackupError::AlreadyExists {
                 path: out.to_path_buf(),
-            })
+            }
+        } else {
+            BackupError::Write {
+                path: out.to_path_buf(),
+                detail: e.to_string(),
+            }
         }
-        Err(_) if !out.exists() => std::fs::rename(partial, out).map_err(|e| BackupError::Write {
-            path: out.to_path_buf(),
-            detail: e.to_string(),
-        }),
-        Err(_) => Err(BackupError::AlreadyExists {
-            path: out.to_path_buf(),
-        }),
-    }
+    })
 }
 
 /// Copies every table the source holds; a table this build does not know is refused (the

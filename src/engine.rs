@@ -615,6 +615,15 @@ impl Engine {
                 path: self.path.clone(),
             });
         }
+        // The largest PostgreSQL keeps, so an export moves between back ends; above it,
+        // every later `ticket()` would fail.
+        if i64::try_from(through).is_err() {
+            return Err(crate::error::InputError::new(
+                "tickets_issued",
+                format!("ticket {through} is above the largest a store issues (2^63 - 1)"),
+            )
+            .into());
+        }
         let mut tickets = self.tickets.lock();
         if through > tickets.reserved_until {
             self.write_txn(redb::Durability::Immediate, |txn| {

@@ -118,7 +118,7 @@ pub enum OpenError {
     },
     /// The file was written by an older ratchetdb, in a format this build cannot convert
     /// (files of schemas 1 and 2 are converted on open).
-    #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: export it with the build that wrote it (`ratchet export`) and ingest the export into a new store (`ratchet ingest --jsonl`)")]
+    #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: export it with the build that wrote it (`ratchet export --vectors`) and ingest the export into a new store (`ratchet ingest --jsonl`)")]
     SchemaTooOld {
         /// The file.
         path: PathBuf,

@@ -893,22 +893,47 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
         .create(&temporary)
         .map_err(|e| open_error(&temporary, e))
         .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));
-    let linked = made.and_then(|()| match std::fs::hard_link(&temporary, path) {
+    let linked = made.and_then(|()| match link_durably(&temporary, path) {
         Ok(()) => Ok(()),
         // Someone else created it first: open theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        // A file system without hard links: an atomic rename, unless the name is taken.
-        Err(_) if !path.exists() => std::fs::rename(&temporary, path).map_err(io_error),
         Err(e) => Err(io_error(e)),
     });
     let _ = std::fs::remove_file(&temporary);
-    linked?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Make the new name durable.
-        if let Ok(dir) = std::fs::File::open(dir) {
-            let _ = dir.sync_all();
+    linked
+}
+
+/// Gives the finished, synced file `temporary` the name `path` without ever replacing a file
+/// there (a hard link fails on an existing name; a file system without hard links gets a
+/// rename after one more check), then syncs `path`'s directory so the new name is durable
+/// too. A name already taken is an error of kind [`std::io::ErrorKind::AlreadyExists`].
+/// `temporary` is left for the caller to remove (after a rename it is gone already).
+pub(crate) fn link_durably(temporary: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(temporary, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) if !path.exists() => std::fs::rename(temporary, path)?,
+        Err(e) if path.exists() => {
+            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, e))
         }
+        Err(e) => return Err(e),
     }
+    sync_parent(path)
+}
+
+/// Syncs the directory holding `path`, so a name just made there survives a crash. Only
+/// unix can open a directory to sync it; elsewhere this does nothing.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
     Ok(())
 }
 

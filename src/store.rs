@@ -726,6 +726,8 @@ impl Store {
     /// issued) and every ticket [`Store::ticket`] issues later is above `through`. For
     /// restoring an export of a store that used tickets (`ratchet export` writes the
     /// source's highest ticket in its first line, `store`). Never lowers what was issued.
+    /// A `through` above 2^63 - 1 is refused ([`WriteError::Input`] naming `tickets_issued`)
+    /// and changes nothing.
     pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
         on_backend!(self, e => e.engine.adopt_tickets(through), pg => pg.adopt_tickets(through))
     }
@@ -744,13 +746,14 @@ impl Store {
     /// as a store of its own. `path` must not exist ([`BackupError::AlreadyExists`](crate::BackupError::AlreadyExists)): the
     /// copy is written beside it and linked there only when whole and durable. Restore by
     /// opening the copy (or moving it into the original's place while no process has that
-    /// open). On PostgreSQL: [`ReadError::Unsupported`] (use the server's own backups).
+    /// open). On unix the copy has the permission bits of the store's file. On PostgreSQL:
+    /// [`ReadError::Unsupported`] (use the server's own backups).
     pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::Backup, crate::BackupError> {
         let path = path.as_ref();
         let snapshot = self.snapshot()?;
         crate::contain::contain(
             |detail| crate::BackupError::Read(ReadError::contained(detail)),
-            || crate::backup::write(&snapshot, path),
+            || crate::backup::write(&snapshot, self.path(), path),
         )
     }
 

@@ -331,7 +331,9 @@ fn unreadable_files_are_skipped_and_counted_and_the_run_goes_on() {
     std::fs::write(docs.join("latin1.txt"), b"caf\xe9 au lait").unwrap();
     std::os::unix::fs::symlink(dir.path().join("nowhere.md"), docs.join("dangling.md")).unwrap();
 
-    let run = ratchet(&["ingest", "--db", path(&db), path(&docs)]);
+    // With --follow-links the dangling link is read, and fails (without, it is skipped as a
+    // link outside the folder: cli_folder_dangling_link_is_skipped_as_outside.rs).
+    let run = ratchet(&["ingest", "--db", path(&db), path(&docs), "--follow-links"]);
     assert_eq!(run.code, Some(3), "{}{}", run.stdout, run.stderr);
     assert_eq!(summary_value(&run.stdout, "written"), 1, "{}", run.stdout);
     assert!(run.stdout.contains("unreadable 1") && run.stdout.contains("not UTF-8 1"));
@@ -347,7 +349,14 @@ fn unreadable_files_are_skipped_and_counted_and_the_run_goes_on() {
         .any(|w| w.contains("latin1.txt is not UTF-8 text") && w.contains("skipped")));
 
     // --sync never deletes a file it could not read: it still exists.
-    let run = ratchet(&["ingest", "--db", path(&db), path(&docs), "--sync"]);
+    let run = ratchet(&[
+        "ingest",
+        "--db",
+        path(&db),
+        path(&docs),
+        "--sync",
+        "--follow-links",
+    ]);
     assert_eq!(summary_value(&run.stdout, "removed by --sync"), 0);
 }
 

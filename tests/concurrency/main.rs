@@ -9,6 +9,7 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a_backup_keeps_the_source_file_s_permissions;
 mod a_closed_store_releases_its_file_while_its_index_loads;
 mod a_reader_while_the_writer_crashes_compacts_or_converts;
 mod a_wait_too_long_for_the_clock_has_no_deadline;

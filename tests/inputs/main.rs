@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod adopted_tickets_above_2_63_are_refused;
 mod bad_input_changes_nothing;
 mod check_validates_without_writing;
 mod hostile_deep_metadata;

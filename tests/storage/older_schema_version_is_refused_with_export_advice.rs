@@ -6,6 +6,8 @@
 //! with the build that wrote it, ingest the export). Never a panic, and the
 //! file's schema version and rows are left as they were: no partial conversion. (The bytes
 //! may differ: redb records its own clean shutdown when the refused open closes the file.)
+//! Issue 46 (review of today's merges), item 3: the advice said `ratchet export`, whose
+//! output (without vectors) a new store cannot take; it now says `ratchet export --vectors`.
 
 use crate::support;
 
@@ -57,7 +59,7 @@ fn older_schema_version_is_refused_with_export_advice() {
             assert_eq!(*supported, 6);
             let message = e.to_string();
             assert!(message.contains("schema version"), "{message}");
-            assert!(message.contains("ratchet export"), "{message}");
+            assert!(message.contains("ratchet export --vectors"), "{message}");
             assert!(message.contains("ratchet ingest --jsonl"), "{message}");
         }
         other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),

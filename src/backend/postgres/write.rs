@@ -1153,7 +1153,7 @@ pub(super) fn adopt_tickets(store: &PgStore, through: u64) -> Result<(), WriteEr
     }
     let through = i64::try_from(through).map_err(|_| {
         crate::error::InputError::new(
-            "through",
+            "tickets_issued",
             format!("ticket {through} is above the largest a PostgreSQL sequence holds"),
         )
     })?;

@@ -121,11 +121,12 @@ pub struct StoreLine {
 }
 
 impl StoreLine {
-    /// The `store` line at the start of `text`, if its first line is one (read before the
-    /// store is opened, so that a new store gets the exported store's metric and model).
+    /// The `store` line at the start of `text` (one whole line, with or without its line
+    /// feed), if it is one (read before the store is opened, so that a new store gets the
+    /// exported store's metric and model).
     pub fn peek(text: &[u8]) -> Option<StoreLine> {
         let text = text.strip_prefix(BOM).unwrap_or(text);
-        let end = text.iter().position(|&b| b == b'\n')?;
+        let end = text.iter().position(|&b| b == b'\n').unwrap_or(text.len());
         match parse_line(&text[..end], VersionKind::Number).ok()?.op {
             Line::Store(line) => Some(line),
             Line::Op(_) => None,

@@ -51,6 +51,24 @@ impl Output {
         self.settle(result)
     }
 
+    /// Everything `reader` holds, as it is (lines written before, e.g. to a temporary file).
+    pub fn copy_from(&mut self, reader: &mut impl io::Read) -> Result<(), Failure> {
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            if self.closed {
+                return Ok(());
+            }
+            let n = match reader.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Failure(format!("reading back what was to be written: {e}"))),
+            };
+            let result = self.out.write_all(&buf[..n]);
+            self.settle(result)?;
+        }
+    }
+
     /// Writes out what is buffered, so far (a long command shows its progress).
     pub fn flush(&mut self) -> Result<(), Failure> {
         if self.closed {

@@ -2,14 +2,17 @@
 //! line when a new store would not be like this one by default (its metric is not cosine, it
 //! recorded a model, or it issued tickets), then every document sorted by (source, id) (a
 //! live one as an upsert, a tombstone as a delete), then every listing `retain` recorded, as
-//! a retain. Ingesting the export into a new store gives a store whose export is the same,
-//! byte for byte.
+//! a retain. Ingesting an export made with `--vectors` into a new store gives a store whose
+//! export is the same, byte for byte (without `--vectors` the lines carry no vectors, which
+//! a new store needs). On PostgreSQL the ticket count is read after the documents, so that
+//! it covers every ticket they carry.
 
 use crate::output::Output;
 use crate::{each_document, exit, open_existing, DbArg, Failure};
 use clap::Args;
 use ratchetdb::{Listing, Metric, StoredDocument};
 use serde::Serialize;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -31,36 +34,44 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     } else {
         Some(store.snapshot()?)
     };
-    let issued = match &snapshot {
-        Some(snapshot) => snapshot.tickets_issued()?,
-        None => store.tickets_issued()?,
-    };
     let metric = store.metric();
     let model = store.model();
-    if metric != Metric::Cosine || model.is_some() || issued > 0 {
-        out.json_line(&StoreLine {
-            op: "store",
-            metric: metric.as_str(),
-            model,
-            tickets_issued: issued,
-        })?;
-    }
     let mut open = true;
-    let mut write = |document: StoredDocument| {
-        out.json_line(&ExportLine::new(&document))?;
-        // The reader has gone (`| head`): what it wanted, it has.
-        open = !out.is_closed();
-        Ok(open)
-    };
     match &snapshot {
         Some(snapshot) => {
+            let issued = snapshot.tickets_issued()?;
+            store_line(&mut out, metric, model, issued)?;
             for document in snapshot.documents(args.vectors)? {
-                if !write(document?)? {
+                out.json_line(&ExportLine::new(&document?))?;
+                // The reader has gone (`| head`): what it wanted, it has.
+                if out.is_closed() {
+                    open = false;
                     break;
                 }
             }
         }
-        None => each_document(&store, args.vectors, write)?,
+        None => {
+            // The documents first, into a temporary file, then the ticket count: a ticket
+            // issued and written meanwhile is then counted (read the other way round, the
+            // export could hold a ticket its `store` line does not, which ingest refuses).
+            let spool_error = |e: std::io::Error| Failure(format!("export: temporary file: {e}"));
+            let mut spool = BufWriter::new(tempfile::tempfile().map_err(spool_error)?);
+            each_document(&store, args.vectors, |document| {
+                serde_json::to_writer(&mut spool, &ExportLine::new(&document))
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| spool.write_all(b"\n"))
+                    .map_err(spool_error)?;
+                Ok(true)
+            })?;
+            let mut spooled = spool
+                .into_inner()
+                .map_err(|e| spool_error(e.into_error()))?;
+            spooled.seek(SeekFrom::Start(0)).map_err(spool_error)?;
+            let issued = store.tickets_issued()?;
+            store_line(&mut out, metric, model, issued)?;
+            out.copy_from(&mut spooled)?;
+            open = !out.is_closed();
+        }
     }
     if open {
         let listings = match &snapshot {
@@ -76,6 +87,24 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Failure> {
     }
     out.finish()?;
     Ok(exit::ok())
+}
+
+/// The `store` line, when a new store would not be like this one by default.
+fn store_line(
+    out: &mut Output,
+    metric: Metric,
+    model: Option<&str>,
+    issued: u64,
+) -> Result<(), Failure> {
+    if metric != Metric::Cosine || model.is_some() || issued > 0 {
+        out.json_line(&StoreLine {
+            op: "store",
+            metric: metric.as_str(),
+            model,
+            tickets_issued: issued,
+        })?;
+    }
+    Ok(())
 }
 
 /// `{"op":"store",…}`: the store's metric, its model, and the highest ticket it may have

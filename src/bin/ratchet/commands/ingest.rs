@@ -175,6 +175,55 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
     }
 }
 
+/// The longest first line read ahead for a `store` line (an export's is far shorter).
+const STORE_LINE_PEEK_BYTES: usize = 64 * 1024;
+
+/// Reads `input`'s first line whole (at most [`STORE_LINE_PEEK_BYTES`], and no more than
+/// `max_line_bytes`), and returns the input with that line put back in front, and the
+/// `store` line it is, if it is one.
+fn first_line(
+    mut input: Box<dyn BufRead + Send>,
+    max_line_bytes: usize,
+) -> io::Result<(Box<dyn BufRead + Send>, Option<jsonl::StoreLine>)> {
+    let limit = STORE_LINE_PEEK_BYTES.min(max_line_bytes.saturating_add(1)) as u64;
+    let mut first = Vec::new();
+    io::Read::take(&mut input, limit).read_until(b'\n', &mut first)?;
+    // Complete: it ends with its line feed, or the input ended before the limit.
+    let complete = first.ends_with(b"\n") || (first.len() as u64) < limit;
+    let exported = complete.then(|| jsonl::StoreLine::peek(&first)).flatten();
+    Ok((
+        Box::new(io::Read::chain(io::Cursor::new(first), input)),
+        exported,
+    ))
+}
+
+/// A `store` line that names another metric or model than `--metric` or `--model` ends the
+/// run before the store is opened: the export would go into a store it was not made for.
+fn refuse_disagreeing_flags(
+    exported: &jsonl::StoreLine,
+    metric: Option<ratchetdb::Metric>,
+    model: Option<&std::ffi::OsStr>,
+) -> Result<(), Failure> {
+    if let (Some(line), Some(flag)) = (exported.metric, metric) {
+        if line != flag {
+            return Err(Failure(format!(
+                "line 1: metric: is {line}, but --metric is {flag}: ingest the export with \
+                 --metric {line} (or without --metric); nothing was written"
+            )));
+        }
+    }
+    if let (Some(line), Some(flag)) = (&exported.model, model) {
+        if flag != std::ffi::OsStr::new(line) {
+            return Err(Failure(format!(
+                "line 1: model: is {line:?}, but --model is {:?}: ingest the export with \
+                 --model {line:?} (or without --model); nothing was written",
+                flag.to_string_lossy()
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure> {
     let started = Instant::now();
     // The input first: a missing input file must not leave a new empty database behind.
@@ -192,10 +241,15 @@ fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure>
             jsonl_path.display().to_string(),
         )
     };
-    let mut input = input;
     // An export's `store` line (its first) gives a new store the exported store's metric
-    // and model, unless the flags say otherwise; the line itself is checked when it is read.
-    let exported = input.fill_buf().ok().and_then(jsonl::StoreLine::peek);
+    // and model; the line itself is checked against the store when it is read. The whole
+    // first line is read (a pipe may deliver it in pieces), then put back before the rest.
+    let (input, exported) = first_line(input, args.max_line_bytes)
+        .map_err(|e| Failure(format!("cannot read {input_name}: {e}")))?;
+    if let Some(exported) = &exported {
+        let model = args.model.as_deref().map(std::path::Path::as_os_str);
+        refuse_disagreeing_flags(exported, args.metric.map(Into::into), model)?;
+    }
     let mut options = Options::default();
     if let Some(exported) = exported {
         if let Some(metric) = exported.metric {
@@ -411,8 +465,12 @@ impl Ingest {
                     tickets_issued: issued,
                 })
             }
+            // The lines after it were made for another store: none is applied.
             Err(StoreLineError::Disagrees(error)) => {
-                self.report_rejected(line, Some(header), &error)
+                self.report_rejected(line, Some(header), &error)?;
+                Err(Failure(format!(
+                    "line {line}: {error}; line {line} and the lines after it were not applied"
+                )))
             }
             Err(StoreLineError::Write(error)) if !workers::is_fatal(&error) => {
                 self.report_rejected(line, Some(header), &op_error(&error))

@@ -27,8 +27,10 @@
 //!
 //! Links: folder links are never followed. A file link is indexed when its target (with
 //! every link resolved) is inside the folder given; one that leads outside it (a shared
-//! repository's `notes/leak.md -> ../secret/creds.txt`) is skipped with a warning and
-//! counted, unless `--follow-links`. HTML pages are read as Markdown (`html.rs`).
+//! repository's `notes/leak.md -> ../secret/creds.txt`), or that cannot be resolved, is
+//! skipped with a warning and counted, unless `--follow-links`. The file opened is checked
+//! again (its real path must be inside the folder), so a folder on its path replaced by a
+//! link after the walk leads nowhere outside. HTML pages are read as Markdown (`html.rs`).
 use crate::embedder;
 use crate::output::plural;
 use crate::progress::Progress;
@@ -42,7 +44,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use walkdir::WalkDir;
 
@@ -91,6 +93,10 @@ struct FileJob {
     /// The walk found a file, not a link: the read then refuses a link put in its place
     /// since (`O_NOFOLLOW`), which could lead out of the folder.
     not_a_link: bool,
+    /// Without `--follow-links`: the root with every link resolved, which the file opened
+    /// must be inside (a folder on its path may have been replaced by a link since the
+    /// walk). `None` with `--follow-links`.
+    confine_to: Option<Arc<Path>>,
 }
 
 /// What the walk found.
@@ -136,6 +142,8 @@ mod skip {
     pub const BEFORE_1970: &str = "modified before 1970";
     /// A file link whose target is outside the folder (without `--follow-links`).
     pub const LINK_OUTSIDE: &str = "link to a file outside the folder";
+    /// An HTML page with a tag longer than `html::MAX_TAG_BYTES` (never tokenized).
+    pub const HTML_TAG_TOO_LONG: &str = "HTML tag over 64 KiB";
 }
 
 impl Tally {
@@ -179,6 +187,7 @@ impl Tally {
             skip::NOT_REGULAR,
             skip::BEFORE_1970,
             skip::LINK_OUTSIDE,
+            skip::HTML_TAG_TOO_LONG,
         ];
         let count = |reasons: &[&str]| -> u64 {
             reasons
@@ -518,13 +527,41 @@ fn document_id(root: &Path, path: &Path) -> Option<String> {
 }
 
 /// Whether the link `path` leads to a file outside `root` (both with every link resolved).
-/// A link that cannot be resolved (broken, or a loop) is left to the read, which reports it
-/// as unreadable.
+/// A link that cannot be resolved (broken, or a loop) counts as outside: where it leads
+/// cannot be checked, and a target made there later could be anywhere.
 fn leads_outside(path: &Path, root: Option<&Path>) -> bool {
     match (std::fs::canonicalize(path), root) {
-        (Ok(target), Some(root)) => !target.starts_with(root),
-        (Ok(_), None) => true,
-        (Err(_), _) => false,
+        (Ok(target), Some(root)) => !is_inside(&target, root),
+        (Ok(_), None) | (Err(_), _) => true,
+    }
+}
+
+/// Whether `real` (a path with every link resolved) is inside `real_root` (likewise).
+fn is_inside(real: &Path, real_root: &Path) -> bool {
+    real.starts_with(real_root)
+}
+
+/// Whether the file `file`, opened at `path`, is inside `real_root` (with every link
+/// resolved): the path the open file really has (`/proc/self/fd`, on Linux), else `path`
+/// resolved after the open and equal to `resolved_before` (resolved before it). A file
+/// whose real path cannot be found counts as outside.
+fn opened_inside(
+    file: &std::fs::File,
+    path: &Path,
+    resolved_before: Option<&Path>,
+    real_root: &Path,
+) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            return is_inside(&real, real_root);
+        }
+    }
+    let _ = file;
+    match (resolved_before, std::fs::canonicalize(path)) {
+        (Some(before), Ok(after)) => before == after && is_inside(&after, real_root),
+        _ => false,
     }
 }
 
@@ -536,6 +573,16 @@ fn walk(roots: &[Root], follow_links: bool, tally: &mut Tally, warn: &dyn Fn(Str
     let mut unlisted = vec![None; roots.len()];
     for (index, root) in roots.iter().enumerate() {
         let real_root = std::fs::canonicalize(&root.path).ok();
+        // A root that cannot be resolved confines to its path as given, which no real path
+        // starts with unless it is real already: its files are then skipped as outside.
+        let confine_to: Option<Arc<Path>> = (!follow_links).then(|| {
+            Arc::from(
+                real_root
+                    .clone()
+                    .unwrap_or_else(|| root.path.clone())
+                    .as_path(),
+            )
+        });
         let entries = WalkDir::new(&root.path)
             .sort_by_file_name()
             .into_iter()
@@ -600,6 +647,7 @@ fn walk(roots: &[Root], follow_links: bool, tally: &mut Tally, warn: &dyn Fn(Str
                 root: index,
                 id,
                 not_a_link: !entry.path_is_symlink(),
+                confine_to: confine_to.clone(),
                 path: entry.into_path(),
             });
         }
@@ -637,13 +685,13 @@ enum Loaded {
 fn open_nonblocking(path: &Path, no_follow: bool) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         let no_follow = if no_follow { libc::O_NOFOLLOW } else { 0 };
         options.custom_flags(libc::O_NONBLOCK | no_follow);
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(unix))]
     let _ = no_follow;
     options.open(path)
 }
@@ -652,13 +700,26 @@ fn open_nonblocking(path: &Path, no_follow: bool) -> std::io::Result<std::fs::Fi
 enum FileRead {
     Text(SystemTime, Vec<u8>),
     NotRegular,
+    /// The file opened is outside the folder it was found in.
+    Outside,
 }
 
 /// The file's modification time (first: see the module documentation) and bytes, from one
 /// open file, never blocking on one that is not regular.
-fn read_file(path: &Path, no_follow: bool) -> std::io::Result<FileRead> {
+/// With `confine_to`, a file whose real path is outside it is not read (`Outside`).
+fn read_file(path: &Path, no_follow: bool, confine_to: Option<&Path>) -> std::io::Result<FileRead> {
     use std::io::Read;
+    let resolved_before = if cfg!(target_os = "linux") || confine_to.is_none() {
+        None
+    } else {
+        std::fs::canonicalize(path).ok()
+    };
     let mut file = open_nonblocking(path, no_follow)?;
+    if let Some(real_root) = confine_to {
+        if !opened_inside(&file, path, resolved_before.as_deref(), real_root) {
+            return Ok(FileRead::Outside);
+        }
+    }
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Ok(FileRead::NotRegular);
@@ -671,8 +732,18 @@ fn read_file(path: &Path, no_follow: bool) -> std::io::Result<FileRead> {
 
 fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure> {
     let path = job.path.display();
-    let (modified, bytes) = match read_file(&job.path, job.not_a_link) {
+    let (modified, bytes) = match read_file(&job.path, job.not_a_link, job.confine_to.as_deref()) {
         Ok(FileRead::Text(modified, bytes)) => (modified, bytes),
+        Ok(FileRead::Outside) => {
+            return Ok(Loaded::Skipped(
+                skip::LINK_OUTSIDE,
+                format!(
+                    "warning: skipped {path}: it leads to a file outside {} (--follow-links \
+                     to index such links)",
+                    context.roots[job.root].path.display()
+                ),
+            ))
+        }
         Ok(FileRead::NotRegular) => {
             return Ok(Loaded::Skipped(
                 skip::NOT_REGULAR,
@@ -710,7 +781,15 @@ fn read_and_plan(job: &FileJob, context: &Context<'_>) -> Result<Loaded, Failure
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let page;
     let text = if is_html(&job.path) {
-        page = super::html::to_markdown(text);
+        page = match super::html::to_markdown(text) {
+            Ok(page) => page,
+            Err(refused) => {
+                return Ok(Loaded::Skipped(
+                    skip::HTML_TAG_TOO_LONG,
+                    format!("warning: skipped {path}: {refused}, more than any page needs"),
+                ))
+            }
+        };
         page.as_str()
     } else {
         text
@@ -1076,5 +1155,39 @@ impl Summary<'_> {
             ));
         }
         lines
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    //! Issue 46 (review of today's merges), item 5: a file was read wherever its path led at
+    //! the time of the read, so a folder replaced by a link to outside between the walk and
+    //! the read (a race) was followed out of the folder. The open file's real path is now
+    //! checked against the root; here the state after such a swap is set up directly.
+    use super::{open_nonblocking, opened_inside};
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_file_opened_through_a_folder_swapped_for_a_link_is_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("docs");
+        let secret = dir.path().join("secret");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&secret).unwrap();
+        std::fs::write(root.join("sub/a.md"), "inside").unwrap();
+        std::fs::write(secret.join("a.md"), "outside").unwrap();
+        let real_root = std::fs::canonicalize(&root).unwrap();
+
+        let path = root.join("sub/a.md");
+        let before = std::fs::canonicalize(&path).ok();
+        let file = open_nonblocking(&path, true).unwrap();
+        assert!(opened_inside(&file, &path, before.as_deref(), &real_root));
+
+        // `sub` swapped for a link to outside after the walk found `sub/a.md`: the last
+        // component is a file, so `O_NOFOLLOW` does not stop the open.
+        std::fs::remove_dir_all(root.join("sub")).unwrap();
+        symlink(&secret, root.join("sub")).unwrap();
+        let file = open_nonblocking(&path, true).unwrap();
+        assert!(!opened_inside(&file, &path, before.as_deref(), &real_root));
     }
 }

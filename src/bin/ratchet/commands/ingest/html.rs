@@ -12,7 +12,13 @@
 //!
 //! Only the tokenizer runs, never the tree builder: its work is linear in the page's length
 //! whatever the markup's nesting (the tree builder's grows with the depth of open elements,
-//! so a hostile page of 10^5 nested tags would take minutes).
+//! so a hostile page of 10^5 nested tags would take minutes). The tokenizer's work on one
+//! tag grows with the square of its attributes, so a page with a tag (from `<` to the next
+//! `>`) longer than [`MAX_TAG_BYTES`] is refused before it is tokenized.
+//!
+//! A text line that begins with `#` (or a code fence, `` ``` ``) would read as a Markdown
+//! heading (or fence) and change the chunks' `title` and `headings`: it gets a leading
+//! backslash, the Markdown escape.
 
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::states::RawKind;
@@ -88,8 +94,53 @@ fn heading_level(name: &str) -> Option<usize> {
     }
 }
 
-/// The page's text as Markdown: paragraphs separated by blank lines, headings as `#` lines.
-pub fn to_markdown(page: &str) -> String {
+/// The longest tag (from `<` to the next `>`) a page may have: no page needs more, and the
+/// tokenizer's work on one tag grows with the square of its attributes.
+pub const MAX_TAG_BYTES: usize = 64 * 1024;
+
+/// Why a page was not read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// A tag (from `<` to the next `>`, or the page's end) longer than [`MAX_TAG_BYTES`],
+    /// at this byte offset.
+    TagTooLong { offset: usize },
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::TagTooLong { offset } => write!(
+                f,
+                "its tag at byte {offset} is longer than {} KiB",
+                MAX_TAG_BYTES / 1024
+            ),
+        }
+    }
+}
+
+/// The offset of the first tag (from `<` to the next `>`, or the end) longer than
+/// [`MAX_TAG_BYTES`], in one pass over the page.
+fn too_long_tag(page: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(open) = memchr::memchr(b'<', &page[at..]).map(|i| at + i) {
+        let close = memchr::memchr(b'>', &page[open..]).map_or(page.len(), |i| open + i);
+        if close - open > MAX_TAG_BYTES {
+            return Some(open);
+        }
+        at = close + 1;
+        if at >= page.len() {
+            break;
+        }
+    }
+    None
+}
+
+/// The page's text as Markdown: paragraphs separated by blank lines, headings as `#` lines;
+/// a page with a tag longer than [`MAX_TAG_BYTES`] is refused.
+pub fn to_markdown(page: &str) -> Result<String, Refused> {
+    if let Some(offset) = too_long_tag(page.as_bytes()) {
+        return Err(Refused::TagTooLong { offset });
+    }
     let input = BufferQueue::default();
     input.push_back(StrTendril::from(page));
     let tokenizer = Tokenizer::new(Sink::default(), TokenizerOpts::default());
@@ -98,7 +149,7 @@ pub fn to_markdown(page: &str) -> String {
     tokenizer.end();
     let mut out = tokenizer.sink.out.replace(Markdown::default());
     out.end_paragraph();
-    out.paragraphs.join("\n\n")
+    Ok(out.paragraphs.join("\n\n"))
 }
 
 /// Receives the tokens.
@@ -203,10 +254,11 @@ impl Markdown {
 
     fn end_paragraph(&mut self) {
         let paragraph = std::mem::take(&mut self.current);
-        let lines: Vec<&str> = paragraph
+        let lines: Vec<String> = paragraph
             .lines()
             .map(str::trim_end)
             .filter(|line| !line.trim().is_empty())
+            .map(escape_markdown_line)
             .collect();
         if !lines.is_empty() {
             self.paragraphs.push(lines.join("\n").trim().to_string());
@@ -224,9 +276,25 @@ impl Markdown {
     }
 }
 
+/// A line of text that would read as a Markdown heading or code fence, with a backslash
+/// before its first character (after its indentation, which is kept).
+fn escape_markdown_line(line: &str) -> String {
+    let start = line.trim_start();
+    if start.starts_with('#') || start.starts_with("```") {
+        let indent = &line[..line.len() - start.len()];
+        format!("{indent}\\{start}")
+    } else {
+        line.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::to_markdown;
+    use super::to_markdown as to_markdown_checked;
+
+    fn to_markdown(page: &str) -> String {
+        to_markdown_checked(page).unwrap()
+    }
 
     #[test]
     fn headings_paragraphs_and_no_scripts() {
@@ -249,5 +317,27 @@ mod tests {
             "</div>".repeat(100_000)
         );
         assert_eq!(to_markdown(&page), "deep");
+    }
+
+    #[test]
+    fn text_that_reads_as_markdown_syntax_is_escaped() {
+        assert_eq!(
+            to_markdown("<h1>Title</h1><p>#not a heading</p><pre>x\n  ## nor this\n```</pre>"),
+            "# Title\n\n\\#not a heading\n\nx\n  \\## nor this\n\\```"
+        );
+    }
+
+    #[test]
+    fn a_page_with_a_tag_over_64_kib_is_refused() {
+        let attributes: String = (0..100_000).map(|i| format!(" a{i}")).collect();
+        let page = format!("<p>before</p><p{attributes}>text</p>");
+        assert_eq!(
+            to_markdown_checked(&page),
+            Err(super::Refused::TagTooLong { offset: 13 })
+        );
+        // Unclosed at the end counts the same; long text between tags does not.
+        assert!(to_markdown_checked(&format!("<p{attributes}")).is_err());
+        let text = "word ".repeat(100_000);
+        assert_eq!(to_markdown(&format!("<p>{text}</p>")), text.trim());
     }
 }

@@ -149,12 +149,18 @@ fn submit_in_order(
                 super::apply_store_line(store, &wanted),
             ),
         };
+        // After a `store` line the store disagrees with, nothing more is submitted: the
+        // lines after it were made for another store (the reporter ends the run).
+        let disagrees = matches!(
+            &submitted,
+            Submitted::Store(_, _, Err(super::StoreLineError::Disagrees(_)))
+        );
         let done = Done {
             line: slot.line,
             bytes: slot.bytes,
             submitted,
         };
-        if done_queue.send(done).is_err() {
+        if done_queue.send(done).is_err() || disagrees {
             break;
         }
     }
@@ -184,7 +190,9 @@ fn report(
             Err(error) => ingest.report_rejected(line, Some(&header), &op_error(&error)),
         },
         Submitted::Store(header, issued, result) => {
-            if matches!(&result, Err(super::StoreLineError::Write(error)) if is_fatal(error)) {
+            if matches!(&result, Err(super::StoreLineError::Write(error)) if is_fatal(error))
+                || matches!(&result, Err(super::StoreLineError::Disagrees(_)))
+            {
                 stop.store(true, Ordering::SeqCst);
             }
             ingest.report_store_line(line, &header, issued, result)
