@@ -19,11 +19,19 @@ fn a_missing_database_hint_names_the_binary_by_the_path_it_was_run_by() {
         Duration::from_secs(60),
     );
     assert_eq!(out.code, Some(1), "stderr: {}", out.stderr);
-    let binary = env!("CARGO_BIN_EXE_ratchet");
+    // Run by its path, the binary is named by that path: relative to the working folder
+    // when it lies inside it (as `target/release/ratchet` after `cargo run`), else whole.
+    let binary = Path::new(env!("CARGO_BIN_EXE_ratchet"));
+    let cwd = std::env::current_dir().expect("current dir");
+    let shown = binary
+        .strip_prefix(&cwd)
+        .unwrap_or(binary)
+        .display()
+        .to_string();
     assert!(
         out.stderr
-            .contains(&format!("`{binary} ingest --db {missing} DIR`")),
-        "the hint must name the binary as invoked ({binary}): {}",
+            .contains(&format!("`{shown} ingest --db {missing} DIR`")),
+        "the hint must name the binary as invoked ({shown}): {}",
         out.stderr
     );
 }
