@@ -114,20 +114,30 @@ fn a_reader_beside_a_writer_that_compacts_on_close_reads_the_final_state() {
     let before = std::fs::metadata(&db).unwrap().len();
     // Readers read while the writer closes (and compacts).
     let stop = Arc::new(AtomicBool::new(false));
+    // Both readers have read once before the writer closes, so each keeps reading through
+    // the close (a loaded machine could otherwise finish the close before they start).
+    let started = Arc::new(std::sync::Barrier::new(3));
     let readers: Vec<_> = (0..2)
         .map(|_| {
-            let (reader, stop) = (reader.clone(), stop.clone());
+            let (reader, stop, started) = (reader.clone(), stop.clone(), started.clone());
             std::thread::spawn(move || {
                 let mut reads = 0;
-                while !stop.load(Ordering::SeqCst) {
+                loop {
                     let live = consistent(&reader);
                     assert!((20..=200).contains(&live), "{live}");
                     reads += 1;
+                    if reads == 1 {
+                        started.wait();
+                    }
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
                 }
                 reads
             })
         })
         .collect();
+    started.wait();
     drop(writer);
     stop.store(true, Ordering::SeqCst);
     for r in readers {
