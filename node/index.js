@@ -105,6 +105,7 @@ function inJavaScriptWords(message) {
     .replace(/\(`--wait SECONDS`, Options::wait_for_lock\)/g, '(the waitForLockMs option of Store.open)')
     .replace(/`--wait SECONDS`,? ?/g, '')
     .replace(/\(any `ratchet ingest --db`, or Store::open\)/g, '(Store.open without readOnly)')
+    .replace(/\(Store::recover, Store::open, or a read-only open with Options::recover_on_read_open\)/g, '(Store.open without readOnly)')
     .replace(/`ratchet [^`]*`,? ?(or )?/g, '')
     .replace(/Store::open_read_only(_with)?(\(\))?/g, 'Store.open(path, { readOnly: true })')
     .replace(/Store::(open|create)(\(\))?/g, 'Store.open')

@@ -213,9 +213,13 @@ pub(crate) fn python_message(message: &str) -> String {
             "",
         ),
         ("any `ratchet ingest --db`, or Store::open", "Store(path)"),
+        (
+            "Store::recover, Store::open, or a read-only open with Options::recover_on_read_open",
+            "Store(path)",
+        ),
         ("`ratchet ingest --db` (Store::open)", "Store(path)"),
         (
-            "export it with the build that wrote it (`ratchet export`) and ingest the export into a new store (`ratchet ingest --jsonl`)",
+            "export it with the build that wrote it (`ratchet export --vectors`) and ingest the export into a new store (`ratchet ingest --jsonl`)",
             "export it with the build that wrote it (Store.export()) and write its documents into a new store",
         ),
         ("use Store::create, or `ratchet ingest` to make one", "open it with Store(path) to make one"),
