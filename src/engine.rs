@@ -254,6 +254,17 @@ impl Engine {
         self.model.get().map(String::as_str)
     }
 
+    /// `WriteError::ReadOnly` when the file was opened read-only: every write path's first
+    /// check.
+    fn refuse_if_read_only(&self) -> Result<(), WriteError> {
+        if self.read_only {
+            return Err(WriteError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the file was opened read-only (nothing is ever written).
     pub(crate) fn is_read_only(&self) -> bool {
         self.read_only
@@ -364,11 +375,7 @@ impl Engine {
         durability: redb::Durability,
         work: impl FnOnce(&mut WriteTransaction) -> Result<Finish<R>, WriteError>,
     ) -> Result<R, WriteError> {
-        if self.read_only {
-            return Err(WriteError::ReadOnly {
-                path: self.path.clone(),
-            });
-        }
+        self.refuse_if_read_only()?;
         self.check_poisoned()?;
         crate::contain::contain(WriteError::contained, || {
             // The handle is held only to begin: a transaction outlives it (redb closes a
@@ -575,11 +582,7 @@ impl Engine {
 
     /// A new ticket (see [`Store::ticket`](crate::Store::ticket)).
     pub(crate) fn ticket(&self) -> Result<Version, WriteError> {
-        if self.read_only {
-            return Err(WriteError::ReadOnly {
-                path: self.path.clone(),
-            });
-        }
+        self.refuse_if_read_only()?;
         let mut tickets = self.tickets.lock();
         if tickets.next >= tickets.reserved_until {
             // Only a damaged file holds a high-water mark near u64::MAX: 2^64 tickets are
@@ -610,11 +613,7 @@ impl Engine {
     /// Counts every ticket up to `through` as issued (see
     /// [`Store::adopt_tickets`](crate::Store::adopt_tickets)).
     pub(crate) fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
-        if self.read_only {
-            return Err(WriteError::ReadOnly {
-                path: self.path.clone(),
-            });
-        }
+        self.refuse_if_read_only()?;
         // The largest PostgreSQL keeps, so an export moves between back ends; above it,
         // every later `ticket()` would fail.
         if i64::try_from(through).is_err() {
