@@ -9,7 +9,7 @@ use napi::bindgen_prelude::{AsyncTask, Float32Array, Object};
 use napi::Env;
 use napi_derive::napi;
 use parking_lot::RwLock;
-use ratchetdb::{Durability, Filter, Fusion, Metric, Options, SearchOptions, Store};
+use ratchetdb::{Durability, Filter, Fusion, Metric, Options, ReadError, SearchOptions, Store};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -198,6 +198,24 @@ fn search_options(given: &SearchInput) -> napi::Result<SearchOptions> {
 }
 
 impl NativeStore {
+    /// A search task: `run` with the store, `k` and the options `given` describes, its hits
+    /// converted for JavaScript.
+    fn searching(
+        &self,
+        given: &SearchInput,
+        run: impl FnOnce(&Store, usize, &SearchOptions) -> Result<Vec<ratchetdb::Hit>, ReadError>
+            + Send
+            + 'static,
+    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
+        let store = self.store()?;
+        let options = search_options(given)?;
+        let k = given.k as usize;
+        Ok(AsyncTask::new(Job::new(move || {
+            let hits = run(&store, k, &options).map_err(from_read)?;
+            Ok(convert::hits(hits))
+        })))
+    }
+
     fn store(&self) -> napi::Result<Store> {
         match &*self.open.read() {
             Some(open) => Ok(open.store.clone()),
@@ -322,13 +340,9 @@ impl NativeStore {
         vector: Float32Array,
         given: SearchInput,
     ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        let store = self.store()?;
-        let options = search_options(&given)?;
-        let k = given.k as usize;
-        Ok(AsyncTask::new(Job::new(move || {
-            let hits = store.search(&vector, k, &options).map_err(from_read)?;
-            Ok(convert::hits(hits))
-        })))
+        self.searching(&given, move |store, k, options| {
+            store.search(&vector, k, options)
+        })
     }
 
     /// `search`, also returning the nanoseconds spent inside the Rust `Store::search` call,
@@ -386,13 +400,9 @@ impl NativeStore {
         query: String,
         given: SearchInput,
     ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        let store = self.store()?;
-        let options = search_options(&given)?;
-        let k = given.k as usize;
-        Ok(AsyncTask::new(Job::new(move || {
-            let hits = store.search_text(&query, k, &options).map_err(from_read)?;
-            Ok(convert::hits(hits))
-        })))
+        self.searching(&given, move |store, k, options| {
+            store.search_text(&query, k, options)
+        })
     }
 
     /// The text and vector rankings of one snapshot, fused.
@@ -403,15 +413,9 @@ impl NativeStore {
         vector: Float32Array,
         given: SearchInput,
     ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        let store = self.store()?;
-        let options = search_options(&given)?;
-        let k = given.k as usize;
-        Ok(AsyncTask::new(Job::new(move || {
-            let hits = store
-                .search_hybrid(&query, &vector, k, &options)
-                .map_err(from_read)?;
-            Ok(convert::hits(hits))
-        })))
+        self.searching(&given, move |store, k, options| {
+            store.search_hybrid(&query, &vector, k, options)
+        })
     }
 
     /// A document with its chunks (a tombstone: `deleted: true`), or null.
