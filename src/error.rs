@@ -1,6 +1,6 @@
 //! Errors, one enum per operation, each converting into the crate-wide [`Error`].
 
-use crate::version::VersionKind;
+use crate::types::VersionKind;
 use std::path::PathBuf;
 
 /// A piece of input that the store refuses, naming the field.
@@ -304,14 +304,14 @@ impl WriteError {
     /// A panic inside the storage engine, contained (`contain.rs`).
     pub(crate) fn contained(detail: String) -> WriteError {
         WriteError::Corrupted {
-            what: crate::contain::WHAT.to_string(),
+            what: crate::backend::redb::contain::WHAT.to_string(),
             detail,
         }
     }
 
     /// Whether this is a contained panic of the storage engine.
     pub(crate) fn is_contained_panic(&self) -> bool {
-        matches!(self, WriteError::Corrupted { what, .. } if what == crate::contain::WHAT)
+        matches!(self, WriteError::Corrupted { what, .. } if what == crate::backend::redb::contain::WHAT)
     }
 }
 
@@ -403,7 +403,7 @@ impl ReadError {
     /// A panic inside the storage engine, contained (`contain.rs`).
     pub(crate) fn contained(detail: String) -> ReadError {
         ReadError::Corrupted {
-            what: crate::contain::WHAT.to_string(),
+            what: crate::backend::redb::contain::WHAT.to_string(),
             detail,
         }
     }

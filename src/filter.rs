@@ -14,9 +14,11 @@
 //! from the rows when the changelog no longer reaches back far enough. Evaluating a filter
 //! on it reads no row: it answers with the set of vector ids whose chunk matches.
 
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
+};
 use crate::error::{InputError, ReadError};
-use crate::read::Snapshot;
-use crate::schema::{self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use redb::ReadableTable;
 use roaring::RoaringBitmap;
@@ -475,7 +477,7 @@ impl FilterIndex {
     /// Builds the index from every live document of `snapshot`.
     pub(crate) fn build(snapshot: &Snapshot) -> Result<FilterIndex, ReadError> {
         let mut index = FilterIndex {
-            covered: crate::live_index::commit_seq(snapshot)?,
+            covered: crate::backend::redb::derived::live_index::commit_seq(snapshot)?,
             docs: HashMap::new(),
             all: RoaringBitmap::new(),
             paths: HashMap::new(),
@@ -651,11 +653,15 @@ impl FilterIndex {
     /// Applies the changelog rows after `covered` up to `snapshot`'s commit. Returns
     /// `false` when the changelog no longer holds them (the caller rebuilds).
     fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
-        let target = crate::live_index::commit_seq(snapshot)?;
+        let target = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
         if self.covered >= target {
             return Ok(true);
         }
-        let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
+        let Some(changes) = crate::backend::redb::derived::live_index::changes_since(
+            snapshot,
+            self.covered,
+            target,
+        )?
         else {
             return Ok(false);
         };
@@ -832,7 +838,7 @@ impl FilterCache {
         snapshot: &Snapshot,
         filter: &Filter,
     ) -> Result<Option<Matching<'_>>, ReadError> {
-        let seq = crate::live_index::commit_seq(snapshot)?;
+        let seq = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
         loop {
             {
                 let guard = self.index.read();

@@ -35,37 +35,20 @@
 #![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-#[cfg(feature = "postgres")]
 mod backend;
-mod backup;
 #[cfg(feature = "embed")]
 mod chunking;
-mod contain;
-mod counters;
-mod document;
 #[cfg(feature = "embed")]
 mod embed;
-mod engine;
 mod error;
 mod filter;
-mod guard;
-mod history;
 mod index;
-mod indexer;
-mod live_index;
-mod open;
 mod options;
-mod plan;
-mod prepare;
-mod read;
-mod schema;
+mod policy;
 mod search;
-mod stats;
 mod store;
 mod text;
-mod verify;
-mod version;
-mod write;
+mod types;
 mod writer;
 
 /// The test harness (simulated disk, reference model, fuzz entry points): only in the crate's
@@ -84,27 +67,33 @@ pub use crate::backend::postgres::PgStore;
 #[cfg(feature = "minilm")]
 pub use crate::embed::{locate_model, MiniLmEmbedder};
 pub use crate::{
-    backup::{Backup, BackupError},
-    counters::Counters,
-    document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+    backend::redb::{
+        backup::{Backup, BackupError},
+        derived::indexer::IndexInfo,
+        history::Listing,
+        read::{Documents, Snapshot, StoredChunk, StoredDocument},
+        stats::{SkipRecord, Stats},
+        verify::{VerifyReport, Violation},
+    },
     error::{Error, InputError, OpenError, ReadError, WriteError},
     filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
-    guard::{ConflictPolicy, SkipReason},
-    history::Listing,
-    indexer::IndexInfo,
     options::{
         Durability, IndexOptions, Limits, Metric, Options, COMPACT_ON_CLOSE_MIN_FREE,
         DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M,
         MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
     },
-    plan::{Plan, PlannedAction},
-    read::{Documents, Snapshot, StoredChunk, StoredDocument},
+    policy::{
+        guard::{ConflictPolicy, SkipReason},
+        plan::{Plan, PlannedAction},
+    },
     search::{FilterStrategy, Hit, SearchOptions},
-    stats::{SkipRecord, Stats},
     store::{redact_address, Store},
     text::{Bm25, Fusion, TextLanguage, TextOptions},
-    verify::{VerifyReport, Violation},
-    version::{Version, VersionKind},
+    types::{
+        counters::Counters,
+        document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+        version::{Version, VersionKind},
+    },
     writer::{Pending, Writer, WriterOptions, WriterStats},
 };
 #[cfg(feature = "embed")]

@@ -1,6 +1,6 @@
 //! Options for opening a store, with documented defaults.
 
-use crate::guard::ConflictPolicy;
+use crate::policy::guard::ConflictPolicy;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;

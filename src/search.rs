@@ -5,15 +5,17 @@
 //! is deleted, re-keyed or at another generation, is dropped, and the search fetches more until `k`
 //! live hits come back or none are left. A superseded chunk is never returned.
 
+use crate::backend::redb::derived::live_index::LiveIndex;
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
+};
 use crate::error::{Corruption, InputError, ReadError};
 use crate::filter::{Filter, Matching};
 use crate::index::{self, SearchMode};
-use crate::live_index::LiveIndex;
 use crate::options::{Limits, Metric};
-use crate::prepare::prepare_vector;
-use crate::read::Snapshot;
-use crate::schema::{self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS};
-use crate::version::Version;
+use crate::policy::prepare::prepare_vector;
+use crate::types::Version;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;

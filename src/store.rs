@@ -2,19 +2,19 @@
 //! and the indexer (the derived index's lifecycle, `indexer.rs`). Opening a file is
 //! `open.rs`; the write logic is `write.rs`; reads are `read.rs`.
 
-use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
-use crate::engine::{DocumentOp, Engine};
+use crate::backend::redb::derived::indexer::{Gate, IndexInfo, Indexer};
+use crate::backend::redb::engine::{DocumentOp, Engine};
+use crate::backend::redb::open;
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::stats::Stats;
+use crate::backend::redb::verify::VerifyReport;
 use crate::error::{OpenError, ReadError, WriteError};
-use crate::indexer::{Gate, IndexInfo, Indexer};
-use crate::open;
 use crate::options::{Metric, Options};
-use crate::plan::Plan;
-use crate::prepare;
-use crate::read::Snapshot;
+use crate::policy::plan::Plan;
+use crate::policy::prepare;
 use crate::search::{Hit, SearchOptions};
-use crate::stats::Stats;
-use crate::verify::VerifyReport;
-use crate::version::Version;
+use crate::types::Version;
+use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::writer::{Writer, WriterOptions};
 use std::path::Path;
 use std::sync::Arc;
@@ -526,8 +526,8 @@ impl Store {
     /// which chunks need a vector: chunks whose text the stored revision already has a vector
     /// for can be sent without one. Vectors in `doc` are ignored.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
-            crate::plan::plan(&e.engine, doc)
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
+            crate::policy::plan::plan(&e.engine, doc)
         }), pg => pg.plan(doc))
     }
 
@@ -569,7 +569,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             e.indexer.search(query, k, options)
         }), pg => pg.search(query, k, options))
     }
@@ -604,7 +604,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             e.indexer.search_text(query, k, options)
         }), pg => pg.search_text(query, k, options))
     }
@@ -634,7 +634,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             e.indexer.search_hybrid(text, vector, k, options)
         }), pg => pg.search_hybrid(text, vector, k, options))
     }
@@ -642,7 +642,7 @@ impl Store {
     /// The embedded store's in-memory text index as last built or brought up by a text
     /// search (`None`: none yet, or a PostgreSQL store).
     #[cfg(any(test, feature = "testkit"))]
-    pub(crate) fn text_index_footprint(&self) -> Option<crate::text::Footprint> {
+    pub(crate) fn text_index_footprint(&self) -> Option<crate::backend::redb::text::Footprint> {
         match &self.backend {
             Backend::Embedded(e) => e.engine.text_index.footprint(),
             #[cfg(feature = "postgres")]
@@ -751,9 +751,9 @@ impl Store {
     pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::Backup, crate::BackupError> {
         let path = path.as_ref();
         let snapshot = self.snapshot()?;
-        crate::contain::contain(
+        crate::backend::redb::contain::contain(
             |detail| crate::BackupError::Read(ReadError::contained(detail)),
-            || crate::backup::write(&snapshot, self.path(), path),
+            || crate::backend::redb::backup::write(&snapshot, self.path(), path),
         )
     }
 
@@ -763,7 +763,7 @@ impl Store {
         &self,
         source: &str,
         id: &str,
-    ) -> Result<Option<crate::read::StoredDocument>, ReadError> {
+    ) -> Result<Option<crate::backend::redb::read::StoredDocument>, ReadError> {
         on_backend!(self, e => e.engine.snapshot()?.get(source, id), pg => pg.get(source, id))
     }
 
@@ -775,7 +775,7 @@ impl Store {
     pub fn documents(
         &self,
         with_vectors: bool,
-    ) -> Result<Vec<crate::read::StoredDocument>, ReadError> {
+    ) -> Result<Vec<crate::backend::redb::read::StoredDocument>, ReadError> {
         on_backend!(self, e => e.engine.snapshot()?.documents(with_vectors)?.collect(), pg => {
             let mut documents = pg.documents()?;
             if !with_vectors {
@@ -789,8 +789,8 @@ impl Store {
 
     /// Every listing [`Store::retain`] recorded (until [`Store::purge`] removes it), with
     /// the ids it lists, by `(source, version)`, from one snapshot.
-    pub fn listings(&self) -> Result<Vec<crate::history::Listing>, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+    pub fn listings(&self) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             e.engine.snapshot()?.listings()
         }), pg => pg.listings())
     }
@@ -806,14 +806,14 @@ impl Store {
     pub fn restore_history(
         &self,
         counters: &crate::Counters,
-        skips: &[crate::stats::SkipRecord],
+        skips: &[crate::backend::redb::stats::SkipRecord],
     ) -> Result<(), WriteError> {
-        crate::history::check_counters(counters)?;
+        crate::backend::redb::history::check_counters(counters)?;
         on_backend!(self, e => {
-            crate::history::check_skips(skips, &e.engine.options().limits)?;
-            e.engine.run_one(crate::history::Restore {
+            crate::backend::redb::history::check_skips(skips, &e.engine.options().limits)?;
+            e.engine.run_one(crate::backend::redb::history::Restore {
                 counters: counters.clone(),
-                skips: skips.iter().map(crate::history::skip_row).collect(),
+                skips: skips.iter().map(crate::backend::redb::history::skip_row).collect(),
             })
         }, pg => pg.restore_history(counters, skips))
     }
@@ -826,7 +826,7 @@ impl Store {
     /// Checks every invariant the rows can show (from one snapshot), and that the vectors
     /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
-        on_backend!(self, e => crate::contain::contain(ReadError::contained, || {
+        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             let report = e.engine.snapshot()?.verify()?;
             e.indexer.verify_agreement(report)
         }), pg => pg.verify())

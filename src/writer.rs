@@ -11,11 +11,11 @@
 //! Invariant: a producer is answered only after the commit that contains its operation has
 //! returned; under [`Durability::Immediate`] an answer means the operation is on disk.
 
-use crate::document::{Document, Op, OpOutcome, Outcome};
-use crate::engine::{Apply, DocumentOp, Engine};
+use crate::backend::redb::engine::{Apply, DocumentOp, Engine};
+use crate::backend::redb::write::Batch;
 use crate::error::WriteError;
 use crate::options::Durability;
-use crate::write::Batch;
+use crate::types::{Document, Op, OpOutcome, Outcome};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -425,7 +425,7 @@ impl Writer {
                 return document_outcome(self.submit(op));
             }
         };
-        let delete = crate::prepare::prepare_delete(
+        let delete = crate::policy::prepare::prepare_delete(
             source.to_string(),
             id.to_string(),
             version,
@@ -635,7 +635,7 @@ mod tests {
     //! starts, so what it takes does not depend on timing.
 
     use super::*;
-    use crate::prepare::PreparedOp;
+    use crate::policy::prepare::PreparedOp;
     use crate::testkit::{Disk, FaultMode, IoKind};
     use crate::{Chunk, Options, Store};
 

@@ -1,11 +1,11 @@
-//! Backends other than the embedded redb file.
+//! Where a store keeps its rows: the embedded redb file (`redb/`) or, with the `postgres`
+//! feature, a PostgreSQL server with pgvector (`postgres/`).
 //!
-//! The engine's seam (`engine.rs`: one write transaction per batch, the typed `Apply`
-//! operations, the pure `guard::decide_*`) is what a backend reimplements on its own
-//! storage: the decisions stay in `guard.rs`, the validation in `prepare.rs`, the filter
-//! language in `filter.rs`; a backend only reads the stored state, asks the guard, and
+//! Both carry out the same shared policy (`crate::policy`: the guard's decision, validation
+//! and canonical JSON, the revision plan, the filter language; `crate::text`: analysis and
+//! ranking) on their own storage: a backend reads the stored state, asks the policy, and
 //! carries the answer out inside one transaction of its own.
-//!
-//! - `postgres/` (the `postgres` feature): PostgreSQL with pgvector, [`PgStore`](crate::PgStore).
 
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
+pub(crate) mod redb;

@@ -1,7 +1,7 @@
 //! Reaching states that take too long to reach by writing: rewriting a row behind the guard, for
 //! tests only.
 
-use crate::schema::{self, DocRow};
+use crate::backend::redb::schema::{self, DocRow};
 use std::path::Path;
 
 /// Slots per document: the size of a document's vector id space.
@@ -36,7 +36,7 @@ pub fn graph_search_distances() -> u64 {
 }
 
 /// What a store's in-memory text index holds and the heap it takes.
-pub use crate::text::Footprint as TextIndexFootprint;
+pub use crate::backend::redb::text::Footprint as TextIndexFootprint;
 
 /// The footprint of `store`'s in-memory text index as the last text search left it (`None`:
 /// no text search yet, or a PostgreSQL store).

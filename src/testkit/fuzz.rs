@@ -3,14 +3,14 @@
 
 use super::disk::{Disk, FaultMode};
 use super::model::{store_rows, verify_clean, Model, ModelOutcome};
-use crate::document::{Chunk, Document, Op, OpOutcome};
-use crate::error::WriteError;
-use crate::options::Options;
-use crate::schema::{
+use crate::backend::redb::schema::{
     self, ChangelogRow, ChunkEntry, ChunksRow, DocRow, ListingRow, SkipRow, VectorData, VectorsRow,
 };
+use crate::error::WriteError;
+use crate::options::Options;
 use crate::store::Store;
-use crate::version::Version;
+use crate::types::Version;
+use crate::types::{Chunk, Document, Op, OpOutcome};
 use crate::writer::WriterOptions;
 use std::sync::OnceLock;
 

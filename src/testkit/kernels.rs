@@ -1,9 +1,9 @@
 //! The search's inner kernels, reachable from the benches so that a kernel and the one it
 //! replaced are measured side by side in one process (`benches/search_kernels.rs`).
 
+use crate::backend::redb::schema::{self, ChunkEntry, ChunksRow};
 use crate::index::distance;
 use crate::options::Metric;
-use crate::schema::{self, ChunkEntry, ChunksRow};
 
 /// The exact scan's distances, one row at a time through `distance` (the scan before
 /// `scan_block`): calls `on_row(row, distance)` for each `query.len()`-float row.

@@ -1,11 +1,11 @@
 //! The reference model of the guard, written apart from `guard` and `write`, and reading a store
 //! back in its terms.
 
-use crate::document::{Op, OpOutcome, Outcome, RetainOutcome};
-use crate::guard::SkipReason;
-use crate::schema::{self};
+use crate::backend::redb::schema::{self};
+use crate::policy::guard::SkipReason;
 use crate::store::Store;
-use crate::version::{Version, VersionKind};
+use crate::types::{Op, OpOutcome, Outcome, RetainOutcome};
+use crate::types::{Version, VersionKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A document row as the model (and, read back, the store) holds it.

@@ -27,16 +27,16 @@ mod writer;
 
 pub(crate) use writer::PgWriter;
 
-use crate::document::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::backend::redb::derived::indexer::IndexInfo;
+use crate::backend::redb::read::StoredDocument;
+use crate::backend::redb::stats::Stats;
+use crate::backend::redb::verify::VerifyReport;
 use crate::error::{InputError, OpenError, ReadError, WriteError};
-use crate::indexer::IndexInfo;
 use crate::options::{Metric, Options};
-use crate::plan::Plan;
-use crate::read::StoredDocument;
+use crate::policy::plan::Plan;
 use crate::search::{Hit, SearchOptions};
-use crate::stats::Stats;
-use crate::verify::VerifyReport;
-use crate::version::Version;
+use crate::types::Version;
+use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
 
@@ -362,7 +362,7 @@ impl PgStore {
     /// What a write of `doc` would do, before any embedding; see
     /// [`Store::plan`](crate::Store::plan). Read in one snapshot; the guard decides.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
-        crate::plan::plan_with(
+        crate::policy::plan::plan_with(
             doc,
             self.metric,
             self.dimension(),
@@ -418,7 +418,7 @@ impl PgStore {
 
     /// [`Store::snapshot`](crate::Store::snapshot): a [`Snapshot`] is a redb read
     /// transaction; on PostgreSQL each read is its own snapshot instead.
-    pub(crate) fn snapshot(&self) -> Result<crate::read::Snapshot, ReadError> {
+    pub(crate) fn snapshot(&self) -> Result<crate::backend::redb::read::Snapshot, ReadError> {
         Err(ReadError::Unsupported {
             operation: "Store::snapshot",
             backend: "PostgreSQL",
@@ -427,7 +427,7 @@ impl PgStore {
 
     /// Every listing `retain` recorded, with its members; see
     /// [`Store::listings`](crate::Store::listings).
-    pub fn listings(&self) -> Result<Vec<crate::history::Listing>, ReadError> {
+    pub fn listings(&self) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
         read::listings(self)
     }
 
@@ -439,7 +439,7 @@ impl PgStore {
         skips: &[crate::SkipRecord],
     ) -> Result<(), WriteError> {
         self.writable()?;
-        crate::history::check_skips(skips, &self.options.limits)?;
+        crate::backend::redb::history::check_skips(skips, &self.options.limits)?;
         write::restore_history(self, counters, skips)
     }
 

@@ -8,15 +8,15 @@
 //! document row, and the statement sees both or neither.
 
 use super::{unord, PgStore};
-use crate::counters::{name, Counters};
+use crate::backend::redb::read::{StoredChunk, StoredDocument};
+use crate::backend::redb::stats::{SkipRecord, Stats};
 use crate::error::ReadError;
-use crate::guard::SkipReason;
 use crate::options::Metric;
-use crate::read::{StoredChunk, StoredDocument};
+use crate::policy::guard::SkipReason;
 use crate::search::{check_bounds, prepare_query, Hit, SearchOptions};
-use crate::stats::{SkipRecord, Stats};
 use crate::text::{Analyzer, Bm25, TextOptions};
-use crate::version::{Version, VersionKind};
+use crate::types::counters::{name, Counters};
+use crate::types::{Version, VersionKind};
 use pgvector::Vector;
 use postgres::types::ToSql;
 use postgres::{Row, Transaction};
@@ -760,7 +760,7 @@ pub(super) fn plan_state(
     source: &str,
     id: &str,
     incoming: Version,
-) -> Result<crate::plan::PlanState, ReadError> {
+) -> Result<crate::policy::plan::PlanState, ReadError> {
     let mut client = store.client.lock();
     let mut txn = snapshot(&mut client)?;
     let what = "documents row";
@@ -774,13 +774,13 @@ pub(super) fn plan_state(
     let state = match row {
         Some(row) => {
             let hash: &[u8] = column(&row, 3, what)?;
-            let hash: crate::guard::ContentHash = hash
+            let hash: crate::policy::guard::ContentHash = hash
                 .try_into()
                 .map_err(|_| corrupted(what, "a content hash not of 32 bytes"))?;
-            let stored = crate::guard::Stored {
+            let stored = crate::policy::guard::Stored {
                 version: version(column(&row, 0, what)?, column(&row, 1, what)?, what)?,
                 deleted: column(&row, 2, what)?,
-                content_key: crate::guard::content_key(&hash),
+                content_key: crate::policy::guard::content_key(&hash),
             };
             let mut texts = std::collections::HashSet::new();
             if !stored.deleted {
@@ -814,7 +814,7 @@ pub(super) fn plan_state(
                 .map_err(server_error)?;
             let what = "listings row";
             let stored = match row {
-                Some(row) => Some(crate::guard::Stored::tombstone(version(
+                Some(row) => Some(crate::policy::guard::Stored::tombstone(version(
                     column(&row, 0, what)?,
                     column(&row, 1, what)?,
                     what,
@@ -829,7 +829,9 @@ pub(super) fn plan_state(
 }
 
 /// Every listing with its members, by `(source, version)`, in one snapshot.
-pub(super) fn listings(store: &PgStore) -> Result<Vec<crate::history::Listing>, ReadError> {
+pub(super) fn listings(
+    store: &PgStore,
+) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
     let mut client = store.client.lock();
     let mut txn = snapshot(&mut client)?;
     let what = "listings row";
@@ -847,7 +849,7 @@ pub(super) fn listings(store: &PgStore) -> Result<Vec<crate::history::Listing>, 
         )
         .map_err(server_error)?
     {
-        out.push(crate::history::Listing {
+        out.push(crate::backend::redb::history::Listing {
             source: column(&row, 0, what)?,
             version: version(column(&row, 1, what)?, column(&row, 2, what)?, what)?,
             present: column(&row, 3, what)?,

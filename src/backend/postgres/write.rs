@@ -10,14 +10,14 @@
 
 use super::schema::{fix_dimension, DIMENSION_LOCK};
 use super::{ord, unord, PgStore};
-use crate::counters::name as counter;
-use crate::document::{Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::error::{InputError, WriteError};
-use crate::guard::{
+use crate::policy::guard::{
     self, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision, WriteReason,
 };
-use crate::prepare::{self, check_name, PreparedDoc, PreparedOp};
-use crate::version::{Version, VersionKind};
+use crate::policy::prepare::{self, check_name, PreparedDoc, PreparedOp};
+use crate::types::counters::name as counter;
+use crate::types::{Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::types::{Version, VersionKind};
 use pgvector::Vector;
 use postgres::error::SqlState;
 use postgres::Transaction;
@@ -111,7 +111,7 @@ impl Effects {
         stored: Version,
         incoming: Version,
     ) -> Outcome {
-        for name in crate::counters::for_skip(reason, equal_version) {
+        for name in crate::types::counters::for_skip(reason, equal_version) {
             self.bump(name, 1);
         }
         self.skips.push(Skip {
@@ -271,7 +271,7 @@ fn run_once(
                 effects.merge(local);
                 outcomes.push(Ok(outcome));
             }
-            Err(Failure::Op(error)) if crate::write::is_op_error(&error) => {
+            Err(Failure::Op(error)) if crate::backend::redb::write::is_op_error(&error) => {
                 savepoint.rollback()?;
                 outcomes.push(Err(error));
             }
@@ -706,7 +706,7 @@ fn write_revision(
         }
         None => Vec::new(),
     };
-    let dimension = crate::write::plan::revision_dimension(doc, context.dimension)?;
+    let dimension = crate::backend::redb::write::plan::revision_dimension(doc, context.dimension)?;
     let plan = plan_vectors(&old, doc)?;
 
     // Mutate.
@@ -1175,13 +1175,13 @@ pub(super) fn adopt_tickets(store: &PgStore, through: u64) -> Result<(), WriteEr
 /// kept on top of the restored values.
 pub(super) fn restore_history(
     store: &PgStore,
-    counters: &crate::counters::Counters,
-    skips: &[crate::stats::SkipRecord],
+    counters: &crate::types::counters::Counters,
+    skips: &[crate::backend::redb::stats::SkipRecord],
 ) -> Result<(), WriteError> {
     let mut client = store.client.lock();
     let mut txn = client.transaction().map_err(server_error)?;
     let mut effects = Effects::default();
-    for (name, field, target) in crate::history::outcome_counters(counters) {
+    for (name, field, target) in crate::backend::redb::history::outcome_counters(counters) {
         let rows = txn
             .query(
                 "SELECT value FROM counters WHERE name = $1 FOR UPDATE",

@@ -14,9 +14,9 @@
 //! committed (or failed).
 
 use super::{write, PgStore};
-use crate::document::{Op, OpOutcome};
 use crate::error::WriteError;
-use crate::prepare::PreparedOp;
+use crate::policy::prepare::PreparedOp;
+use crate::types::{Op, OpOutcome};
 use crate::writer::{CommitQueue, Pending, QueueMessage, WriterOptions, WriterStats};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;

@@ -4,7 +4,7 @@
 //! transaction code in `write` only carries its answer out. Keeping it pure is what lets it be
 //! tested over every `(stored, incoming)` case.
 
-use crate::version::{Version, VersionKind};
+use crate::types::{Version, VersionKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -22,11 +22,11 @@
 //! - A rare fingerprint that reaches [`COMMON_POSTINGS`] by later commits is made common
 //!   (its candidates' rows read once).
 
-use super::analyze::TextOptions;
 use super::row;
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{split_vector_id, vector_id, TEXT_DOCS};
 use crate::error::ReadError;
-use crate::read::Snapshot;
-use crate::schema::{split_vector_id, vector_id, TEXT_DOCS};
+use crate::text::TextOptions;
 use foldhash::fast::RandomState;
 use hashbrown::{HashMap, HashSet, HashTable};
 use parking_lot::RwLock;
@@ -138,7 +138,7 @@ impl InvertedIndex {
     /// fingerprint, the second indexes.
     fn build(snapshot: &Snapshot, options: &TextOptions) -> Result<InvertedIndex, ReadError> {
         let mut index = InvertedIndex {
-            covered: crate::live_index::commit_seq(snapshot)?,
+            covered: crate::backend::redb::derived::live_index::commit_seq(snapshot)?,
             options: options.clone(),
             ..InvertedIndex::default()
         };
@@ -291,12 +291,16 @@ impl InvertedIndex {
     /// the changelog no longer holds them all, or too many chunks are dead (the caller
     /// rebuilds).
     fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
-        let target = crate::live_index::commit_seq(snapshot)?;
+        let target = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
         let rows = snapshot
             .txn
             .open_table(TEXT_DOCS)
             .map_err(ReadError::storage)?;
-        let Some(changes) = crate::live_index::changes_since(snapshot, self.covered, target)?
+        let Some(changes) = crate::backend::redb::derived::live_index::changes_since(
+            snapshot,
+            self.covered,
+            target,
+        )?
         else {
             return Ok(false);
         };
@@ -560,7 +564,7 @@ impl TextCache {
         options: &TextOptions,
         f: impl FnOnce(&InvertedIndex) -> R,
     ) -> Result<R, ReadError> {
-        let seq = crate::live_index::commit_seq(snapshot)?;
+        let seq = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
         {
             let guard = self.index.read();
             if let Some(index) = guard.as_ref() {

@@ -5,10 +5,10 @@
 //! Everything here runs before a [`Store`](crate::Store) exists; what it learns is handed to
 //! the engine as a [`Recognised`].
 
+use crate::backend::redb::schema::{self, meta_key, seq_key, COUNTERS, META};
 use crate::error::{InputError, OpenError};
 use crate::options::{Metric, Options};
-use crate::prepare::check_name;
-use crate::schema::{self, meta_key, seq_key, COUNTERS, META};
+use crate::policy::prepare::check_name;
 use redb::BackendError;
 use redb::{
     ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
@@ -77,7 +77,7 @@ pub(crate) fn as_writer<T>(
     options: &Options,
     then: impl Fn(Db, bool) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(path, detail),
         || {
             check_options(options)?;
@@ -104,7 +104,7 @@ pub(crate) fn as_reader<T>(
     then: impl Fn(Db, bool) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
     check_options(options)?;
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(path, detail),
         || {
             let recovered = std::cell::Cell::new(false);
@@ -136,7 +136,7 @@ pub(crate) fn as_reader<T>(
 ///
 /// [`Store::recover`]: crate::Store::recover
 pub(crate) fn recover(path: &Path, options: &Options) -> Result<bool, OpenError> {
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(path, detail),
         || match open_read_only(path, options) {
             Ok(_) => Ok(false),
@@ -183,7 +183,7 @@ pub(crate) fn on_backend<T>(
     }
     let path = PathBuf::from("<backend>");
     let backend: Arc<dyn redb::StorageBackend> = Arc::new(backend);
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(&path, detail),
         || {
             let db = open_backend(Shared(backend.clone()), &path, options)?;
@@ -199,7 +199,7 @@ pub(crate) fn reopen_backend(
     options: &Options,
 ) -> Result<Db, OpenError> {
     let path = PathBuf::from("<backend>");
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(&path, detail),
         || open_backend(Shared(backend), &path, options),
     )
@@ -208,7 +208,7 @@ pub(crate) fn reopen_backend(
 /// Opens the writer's file at `path` again (after redb failed the previous handle, which
 /// is closed), as it was opened.
 pub(crate) fn reopen_writable(path: &Path, options: &Options) -> Result<Db, OpenError> {
-    crate::contain::contain(
+    crate::backend::redb::contain::contain(
         |detail| contained_at_open(path, detail),
         || open_writable(path, options).map(|(db, _)| db),
     )
@@ -372,17 +372,19 @@ pub(crate) fn recognise(
     };
     record_what_options_add(writable, path, &recorded, options)?;
     // The text index: built, rebuilt or removed in one transaction as the options say.
-    let (text, _) =
-        crate::text::prepare_on_open(writable, options.text_index, options.text.as_ref()).map_err(
-            |e| match e {
-                crate::error::WriteError::Storage(e) => open_error(path, e),
-                other => OpenError::Corrupted {
-                    path: path.to_path_buf(),
-                    what: "text index".to_string(),
-                    detail: other.to_string(),
-                },
-            },
-        )?;
+    let (text, _) = crate::backend::redb::text::prepare_on_open(
+        writable,
+        options.text_index,
+        options.text.as_ref(),
+    )
+    .map_err(|e| match e {
+        crate::error::WriteError::Storage(e) => open_error(path, e),
+        other => OpenError::Corrupted {
+            path: path.to_path_buf(),
+            what: "text index".to_string(),
+            detail: other.to_string(),
+        },
+    })?;
     Ok(Recognised {
         metric: recorded.metric,
         dimension: recorded.dimension.or(options.dimension),
@@ -426,7 +428,7 @@ pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
     if file <= len_at_open {
         return;
     }
-    let _ = crate::contain::contain(
+    let _ = crate::backend::redb::contain::contain(
         |_| (),
         || {
             // Trimming and repacking first: the pages they free are then compacted away
@@ -774,7 +776,7 @@ fn record_what_options_add(
 pub(crate) fn contained_at_open(path: &Path, detail: String) -> OpenError {
     OpenError::Corrupted {
         path: path.to_path_buf(),
-        what: crate::contain::WHAT.to_string(),
+        what: crate::backend::redb::contain::WHAT.to_string(),
         detail,
     }
 }
@@ -869,7 +871,7 @@ fn initialise(db: &Database, options: &Options) -> Result<(), redb::Error> {
         meta.insert(meta_key::METRIC, metric.as_str().as_bytes())?;
     }
     // An empty text index, so the first open does not build one in a second transaction.
-    crate::text::initialise(&txn, options)?;
+    crate::backend::redb::text::initialise(&txn, options)?;
     txn.commit()?;
     Ok(())
 }
@@ -978,18 +980,20 @@ fn convert(
     txn.set_durability(redb::Durability::Immediate)
         .map_err(|e| err(e.into()))?;
     let converted = match version {
-        1 => crate::schema::migrate::schema_1(&txn, dimension),
-        from => crate::schema::migrate::schema_2_to_5(&txn, from, dimension),
+        1 => crate::backend::redb::schema::migrate::schema_1(&txn, dimension),
+        from => crate::backend::redb::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {
         Ok(_) => txn.commit().map_err(|e| err(e.into())),
-        Err(crate::schema::migrate::MigrationError::Storage(e)) => Err(err(e)),
-        Err(crate::schema::migrate::MigrationError::Corrupted(c)) => Err(OpenError::Corrupted {
-            path: path.to_path_buf(),
-            what: c.what,
-            detail: c.detail,
-        }),
-        Err(crate::schema::migrate::MigrationError::TooLarge(detail)) => {
+        Err(crate::backend::redb::schema::migrate::MigrationError::Storage(e)) => Err(err(e)),
+        Err(crate::backend::redb::schema::migrate::MigrationError::Corrupted(c)) => {
+            Err(OpenError::Corrupted {
+                path: path.to_path_buf(),
+                what: c.what,
+                detail: c.detail,
+            })
+        }
+        Err(crate::backend::redb::schema::migrate::MigrationError::TooLarge(detail)) => {
             Err(OpenError::Unconvertible {
                 path: path.to_path_buf(),
                 detail,
@@ -1017,7 +1021,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
     open(txn, schema::INDEX_SNAPSHOT)?;
-    crate::text::create_tables(txn)?;
+    crate::backend::redb::text::create_tables(txn)?;
     Ok(())
 }
 

@@ -6,16 +6,16 @@
 //! exists for a document that is not live. The persisted gauges agree with the rows. Every
 //! violation names the document.
 
-use crate::counters::name;
-use crate::error::ReadError;
-use crate::guard::content_key;
-use crate::prepare::stored_content_hash;
-use crate::read::Snapshot;
-use crate::schema::{
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
     self, seq_key, ChangelogRow, ChunksRow, DocRow, ListingRow, SkipRow, VectorsRow, CHANGELOG,
     CHUNKS, COUNTERS, DOCS, LISTINGS, SKIP_LOG, VECTORS,
 };
-use crate::version::VersionKind;
+use crate::error::ReadError;
+use crate::policy::guard::content_key;
+use crate::policy::prepare::stored_content_hash;
+use crate::types::counters::name;
+use crate::types::VersionKind;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -87,7 +87,7 @@ impl Snapshot {
     /// exported whole. What no row can show (a vector float or version number changed on
     /// disk) needs redb's page checksums: `ratchet verify --deep`.
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
-        crate::contain::contain(ReadError::contained, || self.verify_uncontained())
+        crate::backend::redb::contain::contain(ReadError::contained, || self.verify_uncontained())
     }
 
     fn verify_uncontained(&self) -> Result<VerifyReport, ReadError> {
@@ -132,7 +132,7 @@ impl Snapshot {
         }
         check_orphans(&mut report, &tables, &live)?;
         self.check_side_tables(&mut report)?;
-        crate::text::verify(self, &mut report)?;
+        crate::backend::redb::text::verify(self, &mut report)?;
         check_gauges(&mut report, &tables)?;
         Ok(report)
     }

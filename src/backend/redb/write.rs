@@ -7,20 +7,20 @@
 //! error, so the rest of the batch goes on. A storage error fails the whole batch; the caller
 //! drops the transaction, so nothing of it is visible.
 
-use crate::counters::name as counter;
-use crate::document::{OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
-use crate::error::{Corruption, WriteError};
-use crate::guard::{
-    self, ConflictPolicy, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision,
-    WriteReason,
-};
-use crate::prepare::{PreparedDoc, PreparedOp};
-use crate::schema::{
+use crate::backend::redb::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
     DocRow, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS,
     DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
-use crate::version::Version;
+use crate::error::{Corruption, WriteError};
+use crate::policy::guard::{
+    self, ConflictPolicy, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision,
+    WriteReason,
+};
+use crate::policy::prepare::{PreparedDoc, PreparedOp};
+use crate::types::counters::name as counter;
+use crate::types::Version;
+use crate::types::{OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use plan::RevisionPlan;
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ pub(crate) struct Batch<'txn> {
     changelog: Table<'txn, u64, &'static [u8]>,
     skip_log: Table<'txn, u64, &'static [u8]>,
     /// The text index's tables, when the store keeps one (`text/`).
-    text: Option<crate::text::TextWriter<'txn>>,
+    text: Option<crate::backend::redb::text::TextWriter<'txn>>,
     settings: BatchSettings,
     seq: Sequences,
     deltas: BTreeMap<&'static str, i64>,
@@ -136,7 +136,10 @@ impl<'txn> Batch<'txn> {
             changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
             skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
             text: match &settings.text {
-                Some(analyzer) => Some(crate::text::TextWriter::open(txn, analyzer.clone())?),
+                Some(analyzer) => Some(crate::backend::redb::text::TextWriter::open(
+                    txn,
+                    analyzer.clone(),
+                )?),
                 None => None,
             },
             counters,
@@ -227,7 +230,7 @@ impl<'txn> Batch<'txn> {
                 .map_err(WriteError::storage)?;
             if member.is_none() {
                 let kind =
-                    crate::version::VersionKind::from_byte(row.version_kind).ok_or_else(|| {
+                    crate::types::VersionKind::from_byte(row.version_kind).ok_or_else(|| {
                         Corruption::new(
                             "listing row",
                             format!("unknown version kind {}", row.version_kind),
@@ -267,7 +270,7 @@ impl<'txn> Batch<'txn> {
         stored: Version,
         incoming: Version,
     ) -> Outcome {
-        for name in crate::counters::for_skip(reason, equal_version) {
+        for name in crate::types::counters::for_skip(reason, equal_version) {
             self.bump(name, 1);
         }
         self.skips.push(SkipRow {
@@ -292,7 +295,7 @@ impl<'txn> Batch<'txn> {
     /// is mutated.
     fn check_ticket(&self, version: Version) -> Result<(), WriteError> {
         let issued = self.settings.tickets_issued.load(Ordering::SeqCst);
-        if version.kind == crate::version::VersionKind::Ticket && version.value > issued {
+        if version.kind == crate::types::VersionKind::Ticket && version.value > issued {
             return Err(crate::error::InputError::new(
                 "version",
                 format!(
@@ -309,7 +312,7 @@ impl<'txn> Batch<'txn> {
     fn kind_mismatch(
         source: &str,
         id: &str,
-        stored: crate::version::VersionKind,
+        stored: crate::types::VersionKind,
         incoming: Version,
     ) -> WriteError {
         WriteError::VersionKindMismatch {
@@ -616,7 +619,7 @@ impl<'txn> Batch<'txn> {
         from: Option<u64>,
         removed: &[u32],
         internal_id: u64,
-        entries: &[(u32, crate::schema::VectorData<'_>)],
+        entries: &[(u32, crate::backend::redb::schema::VectorData<'_>)],
         first_fresh: u32,
     ) -> Result<(), WriteError> {
         let Some(text) = &mut self.text else {

@@ -1,13 +1,13 @@
 //! Planning a write before any embedding is paid for: what the guard would decide now,
 //! and which chunks already have a vector in the stored revision.
 
-use crate::document::Document;
-use crate::engine::Engine;
+use crate::backend::redb::engine::Engine;
 use crate::error::{InputError, ReadError, WriteError};
-use crate::guard::{self, ContentHash, SkipReason, Stored, UpsertDecision};
 use crate::options::{Metric, Options};
-use crate::prepare::{self, PreparedDoc};
-use crate::version::Version;
+use crate::policy::guard::{self, ContentHash, SkipReason, Stored, UpsertDecision};
+use crate::policy::prepare::{self, PreparedDoc};
+use crate::types::Document;
+use crate::types::Version;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -82,7 +82,7 @@ pub(crate) fn plan_with(
         chunks: doc
             .chunks
             .iter()
-            .map(|c| crate::document::Chunk {
+            .map(|c| crate::types::Chunk {
                 text: c.text.clone(),
                 vector: None,
                 meta: c.meta.clone(),

@@ -2,15 +2,15 @@
 //! exactly its terms, counts and length, no row for a chunk that is not live, the totals
 //! equal to what the rows say, and the index stamped with the documents' commit.
 
-use super::analyze::{Analyzer, TextOptions};
 use super::row;
-use crate::error::ReadError;
-use crate::read::Snapshot;
-use crate::schema::{
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
     self, meta_key, seq_key, text_key, vector_id, DocRow, VectorsRow, COUNTERS, DOCS, META,
     TEXT_DOCS,
 };
-use crate::verify::{VerifyReport, Violation};
+use crate::backend::redb::verify::{VerifyReport, Violation};
+use crate::error::ReadError;
+use crate::text::{Analyzer, TextOptions};
 use redb::ReadableTable;
 use std::collections::HashMap;
 

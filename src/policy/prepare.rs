@@ -4,12 +4,12 @@
 //! so a bad input is refused with an [`InputError`] naming the field and the store is left
 //! exactly as it was (I9).
 
-use crate::document::{Document, Op};
+use crate::backend::redb::schema::{self, canonical_json};
 use crate::error::{InputError, WriteError};
-use crate::guard::ContentHash;
 use crate::options::{Limits, Metric, MAX_FIELD_BYTES, MAX_META_DEPTH};
-use crate::schema::{self, canonical_json};
-use crate::version::Version;
+use crate::policy::guard::ContentHash;
+use crate::types::Version;
+use crate::types::{Document, Op};
 
 /// A validated upsert: canonical metadata, hashes, normalised vectors.
 #[derive(Clone, Debug)]
@@ -272,12 +272,12 @@ pub(crate) fn document_content_hash(doc: &Document) -> Result<String, InputError
         &meta,
         chunks.iter().map(|(text, meta)| (*text, meta.as_str())),
     );
-    Ok(crate::read::hex(&hash))
+    Ok(crate::backend::redb::read::hex(&hash))
 }
 
 /// The content hash of a stored revision: its metadata and its chunks' texts and metadata
 /// (what [`content_hash`] hashes when the revision was written). The embedded store keeps
-/// only its [`ContentKey`](crate::guard::ContentKey) in the document's row, and computes the
+/// only its [`ContentKey`](crate::policy::guard::ContentKey) in the document's row, and computes the
 /// whole hash where it is shown (`get`, the export) and where `verify` checks that key.
 pub(crate) fn stored_content_hash<'a>(
     meta: &str,

@@ -1,13 +1,13 @@
 //! Reading from one MVCC snapshot: documents, the export stream, and what `plan` needs.
 
-use crate::error::{Corruption, ReadError};
-use crate::guard::{ContentHash, Stored};
-use crate::options::Metric;
-use crate::schema::{
+use crate::backend::redb::schema::{
     self, vector_id, ChunkAt, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS, LISTINGS,
     LISTING_MEMBERS, VECTORS,
 };
-use crate::version::{Version, VersionKind};
+use crate::error::{Corruption, ReadError};
+use crate::options::Metric;
+use crate::policy::guard::{ContentHash, Stored};
+use crate::types::{Version, VersionKind};
 use redb::{ReadOnlyTable, ReadTransaction};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -63,7 +63,7 @@ pub struct Snapshot {
     chunks: ReadOnlyTable<u64, &'static [u8]>,
     vectors: ReadOnlyTable<u64, &'static [u8]>,
     /// The commit sequence number the snapshot is at, read once
-    /// ([`crate::live_index::commit_seq`]): searches sharing a snapshot ask it each.
+    /// ([`crate::backend::redb::derived::live_index::commit_seq`]): searches sharing a snapshot ask it each.
     commit: std::sync::OnceLock<u64>,
 }
 
@@ -94,7 +94,7 @@ impl Snapshot {
     /// every write transaction raises (what [`Backup::commit`](crate::Backup::commit)
     /// names).
     pub fn commit(&self) -> Result<u64, ReadError> {
-        crate::live_index::commit_seq(self)
+        crate::backend::redb::derived::live_index::commit_seq(self)
     }
 
     /// The highest ticket the store may have issued at this snapshot (see
@@ -273,7 +273,7 @@ impl Snapshot {
                 )
                 .into());
             }
-            content_hash = crate::prepare::stored_content_hash(
+            content_hash = crate::policy::prepare::stored_content_hash(
                 &row.meta,
                 stored
                     .chunks
@@ -331,9 +331,11 @@ impl Snapshot {
         id: &str,
         with_vectors: bool,
     ) -> Result<Option<StoredDocument>, ReadError> {
-        crate::contain::contain(ReadError::contained, || match self.doc_row(source, id)? {
-            Some(row) => Ok(Some(self.assemble(source, id, &row, with_vectors)?)),
-            None => Ok(None),
+        crate::backend::redb::contain::contain(ReadError::contained, || {
+            match self.doc_row(source, id)? {
+                Some(row) => Ok(Some(self.assemble(source, id, &row, with_vectors)?)),
+                None => Ok(None),
+            }
         })
     }
 
@@ -368,7 +370,7 @@ impl Snapshot {
                     self.chunks_row(&row)?
                         .chunks
                         .into_iter()
-                        .map(|c| crate::prepare::text_hash(&c.text))
+                        .map(|c| crate::policy::prepare::text_hash(&c.text))
                         .collect()
                 };
                 Ok((Some(stored), texts))
@@ -433,7 +435,7 @@ impl Iterator for Documents<'_> {
         }
         let (snapshot, with_vectors) = (self.snapshot, self.with_vectors);
         let range = &mut self.range;
-        let item = crate::contain::contain(ReadError::contained, || {
+        let item = crate::backend::redb::contain::contain(ReadError::contained, || {
             let Some(entry) = range.next() else {
                 return Ok(None);
             };
@@ -446,7 +448,7 @@ impl Iterator for Documents<'_> {
             Ok(Some(document)) => Some(Ok(document)),
             Ok(None) => None,
             Err(error) => {
-                self.failed = matches!(&error, ReadError::Corrupted { what, .. } if what == crate::contain::WHAT);
+                self.failed = matches!(&error, ReadError::Corrupted { what, .. } if what == crate::backend::redb::contain::WHAT);
                 Some(Err(error))
             }
         }

@@ -12,16 +12,16 @@
 //! Invariant: searches never depend on background work: each brings the index up to its own
 //! snapshot first, and answers exactly while the index is loading.
 
-use crate::engine::{Engine, Finish};
+use crate::backend::redb::derived::live_index::{self, LiveIndex};
+use crate::backend::redb::engine::{Engine, Finish};
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{self, meta_key, META};
+use crate::backend::redb::verify::VerifyReport;
 use crate::error::{ReadError, WriteError};
 use crate::filter::FilterCache;
 use crate::index::{Workers, EXACT_THRESHOLD};
-use crate::live_index::{self, LiveIndex};
 use crate::options::Metric;
-use crate::read::Snapshot;
-use crate::schema::{self, meta_key, META};
 use crate::search::{Hit, SearchOptions};
-use crate::verify::VerifyReport;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -375,7 +375,7 @@ impl Indexer {
             .par_iter()
             .enumerate()
             .map(|(i, query)| {
-                crate::contain::contain(ReadError::contained, || {
+                crate::backend::redb::contain::contain(ReadError::contained, || {
                     self.search(query.as_ref(), k, options)
                 })
                 .map_err(|error| match error {
@@ -556,11 +556,13 @@ impl Indexer {
     ) -> Result<VerifyReport, ReadError> {
         if let Some(live) = self.live() {
             for problem in live.agreement(|| self.engine.snapshot())? {
-                report.violations.push(crate::verify::Violation {
-                    source: None,
-                    id: None,
-                    problem: format!("index: {problem}"),
-                });
+                report
+                    .violations
+                    .push(crate::backend::redb::verify::Violation {
+                        source: None,
+                        id: None,
+                        problem: format!("index: {problem}"),
+                    });
             }
         }
         Ok(report)
@@ -578,14 +580,15 @@ impl Indexer {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
         crate::text::check_query(query, &self.engine.options().limits)?;
         let snapshot = self.engine.search_snapshot()?;
-        let analyzer = crate::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
+        let analyzer =
+            crate::backend::redb::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
         let matching = match &options.filter {
             // `None` when the filter index covers another commit: then every
             // candidate's metadata is checked as it is resolved.
             Some(filter) => self.matching(&snapshot, filter)?,
             None => None,
         };
-        crate::text::search_text(
+        crate::backend::redb::text::search_text(
             &snapshot,
             &self.engine.text_index,
             &analyzer,
@@ -619,8 +622,11 @@ impl Indexer {
         loop {
             let (hits, exhausted) =
                 self.search_then_unbounded(vector, depth, &ranking, |snapshot, vector_hits| {
-                    let analyzer = crate::text::analyzer_of(snapshot, &self.engine.text_analyzer)?;
-                    let text_hits = crate::text::search_text(
+                    let analyzer = crate::backend::redb::text::analyzer_of(
+                        snapshot,
+                        &self.engine.text_analyzer,
+                    )?;
+                    let text_hits = crate::backend::redb::text::search_text(
                         snapshot,
                         &self.engine.text_index,
                         &analyzer,
@@ -655,7 +661,7 @@ impl Indexer {
     pub(crate) fn has_text_index(&self) -> bool {
         self.engine
             .snapshot()
-            .and_then(|s| crate::text::analyzer_of(&s, &self.engine.text_analyzer))
+            .and_then(|s| crate::backend::redb::text::analyzer_of(&s, &self.engine.text_analyzer))
             .is_ok()
     }
 }

@@ -2,14 +2,14 @@
 //! members), and the counters and skip log. Read from one snapshot; restored in one write
 //! transaction. `ratchet copy` moves them between backends with these calls.
 
-use crate::counters::{name, Counters};
-use crate::engine::Apply;
+use crate::backend::redb::engine::Apply;
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{self, ListingRow, SkipRow, LISTINGS, LISTING_MEMBERS};
+use crate::backend::redb::stats::SkipRecord;
+use crate::backend::redb::write::Batch;
 use crate::error::{InputError, ReadError, WriteError};
-use crate::read::Snapshot;
-use crate::schema::{self, ListingRow, SkipRow, LISTINGS, LISTING_MEMBERS};
-use crate::stats::SkipRecord;
-use crate::version::{Version, VersionKind};
-use crate::write::Batch;
+use crate::types::counters::{name, Counters};
+use crate::types::{Version, VersionKind};
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
@@ -133,8 +133,8 @@ pub(crate) fn skip_row(record: &SkipRecord) -> SkipRow {
 /// Checks what a restore would write: names and ids within the store's limits.
 pub(crate) fn check_skips(skips: &[SkipRecord], limits: &crate::Limits) -> Result<(), InputError> {
     for (i, skip) in skips.iter().enumerate() {
-        crate::prepare::check_name(&format!("skips[{i}].source"), &skip.source, limits)?;
-        crate::prepare::check_name(&format!("skips[{i}].id"), &skip.id, limits)?;
+        crate::policy::prepare::check_name(&format!("skips[{i}].source"), &skip.source, limits)?;
+        crate::policy::prepare::check_name(&format!("skips[{i}].id"), &skip.id, limits)?;
     }
     Ok(())
 }

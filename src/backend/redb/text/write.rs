@@ -10,13 +10,13 @@
 //! term of every write: 11× to 200× the cost of the write without it; a row per chunk cost
 //! 8 removals and 8 insertions for an 8-chunk revision.)
 
-use super::analyze::{Analyzer, WriteBuffers};
 use super::row;
-use crate::error::{Corruption, WriteError};
-use crate::schema::{
+use crate::backend::redb::schema::{
     self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, VectorsRow, CHUNKS, COUNTERS,
     DOCS, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS, META, TEXT_DOCS, VECTORS,
 };
+use crate::error::{Corruption, WriteError};
+use crate::text::{Analyzer, WriteBuffers};
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::sync::Arc;
 

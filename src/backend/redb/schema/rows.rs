@@ -2,8 +2,8 @@
 //! their codec, and vector ids.
 
 use crate::error::Corruption;
-use crate::guard::{ContentHash, ContentKey, SkipReason, Stored};
-use crate::version::{Version, VersionKind};
+use crate::policy::guard::{ContentHash, ContentKey, SkipReason, Stored};
+use crate::types::{Version, VersionKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt::Debug;
 

@@ -17,16 +17,18 @@
 //! of vectors (or when a read-only engine learns its dimension) it calls the change hook its
 //! owner installed, which keeps the index in step.
 
-use crate::document::{Document, Op, PurgeOutcome};
-use crate::document::{OpOutcome, Outcome, RetainOutcome};
+use crate::backend::redb::open::{meta_string, meta_u64, Db, Recognised};
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{meta_key, seq_key, COUNTERS, META};
+use crate::backend::redb::write::{is_op_error, Batch, BatchSettings};
 use crate::error::{ReadError, WriteError};
-use crate::open::{meta_string, meta_u64, Db, Recognised};
 use crate::options::{Durability, Metric, Options};
-use crate::prepare::{self, check_name, PreparedDelete, PreparedDoc, PreparedOp, PreparedRetain};
-use crate::read::Snapshot;
-use crate::schema::{meta_key, seq_key, COUNTERS, META};
-use crate::version::Version;
-use crate::write::{is_op_error, Batch, BatchSettings};
+use crate::policy::prepare::{
+    self, check_name, PreparedDelete, PreparedDoc, PreparedOp, PreparedRetain,
+};
+use crate::types::Version;
+use crate::types::{Document, Op, PurgeOutcome};
+use crate::types::{OpOutcome, Outcome, RetainOutcome};
 use parking_lot::{Mutex, RwLock};
 use redb::WriteTransaction;
 use std::path::{Path, PathBuf};
@@ -88,7 +90,7 @@ pub(crate) struct Engine {
     /// The analyzer text searches last read from the file.
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
     /// The text index inverted in memory, which text searches score on.
-    pub(crate) text_index: crate::text::TextCache,
+    pub(crate) text_index: crate::backend::redb::text::TextCache,
     /// The database's file as it was when the engine was made (`None`: a caller's
     /// backend).
     file: Option<OpenedFile>,
@@ -162,13 +164,13 @@ impl Drop for Engine {
             return;
         }
         if let (Some(file), Some(db)) = (&self.file, self.db.get_mut()) {
-            crate::open::compact_on_close(db, &file.path, file.len);
+            crate::backend::redb::open::compact_on_close(db, &file.path, file.len);
         }
     }
 }
 
 impl Engine {
-    /// An engine over a database [`recognise`](crate::open::recognise)d as a store.
+    /// An engine over a database [`recognise`](crate::backend::redb::open::recognise)d as a store.
     pub(crate) fn new(
         db: Db,
         backend: Option<Arc<dyn redb::StorageBackend>>,
@@ -298,8 +300,10 @@ impl Engine {
         // Closed before it is opened again: redb refuses a second handle on one file.
         drop(db.take());
         let opened = match &self.backend {
-            Some(backend) => crate::open::reopen_backend(backend.clone(), &self.options),
-            None => crate::open::reopen_writable(
+            Some(backend) => {
+                crate::backend::redb::open::reopen_backend(backend.clone(), &self.options)
+            }
+            None => crate::backend::redb::open::reopen_writable(
                 self.file.as_ref().map_or(&self.path, |file| &file.path),
                 &self.options,
             ),
@@ -377,7 +381,7 @@ impl Engine {
     ) -> Result<R, WriteError> {
         self.refuse_if_read_only()?;
         self.check_poisoned()?;
-        crate::contain::contain(WriteError::contained, || {
+        crate::backend::redb::contain::contain(WriteError::contained, || {
             // The handle is held only to begin: a transaction outlives it (redb closes a
             // dropped database once its transaction ends), and `reopen` must not wait for
             // a transaction that reads through `snapshot`.
@@ -589,7 +593,7 @@ impl Engine {
             // not issued in any store's life.
             let until = tickets.reserved_until.saturating_add(TICKET_BLOCK);
             if until == tickets.reserved_until {
-                return Err(crate::write::sequence_at_its_end(
+                return Err(crate::backend::redb::write::sequence_at_its_end(
                     seq_key::TICKET_HIGH_WATER,
                     until,
                 ));
@@ -688,7 +692,7 @@ impl Engine {
 
     /// A consistent read view: everything read through it comes from one committed state.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
-        crate::contain::contain(ReadError::contained, || {
+        crate::backend::redb::contain::contain(ReadError::contained, || {
             let txn = self
                 .db()
                 .map_err(ReadError::storage)?
@@ -722,7 +726,7 @@ impl Engine {
         let Some(bulk) = self.bulk.get_or_init(|| self.open_bulk_handle()) else {
             return self.snapshot();
         };
-        crate::contain::contain(ReadError::contained, || {
+        crate::backend::redb::contain::contain(ReadError::contained, || {
             let txn = redb::ReadableDatabase::begin_read(bulk).map_err(ReadError::storage)?;
             Snapshot::new(
                 txn,

@@ -2,12 +2,12 @@
 //! writing. The copy is a store of its own (the same schema, rows and counters as the
 //! source at the snapshot's commit); nothing is derived or converted on the way.
 
-use crate::error::ReadError;
-use crate::read::Snapshot;
-use crate::schema::{
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
     CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS,
     LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, TEXT_DOCS, VECTORS,
 };
+use crate::error::ReadError;
 use redb::{
     MultimapTableHandle, ReadTransaction, ReadableTable, TableDefinition, TableHandle,
     WriteTransaction,
@@ -63,7 +63,7 @@ pub(crate) fn write(snapshot: &Snapshot, source: &Path, out: &Path) -> Result<Ba
             path: out.to_path_buf(),
         });
     }
-    let commit = crate::live_index::commit_seq(snapshot)?;
+    let commit = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
     let mut partial = out.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);
@@ -118,7 +118,7 @@ pub(crate) fn write(snapshot: &Snapshot, source: &Path, out: &Path) -> Result<Ba
 /// Gives the finished copy its name (and makes that name durable) without ever replacing a
 /// file that appeared there meanwhile.
 fn link_new(partial: &Path, out: &Path) -> Result<(), BackupError> {
-    crate::open::link_durably(partial, out).map_err(|e| {
+    crate::backend::redb::open::link_durably(partial, out).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             BackupError::AlreadyExists {
                 path: out.to_path_buf(),

@@ -1,12 +1,12 @@
 //! Statistics: counters by outcome and reason, totals, and the recent refusals.
 
-use crate::counters::{name, Counters};
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{self, SkipRow, COUNTERS, LISTINGS, SKIP_LOG};
 use crate::error::ReadError;
-use crate::guard::SkipReason;
 use crate::options::Metric;
-use crate::read::Snapshot;
-use crate::schema::{self, SkipRow, COUNTERS, LISTINGS, SKIP_LOG};
-use crate::version::Version;
+use crate::policy::guard::SkipReason;
+use crate::types::counters::{name, Counters};
+use crate::types::Version;
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 
@@ -62,7 +62,7 @@ pub struct Stats {
 impl Snapshot {
     /// Counters, totals and recent refusals.
     pub fn stats(&self) -> Result<Stats, ReadError> {
-        crate::contain::contain(ReadError::contained, || self.stats_uncontained())
+        crate::backend::redb::contain::contain(ReadError::contained, || self.stats_uncontained())
     }
 
     fn stats_uncontained(&self) -> Result<Stats, ReadError> {

@@ -413,7 +413,7 @@ pub(crate) fn extend_floats(bytes: &[u8], out: &mut Vec<f32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{encode, ChunkEntry};
+    use crate::backend::redb::schema::{encode, ChunkEntry};
 
     #[test]
     fn vectors_rows_round_trip() {

@@ -7,14 +7,14 @@
 //! snapshot, then resolves every candidate against that snapshot, so a superseded chunk is
 //! never returned (I5).
 
-use crate::error::{Corruption, ReadError};
-use crate::index::{IndexError, Metric, VectorIndex};
-use crate::options::IndexOptions;
-use crate::read::Snapshot;
-use crate::schema::{
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
     self, seq_key, split_vector_id, vector_id, ChangelogRow, VectorsRow, CHANGELOG, COUNTERS,
     INDEX_SNAPSHOT, VECTORS,
 };
+use crate::error::{Corruption, ReadError};
+use crate::index::{IndexError, Metric, VectorIndex};
+use crate::options::IndexOptions;
 use parking_lot::Mutex;
 use redb::ReadableTable;
 use std::collections::HashMap;

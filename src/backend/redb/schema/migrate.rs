@@ -27,13 +27,13 @@
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
-use crate::counters::name as counter;
-use crate::error::Corruption;
-use crate::guard::{content_key, ContentHash};
-use crate::schema::{
+use crate::backend::redb::schema::{
     self, meta_key, text_key, ChunkEntry, ChunksRow, DocRow, RevisionRows, VectorData, VectorsRow,
     CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, LEGACY_TEXT_TOTALS, META, VECTORS,
 };
+use crate::error::Corruption;
+use crate::policy::guard::{content_key, ContentHash};
+use crate::types::counters::name as counter;
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -476,7 +476,7 @@ pub(crate) fn schema_2_to_5(
 /// with the first 16 bytes of its content hash (the guard's [`ContentKey`]) in place of the
 /// whole hash, 16 bytes shorter.
 ///
-/// [`ContentKey`]: crate::guard::ContentKey
+/// [`ContentKey`]: crate::policy::guard::ContentKey
 fn docs_to_schema_6(txn: &WriteTransaction, from: u32) -> Result<(), MigrationError> {
     let mut docs = txn.open_table(DOCS)?;
     let mut rows: Vec<((String, String), Vec<u8>)> = Vec::new();
@@ -686,7 +686,7 @@ fn revisions_to_schema_5(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::VectorsRow;
+    use crate::backend::redb::schema::VectorsRow;
 
     /// A schema-2 vectors row of `slots`, each vector `floats` long.
     fn row_v2(slots: &[u32], floats: usize) -> Vec<u8> {

@@ -1,7 +1,7 @@
 //! What goes in (documents, chunks, operations) and what comes out (outcomes).
 
-use crate::guard::SkipReason;
-use crate::version::Version;
+use crate::policy::guard::SkipReason;
+use crate::types::Version;
 use serde::{Deserialize, Serialize};
 
 /// One revision of a source document, cut into chunks.
@@ -36,7 +36,7 @@ impl Document {
     /// metadata and its chunks' texts and metadata (canonical JSON), not its vectors or
     /// version. Metadata nested deeper than any store accepts is refused, naming the field.
     pub fn content_hash(&self) -> Result<String, crate::InputError> {
-        crate::prepare::document_content_hash(self)
+        crate::policy::prepare::document_content_hash(self)
     }
 
     /// A document with no chunks and no metadata.

@@ -8,9 +8,11 @@
 //! vectors row can stay as it is, and what the outcome counts. `Batch::write_revision`
 //! only allocates ids and writes what the plan says.
 
+use crate::backend::redb::schema::{
+    self, ChunkEntry, DocRow, VectorData, VectorsRow, SLOTS_PER_DOC,
+};
 use crate::error::WriteError;
-use crate::prepare::PreparedDoc;
-use crate::schema::{self, ChunkEntry, DocRow, VectorData, VectorsRow, SLOTS_PER_DOC};
+use crate::policy::prepare::PreparedDoc;
 use std::collections::{HashMap, HashSet};
 
 /// One chunk of the stored revision: its text beside its vector's slot and bytes.
@@ -268,8 +270,8 @@ fn plan_vectors<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::{text_hash, PreparedChunk};
-    use crate::version::Version;
+    use crate::policy::prepare::{text_hash, PreparedChunk};
+    use crate::types::Version;
 
     fn chunk(text: &str, vector: Option<Vec<f32>>) -> PreparedChunk {
         PreparedChunk {
