@@ -7,8 +7,9 @@
 //! documents, outside the timed part. So every path is measured on stores of the same sizes,
 //! 0 to 32,768 documents (about 1.1 GB), whatever its speed: with one file per path for the
 //! whole run, a path twice as fast writes a file twice as large, and on this VM sustained
-//! writing into a file past about 3 GB slows every writer down, redb alone included (see the
-//! README). A closed ratchetdb store also stops its background index work.
+//! writing into a file past about 3 GB slows every writer down, redb alone included (see
+//! docs/history/benchmarks-writes.md). A closed ratchetdb store also stops its background index
+//! work.
 //!
 //! - `ratchet_one_commit_per_doc`: `Store::upsert`, one transaction and fsync per document.
 //! - `ratchet_writer_8_producers`: 8 threads through one `Writer` (group commit), each keeping
