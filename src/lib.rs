@@ -41,7 +41,6 @@ mod chunking;
 #[cfg(feature = "embed")]
 mod embed;
 mod error;
-mod filter;
 mod index;
 mod options;
 mod policy;
@@ -76,13 +75,13 @@ pub use crate::{
         verify::{VerifyReport, Violation},
     },
     error::{Error, InputError, OpenError, ReadError, WriteError},
-    filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
     options::{
         Durability, IndexOptions, Limits, Metric, Options, COMPACT_ON_CLOSE_MIN_FREE,
         DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M,
         MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
     },
     policy::{
+        filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
         guard::{ConflictPolicy, SkipReason},
         plan::{Plan, PlannedAction},
     },

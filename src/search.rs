@@ -5,15 +5,16 @@
 //! is deleted, re-keyed or at another generation, is dropped, and the search fetches more until `k`
 //! live hits come back or none are left. A superseded chunk is never returned.
 
+use crate::backend::redb::derived::filter_index::Matching;
 use crate::backend::redb::derived::live_index::LiveIndex;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
 };
 use crate::error::{Corruption, InputError, ReadError};
-use crate::filter::{Filter, Matching};
 use crate::index::{self, SearchMode};
 use crate::options::{Limits, Metric};
+use crate::policy::filter::Filter;
 use crate::policy::prepare::prepare_vector;
 use crate::types::Version;
 use redb::ReadableTable;

@@ -13,7 +13,7 @@
 //! spliced into the SQL text.
 
 use crate::error::ReadError;
-use crate::filter::{Filter, Node, Op, Scalar};
+use crate::policy::filter::{Filter, Node, Op, Scalar};
 use postgres::types::ToSql;
 
 type Params = Vec<Box<dyn ToSql + Sync>>;

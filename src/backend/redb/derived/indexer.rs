@@ -12,13 +12,13 @@
 //! Invariant: searches never depend on background work: each brings the index up to its own
 //! snapshot first, and answers exactly while the index is loading.
 
+use crate::backend::redb::derived::filter_index::FilterCache;
 use crate::backend::redb::derived::live_index::{self, LiveIndex};
 use crate::backend::redb::engine::{Engine, Finish};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{self, meta_key, META};
 use crate::backend::redb::verify::VerifyReport;
 use crate::error::{ReadError, WriteError};
-use crate::filter::FilterCache;
 use crate::index::{Workers, EXACT_THRESHOLD};
 use crate::options::Metric;
 use crate::search::{Hit, SearchOptions};
@@ -356,8 +356,8 @@ impl Indexer {
     pub(crate) fn matching<'s>(
         &'s self,
         snapshot: &Snapshot,
-        filter: &crate::filter::Filter,
-    ) -> Result<Option<crate::filter::Matching<'s>>, ReadError> {
+        filter: &crate::policy::filter::Filter,
+    ) -> Result<Option<crate::backend::redb::derived::filter_index::Matching<'s>>, ReadError> {
         self.filters.evaluate(snapshot, filter)
     }
 

@@ -8,10 +8,10 @@
 //! snapshot's rows.
 
 use super::memory::{InvertedIndex, Rows, TextCache};
+use crate::backend::redb::derived::filter_index::Matching;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META};
 use crate::error::ReadError;
-use crate::filter::Matching;
 use crate::search::{allowed_documents, resolve, Hit, SearchOptions};
 use crate::text::{Analyzer, Bm25, TextOptions};
 use parking_lot::Mutex;
