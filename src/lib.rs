@@ -68,11 +68,7 @@ pub use crate::embed::{locate_model, MiniLmEmbedder};
 pub use crate::{
     backend::redb::{
         backup::{Backup, BackupError},
-        derived::indexer::IndexInfo,
-        history::Listing,
-        read::{Documents, Snapshot, StoredChunk, StoredDocument},
-        stats::{SkipRecord, Stats},
-        verify::{VerifyReport, Violation},
+        read::{Documents, Snapshot},
     },
     error::{Error, InputError, OpenError, ReadError, WriteError},
     options::{
@@ -85,12 +81,18 @@ pub use crate::{
         guard::{ConflictPolicy, SkipReason},
         plan::{Plan, PlannedAction},
     },
-    search::{FilterStrategy, Hit, SearchOptions},
+    search::{FilterStrategy, SearchOptions},
     store::{redact_address, Store},
     text::{Bm25, Fusion, TextLanguage, TextOptions},
     types::{
         counters::Counters,
         document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+        hit::Hit,
+        index_info::IndexInfo,
+        listing::Listing,
+        report::{VerifyReport, Violation},
+        stats::{SkipRecord, Stats},
+        stored::{StoredChunk, StoredDocument},
         version::{Version, VersionKind},
     },
     writer::{Pending, Writer, WriterOptions, WriterStats},

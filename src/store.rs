@@ -2,17 +2,19 @@
 //! and the indexer (the derived index's lifecycle, `indexer.rs`). Opening a file is
 //! `open.rs`; the write logic is `write.rs`; reads are `read.rs`.
 
-use crate::backend::redb::derived::indexer::{Gate, IndexInfo, Indexer};
+use crate::backend::redb::derived::indexer::{Gate, Indexer};
 use crate::backend::redb::engine::{DocumentOp, Engine};
 use crate::backend::redb::open;
 use crate::backend::redb::read::Snapshot;
-use crate::backend::redb::stats::Stats;
-use crate::backend::redb::verify::VerifyReport;
 use crate::error::{OpenError, ReadError, WriteError};
 use crate::options::{Metric, Options};
 use crate::policy::plan::Plan;
 use crate::policy::prepare;
-use crate::search::{Hit, SearchOptions};
+use crate::search::SearchOptions;
+use crate::types::Hit;
+use crate::types::IndexInfo;
+use crate::types::Stats;
+use crate::types::VerifyReport;
 use crate::types::Version;
 use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::writer::{Writer, WriterOptions};
@@ -763,7 +765,7 @@ impl Store {
         &self,
         source: &str,
         id: &str,
-    ) -> Result<Option<crate::backend::redb::read::StoredDocument>, ReadError> {
+    ) -> Result<Option<crate::types::StoredDocument>, ReadError> {
         on_backend!(self, e => e.engine.snapshot()?.get(source, id), pg => pg.get(source, id))
     }
 
@@ -775,7 +777,7 @@ impl Store {
     pub fn documents(
         &self,
         with_vectors: bool,
-    ) -> Result<Vec<crate::backend::redb::read::StoredDocument>, ReadError> {
+    ) -> Result<Vec<crate::types::StoredDocument>, ReadError> {
         on_backend!(self, e => e.engine.snapshot()?.documents(with_vectors)?.collect(), pg => {
             let mut documents = pg.documents()?;
             if !with_vectors {
@@ -789,7 +791,7 @@ impl Store {
 
     /// Every listing [`Store::retain`] recorded (until [`Store::purge`] removes it), with
     /// the ids it lists, by `(source, version)`, from one snapshot.
-    pub fn listings(&self) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
+    pub fn listings(&self) -> Result<Vec<crate::types::Listing>, ReadError> {
         on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
             e.engine.snapshot()?.listings()
         }), pg => pg.listings())
@@ -806,7 +808,7 @@ impl Store {
     pub fn restore_history(
         &self,
         counters: &crate::Counters,
-        skips: &[crate::backend::redb::stats::SkipRecord],
+        skips: &[crate::types::SkipRecord],
     ) -> Result<(), WriteError> {
         crate::backend::redb::history::check_counters(counters)?;
         on_backend!(self, e => {

@@ -2,7 +2,7 @@
 //! text ranking, and the bounds on a text query.
 
 use crate::error::{InputError, ReadError};
-use crate::search::Hit;
+use crate::types::Hit;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 

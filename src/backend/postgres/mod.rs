@@ -27,14 +27,15 @@ mod writer;
 
 pub(crate) use writer::PgWriter;
 
-use crate::backend::redb::derived::indexer::IndexInfo;
-use crate::backend::redb::read::StoredDocument;
-use crate::backend::redb::stats::Stats;
-use crate::backend::redb::verify::VerifyReport;
 use crate::error::{InputError, OpenError, ReadError, WriteError};
 use crate::options::{Metric, Options};
 use crate::policy::plan::Plan;
-use crate::search::{Hit, SearchOptions};
+use crate::search::SearchOptions;
+use crate::types::Hit;
+use crate::types::IndexInfo;
+use crate::types::Stats;
+use crate::types::StoredDocument;
+use crate::types::VerifyReport;
 use crate::types::Version;
 use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use parking_lot::{Mutex, RwLock};
@@ -427,7 +428,7 @@ impl PgStore {
 
     /// Every listing `retain` recorded, with its members; see
     /// [`Store::listings`](crate::Store::listings).
-    pub fn listings(&self) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
+    pub fn listings(&self) -> Result<Vec<crate::types::Listing>, ReadError> {
         read::listings(self)
     }
 

@@ -8,14 +8,15 @@
 //! document row, and the statement sees both or neither.
 
 use super::{unord, PgStore};
-use crate::backend::redb::read::{StoredChunk, StoredDocument};
-use crate::backend::redb::stats::{SkipRecord, Stats};
 use crate::error::ReadError;
 use crate::options::Metric;
 use crate::policy::guard::SkipReason;
-use crate::search::{check_bounds, prepare_query, Hit, SearchOptions};
+use crate::search::{check_bounds, prepare_query, SearchOptions};
 use crate::text::{Analyzer, Bm25, TextOptions};
 use crate::types::counters::{name, Counters};
+use crate::types::Hit;
+use crate::types::{SkipRecord, Stats};
+use crate::types::{StoredChunk, StoredDocument};
 use crate::types::{Version, VersionKind};
 use pgvector::Vector;
 use postgres::types::ToSql;
@@ -829,9 +830,7 @@ pub(super) fn plan_state(
 }
 
 /// Every listing with its members, by `(source, version)`, in one snapshot.
-pub(super) fn listings(
-    store: &PgStore,
-) -> Result<Vec<crate::backend::redb::history::Listing>, ReadError> {
+pub(super) fn listings(store: &PgStore) -> Result<Vec<crate::types::Listing>, ReadError> {
     let mut client = store.client.lock();
     let mut txn = snapshot(&mut client)?;
     let what = "listings row";
@@ -849,7 +848,7 @@ pub(super) fn listings(
         )
         .map_err(server_error)?
     {
-        out.push(crate::backend::redb::history::Listing {
+        out.push(crate::types::Listing {
             source: column(&row, 0, what)?,
             version: version(column(&row, 1, what)?, column(&row, 2, what)?, what)?,
             present: column(&row, 3, what)?,

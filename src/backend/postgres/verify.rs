@@ -3,10 +3,10 @@
 
 use super::read::{column, corrupted, json, server_error, version};
 use super::PgStore;
-use crate::backend::redb::verify::{VerifyReport, Violation};
 use crate::error::ReadError;
 use crate::text::{Analyzer, Terms, TextOptions};
 use crate::types::counters::name;
+use crate::types::{VerifyReport, Violation};
 use postgres::Transaction;
 use std::collections::{HashMap, HashSet};
 

@@ -1176,7 +1176,7 @@ pub(super) fn adopt_tickets(store: &PgStore, through: u64) -> Result<(), WriteEr
 pub(super) fn restore_history(
     store: &PgStore,
     counters: &crate::types::counters::Counters,
-    skips: &[crate::backend::redb::stats::SkipRecord],
+    skips: &[crate::types::SkipRecord],
 ) -> Result<(), WriteError> {
     let mut client = store.client.lock();
     let mut txn = client.transaction().map_err(server_error)?;

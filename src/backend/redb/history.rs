@@ -5,26 +5,13 @@
 use crate::backend::redb::engine::Apply;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{self, ListingRow, SkipRow, LISTINGS, LISTING_MEMBERS};
-use crate::backend::redb::stats::SkipRecord;
 use crate::backend::redb::write::Batch;
 use crate::error::{InputError, ReadError, WriteError};
 use crate::types::counters::{name, Counters};
+use crate::types::Listing;
+use crate::types::SkipRecord;
 use crate::types::{Version, VersionKind};
 use redb::ReadableTable;
-use serde::{Deserialize, Serialize};
-
-/// A listing [`Store::retain`](crate::Store::retain) recorded: everything that existed in
-/// `source` at `version`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Listing {
-    /// The source.
-    pub source: String,
-    /// The listing's version.
-    pub version: Version,
-    /// The ids it lists, sorted.
-    pub present: Vec<String>,
-}
 
 /// Every persisted counter that counts outcomes (all of [`Counters`]), as its key, its
 /// field's name and its value, except `commits`, which counts a store's own transactions.

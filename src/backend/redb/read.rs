@@ -7,49 +7,10 @@ use crate::backend::redb::schema::{
 use crate::error::{Corruption, ReadError};
 use crate::options::Metric;
 use crate::policy::guard::{ContentHash, Stored};
+use crate::types::{StoredChunk, StoredDocument};
 use crate::types::{Version, VersionKind};
 use redb::{ReadOnlyTable, ReadTransaction};
-use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-
-/// A document as stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StoredDocument {
-    /// The source.
-    pub source: String,
-    /// The id.
-    pub id: String,
-    /// The stored version (of the revision, or of the tombstone).
-    pub version: Version,
-    /// Whether this is a tombstone.
-    pub deleted: bool,
-    /// The generation every chunk carries (0 for tombstones).
-    pub generation: u64,
-    /// The content hash, hex.
-    pub content_hash: String,
-    /// Document metadata.
-    pub meta: serde_json::Value,
-    /// The chunks in position order.
-    pub chunks: Vec<StoredChunk>,
-}
-
-/// A chunk as stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StoredChunk {
-    /// Its position, `0..chunk_count`.
-    pub position: u32,
-    /// The text.
-    pub text: String,
-    /// Chunk metadata.
-    pub meta: serde_json::Value,
-    /// The generation it was stamped with.
-    pub generation: u64,
-    /// The id of its vector.
-    pub vector_id: u64,
-    /// The vector (as stored: unit length for cosine), when asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vector: Option<Vec<f32>>,
-}
 
 /// A consistent, read-only view of the store at one commit. Every read through it sees the
 /// same committed state, however many writes commit meanwhile; no reader ever sees half a

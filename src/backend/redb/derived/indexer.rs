@@ -17,13 +17,14 @@ use crate::backend::redb::derived::live_index::{self, LiveIndex};
 use crate::backend::redb::engine::{Engine, Finish};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{self, meta_key, META};
-use crate::backend::redb::verify::VerifyReport;
 use crate::error::{ReadError, WriteError};
 use crate::index::{Workers, EXACT_THRESHOLD};
 use crate::options::Metric;
-use crate::search::{Hit, SearchOptions};
+use crate::search::SearchOptions;
+use crate::types::Hit;
+use crate::types::IndexInfo;
+use crate::types::VerifyReport;
 use parking_lot::{Mutex, RwLock};
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -310,13 +311,15 @@ impl Indexer {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.engine.search_snapshot()?;
             let Some(live) = self.live() else {
-                let hits =
-                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                let hits = crate::backend::redb::search::search(
+                    &snapshot, None, &query, k, options, metric, None,
+                )?;
                 return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
-                let hits =
-                    crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+                let hits = crate::backend::redb::search::search(
+                    &snapshot, None, &query, k, options, metric, None,
+                )?;
                 return then(&snapshot, hits);
             }
             let seq = live_index::commit_seq(&snapshot)?;
@@ -332,7 +335,7 @@ impl Indexer {
                 },
                 None => None,
             };
-            let hits = crate::search::search(
+            let hits = crate::backend::redb::search::search(
                 &snapshot,
                 Some(&live),
                 &query,
@@ -347,7 +350,9 @@ impl Indexer {
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.engine.snapshot()?;
-        let hits = crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
+        let hits = crate::backend::redb::search::search(
+            &snapshot, None, &query, k, options, metric, None,
+        )?;
         then(&snapshot, hits)
     }
 
@@ -556,13 +561,11 @@ impl Indexer {
     ) -> Result<VerifyReport, ReadError> {
         if let Some(live) = self.live() {
             for problem in live.agreement(|| self.engine.snapshot())? {
-                report
-                    .violations
-                    .push(crate::backend::redb::verify::Violation {
-                        source: None,
-                        id: None,
-                        problem: format!("index: {problem}"),
-                    });
+                report.violations.push(crate::types::Violation {
+                    source: None,
+                    id: None,
+                    problem: format!("index: {problem}"),
+                });
             }
         }
         Ok(report)
@@ -689,34 +692,6 @@ const PERSIST_MIN_POINTS: usize = 4096;
 /// Searches retried on a newer snapshot when a commit was applied to the index during one,
 /// before falling back to scanning the snapshot.
 const SEARCH_ATTEMPTS: usize = 8;
-
-/// The state of the derived index, from [`Store::index_info`](crate::Store::index_info).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct IndexInfo {
-    /// The in-memory index holds the live vectors (before that, searches scan the file).
-    pub loaded: bool,
-    /// An ANN graph is ready (searches above the exact threshold use it).
-    pub graph_ready: bool,
-    /// A graph build or snapshot load is running in the background.
-    pub building: bool,
-    /// Live vectors in the index.
-    pub live_vectors: u64,
-    /// Share of the graph's settled points that are dead (removed or superseded), waiting
-    /// for a rebuild; a point being inserted counts once it settles.
-    pub dead_fraction: f64,
-    /// The last commit sequence the index has applied.
-    pub applied_commit: u64,
-    /// Points (live or dead) in the ANN graph; 0 without one.
-    pub graph_points: u64,
-    /// Live vectors scored exactly beside the graph: new ones the background absorber has
-    /// not moved in yet, and points no graph search would reach.
-    pub outside_vectors: u64,
-    /// Points of the graph snapshot this process loaded or last wrote into the file (0:
-    /// none yet). The snapshot is rewritten after a build, and once absorbing has grown
-    /// the graph by half (at least 4096 points) past it.
-    pub persisted_points: u64,
-}
 
 /// The background loader: every vector into memory and, at the same time on a second
 /// thread, the persisted graph parsed; then the graph is installed (or, without a usable

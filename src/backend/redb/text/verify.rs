@@ -8,9 +8,9 @@ use crate::backend::redb::schema::{
     self, meta_key, seq_key, text_key, vector_id, DocRow, VectorsRow, COUNTERS, DOCS, META,
     TEXT_DOCS,
 };
-use crate::backend::redb::verify::{VerifyReport, Violation};
 use crate::error::ReadError;
 use crate::text::{Analyzer, TextOptions};
+use crate::types::{VerifyReport, Violation};
 use redb::ReadableTable;
 use std::collections::HashMap;
 

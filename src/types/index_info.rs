@@ -1,0 +1,31 @@
+//! What the derived vector index covers, for progress and diagnostics.
+
+use serde::{Deserialize, Serialize};
+
+/// The state of the derived index, from [`Store::index_info`](crate::Store::index_info).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// The in-memory index holds the live vectors (before that, searches scan the file).
+    pub loaded: bool,
+    /// An ANN graph is ready (searches above the exact threshold use it).
+    pub graph_ready: bool,
+    /// A graph build or snapshot load is running in the background.
+    pub building: bool,
+    /// Live vectors in the index.
+    pub live_vectors: u64,
+    /// Share of the graph's settled points that are dead (removed or superseded), waiting
+    /// for a rebuild; a point being inserted counts once it settles.
+    pub dead_fraction: f64,
+    /// The last commit sequence the index has applied.
+    pub applied_commit: u64,
+    /// Points (live or dead) in the ANN graph; 0 without one.
+    pub graph_points: u64,
+    /// Live vectors scored exactly beside the graph: new ones the background absorber has
+    /// not moved in yet, and points no graph search would reach.
+    pub outside_vectors: u64,
+    /// Points of the graph snapshot this process loaded or last wrote into the file (0:
+    /// none yet). The snapshot is rewritten after a build, and once absorbing has grown
+    /// the graph by half (at least 4096 points) past it.
+    pub persisted_points: u64,
+}
