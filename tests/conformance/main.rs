@@ -27,6 +27,7 @@
 mod common;
 mod fixture;
 
+mod a_store_without_the_text_index_gains_it_on_open;
 mod bad_input_is_refused_and_changes_nothing;
 mod f01_redelivery_is_one_write;
 mod f02_stale_retry_overtaken;

@@ -20,5 +20,4 @@ mod killed_writer_leaves_nothing_partial;
 mod racing_writers_on_separate_connections_converge;
 mod search_walks_the_hnsw_index;
 mod store_open_postgres_url_dispatches;
-mod store_without_text_index_gains_it_on_postgres;
 mod verify_on_postgres_checks_the_text_index;
