@@ -14,6 +14,7 @@
 //!
 //! - **A property:** a new file here named for it (one scenario per file), declared below,
 //!   with `crate::conformance!(NAME);` after its imports.
+//!   The macro's `mod redb` shadows the `redb` crate in that file: name the crate `::redb`.
 //! - **A backend:** an implementation of [`fixture::Fixture`] (its name and a fresh address
 //!   per store name), a runner beside [`fixture::on_redb`], and a `mod` for it in the
 //!   `conformance!` macro.
