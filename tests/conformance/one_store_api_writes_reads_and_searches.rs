@@ -2,14 +2,14 @@
 //! delete, retain, purge, batches, tickets, sync), reads (get, documents, stats, search,
 //! search_many with errors naming `queries[i]`, plan), the index's lifecycle calls, verify,
 //! and text and hybrid search finding the live chunks that hold the query's word. What a
-//! backend does not offer (`snapshot` on PostgreSQL) is a typed `Unsupported` error naming
-//! the operation and the backend, never a panic.
+//! backend does not offer (`snapshot` and `backup` on PostgreSQL) is a typed `Unsupported`
+//! error naming the backend, never a panic.
 
 use crate::common::assert_verified;
 use crate::fixture::Fixture;
 use ratchetdb::{
-    Chunk, Document, Op, OpOutcome, Options, Outcome, PlannedAction, ReadError, SearchOptions,
-    SkipReason, Version,
+    BackupError, Chunk, Document, Op, OpOutcome, Options, Outcome, PlannedAction, ReadError,
+    SearchOptions, SkipReason, Store, Version,
 };
 
 crate::conformance!(one_store_api_writes_reads_and_searches);
@@ -155,6 +155,31 @@ fn one_store_api_writes_reads_and_searches(b: &dyn Fixture) {
                         operation: "Store::snapshot",
                         backend: "PostgreSQL",
                     }
+                ),
+            "{error:?}"
+        ),
+    }
+    // A backup: a copy of the file that opens as a store of its own; on the server the
+    // same typed error (the server's own backups apply).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("copy.redb");
+    match store.backup(&copy) {
+        Ok(_) => {
+            assert!(!b.is_postgres());
+            let restored = Store::open_read_only(&copy).expect("open the copy");
+            assert_eq!(
+                restored.documents(true).expect("documents"),
+                store.documents(true).expect("documents")
+            );
+        }
+        Err(error) => assert!(
+            b.is_postgres()
+                && matches!(
+                    error,
+                    BackupError::Read(ReadError::Unsupported {
+                        backend: "PostgreSQL",
+                        ..
+                    })
                 ),
             "{error:?}"
         ),
