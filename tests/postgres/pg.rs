@@ -1,10 +1,9 @@
-//! The shared helper: the server from `RATCHETDB_PG_URL`, a fresh schema per test, and the
-//! store read back in the reference model's terms.
+//! The shared helper: the server from `RATCHETDB_PG_URL`, a fresh schema per test, and
+//! verify.
 #![allow(dead_code)]
 
-use ratchetdb::testkit::{self, ModelRow};
-use ratchetdb::{Options, PgStore, StoredDocument};
-use std::collections::BTreeMap;
+use ratchetdb::testkit;
+use ratchetdb::{Options, PgStore};
 
 /// The server's URL, or `None` after saying the test skipped (see [`say_skipped`]).
 pub fn url(test: &str) -> Option<String> {
@@ -49,40 +48,6 @@ pub fn fresh(test: &str, options: Options) -> Option<(PgStore, String)> {
         .expect("drop the test's schema");
     let store = PgStore::open_in(&url, &schema, options).expect("open the Postgres store");
     Some((store, url))
-}
-
-/// Every document of the store as the model represents it.
-pub fn rows(store: &PgStore) -> BTreeMap<(String, String), ModelRow> {
-    store
-        .documents()
-        .expect("export")
-        .into_iter()
-        .map(|doc| ((doc.source.clone(), doc.id.clone()), model_row(&doc)))
-        .collect()
-}
-
-/// One document as the model represents it.
-pub fn model_row(doc: &StoredDocument) -> ModelRow {
-    let content = if doc.deleted {
-        "null".to_string()
-    } else {
-        let chunks: Vec<(String, serde_json::Value)> = doc
-            .chunks
-            .iter()
-            .map(|c| (c.text.clone(), c.meta.clone()))
-            .collect();
-        testkit::content_of(&doc.meta, &chunks)
-    };
-    ModelRow {
-        version: doc.version.value,
-        deleted: doc.deleted,
-        content,
-        chunks: if doc.deleted {
-            0
-        } else {
-            doc.chunks.len() as u64
-        },
-    }
 }
 
 /// Panics with the violations unless `verify()` finds none.

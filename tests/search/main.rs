@@ -14,9 +14,6 @@ mod filtered_search_racing_writers;
 mod hits_of_long_documents_are_their_own_chunk;
 mod hits_report_the_version_an_unchanged_upsert_raised;
 mod index_options_out_of_range_are_refused;
-#[path = "../search_support/per_document.rs"]
-mod per_document_scenario;
-mod per_document_search_returns_k_distinct_documents;
 mod rebuilding_the_index_does_not_grow_the_file;
 mod search_absorbs_vectors_written_while_the_index_is_busy;
 mod search_dot_metric;

@@ -9,6 +9,7 @@
 //! nothing; a storage failure loses the whole batch, never half of it.
 
 use crate::common;
+use crate::fixture::Fixture;
 
 use common::{assert_verified, export, open_file, vector};
 use ratchetdb::{
@@ -17,6 +18,8 @@ use ratchetdb::{
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+crate::conformance!(an_operation_refused_mid_batch_leaves_no_orphans);
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
     common::document("docs", id, Version::number(version), texts)
@@ -65,8 +68,7 @@ fn everything_acknowledged_is_in_the_one_file_after_reopen() {
     assert_eq!(files_in(dir.path()), ["index.redb"]);
 }
 
-crate::on_both_backends!(an_operation_refused_mid_batch_leaves_no_orphans);
-fn an_operation_refused_mid_batch_leaves_no_orphans(backend: &common::Backend) {
+fn an_operation_refused_mid_batch_leaves_no_orphans(backend: &dyn Fixture) {
     let store = backend.open("index");
     store.upsert(doc("kept", 1, &["one", "two"])).unwrap();
     assert_verified(&store);
@@ -132,7 +134,7 @@ fn an_operation_refused_mid_batch_leaves_no_orphans(backend: &common::Backend) {
 /// An in-memory redb backend that can be told to fail every write from now on.
 #[derive(Debug, Clone)]
 struct FailingBackend {
-    memory: Arc<redb::backends::InMemoryBackend>,
+    memory: Arc<::redb::backends::InMemoryBackend>,
     failing: Arc<AtomicBool>,
 }
 
@@ -146,7 +148,7 @@ impl FailingBackend {
     }
 }
 
-impl redb::StorageBackend for FailingBackend {
+impl ::redb::StorageBackend for FailingBackend {
     fn len(&self) -> std::io::Result<u64> {
         self.memory.len()
     }
@@ -170,7 +172,7 @@ impl redb::StorageBackend for FailingBackend {
 #[test]
 fn a_batch_whose_commit_fails_is_lost_whole() {
     let backend = FailingBackend {
-        memory: Arc::new(redb::backends::InMemoryBackend::new()),
+        memory: Arc::new(::redb::backends::InMemoryBackend::new()),
         failing: Arc::new(AtomicBool::new(false)),
     };
     let store = Store::open_with_backend(backend.clone(), Options::default().dimension(3)).unwrap();

@@ -1,13 +1,18 @@
-//! The scenario of issue 45, item 5 (one hit per document), shared by the embedded test
-//! (`tests/search/per_document_search_returns_k_distinct_documents.rs`) and the PostgreSQL
-//! one (`tests/postgres/per_document_search_on_postgres.rs`): a store where one document's
-//! chunks fill the first hundreds of places of every ranking, and per-document vector, text
-//! and hybrid search (exact, graph, default; with a filter, by every filter strategy, and a
-//! source restriction) checked against the whole exact ranking reduced to each document's
-//! first hit.
+//! Issue 45, item 5: the top `k` could be `k` chunks of one file. With
+//! `SearchOptions::per_document(true)`, vector, text and hybrid search (exact and graph,
+//! default; with a filter, by every filter strategy, and a source restriction) return each
+//! document's best chunk and `k` distinct documents, even where one document's chunks fill
+//! the first hundreds of places of every ranking: the same hits, in the same order, as the
+//! whole ranking computed by exact search and reduced to each document's first hit. Asked
+//! for more documents than match, every matching document comes back.
 
-use ratchetdb::{Chunk, Document, Filter, FilterStrategy, Hit, SearchOptions, Store, Version};
+use crate::fixture::Fixture;
+use ratchetdb::{
+    Chunk, Document, Filter, FilterStrategy, Hit, Options, SearchOptions, Store, Version,
+};
 use serde_json::json;
+
+crate::conformance!(per_document_search_returns_k_distinct_documents);
 
 const DIM: usize = 8;
 /// Chunks of the document that dominates every ranking (more than the hybrid search's
@@ -87,8 +92,13 @@ fn assert_same(got: &[Hit], want: &[Hit], what: &str) {
     }
 }
 
+fn per_document_search_returns_k_distinct_documents(b: &dyn Fixture) {
+    let store = b.open_with("docs", Options::default());
+    check(&store);
+}
+
 /// Writes the corpus into the empty `store` and checks every search against the reference.
-pub fn check(store: &Store) {
+fn check(store: &Store) {
     corpus(store);
     assert!(store.wait_for_index(std::time::Duration::from_secs(60)));
     store.build_index().expect("build the graph");

@@ -8,9 +8,12 @@
 //! live pipeline has not seen are written.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, Backend};
+use common::{assert_verified, counters};
 use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Store, Version};
+
+crate::conformance!(a_backfill_snapshot_does_not_overwrite_live_edits);
 
 /// 2024-01-01T00:00:00Z, in microseconds.
 const T0: u64 = 1_704_067_200_000_000;
@@ -30,8 +33,7 @@ fn texts(store: &Store, id: &str) -> Vec<String> {
     common::texts_of_one_generation(store, "drive", id)
 }
 
-crate::on_both_backends!(a_backfill_snapshot_does_not_overwrite_live_edits);
-fn a_backfill_snapshot_does_not_overwrite_live_edits(backend: &Backend) {
+fn a_backfill_snapshot_does_not_overwrite_live_edits(backend: &dyn Fixture) {
     let store = backend.open("db");
 
     // What the source looked like when the backfill took its snapshot at T0.

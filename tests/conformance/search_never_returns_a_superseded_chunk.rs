@@ -1,15 +1,19 @@
-//! Search through pgvector never returns a superseded chunk (I5 on the Postgres backend):
-//! while one connection keeps revising documents (each revision's chunks carry the
-//! revision's version in their text, and vectors that sit near the query), searches on
-//! another connection, through the HNSW index and exact, return only chunks of the revision
-//! their document holds in that same statement's snapshot: the hit's generation is its
-//! document's, the text names a version the document has had, no deleted document appears,
-//! and once writes stop every hit is of the document's current revision.
+//! Search never returns a superseded chunk (I5): while one thread keeps revising documents
+//! (each revision's chunks carry the revision's version in their text, and vectors that
+//! sit near the query), searches in another (on PostgreSQL on another connection), through
+//! the index and exact, return only chunks of the revision their document holds in that
+//! same search's snapshot: the hit's generation is its document's, the text names a
+//! version the document has had, no deleted document appears, and once writes stop every
+//! hit is of the document's current revision. (The embedded store's own version, with the
+//! graph's lifecycle, is `tests/search/search_never_returns_superseded_chunks.rs`.)
 
-use crate::pg;
-use ratchetdb::{Chunk, Document, Options, PgStore, SearchOptions, Version};
+use crate::common::assert_verified;
+use crate::fixture::Fixture;
+use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+crate::conformance!(search_never_returns_a_superseded_chunk);
 
 const DOCS: u64 = 12;
 const ROUNDS: u64 = 25;
@@ -28,7 +32,7 @@ fn revision(doc: u64, version: u64) -> Document {
     d
 }
 
-fn check_hits(store: &PgStore, exact: bool) -> usize {
+fn check_hits(store: &Store, exact: bool) -> usize {
     let options = SearchOptions::default().exact(exact);
     let hits = store
         .search(&[1.0, 0.05, 0.02], 20, &options)
@@ -46,18 +50,21 @@ fn check_hits(store: &PgStore, exact: bool) -> usize {
     hits.len()
 }
 
-#[test]
-fn search_never_returns_superseded_chunks_on_postgres() {
-    let Some((store, url)) = pg::fresh("search_superseded", Options::default()) else {
-        return;
-    };
+fn search_never_returns_a_superseded_chunk(b: &dyn Fixture) {
+    let store = b.open_with("db", Options::default());
     for doc in 0..DOCS {
         store.upsert(revision(doc, 1)).expect("first revision");
     }
     store
         .delete("src", "doc0", Version::number(2))
         .expect("delete");
-    let writer = PgStore::open_in(&url, store.schema(), Options::default()).expect("writer");
+    // The writer: on PostgreSQL a connection of its own (a second opening of the store), on
+    // a file a clone of the store (one writer per file).
+    let writer = if b.is_postgres() {
+        b.open_with("db", Options::default())
+    } else {
+        store.clone()
+    };
     let done = Arc::new(AtomicBool::new(false));
     let writing = {
         let done = done.clone();
@@ -93,7 +100,5 @@ fn search_never_returns_superseded_chunks_on_postgres() {
             assert_eq!(hit.generation, stored.generation);
         }
     }
-    pg::assert_verified(&writer);
-    drop(writer);
-    store.destroy().expect("drop the schema");
+    assert_verified(&writer);
 }

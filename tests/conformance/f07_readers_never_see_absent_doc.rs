@@ -6,10 +6,12 @@
 //! revision or the new one, whole, and never neither (I4).
 
 use crate::common;
-use common::Backend;
+use crate::fixture::Fixture;
 
 use ratchetdb::{Document, StoredDocument, Version};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+crate::conformance!(readers_see_the_old_or_the_new_revision_never_neither);
 
 const REVISIONS: u64 = 200;
 
@@ -38,8 +40,7 @@ fn assert_whole(doc: Option<StoredDocument>) -> u64 {
     version
 }
 
-crate::on_both_backends!(readers_see_the_old_or_the_new_revision_never_neither);
-fn readers_see_the_old_or_the_new_revision_never_neither(backend: &Backend) {
+fn readers_see_the_old_or_the_new_revision_never_neither(backend: &dyn Fixture) {
     let store = backend.open("db");
     store.upsert(revision(1)).unwrap();
     let done = AtomicBool::new(false);

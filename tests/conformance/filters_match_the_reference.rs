@@ -1,17 +1,20 @@
-//! The metadata filter translated to SQL over `jsonb` selects exactly what `Filter::matches`
-//! (the language's reference semantics, itself checked against an independent evaluator in
-//! `tests/search/filter_language_matches_reference.rs`) selects: 60 chunks with random
-//! chunk and document metadata (strings, integers and floats that compare as 64-bit
-//! floats, booleans, null, arrays, nested objects, keys only the document has) and 400
-//! random filters using every operator (`$eq $ne $gt $gte $lt $lte $in $nin $exists
-//! $contains`, `$and $or $not`, dotted paths). An exact filtered search on Postgres must
-//! return exactly the chunks the reference accepts, and the HNSW search only such chunks.
+//! A filtered search selects exactly what `Filter::matches` selects (the language's
+//! reference semantics, itself checked against an independent evaluator in
+//! `tests/search/filter_language_matches_reference.rs`; on PostgreSQL the filter runs as
+//! SQL over `jsonb`): 60 chunks with random chunk and document metadata (strings, integers
+//! and floats that compare as 64-bit floats, booleans, null, arrays, nested objects, keys
+//! only the document has) and 400 random filters using every operator (`$eq $ne $gt $gte
+//! $lt $lte $in $nin $exists $contains`, `$and $or $not`, dotted paths). An exact filtered
+//! search returns exactly the chunks the reference accepts, and the index's search only
+//! such chunks.
 
-use crate::pg;
+use crate::fixture::Fixture;
 use ratchetdb::testkit::SplitMix64;
 use ratchetdb::{Chunk, Document, Filter, Options, SearchOptions, Version};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+
+crate::conformance!(filters_match_the_reference);
 
 const PATHS: [&str; 6] = ["a", "b", "n", "n.x", "tags", "z"];
 
@@ -93,11 +96,8 @@ fn filter(rng: &mut SplitMix64, depth: u32) -> Value {
     }
 }
 
-#[test]
-fn filters_on_postgres_match_the_reference() {
-    let Some((store, _url)) = pg::fresh("filters", Options::default()) else {
-        return;
-    };
+fn filters_match_the_reference(b: &dyn Fixture) {
+    let store = b.open_with("db", Options::default());
     let mut rng = SplitMix64::new(0xf117e5);
     let mut chunks: Vec<(String, Value, Value)> = Vec::new();
     for doc in 0..20 {
@@ -154,5 +154,4 @@ fn filters_on_postgres_match_the_reference() {
         nonempty > 100,
         "the filters must discriminate ({nonempty} did)"
     );
-    store.destroy().expect("drop the schema");
 }

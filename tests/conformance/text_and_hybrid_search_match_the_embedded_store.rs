@@ -1,16 +1,20 @@
-//! Text and hybrid search on PostgreSQL rank as the embedded store does: the same writes
+//! Text and hybrid search rank as the embedded store (the reference) does: the same writes
 //! (a corpus, revisions that shrink documents and change a chunk, deletes, a listing that
-//! removes documents) applied to a redb file and to a PostgreSQL store, then the same
+//! removes documents) applied to a redb file and to the backend's store, then the same
 //! queries (plain, with a source restriction, with a metadata filter, BM25 and fusion
 //! settings) give the same hits in the same order with scores within 1e-4, and no hit is a
-//! superseded, deleted or removed chunk (a word only such chunks held finds nothing).
+//! superseded, deleted or removed chunk (a word only such chunks held finds nothing). On
+//! PostgreSQL the server holds text rows for exactly the live chunks.
 
-use crate::pg;
+use crate::common::assert_verified;
+use crate::fixture::Fixture;
 use ratchetdb::{
     Bm25, Chunk, Document, Filter, Fusion, Hit, Options, SearchOptions, Store, Version,
 };
 use serde_json::json;
 use std::collections::BTreeMap;
+
+crate::conformance!(text_and_hybrid_search_match_the_embedded_store);
 
 const DIMENSION: usize = 8;
 const WORDS: [&str; 16] = [
@@ -175,18 +179,14 @@ fn assert_live(what: &str, store: &Store, hits: &[Hit]) {
     }
 }
 
-#[test]
-fn text_and_hybrid_search_on_postgres_match_the_embedded_store() {
-    let Some(url) = pg::fresh_url("text_match") else {
-        return;
-    };
+fn text_and_hybrid_search_match_the_embedded_store(b: &dyn Fixture) {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = Options::default().dimension(DIMENSION);
     let file = Store::open(dir.path().join("store.redb"), options.clone()).expect("open file");
-    let server = Store::open(&url, options).expect("open PostgreSQL");
+    let server = b.open_with("db", options);
     assert!(file.has_text_index() && server.has_text_index());
     apply_writes(&[&file, &server]);
-    pg::assert_store_verified(&server);
+    assert_verified(&server);
     let file_report = file.verify().expect("verify");
     assert!(file_report.is_ok(), "{:?}", file_report.violations);
 
@@ -253,12 +253,14 @@ fn text_and_hybrid_search_on_postgres_match_the_embedded_store() {
         assert!(hits.is_empty(), "a removed chunk was returned: {hits:?}");
     }
     // The server holds text rows for exactly its live chunks.
-    let live = server.stats().expect("stats").chunks;
-    let schema = pg::schema("text_match");
-    let rows = ratchetdb::testkit::pg_query_i64(
-        &pg::url("text_match").expect("url"),
-        &format!("SELECT count(*) FROM {schema}.chunk_lengths"),
-    )
-    .expect("count the rows");
-    assert_eq!(rows as u64, live, "chunk_lengths rows vs live chunks");
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = b.as_postgres() {
+        let live = server.stats().expect("stats").chunks;
+        let rows = ratchetdb::testkit::pg_query_i64(
+            pg.url(),
+            &format!("SELECT count(*) FROM {}.chunk_lengths", pg.schema("db")),
+        )
+        .expect("count the rows");
+        assert_eq!(rows as u64, live, "chunk_lengths rows vs live chunks");
+    }
 }

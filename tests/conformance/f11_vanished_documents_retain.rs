@@ -10,11 +10,18 @@
 //! older than the purge point is accepted again. That trade-off is shown below.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, skipped, Backend};
+use common::{assert_verified, counters, skipped};
 use ratchetdb::{
     Document, Outcome, PlannedAction, PurgeOutcome, RetainOutcome, SkipReason, Store, Version,
 };
+
+crate::conformance!(
+    a_listing_deletes_every_omitted_id_seen_or_not,
+    listing_before_or_after_the_upsert_ends_the_same,
+    purge_drops_the_protection_of_old_tombstones_and_listings
+);
 
 fn doc(source: &str, id: &str, version: u64, chunks: usize) -> Document {
     let texts: Vec<String> = (0..chunks)
@@ -36,8 +43,7 @@ fn live(store: &Store) -> Vec<(String, u64, Vec<String>)> {
         .collect()
 }
 
-crate::on_both_backends!(a_listing_deletes_every_omitted_id_seen_or_not);
-fn a_listing_deletes_every_omitted_id_seen_or_not(backend: &Backend) {
+fn a_listing_deletes_every_omitted_id_seen_or_not(backend: &dyn Fixture) {
     let store = backend.open("db");
     for d in [
         doc("share", "a", 10, 2),
@@ -153,8 +159,7 @@ fn a_listing_deletes_every_omitted_id_seen_or_not(backend: &Backend) {
     assert_verified(&store);
 }
 
-crate::on_both_backends!(listing_before_or_after_the_upsert_ends_the_same);
-fn listing_before_or_after_the_upsert_ends_the_same(backend: &Backend) {
+fn listing_before_or_after_the_upsert_ends_the_same(backend: &dyn Fixture) {
     let listing_first = backend.open("x");
     let upsert_first = backend.open("y");
     for store in [&listing_first, &upsert_first] {
@@ -230,8 +235,7 @@ fn listing_before_or_after_the_upsert_ends_the_same(backend: &Backend) {
     assert_eq!(live(&listing_first).len(), 2);
 }
 
-crate::on_both_backends!(purge_drops_the_protection_of_old_tombstones_and_listings);
-fn purge_drops_the_protection_of_old_tombstones_and_listings(backend: &Backend) {
+fn purge_drops_the_protection_of_old_tombstones_and_listings(backend: &dyn Fixture) {
     let store = backend.open("db");
     store.upsert(doc("share", "a", 10, 1)).unwrap();
     store.upsert(doc("share", "b", 10, 2)).unwrap();

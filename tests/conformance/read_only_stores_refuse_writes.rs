@@ -1,32 +1,26 @@
-//! `Store::open_read_only("postgres://...")` reads the server's store and writes nothing:
-//! every write is `WriteError::ReadOnly` and leaves the tables as they were (the writer's
-//! own view is unchanged), reads and search work, a store that does not exist is
-//! `OpenError::NotFound` and is not created, and options that disagree with what the store
-//! recorded are refused as a mismatch.
+//! `Store::open_read_only` reads a store and writes nothing: every write (the `Writer`'s
+//! too, `sync` and `ticket` included) is `WriteError::ReadOnly` and leaves the store as it
+//! was (the writer's own view is unchanged), reads and search work, a store that does not
+//! exist is `OpenError::NotFound` and is not created, and options that disagree with what
+//! the store recorded are refused as a mismatch. (The file's own read-only guarantees,
+//! its bytes and modification time, are `tests/concurrency/read_only_open_never_writes.rs`.)
 
-use crate::pg;
+use crate::common::assert_verified;
+use crate::fixture::Fixture;
 use ratchetdb::{
     Chunk, Document, Metric, OpenError, Options, SearchOptions, Store, Version, WriteError,
 };
 
-#[test]
-fn read_only_open_on_postgres_writes_nothing() {
-    let Some(url) = pg::fresh_url("read_only") else {
-        return;
-    };
+crate::conformance!(
+    read_only_stores_refuse_writes [redb: ignore = "drift: the Writer of a read-only file store answers WriteError::BatchFailed (naming the read-only open), PostgreSQL's WriteError::ReadOnly"]
+);
+
+fn read_only_stores_refuse_writes(b: &dyn Fixture) {
+    let url = b.address("db");
     // Nothing there yet: a read-only open is refused and creates nothing.
     let missing = Store::open_read_only(&url).unwrap_err();
     assert!(matches!(missing, OpenError::NotFound { .. }), "{missing:?}");
-    let base = pg::url("read_only").unwrap();
-    let schemas = ratchetdb::testkit::pg_query_i64(
-        &base,
-        &format!(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = '{}'",
-            pg::schema("read_only")
-        ),
-    )
-    .expect("query");
-    assert_eq!(schemas, 0, "a read-only open created the schema");
+    assert!(!b.exists("db"), "a read-only open created the store");
 
     let writer = Store::open(&url, Options::default().model("m1")).expect("writer");
     writer
@@ -72,7 +66,7 @@ fn read_only_open_on_postgres_writes_nothing() {
         .search(&[1.0, 0.0], 1, &SearchOptions::default())
         .expect("search");
     assert_eq!(hits[0].text, "text");
-    pg::assert_store_verified(&reader);
+    assert_verified(&reader);
 
     let mismatch =
         Store::open_read_only_with(&url, Options::default().metric(Metric::L2)).unwrap_err();

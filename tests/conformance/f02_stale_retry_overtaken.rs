@@ -7,9 +7,15 @@
 //! log (I1: a document's stored version never decreases).
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, Backend};
+use common::{assert_verified, counters};
 use ratchetdb::{Document, Outcome, SkipReason, Store, Version};
+
+crate::conformance!(
+    a_retry_that_was_never_written_is_refused_after_a_newer_revision,
+    a_retry_of_a_written_revision_does_not_roll_the_document_back
+);
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
     common::document("tickets", id, Version::number(version), texts)
@@ -23,8 +29,7 @@ fn texts(store: &Store, id: &str) -> Vec<String> {
 const V1: [&str; 3] = ["status: open", "owner: nobody", "priority: low"];
 const V2: [&str; 2] = ["status: closed", "resolution: fixed"];
 
-crate::on_both_backends!(a_retry_that_was_never_written_is_refused_after_a_newer_revision);
-fn a_retry_that_was_never_written_is_refused_after_a_newer_revision(backend: &Backend) {
+fn a_retry_that_was_never_written_is_refused_after_a_newer_revision(backend: &dyn Fixture) {
     let store = backend.open("db");
 
     // v1's first attempt failed before reaching the store; v2 lands while v1 waits.
@@ -78,8 +83,7 @@ fn a_retry_that_was_never_written_is_refused_after_a_newer_revision(backend: &Ba
     );
 }
 
-crate::on_both_backends!(a_retry_of_a_written_revision_does_not_roll_the_document_back);
-fn a_retry_of_a_written_revision_does_not_roll_the_document_back(backend: &Backend) {
+fn a_retry_of_a_written_revision_does_not_roll_the_document_back(backend: &dyn Fixture) {
     let store = backend.open("db");
 
     // v1 was written, but its ack was lost, so it sits in the retry queue.

@@ -1,22 +1,21 @@
-//! Regression: the PostgreSQL search bound its `LIMIT` with `k as i64`, and `k` is bounded
-//! only by `Limits::max_k`, which a caller may raise: a `k` past `i64::MAX` wrapped to a
-//! negative `LIMIT` and the server refused the statement, where the embedded store answers
-//! every live chunk. Pinned: vector, text, hybrid and batch searches with `k = usize::MAX`
-//! answer every live chunk, like a `k` of the store's size.
+//! A `k` is bounded only by `Limits::max_k`, which a caller may raise: vector, text, hybrid
+//! and batch searches with `k = usize::MAX` answer every live chunk, like a `k` of the
+//! store's size. (Regression: the PostgreSQL search bound its `LIMIT` with `k as i64`, so a
+//! `k` past `i64::MAX` wrapped to a negative `LIMIT` and the server refused the statement.)
 
-use crate::pg;
+use crate::common::assert_verified;
+use crate::fixture::Fixture;
 use ratchetdb::{Chunk, Document, Limits, Op, Options, SearchOptions, Version};
+
+crate::conformance!(search_with_a_k_beyond_i64);
 
 const DOCS: u32 = 40;
 
-#[test]
-fn search_with_a_k_beyond_i64_on_postgres() {
+fn search_with_a_k_beyond_i64(b: &dyn Fixture) {
     let mut limits = Limits::default();
     limits.max_k = usize::MAX;
     let options = Options::default().dimension(4).limits(limits);
-    let Some((store, _)) = pg::fresh("k_beyond_i64", options) else {
-        return;
-    };
+    let store = b.open_with("db", options);
     let ops: Vec<Op> = (0..DOCS)
         .map(|i| {
             let vector: Vec<f32> = (0..4)
@@ -57,5 +56,5 @@ fn search_with_a_k_beyond_i64_on_postgres() {
             .unwrap_or_else(|e| panic!("batch k {k}: {e}"));
         assert!(batch.iter().all(|hits| hits.len() == all), "batch k {k}");
     }
-    pg::assert_verified(&store);
+    assert_verified(&store);
 }

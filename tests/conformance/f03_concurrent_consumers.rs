@@ -7,10 +7,12 @@
 //! higher revision wins whatever the timing, and its chunks are all of one generation (I2, I3).
 
 use crate::common;
-use common::Backend;
+use crate::fixture::Fixture;
 
 use ratchetdb::{Document, Outcome, SkipReason, Version};
 use std::sync::Barrier;
+
+crate::conformance!(the_higher_revision_wins_every_race_and_is_never_mixed);
 
 const ROUNDS: u64 = 200;
 
@@ -24,8 +26,7 @@ fn revision(version: u64) -> Document {
     common::document("queue", "doc", Version::number(version), &texts)
 }
 
-crate::on_both_backends!(the_higher_revision_wins_every_race_and_is_never_mixed);
-fn the_higher_revision_wins_every_race_and_is_never_mixed(backend: &Backend) {
+fn the_higher_revision_wins_every_race_and_is_never_mixed(backend: &dyn Fixture) {
     let store = backend.open("db");
     let barrier = Barrier::new(3);
     let mut older_skips = 0u64;

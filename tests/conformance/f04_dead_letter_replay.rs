@@ -7,9 +7,12 @@
 //! and logged, and the stored state is exactly what it was.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, export, Backend};
+use common::{assert_verified, counters, export};
 use ratchetdb::{Document, Op, OpOutcome, Outcome, SkipReason, Version};
+
+crate::conformance!(replaying_a_dead_letter_queue_over_newer_state_changes_nothing);
 
 const DOCS: u64 = 20;
 const CURRENT: u64 = 10;
@@ -23,8 +26,7 @@ fn revision(n: u64, version: u64) -> Document {
     common::document("crm", &id, Version::number(version), &texts)
 }
 
-crate::on_both_backends!(replaying_a_dead_letter_queue_over_newer_state_changes_nothing);
-fn replaying_a_dead_letter_queue_over_newer_state_changes_nothing(backend: &Backend) {
+fn replaying_a_dead_letter_queue_over_newer_state_changes_nothing(backend: &dyn Fixture) {
     let store = backend.open("db");
     let live: Vec<Op> = (0..DOCS)
         .map(|n| Op::Upsert(revision(n, CURRENT)))

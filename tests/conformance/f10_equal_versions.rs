@@ -10,11 +10,17 @@
 //! whether the version signal can tell revisions apart at all.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, skipped, Backend};
+use common::{assert_verified, counters, skipped};
 use ratchetdb::{ConflictPolicy, Document, Options, Outcome, SkipReason, Store, Version};
 
-fn open(backend: &Backend, name: &str, policy: ConflictPolicy) -> Store {
+crate::conformance!(
+    under_refuse_equal_versions_are_duplicates_or_conflicts,
+    highest_content_hash_converges_in_both_delivery_orders
+);
+
+fn open(backend: &dyn Fixture, name: &str, policy: ConflictPolicy) -> Store {
     backend.open_with(
         name,
         Options::default().dimension(3).conflict_policy(policy),
@@ -37,8 +43,7 @@ fn conflict(reason: SkipReason) -> Outcome {
     skipped(reason, 5, 5)
 }
 
-crate::on_both_backends!(under_refuse_equal_versions_are_duplicates_or_conflicts);
-fn under_refuse_equal_versions_are_duplicates_or_conflicts(backend: &Backend) {
+fn under_refuse_equal_versions_are_duplicates_or_conflicts(backend: &dyn Fixture) {
     let store = open(backend, "db", ConflictPolicy::Refuse);
     store.upsert(doc(5, &EDIT_A)).unwrap();
     assert_verified(&store);
@@ -122,8 +127,7 @@ fn under_refuse_equal_versions_are_duplicates_or_conflicts(backend: &Backend) {
     assert_verified(&store);
 }
 
-crate::on_both_backends!(highest_content_hash_converges_in_both_delivery_orders);
-fn highest_content_hash_converges_in_both_delivery_orders(backend: &Backend) {
+fn highest_content_hash_converges_in_both_delivery_orders(backend: &dyn Fixture) {
     let policy = ConflictPolicy::HighestContentHash;
     // The content hash of each edit alone, to know which one the policy must keep.
     let hash_of = |name: &str, texts: &[&str]| {

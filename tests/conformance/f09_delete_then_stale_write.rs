@@ -8,9 +8,16 @@
 //! same version as a live revision wins, so every delivery order converges.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, export, skipped, Backend};
+use common::{assert_verified, counters, export, skipped};
 use ratchetdb::{Document, Options, Outcome, SkipReason, Store, Version};
+
+crate::conformance!(
+    a_stale_revision_does_not_resurrect_a_deleted_document,
+    a_delete_that_overtakes_the_first_upsert_blocks_it,
+    a_delete_at_the_same_version_wins_in_either_order
+);
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
     common::document("cms", id, Version::number(version), texts)
@@ -24,8 +31,7 @@ fn assert_tombstone(store: &Store, id: &str, version: u64) {
     assert_eq!(stored.generation, 0);
 }
 
-crate::on_both_backends!(a_stale_revision_does_not_resurrect_a_deleted_document);
-fn a_stale_revision_does_not_resurrect_a_deleted_document(backend: &Backend) {
+fn a_stale_revision_does_not_resurrect_a_deleted_document(backend: &dyn Fixture) {
     let store = backend.open("db");
     store.upsert(doc("page", 1, &["a", "b", "c"])).unwrap();
     assert_verified(&store);
@@ -118,8 +124,7 @@ fn a_stale_revision_does_not_resurrect_a_deleted_document(backend: &Backend) {
     assert_eq!((stats.documents, stats.tombstones, stats.chunks), (1, 0, 2));
 }
 
-crate::on_both_backends!(a_delete_that_overtakes_the_first_upsert_blocks_it);
-fn a_delete_that_overtakes_the_first_upsert_blocks_it(backend: &Backend) {
+fn a_delete_that_overtakes_the_first_upsert_blocks_it(backend: &dyn Fixture) {
     let store = backend.open("db");
 
     // The delete of a page the store has never seen arrives first.
@@ -166,8 +171,7 @@ fn a_delete_that_overtakes_the_first_upsert_blocks_it(backend: &Backend) {
     );
 }
 
-crate::on_both_backends!(a_delete_at_the_same_version_wins_in_either_order);
-fn a_delete_at_the_same_version_wins_in_either_order(backend: &Backend) {
+fn a_delete_at_the_same_version_wins_in_either_order(backend: &dyn Fixture) {
     let upsert_first = backend.open_with("a", Options::default());
     let delete_first = backend.open_with("b", Options::default());
 

@@ -7,9 +7,15 @@
 //! refused as `Duplicate` and counted (I7: a redelivery changes nothing but a counter).
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, export, Backend};
+use common::{assert_verified, counters, export};
 use ratchetdb::{Document, Outcome, SkipReason, Version};
+
+crate::conformance!(
+    the_same_revision_twice_is_one_write,
+    a_redelivered_batch_is_refused_op_by_op
+);
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
     common::document("wiki", id, Version::number(version), texts)
@@ -17,8 +23,7 @@ fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
 
 const TEXTS: [&str; 4] = ["Ratchets", "turn", "one", "way."];
 
-crate::on_both_backends!(the_same_revision_twice_is_one_write);
-fn the_same_revision_twice_is_one_write(backend: &Backend) {
+fn the_same_revision_twice_is_one_write(backend: &dyn Fixture) {
     let store = backend.open("db");
     assert_verified(&store);
 
@@ -84,8 +89,7 @@ fn the_same_revision_twice_is_one_write(backend: &Backend) {
     }
 }
 
-crate::on_both_backends!(a_redelivered_batch_is_refused_op_by_op);
-fn a_redelivered_batch_is_refused_op_by_op(backend: &Backend) {
+fn a_redelivered_batch_is_refused_op_by_op(backend: &dyn Fixture) {
     let store = backend.open("db");
     let batch = || {
         (0..5)

@@ -7,9 +7,15 @@
 //! `0..n`, all of its current generation). Unchanged chunks keep their stored vector.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, Backend};
+use common::{assert_verified, counters};
 use ratchetdb::{Document, Outcome, Store, Version};
+
+crate::conformance!(
+    nine_chunks_then_five_leaves_exactly_five,
+    shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document
+);
 
 fn doc(version: u64, texts: &[String]) -> Document {
     common::document("handbook", "leave-policy", Version::number(version), texts)
@@ -19,8 +25,7 @@ fn stored(store: &Store) -> ratchetdb::StoredDocument {
     common::stored_with_vectors(store, "handbook", "leave-policy")
 }
 
-crate::on_both_backends!(nine_chunks_then_five_leaves_exactly_five);
-fn nine_chunks_then_five_leaves_exactly_five(backend: &Backend) {
+fn nine_chunks_then_five_leaves_exactly_five(backend: &dyn Fixture) {
     let store = backend.open("db");
     let old: Vec<String> = (0..9).map(|p| format!("section {p}")).collect();
     assert!(matches!(
@@ -93,8 +98,7 @@ fn nine_chunks_then_five_leaves_exactly_five(backend: &Backend) {
     assert_eq!((report.chunks, report.vectors), (5, 5));
 }
 
-crate::on_both_backends!(shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document);
-fn shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document(backend: &Backend) {
+fn shrinking_to_no_chunks_removes_every_chunk_but_keeps_the_document(backend: &dyn Fixture) {
     let store = backend.open("db");
     let old: Vec<String> = (0..5).map(|p| format!("line {p}")).collect();
     store.upsert(doc(1, &old)).unwrap();

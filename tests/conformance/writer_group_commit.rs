@@ -1,12 +1,15 @@
-//! The concurrent `Writer` of a store opened by `postgres://` URL: many threads submit,
-//! one committer groups what is queued into ONE SQL transaction per batch (fewer batches
-//! than operations under contention, none larger than `max_batch_ops`), every producer gets
-//! its own operation's outcome (written, or a stale revision refused as older), an invalid
-//! operation is refused in the producer's thread, and the server ends in the model's state.
+//! The concurrent `Writer`: many threads submit, one committer groups what is queued into
+//! ONE transaction per batch (fewer batches than operations under contention, none larger
+//! than `max_batch_ops`), every producer gets its own operation's outcome (written, or a
+//! stale revision refused as older), an invalid operation is refused in the producer's
+//! thread, the writer is `Closed` after shutdown, and the store ends in the model's state.
 
-use crate::pg;
+use crate::common::assert_verified;
+use crate::fixture::Fixture;
 use ratchetdb::WriterOptions;
-use ratchetdb::{Chunk, Document, Op, Options, Outcome, SkipReason, Store, Version, WriteError};
+use ratchetdb::{Chunk, Document, Op, Options, Outcome, SkipReason, Version, WriteError};
+
+crate::conformance!(writer_group_commit);
 
 const THREADS: u64 = 8;
 const DOCS: u64 = 40;
@@ -18,12 +21,8 @@ fn revision(id: u64, version: u64) -> Document {
     ))
 }
 
-#[test]
-fn writer_group_commit_on_postgres() {
-    let Some(url) = pg::fresh_url("writer_group") else {
-        return;
-    };
-    let store = Store::open(&url, Options::default()).expect("open");
+fn writer_group_commit(b: &dyn Fixture) {
+    let store = b.open_with("db", Options::default());
     let writer = store.writer_with(WriterOptions::for_store(&store).max_batch_ops(16));
     // Each thread writes versions 1..=3 of its own documents, newest first, so versions
     // 2 and 1 are refused as older: every producer's answer is its own.
@@ -92,5 +91,5 @@ fn writer_group_commit_on_postgres() {
             .expect("stored");
         assert_eq!(stored.version, Version::number(3));
     }
-    pg::assert_store_verified(&store);
+    assert_verified(&store);
 }

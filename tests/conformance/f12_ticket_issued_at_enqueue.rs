@@ -8,10 +8,16 @@
 //! unchanged by every retry; the retry is then refused as `Older`.
 
 use crate::common;
+use crate::fixture::Fixture;
 
-use common::{assert_verified, counters, vector, Backend, CountingBackend};
+use common::{assert_verified, counters, vector, CountingBackend};
 use ratchetdb::{Chunk, Document, Options, Outcome, SkipReason, Store, Version};
 use std::sync::atomic::Ordering;
+
+crate::conformance!(
+    tickets_strictly_increase_across_reopen,
+    a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job
+);
 
 /// A job: the document content, versioned by the ticket taken when it was enqueued.
 fn job(ticket: Version, text: &str) -> Document {
@@ -26,8 +32,7 @@ fn text(store: &Store) -> String {
     stored.chunks[0].text.clone()
 }
 
-crate::on_both_backends!(tickets_strictly_increase_across_reopen);
-fn tickets_strictly_increase_across_reopen(backend: &Backend) {
+fn tickets_strictly_increase_across_reopen(backend: &dyn Fixture) {
     let mut issued = Vec::new();
     for _ in 0..3 {
         let store = backend.open("db");
@@ -65,8 +70,7 @@ fn tickets_strictly_increase_across_reopen(backend: &Backend) {
     assert!(concurrent[0] > *issued.last().unwrap());
 }
 
-crate::on_both_backends!(a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job);
-fn a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job(backend: &Backend) {
+fn a_retry_carrying_its_enqueue_ticket_is_refused_after_a_newer_job(backend: &dyn Fixture) {
     let store = backend.open("db");
 
     // Job A is enqueued, then job B with a later edit of the same profile.
