@@ -1,4 +1,4 @@
-//! Guarded documents per second on PostgreSQL (`PgStore`, the `postgres` feature) with 1, 4
+//! Guarded documents per second on PostgreSQL (`Store::open` on a `postgres://` URL, the `postgres` feature) with 1, 4
 //! and 16 concurrent writers, each on its own connection. Run by hand against a server:
 //! `RATCHETDB_PG_URL=... cargo bench --features postgres --bench postgres_writes`
 //! (`scripts/postgres.sh start` prints the URL); without it the bench says so and measures
@@ -6,13 +6,13 @@
 //!
 //! Documents of 8 chunks with 384-d vectors, every revision newer than the stored one (so
 //! every write replaces 8 chunks and their vectors), one document per transaction
-//! (`PgStore::upsert`, the seed's recipe's granularity), into a store whose HNSW index is
+//! (`Store::upsert`, the seed's recipe's granularity), into a store whose HNSW index is
 //! present. 64 documents per timed round, split over the writers; each writer revises its own
 //! documents, so writers never wait on each other's document locks.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ratchetdb::testkit::{self, SplitMix64};
-use ratchetdb::{Chunk, Document, Options, PgStore, Version};
+use ratchetdb::{Chunk, Document, Options, Store, Version};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,10 @@ fn bench(c: &mut Criterion) {
     };
     testkit::pg_execute(&url, &format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")).expect("drop");
     let options = Options::default().dimension(DIMENSION);
-    let stores: Vec<PgStore> = (0..16)
-        .map(|_| PgStore::open_in(&url, SCHEMA, options.clone()).expect("open"))
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let address = format!("{url}{separator}schema={SCHEMA}");
+    let stores: Vec<Store> = (0..16)
+        .map(|_| Store::open(&address, options.clone()).expect("open"))
         .collect();
     let version = AtomicU64::new(1);
     let mut group = c.benchmark_group("postgres_guarded_writes");

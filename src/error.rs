@@ -3,6 +3,10 @@
 use crate::types::VersionKind;
 use std::path::PathBuf;
 
+/// What a contained panic inside the storage layer is reported as (the `what` of a
+/// `Corrupted` error; its detail is the panic's message).
+pub(crate) const CONTAINED: &str = "storage layer";
+
 /// A piece of input that the store refuses, naming the field.
 ///
 /// Returned before any transaction starts, so the store is exactly as before (invariant I9).
@@ -304,14 +308,14 @@ impl WriteError {
     /// A panic inside the storage engine, contained (`contain.rs`).
     pub(crate) fn contained(detail: String) -> WriteError {
         WriteError::Corrupted {
-            what: crate::backend::redb::contain::WHAT.to_string(),
+            what: CONTAINED.to_string(),
             detail,
         }
     }
 
     /// Whether this is a contained panic of the storage engine.
     pub(crate) fn is_contained_panic(&self) -> bool {
-        matches!(self, WriteError::Corrupted { what, .. } if what == crate::backend::redb::contain::WHAT)
+        matches!(self, WriteError::Corrupted { what, .. } if what == CONTAINED)
     }
 }
 
@@ -403,7 +407,7 @@ impl ReadError {
     /// A panic inside the storage engine, contained (`contain.rs`).
     pub(crate) fn contained(detail: String) -> ReadError {
         ReadError::Corrupted {
-            what: crate::backend::redb::contain::WHAT.to_string(),
+            what: CONTAINED.to_string(),
             detail,
         }
     }
@@ -456,4 +460,16 @@ pub enum Error {
     /// A read failed.
     #[error(transparent)]
     Read(#[from] ReadError),
+}
+
+/// Whether this error is one operation's own (its input) rather than the batch's (storage).
+pub(crate) fn is_op_error(error: &WriteError) -> bool {
+    matches!(
+        error,
+        WriteError::Input(_)
+            | WriteError::DimensionMismatch { .. }
+            | WriteError::VersionKindMismatch { .. }
+            | WriteError::MissingVector { .. }
+            | WriteError::Exhausted { .. }
+    )
 }

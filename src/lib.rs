@@ -35,6 +35,7 @@
 #![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod address;
 mod backend;
 #[cfg(feature = "embed")]
 mod chunking;
@@ -61,11 +62,10 @@ pub mod testkit;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-#[cfg(feature = "postgres")]
-pub use crate::backend::postgres::PgStore;
 #[cfg(feature = "minilm")]
 pub use crate::embed::{locate_model, MiniLmEmbedder};
 pub use crate::{
+    address::redact_address,
     backend::redb::{
         backup::{Backup, BackupError},
         read::{Documents, Snapshot},
@@ -82,7 +82,7 @@ pub use crate::{
         plan::{Plan, PlannedAction},
     },
     search::{FilterStrategy, SearchOptions},
-    store::{redact_address, Store},
+    store::Store,
     text::{Bm25, Fusion, TextLanguage, TextOptions},
     types::{
         counters::Counters,

@@ -1,25 +1,21 @@
-//! The store: the public façade over the engine (the file and its transactions, `engine.rs`)
-//! and the indexer (the derived index's lifecycle, `indexer.rs`). Opening a file is
-//! `open.rs`; the write logic is `write.rs`; reads are `read.rs`.
+//! The store: the public façade over a backend (`crate::backend`): the embedded redb file,
+//! or a PostgreSQL server. Every method is one call of the [`Backend`] operation of the same
+//! name; the contracts are written here.
 
-use crate::backend::redb::derived::indexer::{Gate, Indexer};
-use crate::backend::redb::engine::{DocumentOp, Engine};
-use crate::backend::redb::open;
 use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::RedbBackend;
+use crate::backend::{AnyBackend, Backend};
 use crate::error::{OpenError, ReadError, WriteError};
 use crate::options::{Metric, Options};
 use crate::policy::plan::Plan;
 use crate::policy::prepare;
 use crate::search::SearchOptions;
-use crate::types::Hit;
-use crate::types::IndexInfo;
-use crate::types::Stats;
-use crate::types::VerifyReport;
-use crate::types::Version;
-use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::types::{
+    Document, Hit, IndexInfo, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome, Stats,
+    VerifyReport, Version,
+};
 use crate::writer::{Writer, WriterOptions};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// An embedded, single-file chunk-and-vector store whose index never moves backwards.
@@ -49,166 +45,56 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
-}
-
-/// Where a [`Store`] keeps its rows: the embedded redb file (the engine and the derived
-/// index), or a PostgreSQL server (`backend/postgres/`, the `postgres` feature). A match
-/// per call, no dynamic dispatch: the embedded path is what it was.
-#[derive(Clone)]
-enum Backend {
-    Embedded(Embedded),
-    #[cfg(feature = "postgres")]
-    Postgres(Arc<crate::backend::postgres::PgStore>),
-}
-
-/// The embedded store's parts.
-#[derive(Clone)]
-struct Embedded {
-    engine: Arc<Engine>,
-    indexer: Arc<Indexer>,
-    _handle: Arc<Handle>,
-    /// A read-only open recovered the file first.
-    recovered: bool,
-}
-
-/// Runs `$embedded` with the embedded store's parts, or `$postgres` with the PostgreSQL
-/// store (an arm compiled only with the `postgres` feature).
-macro_rules! on_backend {
-    ($self:expr, $e:ident => $embedded:expr, $pg:ident => $postgres:expr $(,)?) => {
-        match &$self.backend {
-            Backend::Embedded($e) => $embedded,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres($pg) => $postgres,
-        }
-    };
-}
-
-/// `path` as a PostgreSQL address (`postgres://` or `postgresql://`), if it is one.
-fn postgres_url(path: &Path) -> Option<&str> {
-    path.to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-}
-
-/// Opens the PostgreSQL store at `url` (or says this build has no PostgreSQL backend).
-fn open_postgres(url: &str, options: Options, read_only: bool) -> Result<Store, OpenError> {
-    #[cfg(feature = "postgres")]
-    {
-        let store = crate::backend::postgres::open_url(url, options, read_only)?;
-        Ok(Store {
-            backend: Backend::Postgres(Arc::new(store)),
-        })
-    }
-    #[cfg(not(feature = "postgres"))]
-    {
-        let _ = (options, read_only);
-        Err(OpenError::BackendNotBuilt {
-            url: redact_address(url),
-            backend: "PostgreSQL",
-            feature: "postgres",
-        })
-    }
-}
-
-/// A store's address as messages show it: a URL (`postgres://...`, or any `scheme://`)
-/// with every password masked as `***`, the one in the user information
-/// (`user:PASSWORD@host`) and every query parameter whose name contains `password`
-/// (`?password=...`, which the PostgreSQL client accepts); a path is shown as it is.
-///
-/// The URL is read by a URL parser, never by searching for `@`, so an `@` in the query keeps
-/// the message whole. An address the parser cannot read, or (with the `postgres` feature)
-/// one the PostgreSQL client reads differently, is shown as its scheme alone: a password
-/// is never printed. Every message of the library and of the `ratchet` command line that
-/// names a store goes through this function.
-pub fn redact_address(address: impl AsRef<Path>) -> String {
-    let address = address.as_ref();
-    let Some(text) = address.to_str() else {
-        return address.display().to_string();
-    };
-    let Some(scheme) = url_scheme(text) else {
-        return text.to_string();
-    };
-    let hidden = || format!("{scheme}://(an address that does not parse as a URL; not shown)");
-    let Ok(mut url) = url::Url::parse(text) else {
-        return hidden();
-    };
-    let userinfo_password = url.password().is_some();
-    if userinfo_password && url.set_password(Some("***")).is_err() {
-        return hidden();
-    }
-    let mut query_password = false;
-    if let Some(query) = url.query().map(str::to_string) {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| {
-                let secret = url::form_urlencoded::parse(pair.as_bytes())
-                    .next()
-                    .is_some_and(|(name, _)| name.to_ascii_lowercase().contains("password"));
-                match (secret, pair.split_once('=')) {
-                    (true, Some((name, _))) => {
-                        query_password = true;
-                        format!("{name}=***")
-                    }
-                    _ => pair.to_string(),
-                }
-            })
-            .collect();
-        url.set_query(Some(&pairs.join("&")));
-    }
-    // A fragment is no part of a PostgreSQL address: the client reads `#...` as part of the
-    // value before it (a password's tail, perhaps).
-    if url.fragment().is_some() {
-        url.set_fragment(Some("***"));
-    }
-    if !client_reads_the_same(text, userinfo_password || query_password) {
-        return hidden();
-    }
-    url.to_string()
-}
-
-/// The scheme of `text` if it starts as a URL does (`scheme://`).
-fn url_scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let starts = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    (starts && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-        .then_some(scheme)
-}
-
-/// Whether the PostgreSQL client reads `text` as the URL parser did: it finds a password
-/// exactly when the parser found (and masked) one. Where the two disagree (the client takes
-/// the credentials up to the first `@` anywhere), the masked URL may show what the client
-/// sends as a password.
-#[cfg(feature = "postgres")]
-fn client_reads_the_same(text: &str, masked_a_password: bool) -> bool {
-    // The address as the backend hands it to the client (without its `schema=`).
-    let (address, _) = crate::backend::postgres::split_schema(text);
-    match address.parse::<postgres::Config>() {
-        Ok(config) => config.get_password().is_some() == masked_a_password,
-        // Not an address the client takes: no password of it is ever sent, and the URL
-        // parser's masking stands.
-        Err(_) => true,
-    }
-}
-
-#[cfg(not(feature = "postgres"))]
-fn client_reads_the_same(_text: &str, _masked_a_password: bool) -> bool {
-    true
-}
-
-/// Shared by every clone of a [`Store`]: dropping the last one closes the indexer's gate,
-/// so that background threads let go of the file before that drop returns.
-struct Handle {
-    gate: Arc<Gate>,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.gate.close();
-    }
+    backend: AnyBackend,
 }
 
 impl Store {
+    /// A store over `backend`.
+    fn over(backend: AnyBackend) -> Store {
+        Store { backend }
+    }
+
+    /// The embedded backend, or `Unsupported` naming `operation` on another.
+    fn redb(&self, operation: &'static str) -> Result<&RedbBackend, ReadError> {
+        self.backend.redb().ok_or(ReadError::Unsupported {
+            operation,
+            backend: self.backend.name(),
+        })
+    }
+
+    /// The backend (for the crate's own tests).
+    #[cfg(test)]
+    pub(crate) fn backend(&self) -> &AnyBackend {
+        &self.backend
+    }
+
+    /// The engine and the indexer (for the crate's own tests).
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &std::sync::Arc<crate::backend::redb::engine::Engine> {
+        self.embedded().engine()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn indexer(&self) -> &crate::backend::redb::derived::indexer::Indexer {
+        self.embedded().indexer()
+    }
+
+    /// The embedded store's in-memory text index as last built or brought up by a text
+    /// search (`None`: none yet, or a PostgreSQL store).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn text_index_footprint(&self) -> Option<crate::backend::redb::text::Footprint> {
+        self.backend.redb()?.engine().text_index.footprint()
+    }
+
+    /// The embedded backend (for the crate's own tests, which are all embedded).
+    #[cfg(test)]
+    pub(crate) fn embedded(&self) -> &RedbBackend {
+        match self.backend.redb() {
+            Some(b) => b,
+            None => panic!("the crate's own tests use embedded stores"),
+        }
+    }
+
     /// Opens the store at `path` for writing, creating it if it does not exist (unless
     /// [`Options::must_exist`]). The options must agree with what the store recorded when it
     /// was created (dimension, metric, model); what they leave `None` is taken from the file.
@@ -224,13 +110,7 @@ impl Store {
     /// `Unsupported` (see the README's PostgreSQL section). A `schema=NAME` query parameter
     /// picks the PostgreSQL schema holding the store (default `ratchetdb`).
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
-        let path = path.as_ref();
-        if let Some(url) = postgres_url(path) {
-            return open_postgres(url, options, false);
-        }
-        open::as_writer(path, &options, |db, shared| {
-            Store::from_db(db, None, path, true, shared, options.clone())
-        })
+        AnyBackend::open(path.as_ref(), options, false).map(Store::over)
     }
 
     /// Opens an existing store read-only, with default options (see
@@ -266,20 +146,7 @@ impl Store {
         path: impl AsRef<Path>,
         options: Options,
     ) -> Result<Store, OpenError> {
-        let path = path.as_ref();
-        if let Some(url) = postgres_url(path) {
-            return open_postgres(url, options, true);
-        }
-        open::as_reader(path, &options, |db, recovered| {
-            let mut store = Store::from_db(db, None, path, true, false, options.clone())?;
-            // `from_db` makes an embedded store; without the `postgres` feature that is the
-            // only backend there is.
-            #[allow(irrefutable_let_patterns)]
-            if let Backend::Embedded(embedded) = &mut store.backend {
-                embedded.recovered = recovered;
-            }
-            Ok(store)
-        })
+        AnyBackend::open(path.as_ref(), options, true).map(Store::over)
     }
 
     /// Recovers the file at `path` that a writer left without closing it (a crash or a
@@ -290,18 +157,14 @@ impl Store {
     /// [`OpenError::NeedsRecovery`] and left as it was. Only the redb file is touched:
     /// nothing is converted, recorded or compacted.
     pub fn recover(path: impl AsRef<Path>) -> Result<bool, OpenError> {
-        open::recover(path.as_ref(), &Options::default())
+        crate::backend::redb::open::recover(path.as_ref(), &Options::default())
     }
 
     /// Whether opening this store recovered a file a crashed writer left first (a
     /// read-only open with [`Options::recover_on_read_open`]); `false` for every other
     /// open.
     pub fn recovered_at_open(&self) -> bool {
-        match &self.backend {
-            Backend::Embedded(embedded) => embedded.recovered,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => false,
-        }
+        self.backend.recovered_at_open()
     }
 
     /// Creates a new store at `path`; an error if a non-empty file is already there. On a
@@ -309,8 +172,8 @@ impl Store {
     /// (several processes open it at once), so an existing one is opened, not refused.
     pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
-        if postgres_url(path).is_none() {
-            open::refuse_existing(path)?;
+        if crate::backend::postgres_url(path).is_none() {
+            crate::backend::redb::open::refuse_existing(path)?;
         }
         Store::open(path, options)
     }
@@ -321,111 +184,50 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: Options,
     ) -> Result<Store, OpenError> {
-        open::on_backend(backend, &options, |db, path, backend| {
-            Store::from_db(db, Some(backend), path, false, false, options.clone())
-        })
-    }
-
-    /// A store over a database: recognised (`open.rs`), then its engine and indexer.
-    /// `is_file`: `path` names the database's file (not a caller-supplied backend);
-    /// `shared`: the writer opened it in redb's `SingleWriter` mode.
-    fn from_db(
-        db: open::Db,
-        backend: Option<Arc<dyn redb::StorageBackend>>,
-        path: &Path,
-        is_file: bool,
-        shared: bool,
-        options: Options,
-    ) -> Result<Store, OpenError> {
-        let mut db = db;
-        let recognised = open::recognise(&db, path, is_file, &options)?;
-        // Also in `SingleWriter` mode: redb's compaction takes the writer and header locks,
-        // and refuses while a reader process holds a transaction (none can have opened an
-        // unconverted file: a read-only open refuses it with `NeedsConversion`).
-        if recognised.converted {
-            open::compact_after_conversion(&mut db);
-        }
-        let engine = Arc::new(Engine::new(
-            db, backend, path, is_file, shared, options, recognised,
-        ));
-        let gate = Arc::new(Gate::default());
-        let indexer = Indexer::start(engine.clone(), gate.clone());
-        Ok(Store {
-            backend: Backend::Embedded(Embedded {
-                engine,
-                indexer,
-                _handle: Arc::new(Handle { gate }),
-                recovered: false,
-            }),
-        })
+        RedbBackend::open_on(backend, options).map(|b| Store::over(AnyBackend::Redb(b)))
     }
 
     /// The file this store lives in (`<backend>` for a custom backend; the server's URL,
     /// without its password, for a PostgreSQL store).
     pub fn path(&self) -> &Path {
-        on_backend!(self, e => e.engine.path(), pg => pg.path())
+        self.backend.path()
     }
 
     /// The vector dimension, once fixed (by the options or the first vector written).
     pub fn dimension(&self) -> Option<usize> {
-        on_backend!(self, e => e.engine.dimension(), pg => pg.dimension())
+        self.backend.dimension()
     }
 
     /// The metric.
     pub fn metric(&self) -> Metric {
-        on_backend!(self, e => e.engine.metric(), pg => pg.metric())
+        self.backend.metric()
     }
 
     /// The embedding model's name, if one was recorded.
     pub fn model(&self) -> Option<&str> {
-        on_backend!(self, e => e.engine.model(), pg => pg.model())
+        self.backend.model()
     }
 
     /// Whether this store was opened with [`Store::open_read_only`] (it never writes).
     pub fn is_read_only(&self) -> bool {
-        on_backend!(self, e => e.engine.is_read_only(), pg => pg.is_read_only())
+        self.backend.is_read_only()
     }
 
     /// Whether this store is kept on a PostgreSQL server (opened by a `postgres://` URL).
     pub fn is_postgres(&self) -> bool {
-        on_backend!(self, _e => false, _pg => true)
+        self.backend.redb().is_none()
     }
 
     /// The options the store was opened with.
     pub fn options(&self) -> &Options {
-        on_backend!(self, e => e.engine.options(), pg => pg.options())
-    }
-
-    /// The embedded store's parts (for the crate's own tests, which are all embedded).
-    #[cfg(test)]
-    fn embedded(&self) -> &Embedded {
-        match &self.backend {
-            Backend::Embedded(e) => e,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => panic!("the crate's own tests use embedded stores"),
-        }
-    }
-
-    /// The engine (for the crate's own tests and the writer).
-    #[cfg(test)]
-    pub(crate) fn engine(&self) -> &Arc<Engine> {
-        &self.embedded().engine
-    }
-
-    /// The indexer (for the crate's own tests).
-    #[cfg(test)]
-    pub(crate) fn indexer(&self) -> &Indexer {
-        &self.embedded().indexer
+        self.backend.options()
     }
 
     /// Writes a revision of a document, guarded: refused (and counted) unless it is newer
     /// than what is stored. Generation stamp, chunks, surplus removal, vectors and counters
     /// commit in one transaction.
     pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
-        on_backend!(self, e => {
-            let doc = e.engine.prepare_document(doc)?;
-            e.engine.run_one(DocumentOp::Upsert(doc))
-        }, pg => pg.upsert(doc))
+        self.backend.upsert(doc)
     }
 
     /// Checks `doc` as [`upsert`](Store::upsert) checks it before its transaction (names,
@@ -447,15 +249,7 @@ impl Store {
     /// than it. Works for a document never seen, so a delete that overtakes its upsert still
     /// blocks it. A delete meeting a live revision of the same version wins (and is counted).
     pub fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
-        on_backend!(self, e => {
-            let delete = prepare::prepare_delete(
-                source.to_string(),
-                id.to_string(),
-                version,
-                &self.options().limits,
-            )?;
-            e.engine.run_one(DocumentOp::Delete(delete))
-        }, pg => pg.delete(source, id, version))
+        self.backend.delete(source, id, version)
     }
 
     /// The sync sweep: `present` is everything that exists in `source` at `version`. Every id
@@ -473,16 +267,8 @@ impl Store {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let present: Vec<String> = present.into_iter().map(Into::into).collect();
-        on_backend!(self, e => {
-            let retain = prepare::prepare_retain(
-                source.to_string(),
-                present,
-                version,
-                &self.options().limits,
-            )?;
-            e.engine.run_one(retain)
-        }, pg => pg.retain(source, present, version))
+        let present = present.into_iter().map(Into::into).collect();
+        self.backend.retain(source, present, version)
     }
 
     /// Removes the tombstones and listings of `source` older than `before` (same version kind).
@@ -492,7 +278,7 @@ impl Store {
     /// queue, a dead-letter queue, a backfill snapshot) would bring the document back. Purge
     /// only below a version older than anything that can still be delivered.
     pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
-        on_backend!(self, e => e.engine.purge(source, before), pg => pg.purge(source, before))
+        self.backend.purge(source, before)
     }
 
     /// Applies many operations in one transaction: each is guarded on its own, in order (a
@@ -506,14 +292,14 @@ impl Store {
         &self,
         ops: Vec<Op>,
     ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
-        on_backend!(self, e => e.engine.write_batch(ops), pg => pg.write_batch(ops))
+        self.backend.write_batch(ops)
     }
 
     /// Makes every write so far durable (needed only with [`Durability::None`](crate::Durability::None)).
     /// On PostgreSQL every commit is already durable: nothing to do (a read-only store:
     /// [`WriteError::ReadOnly`], as embedded).
     pub fn sync(&self) -> Result<(), WriteError> {
-        on_backend!(self, e => e.engine.sync(), pg => pg.sync())
+        self.backend.sync()
     }
 
     /// A new ticket: a store-issued version, strictly greater than every ticket this store
@@ -521,16 +307,14 @@ impl Store {
     /// let every retry carry it unchanged (failure F12). Tickets are reserved in blocks, so
     /// a ticket costs no fsync; a crash skips the rest of a block.
     pub fn ticket(&self) -> Result<Version, WriteError> {
-        on_backend!(self, e => e.engine.ticket(), pg => pg.ticket())
+        self.backend.ticket()
     }
 
     /// Says, before any embedding is paid for, whether this revision would be written, and
     /// which chunks need a vector: chunks whose text the stored revision already has a vector
     /// for can be sent without one. Vectors in `doc` are ignored.
     pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            crate::policy::plan::plan(&e.engine, doc)
-        }), pg => pg.plan(doc))
+        self.backend.plan(doc)
     }
 
     /// A concurrent writer with group commit and default [`WriterOptions`](crate::WriterOptions).
@@ -541,8 +325,7 @@ impl Store {
     /// A concurrent writer with the given options.
     /// On PostgreSQL each group of queued operations is one SQL transaction.
     pub fn writer_with(&self, options: WriterOptions) -> Writer {
-        on_backend!(self, e => Writer::start(e.engine.clone(), options),
-            pg => Writer::postgres(crate::backend::postgres::PgWriter::start(pg.clone(), options)))
+        Writer::start(self.backend.clone(), options)
     }
 
     /// k-nearest-neighbour search over the live chunks. Every hit is a live chunk of one
@@ -571,9 +354,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            e.indexer.search(query, k, options)
-        }), pg => pg.search(query, k, options))
+        self.backend.search(query, k, options)
     }
 
     /// The `k` chunks that best match `query` by BM25 over their words (see
@@ -606,9 +387,7 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            e.indexer.search_text(query, k, options)
-        }), pg => pg.search_text(query, k, options))
+        self.backend.search_text(query, k, options)
     }
 
     /// The `k` best chunks by both `vector` (nearest neighbours, as [`Store::search`]) and
@@ -636,26 +415,13 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            e.indexer.search_hybrid(text, vector, k, options)
-        }), pg => pg.search_hybrid(text, vector, k, options))
-    }
-
-    /// The embedded store's in-memory text index as last built or brought up by a text
-    /// search (`None`: none yet, or a PostgreSQL store).
-    #[cfg(any(test, feature = "testkit"))]
-    pub(crate) fn text_index_footprint(&self) -> Option<crate::backend::redb::text::Footprint> {
-        match &self.backend {
-            Backend::Embedded(e) => e.engine.text_index.footprint(),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => None,
-        }
+        self.backend.search_hybrid(text, vector, k, options)
     }
 
     /// Whether this store can answer text searches: it keeps a text index (a read-only
     /// store: the file, or the PostgreSQL schema, has one) that covers its documents.
     pub fn has_text_index(&self) -> bool {
-        on_backend!(self, e => e.indexer.has_text_index(), pg => pg.has_text_index())
+        self.backend.has_text_index()
     }
 
     /// Runs [`Store::search`] for every query, spread over the cores (rayon's pool), and
@@ -680,14 +446,14 @@ impl Store {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Vec<Hit>>, ReadError> {
-        on_backend!(self, e => e.indexer.search_many(queries, k, options),
-            pg => pg.search_many(queries, k, options))
+        let queries: Vec<&[f32]> = queries.iter().map(AsRef::as_ref).collect();
+        self.backend.search_many(&queries, k, options)
     }
 
     /// What the derived index is doing. A PostgreSQL store's index is the server's
     /// (pgvector's HNSW, kept in step by every commit): loaded, ready, nothing pending.
     pub fn index_info(&self) -> IndexInfo {
-        on_backend!(self, e => e.indexer.index_info(), pg => pg.index_info())
+        self.backend.index_info()
     }
 
     /// Waits until the index has loaded, covers the latest commit, and no applier pass,
@@ -697,11 +463,7 @@ impl Store {
     /// (background passes hold read snapshots, which change the pages a commit reuses).
     /// A timeout longer than the clock can count ([`Duration::MAX`]) waits until it settles.
     pub fn wait_for_index(&self, timeout: Duration) -> bool {
-        on_backend!(self, e => e.indexer.wait_for_index(timeout), _pg => {
-            // The server's index changes in the transaction that changes the rows.
-            let _ = timeout;
-            true
-        })
+        self.backend.wait_for_index(timeout)
     }
 
     /// Builds the ANN graph now (in this thread) from the live vectors, and persists it in
@@ -715,12 +477,12 @@ impl Store {
     /// On PostgreSQL the server keeps pgvector's HNSW index in step with every commit:
     /// nothing to build, so this returns at once.
     pub fn build_index(&self) -> Result<(), ReadError> {
-        on_backend!(self, e => e.indexer.build_index(), _pg => Ok(()))
+        self.backend.build_index()
     }
 
     /// A consistent read view: everything read through it comes from one committed state.
     pub fn snapshot(&self) -> Result<Snapshot, ReadError> {
-        on_backend!(self, e => e.engine.snapshot(), pg => pg.snapshot())
+        self.redb("Store::snapshot")?.snapshot()
     }
 
     /// Counts every ticket up to `through` as issued by this store, so that writes
@@ -731,14 +493,14 @@ impl Store {
     /// A `through` above 2^63 - 1 is refused ([`WriteError::Input`] naming `tickets_issued`)
     /// and changes nothing.
     pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
-        on_backend!(self, e => e.engine.adopt_tickets(through), pg => pg.adopt_tickets(through))
+        self.backend.adopt_tickets(through)
     }
 
     /// The highest ticket this store may have issued: on a file, the persisted high-water
     /// mark (tickets are reserved in blocks, so it can be above the last one handed out);
     /// on PostgreSQL, the ticket sequence's last value. 0 before the first ticket.
     pub fn tickets_issued(&self) -> Result<u64, ReadError> {
-        on_backend!(self, e => e.engine.snapshot()?.tickets_issued(), pg => pg.tickets_issued())
+        self.backend.tickets_issued()
     }
 
     /// Writes a consistent copy of the store to a new file at `path`, while writers keep
@@ -751,12 +513,7 @@ impl Store {
     /// open). On unix the copy has the permission bits of the store's file. On PostgreSQL:
     /// [`ReadError::Unsupported`] (use the server's own backups).
     pub fn backup(&self, path: impl AsRef<Path>) -> Result<crate::Backup, crate::BackupError> {
-        let path = path.as_ref();
-        let snapshot = self.snapshot()?;
-        crate::backend::redb::contain::contain(
-            |detail| crate::BackupError::Read(ReadError::contained(detail)),
-            || crate::backend::redb::backup::write(&snapshot, self.path(), path),
-        )
+        self.redb("Store::backup")?.backup(path.as_ref())
     }
 
     /// A document and its chunks in order (from one snapshot). Tombstones are returned with
@@ -766,7 +523,7 @@ impl Store {
         source: &str,
         id: &str,
     ) -> Result<Option<crate::types::StoredDocument>, ReadError> {
-        on_backend!(self, e => e.engine.snapshot()?.get(source, id), pg => pg.get(source, id))
+        self.backend.get(source, id)
     }
 
     /// Every document (tombstones included), sorted by `(source, id)`, read in one
@@ -778,23 +535,13 @@ impl Store {
         &self,
         with_vectors: bool,
     ) -> Result<Vec<crate::types::StoredDocument>, ReadError> {
-        on_backend!(self, e => e.engine.snapshot()?.documents(with_vectors)?.collect(), pg => {
-            let mut documents = pg.documents()?;
-            if !with_vectors {
-                for chunk in documents.iter_mut().flat_map(|d| d.chunks.iter_mut()) {
-                    chunk.vector = None;
-                }
-            }
-            Ok(documents)
-        })
+        self.backend.documents(with_vectors)
     }
 
     /// Every listing [`Store::retain`] recorded (until [`Store::purge`] removes it), with
     /// the ids it lists, by `(source, version)`, from one snapshot.
     pub fn listings(&self) -> Result<Vec<crate::types::Listing>, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            e.engine.snapshot()?.listings()
-        }), pg => pg.listings())
+        self.backend.listings()
     }
 
     /// Restores a store's history in one transaction: every outcome counter (all of
@@ -810,28 +557,18 @@ impl Store {
         counters: &crate::Counters,
         skips: &[crate::types::SkipRecord],
     ) -> Result<(), WriteError> {
-        crate::backend::redb::history::check_counters(counters)?;
-        on_backend!(self, e => {
-            crate::backend::redb::history::check_skips(skips, &e.engine.options().limits)?;
-            e.engine.run_one(crate::backend::redb::history::Restore {
-                counters: counters.clone(),
-                skips: skips.iter().map(crate::backend::redb::history::skip_row).collect(),
-            })
-        }, pg => pg.restore_history(counters, skips))
+        self.backend.restore_history(counters, skips)
     }
 
     /// Counters, totals and recent refusals (from one snapshot).
     pub fn stats(&self) -> Result<Stats, ReadError> {
-        on_backend!(self, e => e.engine.snapshot()?.stats(), pg => pg.stats())
+        self.backend.stats()
     }
 
     /// Checks every invariant the rows can show (from one snapshot), and that the vectors
     /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
-        on_backend!(self, e => crate::backend::redb::contain::contain(ReadError::contained, || {
-            let report = e.engine.snapshot()?.verify()?;
-            e.indexer.verify_agreement(report)
-        }), pg => pg.verify())
+        self.backend.verify()
     }
 }
 

@@ -2,8 +2,9 @@
 //! batch (group commit), and an exact outcome for every producer.
 //!
 //! Producers validate and hash their own operations (in their own threads), then queue them
-//! on a bounded crossbeam channel. One committer thread takes what is queued into one redb
-//! write transaction, and keeps taking operations that arrive while it builds that
+//! on a bounded crossbeam channel. One committer thread takes what is queued into one write
+//! transaction of the store's backend (`Backend::commit_group`: a redb write transaction,
+//! or one SQL transaction on PostgreSQL), and keeps taking operations that arrive while it builds that
 //! transaction (up to [`WriterOptions::max_batch_ops`] in all); it decides each operation
 //! with the same guard as [`Store::upsert`], in submission order, commits once, and then
 //! answers each producer with its own outcome.
@@ -11,10 +12,10 @@
 //! Invariant: a producer is answered only after the commit that contains its operation has
 //! returned; under [`Durability::Immediate`] an answer means the operation is on disk.
 
-use crate::backend::redb::engine::{Apply, DocumentOp, Engine};
-use crate::backend::redb::write::Batch;
+use crate::backend::{AnyBackend, Backend};
 use crate::error::WriteError;
 use crate::options::Durability;
+use crate::policy::prepare::PreparedOp;
 use crate::types::{Document, Op, OpOutcome, Outcome};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::Mutex;
@@ -105,91 +106,11 @@ pub struct WriterStats {
 
 type Reply = Result<OpOutcome, WriteError>;
 
+/// A committer's message: a validated operation and where its outcome goes, or the order to
+/// stop once those before it are done.
 enum Message {
-    Op(Box<dyn Queued>),
+    Op(PreparedOp, Sender<Reply>),
     Stop,
-}
-
-/// An operation and where its outcome goes: the outcome has the type its kind has, so an
-/// upsert is answered with an [`Outcome`] and never with anything else.
-struct Job<A: Apply> {
-    op: A,
-    reply: Sender<Result<A::Outcome, WriteError>>,
-}
-
-/// A queued job of any kind, as the committer's batch applies it.
-trait Queued: Send {
-    /// Decides and applies the operation; the outcome comes back bound to its producer.
-    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError>;
-
-    /// Answers the producer with `error`.
-    fn fail(&self, error: WriteError);
-
-    /// What answers the producer with an error if the batch fails after this job was
-    /// handed to it.
-    fn failure(&self) -> Box<dyn FnOnce(WriteError) + Send>;
-}
-
-/// An applied job's outcome, sent to its producer once the batch has committed.
-trait Answer: Send {
-    /// Whether the outcome changed no document, listing or vector.
-    fn changed_nothing(&self) -> bool;
-
-    fn send(self: Box<Self>);
-}
-
-struct Answered<O> {
-    outcome: O,
-    changed_nothing: bool,
-    reply: Sender<Result<O, WriteError>>,
-}
-
-impl<O: Send> Answer for Answered<O> {
-    fn changed_nothing(&self) -> bool {
-        self.changed_nothing
-    }
-
-    fn send(self: Box<Self>) {
-        let _ = self.reply.send(Ok(self.outcome));
-    }
-}
-
-impl<A> Queued for Job<A>
-where
-    A: Apply + Send,
-    A::Outcome: Send + 'static,
-{
-    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError> {
-        let outcome = self.op.apply(batch)?;
-        Ok(Box::new(Answered {
-            changed_nothing: A::changed_nothing(&outcome),
-            outcome,
-            reply: self.reply.clone(),
-        }))
-    }
-
-    fn fail(&self, error: WriteError) {
-        let _ = self.reply.send(Err(error));
-    }
-
-    fn failure(&self) -> Box<dyn FnOnce(WriteError) + Send> {
-        let reply = self.reply.clone();
-        Box::new(move |error| {
-            let _ = reply.send(Err(error));
-        })
-    }
-}
-
-impl Apply for Box<dyn Queued> {
-    type Outcome = Box<dyn Answer>;
-
-    fn apply(&mut self, batch: &mut Batch<'_>) -> Result<Box<dyn Answer>, WriteError> {
-        (**self).apply(batch)
-    }
-
-    fn changed_nothing(outcome: &Box<dyn Answer>) -> bool {
-        outcome.changed_nothing()
-    }
 }
 
 /// The answer to one submitted operation, to wait for or poll.
@@ -199,12 +120,6 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// The answer that will arrive on `reply`.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn new(reply: Receiver<Reply>) -> Pending {
-        Pending { reply }
-    }
-
     /// Waits for the outcome.
     pub fn wait(self) -> Result<OpOutcome, WriteError> {
         self.reply.recv().unwrap_or(Err(WriteError::Closed))
@@ -220,48 +135,33 @@ impl Pending {
     }
 }
 
-/// A committer's message: an operation, or the order to stop once those before it are done.
-pub(crate) trait QueueMessage: Send {
-    /// The stop message.
-    fn stop() -> Self;
+/// What a writer's handles share: the queue, the committer thread, and the counters.
+/// Dropping the last handle stops the committer after it has committed everything queued.
+struct Shared {
+    queue: Sender<Message>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    batches: AtomicU64,
+    ops: AtomicU64,
+    max_batch_ops: AtomicU64,
 }
 
-impl QueueMessage for Message {
-    fn stop() -> Self {
-        Message::Stop
-    }
-}
-
-/// What a group-commit writer's handles share (both backends' writers): the queue, the
-/// committer thread, and the counters. Dropping the last handle stops the committer after it
-/// has committed everything queued.
-pub(crate) struct CommitQueue<M: QueueMessage> {
-    pub(crate) queue: Sender<M>,
-    pub(crate) committer: Mutex<Option<JoinHandle<()>>>,
-    pub(crate) batches: AtomicU64,
-    pub(crate) ops: AtomicU64,
-    pub(crate) max_batch_ops: AtomicU64,
-}
-
-impl<M: QueueMessage> CommitQueue<M> {
+impl Shared {
     /// Stops the committer (once) after everything queued before is committed.
-    pub(crate) fn stop(&self) {
+    fn stop(&self) {
         let handle = self.committer.lock().take();
         if let Some(handle) = handle {
             // Everything queued before Stop is committed first (the queue is FIFO).
-            let _ = self.queue.send(M::stop());
+            let _ = self.queue.send(Message::Stop);
             let _ = handle.join();
         }
     }
 }
 
-impl<M: QueueMessage> Drop for CommitQueue<M> {
+impl Drop for Shared {
     fn drop(&mut self) {
         self.stop();
     }
 }
-
-type Shared = CommitQueue<Message>;
 
 /// A cloneable handle for writing from many threads with group commit.
 ///
@@ -289,19 +189,8 @@ type Shared = CommitQueue<Message>;
 /// ```
 #[derive(Clone)]
 pub struct Writer {
-    target: Target,
-}
-
-/// What a [`Writer`] commits to: the embedded engine (this module's committer), or a
-/// PostgreSQL store (`backend/postgres/writer.rs`, one SQL transaction per group).
-#[derive(Clone)]
-enum Target {
-    Embedded {
-        engine: Arc<Engine>,
-        shared: Arc<Shared>,
-    },
-    #[cfg(feature = "postgres")]
-    Postgres(crate::backend::postgres::PgWriter),
+    backend: AnyBackend,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -313,9 +202,9 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Starts the committer thread.
-    pub(crate) fn start(engine: Arc<Engine>, options: WriterOptions) -> Writer {
-        let (shared, committer) = Committer::new(&engine, options);
+    /// Starts the committer thread over `backend`.
+    pub(crate) fn start(backend: AnyBackend, options: WriterOptions) -> Writer {
+        let (shared, committer) = Committer::new(backend.clone(), options);
         let handle = std::thread::Builder::new()
             .name("ratchetdb-committer".into())
             .spawn(move || committer.run());
@@ -323,69 +212,35 @@ impl Writer {
         if let Ok(handle) = handle {
             *shared.committer.lock() = Some(handle);
         }
-        Writer {
-            target: Target::Embedded { engine, shared },
-        }
-    }
-
-    /// A writer over a PostgreSQL store.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn postgres(writer: crate::backend::postgres::PgWriter) -> Writer {
-        Writer {
-            target: Target::Postgres(writer),
-        }
+        Writer { backend, shared }
     }
 
     fn queue(&self, op: Op, wait: bool) -> Result<Pending, WriteError> {
-        let engine = match &self.target {
-            Target::Embedded { engine, .. } => engine,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(writer) => return writer.submit(op, wait),
-        };
-        let prepared = engine.prepare(op)?;
+        if self.backend.is_read_only() {
+            return Err(WriteError::ReadOnly {
+                path: self.backend.path().to_path_buf(),
+            });
+        }
+        let prepared = self.backend.prepare(op)?;
         let (reply, pending) = crossbeam_channel::bounded(1);
-        self.send(
-            Job {
-                op: prepared,
-                reply,
-            },
-            wait,
-        )?;
-        Ok(Pending { reply: pending })
-    }
-
-    /// Queues a job, waiting while the queue is full (or not: [`WriteError::Full`]).
-    fn send<A>(&self, job: Job<A>, wait: bool) -> Result<(), WriteError>
-    where
-        A: Apply + Send + 'static,
-        A::Outcome: Send + 'static,
-    {
-        let shared = match &self.target {
-            Target::Embedded { shared, .. } => shared,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => return Err(WriteError::Closed),
-        };
-        let message = Message::Op(Box::new(job));
+        let message = Message::Op(prepared, reply);
         if wait {
-            shared.queue.send(message).map_err(|_| WriteError::Closed)?;
+            self.shared
+                .queue
+                .send(message)
+                .map_err(|_| WriteError::Closed)?;
         } else {
-            shared.queue.try_send(message).map_err(|e| match e {
+            self.shared.queue.try_send(message).map_err(|e| match e {
                 TrySendError::Full(_) => WriteError::Full,
                 TrySendError::Disconnected(_) => WriteError::Closed,
             })?;
         }
-        Ok(())
-    }
-
-    /// Queues a document operation and waits for its outcome.
-    fn document(&self, op: DocumentOp) -> Result<Outcome, WriteError> {
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        self.send(Job { op, reply }, true)?;
-        answer.recv().unwrap_or(Err(WriteError::Closed))
+        Ok(Pending { reply: pending })
     }
 
     /// Validates `op` here, in the caller's thread, and queues it, waiting while the queue is
-    /// full. A validation error is returned at once and never reaches a batch.
+    /// full. A validation error is returned at once and never reaches a batch; on a
+    /// read-only store every operation is refused with [`WriteError::ReadOnly`].
     pub fn submit(&self, op: Op) -> Result<Pending, WriteError> {
         self.queue(op, true)
     }
@@ -397,13 +252,7 @@ impl Writer {
 
     /// Submits an upsert and waits for its outcome.
     pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
-        let engine = match &self.target {
-            Target::Embedded { engine, .. } => engine,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => return document_outcome(self.submit(Op::Upsert(doc))),
-        };
-        let doc = engine.prepare_document(doc)?;
-        self.document(DocumentOp::Upsert(doc))
+        document_outcome(self.submit(Op::Upsert(doc)))
     }
 
     /// Submits a delete and waits for its outcome.
@@ -413,53 +262,31 @@ impl Writer {
         id: &str,
         version: crate::Version,
     ) -> Result<Outcome, WriteError> {
-        let engine = match &self.target {
-            Target::Embedded { engine, .. } => engine,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => {
-                let op = Op::Delete {
-                    source: source.to_string(),
-                    id: id.to_string(),
-                    version,
-                };
-                return document_outcome(self.submit(op));
-            }
-        };
-        let delete = crate::policy::prepare::prepare_delete(
-            source.to_string(),
-            id.to_string(),
+        let op = Op::Delete {
+            source: source.to_string(),
+            id: id.to_string(),
             version,
-            &engine.options().limits,
-        )?;
-        self.document(DocumentOp::Delete(delete))
+        };
+        document_outcome(self.submit(op))
     }
 
     /// What the writer has committed so far.
     pub fn stats(&self) -> WriterStats {
-        match &self.target {
-            Target::Embedded { shared, .. } => WriterStats {
-                batches: shared.batches.load(Ordering::Relaxed),
-                ops: shared.ops.load(Ordering::Relaxed),
-                max_batch_ops: shared.max_batch_ops.load(Ordering::Relaxed),
-            },
-            #[cfg(feature = "postgres")]
-            Target::Postgres(writer) => writer.stats(),
+        WriterStats {
+            batches: self.shared.batches.load(Ordering::Relaxed),
+            ops: self.shared.ops.load(Ordering::Relaxed),
+            max_batch_ops: self.shared.max_batch_ops.load(Ordering::Relaxed),
         }
     }
 
     /// Commits everything accepted so far and stops the committer. Later submissions, from
     /// this or any clone, get [`WriteError::Closed`]. Dropping the last handle does the same.
     pub fn shutdown(&self) {
-        match &self.target {
-            Target::Embedded { shared, .. } => shared.stop(),
-            #[cfg(feature = "postgres")]
-            Target::Postgres(writer) => writer.shutdown(),
-        }
+        self.shared.stop();
     }
 }
 
 /// A document operation's outcome from a submitted operation's answer.
-#[cfg(feature = "postgres")]
 fn document_outcome(pending: Result<Pending, WriteError>) -> Result<Outcome, WriteError> {
     match pending?.wait()? {
         OpOutcome::Document(outcome) => Ok(outcome),
@@ -471,16 +298,14 @@ fn document_outcome(pending: Result<Pending, WriteError>) -> Result<Outcome, Wri
 }
 
 struct Committer {
-    engine: Arc<Engine>,
+    backend: AnyBackend,
     incoming: Receiver<Message>,
     options: WriterOptions,
     shared: std::sync::Weak<Shared>,
 }
 
 impl Committer {
-    /// A committer for `engine`, and the queue and counters its writers share (the queue
-    /// holds `options.queue_capacity` messages).
-    fn new(engine: &Arc<Engine>, options: WriterOptions) -> (Arc<Shared>, Committer) {
+    fn new(backend: AnyBackend, options: WriterOptions) -> (Arc<Shared>, Committer) {
         let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
         let shared = Arc::new(Shared {
             queue,
@@ -490,7 +315,7 @@ impl Committer {
             max_batch_ops: AtomicU64::new(0),
         });
         let committer = Committer {
-            engine: engine.clone(),
+            backend,
             incoming,
             options,
             shared: Arc::downgrade(&shared),
@@ -510,7 +335,7 @@ impl Committer {
                 match self.incoming.recv_timeout(wait) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
-                        if unsynced && self.engine.sync().is_ok() {
+                        if unsynced && self.backend.sync().is_ok() {
                             unsynced = false;
                         }
                         last_sync = Instant::now();
@@ -532,7 +357,7 @@ impl Committer {
             let deadline = Instant::now().checked_add(self.options.max_batch_wait);
             while let Some(message) = next.take() {
                 match message {
-                    Message::Op(job) => jobs.push(job),
+                    Message::Op(op, reply) => jobs.push((op, reply)),
                     Message::Stop => stop = true,
                 }
                 if stop || jobs.len() >= self.options.max_batch_ops {
@@ -551,7 +376,7 @@ impl Committer {
             // Under sustained load the queue never runs dry, so the timeout above never
             // fires: the interval is checked after every batch too.
             if unsynced && last_sync.elapsed() >= self.options.sync_interval {
-                if self.engine.sync().is_ok() {
+                if self.backend.sync().is_ok() {
                     unsynced = false;
                 }
                 last_sync = Instant::now();
@@ -562,33 +387,33 @@ impl Committer {
         }
         // Anything that raced past Stop is refused; what was accepted before it is committed.
         while let Ok(message) = self.incoming.try_recv() {
-            if let Message::Op(job) = message {
-                job.fail(WriteError::Closed);
+            if let Message::Op(_, reply) = message {
+                let _ = reply.send(Err(WriteError::Closed));
             }
         }
         if unsynced {
-            let _ = self.engine.sync();
+            let _ = self.backend.sync();
         }
     }
 
-    /// Commits `ops` in one transaction, and with them every operation that arrives while
-    /// it is being built (up to [`WriterOptions::max_batch_ops`] in all; a `Stop` ends
-    /// the batch and sets `stop`), then answers each producer.
-    ///
-    /// Taking late arrivals keeps the batches large under load: when one batch took every
-    /// operation in flight, producers submit the next ones only after it commits, and the
-    /// next batch would otherwise be the few that arrived by the time the committer looked.
-    fn commit(&self, jobs: Vec<Box<dyn Queued>>, stop: &mut bool) {
+    /// Commits `jobs` and whatever arrives while the backend builds their transaction (up to
+    /// `max_batch_ops` in all, never past a stop), then answers every producer: each with
+    /// its own outcome, or all with [`WriteError::BatchFailed`] should the group fail (even
+    /// before it starts: a read-only or poisoned store).
+    fn commit(&self, jobs: Vec<(PreparedOp, Sender<Reply>)>, stop: &mut bool) {
         let max = self.options.max_batch_ops;
-        let taken = std::cell::Cell::new(jobs.len());
+        let (ops, mut replies): (Vec<PreparedOp>, Vec<Sender<Reply>>) = jobs.into_iter().unzip();
+        let mut taken = ops.len();
+        let mut late = Vec::new();
         let arrivals = std::iter::from_fn(|| {
-            if *stop || taken.get() >= max {
+            if *stop || taken >= max {
                 return None;
             }
             match self.incoming.try_recv() {
-                Ok(Message::Op(job)) => {
-                    taken.set(taken.get() + 1);
-                    Some(job)
+                Ok(Message::Op(op, reply)) => {
+                    taken += 1;
+                    late.push(reply);
+                    Some(op)
                 }
                 Ok(Message::Stop) => {
                     *stop = true;
@@ -597,32 +422,30 @@ impl Committer {
                 Err(_) => None,
             }
         });
-        // Should the batch fail (even before it starts: a read-only or poisoned engine),
-        // every producer whose job it holds or took is told why.
-        let mut failures: Vec<_> = jobs.iter().map(|job| job.failure()).collect();
-        let arrivals = arrivals.inspect(|job| failures.push(job.failure()));
-        let jobs = jobs.into_iter().chain(arrivals);
-        match self.engine.run_batch_with(jobs, self.options.durability) {
-            Ok(done) => {
+        let mut group = ops.into_iter().chain(arrivals);
+        let result = self
+            .backend
+            .commit_group(&mut group, self.options.durability);
+        drop(group);
+        replies.append(&mut late);
+        match result {
+            Ok(outcomes) => {
                 if let Some(shared) = self.shared.upgrade() {
-                    let n = done.len() as u64;
+                    let n = outcomes.len() as u64;
                     shared.batches.fetch_add(1, Ordering::Relaxed);
                     shared.ops.fetch_add(n, Ordering::Relaxed);
                     shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
                 }
-                for (job, outcome) in done {
-                    match outcome {
-                        Ok(answer) => answer.send(),
-                        Err(error) => job.fail(error),
-                    }
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    let _ = reply.send(outcome);
                 }
             }
             Err(error) => {
                 let cause = error.to_string();
-                for fail in failures {
-                    fail(WriteError::BatchFailed {
+                for reply in replies {
+                    let _ = reply.send(Err(WriteError::BatchFailed {
                         cause: cause.clone(),
-                    });
+                    }));
                 }
             }
         }
@@ -635,7 +458,6 @@ mod tests {
     //! starts, so what it takes does not depend on timing.
 
     use super::*;
-    use crate::policy::prepare::PreparedOp;
     use crate::testkit::{Disk, FaultMode, IoKind};
     use crate::{Chunk, Options, Store};
 
@@ -655,7 +477,8 @@ mod tests {
     }
 
     fn rig_on(dir: tempfile::TempDir, store: Store, options: WriterOptions) -> Rig {
-        let (shared, committer) = Committer::new(store.engine(), options.queue_capacity(64));
+        let (shared, committer) =
+            Committer::new(store.backend().clone(), options.queue_capacity(64));
         let queue = shared.queue.clone();
         Rig {
             _dir: dir,
@@ -678,15 +501,16 @@ mod tests {
     fn op(store: &Store, i: usize) -> PreparedOp {
         let doc = Document::new("s", format!("d{i}"), crate::Version::number(1))
             .with_chunk(Chunk::new(format!("text {i}"), vec![1.0, 0.5]));
-        store.engine().prepare(Op::Upsert(doc)).expect("prepare")
+        store
+            .embedded()
+            .engine()
+            .prepare(Op::Upsert(doc))
+            .expect("prepare")
     }
 
     /// Operation `i` queued as a job, answered on `reply`.
-    fn job(store: &Store, i: usize, reply: Sender<Reply>) -> Box<dyn Queued> {
-        Box::new(Job {
-            op: op(store, i),
-            reply,
-        })
+    fn job(store: &Store, i: usize, reply: Sender<Reply>) -> (PreparedOp, Sender<Reply>) {
+        (op(store, i), reply)
     }
 
     /// Queues operations `from..to`; returns their answers.
@@ -694,9 +518,8 @@ mod tests {
         (from..to)
             .map(|i| {
                 let (reply, answer) = crossbeam_channel::bounded(1);
-                rig.queue
-                    .send(Message::Op(job(&rig.store, i, reply)))
-                    .expect("queue");
+                let (op, reply) = job(&rig.store, i, reply);
+                rig.queue.send(Message::Op(op, reply)).expect("queue");
                 answer
             })
             .collect()

@@ -4,5 +4,6 @@
 
 pub(crate) mod filter;
 pub(crate) mod guard;
+pub(crate) mod history;
 pub(crate) mod plan;
 pub(crate) mod prepare;

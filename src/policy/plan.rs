@@ -1,7 +1,6 @@
 //! Planning a write before any embedding is paid for: what the guard would decide now,
 //! and which chunks already have a vector in the stored revision.
 
-use crate::backend::redb::engine::Engine;
 use crate::error::{InputError, ReadError, WriteError};
 use crate::options::{Metric, Options};
 use crate::policy::guard::{self, ContentHash, SkipReason, Stored, UpsertDecision};
@@ -41,22 +40,6 @@ pub enum PlannedAction {
         /// What is stored.
         stored_version: Version,
     },
-}
-
-/// See [`Store::plan`](crate::Store::plan): the decision and the reusable vectors, from one
-/// snapshot.
-pub(crate) fn plan(engine: &Engine, doc: &Document) -> Result<Plan, ReadError> {
-    plan_with(
-        doc,
-        engine.metric(),
-        engine.dimension(),
-        engine.options(),
-        |prepared| {
-            engine
-                .snapshot()?
-                .plan_state(&prepared.source, &prepared.id, prepared.version)
-        },
-    )
 }
 
 /// What the stored state says about a document, for a plan: the guard's stored state (or

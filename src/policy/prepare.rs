@@ -4,7 +4,6 @@
 //! so a bad input is refused with an [`InputError`] naming the field and the store is left
 //! exactly as it was (I9).
 
-use crate::backend::redb::schema::{self, canonical_json};
 use crate::error::{InputError, WriteError};
 use crate::options::{Limits, Metric, MAX_FIELD_BYTES, MAX_META_DEPTH};
 use crate::policy::guard::ContentHash;
@@ -272,7 +271,7 @@ pub(crate) fn document_content_hash(doc: &Document) -> Result<String, InputError
         &meta,
         chunks.iter().map(|(text, meta)| (*text, meta.as_str())),
     );
-    Ok(crate::backend::redb::read::hex(&hash))
+    Ok(hex(&hash))
 }
 
 /// The content hash of a stored revision: its metadata and its chunks' texts and metadata
@@ -310,16 +309,60 @@ fn content_hash_of<'a>(
     *hasher.finalize().as_bytes()
 }
 
+/// Canonical JSON: object keys sorted at every depth, whatever map type serde_json was built
+/// with (so the content hash does not depend on a cargo feature of a dependency).
+pub(crate) fn canonical_json(value: &serde_json::Value) -> String {
+    fn write(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                    out.push(':');
+                    if let Some(v) = map.get(key) {
+                        write(v, out);
+                    }
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+/// Lowercase hexadecimal of `bytes` (content hashes as reads show them).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub(crate) fn text_hash(text: &str) -> ContentHash {
     *blake3::hash(text.as_bytes()).as_bytes()
 }
 
-/// The hard ceiling of chunks per document: each chunk's vector takes a slot of its
-/// document's slot space (`schema::SLOTS_PER_DOC`).
-const MAX_CHUNKS: usize = schema::SLOTS_PER_DOC as usize;
+/// The hard ceiling of chunks per document (2^24): the embedded store gives each chunk's
+/// vector a slot of its document's slot space of this size.
+pub(crate) const MAX_CHUNKS: usize = 1 << 24;
 
 /// A revision's chunks are one row and its vectors another: both must stay readable
-/// (`schema::MAX_ROW_BYTES` for the chunks) and modest in memory.
+/// (the embedded store's largest row, for the chunks) and modest in memory.
 pub(crate) const MAX_DOCUMENT_TEXT_BYTES: usize = 48 << 20;
 /// See [`MAX_DOCUMENT_TEXT_BYTES`]: the ceiling of a revision's vectors, `chunks * dimension * 4`.
 pub(crate) const MAX_DOCUMENT_VECTOR_BYTES: usize = 256 << 20;
@@ -607,5 +650,15 @@ mod tests {
         let unit = prepare_vector(0, v, Metric::Cosine, &Limits::default()).expect("finite");
         let norm = sequential(&unit).sqrt();
         assert!((norm - 1.0).abs() < 1e-6, "norm {norm}");
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys() {
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"b":[1,{"z":1,"a":2}],"a":"x\"y"}"#).unwrap_or_default();
+        assert_eq!(
+            canonical_json(&value),
+            r#"{"a":"x\"y","b":[1,{"a":2,"z":1}]}"#
+        );
     }
 }

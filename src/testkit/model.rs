@@ -1,7 +1,6 @@
 //! The reference model of the guard, written apart from `guard` and `write`, and reading a store
 //! back in its terms.
 
-use crate::backend::redb::schema::{self};
 use crate::policy::guard::SkipReason;
 use crate::store::Store;
 use crate::types::{Op, OpOutcome, Outcome, RetainOutcome};
@@ -144,7 +143,7 @@ pub fn content_of(meta: &serde_json::Value, chunks: &[(String, serde_json::Value
         .iter()
         .map(|(text, meta)| serde_json::json!({ "text": text, "meta": meta }))
         .collect();
-    schema::canonical_json(&serde_json::json!({ "meta": meta, "chunks": chunks }))
+    crate::policy::prepare::canonical_json(&serde_json::json!({ "meta": meta, "chunks": chunks }))
 }
 
 /// The guard as a plain, sequential reference: document rows, recorded listings and the

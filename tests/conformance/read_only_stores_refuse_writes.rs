@@ -11,9 +11,7 @@ use ratchetdb::{
     Chunk, Document, Metric, OpenError, Options, SearchOptions, Store, Version, WriteError,
 };
 
-crate::conformance!(
-    read_only_stores_refuse_writes [redb: ignore = "drift: the Writer of a read-only file store answers WriteError::BatchFailed (naming the read-only open), PostgreSQL's WriteError::ReadOnly"]
-);
+crate::conformance!(read_only_stores_refuse_writes);
 
 fn read_only_stores_refuse_writes(b: &dyn Fixture) {
     let url = b.address("db");

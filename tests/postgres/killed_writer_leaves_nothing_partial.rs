@@ -7,7 +7,7 @@
 
 use crate::pg;
 use ratchetdb::testkit;
-use ratchetdb::{Chunk, Document, Op, Options, PgStore, Version};
+use ratchetdb::{Chunk, Document, Op, Options, Store, Version};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ fn killed_writer_child() {
         return;
     };
     let (schema, url) = spec.split_once(' ').expect("schema and url");
-    let store = PgStore::open_in(url, schema, Options::default()).expect("open");
+    let store = Store::open(pg::address(url, schema), Options::default()).expect("open");
     // Loops until killed: every batch is the same, so the first one's transaction is the
     // one in flight (the next ones would only be refused as duplicates).
     loop {
@@ -58,7 +58,7 @@ fn killed_writer_leaves_nothing_partial() {
                 .with_chunk(Chunk::new("kept", vec![1.0; 64])),
         )
         .expect("first write");
-    let before = store.documents().expect("export");
+    let before = store.documents(true).expect("export");
     let before_counters = store.stats().expect("stats").counters;
     let app = format!("killed_{}", std::process::id());
     let child_url = if url.contains('?') {
@@ -73,7 +73,10 @@ fn killed_writer_leaves_nothing_partial() {
             "--ignored",
             "--quiet",
         ])
-        .env(CHILD_ENV, format!("{} {child_url}", store.schema()))
+        .env(
+            CHILD_ENV,
+            format!("{} {child_url}", pg::schema("killed_writer")),
+        )
         .spawn()
         .expect("spawn the writer");
     // Wait until the child's transaction has written something (it holds a transaction id).
@@ -109,7 +112,7 @@ fn killed_writer_leaves_nothing_partial() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(
-        store.documents().expect("export"),
+        store.documents(true).expect("export"),
         before,
         "nothing of the batch is visible"
     );
@@ -121,5 +124,6 @@ fn killed_writer_leaves_nothing_partial() {
     }
     assert_eq!(store.stats().expect("stats").documents, DOCS + 1);
     pg::assert_verified(&store);
-    store.destroy().expect("drop the schema");
+    drop(store);
+    pg::drop_schema(&url, &pg::schema("killed_writer"));
 }

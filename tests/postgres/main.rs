@@ -1,4 +1,4 @@
-//! What only the PostgreSQL backend (`PgStore`, the `postgres` feature) has, against a real
+//! What only the PostgreSQL backend (`Store::open` on a `postgres://` URL, the `postgres` feature) has, against a real
 //! server: the façade's dispatch to it, its schema and SQL (the text index's rows, verify
 //! over them, the HNSW index walked), the CLI on a `postgres://` URL, and what only a server
 //! shows (writers on separate connections racing, a writer killed mid-transaction, two
@@ -12,6 +12,7 @@
 
 mod pg;
 
+mod a_nul_in_chunk_text_is_refused_on_postgres;
 mod cli_commands_on_a_postgres_url;
 mod cli_copy_moves_listings_counters_and_skip_log;
 mod cli_copy_round_trip;

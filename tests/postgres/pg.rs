@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use ratchetdb::testkit;
-use ratchetdb::{Options, PgStore};
+use ratchetdb::{Options, Store};
 
 /// The server's URL, or `None` after saying the test skipped (see [`say_skipped`]).
 pub fn url(test: &str) -> Option<String> {
@@ -41,17 +41,28 @@ pub fn schema(test: &str) -> String {
 
 /// A fresh store in the test's own schema (dropped first), or `None` when no server is
 /// configured.
-pub fn fresh(test: &str, options: Options) -> Option<(PgStore, String)> {
+pub fn fresh(test: &str, options: Options) -> Option<(Store, String)> {
     let url = url(test)?;
     let schema = schema(test);
-    testkit::pg_execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .expect("drop the test's schema");
-    let store = PgStore::open_in(&url, &schema, options).expect("open the Postgres store");
+    drop_schema(&url, &schema);
+    let store = Store::open(address(&url, &schema), options).expect("open the Postgres store");
     Some((store, url))
 }
 
+/// The `Store::open` address of the store in `schema` on the server at `url`.
+pub fn address(url: &str, schema: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}schema={schema}")
+}
+
+/// Drops `schema` and everything in it.
+pub fn drop_schema(url: &str, schema: &str) {
+    testkit::pg_execute(url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .expect("drop the test's schema");
+}
+
 /// Panics with the violations unless `verify()` finds none.
-pub fn assert_verified(store: &PgStore) {
+pub fn assert_verified(store: &Store) {
     let report = store.verify().expect("verify");
     assert!(
         report.is_ok(),

@@ -9,7 +9,7 @@
 
 use crate::pg;
 use ratchetdb::testkit::SplitMix64;
-use ratchetdb::{Chunk, Document, Op, Options, PgStore, Version};
+use ratchetdb::{Chunk, Document, Op, Options, Store, Version};
 use std::process::Command;
 
 const DOCS: u64 = 10;
@@ -52,7 +52,7 @@ fn racing_writer_child() {
         parts.next().expect("schema"),
         parts.next().expect("url"),
     );
-    let store = PgStore::open_in(url, schema, Options::default()).expect("open");
+    let store = Store::open(pg::address(url, schema), Options::default()).expect("open");
     let mut rng = SplitMix64::new(seed);
     let mut ops: Vec<Op> = (0..DOCS)
         .flat_map(|doc| (1..=VERSIONS).map(move |v| op(doc, v)))
@@ -84,7 +84,10 @@ fn racing_writers_on_separate_connections_converge() {
                     "--ignored",
                     "--quiet",
                 ])
-                .env(CHILD_ENV, format!("{seed} {} {url}", store.schema()))
+                .env(
+                    CHILD_ENV,
+                    format!("{seed} {} {url}", pg::schema("racing_writers")),
+                )
                 .spawn()
                 .expect("spawn a writer process")
         })
@@ -129,5 +132,6 @@ fn racing_writers_on_separate_connections_converge() {
         "redeliveries are refused as duplicates"
     );
     pg::assert_verified(&store);
-    store.destroy().expect("drop the schema");
+    drop(store);
+    pg::drop_schema(&url, &pg::schema("racing_writers"));
 }

@@ -1,11 +1,11 @@
 //! `Store::open("postgres://...")` is the PostgreSQL backend behind the same `Store` API
 //! (the API itself, on every backend, is `tests/conformance/`): the store says it is on
 //! PostgreSQL and names its URL as its path, and what it writes is on the server's tables,
-//! read back through a second, independent `PgStore` (the same documents, content hashes and
+//! read back through a second, independent `Store` on its own connection (the same documents, content hashes and
 //! totals).
 
 use crate::pg;
-use ratchetdb::{Chunk, Document, Options, PgStore, Store, Version};
+use ratchetdb::{Chunk, Document, Options, Store, Version};
 
 fn doc(id: &str, version: u64, texts: &[&str]) -> Document {
     let mut d = Document::new("wiki", id, Version::number(version));
@@ -33,9 +33,8 @@ fn store_open_postgres_url_dispatches() {
         .expect("delete");
 
     // Reads through the façade agree with an independent connection to the same tables.
-    let independent = PgStore::open_in(
-        &pg::url("facade").unwrap(),
-        &pg::schema("facade"),
+    let independent = Store::open(
+        pg::address(&pg::url("facade").unwrap(), &pg::schema("facade")),
         Options::default(),
     )
     .expect("second connection");
@@ -58,7 +57,7 @@ fn store_open_postgres_url_dispatches() {
     let stats = independent.stats().expect("stats");
     assert_eq!((stats.documents, stats.tombstones), (1, 1));
     assert_eq!(
-        independent.documents().expect("export"),
+        independent.documents(true).expect("export"),
         store.documents(true).expect("documents")
     );
     pg::assert_store_verified(&store);

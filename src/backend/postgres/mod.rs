@@ -23,14 +23,15 @@ mod read;
 mod schema;
 mod verify;
 mod write;
-mod writer;
 
-pub(crate) use writer::PgWriter;
-
+use crate::backend::{Backend, GroupOutcomes};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
+use crate::options::Durability;
 use crate::options::{Metric, Options};
 use crate::policy::plan::Plan;
+use crate::policy::prepare::PreparedOp;
 use crate::search::SearchOptions;
+use crate::types::counters::Counters;
 use crate::types::Hit;
 use crate::types::IndexInfo;
 use crate::types::Stats;
@@ -38,6 +39,7 @@ use crate::types::StoredDocument;
 use crate::types::VerifyReport;
 use crate::types::Version;
 use crate::types::{Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
+use crate::types::{Listing, SkipRecord};
 use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
 
@@ -57,7 +59,7 @@ use std::path::{Path, PathBuf};
 /// assert_eq!(hits[0].id, "intro");
 /// # Ok::<(), ratchetdb::Error>(())
 /// ```
-pub struct PgStore {
+pub(crate) struct PgStore {
     client: Mutex<postgres::Client>,
     /// The server's address without a password, for messages.
     url: String,
@@ -80,7 +82,7 @@ pub struct PgStore {
 /// `schema=NAME` query parameter picks the schema (default `ratchetdb`) and is removed
 /// before connecting (the client does not know it).
 pub(crate) fn open_url(url: &str, options: Options, read_only: bool) -> Result<PgStore, OpenError> {
-    let (url, schema) = split_schema(url);
+    let (url, schema) = crate::address::split_schema(url);
     let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
     if read_only {
         PgStore::open_read_only_in(&url, &schema, options)
@@ -89,76 +91,24 @@ pub(crate) fn open_url(url: &str, options: Options, read_only: bool) -> Result<P
     }
 }
 
-/// The URL without its `schema=` query parameter, and that parameter's value.
-pub(crate) fn split_schema(url: &str) -> (String, Option<String>) {
-    let Some((base, query)) = url.split_once('?') else {
-        return (url.to_string(), None);
-    };
-    let mut schema = None;
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|pair| match pair.strip_prefix("schema=") {
-            Some(name) => {
-                schema = Some(name.to_string());
-                false
-            }
-            None => true,
-        })
-        .collect();
-    if kept.is_empty() {
-        (base.to_string(), schema)
-    } else {
-        (format!("{base}?{}", kept.join("&")), schema)
-    }
-}
-
 /// The PostgreSQL schema [`PgStore::open`] keeps its tables in.
 pub(crate) const DEFAULT_SCHEMA: &str = "ratchetdb";
 
 impl PgStore {
-    /// Opens (creating if missing) the store in the schema `ratchetdb` of the database at
-    /// `url` (`postgres://user:password@host:port/database`). The `vector` extension is
-    /// created if missing (which needs the privilege to create it).
-    pub fn open(url: &str, options: Options) -> Result<PgStore, OpenError> {
-        PgStore::open_in(url, DEFAULT_SCHEMA, options)
-    }
-
     /// Opens (creating if missing) the store kept in PostgreSQL schema `schema` (lowercase
     /// ASCII letters, digits and `_`, starting with a letter or `_`, at most 63 bytes): one
     /// database can hold many stores.
-    pub fn open_in(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
+    pub(crate) fn open_in(url: &str, schema: &str, options: Options) -> Result<PgStore, OpenError> {
         schema::open(url, schema, options, false)
     }
 
-    /// Opens an existing store (schema `ratchetdb`) read-only: nothing is created or
-    /// recorded, the options are only checked against what the store recorded, and every
-    /// write returns [`WriteError::ReadOnly`]. A missing store is [`OpenError::NotFound`].
-    pub fn open_read_only(url: &str, options: Options) -> Result<PgStore, OpenError> {
-        PgStore::open_read_only_in(url, DEFAULT_SCHEMA, options)
-    }
-
     /// [`PgStore::open_read_only`] on the store kept in schema `schema`.
-    pub fn open_read_only_in(
+    pub(crate) fn open_read_only_in(
         url: &str,
         schema: &str,
         options: Options,
     ) -> Result<PgStore, OpenError> {
         schema::open(url, schema, options, true)
-    }
-
-    /// Whether this store was opened read-only.
-    pub fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
-    /// The embedding model's name, if the store recorded one.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
-    /// The server's address (without its password), as a path.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 
     /// [`WriteError::ReadOnly`] on a read-only store.
@@ -171,33 +121,46 @@ impl PgStore {
         Ok(())
     }
 
-    /// The schema holding this store's tables.
-    pub fn schema(&self) -> &str {
-        &self.schema
+    fn write_one(&self, op: Op) -> Result<OpOutcome, WriteError> {
+        self.write_batch(vec![op])?
+            .pop()
+            .unwrap_or_else(|| Err(mismatched_outcome()))
+    }
+}
+
+impl Backend for PgStore {
+    /// Whether this store was opened read-only.
+    fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
-    /// The server's address (without its password).
-    pub fn url(&self) -> &str {
-        &self.url
+    /// The embedding model's name, if the store recorded one.
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The server's address (without its password), as a path.
+    fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The vector dimension, once fixed (by the options or the first vector written).
-    pub fn dimension(&self) -> Option<usize> {
+    fn dimension(&self) -> Option<usize> {
         *self.dimension.read()
     }
 
     /// The store's metric.
-    pub fn metric(&self) -> Metric {
+    fn metric(&self) -> Metric {
         self.metric
     }
 
     /// The options it was opened with.
-    pub fn options(&self) -> &Options {
+    fn options(&self) -> &Options {
         &self.options
     }
 
     /// Writes a revision (guarded); see [`Store::upsert`](crate::Store::upsert).
-    pub fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
+    fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
         match self.write_one(Op::Upsert(doc))? {
             OpOutcome::Document(outcome) => Ok(outcome),
             OpOutcome::Retain(_) => Err(mismatched_outcome()),
@@ -206,7 +169,7 @@ impl PgStore {
 
     /// Deletes a document at a version (a versioned tombstone; guarded); see
     /// [`Store::delete`](crate::Store::delete).
-    pub fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
+    fn delete(&self, source: &str, id: &str, version: Version) -> Result<Outcome, WriteError> {
         let op = Op::Delete {
             source: source.to_string(),
             id: id.to_string(),
@@ -220,19 +183,15 @@ impl PgStore {
 
     /// A listing of what exists in `source` at `version`; see
     /// [`Store::retain`](crate::Store::retain).
-    pub fn retain<I, S>(
+    fn retain(
         &self,
         source: &str,
-        present: I,
+        present: Vec<String>,
         version: Version,
-    ) -> Result<RetainOutcome, WriteError>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    ) -> Result<RetainOutcome, WriteError> {
         let op = Op::Retain {
             source: source.to_string(),
-            present: present.into_iter().map(Into::into).collect(),
+            present,
             version,
         };
         match self.write_one(op)? {
@@ -244,24 +203,21 @@ impl PgStore {
     /// Applies `ops` in one SQL transaction, each guarded; see
     /// [`Store::write_batch`](crate::Store::write_batch). The outer error is the batch's
     /// (the transaction was rolled back), the inner ones each operation's own.
-    pub fn write_batch(
-        &self,
-        ops: Vec<Op>,
-    ) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
+    fn write_batch(&self, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome, WriteError>>, WriteError> {
         self.writable()?;
         write::write_batch(self, ops)
     }
 
     /// Removes the tombstones and listings of `source` older than `before`; see
     /// [`Store::purge`](crate::Store::purge).
-    pub fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
+    fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError> {
         self.writable()?;
         write::purge(self, source, before)
     }
 
     /// A new ticket from the server's sequence: newer than every ticket any process has
     /// taken from this store.
-    pub fn ticket(&self) -> Result<Version, WriteError> {
+    fn ticket(&self) -> Result<Version, WriteError> {
         self.writable()?;
         write::ticket(self)
     }
@@ -269,13 +225,13 @@ impl PgStore {
     /// Counts every ticket up to `through` as issued (see
     /// [`Store::adopt_tickets`](crate::Store::adopt_tickets)): the ticket sequence is raised
     /// to `through` if it is below.
-    pub fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
+    fn adopt_tickets(&self, through: u64) -> Result<(), WriteError> {
         self.writable()?;
         write::adopt_tickets(self, through)
     }
 
     /// The highest ticket issued (the ticket sequence's last value; 0 before the first).
-    pub fn tickets_issued(&self) -> Result<u64, ReadError> {
+    fn tickets_issued(&self) -> Result<u64, ReadError> {
         let row = self
             .client
             .lock()
@@ -289,14 +245,20 @@ impl PgStore {
 
     /// A document and its chunks (with their vectors) in order, read in one snapshot;
     /// tombstones come back with `deleted: true` and no chunks.
-    pub fn get(&self, source: &str, id: &str) -> Result<Option<StoredDocument>, ReadError> {
+    fn get(&self, source: &str, id: &str) -> Result<Option<StoredDocument>, ReadError> {
         read::get(self, source, id)
     }
 
     /// Every document (tombstones included) with its chunks and vectors, ordered by
     /// `(source, id)`, read in one snapshot: the export `ratchet copy` moves.
-    pub fn documents(&self) -> Result<Vec<StoredDocument>, ReadError> {
-        read::documents(self)
+    fn documents(&self, with_vectors: bool) -> Result<Vec<StoredDocument>, ReadError> {
+        let mut documents = read::documents(self)?;
+        if !with_vectors {
+            for chunk in documents.iter_mut().flat_map(|d| d.chunks.iter_mut()) {
+                chunk.vector = None;
+            }
+        }
+        Ok(documents)
     }
 
     /// The `k` live chunks nearest to `query` through pgvector's HNSW index (or an exact
@@ -304,7 +266,7 @@ impl PgStore {
     /// a superseded or deleted chunk is never returned. Sources, documents and the metadata
     /// filter apply as in [`Store::search`](crate::Store::search); `ef` sets
     /// `hnsw.ef_search`.
-    pub fn search(
+    fn search(
         &self,
         query: &[f32],
         k: usize,
@@ -316,7 +278,7 @@ impl PgStore {
     /// BM25 text search over the live chunks (the embedded store's analysis and scoring,
     /// on the server's `chunk_terms` rows, read in one snapshot); see
     /// [`Store::search_text`](crate::Store::search_text).
-    pub fn search_text(
+    fn search_text(
         &self,
         query: &str,
         k: usize,
@@ -327,7 +289,7 @@ impl PgStore {
 
     /// The vector and the text ranking of one snapshot, fused; see
     /// [`Store::search_hybrid`](crate::Store::search_hybrid).
-    pub fn search_hybrid(
+    fn search_hybrid(
         &self,
         text: &str,
         vector: &[f32],
@@ -338,31 +300,31 @@ impl PgStore {
     }
 
     /// Whether this store keeps a text index (see [`Store::has_text_index`](crate::Store::has_text_index)).
-    pub fn has_text_index(&self) -> bool {
+    fn has_text_index(&self) -> bool {
         self.text.is_some()
     }
 
     /// Counters, totals and recent refusals, read in one snapshot.
-    pub fn stats(&self) -> Result<Stats, ReadError> {
+    fn stats(&self) -> Result<Stats, ReadError> {
         read::stats(self)
     }
 
     /// Checks every invariant the tables can show (one snapshot): chunk rows and counts
     /// against document rows, generations, positions, vector dimensions, tombstones without
     /// chunks, the counters against the rows.
-    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+    fn verify(&self) -> Result<VerifyReport, ReadError> {
         verify::verify(self)
     }
 
     /// Makes every write durable: nothing to do, every commit on the server already is
     /// (a read-only store: [`WriteError::ReadOnly`]).
-    pub fn sync(&self) -> Result<(), WriteError> {
+    fn sync(&self) -> Result<(), WriteError> {
         self.writable()
     }
 
     /// What a write of `doc` would do, before any embedding; see
     /// [`Store::plan`](crate::Store::plan). Read in one snapshot; the guard decides.
-    pub fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
+    fn plan(&self, doc: &Document) -> Result<Plan, ReadError> {
         crate::policy::plan::plan_with(
             doc,
             self.metric,
@@ -374,9 +336,9 @@ impl PgStore {
 
     /// [`PgStore::search`] for every query, in order; an error names the query
     /// (`queries[3]`), as [`Store::search_many`](crate::Store::search_many) does.
-    pub fn search_many<Q: AsRef<[f32]>>(
+    fn search_many(
         &self,
-        queries: &[Q],
+        queries: &[&[f32]],
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Vec<Hit>>, ReadError> {
@@ -385,16 +347,15 @@ impl PgStore {
             .iter()
             .enumerate()
             .map(|(i, query)| {
-                self.search(query.as_ref(), k, options)
-                    .map_err(|error| match error {
-                        ReadError::Input(e) if e.field.starts_with("query") => {
-                            ReadError::Input(InputError::new(
-                                e.field.replacen("query", &format!("queries[{i}]"), 1),
-                                e.problem,
-                            ))
-                        }
-                        other => other,
-                    })
+                self.search(query, k, options).map_err(|error| match error {
+                    ReadError::Input(e) if e.field.starts_with("query") => {
+                        ReadError::Input(InputError::new(
+                            e.field.replacen("query", &format!("queries[{i}]"), 1),
+                            e.problem,
+                        ))
+                    }
+                    other => other,
+                })
             })
             .collect()
     }
@@ -402,7 +363,7 @@ impl PgStore {
     /// The index as [`Store::index_info`](crate::Store::index_info) reports it: pgvector's
     /// HNSW index is the server's and changes in each commit, so it is always loaded,
     /// ready and caught up (the counts are the live chunks).
-    pub(crate) fn index_info(&self) -> IndexInfo {
+    fn index_info(&self) -> IndexInfo {
         let live = self.stats().map(|s| s.vectors).unwrap_or(0);
         IndexInfo {
             loaded: true,
@@ -417,50 +378,35 @@ impl PgStore {
         }
     }
 
-    /// [`Store::snapshot`](crate::Store::snapshot): a [`Snapshot`] is a redb read
-    /// transaction; on PostgreSQL each read is its own snapshot instead.
-    pub(crate) fn snapshot(&self) -> Result<crate::backend::redb::read::Snapshot, ReadError> {
-        Err(ReadError::Unsupported {
-            operation: "Store::snapshot",
-            backend: "PostgreSQL",
-        })
+    /// Sets the outcome counters and appends skip records; see
+    /// [`Store::restore_history`](crate::Store::restore_history).
+    fn restore_history(&self, counters: &Counters, skips: &[SkipRecord]) -> Result<(), WriteError> {
+        crate::policy::history::check_counters(counters)?;
+        self.writable()?;
+        crate::policy::history::check_skips(skips, &self.options.limits)?;
+        write::restore_history(self, counters, skips)
     }
 
     /// Every listing `retain` recorded, with its members; see
     /// [`Store::listings`](crate::Store::listings).
-    pub fn listings(&self) -> Result<Vec<crate::types::Listing>, ReadError> {
+    fn listings(&self) -> Result<Vec<Listing>, ReadError> {
         read::listings(self)
     }
 
-    /// Sets the outcome counters and appends skip records; see
-    /// [`Store::restore_history`](crate::Store::restore_history).
-    pub fn restore_history(
+    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        write::prepare_op(self, op)
+    }
+
+    /// One SQL transaction for the whole group (durability is the server's: every commit
+    /// is durable under PostgreSQL's default `synchronous_commit`).
+    fn commit_group(
         &self,
-        counters: &crate::Counters,
-        skips: &[crate::SkipRecord],
-    ) -> Result<(), WriteError> {
+        ops: &mut dyn Iterator<Item = PreparedOp>,
+        _durability: Durability,
+    ) -> Result<GroupOutcomes, WriteError> {
         self.writable()?;
-        crate::backend::redb::history::check_skips(skips, &self.options.limits)?;
-        write::restore_history(self, counters, skips)
-    }
-
-    /// Removes the store: drops its schema and everything in it.
-    pub fn destroy(self) -> Result<(), WriteError> {
-        self.writable()?;
-        let sql = format!(
-            "DROP SCHEMA IF EXISTS {} CASCADE",
-            quote_ident(&self.schema)
-        );
-        self.client
-            .lock()
-            .batch_execute(&sql)
-            .map_err(write::server_error)
-    }
-
-    fn write_one(&self, op: Op) -> Result<OpOutcome, WriteError> {
-        self.write_batch(vec![op])?
-            .pop()
-            .unwrap_or_else(|| Err(mismatched_outcome()))
+        let ops: Vec<PreparedOp> = ops.collect();
+        write::run(self, &ops)
     }
 }
 
@@ -521,7 +467,8 @@ fn unord(value: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::redact_address as redact;
+    use crate::address::redact_address as redact;
+    use crate::address::split_schema;
 
     #[test]
     fn ord_keeps_the_unsigned_order() {

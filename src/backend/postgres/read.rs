@@ -8,6 +8,7 @@
 //! document row, and the statement sees both or neither.
 
 use super::{unord, PgStore};
+use crate::backend::Backend;
 use crate::error::ReadError;
 use crate::options::Metric;
 use crate::policy::guard::SkipReason;

@@ -21,10 +21,10 @@
 //!   chunks in the open's transaction (`text_setup`).
 
 use super::{check_schema_name, quote_ident, PgStore};
+use crate::address::redact_address as redact;
 use crate::error::{InputError, OpenError};
 use crate::options::Metric;
 use crate::options::Options;
-use crate::store::redact_address as redact;
 use crate::text::{Analyzer, Terms, TextOptions};
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;

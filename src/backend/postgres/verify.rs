@@ -3,6 +3,7 @@
 
 use super::read::{column, corrupted, json, server_error, version};
 use super::PgStore;
+use crate::backend::Backend;
 use crate::error::ReadError;
 use crate::text::{Analyzer, Terms, TextOptions};
 use crate::types::counters::name;

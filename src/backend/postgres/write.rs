@@ -10,6 +10,7 @@
 
 use super::schema::{fix_dimension, DIMENSION_LOCK};
 use super::{ord, unord, PgStore};
+use crate::backend::Backend;
 use crate::error::{InputError, WriteError};
 use crate::policy::guard::{
     self, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision, WriteReason,
@@ -271,7 +272,7 @@ fn run_once(
                 effects.merge(local);
                 outcomes.push(Ok(outcome));
             }
-            Err(Failure::Op(error)) if crate::backend::redb::write::is_op_error(&error) => {
+            Err(Failure::Op(error)) if crate::error::is_op_error(&error) => {
                 savepoint.rollback()?;
                 outcomes.push(Err(error));
             }
@@ -1181,7 +1182,7 @@ pub(super) fn restore_history(
     let mut client = store.client.lock();
     let mut txn = client.transaction().map_err(server_error)?;
     let mut effects = Effects::default();
-    for (name, field, target) in crate::backend::redb::history::outcome_counters(counters) {
+    for (name, field, target) in crate::policy::history::outcome_counters(counters) {
         let rows = txn
             .query(
                 "SELECT value FROM counters WHERE name = $1 FOR UPDATE",

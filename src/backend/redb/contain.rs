@@ -15,8 +15,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What a contained panic is reported as: the structure and the panic's message.
-pub(crate) const WHAT: &str = "storage layer";
+pub(crate) use crate::error::CONTAINED as WHAT;
 
 /// Runs `work`; a panic inside it becomes `corrupted(message)`.
 pub(crate) fn contain<T, E>(

@@ -20,7 +20,8 @@
 use crate::backend::redb::open::{meta_string, meta_u64, Db, Recognised};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{meta_key, seq_key, COUNTERS, META};
-use crate::backend::redb::write::{is_op_error, Batch, BatchSettings};
+use crate::backend::redb::write::{Batch, BatchSettings};
+use crate::error::is_op_error;
 use crate::error::{ReadError, WriteError};
 use crate::options::{Durability, Metric, Options};
 use crate::policy::prepare::{
@@ -420,6 +421,21 @@ impl Engine {
     }
 
     /// Validates an operation against this store's settings.
+    /// See [`Store::plan`](crate::Store::plan): the decision and the reusable vectors, from
+    /// one snapshot.
+    pub(crate) fn plan(&self, doc: &Document) -> Result<crate::policy::plan::Plan, ReadError> {
+        crate::policy::plan::plan_with(
+            doc,
+            self.metric(),
+            self.dimension(),
+            self.options(),
+            |prepared| {
+                self.snapshot()?
+                    .plan_state(&prepared.source, &prepared.id, prepared.version)
+            },
+        )
+    }
+
     pub(crate) fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
         prepare::prepare_op(op, self.metric, self.dimension(), &self.options.limits)
     }

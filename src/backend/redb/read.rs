@@ -7,6 +7,7 @@ use crate::backend::redb::schema::{
 use crate::error::{Corruption, ReadError};
 use crate::options::Metric;
 use crate::policy::guard::{ContentHash, Stored};
+use crate::policy::prepare::hex;
 use crate::types::{StoredChunk, StoredDocument};
 use crate::types::{Version, VersionKind};
 use redb::{ReadOnlyTable, ReadTransaction};
@@ -26,10 +27,6 @@ pub struct Snapshot {
     /// The commit sequence number the snapshot is at, read once
     /// ([`crate::backend::redb::derived::live_index::commit_seq`]): searches sharing a snapshot ask it each.
     commit: std::sync::OnceLock<u64>,
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Snapshot {

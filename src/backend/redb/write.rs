@@ -1029,15 +1029,3 @@ impl<'txn> Batch<'txn> {
 
 /// The vectors row of a document with no chunks.
 const EMPTY_VECTORS: [u8; 8] = [0; 8];
-
-/// Whether this error is one operation's own (its input) rather than the batch's (storage).
-pub(crate) fn is_op_error(error: &WriteError) -> bool {
-    matches!(
-        error,
-        WriteError::Input(_)
-            | WriteError::DimensionMismatch { .. }
-            | WriteError::VersionKindMismatch { .. }
-            | WriteError::MissingVector { .. }
-            | WriteError::Exhausted { .. }
-    )
-}

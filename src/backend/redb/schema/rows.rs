@@ -139,6 +139,8 @@ pub(crate) const SLOT_BITS: u32 = 24;
 /// Slots per document: a document whose revisions have used them all is given a new
 /// internal id (and so a fresh slot space) by its next revision.
 pub(crate) const SLOTS_PER_DOC: u64 = 1 << SLOT_BITS;
+// A revision's chunks each take a slot: the policy's ceiling of chunks per document.
+const _: () = assert!(SLOTS_PER_DOC as usize == crate::policy::prepare::MAX_CHUNKS);
 /// The largest internal document id a vector id can carry.
 pub(crate) const MAX_INTERNAL_ID: u64 = (u64::MAX >> SLOT_BITS) - 1;
 
@@ -463,45 +465,6 @@ pub(crate) fn decode_meta(json: &str) -> Result<serde_json::Value, Corruption> {
     serde_json::from_str(json).map_err(|e| Corruption::new("metadata", e.to_string()))
 }
 
-/// Canonical JSON: object keys sorted at every depth, whatever map type serde_json was built
-/// with (so the content hash does not depend on a cargo feature of a dependency).
-pub(crate) fn canonical_json(value: &serde_json::Value) -> String {
-    fn write(value: &serde_json::Value, out: &mut String) {
-        match value {
-            serde_json::Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
-                    out.push(':');
-                    if let Some(v) = map.get(key) {
-                        write(v, out);
-                    }
-                }
-                out.push('}');
-            }
-            serde_json::Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(item, out);
-                }
-                out.push(']');
-            }
-            scalar => out.push_str(&scalar.to_string()),
-        }
-    }
-    let mut out = String::new();
-    write(value, &mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,15 +635,5 @@ mod tests {
             let _ = decode::<ChunksRow>("chunks", &bytes);
         }
         assert!(decode::<DocRow>("doc", &[]).is_err());
-    }
-
-    #[test]
-    fn canonical_json_sorts_keys() {
-        let value: serde_json::Value =
-            serde_json::from_str(r#"{"b":[1,{"z":1,"a":2}],"a":"x\"y"}"#).unwrap_or_default();
-        assert_eq!(
-            canonical_json(&value),
-            r#"{"a":"x\"y","b":[1,{"a":2,"z":1}]}"#
-        );
     }
 }
