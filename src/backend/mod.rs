@@ -267,3 +267,25 @@ forward! {
     fn wait_for_index(&self, timeout: Duration) -> bool;
     fn build_index(&self) -> Result<(), ReadError>;
 }
+
+#[cfg(all(test, not(feature = "postgres")))]
+mod tests {
+    use crate::{OpenError, Options, Store};
+
+    #[test]
+    fn a_postgres_url_without_the_feature_is_a_typed_error() {
+        for error in [
+            Store::open("postgres://u:secret@h/db", Options::default()).unwrap_err(),
+            Store::open_read_only("postgresql://u:secret@h/db").unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    &error,
+                    OpenError::BackendNotBuilt { url, feature: "postgres", .. }
+                        if url.ends_with("://u:***@h/db")
+                ),
+                "{error:?}"
+            );
+        }
+    }
+}

@@ -17,6 +17,7 @@
 mod backdoor;
 mod disk;
 mod fuzz;
+mod hooks;
 mod kernels;
 mod model;
 #[cfg(feature = "postgres")]
