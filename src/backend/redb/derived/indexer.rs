@@ -1,6 +1,8 @@
-//! The derived index's lifecycle: loading it in the background after an open, applying
-//! each commit's vector changes, building, absorbing into and persisting the graph, and
-//! following another process's writer.
+//! The lifecycle owner of the derived state (see [`super`]): loading the vector index in
+//! the background after an open, applying each commit's vector changes, building,
+//! absorbing into and persisting the graph, following another process's writer, and
+//! bringing the vector index, the filter index and the text cache to a search's snapshot
+//! (each through [`super::bring_to`]) before they answer for it.
 //!
 //! [`Indexer`] owns it all, with one explicit [`IndexState`]. It reaches the file only
 //! through its [`Engine`]; background threads hold a [`Background`] (a weak reference and
@@ -12,6 +14,7 @@
 //! Invariant: searches never depend on background work: each brings the index up to its own
 //! snapshot first, and answers exactly while the index is loading.
 
+use crate::backend::redb::derived::commit_seq;
 use crate::backend::redb::derived::filter_index::FilterCache;
 use crate::backend::redb::derived::live_index::{self, LiveIndex};
 use crate::backend::redb::engine::{Engine, Finish};
@@ -76,7 +79,9 @@ pub(crate) enum IndexState {
     Loaded(Arc<LiveIndex>),
 }
 
-/// The owner of the derived vector index and the filter index of one store.
+/// The lifecycle owner of one store's derived state: the vector index and the filter index
+/// it holds, and the engine's text cache, each brought to a search's snapshot before it
+/// answers.
 pub(crate) struct Indexer {
     pub(crate) engine: Arc<Engine>,
     me: Weak<Indexer>,
@@ -319,7 +324,7 @@ impl Indexer {
                     crate::search::search(&snapshot, None, &query, k, options, metric, None)?;
                 return then(&snapshot, hits);
             }
-            let seq = live_index::commit_seq(&snapshot)?;
+            let seq = commit_seq(&snapshot)?;
             if live.applied() != seq {
                 continue;
             }
@@ -436,7 +441,7 @@ impl Indexer {
             let latest = self
                 .engine
                 .snapshot()
-                .and_then(|snapshot| live_index::commit_seq(&snapshot));
+                .and_then(|snapshot| commit_seq(&snapshot));
             // A snapshot that cannot be taken leaves nothing to wait for.
             let applied = latest.map_or(true, |seq| info.applied_commit >= seq);
             if info.loaded && !info.building && applied && idle {
@@ -537,7 +542,7 @@ impl Indexer {
             return;
         };
         let Some(live) = self.live() else { return };
-        let latest = live_index::commit_seq(&snapshot);
+        let latest = commit_seq(&snapshot);
         drop(snapshot);
         if !matches!(latest, Ok(seq) if seq > live.applied()) {
             return;
