@@ -854,9 +854,10 @@ fn build_graph(background: &Background, live: &LiveIndex) -> bool {
 }
 
 /// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
-/// commits then start the graph work again, and [`Store::wait_for_index`] does not wait
-/// for a thread that is gone. (Normal exits manage the flag themselves.) Panics inside
-/// the graph do not get this far: they come back as errors, see `Graph::insert_links`.
+/// commits then start the graph work again, and
+/// [`Store::wait_for_index`](crate::Store::wait_for_index) does not wait for a thread that
+/// is gone. (Normal exits manage the flag themselves.) Panics inside the graph do not get
+/// this far: they come back as errors, see `Graph::insert_links`.
 struct ClearBuildingOnUnwind<'a>(&'a AtomicBool);
 
 impl Drop for ClearBuildingOnUnwind<'_> {
