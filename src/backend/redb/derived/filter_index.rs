@@ -1,4 +1,4 @@
-//! The metadata filter's derived in-memory form: postings of key path → value → vector ids
+//! The metadata filter's derived in-memory form (derived state, see [`super::Derived`]): postings of key path → value → vector ids
 //! (roaring bitmaps) that searches evaluate a [`Filter`] on.
 //!
 //! Invariant: `FilterIndex` is derived. It is built from a read snapshot's rows, kept up
@@ -7,6 +7,7 @@
 //! from the rows when the changelog no longer reaches back far enough. Evaluating a filter
 //! on it reads no row: it answers with the set of vector ids whose chunk matches.
 
+use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
@@ -83,7 +84,7 @@ impl FilterIndex {
     /// Builds the index from every live document of `snapshot`.
     pub(crate) fn build(snapshot: &Snapshot) -> Result<FilterIndex, ReadError> {
         let mut index = FilterIndex {
-            covered: crate::backend::redb::derived::live_index::commit_seq(snapshot)?,
+            covered: super::commit_seq(snapshot)?,
             docs: HashMap::new(),
             all: RoaringBitmap::new(),
             paths: HashMap::new(),
@@ -256,32 +257,6 @@ impl FilterIndex {
         }
     }
 
-    /// Applies the changelog rows after `covered` up to `snapshot`'s commit. Returns
-    /// `false` when the changelog no longer holds them (the caller rebuilds).
-    fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
-        let target = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
-        if self.covered >= target {
-            return Ok(true);
-        }
-        let Some(changes) = crate::backend::redb::derived::live_index::changes_since(
-            snapshot,
-            self.covered,
-            target,
-        )?
-        else {
-            return Ok(false);
-        };
-        let mut touched = HashSet::new();
-        for change in changes {
-            for id in change.added.iter().chain(&change.removed) {
-                touched.insert(split_vector_id(*id).0);
-            }
-        }
-        self.refresh(snapshot, &touched)?;
-        self.covered = target;
-        Ok(true)
-    }
-
     /// The rows of the live chunks `filter` matches.
     fn evaluate(&self, filter: &Filter) -> RoaringBitmap {
         self.eval(filter.node())
@@ -357,6 +332,26 @@ impl FilterIndex {
                 acc
             }
         }
+    }
+}
+
+impl Derived for FilterIndex {
+    fn covers(&self) -> u64 {
+        self.covered
+    }
+
+    /// Re-reads every document the changes name (each revision lists all of its vector
+    /// ids, so a document whose metadata alone changed is named too).
+    fn catch_up(&mut self, changes: &Changes<'_>) -> Result<CatchUp, ReadError> {
+        let mut touched = HashSet::new();
+        for change in changes.rows() {
+            for id in change.added.iter().chain(&change.removed) {
+                touched.insert(split_vector_id(*id).0);
+            }
+        }
+        self.refresh(changes.snapshot(), &touched)?;
+        self.covered = changes.target();
+        Ok(CatchUp::Done)
     }
 }
 
@@ -444,7 +439,7 @@ impl FilterCache {
         snapshot: &Snapshot,
         filter: &Filter,
     ) -> Result<Option<Matching<'_>>, ReadError> {
-        let seq = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
+        let seq = super::commit_seq(snapshot)?;
         loop {
             {
                 let guard = self.index.read();
@@ -470,7 +465,7 @@ impl FilterCache {
             match index.as_mut() {
                 Some(current) if current.covered >= seq => {}
                 Some(current) => {
-                    if !current.catch_up(snapshot)? {
+                    if super::bring_to(current, snapshot)? == CatchUp::Rebuild {
                         *index = Some(FilterIndex::build(snapshot)?);
                     }
                 }

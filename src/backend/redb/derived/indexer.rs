@@ -1,6 +1,8 @@
-//! The derived index's lifecycle: loading it in the background after an open, applying
-//! each commit's vector changes, building, absorbing into and persisting the graph, and
-//! following another process's writer.
+//! The lifecycle owner of the derived state (see [`super`]): loading the vector index in
+//! the background after an open, applying each commit's vector changes, building,
+//! absorbing into and persisting the graph, following another process's writer, and
+//! bringing the vector index, the filter index and the text cache to a search's snapshot
+//! (each through [`super::bring_to`]) before they answer for it.
 //!
 //! [`Indexer`] owns it all, with one explicit [`IndexState`]. It reaches the file only
 //! through its [`Engine`]; background threads hold a [`Background`] (a weak reference and
@@ -12,6 +14,7 @@
 //! Invariant: searches never depend on background work: each brings the index up to its own
 //! snapshot first, and answers exactly while the index is loading.
 
+use crate::backend::redb::derived::commit_seq;
 use crate::backend::redb::derived::filter_index::FilterCache;
 use crate::backend::redb::derived::live_index::{self, LiveIndex};
 use crate::backend::redb::engine::{Engine, Finish};
@@ -77,7 +80,9 @@ pub(crate) enum IndexState {
     Loaded(Arc<LiveIndex>),
 }
 
-/// The owner of the derived vector index and the filter index of one store.
+/// The lifecycle owner of one store's derived state: the vector index and the filter index
+/// it holds, and the engine's text cache, each brought to a search's snapshot before it
+/// answers.
 pub(crate) struct Indexer {
     pub(crate) engine: Arc<Engine>,
     me: Weak<Indexer>,
@@ -322,7 +327,7 @@ impl Indexer {
                 )?;
                 return then(&snapshot, hits);
             }
-            let seq = live_index::commit_seq(&snapshot)?;
+            let seq = commit_seq(&snapshot)?;
             if live.applied() != seq {
                 continue;
             }
@@ -441,7 +446,7 @@ impl Indexer {
             let latest = self
                 .engine
                 .snapshot()
-                .and_then(|snapshot| live_index::commit_seq(&snapshot));
+                .and_then(|snapshot| commit_seq(&snapshot));
             // A snapshot that cannot be taken leaves nothing to wait for.
             let applied = latest.map_or(true, |seq| info.applied_commit >= seq);
             if info.loaded && !info.building && applied && idle {
@@ -542,7 +547,7 @@ impl Indexer {
             return;
         };
         let Some(live) = self.live() else { return };
-        let latest = live_index::commit_seq(&snapshot);
+        let latest = commit_seq(&snapshot);
         drop(snapshot);
         if !matches!(latest, Ok(seq) if seq > live.applied()) {
             return;
@@ -824,9 +829,10 @@ fn build_graph(background: &Background, live: &LiveIndex) -> bool {
 }
 
 /// Clears a live index's `building` flag if the thread holding it unwinds (a bug): later
-/// commits then start the graph work again, and [`Store::wait_for_index`] does not wait
-/// for a thread that is gone. (Normal exits manage the flag themselves.) Panics inside
-/// the graph do not get this far: they come back as errors, see `Graph::insert_links`.
+/// commits then start the graph work again, and
+/// [`Store::wait_for_index`](crate::Store::wait_for_index) does not wait for a thread that
+/// is gone. (Normal exits manage the flag themselves.) Panics inside the graph do not get
+/// this far: they come back as errors, see `Graph::insert_links`.
 struct ClearBuildingOnUnwind<'a>(&'a AtomicBool);
 
 impl Drop for ClearBuildingOnUnwind<'_> {

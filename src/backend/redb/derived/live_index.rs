@@ -1,4 +1,4 @@
-//! Keeping the derived vector index in step with the file.
+//! The vector index, derived state kept in step with the file (see [`super::Derived`]).
 //!
 //! Invariant: the ANN index is derived; it can always be rebuilt from the vectors rows.
 //! Each commit that changes the set of vectors writes a changelog row (vector ids added and
@@ -7,10 +7,10 @@
 //! snapshot, then resolves every candidate against that snapshot, so a superseded chunk is
 //! never returned (I5).
 
+use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, seq_key, split_vector_id, vector_id, ChangelogRow, VectorsRow, CHANGELOG, COUNTERS,
-    INDEX_SNAPSHOT, VECTORS,
+    self, split_vector_id, vector_id, VectorsRow, INDEX_SNAPSHOT, VECTORS,
 };
 use crate::error::{Corruption, ReadError};
 use crate::index::{IndexError, Metric, VectorIndex};
@@ -48,59 +48,8 @@ fn index_error(error: IndexError) -> ReadError {
     }
 }
 
-/// The commit sequence a snapshot covers.
-pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
-    if let Some(seq) = snapshot.known_commit() {
-        return Ok(seq);
-    }
-    let counters = snapshot
-        .txn
-        .open_table(COUNTERS)
-        .map_err(ReadError::storage)?;
-    let seq = counters
-        .get(seq_key::COMMIT)
-        .map_err(ReadError::storage)?
-        .map(|v| v.value())
-        .unwrap_or(0);
-    snapshot.remember_commit(seq);
-    Ok(seq)
-}
-
-/// The changelog rows of the commits after `covered` up to `target`, in commit order;
-/// `None` when the changelog no longer holds every one of them (the derived index that
-/// asked rebuilds from the tables instead).
-pub(crate) fn changes_since(
-    snapshot: &Snapshot,
-    covered: u64,
-    target: u64,
-) -> Result<Option<Vec<ChangelogRow>>, ReadError> {
-    let changelog = snapshot
-        .txn
-        .open_table(CHANGELOG)
-        .map_err(ReadError::storage)?;
-    // Keys are compared with the one after the last (checked: a damaged file may carry
-    // a commit sequence at u64::MAX), so a gap anywhere means "no longer complete".
-    let mut last = covered;
-    let mut changes = Vec::new();
-    let Some(first) = covered.checked_add(1) else {
-        return Ok((covered == target).then_some(changes));
-    };
-    for entry in changelog
-        .range(first..=target)
-        .map_err(ReadError::storage)?
-    {
-        let (key, value) = entry.map_err(ReadError::storage)?;
-        if last.checked_add(1) != Some(key.value()) {
-            return Ok(None);
-        }
-        last = key.value();
-        changes.push(schema::decode::<ChangelogRow>(
-            "changelog row",
-            value.value(),
-        )?);
-    }
-    Ok((last == target).then_some(changes))
-}
+/// The commit sequence a snapshot covers (see [`super::commit_seq`]).
+pub(crate) use super::commit_seq;
 
 impl LiveIndex {
     /// An index loaded with every vector of `snapshot`, covering its commit sequence.
@@ -199,65 +148,11 @@ impl LiveIndex {
     }
 
     fn catch_up_locked(&self, snapshot: &Snapshot, applied: &mut u64) -> Result<bool, ReadError> {
-        let target = commit_seq(snapshot)?;
-        if *applied >= target {
-            return Ok(true);
-        }
-        let changelog = snapshot
-            .txn
-            .open_table(CHANGELOG)
-            .map_err(ReadError::storage)?;
-        let vectors = snapshot
-            .txn
-            .open_table(VECTORS)
-            .map_err(ReadError::storage)?;
-        // `applied < target`, so the range's start cannot overflow; the keys are compared
-        // with the one after the last, checked like `changes_since`'s.
-        let mut last = *applied;
-        for entry in changelog
-            .range((*applied + 1)..=target)
-            .map_err(ReadError::storage)?
-        {
-            let (key, value) = entry.map_err(ReadError::storage)?;
-            if last.checked_add(1) != Some(key.value()) {
-                return Ok(false);
-            }
-            last = key.value();
-            let change: ChangelogRow = schema::decode("changelog row", value.value())?;
-            for id in &change.removed {
-                self.index.remove(*id);
-            }
-            let mut rows = Vec::with_capacity(change.added.len());
-            // Added ids come grouped by document: read each document's row, and map its
-            // slots to positions, once.
-            let mut current: Option<(u64, Option<DocVectors>)> = None;
-            for id in &change.added {
-                let (doc, slot) = split_vector_id(*id);
-                if current.as_ref().is_none_or(|(d, _)| *d != doc) {
-                    let row = match vectors.get(doc).map_err(ReadError::storage)? {
-                        Some(bytes) => Some(DocVectors::new(bytes)?),
-                        None => None,
-                    };
-                    current = Some((doc, row));
-                }
-                // Absent: removed again by a later commit this snapshot already covers.
-                if let Some((_, Some(row))) = &current {
-                    if let Some(vector) = row.vector(slot)? {
-                        rows.push((*id, vector));
-                    }
-                }
-            }
-            let items: Vec<(u64, &[f32])> = rows
-                .iter()
-                .map(|(id, vector)| (*id, vector.as_slice()))
-                .collect();
-            self.insert_items(&items)?;
-        }
-        if last != target {
-            return Ok(false);
-        }
-        *applied = target;
-        Ok(true)
+        let mut applying = Applying {
+            live: self,
+            applied,
+        };
+        Ok(super::bring_to(&mut applying, snapshot)? == CatchUp::Done)
     }
 
     /// Checks index agreement (I5) against a snapshot it is brought up to first: the ids
@@ -319,6 +214,59 @@ impl LiveIndex {
             problems.push(format!("index structure: {problem}"));
         }
         Ok(problems)
+    }
+}
+
+/// A live index with its apply lock held: the changelog is applied through it, one
+/// applier at a time, in commit order.
+struct Applying<'a> {
+    live: &'a LiveIndex,
+    applied: &'a mut u64,
+}
+
+impl Derived for Applying<'_> {
+    fn covers(&self) -> u64 {
+        *self.applied
+    }
+
+    fn catch_up(&mut self, changes: &Changes<'_>) -> Result<CatchUp, ReadError> {
+        let vectors = changes
+            .snapshot()
+            .txn
+            .open_table(VECTORS)
+            .map_err(ReadError::storage)?;
+        for change in changes.rows() {
+            for id in &change.removed {
+                self.live.index.remove(*id);
+            }
+            let mut rows = Vec::with_capacity(change.added.len());
+            // Added ids come grouped by document: read each document's row, and map its
+            // slots to positions, once.
+            let mut current: Option<(u64, Option<DocVectors>)> = None;
+            for id in &change.added {
+                let (doc, slot) = split_vector_id(*id);
+                if current.as_ref().is_none_or(|(d, _)| *d != doc) {
+                    let row = match vectors.get(doc).map_err(ReadError::storage)? {
+                        Some(bytes) => Some(DocVectors::new(bytes)?),
+                        None => None,
+                    };
+                    current = Some((doc, row));
+                }
+                // Absent: removed again by a later commit this snapshot already covers.
+                if let Some((_, Some(row))) = &current {
+                    if let Some(vector) = row.vector(slot)? {
+                        rows.push((*id, vector));
+                    }
+                }
+            }
+            let items: Vec<(u64, &[f32])> = rows
+                .iter()
+                .map(|(id, vector)| (*id, vector.as_slice()))
+                .collect();
+            self.live.insert_items(&items)?;
+        }
+        *self.applied = changes.target();
+        Ok(CatchUp::Done)
     }
 }
 

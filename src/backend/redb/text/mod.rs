@@ -6,9 +6,9 @@
 //! - `write.rs`: the rows and the totals, updated by the write batch as it writes and
 //!   removes chunk rows (a revision rewrites its document's row once); the whole-index
 //!   (re)build.
-//! - `memory.rs`: the rows inverted in memory (compact on any vocabulary: rare terms are
-//!   counted from the rows at query time), kept at a search's commit by the changelog, as
-//!   the filter index is.
+//! - the rows inverted in memory (compact on any vocabulary: rare terms are counted from
+//!   the rows at query time), kept at a search's commit by the changelog as the filter index
+//!   is, are derived state: the text cache, `backend/redb/derived/text_cache.rs`.
 //! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
 //! - `verify.rs`: the index checked against the chunks.
 //!
@@ -21,15 +21,14 @@
 //! (written by a build without the index, or with the earlier format) is re-indexed by the
 //! next writer, and refused by text searches until then.
 
-mod memory;
-mod row;
+pub(crate) mod row;
 mod search;
 mod verify;
 mod write;
 
 #[cfg(any(test, feature = "testkit"))]
-pub use memory::Footprint;
-pub(crate) use memory::TextCache;
+pub use crate::backend::redb::derived::text_cache::Footprint;
+pub(crate) use crate::backend::redb::derived::text_cache::TextCache;
 pub(crate) use search::{analyzer_of, search_text};
 pub(crate) use verify::check as verify;
 pub(crate) use write::TextWriter;

@@ -1,14 +1,14 @@
 //! BM25 over the text index of one snapshot, and rank fusion with the vector search.
 //!
 //! Invariant: a text hit is scored on the inverted index of exactly the commit of the
-//! snapshot it is resolved against (`memory.rs`), and the rows it inverts change in the
-//! transaction that changes the chunks: a superseded, deleted or orphaned chunk has no
-//! posting in any snapshot where it is not live. Every hit is still resolved
+//! snapshot it is resolved against (the text cache, `derived/text_cache.rs`), and the rows
+//! it inverts change in the transaction that changes the chunks: a superseded, deleted or
+//! orphaned chunk has no posting in any snapshot where it is not live. Every hit is still resolved
 //! (`search::resolve`) like a vector hit, which re-checks the metadata filter on the
 //! snapshot's rows.
 
-use super::memory::{InvertedIndex, Rows, TextCache};
 use crate::backend::redb::derived::filter_index::Matching;
+use crate::backend::redb::derived::text_cache::{InvertedIndex, Rows, TextCache};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META};
 use crate::backend::redb::search::{allowed_documents, resolve};

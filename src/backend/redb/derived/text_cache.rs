@@ -1,6 +1,7 @@
-//! The derived, in-memory inversion of the `text_docs` rows that text searches score on. Like
-//! the filter index it is built from a snapshot by the first text search and brought up to
-//! each later search's snapshot from the changelog (every revision lists its new and dropped
+//! The text cache: the derived, in-memory inversion of the `text_docs` rows that text
+//! searches score on (derived state, see [`super::Derived`]). Like the filter index it is
+//! built from a snapshot by the first text search and brought up to each later search's
+//! snapshot from the changelog (every revision lists its new and dropped
 //! vector ids there; a new id's row is read from the snapshot); when the changelog no longer
 //! reaches back far enough, the analysis recorded in the file changed, or more chunks are
 //! dead in it than live, it is rebuilt. The rows stay the truth: an index that covers another
@@ -22,9 +23,10 @@
 //! - A rare fingerprint that reaches [`COMMON_POSTINGS`] by later commits is made common
 //!   (its candidates' rows read once).
 
-use super::row;
+use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{split_vector_id, vector_id, TEXT_DOCS};
+use crate::backend::redb::text::row;
 use crate::error::ReadError;
 use crate::text::TextOptions;
 use foldhash::fast::RandomState;
@@ -138,7 +140,7 @@ impl InvertedIndex {
     /// fingerprint, the second indexes.
     fn build(snapshot: &Snapshot, options: &TextOptions) -> Result<InvertedIndex, ReadError> {
         let mut index = InvertedIndex {
-            covered: crate::backend::redb::derived::live_index::commit_seq(snapshot)?,
+            covered: super::commit_seq(snapshot)?,
             options: options.clone(),
             ..InvertedIndex::default()
         };
@@ -285,59 +287,6 @@ impl InvertedIndex {
         self.total_terms = self
             .total_terms
             .saturating_sub(u64::from(self.lens.get(at).copied().unwrap_or(0)));
-    }
-
-    /// Applies the changelog rows after `covered` up to `snapshot`'s commit. `false` when
-    /// the changelog no longer holds them all, or too many chunks are dead (the caller
-    /// rebuilds).
-    fn catch_up(&mut self, snapshot: &Snapshot) -> Result<bool, ReadError> {
-        let target = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
-        let rows = snapshot
-            .txn
-            .open_table(TEXT_DOCS)
-            .map_err(ReadError::storage)?;
-        let Some(changes) = crate::backend::redb::derived::live_index::changes_since(
-            snapshot,
-            self.covered,
-            target,
-        )?
-        else {
-            return Ok(false);
-        };
-        for change in changes {
-            for &id in &change.removed {
-                self.remove_chunk(id);
-            }
-            // The added ids come a document at a time: its row is read and split once.
-            for run in change
-                .added
-                .chunk_by(|a, b| split_vector_id(*a).0 == split_vector_id(*b).0)
-            {
-                let doc = split_vector_id(run[0]).0;
-                // Absent: removed again by a later commit up to the snapshot.
-                let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
-                    continue;
-                };
-                let segments = row::segments(bytes.value())?;
-                for &id in run {
-                    if self.numbers.contains_key(&id) {
-                        continue;
-                    }
-                    let slot = split_vector_id(id).1;
-                    if let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) {
-                        let segment = &segments[at];
-                        self.insert(id, segment.len, &segment.terms()?, RareTarget::Fresh)?;
-                    }
-                }
-            }
-        }
-        let live = self.numbers.len() as u64;
-        if self.dead_chunks > DEAD_MIN.max(live) || self.ids.len() > (u32::MAX / 2) as usize {
-            return Ok(false);
-        }
-        self.settle(&rows)?;
-        self.covered = target;
-        Ok(true)
     }
 
     /// Sorts the catch-up's rare entries into the tail, makes common the fingerprints that
@@ -500,6 +449,55 @@ impl InvertedIndex {
     }
 }
 
+impl Derived for InvertedIndex {
+    fn covers(&self) -> u64 {
+        self.covered
+    }
+
+    /// [`CatchUp::Rebuild`] also when too many chunks are dead (or numbered) in it.
+    fn catch_up(&mut self, changes: &Changes<'_>) -> Result<CatchUp, ReadError> {
+        let rows = changes
+            .snapshot()
+            .txn
+            .open_table(TEXT_DOCS)
+            .map_err(ReadError::storage)?;
+        for change in changes.rows() {
+            for &id in &change.removed {
+                self.remove_chunk(id);
+            }
+            // The added ids come a document at a time: its row is read and split once.
+            for run in change
+                .added
+                .chunk_by(|a, b| split_vector_id(*a).0 == split_vector_id(*b).0)
+            {
+                let doc = split_vector_id(run[0]).0;
+                // Absent: removed again by a later commit up to the snapshot.
+                let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
+                    continue;
+                };
+                let segments = row::segments(bytes.value())?;
+                for &id in run {
+                    if self.numbers.contains_key(&id) {
+                        continue;
+                    }
+                    let slot = split_vector_id(id).1;
+                    if let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) {
+                        let segment = &segments[at];
+                        self.insert(id, segment.len, &segment.terms()?, RareTarget::Fresh)?;
+                    }
+                }
+            }
+        }
+        let live = self.numbers.len() as u64;
+        if self.dead_chunks > DEAD_MIN.max(live) || self.ids.len() > (u32::MAX / 2) as usize {
+            return Ok(CatchUp::Rebuild);
+        }
+        self.settle(&rows)?;
+        self.covered = changes.target();
+        Ok(CatchUp::Done)
+    }
+}
+
 /// The entries of two sorted arrays that `keep` passes, sorted, without repeats.
 fn merge(a: &[u64], b: &[u64], keep: impl Fn(u64) -> bool) -> Vec<u64> {
     let mut out = Vec::with_capacity(a.len() + b.len());
@@ -564,7 +562,7 @@ impl TextCache {
         options: &TextOptions,
         f: impl FnOnce(&InvertedIndex) -> R,
     ) -> Result<R, ReadError> {
-        let seq = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
+        let seq = super::commit_seq(snapshot)?;
         {
             let guard = self.index.read();
             if let Some(index) = guard.as_ref() {
@@ -585,8 +583,8 @@ impl TextCache {
             return Ok(f(&InvertedIndex::build(snapshot, options)?));
         }
         let caught_up = match guard.as_mut() {
-            Some(index) if usable => match index.catch_up(snapshot) {
-                Ok(caught_up) => caught_up,
+            Some(index) if usable => match super::bring_to(index, snapshot) {
+                Ok(caught_up) => caught_up == CatchUp::Done,
                 Err(e) => {
                     // Part of the changes may be applied: no commit's index.
                     *guard = None;
