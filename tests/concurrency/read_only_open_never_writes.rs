@@ -193,9 +193,9 @@ fn writes_to_a_read_only_store_are_refused_and_change_nothing() {
         )))
         .and_then(|pending| pending.wait())
     {
-        Err(WriteError::BatchFailed { cause }) => {
-            assert!(cause.contains("read-only"), "{cause}")
-        }
+        // Refused at submit, as on PostgreSQL (it was a failed batch before the backends
+        // shared one writer: tests/conformance/read_only_stores_refuse_writes.rs).
+        Err(WriteError::ReadOnly { .. }) => {}
         other => panic!("writer: {other:?}"),
     }
     writer.shutdown();
