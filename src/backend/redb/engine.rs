@@ -90,8 +90,6 @@ pub(crate) struct Engine {
     text: Option<Arc<crate::text::Analyzer>>,
     /// The analyzer text searches last read from the file.
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
-    /// The text index inverted in memory, which text searches score on.
-    pub(crate) text_index: crate::backend::redb::text::TextCache,
     /// The database's file as it was when the engine was made (`None`: a caller's
     /// backend).
     file: Option<OpenedFile>,
@@ -219,7 +217,6 @@ impl Engine {
             on_change: OnceLock::new(),
             text: recognised.text,
             text_analyzer: Mutex::new(None),
-            text_index: Default::default(),
             file,
             bulk: OnceLock::new(),
             shared_snapshot: Mutex::default(),

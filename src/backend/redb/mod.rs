@@ -124,13 +124,13 @@ impl RedbBackend {
     }
 
     /// The engine (the crate's own tests reach it through the store).
-    #[cfg(any(test, feature = "testkit"))]
+    #[cfg(test)]
     pub(crate) fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 
     /// The derived state's owner (the crate's own tests reach it through the store).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn indexer(&self) -> &Indexer {
         &self.indexer
     }

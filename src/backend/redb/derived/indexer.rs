@@ -90,6 +90,9 @@ pub(crate) struct Indexer {
     /// The derived metadata index filtered searches evaluate their filter on, built by the
     /// first one.
     filters: FilterCache,
+    /// The text index inverted in memory, which text searches score on, built by the first
+    /// one.
+    pub(crate) text_cache: crate::backend::redb::text::TextCache,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Indexer::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -119,6 +122,7 @@ impl Indexer {
             me: me.clone(),
             state: RwLock::new(IndexState::Unloaded),
             filters: FilterCache::default(),
+            text_cache: Default::default(),
             applier: Mutex::new(None),
             apply_requested: AtomicU64::new(0),
             apply_done: AtomicU64::new(0),
@@ -598,7 +602,7 @@ impl Indexer {
         };
         crate::backend::redb::text::search_text(
             &snapshot,
-            &self.engine.text_index,
+            &self.text_cache,
             &analyzer,
             query,
             k,
@@ -636,7 +640,7 @@ impl Indexer {
                     )?;
                     let text_hits = crate::backend::redb::text::search_text(
                         snapshot,
-                        &self.engine.text_index,
+                        &self.text_cache,
                         &analyzer,
                         text,
                         depth,
