@@ -6,3 +6,4 @@ pub(crate) mod filter;
 pub(crate) mod guard;
 pub(crate) mod plan;
 pub(crate) mod prepare;
+pub(crate) mod revision;
