@@ -25,6 +25,7 @@ mod per_document_scenario;
 mod per_document_search_on_postgres;
 mod racing_writers_on_separate_connections_converge;
 mod read_only_open_on_postgres_writes_nothing;
+mod revisions_on_postgres_reuse_vectors_as_the_embedded_store;
 mod search_never_returns_superseded_chunks_on_postgres;
 mod search_walks_the_hnsw_index;
 mod search_with_a_k_beyond_i64_on_postgres;
