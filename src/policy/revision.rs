@@ -40,7 +40,8 @@ impl TextKey for [u8] {
 pub(crate) enum StoredVector<'a> {
     /// Little-endian f32 bytes.
     Bytes(&'a [u8]),
-    /// Floats.
+    /// Floats (PostgreSQL's embeddings).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Floats(&'a [f32]),
 }
 
