@@ -1,9 +1,12 @@
-//! The pure rules both backends follow: the guard's decision (`guard`), validation and
-//! canonical JSON before any transaction (`prepare`), and what a document's plan would do
-//! (`plan`).
+//! The pure rules both backends follow, case-tested without storage: the guard's decision
+//! (`guard`), validation and canonical JSON before any transaction (`prepare`), where each
+//! position of a new revision takes its vector from (`revision`), the filter language
+//! (`filter`), what a plan reports (`plan`), and what a restored history may hold
+//! (`history`). Nothing here names redb or SQL.
 
 pub(crate) mod filter;
 pub(crate) mod guard;
 pub(crate) mod history;
 pub(crate) mod plan;
 pub(crate) mod prepare;
+pub(crate) mod revision;

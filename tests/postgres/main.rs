@@ -19,6 +19,7 @@ mod cli_copy_round_trip;
 mod cli_two_processes_ingest_the_same_documents;
 mod killed_writer_leaves_nothing_partial;
 mod racing_writers_on_separate_connections_converge;
+mod revisions_on_postgres_reuse_vectors_as_the_embedded_store;
 mod search_walks_the_hnsw_index;
 mod store_open_postgres_url_dispatches;
 mod verify_on_postgres_checks_the_text_index;

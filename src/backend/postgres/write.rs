@@ -16,6 +16,7 @@ use crate::policy::guard::{
     self, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision, WriteReason,
 };
 use crate::policy::prepare::{self, check_name, PreparedDoc, PreparedOp};
+use crate::policy::revision::{self, StoredVector, VectorSource};
 use crate::types::counters::name as counter;
 use crate::types::{Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::types::{Version, VersionKind};
@@ -614,56 +615,18 @@ struct OldChunk {
     embedding: Vector,
 }
 
-/// Where a new position's vector comes from (the embedded store's `plan_vectors` rules): an
-/// old vector kept with its id (same text, no or the same incoming vector; in place first),
-/// an old vector copied under a new id (a chunk without a vector whose text an already
-/// kept position holds), or the incoming vector under a new id.
-#[derive(Clone, Copy)]
-enum Source {
-    Keep(usize),
-    Copy(usize),
-    New,
-}
+/// The shared rule compares the chunks' stored text hashes (the text is not read) and the
+/// embeddings' floats.
+impl revision::OldChunk for OldChunk {
+    type Key = [u8];
 
-fn plan_vectors(old: &[OldChunk], doc: &PreparedDoc) -> Result<Vec<Source>, WriteError> {
-    let same = |o: &OldChunk, vector: &Option<Vec<f32>>| match vector {
-        None => true,
-        Some(vector) => o.embedding.as_slice() == vector.as_slice(),
-    };
-    let mut plan: Vec<Option<Source>> = vec![None; doc.chunks.len()];
-    let mut claimed = vec![false; old.len()];
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if let Some(o) = old.get(position) {
-            if o.text_hash == chunk.text_hash && same(o, &chunk.vector) {
-                claimed[position] = true;
-                plan[position] = Some(Source::Keep(position));
-            }
-        }
+    fn text_key(&self) -> &[u8] {
+        &self.text_hash
     }
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if plan[position].is_some() {
-            continue;
-        }
-        let candidates: Vec<usize> = (0..old.len())
-            .filter(|&i| old[i].text_hash == chunk.text_hash)
-            .collect();
-        let chosen = candidates
-            .iter()
-            .copied()
-            .find(|&i| !claimed[i] && same(&old[i], &chunk.vector));
-        plan[position] = Some(match (chosen, &chunk.vector) {
-            (Some(i), _) => {
-                claimed[i] = true;
-                Source::Keep(i)
-            }
-            (None, Some(_)) => Source::New,
-            (None, None) => match candidates.first() {
-                Some(&i) => Source::Copy(i),
-                None => return Err(WriteError::MissingVector { position }),
-            },
-        });
+
+    fn vector(&self) -> StoredVector<'_> {
+        StoredVector::Floats(self.embedding.as_slice())
     }
-    Ok(plan.into_iter().flatten().collect())
 }
 
 fn write_revision(
@@ -707,8 +670,8 @@ fn write_revision(
         }
         None => Vec::new(),
     };
-    let dimension = crate::backend::redb::write::plan::revision_dimension(doc, context.dimension)?;
-    let plan = plan_vectors(&old, doc)?;
+    let dimension = revision::revision_dimension(doc, context.dimension)?;
+    let plan = revision::plan_positions(&old, doc)?.sources;
 
     // Mutate.
     if dimension != context.dimension {
@@ -719,7 +682,7 @@ fn write_revision(
     }
     let fresh = plan
         .iter()
-        .filter(|s| !matches!(s, Source::Keep(_)))
+        .filter(|s| !matches!(s, VectorSource::Keep { .. }))
         .count();
     let mut ids = txn
         .query(
@@ -736,20 +699,22 @@ fn write_revision(
     let (mut written, mut reused) = (0u64, 0u64);
     let mut vector_ids = Vec::with_capacity(plan.len());
     let mut embeddings = Vec::with_capacity(plan.len());
-    for (position, source) in plan.iter().enumerate() {
+    for source in &plan {
         let (id, embedding) = match *source {
-            Source::Keep(i) => {
+            VectorSource::Keep { old_position } => {
                 reused += 1;
-                (old[i].vector_id, old[i].embedding.clone())
+                (
+                    old[old_position].vector_id,
+                    old[old_position].embedding.clone(),
+                )
             }
-            Source::Copy(i) => {
+            VectorSource::Copy { from } => {
                 reused += 1;
-                (ids.next().unwrap_or(-1), old[i].embedding.clone())
+                (ids.next().unwrap_or(-1), old[from].embedding.clone())
             }
-            Source::New => {
+            VectorSource::New(vector) => {
                 written += 1;
-                let vector = doc.chunks[position].vector.clone().unwrap_or_default();
-                (ids.next().unwrap_or(-1), Vector::from(vector))
+                (ids.next().unwrap_or(-1), Vector::from(vector.to_vec()))
             }
         };
         if id < 0 {

@@ -3,17 +3,17 @@
 //! [`plan_revision`] takes the stored document row, the old revision's chunks beside their
 //! vectors and the incoming document, and decides everything the write then carries out:
 //! the store's dimension after it, where each new position's vector comes from (an old
-//! vector kept under its id, an old vector copied under a new id, or the incoming one),
-//! which old vector ids go, whether the document moves to a new internal id, whether its
+//! vector kept under its id, an old vector copied under a new id, or the incoming one: the
+//! rule both backends follow, `policy::revision`, mapped onto slots), which old vector ids
+//! go, whether the document moves to a new internal id, whether its
 //! vectors row can stay as it is, and what the outcome counts. `Batch::write_revision`
 //! only allocates ids and writes what the plan says.
 
-use crate::backend::redb::schema::{
-    self, ChunkEntry, DocRow, VectorData, VectorsRow, SLOTS_PER_DOC,
-};
+use crate::backend::redb::schema::{ChunkEntry, DocRow, VectorData, VectorsRow, SLOTS_PER_DOC};
 use crate::error::WriteError;
 use crate::policy::prepare::PreparedDoc;
-use std::collections::{HashMap, HashSet};
+use crate::policy::revision::{self, StoredVector, VectorSource};
+use std::collections::HashSet;
 
 /// One chunk of the stored revision: its text beside its vector's slot and bytes.
 #[derive(Clone, Copy, Debug)]
@@ -21,6 +21,20 @@ pub(super) struct OldChunk<'a> {
     pub text: &'a str,
     pub slot: u32,
     pub vector: &'a [u8],
+}
+
+/// The shared rule compares texts themselves (schema 5 stores no per-chunk hash) and the
+/// stored vectors' little-endian bytes.
+impl revision::OldChunk for OldChunk<'_> {
+    type Key = str;
+
+    fn text_key(&self) -> &str {
+        self.text
+    }
+
+    fn vector(&self) -> StoredVector<'_> {
+        StoredVector::Bytes(self.vector)
+    }
 }
 
 /// The stored revision's chunks beside its vectors, position by position (the caller has
@@ -112,8 +126,9 @@ pub(super) fn plan_revision<'a>(
     doc: &'a PreparedDoc,
     dimension: Option<usize>,
 ) -> Result<RevisionPlan<'a>, WriteError> {
-    let dimension = revision_dimension(doc, dimension)?;
-    let sources = plan_vectors(old, doc)?;
+    let dimension = revision::revision_dimension(doc, dimension)?;
+    let positions = revision::plan_positions(old, doc)?;
+    let sources = positions.sources;
     let vectors_in_place = row.is_some_and(|r| !r.deleted)
         && sources.len() == old.len()
         && sources
@@ -162,109 +177,22 @@ pub(super) fn plan_revision<'a>(
             planned.kept_slot = None;
         }
     }
-    let kept: HashSet<u32> = plan.vectors.iter().filter_map(|v| v.kept_slot).collect();
-    plan.removed_slots = old
-        .iter()
-        .map(|o| o.slot)
-        .filter(|slot| !kept.contains(slot))
-        .collect();
-    Ok(plan)
-}
-
-/// The store's dimension after `doc`: every vector must have the store's, or (for a store
-/// without one yet) the first vector's. (The Postgres backend checks revisions with it too.)
-pub(crate) fn revision_dimension(
-    doc: &PreparedDoc,
-    mut dimension: Option<usize>,
-) -> Result<Option<usize>, WriteError> {
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if let Some(vector) = &chunk.vector {
-            match dimension {
-                Some(expected) if expected != vector.len() => {
-                    return Err(WriteError::DimensionMismatch {
-                        position,
-                        expected,
-                        found: vector.len(),
-                    })
-                }
-                _ => dimension = Some(vector.len()),
-            }
-        }
-    }
-    Ok(dimension)
-}
-
-/// Where a new chunk's vector comes from (positions are the old revision's).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum VectorSource<'a> {
-    /// Keep an old vector (same text, same or no incoming vector), with its id, wherever
-    /// the chunk now is.
-    Keep { old_position: usize },
-    /// Copy an old vector for identical text that another position already keeps.
-    Copy { from: usize },
-    /// Write the incoming vector under a new id.
-    New(&'a [f32]),
-}
-
-/// Where each new position's vector comes from. An old vector is kept for a position with
-/// identical text (in place first, then moved from another position), each old vector by at
-/// most one position; a chunk without a vector may also copy one. Texts are compared
-/// themselves (schema 5 stores no per-chunk hash): in place with one comparison, and the
-/// old chunks are put in a table by text only when some position is left over.
-fn plan_vectors<'a>(
-    old: &[OldChunk<'_>],
-    doc: &'a PreparedDoc,
-) -> Result<Vec<VectorSource<'a>>, WriteError> {
-    let same = |old_position: usize, vector: &Option<Vec<f32>>| match vector {
-        None => true,
-        Some(vector) => schema::same_vector(old[old_position].vector, vector),
+    // The old vectors the rule removes go, or every old vector when the document moves;
+    // by slot, so a slot some position keeps is never removed.
+    plan.removed_slots = if plan.rekey {
+        old.iter().map(|o| o.slot).collect()
+    } else if positions.removed.is_empty() {
+        Vec::new()
+    } else {
+        let kept: HashSet<u32> = plan.vectors.iter().filter_map(|v| v.kept_slot).collect();
+        positions
+            .removed
+            .iter()
+            .map(|&old_position| old[old_position].slot)
+            .filter(|slot| !kept.contains(slot))
+            .collect()
     };
-    let mut plan: Vec<Option<VectorSource<'a>>> = vec![None; doc.chunks.len()];
-    let mut claimed: HashSet<usize> = HashSet::new();
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        let Some(old_chunk) = old.get(position) else {
-            continue;
-        };
-        if old_chunk.text == chunk.text && same(position, &chunk.vector) {
-            claimed.insert(position);
-            plan[position] = Some(VectorSource::Keep {
-                old_position: position,
-            });
-        }
-    }
-    let mut by_text: HashMap<&str, Vec<usize>, foldhash::fast::RandomState> = HashMap::default();
-    if plan.iter().any(Option::is_none) {
-        for (old_position, old_chunk) in old.iter().enumerate() {
-            by_text
-                .entry(old_chunk.text)
-                .or_default()
-                .push(old_position);
-        }
-    }
-    for (position, chunk) in doc.chunks.iter().enumerate() {
-        if plan[position].is_some() {
-            continue;
-        }
-        let candidates = by_text
-            .get(chunk.text.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let chosen = candidates.iter().copied().find(|&old_position| {
-            !claimed.contains(&old_position) && same(old_position, &chunk.vector)
-        });
-        if let Some(old_position) = chosen {
-            claimed.insert(old_position);
-        }
-        plan[position] = Some(match (chosen, &chunk.vector) {
-            (Some(old_position), _) => VectorSource::Keep { old_position },
-            (None, Some(vector)) => VectorSource::New(vector),
-            (None, None) => match candidates.first() {
-                Some(&from) => VectorSource::Copy { from },
-                None => return Err(WriteError::MissingVector { position }),
-            },
-        });
-    }
-    Ok(plan.into_iter().flatten().collect())
+    Ok(plan)
 }
 
 #[cfg(test)]
