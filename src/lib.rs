@@ -33,6 +33,7 @@
 //! ```
 
 #![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
+#![deny(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 #[cfg(feature = "postgres")]
@@ -60,8 +61,10 @@ mod prepare;
 mod read;
 mod schema;
 mod search;
+mod simd;
 mod stats;
 mod store;
+mod sys;
 mod text;
 mod verify;
 mod version;

@@ -1,7 +1,7 @@
 //! The full-text index: BM25 over chunk text, kept in the same write transaction as the
 //! chunks.
 //!
-//! - `analyze.rs`: text to terms (Unicode words, case folding, optional stemming and stop
+//! - `analyze/`: text to terms (Unicode words, case folding, optional stemming and stop
 //!   words per language).
 //! - `row.rs`: the `text_docs` row codec: one row per document, a segment per live chunk
 //!   (its slot, length in terms, and distinct terms with their counts).
@@ -30,10 +30,10 @@ mod search;
 mod verify;
 mod write;
 
+pub use crate::options::{TextLanguage, TextOptions};
 pub(crate) use analyze::Analyzer;
 #[cfg(feature = "postgres")]
 pub(crate) use analyze::Terms;
-pub use analyze::{TextLanguage, TextOptions};
 #[cfg(any(test, feature = "testkit"))]
 pub use memory::Footprint;
 pub(crate) use memory::TextCache;
