@@ -33,6 +33,7 @@
 //! ```
 
 #![warn(missing_docs, unreachable_pub, rustdoc::broken_intra_doc_links)]
+#![deny(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod address;
@@ -46,7 +47,9 @@ mod index;
 mod options;
 mod policy;
 mod search;
+mod simd;
 mod store;
+mod sys;
 mod text;
 mod types;
 mod writer;

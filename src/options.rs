@@ -274,7 +274,7 @@ pub struct Options {
     /// whatever the store recorded, or language-neutral for a new store. Opening for
     /// writing with analysis other than the recorded one rebuilds the text index.
     #[serde(default)]
-    pub text: Option<crate::text::TextOptions>,
+    pub text: Option<TextOptions>,
     /// Compact the file when the store closes, if the store grew the file while it was
     /// open and at least an eighth of it (and at least [`COMPACT_ON_CLOSE_MIN_FREE`],
     /// 4 MiB) is now free pages. Default `true`.
@@ -549,7 +549,7 @@ impl Options {
     /// let options = Options::default().text(TextOptions::language(TextLanguage::English));
     /// assert!(options.text.is_some());
     /// ```
-    pub fn text(mut self, text: crate::text::TextOptions) -> Options {
+    pub fn text(mut self, text: TextOptions) -> Options {
         self.text = Some(text);
         self
     }
@@ -557,6 +557,138 @@ impl Options {
     /// Refuses to create a missing file.
     pub fn must_exist(mut self) -> Options {
         self.create_if_missing = false;
+        self
+    }
+}
+
+/// A language for stemming and stop words in the full-text index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TextLanguage {
+    /// Arabic.
+    Arabic,
+    /// Danish.
+    Danish,
+    /// Dutch.
+    Dutch,
+    /// English.
+    English,
+    /// Finnish.
+    Finnish,
+    /// French.
+    French,
+    /// German.
+    German,
+    /// Greek.
+    Greek,
+    /// Hungarian.
+    Hungarian,
+    /// Italian.
+    Italian,
+    /// Norwegian.
+    Norwegian,
+    /// Portuguese.
+    Portuguese,
+    /// Romanian.
+    Romanian,
+    /// Russian.
+    Russian,
+    /// Spanish.
+    Spanish,
+    /// Swedish.
+    Swedish,
+    /// Tamil.
+    Tamil,
+}
+
+impl TextLanguage {
+    /// Every language, in the order of [`TextLanguage::as_str`]'s names.
+    pub const ALL: [TextLanguage; 17] = [
+        TextLanguage::Arabic,
+        TextLanguage::Danish,
+        TextLanguage::Dutch,
+        TextLanguage::English,
+        TextLanguage::Finnish,
+        TextLanguage::French,
+        TextLanguage::German,
+        TextLanguage::Greek,
+        TextLanguage::Hungarian,
+        TextLanguage::Italian,
+        TextLanguage::Norwegian,
+        TextLanguage::Portuguese,
+        TextLanguage::Romanian,
+        TextLanguage::Russian,
+        TextLanguage::Spanish,
+        TextLanguage::Swedish,
+        TextLanguage::Tamil,
+    ];
+
+    /// The lower-case English name (`english`), as on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextLanguage::Arabic => "arabic",
+            TextLanguage::Danish => "danish",
+            TextLanguage::Dutch => "dutch",
+            TextLanguage::English => "english",
+            TextLanguage::Finnish => "finnish",
+            TextLanguage::French => "french",
+            TextLanguage::German => "german",
+            TextLanguage::Greek => "greek",
+            TextLanguage::Hungarian => "hungarian",
+            TextLanguage::Italian => "italian",
+            TextLanguage::Norwegian => "norwegian",
+            TextLanguage::Portuguese => "portuguese",
+            TextLanguage::Romanian => "romanian",
+            TextLanguage::Russian => "russian",
+            TextLanguage::Spanish => "spanish",
+            TextLanguage::Swedish => "swedish",
+            TextLanguage::Tamil => "tamil",
+        }
+    }
+
+    /// Parses [`TextLanguage::as_str`]'s names.
+    pub fn parse(name: &str) -> Option<TextLanguage> {
+        TextLanguage::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+/// How chunk text and queries become terms for the full-text index. The default: Unicode
+/// words, lower-cased, no stemming, no stop words (language-neutral).
+///
+/// Fixed per store: the file records the analysis its text index was built with. Opening a
+/// store for writing with other [`TextOptions`] rebuilds the text index in one transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TextOptions {
+    /// The language of the stemmer and of the stop words (`None`: neither).
+    pub language: Option<TextLanguage>,
+    /// Reduce words to their stems (`running` and `runs` both index as `run`). Only with a
+    /// language.
+    pub stemming: bool,
+    /// Leave out the language's stop words (`the`, `of`, ...). Only with a language.
+    pub stop_words: bool,
+}
+
+impl TextOptions {
+    /// Stemming and stop words of `language`.
+    pub fn language(language: TextLanguage) -> TextOptions {
+        TextOptions {
+            language: Some(language),
+            stemming: true,
+            stop_words: true,
+        }
+    }
+
+    /// Turns stemming on or off.
+    pub fn stemming(mut self, on: bool) -> TextOptions {
+        self.stemming = on;
+        self
+    }
+
+    /// Turns stop-word removal on or off.
+    pub fn stop_words(mut self, on: bool) -> TextOptions {
+        self.stop_words = on;
         self
     }
 }

@@ -3,13 +3,9 @@
 //! Both search paths call the same two functions, so an exact hit and an ANN hit for the
 //! same (query, vector) pair carry bit-identical distances.
 //!
-//! The loops keep `LANES` independent accumulators over `chunks_exact(LANES)`: the
-//! compiler vectorises them without having to reassociate floating-point additions, so
-//! the result does not depend on the instruction set. On x86_64 the same body is compiled
-//! a second time with AVX2 enabled and picked at run time; it returns the same bits as
-//! the baseline (SSE2) build, only faster. The exact scan's AVX2 kernel ([`scan_block`])
-//! scores four rows per pass with the same per-lane operations in the same order and the
-//! same final reduction, so each row keeps those bits too.
+//! The kernels themselves (the loops, their AVX2 copies picked at run time, the exact
+//! scan's block kernel) are in [`crate::simd::floats`], which returns the same bits whatever
+//! the instruction set; this module maps their raw sums to each metric's distance.
 //!
 //! (`anndists`' `DistDot`, the SIMD distance `hnsw_rs` shipped, was not used: it asserts
 //! `dot <= 1.000002`, which f32-normalised vectors of 1536 dimensions break about once in
@@ -17,95 +13,8 @@
 
 use super::Metric;
 
-/// Accumulator width. 16 lanes = two AVX2 or four SSE registers of independent sums.
-const LANES: usize = 16;
-
-#[inline(always)]
-fn dot_body(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0f32; LANES];
-    let chunks_a = a.chunks_exact(LANES);
-    let chunks_b = b.chunks_exact(LANES);
-    let tail = dot_tail(chunks_a.remainder(), chunks_b.remainder());
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for i in 0..LANES {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    reduce(&acc, tail)
-}
-
-/// The elements after the last whole `LANES` chunk, summed in order.
-#[inline(always)]
-fn dot_tail(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// [`l2_squared_body`]'s elements after the last whole `LANES` chunk, summed in order.
-#[inline(always)]
-fn l2_tail(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
-}
-
-/// The one-row bodies' last step: the lanes summed in lane order, then the tail. The
-/// block kernels end each row with this same function, so their rows keep these bits.
-#[inline(always)]
-fn reduce(acc: &[f32; LANES], tail: f32) -> f32 {
-    acc.iter().sum::<f32>() + tail
-}
-
-#[inline(always)]
-fn l2_squared_body(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0f32; LANES];
-    let chunks_a = a.chunks_exact(LANES);
-    let chunks_b = b.chunks_exact(LANES);
-    let tail = l2_tail(chunks_a.remainder(), chunks_b.remainder());
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for i in 0..LANES {
-            let d = x[i] - y[i];
-            acc[i] += d * d;
-        }
-    }
-    reduce(&acc, tail)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
-    dot_body(a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn l2_squared_avx2(a: &[f32], b: &[f32]) -> f32 {
-    l2_squared_body(a, b)
-}
-
-/// Dot product of the common prefix of `a` and `b` (callers pass equal lengths).
-#[inline]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: `dot_avx2` is safe code whose only precondition is that the CPU
-        // supports AVX2, which was detected just above.
-        return unsafe { dot_avx2(a, b) };
-    }
-    dot_body(a, b)
-}
-
-/// Squared Euclidean distance of the common prefix of `a` and `b`.
-#[inline]
-pub(crate) fn l2_squared(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: as in `dot`: AVX2 support was detected just above.
-        return unsafe { l2_squared_avx2(a, b) };
-    }
-    l2_squared_body(a, b)
-}
+use crate::simd::floats::{self, Finish};
+pub(crate) use crate::simd::floats::{dot, l2_squared, Kernel};
 
 /// The internal distance of `metric`: lower is nearer, never negative, never NaN.
 ///
@@ -132,116 +41,6 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
         f32::INFINITY
     } else {
         d.max(0.0)
-    }
-}
-
-/// Rows scored per pass by the exact scan's kernel ([`scan_avx2`]).
-const ROWS: usize = 4;
-
-/// [`scan_block`]'s loop over `rows` (each `query.len()` floats, contiguous) without
-/// AVX2: the raw dot product or squared distance of each row through the one-row bodies.
-#[inline(always)]
-fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
-    let dim = query.len();
-    if dim == 0 {
-        return;
-    }
-    for (row, one) in rows.chunks_exact(dim).enumerate() {
-        let raw = if L2 {
-            l2_squared_body(query, one)
-        } else {
-            dot_body(query, one)
-        };
-        on_raw(row, raw);
-    }
-}
-
-/// [`scan_body`] with AVX2, [`ROWS`] rows per pass: each chunk of `LANES` query floats is
-/// loaded once and used for every row of the pass (the one-row body loads it again for
-/// each row). The rows are split into [`ROWS`] equal segments and a pass takes the next
-/// row of each, so memory is read as [`ROWS`] long sequential streams, which the hardware
-/// prefetchers follow; [`ROWS`] adjacent rows per pass (four streams of one row each,
-/// restarted every pass) ran at half the speed of one row at a time at 384-d
-/// (docs/benchmarks.md). Each row keeps its own `LANES` accumulators, updated with the
-/// one-row bodies' operations in the same order (`acc + q * x`, or
-/// `acc + (q - x) * (q - x)`, one rounding each, lane by lane, chunk by chunk), and ends
-/// with the same [`reduce`] and tail; IEEE arithmetic is the same in any register width,
-/// so each row's result has the bits of [`dot_body`] / [`l2_squared_body`]. The rows after
-/// the last whole segment go through the one-row bodies.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn scan_avx2<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMut(usize, f32)) {
-    use std::arch::x86_64::{
-        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-        _mm256_sub_ps,
-    };
-    const HALF: usize = LANES / 2; // floats per 256-bit register
-    let dim = query.len();
-    if dim == 0 {
-        return;
-    }
-    let whole = dim - dim % LANES;
-    let (query_whole, query_tail) = query.split_at(whole);
-    // ROWS segments of `segment` rows each; pass `i` scores row `i` of every segment.
-    let segment = rows.len() / dim / ROWS;
-    for i in 0..segment {
-        let starts: [usize; ROWS] = std::array::from_fn(|r| (r * segment + i) * dim);
-        // acc[r][h]: lanes h * HALF .. (h + 1) * HALF of the pass's row r.
-        let mut acc: [[__m256; 2]; ROWS] = [[_mm256_setzero_ps(); 2]; ROWS];
-        for (c, q) in query_whole.chunks_exact(LANES).enumerate() {
-            let off = c * LANES;
-            // SAFETY: `q` is LANES floats, so `q[0..HALF]` and `q[HALF..LANES]` are in
-            // bounds. Unaligned loads (`loadu`) need no alignment.
-            let (q0, q1) = unsafe {
-                (
-                    _mm256_loadu_ps(q.as_ptr()),
-                    _mm256_loadu_ps(q.as_ptr().add(HALF)),
-                )
-            };
-            for (acc, &start) in acc.iter_mut().zip(&starts) {
-                // SAFETY: `start = (r * segment + i) * dim` with `r < ROWS`, `i < segment`,
-                // so `start + dim <= ROWS * segment * dim <= rows.len()`; and
-                // `off + LANES <= whole <= dim`: the LANES floats at `start + off` are
-                // inside `rows`.
-                let (x0, x1) = unsafe {
-                    let p = rows.as_ptr().add(start + off);
-                    (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(HALF)))
-                };
-                if L2 {
-                    let (d0, d1) = (_mm256_sub_ps(q0, x0), _mm256_sub_ps(q1, x1));
-                    acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(d0, d0));
-                    acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(d1, d1));
-                } else {
-                    acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(q0, x0));
-                    acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(q1, x1));
-                }
-            }
-        }
-        for (r, (acc, &start)) in acc.iter().zip(&starts).enumerate() {
-            let mut lanes = [0f32; LANES];
-            // SAFETY: `lanes` holds LANES = 2 * HALF floats: both stores are in bounds.
-            unsafe {
-                _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
-                _mm256_storeu_ps(lanes.as_mut_ptr().add(HALF), acc[1]);
-            }
-            let row_tail = rows.get(start + whole..start + dim).unwrap_or_default();
-            let tail = if L2 {
-                l2_tail(query_tail, row_tail)
-            } else {
-                dot_tail(query_tail, row_tail)
-            };
-            on_raw(r * segment + i, reduce(&lanes, tail));
-        }
-    }
-    let done = ROWS * segment;
-    let rest = rows.get(done * dim..).unwrap_or_default();
-    for (r, one) in rest.chunks_exact(dim).enumerate() {
-        let raw = if L2 {
-            l2_squared_body(query, one)
-        } else {
-            dot_body(query, one)
-        };
-        on_raw(done + r, raw);
     }
 }
 
@@ -272,25 +71,7 @@ pub(crate) fn scan_block(
             },
         );
     };
-    let l2 = metric == Metric::L2;
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: both are safe code whose only precondition is AVX2 support, detected
-        // just above.
-        unsafe {
-            if l2 {
-                scan_avx2::<true>(query, rows, &mut on_raw);
-            } else {
-                scan_avx2::<false>(query, rows, &mut on_raw);
-            }
-        }
-        return;
-    }
-    if l2 {
-        scan_body::<true>(query, rows, &mut on_raw);
-    } else {
-        scan_body::<false>(query, rows, &mut on_raw);
-    }
+    floats::scan(metric == Metric::L2, query, rows, &mut on_raw);
 }
 
 /// [`distance`]'s last step: NaN is +inf, and nothing is below 0.
@@ -303,52 +84,37 @@ fn finish(d: f32) -> f32 {
     }
 }
 
-/// A distance function: what [`distance`] computes for one metric, with the instruction set
-/// already chosen.
-pub(crate) type Kernel = fn(&[f32], &[f32]) -> f32;
-
 /// [`distance`] for `metric` as a function picked once (the CPU feature test and the metric
 /// `match` out of a traversal's inner loop); it returns the same bits as [`distance`].
 pub(crate) fn kernel(metric: Metric) -> Kernel {
-    fn cosine(a: &[f32], b: &[f32]) -> f32 {
-        finish(1.0 - dot_body(a, b))
-    }
-    fn l2(a: &[f32], b: &[f32]) -> f32 {
-        finish(l2_squared_body(a, b))
-    }
-    fn dot_metric(a: &[f32], b: &[f32]) -> f32 {
-        finish(dot_distance(dot_body(a, b)))
-    }
-    #[cfg(target_arch = "x86_64")]
-    mod avx2 {
-        use super::{dot_body, dot_distance, finish, l2_squared_body};
-        #[target_feature(enable = "avx2")]
-        pub(super) fn cosine(a: &[f32], b: &[f32]) -> f32 {
-            finish(1.0 - dot_body(a, b))
-        }
-        #[target_feature(enable = "avx2")]
-        pub(super) fn l2(a: &[f32], b: &[f32]) -> f32 {
-            finish(l2_squared_body(a, b))
-        }
-        #[target_feature(enable = "avx2")]
-        pub(super) fn dot_metric(a: &[f32], b: &[f32]) -> f32 {
-            finish(dot_distance(dot_body(a, b)))
+    struct Cosine;
+    impl Finish for Cosine {
+        const L2: bool = false;
+        #[inline(always)]
+        fn finish(raw: f32) -> f32 {
+            finish(1.0 - raw)
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY (each closure): the AVX2 bodies' only precondition is AVX2 support,
-        // detected just above; these pointers are only handed out after that test.
-        return match metric {
-            Metric::Cosine => |a, b| unsafe { avx2::cosine(a, b) },
-            Metric::L2 => |a, b| unsafe { avx2::l2(a, b) },
-            Metric::Dot => |a, b| unsafe { avx2::dot_metric(a, b) },
-        };
+    struct L2;
+    impl Finish for L2 {
+        const L2: bool = true;
+        #[inline(always)]
+        fn finish(raw: f32) -> f32 {
+            finish(raw)
+        }
+    }
+    struct Dot;
+    impl Finish for Dot {
+        const L2: bool = false;
+        #[inline(always)]
+        fn finish(raw: f32) -> f32 {
+            finish(dot_distance(raw))
+        }
     }
     match metric {
-        Metric::Cosine => cosine,
-        Metric::L2 => l2,
-        Metric::Dot => dot_metric,
+        Metric::Cosine => floats::kernel::<Cosine>(),
+        Metric::L2 => floats::kernel::<L2>(),
+        Metric::Dot => floats::kernel::<Dot>(),
     }
 }
 
@@ -376,36 +142,6 @@ pub(crate) fn dot_from_distance(d: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn naive_dot(a: &[f32], b: &[f32]) -> f64 {
-        a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
-    }
-
-    fn naive_l2(a: &[f32], b: &[f32]) -> f64 {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
-            .sum()
-    }
-
-    #[test]
-    fn kernels_match_naive_for_every_tail_length() {
-        for n in 0..70 {
-            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
-            assert!(
-                (dot(&a, &b) as f64 - naive_dot(&a, &b)).abs() < 1e-4,
-                "n={n}"
-            );
-            assert!((l2_squared(&a, &b) as f64 - naive_l2(&a, &b)).abs() < 1e-4);
-            // The dispatched and the baseline bodies agree to the bit.
-            assert_eq!(dot(&a, &b).to_bits(), dot_body(&a, &b).to_bits());
-            assert_eq!(
-                l2_squared(&a, &b).to_bits(),
-                l2_squared_body(&a, &b).to_bits()
-            );
-        }
-    }
 
     #[test]
     fn scan_block_gives_each_row_the_bits_of_distance() {

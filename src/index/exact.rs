@@ -23,12 +23,11 @@
 //! Invariant: an id is in the own rows xor backed; `backed.at[id] == slot` iff
 //! `backed.live[slot]`, and then the graph's `ids[slot] == id`.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
+use super::candidates::{Candidate, IdFilter, TopK};
 use super::graph::{Hnsw, VectorsRead};
 use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{distance, IdMap, Metric};
@@ -40,94 +39,6 @@ pub(crate) const PARALLEL_SCAN_THRESHOLD: usize = 32 * 1024;
 /// held up by a busy core delays the answer by little, large enough that the shared
 /// counter is touched a few hundred times per scan at most.
 const SCAN_BLOCK_FLOATS: usize = 256 * 1024;
-
-/// An optional predicate on vector ids; `false` excludes the id from the results.
-/// It must be `Sync` because large scans call it from several threads.
-pub(crate) type IdFilter<'a> = Option<&'a (dyn Fn(u64) -> bool + Sync)>;
-
-/// A search candidate ordered by (distance, id), a total order: the top-k set is unique
-/// whatever the thread split, so exact results are deterministic.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Candidate {
-    /// Internal distance (see [`distance::distance`]): lower is nearer.
-    pub(crate) distance: f32,
-    /// Vector id.
-    pub(crate) id: u64,
-}
-
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Candidate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.distance
-            .total_cmp(&other.distance)
-            .then(self.id.cmp(&other.id))
-    }
-}
-
-/// Keeps the `k` smallest candidates seen (a max-heap whose top is the worst kept).
-pub(crate) struct TopK {
-    k: usize,
-    heap: BinaryHeap<Candidate>,
-    /// The worst kept distance once `k` are kept, else +inf: a candidate farther than it
-    /// is turned away by one float comparison, before any heap work.
-    bound: f32,
-}
-
-impl TopK {
-    /// An empty collector for the `k` nearest.
-    pub(crate) fn new(k: usize) -> Self {
-        TopK {
-            k,
-            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)),
-            bound: f32::INFINITY,
-        }
-    }
-
-    /// Offers a candidate; kept only if it is among the `k` best so far.
-    #[inline]
-    pub(crate) fn push(&mut self, candidate: Candidate) {
-        // Farther than the worst kept: not kept, whatever the id (a strict `>` of two
-        // non-NaN floats is the total order's answer too; NaN and ties go on below).
-        if candidate.distance > self.bound {
-            return;
-        }
-        if self.heap.len() < self.k {
-            self.heap.push(candidate);
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if candidate < *worst {
-                *worst = candidate;
-            }
-        }
-        if self.heap.len() >= self.k {
-            self.bound = self
-                .heap
-                .peek()
-                .map_or(f32::INFINITY, |worst| worst.distance);
-        }
-    }
-
-    /// Merges another collector into this one.
-    pub(crate) fn merge(&mut self, other: TopK) {
-        for candidate in other.heap {
-            self.push(candidate);
-        }
-    }
-
-    /// The kept candidates, nearest first.
-    pub(crate) fn into_sorted(self) -> Vec<Candidate> {
-        self.heap.into_sorted_vec()
-    }
-}
 
 /// What [`ExactStore::insert`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,11 +35,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use rayon::prelude::*;
 
+use super::candidates::IdFilter;
 use super::distance::distance;
-use super::exact::IdFilter;
 use super::quantize::Quantizer;
 use super::workers::{join_threads, PARALLEL_MIN};
 use super::Metric;
+use crate::simd::prefetch_lines;
+use crate::sys::advise_huge_pages;
 
 /// Highest level a point may get (levels are `0..=MAX_LEVEL`).
 pub(crate) const MAX_LEVEL: usize = 15;
@@ -56,38 +58,6 @@ const PREFETCH_VECTOR_LINES: usize = 4;
 /// all of them does not fill the line-fill buffers; MiniLM-40k at `ef` 32 answered about a
 /// quarter faster than with the first 4 lines (`docs/benchmarks.md`).
 const PREFETCH_CODE_LINES: usize = 8;
-
-/// Asks the CPU to start loading the first `max_lines` cache lines (64 bytes) that `items`
-/// spans, counted from the line holding its first byte (an item seldom starts on a line: a
-/// 384-byte code spans 7 lines, not 6, wherever the array's start is 16 bytes past one).
-/// A hint only: it reads nothing into the program and changes no result.
-#[inline(always)]
-fn prefetch_lines<T>(items: &[T], max_lines: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let start = items.as_ptr();
-        let first = start as usize & !63;
-        let end = start as usize + std::mem::size_of_val(items);
-        let mut line = first;
-        let mut asked = 0;
-        while line < end && asked < max_lines {
-            // SAFETY: `_mm_prefetch` only hints the cache: it reads nothing into the
-            // program and never faults, whatever the address (here a line holding some of
-            // `items`), and SSE, its target feature, is part of the x86_64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    start
-                        .cast::<i8>()
-                        .wrapping_add(line.wrapping_sub(start as usize)),
-                )
-            };
-            line += 64;
-            asked += 1;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (items, max_lines);
-}
 
 /// Adds `candidate` to `best`, a traversal's `ef` nearest points so far (a max-heap), keeping
 /// at most `ef`: once full, the farthest is replaced in place if `candidate` is nearer (one
@@ -258,45 +228,6 @@ fn reached_slots(
         }
     }
     reached
-}
-
-/// Asks Linux to back the `capacity` items allocated at `ptr` with transparent huge pages
-/// (2 MiB) where the system allows them (`madvise` mode, the usual default): a traversal
-/// reads the vectors, codes and links of scattered slots, and with 4 KiB pages nearly every
-/// one of those reads also misses the TLB (GloVe-100k's 20 MB of vectors span 4,883 pages).
-/// Called right after an array is allocated or grown and before it is filled, so the pages
-/// are huge from their first fault. Only the whole 2 MiB pages inside the allocation are
-/// advised; smaller arrays, other systems, and a refusal leave it as it was.
-pub(super) fn advise_huge_pages<T>(ptr: *const T, capacity: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = ptr as usize;
-        let Some(end) = capacity
-            .checked_mul(std::mem::size_of::<T>())
-            .and_then(|bytes| start.checked_add(bytes))
-        else {
-            return;
-        };
-        let Some(first) = start.checked_next_multiple_of(HUGE) else {
-            return;
-        };
-        let last = end / HUGE * HUGE;
-        if first < last {
-            // SAFETY: `[first, last)` is page-aligned (as `madvise` requires) and lies inside
-            // the allocation at `ptr`; MADV_HUGEPAGE changes how the kernel backs those
-            // pages, never what they hold, and its failure is harmless.
-            unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, capacity);
 }
 
 /// A graph quantises its vectors for the traversal ([`super::quantize`]) once it holds this

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::exact::{Candidate, ExactStore, IdFilter};
+use super::candidates::{Candidate, IdFilter};
+use super::exact::ExactStore;
 pub(crate) use super::graph::GraphParams;
 use super::graph::Hnsw;
 use super::membership::{Membership, NO_SLOT};

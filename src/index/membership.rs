@@ -7,7 +7,8 @@
 
 use super::{IdMap, IdSet};
 
-use super::exact::{Candidate, ExactStore, IdFilter, TopK};
+use super::candidates::{Candidate, IdFilter, TopK};
+use super::exact::ExactStore;
 use super::graph::{Ending, Hnsw};
 
 /// A filtered traversal of the flat view computes at most the graph's point count divided

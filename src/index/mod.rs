@@ -4,15 +4,20 @@
 //! can always rebuild it from the `vectors` table (insert every live vector, then
 //! [`VectorIndex::build_graph`]).
 //!
-//! Layout (each module uses only those listed before it, and this one's shared types):
-//! - [`distance`]: the distance kernels both paths share.
-//! - [`exact`]: every live vector in one contiguous buffer; exact top-k (ground truth).
+//! Layout (each module uses only those listed before it, and this one's shared types;
+//! `python3 scripts/module_cycles.py --under crate::index --edges` prints the uses):
+//! - [`distance`]: the distance kernels both paths share (the SIMD code itself is in
+//!   `crate::simd`).
+//! - [`candidates`]: what a search collects and filters by (a candidate, the `k` best, the
+//!   predicate on ids).
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
 //! - [`quantize`]: 8-bit codes of the graph's vectors, which its traversal reads (the
 //!   hits are scored again exactly).
 //! - [`graph`]: the HNSW graph itself: links as `u32` slots in flat arrays, the vectors
 //!   it was built on, parallel insertion, and the search (a filter applied inside the
 //!   traversal).
+//! - [`exact`]: every live vector once, in the graph's array or in its own contiguous rows;
+//!   exact top-k (ground truth).
 //! - [`membership`]: which graph points are live, which ids are scored outside the graph,
 //!   and the search merging the two.
 //! - [`hnsw`]: a graph and its membership over (a superset of) the live vectors; deletion
@@ -28,6 +33,7 @@
 //! Locks, always taken in this order: `build` -> `mutation` -> `exact` -> `graph` -> a
 //! graph's membership -> that graph's arrays (then one point's row lock) -> `journal`.
 
+mod candidates;
 pub(crate) mod distance;
 mod exact;
 mod graph;
@@ -44,8 +50,10 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use exact::{Candidate, ExactStore};
-pub(crate) use exact::{IdFilter, InsertOutcome};
+pub(crate) use candidates::IdFilter;
+use candidates::{Candidate, TopK};
+use exact::ExactStore;
+pub(crate) use exact::InsertOutcome;
 use hnsw::Graph;
 pub(crate) use persisted::ParsedSnapshot;
 pub(crate) use workers::Workers;
@@ -514,7 +522,7 @@ impl VectorIndex {
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.validate(query)?;
         let exact = self.exact.read();
-        let mut top = exact::TopK::new(k);
+        let mut top = TopK::new(k);
         for candidate in exact.distances_to(query, ids) {
             top.push(candidate);
         }

@@ -63,13 +63,14 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::graph::{advise_huge_pages, GraphParts, Hnsw, MAX_LEVEL};
+use super::graph::{GraphParts, Hnsw, MAX_LEVEL};
 use super::hnsw::Graph;
 use super::membership::Membership;
 use super::quantize::Quantizer;
 use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{IdSet, IndexError, Metric};
 use crate::options::MAX_INDEX_EF_CONSTRUCTION;
+use crate::sys::advise_huge_pages;
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";

@@ -55,17 +55,7 @@ const BACKGROUND_NICE: i32 = 10;
 /// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`]. Linux only
 /// (elsewhere `setpriority` would apply to the whole process); best effort.
 fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `gettid` has no preconditions; `setpriority` with `PRIO_PROCESS` and a
-        // thread id changes only that thread's nice value (Linux's per-thread semantics)
-        // and reports failure through its return value, which is ignored: a thread that
-        // keeps its priority is still correct.
-        unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE);
-        }
-    }
+    crate::sys::lower_thread_priority(BACKGROUND_NICE);
 }
 
 /// Work over at least this many points (a graph load's gather beside its link walk, the

@@ -6,10 +6,10 @@
 mod analyze;
 mod rank;
 
+pub use crate::options::{TextLanguage, TextOptions};
 pub(crate) use analyze::Analyzer;
 #[cfg(feature = "postgres")]
 pub(crate) use analyze::Terms;
 pub(crate) use analyze::WriteBuffers;
-pub use analyze::{TextLanguage, TextOptions};
 pub(crate) use rank::{check_query, fuse, fusion_depth};
 pub use rank::{Bm25, Fusion};

@@ -942,12 +942,7 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
 /// every arena, not only the heap's top) and frees nothing in use; once per snapshot, its
 /// cost did not show in the build's time. On other targets nothing is done.
 fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only releases memory glibc's allocator holds free; it is
-    // thread-safe (each arena is locked while trimmed) and has no precondition.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::sys::release_free_heap();
 }
 
 /// Writes the current graph into the file, replacing the previous snapshot: the old one is
