@@ -75,13 +75,12 @@ pub use crate::{
     },
     error::{Error, InputError, OpenError, ReadError, WriteError},
     options::{
-        Durability, IndexOptions, Limits, Metric, Options, COMPACT_ON_CLOSE_MIN_FREE,
-        DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M,
-        MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
+        ConflictPolicy, Durability, IndexOptions, Limits, Metric, Options,
+        COMPACT_ON_CLOSE_MIN_FREE, DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION,
+        DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
     },
     policy::{
         filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},
-        guard::{ConflictPolicy, SkipReason},
         plan::{Plan, PlannedAction},
     },
     search::{FilterStrategy, SearchOptions},
@@ -89,7 +88,9 @@ pub use crate::{
     text::{Bm25, Fusion, TextLanguage, TextOptions},
     types::{
         counters::Counters,
-        document::{Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome},
+        document::{
+            Chunk, Document, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome, SkipReason,
+        },
         hit::Hit,
         index_info::IndexInfo,
         listing::Listing,

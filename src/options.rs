@@ -1,6 +1,5 @@
 //! Options for opening a store, with documented defaults.
 
-use crate::policy::guard::ConflictPolicy;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -39,7 +38,7 @@ impl Metric {
         match self {
             Metric::Cosine => 1.0 - distance,
             Metric::L2 => distance.max(0.0).sqrt(),
-            Metric::Dot => crate::index::distance::dot_from_distance(distance),
+            Metric::Dot => dot_from_distance(distance),
         }
     }
 
@@ -690,5 +689,32 @@ impl TextOptions {
     pub fn stop_words(mut self, on: bool) -> TextOptions {
         self.stop_words = on;
         self
+    }
+}
+
+/// What to do when two different contents arrive with the same version (failure F10).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConflictPolicy {
+    /// Refuse the second content and count a `conflict` skip. The default: a tie is never
+    /// resolved silently.
+    #[default]
+    Refuse,
+    /// Keep the content whose blake3 content hash is larger (compared by its first 16 bytes,
+    /// which is what the embedded store keeps; equal there means equal content). Deterministic, so every delivery
+    /// order converges on the same content; each tie it breaks is counted as
+    /// `conflicts_resolved`, and the losing side as a `conflict` skip.
+    HighestContentHash,
+}
+
+/// The dot product an internal distance of `index::distance::dot_distance` stands for.
+pub(crate) fn dot_from_distance(d: f32) -> f32 {
+    if d >= 1.0 {
+        1.0 - d
+    } else if d > 0.0 {
+        1.0 / d - 1.0
+    } else {
+        f32::INFINITY
     }
 }

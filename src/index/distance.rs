@@ -24,7 +24,7 @@ pub(crate) use crate::simd::floats::{dot, l2_squared, Kernel};
 ///   Score = `sqrt(distance)`.
 /// - Dot: a decreasing, non-negative map of the dot product `p` ([`dot_distance`]): `1 - p`
 ///   for `p <= 0`, `1 / (1 + p)` above. `hnsw_rs` needs distances `>= 0`, and the map keeps
-///   the order of every pair of dot products. Score = `p` again ([`dot_from_distance`]).
+///   the order of every pair of dot products. Score = `p` again (`options::dot_from_distance`).
 ///
 /// NaN is mapped to +inf: `hnsw_rs` panics on a NaN distance (its heap ordering
 /// unwraps `partial_cmp`) and asserts distances are `>= 0`. Inputs are validated finite,
@@ -128,17 +128,6 @@ pub(crate) fn dot_distance(p: f32) -> f32 {
     }
 }
 
-/// The dot product an internal distance of [`dot_distance`] stands for.
-pub(crate) fn dot_from_distance(d: f32) -> f32 {
-    if d >= 1.0 {
-        1.0 - d
-    } else if d > 0.0 {
-        1.0 / d - 1.0
-    } else {
-        f32::INFINITY
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,7 +205,7 @@ mod tests {
         }
         for p in products {
             assert!(dot_distance(p) >= 0.0);
-            let back = dot_from_distance(dot_distance(p));
+            let back = crate::options::dot_from_distance(dot_distance(p));
             assert!((back - p).abs() <= 1e-5 * p.abs().max(1.0), "{p} -> {back}");
         }
     }

@@ -4,9 +4,8 @@
 //! transaction code in `write` only carries its answer out. Keeping it pure is what lets it be
 //! tested over every `(stored, incoming)` case.
 
-use crate::types::{Version, VersionKind};
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use crate::options::ConflictPolicy;
+use crate::types::{SkipReason, Version, VersionKind};
 
 /// A blake3 digest of a document's ordered chunk texts and metadata.
 pub(crate) type ContentHash = [u8; 32];
@@ -21,75 +20,6 @@ pub(crate) fn content_key(hash: &ContentHash) -> ContentKey {
     let mut key = [0; 16];
     key.copy_from_slice(&hash[..16]);
     key
-}
-
-/// Why a write was refused. Every refusal is counted by reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// The incoming version is lower than the stored one (a late retry, a replay, a backfill).
-    Older,
-    /// The same version with the same content is already stored (a redelivery).
-    Duplicate,
-    /// The same version with different content: the version signal cannot tell the two apart,
-    /// and the store will not pick one silently (see [`ConflictPolicy`]).
-    Conflict,
-    /// The document was deleted (or omitted by a listing) at a version not older than this one.
-    Tombstoned,
-}
-
-impl SkipReason {
-    /// The name used in JSON, counters and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkipReason::Older => "older",
-            SkipReason::Duplicate => "duplicate",
-            SkipReason::Conflict => "conflict",
-            SkipReason::Tombstoned => "tombstoned",
-        }
-    }
-
-    pub(crate) fn to_byte(self) -> u8 {
-        match self {
-            SkipReason::Older => 0,
-            SkipReason::Duplicate => 1,
-            SkipReason::Conflict => 2,
-            SkipReason::Tombstoned => 3,
-        }
-    }
-
-    pub(crate) fn from_byte(byte: u8) -> Option<SkipReason> {
-        match byte {
-            0 => Some(SkipReason::Older),
-            1 => Some(SkipReason::Duplicate),
-            2 => Some(SkipReason::Conflict),
-            3 => Some(SkipReason::Tombstoned),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for SkipReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What to do when two different contents arrive with the same version (failure F10).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ConflictPolicy {
-    /// Refuse the second content and count a `conflict` skip. The default: a tie is never
-    /// resolved silently.
-    #[default]
-    Refuse,
-    /// Keep the content whose blake3 content hash is larger (compared by its first 16 bytes,
-    /// which is what the embedded store keeps; equal there means equal content). Deterministic, so every delivery
-    /// order converges on the same content; each tie it breaks is counted as
-    /// `conflicts_resolved`, and the losing side as a `conflict` skip.
-    HighestContentHash,
 }
 
 /// The stored state of one document, as far as the guard needs it.

@@ -3,9 +3,10 @@
 
 use crate::error::{InputError, ReadError, WriteError};
 use crate::options::{Metric, Options};
-use crate::policy::guard::{self, ContentHash, SkipReason, Stored, UpsertDecision};
+use crate::policy::guard::{self, ContentHash, Stored, UpsertDecision};
 use crate::policy::prepare::{self, PreparedDoc};
 use crate::types::Document;
+use crate::types::SkipReason;
 use crate::types::Version;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;

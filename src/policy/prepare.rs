@@ -578,6 +578,17 @@ pub(crate) fn prepare_retain(
     })
 }
 
+// The content hash is the policy's: defined here, on the shared vocabulary's type.
+impl Document {
+    /// The content hash the store records for this document, in hex as
+    /// [`StoredDocument::content_hash`](crate::StoredDocument::content_hash) shows it: its
+    /// metadata and its chunks' texts and metadata (canonical JSON), not its vectors or
+    /// version. Metadata nested deeper than any store accepts is refused, naming the field.
+    pub fn content_hash(&self) -> Result<String, crate::InputError> {
+        document_content_hash(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

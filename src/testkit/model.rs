@@ -1,8 +1,8 @@
 //! The reference model of the guard, written apart from `guard` and `write`, and reading a store
 //! back in its terms.
 
-use crate::policy::guard::SkipReason;
 use crate::store::Store;
+use crate::types::SkipReason;
 use crate::types::{Op, OpOutcome, Outcome, RetainOutcome};
 use crate::types::{Version, VersionKind};
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::guard::SkipReason;
+use crate::types::SkipReason;
 
 /// The counters a refused write bumps by one: the one for its reason, and
 /// `skipped.equal_version` when it carried the stored version itself. Both backends

@@ -1,8 +1,8 @@
 //! What goes in (documents, chunks, operations) and what comes out (outcomes).
 
-use crate::policy::guard::SkipReason;
 use crate::types::Version;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// One revision of a source document, cut into chunks.
 ///
@@ -31,14 +31,6 @@ pub struct Document {
 }
 
 impl Document {
-    /// The content hash the store records for this document, in hex as
-    /// [`StoredDocument::content_hash`](crate::StoredDocument::content_hash) shows it: its
-    /// metadata and its chunks' texts and metadata (canonical JSON), not its vectors or
-    /// version. Metadata nested deeper than any store accepts is refused, naming the field.
-    pub fn content_hash(&self) -> Result<String, crate::InputError> {
-        crate::policy::prepare::document_content_hash(self)
-    }
-
     /// A document with no chunks and no metadata.
     pub fn new(source: impl Into<String>, id: impl Into<String>, version: Version) -> Document {
         Document {
@@ -209,4 +201,57 @@ pub struct PurgeOutcome {
     pub tombstones_purged: u64,
     /// Listings removed.
     pub listings_purged: u64,
+}
+
+/// Why a write was refused. Every refusal is counted by reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// The incoming version is lower than the stored one (a late retry, a replay, a backfill).
+    Older,
+    /// The same version with the same content is already stored (a redelivery).
+    Duplicate,
+    /// The same version with different content: the version signal cannot tell the two apart,
+    /// and the store will not pick one silently (see [`ConflictPolicy`]).
+    Conflict,
+    /// The document was deleted (or omitted by a listing) at a version not older than this one.
+    Tombstoned,
+}
+
+impl SkipReason {
+    /// The name used in JSON, counters and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Older => "older",
+            SkipReason::Duplicate => "duplicate",
+            SkipReason::Conflict => "conflict",
+            SkipReason::Tombstoned => "tombstoned",
+        }
+    }
+
+    pub(crate) fn to_byte(self) -> u8 {
+        match self {
+            SkipReason::Older => 0,
+            SkipReason::Duplicate => 1,
+            SkipReason::Conflict => 2,
+            SkipReason::Tombstoned => 3,
+        }
+    }
+
+    pub(crate) fn from_byte(byte: u8) -> Option<SkipReason> {
+        match byte {
+            0 => Some(SkipReason::Older),
+            1 => Some(SkipReason::Duplicate),
+            2 => Some(SkipReason::Conflict),
+            3 => Some(SkipReason::Tombstoned),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

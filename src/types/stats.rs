@@ -1,8 +1,8 @@
 //! What a store says about itself: counters by outcome, gauges, and the refusals it logged.
 
 use crate::options::Metric;
-use crate::policy::guard::SkipReason;
 use crate::types::counters::Counters;
+use crate::types::SkipReason;
 use crate::types::Version;
 use serde::{Deserialize, Serialize};
 

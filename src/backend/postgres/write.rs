@@ -13,11 +13,12 @@ use super::{ord, unord, PgStore};
 use crate::backend::Backend;
 use crate::error::{InputError, WriteError};
 use crate::policy::guard::{
-    self, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision, WriteReason,
+    self, ContentHash, DeleteDecision, Stored, UpsertDecision, WriteReason,
 };
 use crate::policy::prepare::{self, check_name, PreparedDoc, PreparedOp};
 use crate::policy::revision::{self, StoredVector, VectorSource};
 use crate::types::counters::name as counter;
+use crate::types::SkipReason;
 use crate::types::{Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use crate::types::{Version, VersionKind};
 use pgvector::Vector;

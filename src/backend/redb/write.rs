@@ -13,12 +13,13 @@ use crate::backend::redb::schema::{
     DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
 use crate::error::{Corruption, WriteError};
+use crate::options::ConflictPolicy;
 use crate::policy::guard::{
-    self, ConflictPolicy, ContentHash, DeleteDecision, SkipReason, Stored, UpsertDecision,
-    WriteReason,
+    self, ContentHash, DeleteDecision, Stored, UpsertDecision, WriteReason,
 };
 use crate::policy::prepare::{PreparedDoc, PreparedOp};
 use crate::types::counters::name as counter;
+use crate::types::SkipReason;
 use crate::types::Version;
 use crate::types::{OpOutcome, Outcome, PurgeOutcome, RetainOutcome};
 use plan::RevisionPlan;

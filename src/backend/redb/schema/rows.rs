@@ -2,7 +2,8 @@
 //! their codec, and vector ids.
 
 use crate::error::Corruption;
-use crate::policy::guard::{ContentHash, ContentKey, SkipReason, Stored};
+use crate::policy::guard::{ContentHash, ContentKey, Stored};
+use crate::types::SkipReason;
 use crate::types::{Version, VersionKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt::Debug;
