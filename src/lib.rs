@@ -52,6 +52,8 @@ mod guard;
 mod history;
 mod index;
 mod indexer;
+#[cfg(feature = "jsonl")]
+pub mod jsonl;
 mod live_index;
 mod open;
 mod options;

@@ -2,12 +2,11 @@
 //!
 //! Every command uses only the library's public API. Exit codes are part of the contract:
 //! see [`exit`]. Subcommands live in `commands/`, one file each; the JSONL line format of
-//! `ingest` lives in `jsonl.rs`.
+//! `ingest` and `export` is the library's `ratchetdb::jsonl`.
 
 mod commands;
 mod embedder;
 mod exit;
-mod jsonl;
 mod output;
 mod progress;
 

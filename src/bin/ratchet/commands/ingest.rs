@@ -12,7 +12,7 @@ mod folder;
 mod html;
 mod workers;
 
-use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
+use ratchetdb::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use crate::output::{plural, Output};
 use crate::{exit, DbArg, Failure, MetricArg, VersionKindArg};
 use clap::{ArgGroup, Args};
