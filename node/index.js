@@ -98,14 +98,15 @@ const PLAIN = {
 
 const camel = (snake) => snake.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 
-// The library's messages name Rust calls and the CLI's flags; a JavaScript user gets the
-// names of this API instead.
+// The library's messages name Rust calls; a JavaScript user gets the names of this API
+// instead.
 function inJavaScriptWords(message) {
   return message
-    .replace(/\(`--wait SECONDS`, Options::wait_for_lock\)/g, '(the waitForLockMs option of Store.open)')
-    .replace(/`--wait SECONDS`,? ?/g, '')
-    .replace(/\(any `ratchet ingest --db`, or Store::open\)/g, '(Store.open without readOnly)')
+    .replace(/\(Options::wait_for_lock\)/g, '(the waitForLockMs option of Store.open)')
     .replace(/\(Store::recover, Store::open, or a read-only open with Options::recover_on_read_open\)/g, '(Store.open without readOnly)')
+    .replace(/\(Store::open, after a backup copy\)/g, '(Store.open without readOnly, after a backup copy)')
+    .replace(/Store::create \(or Store::open, which creates a missing file\)/g, 'Store.open')
+    .replace(/ \(Store::documents\)/g, '')
     .replace(/`ratchet [^`]*`,? ?(or )?/g, '')
     .replace(/Store::open_read_only(_with)?(\(\))?/g, 'Store.open(path, { readOnly: true })')
     .replace(/Store::(open|create)(\(\))?/g, 'Store.open')
@@ -115,7 +116,6 @@ function inJavaScriptWords(message) {
     .replace(/Durability::Immediate/g, "durability: 'immediate'")
     .replace(/Options::([a-z_]+)(\([^)]*\))?/g, (_, name) => `the ${camel(name)} option of Store.open`)
     .replace(/Store::([a-z_]+)(\(\))?/g, (_, name) => `store.${camel(name)}()`)
-    .replace(/ \(the read commands do\)/g, '')
     .replace(/\(\s*\)/g, '')
     .replace(/ {2,}/g, ' ');
 }

@@ -3,9 +3,9 @@
 # checks the binding crate (fmt, clippy), builds and installs `ratchetdb` from ./python with
 # pip (maturin), and runs its pytest suite (LangChain's and LlamaIndex's flows included).
 #
-# The binding builds with its dev profile, which matches the root crate's setting for
-# setting: with the root's target directory the dependencies `cargo test` compiled are
-# reused, and only PyO3, numpy and the binding are compiled here.
+# The binding is a member of the root workspace and builds with its dev profile: with the
+# root's target directory the dependencies `cargo test` compiled are reused, and only PyO3,
+# numpy and the binding are compiled here.
 set -euo pipefail
 cd "$(dirname "$0")"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(cd .. && pwd)/target}"
@@ -14,8 +14,8 @@ echo "--- pip install -r python/requirements-test.txt"
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 
 echo "--- python/: cargo fmt --check, cargo clippy -D warnings"
-cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
+cargo fmt -p ratchetdb-python -- --check
+cargo clippy -p ratchetdb-python --all-targets -- -D warnings
 
 echo "--- pip install ./python (maturin, dev profile)"
 MATURIN_PEP517_ARGS="--profile dev" python3 -m pip install --quiet --disable-pip-version-check \

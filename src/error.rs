@@ -34,7 +34,7 @@ impl InputError {
 pub enum OpenError {
     /// Another process (or another `Store` in this process) is writing the file, and this
     /// open would write too: one writer at a time.
-    #[error("the database {path} is open in another process that writes it (or in another Store in this one): one writer at a time; wait for it (`--wait SECONDS`, Options::wait_for_lock), or read it beside the writer with Store::open_read_only (the read commands do)")]
+    #[error("the database {path} is open in another process that writes it (or in another Store in this one): one writer at a time; wait for it (Options::wait_for_lock), or read it beside the writer with Store::open_read_only")]
     Locked {
         /// The file.
         path: PathBuf,
@@ -43,7 +43,7 @@ pub enum OpenError {
     /// ([`Options::allow_readers`](crate::Options::allow_readers) off, or
     /// [`Durability::None`](crate::Durability::None), or a ratchetdb build from before
     /// readers were let in).
-    #[error("the database {path} is open in another process that writes it exclusively, letting no reader in (Options::allow_readers(false), Durability::None, or an older ratchetdb); wait for it to close (`--wait SECONDS`, Options::wait_for_lock)")]
+    #[error("the database {path} is open in another process that writes it exclusively, letting no reader in (Options::allow_readers(false), Durability::None, or an older ratchetdb); wait for it to close (Options::wait_for_lock)")]
     HeldExclusively {
         /// The file.
         path: PathBuf,
@@ -51,7 +51,7 @@ pub enum OpenError {
     /// A read-only open found an empty file: a store is never empty (creating one writes
     /// its tables), so this is a file some other program made, or a creation that never
     /// started. Nothing was written to it.
-    #[error("{path} is an empty file, not a ratchetdb store; check the path, or make a store there with `ratchet ingest --db` (Store::open), which writes into an empty file")]
+    #[error("{path} is an empty file, not a ratchetdb store; check the path, or make a store there with Store::open, which writes into an empty file")]
     Empty {
         /// The file.
         path: PathBuf,
@@ -70,7 +70,7 @@ pub enum OpenError {
     },
     /// A read-only open found a file of an older schema that this build converts when it
     /// opens it for writing; a read-only open never converts.
-    #[error("{path} has schema version {found}, written by an older ratchetdb; this build converts it to schema {supported} when it opens it for writing (any `ratchet ingest --db`, or Store::open, after a backup copy) but a read-only open never writes: convert it once, or read it with the build that wrote it")]
+    #[error("{path} has schema version {found}, written by an older ratchetdb; this build converts it to schema {supported} when it opens it for writing (Store::open, after a backup copy) but a read-only open never writes: convert it once, or read it with the build that wrote it")]
     NeedsConversion {
         /// The file.
         path: PathBuf,
@@ -81,7 +81,7 @@ pub enum OpenError {
     },
     /// Opening for writing was refused by the file system: the file or its directory is
     /// read-only (permissions, or a read-only mount).
-    #[error("{path} cannot be opened for writing ({detail}); to read it, open it read-only (Store::open_read_only; `ratchet search`, `stats`, `export` and `verify` do)")]
+    #[error("{path} cannot be opened for writing ({detail}); to read it, open it read-only (Store::open_read_only)")]
     NotWritable {
         /// The file.
         path: PathBuf,
@@ -89,7 +89,7 @@ pub enum OpenError {
         detail: String,
     },
     /// The file does not exist and the options do not allow creating it.
-    #[error("no database at {path}; use Store::create, or `ratchet ingest` to make one")]
+    #[error("no database at {path}; use Store::create (or Store::open, which creates a missing file) to make one")]
     NotFound {
         /// The file.
         path: PathBuf,
@@ -122,7 +122,7 @@ pub enum OpenError {
     },
     /// The file was written by an older ratchetdb, in a format this build cannot convert
     /// (files of schemas 1 and 2 are converted on open).
-    #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: export it with the build that wrote it (`ratchet export --vectors`) and ingest the export into a new store (`ratchet ingest --jsonl`)")]
+    #[error("{path} has schema version {found}, written by an older ratchetdb; this build reads schema {supported}: read its documents with their vectors with the build that wrote it (Store::documents) and write them into a new store")]
     SchemaTooOld {
         /// The file.
         path: PathBuf,
@@ -175,7 +175,7 @@ pub enum OpenError {
     },
     /// The address names a backend this build was compiled without (a `postgres://` URL
     /// in a build without the `postgres` feature); nothing was opened.
-    #[error("{url} names a {backend} store, but this build of ratchetdb was compiled without the `{feature}` feature; rebuild with `--features {feature}`")]
+    #[error("{url} names a {backend} store, but this build of ratchetdb was compiled without the `{feature}` feature; rebuild with the ratchetdb crate's `{feature}` feature enabled")]
     BackendNotBuilt {
         /// The address (without its password).
         url: String,

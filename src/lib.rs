@@ -44,6 +44,8 @@ mod chunking;
 mod embed;
 mod error;
 mod index;
+#[cfg(feature = "jsonl")]
+pub mod jsonl;
 mod options;
 mod policy;
 mod search;

@@ -190,16 +190,12 @@ pub(crate) fn python_field(field: &str) -> String {
 
 /// A message of the Rust library as a Python user reads it: the Rust calls and options it
 /// suggests become the Python package's (`Store(path, read_only=True)` for
-/// `Store::open_read_only`), and the command-line flags a Python call has no use for
-/// (`--wait SECONDS`) are left out.
+/// `Store::open_read_only`), and the options a Python call has no use for
+/// (`Options::wait_for_lock`) are left out.
 pub(crate) fn python_message(message: &str) -> String {
     let mut message = message.to_string();
     for (rust, python) in [
-        (
-            " (`--wait SECONDS`, Options::wait_for_lock)",
-            "",
-        ),
-        ("`--wait SECONDS`, ", ""),
+        (" (Options::wait_for_lock)", ""),
         (", Options::wait_for_lock", ""),
         ("Options::wait_for_lock", "retrying later"),
         (
@@ -207,22 +203,18 @@ pub(crate) fn python_message(message: &str) -> String {
             "durability=\"none\"",
         ),
         ("Options::text_index(false)", "the text index turned off"),
-        (" (the read commands do)", ""),
-        (
-            "; `ratchet search`, `stats`, `export` and `verify` do",
-            "",
-        ),
-        ("any `ratchet ingest --db`, or Store::open", "Store(path)"),
         (
             "Store::recover, Store::open, or a read-only open with Options::recover_on_read_open",
             "Store(path)",
         ),
-        ("`ratchet ingest --db` (Store::open)", "Store(path)"),
         (
-            "export it with the build that wrote it (`ratchet export --vectors`) and ingest the export into a new store (`ratchet ingest --jsonl`)",
+            "read its documents with their vectors with the build that wrote it (Store::documents) and write them into a new store",
             "export it with the build that wrote it (Store.export()) and write its documents into a new store",
         ),
-        ("use Store::create, or `ratchet ingest` to make one", "open it with Store(path) to make one"),
+        (
+            "use Store::create (or Store::open, which creates a missing file) to make one",
+            "open it with Store(path) to make one",
+        ),
         ("Store::open_read_only_with", "Store(path, read_only=True)"),
         ("Store::open_read_only", "Store(path, read_only=True)"),
         ("Store::open", "Store(path)"),

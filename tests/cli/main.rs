@@ -27,6 +27,7 @@ mod cli_ingest_reads_a_whole_store_line_from_a_slow_pipe;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_no_command_prints_a_store_password;
+mod cli_open_errors_add_the_command_lines_advice;
 mod cli_process_kill_ingest;
 mod cli_read_commands_after_a_killed_ingest;
 mod cli_read_commands_on_read_only_media;

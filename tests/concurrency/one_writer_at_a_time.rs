@@ -34,7 +34,7 @@ fn a_second_writer_is_refused_at_once_or_waits_for_the_first() {
     }
     let message = error.to_string();
     assert!(
-        message.contains("--wait") && message.contains("open_read_only"),
+        message.contains("Options::wait_for_lock") && message.contains("open_read_only"),
         "{message}"
     );
 

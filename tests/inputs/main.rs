@@ -15,6 +15,7 @@ mod hostile_document_limits;
 mod hostile_document_of_100k_chunks;
 mod hostile_ids;
 mod hostile_vectors;
+mod library_error_messages_name_no_command_line_flags;
 mod plan_before_embedding;
 mod restored_counters_above_2_63_are_refused;
 mod search_with_an_ef_beyond_the_graph;

@@ -7,7 +7,9 @@
 //! file's schema version and rows are left as they were: no partial conversion. (The bytes
 //! may differ: redb records its own clean shutdown when the refused open closes the file.)
 //! Issue 46 (review of today's merges), item 3: the advice said `ratchet export`, whose
-//! output (without vectors) a new store cannot take; it now says `ratchet export --vectors`.
+//! output (without vectors) a new store cannot take; it now says to read the documents with
+//! their vectors. Issue 47 item 8: the library names its own call for that
+//! (`Store::documents`); the command line adds `ratchet export --vectors`.
 
 use crate::support;
 
@@ -59,8 +61,9 @@ fn older_schema_version_is_refused_with_export_advice() {
             assert_eq!(*supported, 6);
             let message = e.to_string();
             assert!(message.contains("schema version"), "{message}");
-            assert!(message.contains("ratchet export --vectors"), "{message}");
-            assert!(message.contains("ratchet ingest --jsonl"), "{message}");
+            assert!(message.contains("with their vectors"), "{message}");
+            assert!(message.contains("Store::documents"), "{message}");
+            assert!(message.contains("into a new store"), "{message}");
         }
         other => panic!("schema {old}: expected SchemaTooOld, got {other:?}"),
     }

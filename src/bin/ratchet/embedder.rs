@@ -67,7 +67,8 @@ pub fn for_folder_ingest(
     wait: std::time::Duration,
 ) -> Result<(Store, Box<dyn Embedder>), Failure> {
     if crate::store_exists(db) {
-        let existing = Store::open(db, Options::default().wait_for_lock(wait))?;
+        let existing =
+            Store::open(db, Options::default().wait_for_lock(wait)).map_err(crate::open_failure)?;
         let runnable = existing
             .model()
             .filter(|name| is_lexical(name) || *name == MINILM_NAME)
@@ -277,6 +278,6 @@ fn open_failure(db: &Path, name: &str, error: OpenError) -> Failure {
         } => Failure(format!(
             "{db} compares vectors by {stored}, but embedders need cosine; use another --db"
         )),
-        other => Failure(other.to_string()),
+        other => crate::open_failure(other),
     }
 }

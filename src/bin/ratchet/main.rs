@@ -2,12 +2,11 @@
 //!
 //! Every command uses only the library's public API. Exit codes are part of the contract:
 //! see [`exit`]. Subcommands live in `commands/`, one file each; the JSONL line format of
-//! `ingest` lives in `jsonl.rs`.
+//! `ingest` and `export` is the library's `ratchetdb::jsonl`.
 
 mod commands;
 mod embedder;
 mod exit;
-mod jsonl;
 mod output;
 mod progress;
 
@@ -237,16 +236,66 @@ pub fn program_name() -> String {
     }
 }
 
-/// An open error in the command line's words (the library's advice names library calls).
+/// An open error in the command line's words: the library's advice names library calls
+/// (`Options::wait_for_lock`); here it names the flags and commands that do the same.
 pub fn open_failure(error: OpenError) -> Failure {
+    let program = program_name();
     match error {
+        OpenError::Locked { path } => Failure(format!(
+            "the database {} is open in another process that writes it: one writer at a time; \
+             wait for it (`--wait SECONDS`), or read it beside the writer (`{program} search`, \
+             `stats`, `export` and `verify` do)",
+            path.display()
+        )),
+        OpenError::HeldExclusively { path } => Failure(format!(
+            "the database {} is open in another process that writes it exclusively, letting no \
+             reader in (a writer with readers turned off, or an older ratchetdb); wait for it to \
+             close (`--wait SECONDS`)",
+            path.display()
+        )),
+        OpenError::Empty { path } => {
+            let path = path.display();
+            Failure(format!(
+                "{path} is an empty file, not a ratchetdb store; check the path, or make a store \
+                 there with `{program} ingest --db {path} DIR` (or `--jsonl FILE`), which writes \
+                 into an empty file"
+            ))
+        }
+        OpenError::NeedsConversion {
+            path,
+            found,
+            supported,
+        } => {
+            let path = path.display();
+            Failure(format!(
+                "{path} has schema version {found}, written by an older ratchetdb; this build \
+                 converts it to schema {supported} when it opens it for writing (any \
+                 `{program} ingest --db {path}`, after a backup copy) but the read commands \
+                 never write: convert it once, or read it with the build that wrote it"
+            ))
+        }
+        OpenError::SchemaTooOld {
+            path,
+            found,
+            supported,
+        } => Failure(format!(
+            "{} has schema version {found}, written by an older ratchetdb; this build reads \
+             schema {supported}: export it with the build that wrote it (`ratchet export \
+             --vectors`) and ingest the export into a new store (`{program} ingest --jsonl`)",
+            path.display()
+        )),
+        OpenError::NotWritable { .. } => Failure(format!(
+            "{error}; the read commands (`{program} search`, `stats`, `export` and `verify`) do"
+        )),
+        OpenError::BackendNotBuilt { feature, .. } => Failure(format!(
+            "{error}: `cargo install --path . --features {feature}`"
+        )),
         // The library names a PostgreSQL store by its redacted address already.
         OpenError::NotFound { path } => {
             let path = path.display();
             Failure(format!(
-                "no database at {path}: check the path, or create one with `{} ingest --db \
-                 {path} DIR` (or `--jsonl FILE`)",
-                program_name()
+                "no database at {path}: check the path, or create one with `{program} ingest \
+                 --db {path} DIR` (or `--jsonl FILE`)"
             ))
         }
         OpenError::NeedsRecovery { path } => Failure(format!(
@@ -254,7 +303,7 @@ pub fn open_failure(error: OpenError) -> Failure {
              commands cannot recover it: copy it to writable storage and run `{} recover \
              --db COPY` (or run it where the file is writable), then read the copy",
             OpenError::NeedsRecovery { path },
-            program_name()
+            program
         )),
         other => Failure(other.to_string()),
     }

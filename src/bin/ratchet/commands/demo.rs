@@ -81,7 +81,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
         .model(embedder.name())
         .dimension(embedder.dimension())
         .metric(Metric::Cosine);
-    let store = Store::open(&db, options.clone())?;
+    let store = Store::open(&db, options.clone()).map_err(crate::open_failure)?;
 
     let mut out = Output::stdout();
     let ended = introduce(&mut out, &corpus, &db, embedder.name())?;
@@ -402,7 +402,7 @@ fn clear_previous_demo(db: &Path) -> Result<(), Failure> {
         Ok(_) => {
             let store = match Store::open(db, Options::default().must_exist()) {
                 Ok(store) => store,
-                Err(error @ OpenError::Locked { .. }) => return Err(Failure::from(error)),
+                Err(error @ OpenError::Locked { .. }) => return Err(crate::open_failure(error)),
                 Err(_) => return Err(not_ours()),
             };
             let ours = store

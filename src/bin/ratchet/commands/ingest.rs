@@ -12,11 +12,11 @@ mod folder;
 mod html;
 mod workers;
 
-use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use crate::output::{plural, Output};
 use crate::{exit, DbArg, Failure, MetricArg, VersionKindArg};
 use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ratchetdb::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use ratchetdb::{
     ChunkerOptions, Op, OpOutcome, Options, Outcome, RetainOutcome, Store, VersionKind, WriteError,
 };
@@ -271,7 +271,8 @@ fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure>
         })?;
         options = options.model(name);
     }
-    let store = Store::open(&args.db.db, options.wait_for_lock(args.db.wait))?;
+    let store = Store::open(&args.db.db, options.wait_for_lock(args.db.wait))
+        .map_err(crate::open_failure)?;
 
     let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     progress.set_style(

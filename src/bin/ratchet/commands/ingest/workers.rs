@@ -20,9 +20,9 @@
 //! [`BATCH_BYTES`](super::BATCH_BYTES) of them are between it and the reporter.
 
 use super::{op_error, read_error, too_long, Ingest};
-use crate::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use crate::Failure;
 use crossbeam_channel::{bounded, Receiver, Sender};
+use ratchetdb::jsonl::{self, Header, LineError, LineReader, ReadLine};
 use ratchetdb::{Op, Pending, VersionKind, WriteError, Writer, WriterOptions};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};

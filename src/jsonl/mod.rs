@@ -1,5 +1,9 @@
-//! The `ingest` line format: reading lines under a size bound, and parsing one line into a
-//! [`ratchetdb::Op`] with errors that name the field (`chunks[0].vector[2]`).
+//! The JSON-lines interchange format: the lines `ratchet ingest --jsonl` reads and
+//! `ratchet export` writes, one operation per line (`{"op":"upsert",...}`, `delete`,
+//! `retain`, and a leading `store` line naming the exported store's metric, model and tickets
+//! issued). This module reads lines under a size bound ([`LineReader`]) and parses one line
+//! into a [`crate::Op`] ([`parse_line`]) with errors that name the field
+//! (`chunks[0].vector[2]`).
 //!
 //! Lines are deserialized straight into typed fields through seeds that track the path, so a
 //! problem found anywhere (a string where a number belongs, a number too large for a float,
@@ -15,7 +19,7 @@
 //! [`PARSE_ALLOWANCE`]. A line's parsed form therefore never holds more than that: with the
 //! default 64 MiB line limit, at most 4 × 64 MiB + 1 MiB beside the line itself.
 
-use ratchetdb::{Chunk, Document, Limits, Metric, Op, Version, VersionKind};
+use crate::{Chunk, Document, Limits, Metric, Op, Version, VersionKind};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
@@ -40,10 +44,12 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 pub struct LineError {
     /// A path such as `chunks[0].vector[2]`; `None` when the line as a whole is wrong.
     pub field: Option<String>,
+    /// What is wrong, in words.
     pub message: String,
 }
 
 impl LineError {
+    /// An error of the line as a whole.
     pub fn whole(message: impl Into<String>) -> LineError {
         LineError {
             field: None,
@@ -51,6 +57,7 @@ impl LineError {
         }
     }
 
+    /// An error at `field` (a path such as `chunks[0].vector[2]`).
     pub fn at(field: impl Into<String>, message: impl Into<String>) -> LineError {
         LineError {
             field: Some(field.into()),
@@ -71,8 +78,11 @@ impl fmt::Display for LineError {
 /// Which operation a line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
+    /// `{"op":"upsert",...}`: a document revision ([`crate::Op::Upsert`]).
     Upsert,
+    /// `{"op":"delete",...}`: a document's deletion ([`crate::Op::Delete`]).
     Delete,
+    /// `{"op":"retain",...}`: a source's listing ([`crate::Op::Retain`]).
     Retain,
     /// `{"op":"store","metric":"l2","model":"…","tickets_issued":N}`: what an export says
     /// of the store it came from (its first line, when the store is not a plain cosine one
@@ -81,6 +91,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// The `op` field's value that names this kind (`"upsert"`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             OpKind::Upsert => "upsert",
@@ -95,6 +106,7 @@ impl OpKind {
 /// the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// The line's operation.
     pub kind: OpKind,
     /// Empty for a `store` line.
     pub source: String,
@@ -108,15 +120,18 @@ pub enum Line {
     /// An operation on documents.
     Op(Op),
     /// What the exported store was: the store must agree, and counts its tickets as issued
-    /// ([`ratchetdb::Store::adopt_tickets`]).
+    /// ([`crate::Store::adopt_tickets`]).
     Store(StoreLine),
 }
 
 /// The fields of a `store` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreLine {
+    /// The exported store's distance metric (`None`: not given).
     pub metric: Option<Metric>,
+    /// The exported store's recorded embedding model (`None`: not given).
     pub model: Option<String>,
+    /// How many tickets the exported store had issued (0 when not given).
     pub tickets_issued: u64,
 }
 
@@ -137,7 +152,9 @@ impl StoreLine {
 /// A line parsed into an operation.
 #[derive(Debug)]
 pub struct Parsed {
+    /// What names the line's operation in a report.
     pub header: Header,
+    /// What the line asks the store to do.
     pub op: Line,
     /// The estimated memory its parsed form takes, in bytes (what it was charged).
     pub cost: usize,
@@ -1070,7 +1087,10 @@ pub enum ReadLine {
     /// The line is in the buffer (without its `\n` or `\r\n`).
     Complete,
     /// The line was longer than the bound; it was skipped without being held in memory.
-    TooLong { bytes: u64 },
+    TooLong {
+        /// The line's length in bytes (without its line end).
+        bytes: u64,
+    },
 }
 
 /// Reads lines one at a time, never holding more than `max_bytes` of one line. A UTF-8 byte
@@ -1082,6 +1102,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: BufRead> LineReader<R> {
+    /// Reads the lines of `inner`, each bounded to `max_bytes` (without its line end).
     pub fn new(inner: R, max_bytes: usize) -> LineReader<R> {
         LineReader {
             inner,
@@ -1145,20 +1166,22 @@ impl<R: BufRead> LineReader<R> {
 // ---------------------------------------------------------------------------------------------
 // The fuzz harness.
 
-/// The harness of the `jsonl_line` fuzz target (which includes this file) and of the corpus
+/// The harness of the `jsonl_line` fuzz target and of the corpus
 /// replay test below: bytes read as an input of lines under a 4 KiB line bound and small
 /// limits. Never a panic; a line is never longer than the bound; what is accepted is JSON
 /// serde_json accepts too, within every count limit and the memory budget, and its header
 /// names its operation; what is refused says why. Returns what broke.
-#[allow(dead_code)] // Used by the fuzz target and the tests, not by `ratchet` itself.
+#[doc(hidden)]
 pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
     const MAX_LINE: usize = 4096;
-    let mut limits = Limits::default();
-    limits.max_chunks_per_document = 8;
-    limits.max_listing_ids = 16;
-    limits.max_dimension = 16;
-    limits.max_meta_bytes = 256;
-    limits.max_meta_depth = 8;
+    let limits = Limits {
+        max_chunks_per_document: 8,
+        max_listing_ids: 16,
+        max_dimension: 16,
+        max_meta_bytes: 256,
+        max_meta_depth: 8,
+        ..Limits::default()
+    };
     let mut reader = LineReader::new(data, MAX_LINE);
     let mut buf = Vec::new();
     for _ in 0..256 {
@@ -1219,7 +1242,6 @@ pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
                     && header.source == *source
                     && present.len() <= limits.max_listing_ids
             }
-            _ => false,
         };
         if !within {
             return Err(format!(
@@ -1232,344 +1254,4 @@ pub fn fuzz_lines(data: &[u8]) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn error(line: &str) -> LineError {
-        parse_line(line.as_bytes(), VersionKind::Number).expect_err("should be rejected")
-    }
-
-    fn field(line: &str) -> Option<String> {
-        error(line).field
-    }
-
-    #[test]
-    fn parses_the_three_ops() {
-        let upsert = parse_line(
-            br#"{"op":"upsert","source":"s","id":"d","version":7,"chunks":[{"text":"t","vector":[1,0.5],"meta":{"k":1}}],"meta":{"a":true}}"#,
-            VersionKind::Number,
-        )
-        .unwrap();
-        assert_eq!(upsert.header.kind, OpKind::Upsert);
-        let Line::Op(Op::Upsert(doc)) = upsert.op else {
-            panic!("not an upsert")
-        };
-        assert_eq!(doc.version, Version::number(7));
-        assert_eq!(doc.chunks[0].vector, Some(vec![1.0, 0.5]));
-        let delete = parse_line(
-            br#"{"op":"delete","source":"s","id":"d","version":8,"version_kind":"ticket"}"#,
-            VersionKind::Number,
-        )
-        .unwrap();
-        assert!(
-            matches!(delete.op, Line::Op(Op::Delete { version, .. }) if version == Version::ticket(8))
-        );
-        let retain = parse_line(
-            br#"{"op":"retain","source":"s","ids":["a","b"],"version":9}"#,
-            VersionKind::TimestampMicros,
-        )
-        .unwrap();
-        assert!(
-            matches!(retain.op, Line::Op(Op::Retain { version, ref present, .. }) if version == Version::timestamp_micros(9) && present.len() == 2)
-        );
-    }
-
-    #[test]
-    fn a_missing_vector_means_reuse() {
-        let parsed = parse_line(
-            br#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a"},{"text":"b","vector":null}]}"#,
-            VersionKind::Number,
-        )
-        .unwrap();
-        let Line::Op(Op::Upsert(doc)) = parsed.op else {
-            panic!("not an upsert")
-        };
-        assert_eq!(doc.chunks[0].vector, None);
-        assert_eq!(doc.chunks[1].vector, None);
-    }
-
-    #[test]
-    fn errors_name_the_field() {
-        let upsert = |chunks: &str| {
-            format!(r#"{{"op":"upsert","source":"s","id":"d","version":1,"chunks":{chunks}}}"#)
-        };
-        assert_eq!(
-            field(&upsert(r#"[{"text":"a","vector":[0.1,0.2,1e999]}]"#)).as_deref(),
-            Some("chunks[0].vector[2]")
-        );
-        assert!(error(&upsert(r#"[{"text":"a","vector":[0.1,0.2,1e999]}]"#))
-            .message
-            .contains("must be finite"));
-        assert_eq!(
-            field(&upsert(
-                r#"[{"text":"a","vector":[1]},{"text":"b","vector":[1e300]}]"#
-            ))
-            .as_deref(),
-            Some("chunks[1].vector[0]")
-        );
-        assert_eq!(
-            field(&upsert(r#"[{"text":"a","vector":[0.1,"x"]}]"#)).as_deref(),
-            Some("chunks[0].vector[1]")
-        );
-        assert_eq!(
-            field(&upsert(r#"[{"text":5}]"#)).as_deref(),
-            Some("chunks[0].text")
-        );
-        assert_eq!(
-            field(&upsert(r#"[{"vector":[1]}]"#)).as_deref(),
-            Some("chunks[0].text")
-        );
-        assert_eq!(
-            field(&upsert(r#"[{"text":"a","colour":1}]"#)).as_deref(),
-            Some("chunks[0].colour")
-        );
-        assert_eq!(field(&upsert(r#"{}"#)).as_deref(), Some("chunks"));
-        assert_eq!(
-            field(r#"{"op":"upsert","source":"s","id":"d","version":"7","chunks":[]}"#).as_deref(),
-            Some("version")
-        );
-        assert_eq!(
-            field(r#"{"op":"upsert","source":"s","id":"d","version":-1,"chunks":[]}"#).as_deref(),
-            Some("version")
-        );
-        assert_eq!(
-            field(r#"{"op":"delete","source":"s","id":"d","version":1,"version_kind":"etag"}"#)
-                .as_deref(),
-            Some("version_kind")
-        );
-        assert_eq!(
-            field(r#"{"op":"delete","source":"s","id":"d"}"#).as_deref(),
-            Some("version")
-        );
-        assert_eq!(
-            field(r#"{"op":"delete","source":"s","id":"d","version":1,"chunks":[]}"#).as_deref(),
-            Some("chunks")
-        );
-        assert_eq!(
-            field(r#"{"op":"merge","source":"s","id":"d","version":1}"#).as_deref(),
-            Some("op")
-        );
-        assert_eq!(
-            field(r#"{"op":"delete","source":"s","id":"d","id":"e","version":1}"#).as_deref(),
-            Some("id")
-        );
-        assert_eq!(
-            field(r#"{"op":"retain","source":"s","ids":["a",2],"version":1}"#).as_deref(),
-            Some("ids[1]")
-        );
-        assert_eq!(
-            field(r#"{"op":"delete","source":"s","id":"d","version":1,"a b":1}"#).as_deref(),
-            Some(r#"["a b"]"#)
-        );
-    }
-
-    #[test]
-    fn whole_line_errors() {
-        assert_eq!(error(r#"{"op":"delete""#).field, None);
-        assert!(error(r#"{"op":"delete""#)
-            .message
-            .starts_with("invalid JSON"));
-        assert!(error("[1,2]").message.contains("JSON object"));
-        assert!(
-            error(r#"{"op":"delete","source":"s","id":"d","version":1} x"#)
-                .message
-                .contains("trailing characters")
-        );
-        let bad_utf8 = parse_line(b"{\"op\":\"\xff\"}", VersionKind::Number).unwrap_err();
-        assert!(bad_utf8.message.starts_with("not valid UTF-8"));
-    }
-
-    #[test]
-    fn deep_nesting_is_an_error_not_a_crash() {
-        let deep = format!(
-            r#"{{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{}1{}}}"#,
-            "[".repeat(100_000),
-            "]".repeat(100_000)
-        );
-        let e = error(&deep);
-        assert_eq!(e.field.as_deref(), Some("meta"));
-        assert!(e.message.contains("nested too deeply"), "{e}");
-    }
-
-    /// Regression (issue 18, defect 6): duplicate keys inside `meta` were silently
-    /// last-wins while duplicates at the top level were refused. Both are refused now, at
-    /// every depth, naming the key's path.
-    #[test]
-    fn duplicate_keys_in_metadata_are_refused() {
-        let upsert = |meta: &str, chunk_meta: &str| {
-            format!(
-                r#"{{"op":"upsert","source":"s","id":"d","version":1,"meta":{meta},"chunks":[{{"text":"t","meta":{chunk_meta}}}]}}"#
-            )
-        };
-        let e = error(&upsert(r#"{"a":1,"a":2}"#, "{}"));
-        assert_eq!(e.field.as_deref(), Some("meta.a"), "{e}");
-        assert!(e.message.contains("appears twice"), "{e}");
-        let e = error(&upsert(r#"{"x":[{"b":1},{"c":1,"c":1}]}"#, "{}"));
-        assert_eq!(e.field.as_deref(), Some("meta.x[1].c"), "{e}");
-        let e = error(&upsert("{}", r#"{"k":{"z":1,"z":1}}"#));
-        assert_eq!(e.field.as_deref(), Some("chunks[0].meta.k.z"), "{e}");
-        // The same key in two objects is no duplicate; values come through unchanged.
-        let parsed = parse_line(
-            upsert(
-                r#"{"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}}"#,
-                r#"{"k":1}"#,
-            )
-            .as_bytes(),
-            VersionKind::Number,
-        )
-        .unwrap();
-        let Line::Op(Op::Upsert(doc)) = parsed.op else {
-            panic!("not an upsert")
-        };
-        assert_eq!(
-            doc.meta,
-            serde_json::json!({"a":{"k":1},"b":{"k":[1,-2,3.5,"s",null,true]}})
-        );
-    }
-
-    /// Regression (issue 18, defect 5): a line under the line limit cost ~16 times its size
-    /// before it was refused. Counts, depth and metadata size stop the parse as soon as they
-    /// are passed, and everything parsed is charged against a budget of a small multiple of
-    /// the line's length.
-    #[test]
-    fn limits_are_enforced_while_parsing() {
-        let mut limits = Limits::default();
-        limits.max_chunks_per_document = 2;
-        limits.max_listing_ids = 3;
-        limits.max_dimension = 4;
-        limits.max_meta_bytes = 20;
-        limits.max_meta_depth = 3;
-        let parse = |line: &str| {
-            parse_line_with(line.as_bytes(), VersionKind::Number, &limits)
-                .expect_err("should be rejected")
-        };
-        let e = parse(
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a"},{"text":"b"},{"text":"c"}]}"#,
-        );
-        assert_eq!(e.field.as_deref(), Some("chunks"), "{e}");
-        assert!(e.message.contains("more than 2 chunks"), "{e}");
-        let e = parse(r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c","d"]}"#);
-        assert_eq!(e.field.as_deref(), Some("ids"), "{e}");
-        let e = parse(
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4,5]}]}"#,
-        );
-        assert_eq!(e.field.as_deref(), Some("chunks[0].vector"), "{e}");
-        let e = parse(
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789abcdef"}}"#,
-        );
-        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
-        assert!(e.message.contains("the limit is 20"), "{e}");
-        let e = parse(
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":[[[[1]]]]}"#,
-        );
-        assert_eq!(e.field.as_deref(), Some("meta"), "{e}");
-        assert!(e.message.contains("nested too deeply"), "{e}");
-        // Exactly at each limit is accepted (the store's own counts: three levels, 20 bytes).
-        for line in [
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,2,3,4]},{"text":"b"}],"meta":[[[1]]]}"#,
-            r#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[],"meta":{"k":"0123456789ab"}}"#,
-            r#"{"op":"retain","source":"s","version":1,"ids":["a","b","c"]}"#,
-        ] {
-            assert!(
-                parse_line_with(line.as_bytes(), VersionKind::Number, &limits).is_ok(),
-                "{line}"
-            );
-        }
-        // Many tiny ids: refused for memory long before the parse is done, under the
-        // default limits.
-        let ids = vec![r#""a""#; 2_000_000].join(",");
-        let line = format!(r#"{{"op":"retain","source":"s","version":1,"ids":[{ids}]}}"#);
-        let e = error(&line);
-        assert!(e.message.contains("bytes of memory once parsed"), "{e}");
-        // Ordinary ids of the same total length are accepted, and their cost is within the
-        // budget.
-        let ids: Vec<String> = (0..100_000)
-            .map(|i| format!(r#""docs/page-{i:06}.md""#))
-            .collect();
-        let line = format!(
-            r#"{{"op":"retain","source":"s","version":1,"ids":[{}]}}"#,
-            ids.join(",")
-        );
-        let parsed = parse_line(line.as_bytes(), VersionKind::Number).unwrap();
-        assert!(parsed.cost <= line.len() * PARSE_FACTOR + PARSE_ALLOWANCE);
-        assert!(
-            parsed.cost >= line.len(),
-            "{} for {}",
-            parsed.cost,
-            line.len()
-        );
-    }
-
-    /// Regression (issue 18, defect 6): a UTF-8 byte order mark made line 1 fail with a
-    /// message that did not mention it. It is accepted at the start of the input, and named
-    /// anywhere else.
-    #[test]
-    fn a_byte_order_mark_is_accepted_at_the_start() {
-        let input =
-            b"\xef\xbb\xbf{\"op\":\"delete\",\"source\":\"s\",\"id\":\"d\",\"version\":1}\n\xef\xbb\xbf{}\n"
-                .as_slice();
-        let mut reader = LineReader::new(input, 1 << 20);
-        let mut buf = Vec::new();
-        assert_eq!(
-            reader.read_line(&mut buf).unwrap(),
-            Some(ReadLine::Complete)
-        );
-        assert!(parse_line(&buf, VersionKind::Number).is_ok());
-        assert_eq!(
-            reader.read_line(&mut buf).unwrap(),
-            Some(ReadLine::Complete)
-        );
-        let e = parse_line(&buf, VersionKind::Number).unwrap_err();
-        assert!(e.message.contains("byte order mark"), "{e}");
-    }
-
-    #[test]
-    fn lines_are_bounded() {
-        let input = b"short\r\n0123456789abcdef\nlast".as_slice();
-        let mut reader = LineReader::new(input, 10);
-        let mut buf = Vec::new();
-        assert_eq!(
-            reader.read_line(&mut buf).unwrap(),
-            Some(ReadLine::Complete)
-        );
-        assert_eq!(buf, b"short");
-        assert_eq!(
-            reader.read_line(&mut buf).unwrap(),
-            Some(ReadLine::TooLong { bytes: 16 })
-        );
-        assert_eq!(
-            reader.read_line(&mut buf).unwrap(),
-            Some(ReadLine::Complete)
-        );
-        assert_eq!(buf, b"last");
-        assert_eq!(reader.read_line(&mut buf).unwrap(), None);
-    }
-
-    /// The committed corpus of the `jsonl_line` fuzz target (`fuzz/corpus/jsonl_line`, and
-    /// any further folder in `RATCHET_FUZZ_CORPUS`), through the same harness in every
-    /// `cargo test`.
-    #[test]
-    fn the_jsonl_fuzz_corpus_replays() {
-        let mut dirs = vec![std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fuzz/corpus/jsonl_line"
-        ))];
-        if let Some(extra) = std::env::var_os("RATCHET_FUZZ_CORPUS") {
-            dirs.push(std::path::PathBuf::from(extra).join("jsonl_line"));
-        }
-        let mut replayed = 0;
-        for dir in dirs {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let data = std::fs::read(entry.path()).unwrap();
-                if let Err(broken) = fuzz_lines(&data) {
-                    panic!("{}: {broken}", entry.path().display());
-                }
-                replayed += 1;
-            }
-        }
-        assert!(replayed >= 10, "only {replayed} corpus files");
-    }
-}
+mod tests;
