@@ -130,6 +130,7 @@ class Module:
         self.is_test = is_test
         self.uses = []  # (absolute path tuple, is a `pub use`, alias name)
         self.refs = []  # raw paths (list of segments) named in code
+        self.skipped = []  # spans of inline test modules left out (`--no-tests`)
 
 
 def parse_use_tree(tree, prefix):
@@ -225,6 +226,8 @@ def load_crate(src, lib, no_tests):
                         build(path + (name,), file, code, (open_at + 1, close),
                               os.path.join(dir_for_children, name), child_test)
                         module.children[name] = modules[path + (name,)]
+                    else:
+                        module.skipped.append((open_at + 1, close))
                     i = close + 1
                     continue
             i += 1
@@ -243,6 +246,9 @@ def own_code(module):
             cs, ce = child.span
             if start <= cs and ce <= end:
                 holes.append((cs - start, ce - start))
+    for cs, ce in module.skipped:
+        if start <= cs and ce <= end:
+            holes.append((cs - start, ce - start))
     for cs, ce in sorted(holes, reverse=True):
         code = code[:cs] + " " * (ce - cs) + code[ce:]
     return code

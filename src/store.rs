@@ -378,6 +378,13 @@ forward! {
     pub fn verify(&self) -> Result<VerifyReport, ReadError>;
 }
 
+impl WriterOptions {
+    /// The defaults, with the store's durability.
+    pub fn for_store(store: &Store) -> WriterOptions {
+        WriterOptions::with_durability(store.options().durability)
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")

@@ -91,13 +91,6 @@ impl WriterOptions {
     }
 }
 
-impl WriterOptions {
-    /// The defaults, with the store's durability.
-    pub fn for_store(store: &crate::Store) -> WriterOptions {
-        WriterOptions::with_durability(store.options().durability)
-    }
-}
-
 /// What the writer has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

@@ -36,7 +36,7 @@ pub fn graph_search_distances() -> u64 {
 }
 
 /// What a store's in-memory text index holds and the heap it takes.
-pub use crate::backend::redb::text::Footprint as TextIndexFootprint;
+pub use crate::backend::redb::derived::text_cache::Footprint as TextIndexFootprint;
 
 /// The footprint of `store`'s in-memory text index as the last text search left it (`None`:
 /// no text search yet, or a PostgreSQL store).

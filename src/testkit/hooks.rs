@@ -30,7 +30,9 @@ impl Store {
 
     /// The embedded store's in-memory text index as last built or brought up by a text
     /// search (`None`: none yet, or a PostgreSQL store).
-    pub(crate) fn text_index_footprint(&self) -> Option<crate::backend::redb::text::Footprint> {
+    pub(crate) fn text_index_footprint(
+        &self,
+    ) -> Option<crate::backend::redb::derived::text_cache::Footprint> {
         self.backend().redb()?.indexer().text_cache.footprint()
     }
 }

@@ -91,6 +91,14 @@ pub(crate) fn open_url(url: &str, options: Options, read_only: bool) -> Result<P
     }
 }
 
+/// A server error's text: the server's message and SQLSTATE when there is one.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    }
+}
+
 /// The PostgreSQL schema [`PgStore::open`] keeps its tables in.
 pub(crate) const DEFAULT_SCHEMA: &str = "ratchetdb";
 

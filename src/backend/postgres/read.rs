@@ -29,7 +29,7 @@ const DEFAULT_EF: usize = 64;
 
 pub(super) fn server_error(error: postgres::Error) -> ReadError {
     ReadError::Server {
-        detail: super::write::describe(&error),
+        detail: super::describe(&error),
     }
 }
 

@@ -180,7 +180,7 @@ pub(super) fn open(
     let shown = redact(url);
     let server = |error: postgres::Error| OpenError::Server {
         url: shown.clone(),
-        detail: super::write::describe(&error),
+        detail: super::describe(&error),
     };
     let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(server)?;
     // The extension first, in the database's default schema (`public`), where every

@@ -32,17 +32,9 @@ const RETRIES: usize = 5;
 /// Counter rows per counter: the writing backend's pid picks one.
 const COUNTER_SHARDS: i32 = 16;
 
-/// A server error's text: the server's message and SQLSTATE when there is one.
-pub(super) fn describe(error: &postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => error.to_string(),
-    }
-}
-
 pub(super) fn server_error(error: postgres::Error) -> WriteError {
     WriteError::Server {
-        detail: describe(&error),
+        detail: super::describe(&error),
     }
 }
 

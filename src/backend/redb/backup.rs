@@ -63,7 +63,7 @@ pub(crate) fn write(snapshot: &Snapshot, source: &Path, out: &Path) -> Result<Ba
             path: out.to_path_buf(),
         });
     }
-    let commit = crate::backend::redb::derived::live_index::commit_seq(snapshot)?;
+    let commit = snapshot.commit()?;
     let mut partial = out.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);

@@ -17,7 +17,6 @@ pub(crate) mod history;
 pub(crate) mod open;
 pub(crate) mod read;
 pub(crate) mod schema;
-pub(crate) mod search;
 pub(crate) mod stats;
 pub(crate) mod text;
 pub(crate) mod verify;

@@ -24,8 +24,8 @@ pub struct Snapshot {
     docs: ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
     chunks: ReadOnlyTable<u64, &'static [u8]>,
     vectors: ReadOnlyTable<u64, &'static [u8]>,
-    /// The commit sequence number the snapshot is at, read once
-    /// ([`crate::backend::redb::derived::live_index::commit_seq`]): searches sharing a snapshot ask it each.
+    /// The commit sequence number the snapshot is at, read once ([`Snapshot::commit`]):
+    /// searches sharing a snapshot ask it each.
     commit: std::sync::OnceLock<u64>,
 }
 
@@ -52,7 +52,20 @@ impl Snapshot {
     /// every write transaction raises (what [`Backup::commit`](crate::Backup::commit)
     /// names).
     pub fn commit(&self) -> Result<u64, ReadError> {
-        crate::backend::redb::derived::live_index::commit_seq(self)
+        if let Some(seq) = self.commit.get() {
+            return Ok(*seq);
+        }
+        let counters = self
+            .txn
+            .open_table(schema::COUNTERS)
+            .map_err(ReadError::storage)?;
+        let seq = counters
+            .get(schema::seq_key::COMMIT)
+            .map_err(ReadError::storage)?
+            .map(|v| v.value())
+            .unwrap_or(0);
+        let _ = self.commit.set(seq);
+        Ok(seq)
     }
 
     /// The highest ticket the store may have issued at this snapshot (see
@@ -68,16 +81,6 @@ impl Snapshot {
             .map(|v| v.value())
             .unwrap_or(0);
         Ok(issued)
-    }
-
-    /// The commit sequence number, if `live_index::commit_seq` has read it.
-    pub(crate) fn known_commit(&self) -> Option<u64> {
-        self.commit.get().copied()
-    }
-
-    /// Remembers the commit sequence number read from this snapshot.
-    pub(crate) fn remember_commit(&self, seq: u64) {
-        let _ = self.commit.set(seq);
     }
 
     pub(crate) fn doc_row(&self, source: &str, id: &str) -> Result<Option<DocRow>, ReadError> {

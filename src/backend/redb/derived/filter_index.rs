@@ -84,7 +84,7 @@ impl FilterIndex {
     /// Builds the index from every live document of `snapshot`.
     pub(crate) fn build(snapshot: &Snapshot) -> Result<FilterIndex, ReadError> {
         let mut index = FilterIndex {
-            covered: super::commit_seq(snapshot)?,
+            covered: snapshot.commit()?,
             docs: HashMap::new(),
             all: RoaringBitmap::new(),
             paths: HashMap::new(),
@@ -439,7 +439,7 @@ impl FilterCache {
         snapshot: &Snapshot,
         filter: &Filter,
     ) -> Result<Option<Matching<'_>>, ReadError> {
-        let seq = super::commit_seq(snapshot)?;
+        let seq = snapshot.commit()?;
         loop {
             {
                 let guard = self.index.read();

@@ -14,7 +14,6 @@
 //! Invariant: searches never depend on background work: each brings the index up to its own
 //! snapshot first, and answers exactly while the index is loading.
 
-use crate::backend::redb::derived::commit_seq;
 use crate::backend::redb::derived::filter_index::FilterCache;
 use crate::backend::redb::derived::live_index::{self, LiveIndex};
 use crate::backend::redb::engine::{Engine, Finish};
@@ -92,7 +91,7 @@ pub(crate) struct Indexer {
     filters: FilterCache,
     /// The text index inverted in memory, which text searches score on, built by the first
     /// one.
-    pub(crate) text_cache: crate::backend::redb::text::TextCache,
+    pub(crate) text_cache: crate::backend::redb::derived::text_cache::TextCache,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Indexer::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -320,18 +319,18 @@ impl Indexer {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.engine.search_snapshot()?;
             let Some(live) = self.live() else {
-                let hits = crate::backend::redb::search::search(
+                let hits = crate::backend::redb::derived::search::search(
                     &snapshot, None, &query, k, options, metric, None,
                 )?;
                 return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
-                let hits = crate::backend::redb::search::search(
+                let hits = crate::backend::redb::derived::search::search(
                     &snapshot, None, &query, k, options, metric, None,
                 )?;
                 return then(&snapshot, hits);
             }
-            let seq = commit_seq(&snapshot)?;
+            let seq = snapshot.commit()?;
             if live.applied() != seq {
                 continue;
             }
@@ -344,7 +343,7 @@ impl Indexer {
                 },
                 None => None,
             };
-            let hits = crate::backend::redb::search::search(
+            let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
                 Some(&live),
                 &query,
@@ -359,7 +358,7 @@ impl Indexer {
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.engine.snapshot()?;
-        let hits = crate::backend::redb::search::search(
+        let hits = crate::backend::redb::derived::search::search(
             &snapshot, None, &query, k, options, metric, None,
         )?;
         then(&snapshot, hits)
@@ -450,7 +449,7 @@ impl Indexer {
             let latest = self
                 .engine
                 .snapshot()
-                .and_then(|snapshot| commit_seq(&snapshot));
+                .and_then(|snapshot| snapshot.commit());
             // A snapshot that cannot be taken leaves nothing to wait for.
             let applied = latest.map_or(true, |seq| info.applied_commit >= seq);
             if info.loaded && !info.building && applied && idle {
@@ -551,7 +550,7 @@ impl Indexer {
             return;
         };
         let Some(live) = self.live() else { return };
-        let latest = commit_seq(&snapshot);
+        let latest = snapshot.commit();
         drop(snapshot);
         if !matches!(latest, Ok(seq) if seq > live.applied()) {
             return;
@@ -592,15 +591,17 @@ impl Indexer {
         crate::search::check_bounds(k, options, &self.engine.options().limits)?;
         crate::text::check_query(query, &self.engine.options().limits)?;
         let snapshot = self.engine.search_snapshot()?;
-        let analyzer =
-            crate::backend::redb::text::analyzer_of(&snapshot, &self.engine.text_analyzer)?;
+        let analyzer = crate::backend::redb::derived::text_search::analyzer_of(
+            &snapshot,
+            &self.engine.text_analyzer,
+        )?;
         let matching = match &options.filter {
             // `None` when the filter index covers another commit: then every
             // candidate's metadata is checked as it is resolved.
             Some(filter) => self.matching(&snapshot, filter)?,
             None => None,
         };
-        crate::backend::redb::text::search_text(
+        crate::backend::redb::derived::text_search::search_text(
             &snapshot,
             &self.text_cache,
             &analyzer,
@@ -634,11 +635,11 @@ impl Indexer {
         loop {
             let (hits, exhausted) =
                 self.search_then_unbounded(vector, depth, &ranking, |snapshot, vector_hits| {
-                    let analyzer = crate::backend::redb::text::analyzer_of(
+                    let analyzer = crate::backend::redb::derived::text_search::analyzer_of(
                         snapshot,
                         &self.engine.text_analyzer,
                     )?;
-                    let text_hits = crate::backend::redb::text::search_text(
+                    let text_hits = crate::backend::redb::derived::text_search::search_text(
                         snapshot,
                         &self.text_cache,
                         &analyzer,
@@ -673,7 +674,12 @@ impl Indexer {
     pub(crate) fn has_text_index(&self) -> bool {
         self.engine
             .snapshot()
-            .and_then(|s| crate::backend::redb::text::analyzer_of(&s, &self.engine.text_analyzer))
+            .and_then(|s| {
+                crate::backend::redb::derived::text_search::analyzer_of(
+                    &s,
+                    &self.engine.text_analyzer,
+                )
+            })
             .is_ok()
     }
 }

@@ -48,9 +48,6 @@ fn index_error(error: IndexError) -> ReadError {
     }
 }
 
-/// The commit sequence a snapshot covers (see [`super::commit_seq`]).
-pub(crate) use super::commit_seq;
-
 impl LiveIndex {
     /// An index loaded with every vector of `snapshot`, covering its commit sequence.
     pub(crate) fn load(
@@ -63,7 +60,7 @@ impl LiveIndex {
         index.set_graph_params(params.m, params.ef_construction);
         let live = LiveIndex {
             index,
-            applied: Mutex::new(commit_seq(snapshot)?),
+            applied: Mutex::new(snapshot.commit()?),
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
             failed_build_at: AtomicUsize::new(usize::MAX),
@@ -170,11 +167,11 @@ impl LiveIndex {
             ]);
         }
         let mut problems = Vec::new();
-        if *applied != commit_seq(&snapshot)? {
+        if *applied != snapshot.commit()? {
             problems.push(format!(
                 "the index covers commit {} but the snapshot is at {}",
                 *applied,
-                commit_seq(&snapshot)?
+                snapshot.commit()?
             ));
             return Ok(problems);
         }

@@ -21,29 +21,13 @@
 pub(crate) mod filter_index;
 pub(crate) mod indexer;
 pub(crate) mod live_index;
+pub(crate) mod search;
 pub(crate) mod text_cache;
+pub(crate) mod text_search;
 
 use crate::backend::redb::read::Snapshot;
-use crate::backend::redb::schema::{self, seq_key, ChangelogRow, CHANGELOG, COUNTERS};
+use crate::backend::redb::schema::{self, ChangelogRow, CHANGELOG};
 use crate::error::ReadError;
-
-/// The commit sequence a snapshot covers.
-pub(crate) fn commit_seq(snapshot: &Snapshot) -> Result<u64, ReadError> {
-    if let Some(seq) = snapshot.known_commit() {
-        return Ok(seq);
-    }
-    let counters = snapshot
-        .txn
-        .open_table(COUNTERS)
-        .map_err(ReadError::storage)?;
-    let seq = counters
-        .get(seq_key::COMMIT)
-        .map_err(ReadError::storage)?
-        .map(|v| v.value())
-        .unwrap_or(0);
-    snapshot.remember_commit(seq);
-    Ok(seq)
-}
 
 /// The changelog rows of every commit after one commit up to a snapshot's, in commit
 /// order, as read from that snapshot (the rows each commit that changed the set of vectors
@@ -145,7 +129,7 @@ pub(crate) fn bring_to(
     state: &mut impl Derived,
     snapshot: &Snapshot,
 ) -> Result<CatchUp, ReadError> {
-    let target = commit_seq(snapshot)?;
+    let target = snapshot.commit()?;
     let covered = state.covers();
     if covered >= target {
         return Ok(CatchUp::Done);

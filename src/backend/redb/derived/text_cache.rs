@@ -140,7 +140,7 @@ impl InvertedIndex {
     /// fingerprint, the second indexes.
     fn build(snapshot: &Snapshot, options: &TextOptions) -> Result<InvertedIndex, ReadError> {
         let mut index = InvertedIndex {
-            covered: super::commit_seq(snapshot)?,
+            covered: snapshot.commit()?,
             options: options.clone(),
             ..InvertedIndex::default()
         };
@@ -562,7 +562,7 @@ impl TextCache {
         options: &TextOptions,
         f: impl FnOnce(&InvertedIndex) -> R,
     ) -> Result<R, ReadError> {
-        let seq = super::commit_seq(snapshot)?;
+        let seq = snapshot.commit()?;
         {
             let guard = self.index.read();
             if let Some(index) = guard.as_ref() {

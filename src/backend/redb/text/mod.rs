@@ -22,14 +22,9 @@
 //! next writer, and refused by text searches until then.
 
 pub(crate) mod row;
-mod search;
 mod verify;
 mod write;
 
-#[cfg(any(test, feature = "testkit"))]
-pub use crate::backend::redb::derived::text_cache::Footprint;
-pub(crate) use crate::backend::redb::derived::text_cache::TextCache;
-pub(crate) use search::{analyzer_of, search_text};
 pub(crate) use verify::check as verify;
 pub(crate) use write::TextWriter;
 

@@ -8,10 +8,10 @@
 //! snapshot's rows.
 
 use crate::backend::redb::derived::filter_index::Matching;
+use crate::backend::redb::derived::search::{allowed_documents, resolve};
 use crate::backend::redb::derived::text_cache::{InvertedIndex, Rows, TextCache};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{meta_key, seq_key, split_vector_id, text_key, COUNTERS, META};
-use crate::backend::redb::search::{allowed_documents, resolve};
 use crate::error::ReadError;
 use crate::search::SearchOptions;
 use crate::text::{Analyzer, Bm25, TextOptions};
