@@ -39,7 +39,8 @@ fn detail(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_string());
     format!(
         "the storage engine panicked reading the file ({message}); the file is damaged: \
-         run `ratchet verify --deep`, and restore it from a backup or re-ingest"
+         check every page (open it with `Options::check_integrity_on_open`), and restore it \
+         from a backup or re-ingest"
     )
 }
 
@@ -52,7 +53,7 @@ mod tests {
         let result: Result<(), String> = contain(|detail| detail, || panic!("boom at page 7"));
         let detail = result.err().unwrap_or_default();
         assert!(detail.contains("boom at page 7"), "{detail}");
-        assert!(detail.contains("verify --deep"), "{detail}");
+        assert!(detail.contains("check_integrity_on_open"), "{detail}");
         let formatted: Result<(), String> =
             contain(|detail| detail, || panic!("index {} out of range", 9));
         assert!(formatted.err().unwrap_or_default().contains("index 9"));

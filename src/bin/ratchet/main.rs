@@ -333,6 +333,13 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(Failure(message)) => {
             eprintln!("error: {message}");
+            // The library's advice for a damaged file names its API; here, the command.
+            if message.contains("the file is damaged") {
+                eprintln!(
+                    "hint: `{} verify --deep --db FILE` checks every page of it",
+                    program_name()
+                );
+            }
             exit::error()
         }
     }
