@@ -204,18 +204,17 @@ pub struct Options {
     /// on a file shared with readers: through a handle of its own without a cache.) It is
     /// not what makes searches fast: the vector index keeps its vectors in memory, and the
     /// operating system caches the file's pages as well. So a large cache
-    /// mostly holds written pages, and costs memory: in `benches/page_cache.rs`, a process
-    /// that had written 32,768 documents (about 1.1 GB) was resident in 531–536 MB with
-    /// 64 MiB and in 1,553–1,560 MB with 1 GiB (three runs). What it buys is faster point
-    /// reads from a store larger than the cache: a `get` took 1.4–2.4× as long with 64 MiB
-    /// (20–27 µs against 11–14 µs, six runs), so raise it for read-heavy stores that fit in
-    /// memory. The durable write rate was the same within noise (0.92–1.28×).
+    /// mostly holds written pages, and costs resident memory up to its size. What it buys is
+    /// faster point reads from a store larger than the cache, so raise it for read-heavy
+    /// stores that fit in memory. The trade-off (resident memory, `get` latency, durable
+    /// write rate at 64 MiB and 1 GiB) is measured in `benches/page_cache.rs`; see
+    /// docs/benchmarks.md.
     ///
     /// redb holds a transaction's dirty pages in up to half the cache and writes the rest
     /// out before the commit (re-reading them if the transaction touches them again). A
     /// transaction larger than that still commits as one, only with more I/O: a
-    /// concurrent [`Writer`](crate::Writer) batch of up to 1024 documents of the bench's
-    /// kind writes about 25 MB, and converting a schema-1 or schema-2 file rewrites it
+    /// concurrent [`Writer`](crate::Writer) batch of up to 1024 documents can exceed it, and
+    /// converting a schema-1 or schema-2 file rewrites it
     /// whole in one transaction. Any value works, `0` included: every read then goes to the file, and
     /// every written page is written out as soon as redb lets go of it.
     #[serde(default = "default_cache_size")]
@@ -279,17 +278,15 @@ pub struct Options {
     /// 4 MiB) is now free pages. Default `true`.
     ///
     /// redb writes copy-on-write, grows the file by doubling it, and keeps the pages it
-    /// frees inside the file for later writes: after a bulk load 15–25 % of the file is
-    /// free. Closing then moves the live pages down and truncates the file (redb's
-    /// `compact`, in crash-safe transactions). Measured (docs/benchmarks.md): 100k GloVe
-    /// vectors, 71.3 -> 58.2 MB in 0.14–0.18 s; 100k vectors of 384 dimensions,
-    /// 285 -> 243 MB in 2.5 s. Before it compacts, a table keyed by the caller's ids
-    /// (documents, listings) whose pages a load left at least a quarter empty is copied
-    /// in key order, packed full, in one transaction (GloVe-100k's documents table, ids
-    /// written in numeric order: 13.0 -> 7.0 MB), and the changelog is cut to its last 16
-    /// rows (it serves indexes following commits as they happen; a reader process further
-    /// behind reloads its index from the vectors). A closed GloVe-100k store built with its
-    /// graph keeps 24 kB free of 45.8 MB. A close after a session that did not grow the
+    /// frees inside the file for later writes, so a bulk load leaves part of the file free.
+    /// Closing then moves the live pages down and truncates the file (redb's `compact`, in
+    /// crash-safe transactions; sizes and times are measured in docs/benchmarks.md). Before
+    /// it compacts, a table keyed by the caller's ids (documents, listings) whose pages a
+    /// load left at least a quarter empty is copied in key order, packed full, in one
+    /// transaction, and the changelog is cut to its last 16 rows (it serves indexes
+    /// following commits as they happen; a reader process further behind reloads its index
+    /// from the vectors). The graph snapshot is written in one-page parts, so compaction can
+    /// move every one of its pages. A close after a session that did not grow the
     /// file does nothing (finding the free pages reads the whole file).
     ///
     /// While it runs the file stays locked: another process opening it for writing gets
@@ -343,8 +340,7 @@ pub struct IndexOptions {
     /// [`MAX_INDEX_EF_CONSTRUCTION`]; outside that, opening is an
     /// [`InputError`](crate::InputError) on `index.ef_construction`. Build time grows
     /// about linearly with it; recall at a given search width grows with it too, with
-    /// diminishing returns: on 100k x 384 structured vectors recall@10 at `ef` 64 was 0.996
-    /// with 100 and 0.997 with 200, for a build 1.65x longer.
+    /// diminishing returns (measured by `benches/search.rs`; see docs/benchmarks.md).
     #[serde(default = "default_index_ef_construction")]
     pub ef_construction: usize,
 }

@@ -147,7 +147,7 @@ impl Store {
         self.backend.retain(source, present, version)
     }
 
-    /// A concurrent writer with group commit and default [`WriterOptions`](crate::WriterOptions).
+    /// A concurrent writer with group commit and default [`WriterOptions`].
     pub fn writer(&self) -> Writer {
         self.writer_with(WriterOptions::for_store(self))
     }

@@ -30,7 +30,7 @@ pub(crate) fn lower_thread_priority(nice: i32) {
 /// Asks Linux to back the `capacity` items allocated at `ptr` with transparent huge pages
 /// (2 MiB) where the system allows them (`madvise` mode, the usual default): a traversal
 /// reads the vectors, codes and links of scattered slots, and with 4 KiB pages nearly every
-/// one of those reads also misses the TLB (GloVe-100k's 20 MB of vectors span 4,883 pages).
+/// one of those reads also misses the TLB.
 /// Called right after an array is allocated or grown and before it is filled, so the pages
 /// are huge from their first fault. Only the whole 2 MiB pages inside the allocation are
 /// advised; smaller arrays, other systems, and a refusal leave it as it was.

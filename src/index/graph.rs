@@ -1,5 +1,5 @@
 //! The project's own HNSW graph: links as `u32` point slots in flat arrays, built in
-//! parallel with per-point locks, searched in place (it replaced `hnsw_rs`, issue 17).
+//! parallel with per-point locks, searched in place.
 //!
 //! Layout, as hnswlib's: a point is a slot `0..len`; per slot its vector id, its vector
 //! (`dim` floats, slot-major in one `Vec<f32>`) and its level (geometric, multiplier
@@ -55,8 +55,8 @@ const PREFETCH_VECTOR_LINES: usize = 4;
 
 /// Cache lines of a code [`Hnsw::prefetch_code`] asks for (the first ones): all 7 lines a
 /// 384-dimension code spans. A code's bytes are a quarter of its vector's, so asking for
-/// all of them does not fill the line-fill buffers; MiniLM-40k at `ef` 32 answered about a
-/// quarter faster than with the first 4 lines (`docs/benchmarks.md`).
+/// all of them does not fill the line-fill buffers (the choice is measured in
+/// docs/benchmarks.md).
 const PREFETCH_CODE_LINES: usize = 8;
 
 /// Adds `candidate` to `best`, a traversal's `ef` nearest points so far (a max-heap), keeping
@@ -236,9 +236,8 @@ fn reached_slots(
 pub(crate) const QUANTIZE_AT: usize = 1024;
 
 /// Only graphs of at least this many dimensions are quantised. Below, the vectors of the
-/// graphs this store is built for stay in the CPU's caches (GloVe's 100k × 50-d are 20 MB)
-/// and the codes only add work: at GloVe-100k the quantised traversal answered 0.78× as
-/// fast, where MiniLM-40k's 384-d (61 MB) answered 1.5× as fast (`docs/benchmarks.md`).
+/// graphs this store is built for stay in the CPU's caches and the codes only add work
+/// (the threshold is measured on low- and high-dimension sets in docs/benchmarks.md).
 pub(crate) const QUANTIZE_MIN_DIM: usize = 128;
 
 /// A quantised graph refits its quantiser and codes its vectors again
@@ -665,7 +664,7 @@ impl Hnsw {
 
     /// Asks the CPU to start loading `slot`'s vector into the cache, so that computing its
     /// distance next does not wait on memory: a traversal reaches points scattered over the
-    /// whole vector array (153 MB at 100k x 384-d), and every vector it reaches is a cache
+    /// whole vector array, and every vector it reaches is a cache
     /// miss otherwise. A hint only: it changes no result. Only the first
     /// [`PREFETCH_VECTOR_LINES`] cache lines are asked for: the kernel reads the vector in
     /// order, which the hardware prefetcher follows, and a prefetch instruction waits when
@@ -713,8 +712,7 @@ impl Hnsw {
 
     /// Makes room for `additional` more points at once, so that a build of a known size
     /// grows no array by doubling: each doubling copied an array and left the old one to
-    /// the allocator of the pool thread that grew it (GloVe-100k: about 30 MB of a build's
-    /// peak was such freed, unreturned memory).
+    /// the allocator of the pool thread that grew it, freed but not returned to the system.
     pub(crate) fn reserve(&self, additional: usize) {
         let mut points = self.points.write();
         points.ids.reserve_exact(additional);
@@ -1265,8 +1263,8 @@ impl Hnsw {
 
     /// Calls `f` with every row of links and its capacity, in [`GraphParts`]' order: layer
     /// 0's rows (`2M`) in slot order, then the upper rows (`M`) of each point above layer 0,
-    /// in slot order. The rows are read in place (a snapshot no longer copies them whole:
-    /// 53 MB at 400k points). Call with inserts excluded.
+    /// in slot order. The rows are read in place, never copied whole. Call with inserts
+    /// excluded.
     pub(crate) fn for_each_row(&self, mut f: impl FnMut(&[AtomicU32], usize)) {
         let points = self.points.read();
         for row in points.layer0.chunks_exact(self.m0 + 1) {
@@ -1290,8 +1288,8 @@ impl Hnsw {
     ///
     /// The vectors are gathered into the graph's array on one thread while the other
     /// takes the links over and walks them; when every slot has its vector (a reopen after
-    /// a clean close), layer 0 is the parsed words themselves, not a copy: at 1M points a
-    /// copy was 132 MB of fresh pages, whose first touch was most of a reopen's spread.
+    /// a clean close), layer 0 is the parsed words themselves, not a copy, so a reopen
+    /// touches no fresh pages for it.
     pub(crate) fn from_parts<'a>(
         metric: Metric,
         dim: usize,

@@ -93,7 +93,7 @@ impl Graph {
     }
 
     /// Called before each point's insertion: nothing, except in tests (see
-    /// [`Graph::fail_inserts_after`]).
+    /// `Graph::fail_inserts_after`).
     #[inline]
     fn before_insert(&self) {
         #[cfg(test)]
@@ -256,7 +256,7 @@ impl Graph {
         Ok(slots)
     }
 
-    /// Settles points inserted by [`Graph::insert_pending`]: a point whose id is still
+    /// Settles points inserted by [`Graph::insert_registered`]: a point whose id is still
     /// live with the inserted vector (`still_live`) becomes live and leaves the outside
     /// set; the others stay dead. Call with writers excluded.
     pub(crate) fn settle(&self, ids: &[u64], still_live: impl Fn(u64) -> bool) {

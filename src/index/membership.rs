@@ -13,9 +13,9 @@ use super::graph::{Ending, Hnsw};
 
 /// A filtered traversal of the flat view computes at most the graph's point count divided
 /// by this many distances (and at least 64 x `max(k, ef)`) before the exact scan answers
-/// instead (see `Membership::search_view`). Measured on 100k x 384-d
-/// (`benches/filtered_search.rs`, docs/benchmarks.md): at 1 % selectivity an unbounded
-/// traversal cost 31x an unfiltered search, at 0.1 % it walked the whole graph (137x).
+/// instead (see `Membership::search_view`): an unbounded filtered traversal at a low
+/// selectivity can walk the whole graph. The trade-off is measured in
+/// `benches/filtered_search.rs`; see docs/benchmarks.md.
 pub(crate) const TRAVERSAL_BUDGET_DIVISOR: usize = 4;
 
 /// A graph point's place in the membership: its slot in the links (see [`NO_SLOT`]) and

@@ -70,13 +70,10 @@ pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
 }
 
 /// Below this many live vectors, [`SearchMode::Auto`] answers by exact scan even when a
-/// graph exists (and a store below it builds no graph by itself). Chosen where the
-/// graph at the default `ef` gets faster than the scan: `benches/search.rs`, 384-d
-/// structured vectors, 2-core EPYC, time per `Store::search` (k = 10), exact / graph:
-/// 0.78 at 5k, 1.22 at 10k, 1.52 at 15k, 2.47 at 20k (a second run under heavier machine
-/// load: 0.61 at 5k, 0.83 at 10k, 2.74 at 20k). Around 10k they break even; below it the
-/// scan is faster, and exact. The scan stays cache-resident up to ~20k vectors of 384
-/// floats here (32 MiB L3), which is why it holds on that long.
+/// graph exists (and a store below it builds no graph by itself): below it the scan is
+/// about as fast as the graph at the default `ef`, and exact. The break-even is measured
+/// in `benches/search.rs` (the size where the graph overtakes the scan); see
+/// docs/benchmarks.md.
 pub(crate) const EXACT_THRESHOLD: usize = 10_000;
 
 /// `ef` (search width) used by [`SearchMode::Auto`] when it searches the graph.

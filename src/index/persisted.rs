@@ -8,8 +8,8 @@
 //! scored outside the graph), as is a point whose id is gone. A fingerprint decides only
 //! that: a loaded point is given its id's current vector either way, so a replaced vector
 //! a fingerprint failed to tell apart would leave a point whose links were chosen for the
-//! old vector, never a wrong distance. CRC-32 (hardware-assisted, `crc32fast`) replaced
-//! blake3 for that reason: hashing every vector was about 40 % of a reopen's work at 384-d.
+//! old vector, never a wrong distance. That is why a fast checksum (CRC-32,
+//! hardware-assisted, `crc32fast`) suffices where formats 5 and 3 hashed with blake3.
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
@@ -42,17 +42,13 @@
 //! snapshot loads with a quantiser fitted anew to the loaded vectors.
 //!
 //! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
-//! `2M` slots of 4 bytes at layer 0, whether used or not): on GloVe-100k the payload went
-//! from 15.4 MB to about half (docs/benchmarks.md). A slot keeps a fixed width, so a
+//! `2M` slots of 4 bytes at layer 0, whether used or not). A slot keeps a fixed width, so a
 //! damaged byte changes one link, never the reading of the rows after it.
 //!
 //! Each part fills one page with its leaf's header, so every page of the snapshot is a
-//! single page, which compaction can move into any free page. Earlier builds wrote parts of
-//! 63 pages (each a 64-page run of redb's) or, format 3's writer, one part of up to 16 MiB
-//! (the next power of two of pages): compaction moves a run only into a free, aligned run
-//! of its size, so one run it could not place stopped it with the free pages below (on
-//! GloVe-100k 2.8 MB stayed free in a closed 51.7 MB file; with one-page parts, 24 kB of
-//! 48.9 MB). Parts of any size are read.
+//! single page, which compaction can move into any free page (compaction moves a run of
+//! pages only into a free, aligned run of its size, so a run it cannot place stops it with
+//! the free pages below). Parts of any size are read, as earlier builds wrote larger ones.
 //!
 //! Loading checks the lengths and the checksum before trusting any other field, then
 //! every field the graph relies on (counts within their rows, neighbour slots below n,

@@ -1,4 +1,4 @@
-//! 8-bit scalar quantisation of the graph's vectors, for its traversal only (issue 17).
+//! 8-bit scalar quantisation of the graph's vectors, for its traversal only.
 //!
 //! A graph search is memory-bound: most of its time waits for the vectors of the points it
 //! reaches, scattered over the whole array (a 384-d vector is 24 cache lines). The graph

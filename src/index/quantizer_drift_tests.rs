@@ -1,4 +1,4 @@
-//! Regression, issue 44 item 1: the graph's 8-bit quantiser was fitted once, when the graph
+//! Regression: the graph's 8-bit quantiser was fitted once, when the graph
 //! first reached `QUANTIZE_AT` points, and never refitted. Data that drifted away after
 //! the first build (near-identical vectors first, clustered ones later) was coded all at
 //! the range's edges, and the traversal on those codes lost most of its recall (0.45

@@ -1,8 +1,8 @@
 //! The version guard: the decision, and nothing but the decision.
 //!
-//! [`decide`] is a pure function of what is stored and what arrives. It does no I/O; the
-//! transaction code in `write` only carries its answer out. Keeping it pure is what lets it be
-//! tested over every `(stored, incoming)` case.
+//! [`decide_upsert`] and [`decide_delete`] are pure functions of what is stored and what
+//! arrives. They do no I/O; each backend's transaction code only carries their answer out.
+//! Keeping them pure is what lets them be tested over every `(stored, incoming)` case.
 
 use crate::options::ConflictPolicy;
 use crate::types::{SkipReason, Version, VersionKind};

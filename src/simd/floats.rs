@@ -125,9 +125,9 @@ fn scan_body<const L2: bool>(query: &[f32], rows: &[f32], on_raw: &mut impl FnMu
 /// loaded once and used for every row of the pass (the one-row body loads it again for
 /// each row). The rows are split into [`ROWS`] equal segments and a pass takes the next
 /// row of each, so memory is read as [`ROWS`] long sequential streams, which the hardware
-/// prefetchers follow; [`ROWS`] adjacent rows per pass (four streams of one row each,
-/// restarted every pass) ran at half the speed of one row at a time at 384-d
-/// (docs/benchmarks.md). Each row keeps its own `LANES` accumulators, updated with the
+/// prefetchers follow, rather than [`ROWS`] adjacent rows per pass (four short streams
+/// restarted every pass; the comparison is recorded in docs/history/benchmarks-vector-index.md).
+/// Each row keeps its own `LANES` accumulators, updated with the
 /// one-row bodies' operations in the same order (`acc + q * x`, or
 /// `acc + (q - x) * (q - x)`, one rounding each, lane by lane, chunk by chunk), and ends
 /// with the same [`reduce`] and tail; IEEE arithmetic is the same in any register width,

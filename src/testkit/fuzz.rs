@@ -284,7 +284,7 @@ pub fn exercise(store: &Store, report: &mut OpenReport) {
 /// at the offset. Opened with [`Options::check_integrity_on_open`], it must give a typed
 /// error or a store that can be read, verified and written without a panic. (A plain open
 /// trusts a cleanly closed file, and redb may panic on one damaged outside redb: see
-/// `tests/corrupt_flipped_bytes.rs`.)
+/// `tests/storage/corrupt_flipped_bytes.rs`.)
 pub fn open_mutated_file(data: &[u8]) -> Result<OpenReport, String> {
     let options = harness_options().check_integrity_on_open(true);
     let Some((&tag, rest)) = data.split_first() else {
@@ -615,7 +615,7 @@ pub fn ops_vs_model(data: &[u8]) -> Result<OpsReport, String> {
 
 /// The committed seed corpus, as `(target, file name, bytes)`: real rows from the encoders,
 /// mutation records of the base images, and operation programs that reach every opcode. The
-/// ignored test `write_seed_corpus` in `tests/fuzz_corpus_replay.rs` writes it to
+/// ignored test `write_seed_corpus` in `tests/storage/fuzz_corpus_replay.rs` writes it to
 /// `fuzz/corpus/<target>/`.
 pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut seeds = row_seeds();

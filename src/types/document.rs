@@ -213,7 +213,7 @@ pub enum SkipReason {
     /// The same version with the same content is already stored (a redelivery).
     Duplicate,
     /// The same version with different content: the version signal cannot tell the two apart,
-    /// and the store will not pick one silently (see [`ConflictPolicy`]).
+    /// and the store will not pick one silently (see [`ConflictPolicy`](crate::ConflictPolicy)).
     Conflict,
     /// The document was deleted (or omitted by a listing) at a version not older than this one.
     Tombstoned,

@@ -43,16 +43,18 @@ use crate::types::{Listing, SkipRecord};
 use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
 
-/// A ratchetdb store on a PostgreSQL server with the pgvector extension.
+/// A ratchetdb store on a PostgreSQL server with the pgvector extension: the backend
+/// [`Store::open`](crate::Store::open) picks for a `postgres://` URL.
 ///
-/// It has the embedded [`Store`](crate::Store)'s write, read and search API (same
-/// operations, outcomes and errors) over tables in one PostgreSQL schema, so several
-/// processes on several machines can write and search one corpus. Each `PgStore` holds one
-/// connection; open one per writer thread or process for concurrency.
+/// It carries out the embedded store's write, read and search operations (same outcomes
+/// and errors) over tables in one PostgreSQL schema, so several processes on several
+/// machines can write and search one corpus. Each `PgStore` holds one connection; open one
+/// store per writer thread or process for concurrency.
 ///
 /// ```no_run
-/// use ratchetdb::{Chunk, Document, Options, PgStore, SearchOptions, Version};
-/// let store = PgStore::open("postgres://postgres@127.0.0.1:5432/ratchetdb", Options::default())?;
+/// use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
+/// let url = "postgres://postgres@127.0.0.1:5432/ratchetdb?schema=notes";
+/// let store = Store::open(url, Options::default())?;
 /// store.upsert(Document::new("wiki", "intro", Version::number(1))
 ///     .with_chunk(Chunk::new("Ratchets turn one way.", vec![1.0, 0.0, 0.0])))?;
 /// let hits = store.search(&[1.0, 0.0, 0.0], 5, &SearchOptions::default())?;
@@ -65,7 +67,7 @@ pub(crate) struct PgStore {
     url: String,
     /// The same, as the path [`Store::path`](crate::Store::path) reports.
     path: PathBuf,
-    /// Opened with [`PgStore::open_read_only`]: every write is refused.
+    /// Opened with [`PgStore::open_read_only_in`]: every write is refused.
     read_only: bool,
     /// The embedding model the store recorded.
     model: Option<String>,
@@ -99,7 +101,7 @@ pub(crate) fn describe(error: &postgres::Error) -> String {
     }
 }
 
-/// The PostgreSQL schema [`PgStore::open`] keeps its tables in.
+/// The PostgreSQL schema [`open_url`] keeps its tables in when the URL names none.
 pub(crate) const DEFAULT_SCHEMA: &str = "ratchetdb";
 
 impl PgStore {
@@ -110,7 +112,7 @@ impl PgStore {
         schema::open(url, schema, options, false)
     }
 
-    /// [`PgStore::open_read_only`] on the store kept in schema `schema`.
+    /// Opens the store kept in PostgreSQL schema `schema` read-only: every write is refused.
     pub(crate) fn open_read_only_in(
         url: &str,
         schema: &str,

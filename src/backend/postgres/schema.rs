@@ -12,7 +12,7 @@
 //!   sum of its shards.
 //! - `skip_log(seq, ...)`: recent refusals, trimmed to the skip-log capacity.
 //! - sequences `generation_seq`, `vector_seq`, `ticket_seq`.
-//! - the text index (issue 21's, on the server): `chunk_lengths(vector_id, length)` (one row
+//! - the text index: `chunk_lengths(vector_id, length)` (one row
 //!   per live chunk: its number of terms) and `chunk_terms(term, vector_id, tf)` (each
 //!   distinct term of a live chunk with its count), both keyed by the chunk's vector id and
 //!   removed with it (`ON DELETE CASCADE`), written by the transaction that writes the

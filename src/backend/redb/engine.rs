@@ -728,13 +728,12 @@ impl Engine {
     /// the file is shared with readers (a writer in `SingleWriter` mode, or a read-only
     /// store), else through the store's own handle ([`Engine::snapshot`]).
     ///
-    /// Read through the store's handle, the load fills redb's page cache (64 MiB by
-    /// default) with vectors pages no later read wants, evicting the pages hits resolve
-    /// from: on 100k vectors of 384 dimensions a reopened store was resident in 429 MB
-    /// against 355 MB, and ready 0.86–1.0 s after the open against 0.68–0.72 s
-    /// (docs/benchmarks.md). Both handles read the last commit published to the file,
-    /// which for a shared file is the last commit: the caller catches up from the
-    /// snapshot's commit through the changelog, as for any snapshot.
+    /// Read through the store's handle, the load would fill redb's page cache with vectors
+    /// pages no later read wants, evicting the pages hits resolve from (the trade-off is
+    /// measured in docs/benchmarks.md, "Memory, disk and reopen"). Both handles read the
+    /// last commit published to the file, which for a shared file is the last commit: the
+    /// caller catches up from the snapshot's commit through the changelog, as for any
+    /// snapshot.
     pub(crate) fn bulk_snapshot(&self) -> Result<Snapshot, ReadError> {
         let Some(bulk) = self.bulk.get_or_init(|| self.open_bulk_handle()) else {
             return self.snapshot();
@@ -912,7 +911,7 @@ mod tests {
         assert_eq!(Arc::strong_count(&after), 1);
     }
 
-    /// Regression (review of session 38): the shared snapshot was forgotten only after a
+    /// Regression: the shared snapshot was forgotten only after a
     /// commit, so a search before a write kept a read transaction older than the commit
     /// alive through it, and redb (exclusive mode, durable commits) could not free that
     /// commit's freed pages when it ended: they stayed allocated until a later commit. Here

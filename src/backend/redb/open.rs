@@ -460,8 +460,8 @@ pub(crate) const CHANGELOG_KEEP_ON_CLOSE: u64 = 16;
 /// it (the persisted graph is reconciled with the vectors rows by id and fingerprint), and
 /// a reader more than the kept rows behind reloads its index from the vectors rows, as it
 /// does when it falls behind the window writes keep. A batch's row names every vector id
-/// it added or removed (9 bytes each), so a bulk load's rows are a run of pages each: on
-/// GloVe-100k about 1.2 MB of a 48.9 MB file, and the runs also hold compaction back.
+/// it added or removed (9 bytes each), so a bulk load's rows are a run of pages each, and
+/// the runs also hold compaction back.
 fn trim_changelog(db: &Database) -> Result<bool, redb::Error> {
     use redb::ReadableTable;
     let txn = db.begin_write()?;
@@ -499,9 +499,8 @@ const REPACK_SCRATCH: &str = "repack";
 /// left sparse, in one transaction; returns whether it repacked any.
 ///
 /// redb splits a full leaf in half when a key lands inside it, so a table filled in an order
-/// that is not its key order is left with leaves about half empty (GloVe-100k, ids "0" to
-/// "99999" written in numeric order: the documents table held 6.0 MB in 13.0 MB of pages),
-/// and compaction moves pages without refilling them. Copied in key order, every leaf but
+/// that is not its key order is left with leaves about half empty (ids "0" to "99999"
+/// written in numeric order, for one), and compaction moves pages without refilling them. Copied in key order, every leaf but
 /// the last is packed full (redb starts a new leaf for a key past the rightmost one). Only
 /// the tables keyed by the caller's names are candidates (documents, listings and their
 /// members); the others take their keys in ascending order and are packed already. A table

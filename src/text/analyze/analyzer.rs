@@ -24,8 +24,8 @@ pub(crate) struct Analyzer {
 /// What one write transaction's text index work is done in: a chunk's [`Terms`], the
 /// document row they are encoded into and a revision's removed slots, reused from chunk to chunk and (through
 /// [`Analyzer::take_buffers`]) from transaction to transaction, so that a write's first
-/// chunk does not grow them again from nothing (a tenth of an 8-chunk prose write's text
-/// index cost, `docs/benchmarks.md`).
+/// chunk does not grow them again from nothing (the saving is measured by
+/// `benches/upsert_paths.rs`, group `text_index`; see docs/benchmarks.md).
 #[derive(Debug, Default)]
 pub(crate) struct WriteBuffers {
     pub(crate) terms: Terms,

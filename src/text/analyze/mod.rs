@@ -9,12 +9,12 @@
 //! - `language.rs`: what each language brings (its stemmer, its stop words).
 //! - `bytes.rs`: the ASCII fast path's byte classes (whitespace, letters and digits, upper
 //!   case), 64 bytes at a time.
-//! - `terms.rs`: [`Terms`](terms::Terms), a text's distinct terms counted in a hash table of
+//! - `terms.rs`: [`Terms`], a text's distinct terms counted in a hash table of
 //!   their own.
 //! - `analyzer.rs`: the [`Analyzer`], which turns text into terms and counts them.
 //!
 //! Each uses only those listed before it (and this module's [`truncate`]). The configuration
-//! ([`TextOptions`], [`TextLanguage`](crate::TextLanguage)) is the store's, in `options.rs`.
+//! ([`TextOptions`](crate::TextOptions), [`TextLanguage`](crate::TextLanguage)) is the store's, in `options.rs`.
 
 mod analyzer;
 mod bytes;

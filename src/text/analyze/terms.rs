@@ -228,8 +228,8 @@ impl Terms {
     }
 
     /// Where `key`'s probe starts in the short table (a power of two of at least 64
-    /// entries). (A bare multiply-shift was slower here: linear probing over the keys of
-    /// similar words clustered.)
+    /// entries): both halves of a seeded 128-bit product folded together, so that the keys
+    /// of similar words do not cluster under linear probing.
     #[inline(always)]
     fn short_slot(&self, key: u64) -> usize {
         short_slot(self.seeds, key) & (self.short.len() - 1)

@@ -695,7 +695,7 @@ const ABSORB_CHUNK: usize = 2048;
 
 /// The persisted graph is rewritten once the graph holds this share more points than
 /// the last snapshot (see [`absorb_and_refresh`]). A trade-off: each rewrite writes the
-/// whole graph (about 2.2 KB per 384-d point), so growth `g` writes about `1 + 1/g`
+/// whole graph, so growth `g` writes about `1 + 1/g`
 /// times the final graph in all; what a rewrite would have saved is only absorbing work
 /// after an open (a snapshot's missing vectors are scored exactly until absorbed; they
 /// never delay the first graph search).
@@ -942,11 +942,10 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
 
 /// Hands the memory the build freed back to the system before a snapshot is encoded and
 /// written. A build's temporaries are allocated and freed on the index pool's threads, and
-/// glibc keeps what a thread's arena freed for that thread's later allocations: about 17 MB
-/// of a GloVe-100k build's 177 MB peak was such memory, unused again (the peak comes with
-/// the snapshot's encoding, after the inserts). `malloc_trim` returns it (the free pages of
-/// every arena, not only the heap's top) and frees nothing in use; once per snapshot, its
-/// cost did not show in the build's time. On other targets nothing is done.
+/// glibc keeps what a thread's arena freed for that thread's later allocations, unused
+/// again, while the snapshot's encoding raises the peak. `malloc_trim` returns it (the free
+/// pages of every arena, not only the heap's top) and frees nothing in use; it runs once per
+/// snapshot. On other targets nothing is done.
 fn release_freed_memory() {
     crate::sys::release_free_heap();
 }

@@ -194,17 +194,16 @@ const GRAPH_VISITS_PER_EF: f64 = 32.0;
 
 /// How a filtered graph search's work grows as the filter's pass share `s` drops: as
 /// `s^-GRAPH_SELECTIVITY_EXPONENT`. The filter is applied inside the traversal, which
-/// widens until it holds `max(k, ef)` matching points; measured on 100k x 384-d
-/// (`benches/filtered_search.rs`, docs/benchmarks.md), time relative to the unfiltered
-/// graph search: about 3.5x at 10 %, 38x at 1 % (`s^-0.55` and `s^-0.79`). A post-filter
-/// grew as `1 / s` (17x at 10 %).
+/// widens until it holds `max(k, ef)` matching points. The exponent is fitted to
+/// `benches/filtered_search.rs` (see docs/benchmarks.md), which measures the filtered graph
+/// search against the unfiltered one at several selectivities.
 const GRAPH_SELECTIVITY_EXPONENT: f64 = 0.75;
 
 /// Whether scanning just the `matching` vectors costs less than a graph search that
 /// admits only them: the graph computes about [`GRAPH_VISITS_PER_EF`] x `want` distances
 /// times `s^-`[`GRAPH_SELECTIVITY_EXPONENT`] (`s` = `matching / live`, the share the filter
 /// passes), the scan computes `matching` distances plus a hash lookup each (counted as one
-/// more). At 100k live vectors and `want` 64 the graph is chosen above about 7 %.
+/// more).
 pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
     let m = matching as f64;
     let pass = (m / live.max(1) as f64).max(f64::MIN_POSITIVE);

@@ -37,7 +37,7 @@ pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
 /// per document like the chunks row, so a revision rewrites one row (an earlier format kept a
 /// row per chunk, `text_chunks`: 8 removals and 8 insertions for an 8-chunk revision, the
 /// larger part of the index's write cost). Searches invert these rows in memory
-/// (`text/memory.rs`).
+/// (the text cache, `backend/redb/derived/text_cache.rs`).
 pub(crate) const TEXT_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("text_docs");
 /// The text index of builds before the one-row-per-document format: vector id -> the
 /// chunk's terms, and its totals. A writer's open replaces them with [`TEXT_DOCS`] and the

@@ -9,7 +9,8 @@
 //! - the rows inverted in memory (compact on any vocabulary: rare terms are counted from
 //!   the rows at query time), kept at a search's commit by the changelog as the filter index
 //!   is, are derived state: the text cache, `backend/redb/derived/text_cache.rs`.
-//! - `search.rs`: BM25 on a snapshot, and rank fusion for hybrid search.
+//! - BM25 on a snapshot and rank fusion for hybrid search answer from the text cache:
+//!   `backend/redb/derived/text_search.rs`.
 //! - `verify.rs`: the index checked against the chunks.
 //!
 //! A chunk is named by its vector id (its document's internal id and its slot). Existing

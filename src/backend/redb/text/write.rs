@@ -6,9 +6,9 @@
 //! changes its chunks: the segments of the chunks it keeps (same text, same vector id) are
 //! copied as they are, only the new chunks are analysed, and the row is replaced in one
 //! insertion. The totals are summed in memory and written once per transaction
-//! ([`TextWriter::finish`]). (A table keyed by term, tried first, touched a leaf per distinct
-//! term of every write: 11× to 200× the cost of the write without it; a row per chunk cost
-//! 8 removals and 8 insertions for an 8-chunk revision.)
+//! ([`TextWriter::finish`]), so a write touches no B-tree leaf per distinct term and no row
+//! per chunk (docs/design.md gives the layouts this one replaced; `benches/upsert_paths.rs`,
+//! group `text_index`, measures the index's cost).
 
 use super::row;
 use crate::backend::redb::schema::{

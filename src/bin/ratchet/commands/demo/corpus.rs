@@ -3,7 +3,7 @@
 
 use ratchetdb::{chunk_text, ChunkerOptions, Version};
 
-/// Every document file of `demo/corpus/`, compiled into the binary. `tests/cli_demo.rs`
+/// Every document file of `demo/corpus/`, compiled into the binary. `tests/cli/cli_demo.rs`
 /// checks that this list and the folder agree.
 macro_rules! corpus_files {
     ($($name:literal),* $(,)?) => {

@@ -1160,7 +1160,7 @@ impl Summary<'_> {
 
 #[cfg(all(test, unix))]
 mod tests {
-    //! Issue 46 (review of today's merges), item 5: a file was read wherever its path led at
+    //! Regression: a file was read wherever its path led at
     //! the time of the read, so a folder replaced by a link to outside between the walk and
     //! the read (a race) was followed out of the folder. The open file's real path is now
     //! checked against the root; here the state after such a swap is set up directly.
