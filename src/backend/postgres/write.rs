@@ -507,7 +507,7 @@ fn check_ticket(context: &Context<'_>, version: Version) -> Result<(), WriteErro
             "version",
             format!(
                 "ticket {} was never issued by this store (the highest it has issued is \
-                 {issued}); take tickets with PgStore::ticket",
+                 {issued}); take tickets with Store::ticket",
                 version.value
             ),
         )

@@ -370,8 +370,7 @@ impl<'a> VectorsRow<'a> {
         Some(decode_floats(self.vector_bytes(position)?))
     }
 
-    /// Whether the vector at `position` is bit-identical to `vector` (the harness's check;
-    /// the write path compares through [`same_vector`]).
+    /// Whether the vector at `position` is bit-identical to `vector` (the harness's check).
     #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn same_vector(&self, position: usize, vector: &[f32]) -> bool {
         self.vector_bytes(position)
@@ -385,7 +384,8 @@ impl<'a> VectorsRow<'a> {
 }
 
 /// Whether a stored vector's bytes (little-endian f32s) are bit-identical to `vector`.
-pub(crate) fn same_vector(stored: &[u8], vector: &[f32]) -> bool {
+#[cfg(any(test, feature = "testkit"))]
+fn same_vector(stored: &[u8], vector: &[f32]) -> bool {
     stored.len() == vector.len() * 4
         && stored
             .chunks_exact(4)
