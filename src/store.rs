@@ -155,7 +155,7 @@ impl Store {
     /// A concurrent writer with the given options (on PostgreSQL each group is one SQL
     /// transaction).
     pub fn writer_with(&self, options: WriterOptions) -> Writer {
-        Writer::start(self.backend.clone(), options)
+        Writer::start(self.backend.committer(), options)
     }
 
     /// [`Store::search`] for every query, spread over the cores, hits in the queries' order; an

@@ -12,7 +12,7 @@
 //! Invariant: a producer is answered only after the commit that contains its operation has
 //! returned; under [`Durability::Immediate`] an answer means the operation is on disk.
 
-use crate::backend::{AnyBackend, Backend};
+use crate::backend::{Committer as Target, GroupCommit};
 use crate::error::WriteError;
 use crate::options::Durability;
 use crate::policy::prepare::PreparedOp;
@@ -140,6 +140,14 @@ impl Pending {
 struct Shared {
     queue: Sender<Message>,
     committer: Mutex<Option<JoinHandle<()>>>,
+    counts: Arc<Counts>,
+}
+
+/// What the committer has done: held by the committer itself too, so that counting never
+/// takes the last reference to [`Shared`] (whose drop joins the committer: from the
+/// committer's own thread, that join would fail).
+#[derive(Default)]
+struct Counts {
     batches: AtomicU64,
     ops: AtomicU64,
     max_batch_ops: AtomicU64,
@@ -189,7 +197,7 @@ impl Drop for Shared {
 /// ```
 #[derive(Clone)]
 pub struct Writer {
-    backend: AnyBackend,
+    target: Target,
     shared: Arc<Shared>,
 }
 
@@ -202,9 +210,9 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Starts the committer thread over `backend`.
-    pub(crate) fn start(backend: AnyBackend, options: WriterOptions) -> Writer {
-        let (shared, committer) = Committer::new(backend.clone(), options);
+    /// Starts the committer thread over `target`, the writing part of a store's backend.
+    pub(crate) fn start(target: Target, options: WriterOptions) -> Writer {
+        let (shared, committer) = Committer::new(target.clone(), options);
         let handle = std::thread::Builder::new()
             .name("ratchetdb-committer".into())
             .spawn(move || committer.run());
@@ -212,16 +220,16 @@ impl Writer {
         if let Ok(handle) = handle {
             *shared.committer.lock() = Some(handle);
         }
-        Writer { backend, shared }
+        Writer { target, shared }
     }
 
     fn queue(&self, op: Op, wait: bool) -> Result<Pending, WriteError> {
-        if self.backend.is_read_only() {
+        if self.target.is_read_only() {
             return Err(WriteError::ReadOnly {
-                path: self.backend.path().to_path_buf(),
+                path: self.target.path().to_path_buf(),
             });
         }
-        let prepared = self.backend.prepare(op)?;
+        let prepared = self.target.prepare(op)?;
         let (reply, pending) = crossbeam_channel::bounded(1);
         let message = Message::Op(prepared, reply);
         if wait {
@@ -272,10 +280,11 @@ impl Writer {
 
     /// What the writer has committed so far.
     pub fn stats(&self) -> WriterStats {
+        let counts = &self.shared.counts;
         WriterStats {
-            batches: self.shared.batches.load(Ordering::Relaxed),
-            ops: self.shared.ops.load(Ordering::Relaxed),
-            max_batch_ops: self.shared.max_batch_ops.load(Ordering::Relaxed),
+            batches: counts.batches.load(Ordering::Relaxed),
+            ops: counts.ops.load(Ordering::Relaxed),
+            max_batch_ops: counts.max_batch_ops.load(Ordering::Relaxed),
         }
     }
 
@@ -298,27 +307,26 @@ fn document_outcome(pending: Result<Pending, WriteError>) -> Result<Outcome, Wri
 }
 
 struct Committer {
-    backend: AnyBackend,
+    target: Target,
     incoming: Receiver<Message>,
     options: WriterOptions,
-    shared: std::sync::Weak<Shared>,
+    counts: Arc<Counts>,
 }
 
 impl Committer {
-    fn new(backend: AnyBackend, options: WriterOptions) -> (Arc<Shared>, Committer) {
+    fn new(target: Target, options: WriterOptions) -> (Arc<Shared>, Committer) {
         let (queue, incoming) = crossbeam_channel::bounded(options.queue_capacity.max(1));
+        let counts = Arc::new(Counts::default());
         let shared = Arc::new(Shared {
             queue,
             committer: Mutex::new(None),
-            batches: AtomicU64::new(0),
-            ops: AtomicU64::new(0),
-            max_batch_ops: AtomicU64::new(0),
+            counts: counts.clone(),
         });
         let committer = Committer {
-            backend,
+            target,
             incoming,
             options,
-            shared: Arc::downgrade(&shared),
+            counts,
         };
         (shared, committer)
     }
@@ -335,7 +343,7 @@ impl Committer {
                 match self.incoming.recv_timeout(wait) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
-                        if unsynced && self.backend.sync().is_ok() {
+                        if unsynced && self.target.sync().is_ok() {
                             unsynced = false;
                         }
                         last_sync = Instant::now();
@@ -376,7 +384,7 @@ impl Committer {
             // Under sustained load the queue never runs dry, so the timeout above never
             // fires: the interval is checked after every batch too.
             if unsynced && last_sync.elapsed() >= self.options.sync_interval {
-                if self.backend.sync().is_ok() {
+                if self.target.sync().is_ok() {
                     unsynced = false;
                 }
                 last_sync = Instant::now();
@@ -392,7 +400,7 @@ impl Committer {
             }
         }
         if unsynced {
-            let _ = self.backend.sync();
+            let _ = self.target.sync();
         }
     }
 
@@ -424,18 +432,16 @@ impl Committer {
         });
         let mut group = ops.into_iter().chain(arrivals);
         let result = self
-            .backend
+            .target
             .commit_group(&mut group, self.options.durability);
         drop(group);
         replies.append(&mut late);
         match result {
             Ok(outcomes) => {
-                if let Some(shared) = self.shared.upgrade() {
-                    let n = outcomes.len() as u64;
-                    shared.batches.fetch_add(1, Ordering::Relaxed);
-                    shared.ops.fetch_add(n, Ordering::Relaxed);
-                    shared.max_batch_ops.fetch_max(n, Ordering::Relaxed);
-                }
+                let n = outcomes.len() as u64;
+                self.counts.batches.fetch_add(1, Ordering::Relaxed);
+                self.counts.ops.fetch_add(n, Ordering::Relaxed);
+                self.counts.max_batch_ops.fetch_max(n, Ordering::Relaxed);
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     let _ = reply.send(outcome);
                 }
@@ -478,7 +484,7 @@ mod tests {
 
     fn rig_on(dir: tempfile::TempDir, store: Store, options: WriterOptions) -> Rig {
         let (shared, committer) =
-            Committer::new(store.backend().clone(), options.queue_capacity(64));
+            Committer::new(store.backend().committer(), options.queue_capacity(64));
         let queue = shared.queue.clone();
         Rig {
             _dir: dir,
@@ -567,8 +573,8 @@ mod tests {
         assert!(!stop);
         assert!(written(&first));
         assert!(later.iter().all(written));
-        assert_eq!(rig.shared.batches.load(Ordering::Relaxed), 1);
-        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 10);
+        assert_eq!(rig.shared.counts.batches.load(Ordering::Relaxed), 1);
+        assert_eq!(rig.shared.counts.ops.load(Ordering::Relaxed), 10);
         assert!(rig.committer.incoming.is_empty());
         assert_eq!(rig.store.stats().expect("stats").documents, 10);
     }
@@ -581,7 +587,7 @@ mod tests {
         assert!(written(&first));
         assert!(later[..3].iter().all(written));
         assert!(later[3..].iter().all(|answer| answer.is_empty()));
-        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 4);
+        assert_eq!(rig.shared.counts.ops.load(Ordering::Relaxed), 4);
         assert_eq!(rig.committer.incoming.len(), 6);
         assert_eq!(rig.store.stats().expect("stats").documents, 4);
     }
@@ -597,7 +603,7 @@ mod tests {
             after[0].is_empty(),
             "nothing after the stop joined the batch"
         );
-        assert_eq!(rig.shared.ops.load(Ordering::Relaxed), 3);
+        assert_eq!(rig.shared.counts.ops.load(Ordering::Relaxed), 3);
         assert_eq!(rig.committer.incoming.len(), 1);
     }
 
@@ -661,5 +667,26 @@ mod tests {
             during_load >= 4,
             "{during_load} syncs during the load: {trace:?}"
         );
+    }
+
+    // Regression (issue 47's review): when one group-commit loop came to serve both
+    // backends, the `Writer` held the whole embedded backend, so a writer that outlived its
+    // store kept the indexer, its background threads and its caches alive (and its graph
+    // snapshots competing with the writes for the file). It holds the engine alone.
+    #[test]
+    fn a_writer_keeps_no_derived_state_alive_after_its_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("db.redb"), Options::default()).expect("open");
+        let indexer = Arc::downgrade(store.embedded().indexer_arc());
+        let writer = store.writer();
+        drop(store);
+        assert!(
+            indexer.upgrade().is_none(),
+            "the writer kept the derived state's owner alive"
+        );
+        let doc = Document::new("s", "d", crate::Version::number(1))
+            .with_chunk(Chunk::new("text", vec![1.0, 0.5]));
+        assert!(matches!(writer.upsert(doc), Ok(Outcome::Written { .. })));
+        writer.shutdown();
     }
 }

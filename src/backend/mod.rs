@@ -70,17 +70,6 @@ pub(crate) trait Backend {
     fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError>;
     /// Many operations, each guarded, in one transaction.
     fn write_batch(&self, ops: Vec<Op>) -> Result<GroupOutcomes, WriteError>;
-    /// Validates an operation before it is queued (in the producer's thread): a refusal
-    /// here never reaches a transaction.
-    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError>;
-    /// The group commit: the operations `ops` yields, in order, each guarded, in ONE
-    /// transaction (taking more while it is built is allowed: `ops` stops when the group is
-    /// full). Each has its own outcome; an operation refused for its input changed nothing.
-    fn commit_group(
-        &self,
-        ops: &mut dyn Iterator<Item = PreparedOp>,
-        durability: Durability,
-    ) -> Result<GroupOutcomes, WriteError>;
     /// Makes every write so far durable.
     fn sync(&self) -> Result<(), WriteError>;
     /// A new store-issued version.
@@ -150,6 +139,85 @@ pub(crate) trait Backend {
     }
 }
 
+/// What a [`Writer`](crate::Writer) needs of a backend, and no more: its committer holds
+/// this part alone, so a writer keeps no derived state (an index, a cache, background
+/// threads) alive after its store is dropped.
+pub(crate) trait GroupCommit {
+    /// Where the store lives, as messages show it.
+    fn path(&self) -> &Path;
+    /// Whether every write is refused with [`WriteError::ReadOnly`].
+    fn is_read_only(&self) -> bool;
+    /// Validates an operation before it is queued (in the producer's thread): a refusal
+    /// here never reaches a transaction.
+    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError>;
+    /// The group commit: the operations `ops` yields, in order, each guarded, in ONE
+    /// transaction (taking more while it is built is allowed: `ops` stops when the group is
+    /// full). Each has its own outcome; an operation refused for its input changed nothing.
+    fn commit_group(
+        &self,
+        ops: &mut dyn Iterator<Item = PreparedOp>,
+        durability: Durability,
+    ) -> Result<GroupOutcomes, WriteError>;
+    /// Makes every write so far durable.
+    fn sync(&self) -> Result<(), WriteError>;
+}
+
+/// The writing part of the backend a store is over (see [`GroupCommit`]).
+#[derive(Clone)]
+pub(crate) enum Committer {
+    /// The embedded file's engine.
+    Redb(std::sync::Arc<redb::engine::Engine>),
+    /// A PostgreSQL store.
+    #[cfg(feature = "postgres")]
+    Postgres(std::sync::Arc<postgres::PgStore>),
+}
+
+impl GroupCommit for Committer {
+    fn path(&self) -> &Path {
+        match self {
+            Committer::Redb(e) => e.path(),
+            #[cfg(feature = "postgres")]
+            Committer::Postgres(p) => Backend::path(&**p),
+        }
+    }
+
+    fn is_read_only(&self) -> bool {
+        match self {
+            Committer::Redb(e) => e.is_read_only(),
+            #[cfg(feature = "postgres")]
+            Committer::Postgres(p) => Backend::is_read_only(&**p),
+        }
+    }
+
+    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        match self {
+            Committer::Redb(e) => GroupCommit::prepare(&**e, op),
+            #[cfg(feature = "postgres")]
+            Committer::Postgres(p) => GroupCommit::prepare(&**p, op),
+        }
+    }
+
+    fn commit_group(
+        &self,
+        ops: &mut dyn Iterator<Item = PreparedOp>,
+        durability: Durability,
+    ) -> Result<GroupOutcomes, WriteError> {
+        match self {
+            Committer::Redb(e) => GroupCommit::commit_group(&**e, ops, durability),
+            #[cfg(feature = "postgres")]
+            Committer::Postgres(p) => GroupCommit::commit_group(&**p, ops, durability),
+        }
+    }
+
+    fn sync(&self) -> Result<(), WriteError> {
+        match self {
+            Committer::Redb(e) => GroupCommit::sync(&**e),
+            #[cfg(feature = "postgres")]
+            Committer::Postgres(p) => GroupCommit::sync(&**p),
+        }
+    }
+}
+
 /// The backend a [`Store`](crate::Store) is over, chosen by its address.
 #[derive(Clone)]
 pub(crate) enum AnyBackend {
@@ -200,6 +268,15 @@ impl AnyBackend {
         }
     }
 
+    /// The writing part alone, for a [`Writer`](crate::Writer).
+    pub(crate) fn committer(&self) -> Committer {
+        match self {
+            Self::Redb(b) => Committer::Redb(b.engine_handle()),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(p) => Committer::Postgres(p.clone()),
+        }
+    }
+
     /// The backend's name, for `Unsupported` errors.
     pub(crate) fn name(&self) -> &'static str {
         match self {
@@ -217,9 +294,9 @@ macro_rules! forward {
             $(
                 fn $name(&self $(, $arg: $ty)*) -> $ret {
                     match self {
-                        AnyBackend::Redb(b) => b.$name($($arg),*),
+                        AnyBackend::Redb(b) => Backend::$name(b $(, $arg)*),
                         #[cfg(feature = "postgres")]
-                        AnyBackend::Postgres(b) => b.$name($($arg),*),
+                        AnyBackend::Postgres(b) => Backend::$name(&**b $(, $arg)*),
                     }
                 }
             )*
@@ -241,9 +318,6 @@ forward! {
         -> Result<RetainOutcome, WriteError>;
     fn purge(&self, source: &str, before: Version) -> Result<PurgeOutcome, WriteError>;
     fn write_batch(&self, ops: Vec<Op>) -> Result<GroupOutcomes, WriteError>;
-    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError>;
-    fn commit_group(&self, ops: &mut dyn Iterator<Item = PreparedOp>, durability: Durability)
-        -> Result<GroupOutcomes, WriteError>;
     fn sync(&self) -> Result<(), WriteError>;
     fn ticket(&self) -> Result<Version, WriteError>;
     fn adopt_tickets(&self, through: u64) -> Result<(), WriteError>;

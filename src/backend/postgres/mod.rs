@@ -24,7 +24,7 @@ mod schema;
 mod verify;
 mod write;
 
-use crate::backend::{Backend, GroupOutcomes};
+use crate::backend::{Backend, GroupCommit, GroupOutcomes};
 use crate::error::{InputError, OpenError, ReadError, WriteError};
 use crate::options::Durability;
 use crate::options::{Metric, Options};
@@ -402,6 +402,15 @@ impl Backend for PgStore {
     fn listings(&self) -> Result<Vec<Listing>, ReadError> {
         read::listings(self)
     }
+}
+impl GroupCommit for PgStore {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
 
     fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
         write::prepare_op(self, op)
@@ -417,6 +426,10 @@ impl Backend for PgStore {
         self.writable()?;
         let ops: Vec<PreparedOp> = ops.collect();
         write::run(self, &ops)
+    }
+
+    fn sync(&self) -> Result<(), WriteError> {
+        self.writable()
     }
 }
 

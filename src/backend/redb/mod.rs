@@ -22,7 +22,7 @@ pub(crate) mod text;
 pub(crate) mod verify;
 pub(crate) mod write;
 
-use crate::backend::{Backend, GroupOutcomes};
+use crate::backend::{Backend, GroupCommit, GroupOutcomes};
 use crate::error::{OpenError, ReadError, WriteError};
 use crate::options::{Durability, Metric, Options};
 use crate::policy::plan::Plan;
@@ -134,6 +134,17 @@ impl RedbBackend {
         &self.indexer
     }
 
+    /// The derived state's owner, shared (for the crate's own tests).
+    #[cfg(test)]
+    pub(crate) fn indexer_arc(&self) -> &Arc<Indexer> {
+        &self.indexer
+    }
+
+    /// The engine alone (what a writer holds).
+    pub(crate) fn engine_handle(&self) -> Arc<Engine> {
+        self.engine.clone()
+    }
+
     /// A consistent read view of one commit.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
         self.engine.snapshot()
@@ -206,19 +217,6 @@ impl Backend for RedbBackend {
 
     fn write_batch(&self, ops: Vec<Op>) -> Result<GroupOutcomes, WriteError> {
         self.engine.write_batch(ops)
-    }
-
-    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
-        self.engine.prepare(op)
-    }
-
-    fn commit_group(
-        &self,
-        ops: &mut dyn Iterator<Item = PreparedOp>,
-        durability: Durability,
-    ) -> Result<GroupOutcomes, WriteError> {
-        let done = self.engine.run_batch_with(ops, durability)?;
-        Ok(done.into_iter().map(|(_, outcome)| outcome).collect())
     }
 
     fn sync(&self) -> Result<(), WriteError> {
@@ -330,5 +328,32 @@ impl Backend for RedbBackend {
 
     fn build_index(&self) -> Result<(), ReadError> {
         self.indexer.build_index()
+    }
+}
+
+impl GroupCommit for Engine {
+    fn path(&self) -> &Path {
+        Engine::path(self)
+    }
+
+    fn is_read_only(&self) -> bool {
+        Engine::is_read_only(self)
+    }
+
+    fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        Engine::prepare(self, op)
+    }
+
+    fn commit_group(
+        &self,
+        ops: &mut dyn Iterator<Item = PreparedOp>,
+        durability: Durability,
+    ) -> Result<GroupOutcomes, WriteError> {
+        let done = self.run_batch_with(ops, durability)?;
+        Ok(done.into_iter().map(|(_, outcome)| outcome).collect())
+    }
+
+    fn sync(&self) -> Result<(), WriteError> {
+        Engine::sync(self)
     }
 }
