@@ -589,6 +589,36 @@ impl Document {
     }
 }
 
+/// A prepared chunk and document for the unit tests of the rules that take them
+/// (`policy::revision`, the embedded store's revision plan).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{text_hash, PreparedChunk, PreparedDoc};
+    use crate::types::Version;
+
+    /// A chunk with empty metadata.
+    pub(crate) fn chunk(text: &str, vector: Option<Vec<f32>>) -> PreparedChunk {
+        PreparedChunk {
+            text: text.to_string(),
+            meta: "{}".to_string(),
+            text_hash: text_hash(text),
+            vector,
+        }
+    }
+
+    /// Document `s/d` at version 2 with `chunks`.
+    pub(crate) fn doc(chunks: Vec<PreparedChunk>) -> PreparedDoc {
+        PreparedDoc {
+            source: "s".to_string(),
+            id: "d".to_string(),
+            version: Version::number(2),
+            meta: "{}".to_string(),
+            content_hash: [0; 32],
+            chunks,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -209,28 +209,8 @@ pub(crate) fn revision_dimension(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::prepare::fixtures::{chunk, doc};
     use crate::policy::prepare::text_hash;
-    use crate::types::Version;
-
-    fn chunk(text: &str, vector: Option<Vec<f32>>) -> PreparedChunk {
-        PreparedChunk {
-            text: text.to_string(),
-            meta: "{}".to_string(),
-            text_hash: text_hash(text),
-            vector,
-        }
-    }
-
-    fn doc(chunks: Vec<PreparedChunk>) -> PreparedDoc {
-        PreparedDoc {
-            source: "s".to_string(),
-            id: "d".to_string(),
-            version: Version::number(2),
-            meta: "{}".to_string(),
-            content_hash: [0; 32],
-            chunks,
-        }
-    }
 
     /// A stored chunk as the embedded store gives it: its text and little-endian bytes.
     struct ByText {

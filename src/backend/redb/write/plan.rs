@@ -198,28 +198,7 @@ pub(super) fn plan_revision<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::prepare::{text_hash, PreparedChunk};
-    use crate::types::Version;
-
-    fn chunk(text: &str, vector: Option<Vec<f32>>) -> PreparedChunk {
-        PreparedChunk {
-            text: text.to_string(),
-            meta: "{}".to_string(),
-            text_hash: text_hash(text),
-            vector,
-        }
-    }
-
-    fn doc(chunks: Vec<PreparedChunk>) -> PreparedDoc {
-        PreparedDoc {
-            source: "s".to_string(),
-            id: "d".to_string(),
-            version: Version::number(2),
-            meta: "{}".to_string(),
-            content_hash: [0; 32],
-            chunks,
-        }
-    }
+    use crate::policy::prepare::fixtures::{chunk, doc};
 
     fn row(next_slot: u32, deleted: bool) -> DocRow {
         DocRow {
