@@ -272,6 +272,38 @@ pub fn bench_search(
 }
 
 /// The text benches' 32 queries of 2 or 3 words, word ranks drawn like [`prose`]'s (skewed,
+/// The text benches' corpus size: `RATCHET_TEXT_BENCH_CHUNKS` chunks (default 100,000).
+pub fn text_bench_chunks() -> u64 {
+    std::env::var("RATCHET_TEXT_BENCH_CHUNKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// `n` chunks of `prose`, `CHUNKS_PER_DOC` to a document (version 1, source `bench`), in
+/// batches of 64 documents: the corpus both text benches write.
+pub fn text_corpus(n: u64) -> Vec<Vec<Document>> {
+    let docs = n.div_ceil(CHUNKS_PER_DOC as u64);
+    let mut written = 0u64;
+    (0..docs.div_ceil(64))
+        .map(|batch| {
+            (batch * 64..((batch + 1) * 64).min(docs))
+                .map(|doc| {
+                    let mut d = Document::new("bench", format!("doc-{doc}"), Version::number(1));
+                    for c in 0..CHUNKS_PER_DOC as u64 {
+                        if written == n {
+                            break;
+                        }
+                        let text = prose((doc * 1_000_003) ^ c);
+                        d = d.with_chunk(Chunk::new(text, vec![1.0, c as f32]));
+                        written += 1;
+                    }
+                    d
+                })
+                .collect()
+        })
+        .collect()
+}
 /// so some are common).
 pub fn text_queries() -> Vec<Vec<String>> {
     let mut state = 42u64;

@@ -11,22 +11,14 @@
 #[path = "../../common/mod.rs"]
 mod common;
 
-use common::{prose, CHUNKS_PER_DOC};
 use criterion::{criterion_group, criterion_main, Criterion};
-use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
+use ratchetdb::{Durability, Op, Options, SearchOptions, Store};
 use std::hint::black_box;
 
 const K: usize = 10;
 
-fn chunk_count() -> u64 {
-    std::env::var("RATCHET_TEXT_BENCH_CHUNKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000)
-}
-
 fn text_search(c: &mut Criterion) {
-    let n = chunk_count();
+    let n = common::text_bench_chunks();
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(
         dir.path().join("text.redb"),
@@ -40,26 +32,14 @@ fn text_search(c: &mut Criterion) {
              CREATE VIRTUAL TABLE chunks USING fts5(text);",
         )
         .expect("fts5");
-    let docs = n.div_ceil(CHUNKS_PER_DOC as u64);
-    let mut written = 0u64;
-    for batch in 0..docs.div_ceil(64) {
-        let mut ops = Vec::new();
+    for batch in common::text_corpus(n) {
         let tx = sqlite.unchecked_transaction().expect("tx");
-        for doc in batch * 64..((batch + 1) * 64).min(docs) {
-            let mut d = Document::new("bench", format!("doc-{doc}"), Version::number(1));
-            for c in 0..CHUNKS_PER_DOC as u64 {
-                if written == n {
-                    break;
-                }
-                let text = prose((doc * 1_000_003) ^ c);
-                tx.execute("INSERT INTO chunks(text) VALUES (?1)", [&text])
-                    .expect("insert");
-                d = d.with_chunk(Chunk::new(text, vec![1.0, c as f32]));
-                written += 1;
-            }
-            ops.push(Op::Upsert(d));
+        for chunk in batch.iter().flat_map(|d| &d.chunks) {
+            tx.execute("INSERT INTO chunks(text) VALUES (?1)", [&chunk.text])
+                .expect("insert");
         }
         tx.commit().expect("commit");
+        let ops = batch.into_iter().map(Op::Upsert).collect();
         for outcome in store.write_batch(ops).expect("batch") {
             outcome.expect("op");
         }
