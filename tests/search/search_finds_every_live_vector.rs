@@ -4,6 +4,12 @@
 //! background, after a rebuild triggered by dead points, and after a reopen that loads the
 //! persisted graph.
 //!
+//! Regression (a flaky failure in a CI rehearsal): the check was "top-1 at ef 64 for every
+//! vector", and failed about once in fifteen runs after a rebuild with 1 of 2,803 missed — a
+//! reachable point the greedy search passed by, not an unreachable one. Unreachable is now
+//! asserted exactly (a miss is searched again at a width that visits every reachable point),
+//! and the greedy misses at ef 64 are bounded separately.
+//!
 //! The store is far below the size where search uses the graph by default, so
 //! `build_index()` forces a graph and `ef(64)` forces the graph path (with a graph,
 //! `SearchOptions::ef` always searches it, whatever the store's size).
@@ -48,13 +54,29 @@ fn unreachable(store: &Store, live: &[Option<Vec<f32>>], metric: Metric, ef: usi
 
 fn assert_all_found(store: &Store, live: &[Option<Vec<f32>>], metric: Metric, when: &str) {
     assert!(store.index_info().graph_ready, "{when}: no graph");
+    let count = live.iter().flatten().count();
     let missed = unreachable(store, live, metric, 64);
+    // A miss at width 64 is searched again at a width of every live vector, which visits every
+    // point the graph reaches: a vector missed there too is unreachable.
+    let only_here: Vec<Option<Vec<f32>>> = live
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if missed.contains(&i) { v.clone() } else { None })
+        .collect();
+    let lost = unreachable(store, &only_here, metric, count.max(64));
     assert!(
-        missed.is_empty(),
-        "{when}: {} of {} live vectors are not their own nearest neighbour through the graph \
+        lost.is_empty(),
+        "{when}: {} of {count} live vectors are unreachable through the graph (first: {:?})",
+        lost.len(),
+        &lost[..lost.len().min(10)]
+    );
+    // Reachable but missed by the greedy search at width 64: an approximate search may do
+    // that, rarely; more than one in 500 would be a recall regression.
+    assert!(
+        missed.len() * 500 <= count,
+        "{when}: {} of {count} live vectors are not their own nearest neighbour at ef 64 \
          (first: {:?})",
         missed.len(),
-        live.iter().flatten().count(),
         &missed[..missed.len().min(10)]
     );
 }
