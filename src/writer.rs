@@ -151,6 +151,9 @@ struct Counts {
     batches: AtomicU64,
     ops: AtomicU64,
     max_batch_ops: AtomicU64,
+    /// Turns of the committer's loop (a test counts them: an idle committer never turns).
+    #[cfg(test)]
+    turns: AtomicU64,
 }
 
 impl Shared {
@@ -335,7 +338,11 @@ impl Committer {
         let mut unsynced = false;
         let mut last_sync = Instant::now();
         loop {
-            let first = if self.options.durability == Durability::None {
+            #[cfg(test)]
+            self.counts.turns.fetch_add(1, Ordering::Relaxed);
+            // Only unsynced commits need a deadline: an idle committer with nothing to make
+            // durable blocks (a zero interval never spins).
+            let first = if unsynced {
                 let wait = self
                     .options
                     .sync_interval
@@ -667,6 +674,42 @@ mod tests {
             during_load >= 4,
             "{during_load} syncs during the load: {trace:?}"
         );
+    }
+
+    // Regression: with `Durability::None` and a zero sync interval, the committer waited
+    // for its next operation with a zero timeout even when nothing was left to sync, so an
+    // idle writer spun on a core.
+    #[test]
+    fn an_idle_committer_with_a_zero_sync_interval_does_not_spin() {
+        let (rig, _disk) = rig_on_disk(|options| {
+            options
+                .durability(Durability::None)
+                .sync_interval(Duration::ZERO)
+        });
+        let answers = queue_ops(&rig, 0, 3);
+        let Rig {
+            _dir,
+            store,
+            queue,
+            committer,
+            ..
+        } = rig;
+        let counts = Arc::clone(&committer.counts);
+        let thread = std::thread::spawn(move || committer.run());
+        for answer in &answers {
+            assert!(matches!(
+                answer.recv(),
+                Ok(Ok(OpOutcome::Document(Outcome::Written { .. })))
+            ));
+        }
+        // Idle now: give a spinning loop time to show itself.
+        std::thread::sleep(Duration::from_millis(200));
+        let turns = counts.turns.load(Ordering::Relaxed);
+        queue.send(Message::Stop).expect("stop");
+        thread.join().expect("committer");
+        drop(store);
+        // One turn per batch (at most three), one to sync, one that blocks.
+        assert!(turns <= 8, "{turns} turns of an idle committer's loop");
     }
 
     // Regression (issue 47's review): when one group-commit loop came to serve both
