@@ -93,6 +93,18 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     _ratchetdb,
+    EmbedError,
+    RatchetError,
+    "An embedder could not be built or could not embed."
+);
+pyo3::create_exception!(
+    _ratchetdb,
+    ModelNotFoundError,
+    EmbedError,
+    "No model folder was found (or the one given lacks a file); the message says how to install it."
+);
+pyo3::create_exception!(
+    _ratchetdb,
     ClosedError,
     RatchetError,
     "The store (or its writer) is closed."
@@ -122,6 +134,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("ForkedError", py.get_type::<ForkedError>())?;
+    m.add("EmbedError", py.get_type::<EmbedError>())?;
+    m.add("ModelNotFoundError", py.get_type::<ModelNotFoundError>())?;
     Ok(())
 }
 
@@ -327,4 +341,9 @@ pub(crate) fn from_read(error: ReadError) -> PyErr {
         ReadError::Storage(_) => translated::<StorageError>(&message),
         _ => translated::<RatchetError>(&message),
     }
+}
+
+/// A `MismatchError` naming `field`, with `message` and `.problem`.
+pub(crate) fn mismatch(field: &str, message: String, problem: String) -> PyErr {
+    with_field::<MismatchError>(message, field, &problem)
 }

@@ -5,6 +5,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod convert;
+mod embed;
 mod errors;
 mod fork;
 mod store;
@@ -15,6 +16,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _ratchetdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyStore>()?;
+    m.add_class::<embed::PyEmbedder>()?;
+    m.add_class::<embed::PyHashingEmbedder>()?;
+    m.add_class::<embed::PyMiniLm>()?;
     m.add_class::<store::Export>()?;
     m.add_class::<convert::Ticket>()?;
     m.add_class::<types::Outcome>()?;

@@ -6,7 +6,8 @@
 //! so writes from many Python threads are committed together (group commit).
 
 use crate::convert::{self, json, sequence, strings, text, vector_rows, version, Ticket};
-use crate::errors::{from_open, from_read, from_write, input, ClosedError};
+use crate::embed::{embed_released, PyEmbedder};
+use crate::errors::{from_open, from_read, from_write, input, mismatch, ClosedError};
 use crate::fork;
 use crate::types::{document_to_py, hits_to_py, Hit, Outcome, RetainOutcome, VerifyReport};
 use numpy::PyReadonlyArray1;
@@ -17,6 +18,7 @@ use ratchetdb::{
     Chunk, Document, Durability, Filter, Metric, Op, OpOutcome, Options, SearchOptions, Version,
     WriteError, Writer,
 };
+use std::sync::Arc;
 use std::time::Duration;
 
 struct Open {
@@ -25,9 +27,14 @@ struct Open {
 }
 
 /// An open ratchetdb store (one file). `Store(path, *, dimension=None, metric=None,
-/// durability="immediate", read_only=False)` opens the file, creating it when missing
-/// (`metric=None`: what the store recorded, cosine for a new one). A context manager;
+/// durability="immediate", read_only=False, embedder=None)` opens the file, creating it when
+/// missing (`metric=None`: what the store recorded, cosine for a new one). A context manager;
 /// `close()` closes it.
+///
+/// `embedder` (a `HashingEmbedder` or `MiniLM`): texts written without vectors are embedded
+/// with it, and `search_query` embeds its question. The store records the embedder's model
+/// and dimension; a store that recorded another model or dimension, or holds vectors of an
+/// unrecorded model, refuses it (`MismatchError`).
 ///
 /// A store belongs to the process that opened it: in a child made by `os.fork()` (as
 /// `multiprocessing`'s "fork" start method does) every call raises `ForkedError`; open a
@@ -38,6 +45,8 @@ pub(crate) struct PyStore {
     path: String,
     /// The process that opened the store, and the forks counted then (`fork::Origin`).
     origin: fork::Origin,
+    /// The embedder given at open (the Python object, and the Rust embedder it wraps).
+    embedder: Option<(Py<PyEmbedder>, Arc<dyn ratchetdb::Embedder>)>,
 }
 
 impl Drop for PyStore {
@@ -154,6 +163,175 @@ impl PyStore {
         }
         Ok(options)
     }
+
+    /// The embedder to embed with where the caller gave no vectors; without one, an
+    /// `InputError` naming `field` (what the caller should have given).
+    fn embedder_for(
+        &self,
+        store: &ratchetdb::Store,
+        field: &str,
+        instead: &str,
+    ) -> PyResult<Arc<dyn ratchetdb::Embedder>> {
+        let Some((_, embedder)) = &self.embedder else {
+            return Err(input(
+                field,
+                format!(
+                    "is missing and this Store has no embedder: {instead}, or open the Store \
+                     with embedder=ratchetdb.HashingEmbedder(...) or ratchetdb.MiniLM()"
+                ),
+            ));
+        };
+        // A read-only store learns what its writer records after it opened.
+        check_recorded(store, embedder.as_ref(), &self.path)?;
+        Ok(Arc::clone(embedder))
+    }
+
+    /// The query vector of `question`, embedded with the GIL released.
+    fn embed_question(
+        &self,
+        py: Python<'_>,
+        store: &ratchetdb::Store,
+        question: String,
+        field: &str,
+        instead: &str,
+    ) -> PyResult<Vec<f32>> {
+        let embedder = self.embedder_for(store, field, instead)?;
+        embed_released(py, &embedder, &[question])?
+            .pop()
+            .ok_or_else(|| crate::errors::EmbedError::new_err("the embedder returned no vector"))
+    }
+
+    /// Fills in the vectors of `docs[i]` for each `i` in `which` (documents given without
+    /// vectors): the chunks `Store::plan` says need embedding are embedded (with the GIL
+    /// released, in one batch), the others are left for the store to reuse the stored
+    /// revision's vector of the same text. Returns the documents that left chunks to reuse,
+    /// as they were then: if the stored revision changes before the write (`MissingVector`),
+    /// `embed_rest` embeds the rest and the write is retried.
+    fn embed_missing(
+        &self,
+        py: Python<'_>,
+        store: &ratchetdb::Store,
+        docs: &mut [Document],
+        which: &[usize],
+        field: &str,
+    ) -> PyResult<Vec<(usize, Document)>> {
+        if which.is_empty() {
+            return Ok(Vec::new());
+        }
+        let embedder = self.embedder_for(store, field, "pass one vector per text")?;
+        // Positions to embed per listed document; a document the plan cannot judge (bad
+        // input the write will name) is embedded whole.
+        let positions: Vec<Vec<usize>> = py.detach(|| {
+            which
+                .iter()
+                .map(|&i| match store.plan(&docs[i]) {
+                    Ok(plan) => plan.to_embed,
+                    Err(_) => (0..docs[i].chunks.len()).collect(),
+                })
+                .collect()
+        });
+        let texts: Vec<String> = which
+            .iter()
+            .zip(&positions)
+            .flat_map(|(&i, at)| at.iter().map(move |&p| (i, p)))
+            .filter_map(|(i, p)| docs[i].chunks.get(p).map(|c| c.text.clone()))
+            .collect();
+        let mut vectors = embed_released(py, &embedder, &texts)?.into_iter();
+        let mut retry = Vec::new();
+        for (&i, at) in which.iter().zip(&positions) {
+            for &p in at {
+                if let Some(chunk) = docs[i].chunks.get_mut(p) {
+                    chunk.vector = vectors.next();
+                }
+            }
+            if docs[i].chunks.iter().any(|c| c.vector.is_none()) {
+                retry.push((i, docs[i].clone()));
+            }
+        }
+        Ok(retry)
+    }
+
+    /// `doc` with every chunk that lacks a vector embedded (the retry after a
+    /// `MissingVector`: the stored vectors it meant to reuse are gone).
+    fn embed_rest(&self, py: Python<'_>, mut doc: Document) -> PyResult<Document> {
+        let Some((_, embedder)) = &self.embedder else {
+            return Ok(doc);
+        };
+        let at: Vec<usize> = (0..doc.chunks.len())
+            .filter(|&p| doc.chunks[p].vector.is_none())
+            .collect();
+        let texts: Vec<String> = at.iter().map(|&p| doc.chunks[p].text.clone()).collect();
+        for (p, vector) in at.into_iter().zip(embed_released(py, embedder, &texts)?) {
+            doc.chunks[p].vector = Some(vector);
+        }
+        Ok(doc)
+    }
+
+    /// Writes `ops` in one batch; the upserts listed in `retry` (documents that left chunks
+    /// to reuse) that the store refuses for a missing vector are embedded whole and written
+    /// again in a second batch.
+    fn write_ops(
+        &self,
+        py: Python<'_>,
+        store: &ratchetdb::Store,
+        ops: Vec<Op>,
+        retry: Vec<(usize, Document)>,
+    ) -> PyResult<Vec<Result<OpOutcome, WriteError>>> {
+        let mut results = py.detach(|| store.write_batch(ops)).map_err(from_write)?;
+        let mut again = Vec::new();
+        let mut docs = Vec::new();
+        for (i, doc) in retry {
+            if matches!(results.get(i), Some(Err(WriteError::MissingVector { .. }))) {
+                again.push(i);
+                docs.push(Op::Upsert(self.embed_rest(py, doc)?));
+            }
+        }
+        if !docs.is_empty() {
+            let second = py.detach(|| store.write_batch(docs)).map_err(from_write)?;
+            for (i, result) in again.into_iter().zip(second) {
+                results[i] = result;
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// Refuses `embedder` for `store` if the store recorded another model or dimension, or
+/// holds vectors of an unrecorded model (`MismatchError` naming `model` or `dimension`).
+fn check_recorded(
+    store: &ratchetdb::Store,
+    embedder: &dyn ratchetdb::Embedder,
+    path: &str,
+) -> PyResult<()> {
+    let (model, dimension) = (embedder.name(), embedder.dimension());
+    match store.model() {
+        Some(stored) if stored != model => {
+            return Err(from_open(ratchetdb::OpenError::Mismatch {
+                field: "model",
+                stored: stored.to_string(),
+                requested: model.to_string(),
+            }))
+        }
+        None if store.dimension().is_some() => {
+            return Err(mismatch(
+                "model",
+                format!(
+                    "{path} holds vectors of an unrecorded model, so {model}'s cannot be added \
+                     to it; open it without embedder= and pass vectors, or use another file"
+                ),
+                format!("stored none, requested {model}"),
+            ))
+        }
+        _ => {}
+    }
+    match store.dimension() {
+        Some(stored) if stored != dimension => Err(from_open(ratchetdb::OpenError::Mismatch {
+            field: "dimension",
+            stored: stored.to_string(),
+            requested: dimension.to_string(),
+        })),
+        _ => Ok(()),
+    }
 }
 
 /// A document from the arguments `upsert` and `plan` take.
@@ -220,23 +398,27 @@ fn item<'py>(dict: &Bound<'py, PyDict>, key: &str, field: &str) -> PyResult<Boun
 }
 
 /// One operation of `write_batch`: a dict with `"op"` (`"upsert"`, `"delete"` or
-/// `"retain"`) and the arguments of the method of that name.
-fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version)> {
+/// `"retain"`) and the arguments of the method of that name; `true` for an upsert without
+/// `"vectors"` (to embed).
+fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version, bool)> {
     let dict = value
         .cast::<PyDict>()
         .map_err(|_| input(field, "must be a dict with an \"op\" key"))?;
     let kind = text(&item(dict, "op", field)?, &format!("{field}.op"))?;
     let source = text(&item(dict, "source", field)?, &format!("{field}.source"))?;
     let version = version(&item(dict, "version", field)?, &format!("{field}.version"))?;
+    let mut to_embed = false;
     let op = match kind.as_str() {
         "upsert" => {
             let id = text(&item(dict, "id", field)?, &format!("{field}.id"))?;
+            let vectors = dict.get_item("vectors")?;
+            to_embed = vectors.as_ref().is_none_or(|v| v.is_none());
             let doc = document(
                 source,
                 id,
                 version,
                 &item(dict, "texts", field)?,
-                dict.get_item("vectors")?.as_ref(),
+                vectors.as_ref(),
                 dict.get_item("metas")?.as_ref(),
                 dict.get_item("meta")?.as_ref(),
             )
@@ -260,7 +442,7 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version)> {
             ))
         }
     };
-    Ok((op, version))
+    Ok((op, version, to_embed))
 }
 
 /// An input error of one batch operation, its field prefixed with the operation's.
@@ -344,7 +526,8 @@ fn per_item<'py>(
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False)")]
+    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None, embedder=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False, embedder=None)")]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
@@ -352,6 +535,7 @@ impl PyStore {
         metric: Option<&Bound<'_, PyAny>>,
         durability: Option<&Bound<'_, PyAny>>,
         read_only: Option<&Bound<'_, PyAny>>,
+        embedder: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStore> {
         let path: std::path::PathBuf = path.extract().map_err(|_| {
             input(
@@ -366,8 +550,34 @@ impl PyStore {
             Some(flag) if !flag.is_none() => convert::flag(flag, "read_only")?,
             _ => false,
         };
+        let embedder = match embedder.filter(|e| !e.is_none()) {
+            Some(object) => {
+                let object = object.cast::<PyEmbedder>().map_err(|_| {
+                    input(
+                        "embedder",
+                        format!(
+                            "is of type {}; give a ratchetdb.HashingEmbedder or ratchetdb.MiniLM",
+                            convert::type_name(object)
+                        ),
+                    )
+                })?;
+                Some((object.clone().unbind(), object.get().embedder()))
+            }
+            None => None,
+        };
         let mut options = Options::default();
         if let Some(dimension) = convert::count_opt(dimension, "dimension")? {
+            if let Some((_, embedder)) = &embedder {
+                if dimension != embedder.dimension() {
+                    return Err(input(
+                        "dimension",
+                        format!(
+                            "is {dimension}, but the embedder's vectors have {} dimensions",
+                            embedder.dimension()
+                        ),
+                    ));
+                }
+            }
             options = options.dimension(dimension);
         }
         if let Some(name) = metric.filter(|m| !m.is_none()) {
@@ -396,20 +606,47 @@ impl PyStore {
             }
         });
         let display = path.display().to_string();
+        // With an embedder, a new file records its model and dimension; an existing one is
+        // opened as it is, checked, and reopened to record them if it has not yet.
+        let recorded = |options: Options, embedder: &dyn ratchetdb::Embedder| {
+            options
+                .model(embedder.name())
+                .dimension(embedder.dimension())
+        };
+        let fresh = !read_only && !path.exists();
         let store = py
             .detach(|| {
                 if read_only {
                     ratchetdb::Store::open_read_only(&path)
                 } else {
-                    ratchetdb::Store::open(&path, options)
+                    match (&embedder, fresh) {
+                        (Some((_, e)), true) => {
+                            ratchetdb::Store::open(&path, recorded(options.clone(), e.as_ref()))
+                        }
+                        _ => ratchetdb::Store::open(&path, options.clone()),
+                    }
                 }
             })
             .map_err(from_open)?;
+        let store = match &embedder {
+            Some((_, e)) => {
+                check_recorded(&store, e.as_ref(), &display)?;
+                if read_only || (store.model().is_some() && store.dimension().is_some()) {
+                    store
+                } else {
+                    drop(store);
+                    py.detach(|| ratchetdb::Store::open(&path, recorded(options, e.as_ref())))
+                        .map_err(from_open)?
+                }
+            }
+            None => store,
+        };
         let writer = (!read_only).then(|| store.writer());
         Ok(PyStore {
             open: RwLock::new(Some(Open { store, writer })),
             path: display,
             origin: fork::Origin::now(),
+            embedder,
         })
     }
 
@@ -470,6 +707,20 @@ impl PyStore {
         Ok(self.store()?.metric().as_str())
     }
 
+    /// The embedding model's name the store recorded (`None` if none was recorded).
+    #[getter]
+    fn model(&self) -> PyResult<Option<String>> {
+        Ok(self.store()?.model().map(str::to_string))
+    }
+
+    /// The embedder given at open (`None` without one).
+    #[getter]
+    fn embedder(&self, py: Python<'_>) -> Option<Py<PyEmbedder>> {
+        self.embedder
+            .as_ref()
+            .map(|(object, _)| object.clone_ref(py))
+    }
+
     /// Writes a revision of document `(source, id)`, guarded: refused (`status="skipped"`)
     /// unless `version` is newer than the stored one. `texts` are the chunks, `vectors` one
     /// row per text (a 2-D array; a row may be `None` in a list to reuse the stored vector of
@@ -480,7 +731,11 @@ impl PyStore {
     /// document (milliseconds each), however small the documents. To write many documents,
     /// use `add` (one call, one commit for all of them) or `write_batch`; calls from many
     /// threads at once are also committed together.
-    #[pyo3(signature = (source, id, version, texts, vectors, *, metas=None, meta=None))]
+    ///
+    /// `vectors=None` (or left out): the Store's embedder embeds the texts the stored revision
+    /// holds no vector for (the others reuse theirs); without an embedder an `InputError`
+    /// naming `vectors`.
+    #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert(
         &self,
@@ -489,16 +744,31 @@ impl PyStore {
         id: &Bound<'_, PyAny>,
         version: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
-        vectors: &Bound<'_, PyAny>,
+        vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
-        let doc = document(source, id, version, texts, Some(vectors), metas, meta)?;
+        let to_embed = vectors.is_none_or(|v| v.is_none());
+        let mut doc = document(source, id, version, texts, vectors, metas, meta)?;
         let writer = self.writer()?;
-        let outcome = py.detach(|| writer.upsert(doc)).map_err(from_write)?;
+        let mut retry = Vec::new();
+        if to_embed {
+            let store = self.store()?;
+            py.detach(|| store.check(&doc)).map_err(from_write)?;
+            retry =
+                self.embed_missing(py, &store, std::slice::from_mut(&mut doc), &[0], "vectors")?;
+        }
+        let outcome = match (py.detach(|| writer.upsert(doc)), retry.pop()) {
+            (Err(WriteError::MissingVector { .. }), Some((_, doc))) => {
+                let doc = self.embed_rest(py, doc)?;
+                py.detach(|| writer.upsert(doc))
+            }
+            (result, _) => result,
+        }
+        .map_err(from_write)?;
         Outcome::new(py, outcome, version)
     }
 
@@ -564,7 +834,9 @@ impl PyStore {
     /// order: an `Outcome`, or the exception (not raised) of an item the stored state
     /// refuses (a `VersionKindMismatchError`), which changed nothing. A storage failure
     /// raises: nothing of the call is acknowledged.
-    #[pyo3(signature = (sources, ids, versions, texts, vectors, metas=None))]
+    ///
+    /// `vectors=None` (or left out): the Store's embedder embeds the texts (see `upsert`).
+    #[pyo3(signature = (sources, ids, versions, texts, vectors=None, metas=None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -573,7 +845,7 @@ impl PyStore {
         ids: &Bound<'_, PyAny>,
         versions: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
-        vectors: &Bound<'_, PyAny>,
+        vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let ids = strings(ids, "ids")?;
@@ -606,7 +878,11 @@ impl PyStore {
                 list.to_string()
             }
         };
-        let vectors = vector_rows(vectors, n, "vectors")?;
+        let to_embed = vectors.is_none_or(|v| v.is_none());
+        let vectors = match vectors.filter(|v| !v.is_none()) {
+            Some(vectors) => vector_rows(vectors, n, "vectors")?,
+            None => vec![None; n],
+        };
         let metas = match metas.filter(|m| !m.is_none()) {
             Some(m) => {
                 let items = sequence(m, "metas")?;
@@ -665,8 +941,14 @@ impl PyStore {
         if let Err((i, error)) = checked {
             return Err(renamed(py, from_write(error), |f| add_field(f, i, lists)));
         }
+        let retry = if to_embed {
+            let all: Vec<usize> = (0..docs.len()).collect();
+            self.embed_missing(py, &store, &mut docs, &all, "vectors")?
+        } else {
+            Vec::new()
+        };
         let ops: Vec<Op> = docs.into_iter().map(Op::Upsert).collect();
-        let results = py.detach(|| store.write_batch(ops)).map_err(from_write)?;
+        let results = self.write_ops(py, &store, ops, retry)?;
         results
             .into_iter()
             .zip(incoming)
@@ -692,17 +974,42 @@ impl PyStore {
     /// "source", "id", "version"}`, `{"op": "retain", "source", "ids", "version"}`. Returns
     /// one result per operation, in order: an `Outcome`, a `RetainOutcome`, or the exception
     /// (not raised) of an operation refused for its input, which changed nothing. A storage
-    /// failure raises: nothing of the batch is acknowledged.
+    /// failure raises: nothing of the batch is acknowledged. An upsert without `"vectors"`
+    /// is embedded with the Store's embedder (see `upsert`).
     fn write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         let items = sequence(ops, "ops")?;
         let mut converted = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             converted.push(batch_op(item, &format!("ops[{i}]"))?);
         }
-        let versions: Vec<Version> = converted.iter().map(|(_, v)| *v).collect();
-        let ops: Vec<Op> = converted.into_iter().map(|(op, _)| op).collect();
+        let versions: Vec<Version> = converted.iter().map(|(_, v, _)| *v).collect();
+        let embed: Vec<usize> = (0..converted.len()).filter(|&i| converted[i].2).collect();
         let store = self.store()?;
-        let results = py.detach(|| store.write_batch(ops)).map_err(from_write)?;
+        let mut retry = Vec::new();
+        if let Some(&first) = embed.first() {
+            // The documents to embed, taken out of their ops and put back after.
+            let mut docs: Vec<Document> = Vec::with_capacity(embed.len());
+            for &i in &embed {
+                if let Op::Upsert(doc) = &mut converted[i].0 {
+                    docs.push(std::mem::replace(
+                        doc,
+                        Document::new("", "", Version::number(0)),
+                    ));
+                }
+            }
+            let all: Vec<usize> = (0..docs.len()).collect();
+            let field = format!("ops[{first}].vectors");
+            let pending = self.embed_missing(py, &store, &mut docs, &all, &field)?;
+            retry = pending
+                .into_iter()
+                .filter_map(|(j, doc)| embed.get(j).map(|&i| (i, doc)))
+                .collect();
+            for (&i, doc) in embed.iter().zip(docs) {
+                converted[i].0 = Op::Upsert(doc);
+            }
+        }
+        let ops: Vec<Op> = converted.into_iter().map(|(op, _, _)| op).collect();
+        let results = self.write_ops(py, &store, ops, retry)?;
         results
             .into_iter()
             .zip(versions)
@@ -744,6 +1051,39 @@ impl PyStore {
         let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
         let k = k_or_default(py, k);
         Ok(self.search_timed(py, vector, &k, &options)?.0)
+    }
+
+    /// The `k` nearest live chunks to the embedding of `query` (a question, embedded with
+    /// the Store's embedder, the GIL released); the other arguments as for `search`. Without
+    /// an embedder an `InputError` naming `embedder`.
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    #[allow(clippy::too_many_arguments)]
+    fn search_query(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        k: Option<&Bound<'_, PyAny>>,
+        r#where: Option<&Bound<'_, PyAny>>,
+        sources: Option<&Bound<'_, PyAny>>,
+        exact: Option<&Bound<'_, PyAny>>,
+        ef: Option<&Bound<'_, PyAny>>,
+        group_by_document: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Py<Hit>>> {
+        let query = text(query, "query")?;
+        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let k = convert::count(&k_or_default(py, k), "k")?;
+        let store = self.store()?;
+        let vector = self.embed_question(
+            py,
+            &store,
+            query,
+            "embedder",
+            "search with search(vector) or search_text(query)",
+        )?;
+        let hits = py
+            .detach(|| store.search(&vector, k, &options))
+            .map_err(from_read)?;
+        hits_to_py(py, hits)
     }
 
     /// `search(vector, k)` that also returns the nanoseconds spent inside the Rust
@@ -796,13 +1136,15 @@ impl PyStore {
     /// The `k` best chunks by both `vector` (nearest neighbours) and `text` (BM25), merged by
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
-    #[pyo3(signature = (text, vector, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None), text_signature = "($self, text, vector, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False)")]
+    /// `vector=None` (or left out): `text` embedded with the Store's embedder (without one,
+    /// an `InputError` naming `vector`).
+    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
         py: Python<'_>,
         text: &Bound<'_, PyAny>,
-        vector: &Bound<'_, PyAny>,
+        vector: Option<&Bound<'_, PyAny>>,
         k: Option<&Bound<'_, PyAny>>,
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
@@ -832,8 +1174,17 @@ impl PyStore {
             }
             (None, None) => options,
         };
-        let query = convert::vector(vector, "vector")?;
         let store = self.store()?;
+        let query = match vector.filter(|v| !v.is_none()) {
+            Some(vector) => convert::vector(vector, "vector")?,
+            None => self.embed_question(
+                py,
+                &store,
+                text.clone(),
+                "vector",
+                "pass the query's vector",
+            )?,
+        };
         let hits = py
             .detach(|| store.search_hybrid(&text, &query, k, &options))
             .map_err(from_read)?;

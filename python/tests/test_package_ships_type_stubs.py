@@ -25,6 +25,10 @@ def stub_classes():
                     names.add(item.name)
                 elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     names.add(item.target.id)
+            # Members declared on a base class in the stub are the subclass's too.
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id in classes:
+                    names |= classes[base.id]
             classes[node.name] = names
         elif isinstance(node, ast.FunctionDef):
             functions.add(node.name)

@@ -89,6 +89,31 @@ class Export:
     def __next__(self) -> dict[str, Any]: ...
     def __len__(self) -> int: ...
 
+class Embedder:
+    """An embedder of the ratchetdb crate (`HashingEmbedder` or `MiniLM`)."""
+
+    @property
+    def dimension(self) -> int: ...
+    @property
+    def model(self) -> str: ...
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One L2-normalised row per text, shape `(len(texts), dimension)`; the GIL is
+        released."""
+        ...
+
+class HashingEmbedder(Embedder):
+    """The built-in lexical embedder (model `"hash-lexical-v1-<dimension>"`)."""
+
+    def __init__(self, dimension: int = 384) -> None: ...
+
+class MiniLM(Embedder):
+    """all-MiniLM-L6-v2 in Rust (model `"all-MiniLM-L6-v2"`, 384 dimensions); raises
+    `ModelNotFoundError` when no model is installed."""
+
+    def __init__(self, model_dir: Union[str, os.PathLike[str], None] = None) -> None: ...
+    @property
+    def model_dir(self) -> str: ...
+
 class Store:
     """An open ratchetdb store (one file); a context manager."""
 
@@ -100,6 +125,7 @@ class Store:
         metric: Optional[Literal["cosine", "dot", "l2"]] = None,
         durability: Literal["immediate", "none"] = "immediate",
         read_only: bool = False,
+        embedder: Optional[Embedder] = None,
     ) -> None: ...
     def __enter__(self) -> "Store": ...
     def __exit__(self, *args: object) -> bool: ...
@@ -113,13 +139,17 @@ class Store:
     def dimension(self) -> Optional[int]: ...
     @property
     def metric(self) -> Literal["cosine", "dot", "l2"]: ...
+    @property
+    def model(self) -> Optional[str]: ...
+    @property
+    def embedder(self) -> Optional[Embedder]: ...
     def upsert(
         self,
         source: str,
         id: str,
         version: VersionLike,
         texts: Sequence[str],
-        vectors: VectorsLike,
+        vectors: Optional[VectorsLike] = None,
         *,
         metas: Optional[Sequence[Json]] = None,
         meta: Json = None,
@@ -130,7 +160,7 @@ class Store:
         ids: Sequence[str],
         versions: Union[VersionLike, Sequence[VersionLike]],
         texts: Sequence[str],
-        vectors: VectorsLike,
+        vectors: Optional[VectorsLike] = None,
         metas: Optional[Sequence[Json]] = None,
     ) -> list[Union[Outcome, "InputError"]]: ...
     def delete(self, source: str, id: str, version: VersionLike) -> Outcome: ...
@@ -142,6 +172,17 @@ class Store:
     def search(
         self,
         vector: VectorLike,
+        k: int = 10,
+        *,
+        where: Optional[Where] = None,
+        sources: Union[str, Sequence[str], None] = None,
+        exact: bool = False,
+        ef: Optional[int] = None,
+        group_by_document: bool = False,
+    ) -> list[Hit]: ...
+    def search_query(
+        self,
+        query: str,
         k: int = 10,
         *,
         where: Optional[Where] = None,
@@ -164,7 +205,7 @@ class Store:
     def search_hybrid(
         self,
         text: str,
-        vector: VectorLike,
+        vector: Optional[VectorLike] = None,
         k: int = 10,
         *,
         where: Optional[Where] = None,
@@ -227,3 +268,5 @@ class PoisonedError(RatchetError): ...
 class ReadOnlyError(RatchetError): ...
 class ForkedError(RatchetError): ...
 class ClosedError(RatchetError): ...
+class EmbedError(RatchetError): ...
+class ModelNotFoundError(EmbedError): ...

@@ -1,5 +1,8 @@
 """LangChain integration: ``RatchetVectorStore`` and ``index``.
 
+``RatchetEmbeddings(embedder)`` is a LangChain ``Embeddings`` over a ratchetdb embedder
+(``ratchetdb.HashingEmbedder(dimension)`` or ``ratchetdb.MiniLM()``), run in Rust.
+
 ``RatchetVectorStore(path, embedding, *, source="langchain")`` is a LangChain ``VectorStore``
 over one ratchetdb file. Each document added with ``add_documents``/``add_texts`` is a
 ratchetdb document ``(source, id)`` of one chunk, written at a store ticket (so a later add of
@@ -17,6 +20,10 @@ versioned ratchetdb document whose id is the source id, so a source split across
 can never be half-deleted or re-embedded. Chunks whose text the stored revision already
 has are not embedded again (``Store.plan``). ``cleanup="full"`` is a ``retain`` of the
 sources seen in this run.
+
+Given a ``RatchetEmbeddings`` (or a ratchetdb embedder, wrapped in one), the store is opened
+with that embedder: it records the embedder's model (a store of another model refuses it)
+and embeds the texts itself, reusing the stored vector of a text already stored.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Any, Callable, ClassVar, Optional
 
 import numpy as np
 
-from ratchetdb import InputError, Store
+from ratchetdb import Embedder, InputError, Store
 
 try:
     from langchain_core.callbacks import (
@@ -46,11 +53,45 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "ratchetdb.langchain needs langchain-core: pip install 'ratchetdb[langchain]'"
     ) from error
 
-__all__ = ["RatchetRetriever", "RatchetVectorStore", "index"]
+__all__ = ["RatchetEmbeddings", "RatchetRetriever", "RatchetVectorStore", "index"]
 
 
 def _matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+
+
+class RatchetEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` computed by a ratchetdb embedder in Rust (the GIL released):
+    ``RatchetEmbeddings(ratchetdb.HashingEmbedder(384))`` or
+    ``RatchetEmbeddings(ratchetdb.MiniLM())``. The same text gives the same vector as the
+    embedder's ``embed`` and the ``ratchet`` CLI."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        if not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder is of type {type(embedder).__name__}; give a "
+                "ratchetdb.HashingEmbedder or ratchetdb.MiniLM"
+            )
+        self.embedder = embedder
+
+    @property
+    def model(self) -> str:
+        """The embedder's model name, as a store records it."""
+        return self.embedder.model
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector."""
+        return self.embedder.dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.embed(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embedder.embed([text])[0].tolist()
+
+    def __repr__(self) -> str:
+        return f"RatchetEmbeddings({self.embedder!r})"
 
 
 class RatchetVectorStore(VectorStore):
@@ -59,18 +100,28 @@ class RatchetVectorStore(VectorStore):
     ``filter=`` in the search methods is ratchetdb's metadata filter (``{"lang": "en",
     "year": {"$gte": 2020}}``; see ``Store.search``). Scores from
     ``similarity_search_with_score`` are the store's (cosine similarity by default).
+
+    ``embedding``: any LangChain ``Embeddings``; a ``RatchetEmbeddings`` or a ratchetdb
+    embedder (wrapped in one) also opens the store with ``embedder=``, so the store records
+    its model and embeds the texts itself.
     """
 
     def __init__(
         self,
         path: Any,
-        embedding: Embeddings,
+        embedding: Embeddings | Embedder,
         *,
         source: str = "langchain",
         store: Optional[Store] = None,
         **store_options: Any,
     ) -> None:
-        self.store = store if store is not None else Store(path, **store_options)
+        if isinstance(embedding, Embedder):
+            embedding = RatchetEmbeddings(embedding)
+        if store is None:
+            if isinstance(embedding, RatchetEmbeddings):
+                store_options.setdefault("embedder", embedding.embedder)
+            store = Store(path, **store_options)
+        self.store = store
         self.embedding = embedding
         self.source = source
 
@@ -81,6 +132,15 @@ class RatchetVectorStore(VectorStore):
     def close(self) -> None:
         """Closes the underlying store."""
         self.store.close()
+
+    def _store_embeds(self) -> bool:
+        """Whether the store's embedder computes the same vectors as ``self.embedding``."""
+        embedder = self.store.embedder
+        return (
+            embedder is not None
+            and isinstance(self.embedding, RatchetEmbeddings)
+            and self.embedding.model == embedder.model
+        )
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         metric = self.store.metric
@@ -108,7 +168,12 @@ class RatchetVectorStore(VectorStore):
             ids = [str(uuid.uuid4()) for _ in texts]
         if not (len(metadatas) == len(texts) == len(ids)):
             raise ValueError("texts, metadatas and ids must have the same length")
-        vectors = _matrix(self.embedding.embed_documents(texts))
+        # The store's own embedder embeds what it holds no vector for (no "vectors").
+        vectors = (
+            None
+            if self._store_embeds()
+            else _matrix(self.embedding.embed_documents(texts))
+        )
         version = self.store.ticket()
         ops = [
             {
@@ -117,11 +182,13 @@ class RatchetVectorStore(VectorStore):
                 "id": id_,
                 "version": version,
                 "texts": [text],
-                "vectors": vectors[i : i + 1],
                 "metas": [metadata or {}],
             }
-            for i, (id_, text, metadata) in enumerate(zip(ids, texts, metadatas))
+            for id_, text, metadata in zip(ids, texts, metadatas)
         ]
+        if vectors is not None:
+            for i, op in enumerate(ops):
+                op["vectors"] = vectors[i : i + 1]
         for result in self.store.write_batch(ops):
             if isinstance(result, BaseException):
                 raise result

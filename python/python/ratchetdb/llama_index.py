@@ -1,5 +1,7 @@
 """LlamaIndex integration: ``RatchetVectorStore``, a ``BasePydanticVectorStore`` over one
-ratchetdb file (``stores_text = True``).
+ratchetdb file (``stores_text = True``), and ``RatchetEmbedding``, a ``BaseEmbedding`` over
+a ratchetdb embedder (``RatchetEmbedding(ratchetdb.HashingEmbedder(384))`` or
+``RatchetEmbedding(ratchetdb.MiniLM())``), to use as the index's ``embed_model``.
 
 Layout: the nodes of one ``ref_doc_id`` are the chunks of ONE ratchetdb document
 ``(source, ref_doc_id)`` (a node without a ``ref_doc_id`` is a document of its own, keyed by
@@ -44,9 +46,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ratchetdb import InputError, Store, matches
+from ratchetdb import Embedder, InputError, Store, matches
 
 try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
     from llama_index.core.schema import BaseNode
@@ -69,9 +72,51 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "ratchetdb.llama_index needs llama-index-core: pip install 'ratchetdb[llama-index]'"
     ) from error
 
-__all__ = ["RatchetVectorStore", "to_where"]
+__all__ = ["RatchetEmbedding", "RatchetVectorStore", "to_where"]
 
 NODE_ID_KEY = "_node_id"
+
+
+class RatchetEmbedding(BaseEmbedding):
+    """A LlamaIndex ``BaseEmbedding`` computed by a ratchetdb embedder in Rust (the GIL
+    released); ``model_name`` is the embedder's model. The same text gives the same vector
+    as the embedder's ``embed`` and the ``ratchet`` CLI. Pass the embedder to the vector
+    store too (``RatchetVectorStore(path, embedder=...)``) to have the store record its
+    model and refuse a store of another."""
+
+    _embedder: Embedder = PrivateAttr()
+
+    def __init__(self, embedder: Embedder, embed_batch_size: int = 64, **kwargs: Any) -> None:
+        if not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder is of type {type(embedder).__name__}; give a "
+                "ratchetdb.HashingEmbedder or ratchetdb.MiniLM"
+            )
+        super().__init__(
+            model_name=embedder.model, embed_batch_size=embed_batch_size, **kwargs
+        )
+        self._embedder = embedder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RatchetEmbedding"
+
+    @property
+    def embedder(self) -> Embedder:
+        """The ratchetdb embedder."""
+        return self._embedder
+
+    def _get_query_embedding(self, query: str) -> Embedding:
+        return self._embedder.embed([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> Embedding:
+        return self._embedder.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return self._embedder.embed(list(texts)).tolist()
 
 
 def _one(f: MetadataFilter) -> dict:
