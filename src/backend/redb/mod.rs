@@ -188,7 +188,7 @@ impl Backend for RedbBackend {
 
     fn spaces(&self) -> Result<Vec<SpaceInfo>, ReadError> {
         contain(ReadError::contained, || {
-            spaces::spaces(&self.engine, &self.engine.snapshot()?)
+            spaces::spaces(&self.engine.snapshot()?)
         })
     }
 

@@ -60,7 +60,7 @@ pub(crate) fn space_row(snapshot: &Snapshot, name: &str) -> Result<Option<SpaceR
 }
 
 /// Every space of `snapshot`, the default one first, then by name.
-pub(crate) fn spaces(engine: &Engine, snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
+pub(crate) fn spaces(snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
     let counters = snapshot
         .txn
         .open_table(COUNTERS)
@@ -76,7 +76,7 @@ pub(crate) fn spaces(engine: &Engine, snapshot: &Snapshot) -> Result<Vec<SpaceIn
     let active = active_space(snapshot)?;
     let mut spaces = vec![SpaceInfo {
         name: DEFAULT_SPACE.to_owned(),
-        model: engine.model().unwrap_or_default().to_owned(),
+        model: snapshot.model.clone().unwrap_or_default(),
         dimension: snapshot.dimension,
         vectors: read(counter::LIVE_VECTORS)?,
         live_chunks,
@@ -369,4 +369,114 @@ pub(crate) fn write_space_vectors(
         let outcome = batch.write_space_vectors(name, &prepared)?;
         Ok((outcome, outcome.written > 0, false))
     })
+}
+
+/// The vector spaces' invariants in `snapshot`, each violation naming its space: the
+/// active space exists and is complete; every row of a space is the vector of a live chunk
+/// (its id in its document's vectors row), of the space's dimension, under a space that
+/// exists; each space's row count is what its row records, and at most the live chunks.
+pub(crate) fn verify(
+    snapshot: &Snapshot,
+    report: &mut crate::types::VerifyReport,
+) -> Result<(), ReadError> {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    let spaces = spaces(snapshot)?;
+    let active = active_space(snapshot)?;
+    match spaces.iter().find(|s| s.name == active) {
+        None => report.store(format!("the active space {active:?} does not exist")),
+        Some(space) if !space.is_complete() => report.store(format!(
+            "the active space {active:?} lacks a vector for {} live chunks",
+            space.missing()
+        )),
+        Some(_) => {}
+    }
+    let table = match snapshot.txn.open_table(SPACES) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    let mut by_id: HashMap<u32, (String, SpaceRow)> = HashMap::new();
+    for entry in table.iter().map_err(ReadError::storage)? {
+        let (name, value) = entry.map_err(ReadError::storage)?;
+        match schema::decode::<SpaceRow>("space row", value.value()) {
+            Ok(row) => {
+                if let Some((other, _)) = by_id.get(&row.id) {
+                    report.store(format!(
+                        "spaces {other:?} and {:?} share id {}",
+                        name.value(),
+                        row.id
+                    ));
+                }
+                by_id.insert(row.id, (name.value().to_owned(), row));
+            }
+            Err(c) => report.store(format!(
+                "space {:?}: undecodable row: {}",
+                name.value(),
+                c.detail
+            )),
+        }
+    }
+    let live_chunks = spaces.first().map_or(0, |s| s.live_chunks);
+    let vectors = snapshot
+        .txn
+        .open_table(VECTORS)
+        .map_err(ReadError::storage)?;
+    let rows = snapshot
+        .txn
+        .open_table(SPACE_VECTORS)
+        .map_err(ReadError::storage)?;
+    let mut live_slots: HashMap<u64, HashSet<u32>> = HashMap::new();
+    let mut counted: BTreeMap<u32, u64> = BTreeMap::new();
+    for entry in rows.iter().map_err(ReadError::storage)? {
+        let (key, value) = entry.map_err(ReadError::storage)?;
+        let (space, id) = key.value();
+        *counted.entry(space).or_default() += 1;
+        let Some((name, row)) = by_id.get(&space) else {
+            report.store(format!(
+                "space_vectors holds a row of space id {space}, which no space has"
+            ));
+            continue;
+        };
+        if value.value().len() != row.dimension as usize * 4 {
+            report.store(format!(
+                "space {name:?}: vector {id} has {} bytes where the space holds {}-dimensional vectors",
+                value.value().len(),
+                row.dimension
+            ));
+        }
+        let (owner, slot) = split_vector_id(id);
+        if let std::collections::hash_map::Entry::Vacant(e) = live_slots.entry(owner) {
+            let slots = match vectors.get(owner).map_err(ReadError::storage)? {
+                Some(bytes) => match VectorsRow::parse(bytes.value()) {
+                    Ok(parsed) => parsed.slots().collect(),
+                    Err(_) => HashSet::new(),
+                },
+                None => HashSet::new(),
+            };
+            e.insert(slots);
+        }
+        if !live_slots
+            .get(&owner)
+            .is_some_and(|slots| slots.contains(&slot))
+        {
+            report.store(format!(
+                "space {name:?}: vector {id} belongs to no live chunk (document {owner}, slot {slot})"
+            ));
+        }
+    }
+    for (id, (name, row)) in &by_id {
+        let found = counted.get(id).copied().unwrap_or(0);
+        if found != row.vectors {
+            report.store(format!(
+                "space {name:?} records {} vectors but holds {found}",
+                row.vectors
+            ));
+        }
+        if found > live_chunks {
+            report.store(format!(
+                "space {name:?} holds {found} vectors for {live_chunks} live chunks"
+            ));
+        }
+    }
+    Ok(())
 }
