@@ -414,7 +414,15 @@ impl Indexer {
                 metric,
                 Some(dimension),
                 &self.engine.options().limits,
-            )?;
+            )
+            .map_err(|e| match e {
+                ReadError::Input(e) => ReadError::Input(crate::error::InputError::new(
+                    e.field,
+                    e.problem
+                        .replace("this store holds", &format!("space {name:?} holds")),
+                )),
+                other => other,
+            })?;
             let index = if attempt == SEARCH_ATTEMPTS {
                 // Not shared: loaded for this snapshot alone.
                 let spaces = crate::backend::redb::derived::space_index::SpaceIndexes::default();
