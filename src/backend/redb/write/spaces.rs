@@ -49,6 +49,9 @@ pub(crate) fn load_spaces(
     Ok(spaces)
 }
 
+/// A live document's internal id and the slots of its live chunks (`None`: not live).
+type LiveSlots = Option<(u64, Vec<u32>)>;
+
 /// The bytes of a vector as a space row holds them.
 pub(crate) fn vector_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -207,31 +210,17 @@ impl Batch<'_> {
         let space_id = self.spaces[index].row.id;
         let mut outcome = SpaceWriteOutcome::default();
         // Each document's live slots, read once.
-        let mut live: HashMap<(&str, &str), Option<(u64, Vec<u32>)>> = HashMap::new();
+        let mut live: HashMap<(&str, &str), LiveSlots> = HashMap::new();
         for (source, id, vector_id, vector) in vectors {
             let (owner, slot) = split_vector_id(*vector_id);
-            if !live.contains_key(&(source.as_str(), id.as_str())) {
-                let slots = match self.doc_row(source, id)? {
-                    Some(row) if !row.deleted => {
-                        match self
-                            .vectors
-                            .get(row.internal_id)
-                            .map_err(WriteError::storage)?
-                        {
-                            Some(bytes) => Some((
-                                row.internal_id,
-                                VectorsRow::parse(bytes.value())?.slots().collect(),
-                            )),
-                            None => None,
-                        }
-                    }
-                    _ => None,
-                };
-                live.insert((source.as_str(), id.as_str()), slots);
-            }
-            let slots = live
-                .get(&(source.as_str(), id.as_str()))
-                .and_then(|s| s.as_ref())
+            let known = match live.entry((source.as_str(), id.as_str())) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.live_slots(source, id)?)
+                }
+            };
+            let slots = known
+                .as_ref()
                 .filter(|(internal, _)| *internal == owner)
                 .map(|(_, slots)| slots.as_slice());
             let present = self
@@ -253,6 +242,24 @@ impl Batch<'_> {
             }
         }
         Ok(outcome)
+    }
+
+    /// The internal id and live slots of document `(source, id)` (`None`: not live).
+    fn live_slots(&self, source: &str, id: &str) -> Result<LiveSlots, WriteError> {
+        let Some(row) = self.doc_row(source, id)?.filter(|row| !row.deleted) else {
+            return Ok(None);
+        };
+        match self
+            .vectors
+            .get(row.internal_id)
+            .map_err(WriteError::storage)?
+        {
+            Some(bytes) => Ok(Some((
+                row.internal_id,
+                VectorsRow::parse(bytes.value())?.slots().collect(),
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// Writes each space's row count back, in `finish`.
