@@ -232,6 +232,27 @@ pub enum WriteError {
         /// The chunk position.
         position: usize,
     },
+    /// A chunk came without a vector in a complete vector space (one that covers every
+    /// live chunk, so searches on it would miss the chunk), and the stored revision holds
+    /// none for its text; nothing was written. Give the chunk its vector in that space
+    /// ([`Chunk::with_space_vector`](crate::Chunk::with_space_vector)).
+    #[error("chunks[{position}] has no vector in the complete space {space:?}; give it one with Chunk::with_space_vector")]
+    MissingSpaceVector {
+        /// The space.
+        space: String,
+        /// The chunk position.
+        position: usize,
+    },
+    /// A vector space cannot be activated while live chunks lack a vector in it (searches
+    /// would miss them); nothing changed. Re-embed them first
+    /// ([`Store::chunks_missing_vectors`](crate::Store::chunks_missing_vectors)).
+    #[error("space {space:?} lacks a vector for {missing} live chunks; re-embed them before activating it")]
+    SpaceIncomplete {
+        /// The space.
+        space: String,
+        /// Live chunks without a vector in it.
+        missing: u64,
+    },
     /// The store has used up an id space (internal document ids: 2^40, more than a
     /// store can write in decades); nothing was written.
     #[error("the store has used every one of its {what}; export it and ingest into a new store")]
@@ -470,6 +491,7 @@ pub(crate) fn is_op_error(error: &WriteError) -> bool {
             | WriteError::DimensionMismatch { .. }
             | WriteError::VersionKindMismatch { .. }
             | WriteError::MissingVector { .. }
+            | WriteError::MissingSpaceVector { .. }
             | WriteError::Exhausted { .. }
     )
 }

@@ -48,6 +48,8 @@ mod index;
 pub mod jsonl;
 mod options;
 mod policy;
+#[cfg(feature = "embed")]
+mod reembed;
 mod search;
 mod simd;
 mod store;
@@ -97,6 +99,10 @@ pub use crate::{
         index_info::IndexInfo,
         listing::Listing,
         report::{VerifyReport, Violation},
+        space::{
+            ChunkRevision, MissingChunk, ReembedOutcome, ReembedProgress, SpaceInfo, SpaceVector,
+            SpaceWriteOutcome, DEFAULT_SPACE,
+        },
         stats::{SkipRecord, Stats},
         stored::{StoredChunk, StoredDocument},
         version::{Version, VersionKind},
@@ -107,4 +113,5 @@ pub use crate::{
 pub use crate::{
     chunking::{chunk_text, ChunkerOptions},
     embed::{EmbedError, Embedder, HashingEmbedder, MINILM_NAME, MODEL_INSTALL_HINT},
+    reembed::ReembedError,
 };

@@ -47,6 +47,13 @@ pub struct SearchOptions {
     /// search fuses the chunk rankings first, then keeps each document's best fused chunk.
     #[serde(default)]
     pub per_document: bool,
+    /// The vector space searched (see [`Store::add_space`](crate::Store::add_space));
+    /// `None`: the store's active space, as of the search's snapshot. Filters and the text
+    /// ranking are the same in every space. A space the store does not have is an
+    /// `InputError` naming `space`; on PostgreSQL, any space but `default` is
+    /// `Unsupported`.
+    #[serde(default)]
+    pub space: Option<String>,
 }
 
 /// How a filtered search (not [`SearchOptions::exact`]) finds its candidates, once the
@@ -70,6 +77,12 @@ pub enum FilterStrategy {
 }
 
 impl SearchOptions {
+    /// Searches the vector space `name` rather than the active one.
+    pub fn space(mut self, name: impl Into<String>) -> SearchOptions {
+        self.space = Some(name.into());
+        self
+    }
+
     /// Sets the graph search width.
     pub fn ef(mut self, ef: usize) -> SearchOptions {
         self.ef = Some(ef);

@@ -376,6 +376,69 @@ forward! {
     /// Checks every invariant the rows can show (from one snapshot), and that the vectors
     /// the index can return are exactly the live vectors of the file (I5).
     pub fn verify(&self) -> Result<VerifyReport, ReadError>;
+
+    /// Adds an empty vector space `name` for vectors of `dimension` made by `model` (a
+    /// name recorded for people and tools; the store never embeds), under the store's
+    /// metric. Fill it with [`Store::reembed`] (or [`Store::chunks_missing_vectors`] and
+    /// [`Store::write_space_vectors`]) while searches go on in the active space, then
+    /// [`Store::activate`] it. A space covering every live chunk is *complete*: from then on
+    /// every revision must bring a vector in it for each chunk it does not keep
+    /// ([`Chunk::with_space_vector`](crate::Chunk::with_space_vector)), else
+    /// [`WriteError::MissingSpaceVector`]. A name that is taken, `default`, or not 1 to 64
+    /// ASCII letters, digits, `-`, `_` and `.`, or a dimension of 0 or above
+    /// [`Limits::max_dimension`](crate::Limits::max_dimension), is an `InputError` naming
+    /// the field, and nothing changes. `Unsupported` on PostgreSQL.
+    pub fn add_space(
+        &self,
+        name: &str,
+        model: &str,
+        dimension: usize,
+    ) -> Result<crate::SpaceInfo, WriteError>;
+
+    /// Makes space `name` the one searches use when [`SearchOptions::space`] names none, in
+    /// one transaction: every search on a later snapshot uses it, none on an earlier one
+    /// does. Refused with [`WriteError::SpaceIncomplete`] (saying how many live chunks
+    /// lack a vector in it) until it covers every live chunk; an unknown space is an
+    /// `InputError` naming `name`. `Unsupported` on PostgreSQL.
+    pub fn activate(&self, name: &str) -> Result<(), WriteError>;
+
+    /// Removes space `name` and every vector in it, in one transaction (the pages are free
+    /// for the file's next writes, and given back by the compaction on close); returns how
+    /// many vectors went. The active space and the default space (the chunks' own vectors)
+    /// cannot be dropped: an `InputError` naming `name`, as for an unknown space.
+    /// `Unsupported` on PostgreSQL.
+    pub fn drop_space(&self, name: &str) -> Result<u64, WriteError>;
+
+    /// Every vector space, the default one first, with its model, dimension and coverage,
+    /// from one snapshot. `Unsupported` on PostgreSQL (whose only space is the default).
+    pub fn spaces(&self) -> Result<Vec<crate::SpaceInfo>, ReadError>;
+
+    /// The first `limit` (1 to 100 000) live chunks without a vector in space `space`,
+    /// after the chunk `after` (`None`: from the start), in one order that does not change
+    /// while they are stored (the walk's cursor is the last one's
+    /// [`revision`](crate::MissingChunk::revision)), from one snapshot. A walk that ends
+    /// hands out every chunk that lacked a vector when it began and is still stored; a
+    /// chunk a revision replaced meanwhile may sort before the cursor, so a re-embed walks
+    /// again until a walk finds nothing. The default space never lacks one.
+    pub fn chunks_missing_vectors(
+        &self,
+        space: &str,
+        after: Option<crate::ChunkRevision>,
+        limit: usize,
+    ) -> Result<Vec<crate::MissingChunk>, ReadError>;
+
+    /// Writes re-embedded vectors into space `space`, in one transaction, guarded: each is
+    /// written only while its chunk is still stored as it was read (its
+    /// [`revision`](crate::SpaceVector::revision)) and has no vector there; a chunk whose
+    /// document was rewritten or deleted since is counted as `superseded`, one that has a
+    /// vector already as `present`, and neither is written. A vector of another dimension
+    /// than the space's, or not finite, or an unknown space, is an `InputError` naming the
+    /// field (`vectors[3].vector`), and nothing is written. `Unsupported` on PostgreSQL.
+    pub fn write_space_vectors(
+        &self,
+        space: &str,
+        vectors: Vec<crate::SpaceVector>,
+    ) -> Result<crate::SpaceWriteOutcome, WriteError>;
 }
 
 impl WriterOptions {

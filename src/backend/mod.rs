@@ -25,8 +25,9 @@ use crate::policy::prepare::PreparedOp;
 use crate::search::SearchOptions;
 use crate::types::counters::Counters;
 use crate::types::{
-    Document, Hit, IndexInfo, Listing, Op, OpOutcome, Outcome, PurgeOutcome, RetainOutcome,
-    SkipRecord, Stats, StoredDocument, VerifyReport, Version,
+    ChunkRevision, Document, Hit, IndexInfo, Listing, MissingChunk, Op, OpOutcome, Outcome,
+    PurgeOutcome, RetainOutcome, SkipRecord, SpaceInfo, SpaceVector, SpaceWriteOutcome, Stats,
+    StoredDocument, VerifyReport, Version,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -136,6 +137,71 @@ pub(crate) trait Backend {
     /// Builds (and persists) the vector index now. Nothing to do where the server keeps it.
     fn build_index(&self) -> Result<(), ReadError> {
         Ok(())
+    }
+
+    /// The backend's name, for `Unsupported` errors.
+    fn backend_name(&self) -> &'static str;
+    /// Adds an empty vector space (by default `Unsupported`: a backend with only the
+    /// default space).
+    fn add_space(
+        &self,
+        name: &str,
+        model: &str,
+        dimension: usize,
+    ) -> Result<SpaceInfo, WriteError> {
+        let _ = (name, model, dimension);
+        Err(WriteError::Unsupported {
+            operation: "Store::add_space",
+            backend: self.backend_name(),
+        })
+    }
+    /// Makes a complete space the one searches use by default.
+    fn activate(&self, name: &str) -> Result<(), WriteError> {
+        let _ = name;
+        Err(WriteError::Unsupported {
+            operation: "Store::activate",
+            backend: self.backend_name(),
+        })
+    }
+    /// Removes a space that is not active, with its vectors; the rows freed.
+    fn drop_space(&self, name: &str) -> Result<u64, WriteError> {
+        let _ = name;
+        Err(WriteError::Unsupported {
+            operation: "Store::drop_space",
+            backend: self.backend_name(),
+        })
+    }
+    /// Every space with its coverage, from one snapshot.
+    fn spaces(&self) -> Result<Vec<SpaceInfo>, ReadError> {
+        Err(ReadError::Unsupported {
+            operation: "Store::spaces",
+            backend: self.backend_name(),
+        })
+    }
+    /// Live chunks without a vector in `space`, after `after`, at most `limit`.
+    fn chunks_missing_vectors(
+        &self,
+        space: &str,
+        after: Option<ChunkRevision>,
+        limit: usize,
+    ) -> Result<Vec<MissingChunk>, ReadError> {
+        let _ = (space, after, limit);
+        Err(ReadError::Unsupported {
+            operation: "Store::chunks_missing_vectors",
+            backend: self.backend_name(),
+        })
+    }
+    /// The guarded re-embed write, in one transaction.
+    fn write_space_vectors(
+        &self,
+        space: &str,
+        vectors: Vec<SpaceVector>,
+    ) -> Result<SpaceWriteOutcome, WriteError> {
+        let _ = (space, vectors);
+        Err(WriteError::Unsupported {
+            operation: "Store::write_space_vectors",
+            backend: self.backend_name(),
+        })
     }
 }
 
@@ -340,6 +406,15 @@ forward! {
     fn index_info(&self) -> IndexInfo;
     fn wait_for_index(&self, timeout: Duration) -> bool;
     fn build_index(&self) -> Result<(), ReadError>;
+    fn backend_name(&self) -> &'static str;
+    fn add_space(&self, name: &str, model: &str, dimension: usize) -> Result<SpaceInfo, WriteError>;
+    fn activate(&self, name: &str) -> Result<(), WriteError>;
+    fn drop_space(&self, name: &str) -> Result<u64, WriteError>;
+    fn spaces(&self) -> Result<Vec<SpaceInfo>, ReadError>;
+    fn chunks_missing_vectors(&self, space: &str, after: Option<ChunkRevision>, limit: usize)
+        -> Result<Vec<MissingChunk>, ReadError>;
+    fn write_space_vectors(&self, space: &str, vectors: Vec<SpaceVector>)
+        -> Result<SpaceWriteOutcome, WriteError>;
 }
 
 #[cfg(all(test, not(feature = "postgres")))]

@@ -754,6 +754,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 text,
                 vector: vector.flatten(),
                 meta: meta.unwrap_or(serde_json::Value::Null),
+                spaces: Default::default(),
             },
             position,
         ))

@@ -70,6 +70,7 @@ pub(crate) fn plan_with(
                 text: c.text.clone(),
                 vector: None,
                 meta: c.meta.clone(),
+                spaces: Default::default(),
             })
             .collect(),
     };

@@ -27,6 +27,9 @@ pub(crate) struct PreparedChunk {
     pub meta: String,
     pub text_hash: ContentHash,
     pub vector: Option<Vec<f32>>,
+    /// Vectors in other spaces, by space name (checked and normalised as `vector` is; the
+    /// space's existence and dimension are checked against the stored spaces).
+    pub spaces: Vec<(String, Vec<f32>)>,
 }
 
 /// A validated operation.
@@ -151,6 +154,31 @@ fn check_meta(
 /// The largest squared length of an L2 or dot-product vector: an eighth of `f32::MAX`, so
 /// that `|a - b|^2` and `a . b` of two such vectors stay finite in f32, rounding included.
 pub(crate) const MAX_SQUARED_NORM: f64 = f32::MAX as f64 / 8.0;
+
+/// Validates chunk `position`'s vector in space `space` as [`prepare_vector`] does, errors
+/// naming `chunks[{position}].spaces.{space}`. The default space's vector is
+/// `Chunk::vector`, not an entry here.
+fn prepare_space_vector(
+    position: usize,
+    space: String,
+    vector: Vec<f32>,
+    metric: Metric,
+    limits: &Limits,
+) -> Result<(String, Vec<f32>), InputError> {
+    let field = format!("chunks[{position}].spaces.{space}");
+    if space == crate::types::DEFAULT_SPACE {
+        return Err(InputError::new(
+            field,
+            "is the default space, whose vector is Chunk::vector",
+        ));
+    }
+    crate::policy::space::check_space_name(&field, &space)?;
+    let vector = prepare_vector(position, vector, metric, limits).map_err(|e| {
+        let old = format!("chunks[{position}].vector");
+        InputError::new(e.field.replacen(&old, &field, 1), e.problem)
+    })?;
+    Ok((space, vector))
+}
 
 /// Validates a vector and, for cosine, normalises it to unit length.
 pub(crate) fn prepare_vector(
@@ -449,11 +477,18 @@ pub(crate) fn prepare_document(
                 Some(prepare_vector(position, vector, metric, limits)?)
             }
         };
+        let mut spaces = Vec::with_capacity(chunk.spaces.len());
+        for (space, vector) in chunk.spaces {
+            spaces.push(prepare_space_vector(
+                position, space, vector, metric, limits,
+            )?);
+        }
         chunks.push(PreparedChunk {
             text_hash: text_hash(&chunk.text),
             text: chunk.text,
             meta: chunk_meta,
             vector,
+            spaces,
         });
     }
     check_document_size(&chunks, expected)?;
@@ -603,6 +638,7 @@ pub(crate) mod fixtures {
             meta: "{}".to_string(),
             text_hash: text_hash(text),
             vector,
+            spaces: Vec::new(),
         }
     }
 

@@ -67,6 +67,13 @@ pub struct Chunk {
     /// Chunk metadata (any JSON; `null` for none). Part of the content hash.
     #[serde(default)]
     pub meta: serde_json::Value,
+    /// Vectors of this chunk in the store's other vector spaces, by space name (see
+    /// [`Store::add_space`](crate::Store::add_space)); [`Chunk::vector`] is the default
+    /// space's. A revision must bring one for every complete space for each chunk it does
+    /// not keep; for an incomplete space it may omit them (a re-embed fills them in). Not
+    /// part of the content hash.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub spaces: std::collections::BTreeMap<String, Vec<f32>>,
 }
 
 impl Chunk {
@@ -76,6 +83,7 @@ impl Chunk {
             text: text.into(),
             vector: Some(vector),
             meta: serde_json::Value::Null,
+            spaces: Default::default(),
         }
     }
 
@@ -85,12 +93,20 @@ impl Chunk {
             text: text.into(),
             vector: None,
             meta: serde_json::Value::Null,
+            spaces: Default::default(),
         }
     }
 
     /// Sets the chunk metadata.
     pub fn with_meta(mut self, meta: serde_json::Value) -> Chunk {
         self.meta = meta;
+        self
+    }
+
+    /// Adds this chunk's vector in the vector space `space` (not the default space's: that
+    /// is [`Chunk::vector`]).
+    pub fn with_space_vector(mut self, space: impl Into<String>, vector: Vec<f32>) -> Chunk {
+        self.spaces.insert(space.into(), vector);
         self
     }
 }

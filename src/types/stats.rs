@@ -53,4 +53,8 @@ pub struct Stats {
     pub metric: Metric,
     /// The embedding model's name, if recorded.
     pub model: Option<String>,
+    /// The vector spaces beside the default one (whose vectors are [`Stats::vectors`]), each
+    /// with its model, dimension and coverage (see [`Store::spaces`](crate::Store::spaces)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spaces: Vec<crate::types::SpaceInfo>,
 }

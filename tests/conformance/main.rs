@@ -52,4 +52,5 @@ mod read_only_stores_refuse_writes;
 mod search_never_returns_a_superseded_chunk;
 mod search_with_a_k_beyond_i64;
 mod text_and_hybrid_search_match_the_embedded_store;
+mod vector_spaces_are_added_filled_activated_and_dropped;
 mod writer_group_commit;

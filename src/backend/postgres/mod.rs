@@ -139,6 +139,12 @@ impl PgStore {
 }
 
 impl Backend for PgStore {
+    /// `PostgreSQL`. Vector spaces are not kept here yet: their operations answer
+    /// `Unsupported` naming the operation (the trait's defaults).
+    fn backend_name(&self) -> &'static str {
+        "PostgreSQL"
+    }
+
     /// Whether this store was opened read-only.
     fn is_read_only(&self) -> bool {
         self.read_only
@@ -282,6 +288,7 @@ impl Backend for PgStore {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        only_the_default_space(options)?;
         read::search(self, query, k, options)
     }
 
@@ -306,6 +313,7 @@ impl Backend for PgStore {
         k: usize,
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, ReadError> {
+        only_the_default_space(options)?;
         read::search_hybrid(self, text, vector, k, options)
     }
 
@@ -353,6 +361,7 @@ impl Backend for PgStore {
         options: &SearchOptions,
     ) -> Result<Vec<Vec<Hit>>, ReadError> {
         crate::search::check_bounds(k, options, &self.options.limits)?;
+        only_the_default_space(options)?;
         queries
             .iter()
             .enumerate()
@@ -403,6 +412,18 @@ impl Backend for PgStore {
         read::listings(self)
     }
 }
+/// A PostgreSQL store has only its default vector space: a search naming another is
+/// `Unsupported`, naming the option.
+fn only_the_default_space(options: &SearchOptions) -> Result<(), ReadError> {
+    match options.space.as_deref() {
+        None | Some(crate::types::DEFAULT_SPACE) => Ok(()),
+        Some(_) => Err(ReadError::Unsupported {
+            operation: "SearchOptions::space",
+            backend: "PostgreSQL",
+        }),
+    }
+}
+
 impl GroupCommit for PgStore {
     fn path(&self) -> &Path {
         &self.path

@@ -271,6 +271,7 @@ pub(super) fn stats(store: &PgStore) -> Result<Stats, ReadError> {
         dimension: store.dimension(),
         metric: store.metric,
         model,
+        spaces: Vec::new(),
     })
 }
 

@@ -208,6 +208,24 @@ pub(super) fn write_batch(
 pub(super) fn prepare_op(store: &PgStore, op: Op) -> Result<PreparedOp, WriteError> {
     prepare::prepare_op(op, store.metric, store.dimension(), &store.options.limits)
         .and_then(|op| check_no_nul(&op).map(|()| op).map_err(WriteError::from))
+        .and_then(|op| check_no_spaces(&op).map(|()| op).map_err(WriteError::from))
+}
+
+/// A PostgreSQL store has only its default vector space: a chunk's vector in another one
+/// names a space the store does not have.
+fn check_no_spaces(op: &PreparedOp) -> Result<(), crate::error::InputError> {
+    if let PreparedOp::Upsert(doc) = op {
+        for (position, chunk) in doc.chunks.iter().enumerate() {
+            if let Some((name, _)) = chunk.spaces.first() {
+                return Err(crate::error::InputError::new(
+                    format!("chunks[{position}].spaces.{name}"),
+                    "names no vector space of this store (a PostgreSQL store has only the \
+                     default space: Store::add_space is not available on it)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs the batch, again after a deadlock or serialisation failure.

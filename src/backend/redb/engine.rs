@@ -505,7 +505,7 @@ impl Engine {
     /// A guarded batch: `apply` returns its value, whether any operation was applied (if
     /// none was, nothing is committed, so that not even the commit counter moves: I9), and
     /// whether every operation was refused (then the commit needs no fsync).
-    fn run<T>(
+    pub(crate) fn run<T>(
         &self,
         durability: Durability,
         apply: impl FnOnce(&mut Batch<'_>) -> Result<(T, bool, bool), WriteError>,

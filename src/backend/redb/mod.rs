@@ -17,6 +17,7 @@ pub(crate) mod history;
 pub(crate) mod open;
 pub(crate) mod read;
 pub(crate) mod schema;
+pub(crate) mod spaces;
 pub(crate) mod stats;
 pub(crate) mod text;
 pub(crate) mod verify;
@@ -30,8 +31,9 @@ use crate::policy::prepare::{self, PreparedOp};
 use crate::search::SearchOptions;
 use crate::types::counters::Counters;
 use crate::types::{
-    Document, Hit, IndexInfo, Listing, Op, Outcome, PurgeOutcome, RetainOutcome, SkipRecord, Stats,
-    StoredDocument, VerifyReport, Version,
+    ChunkRevision, Document, Hit, IndexInfo, Listing, MissingChunk, Op, Outcome, PurgeOutcome,
+    RetainOutcome, SkipRecord, SpaceInfo, SpaceVector, SpaceWriteOutcome, Stats, StoredDocument,
+    VerifyReport, Version,
 };
 use contain::contain;
 use derived::indexer::{Gate, Indexer};
@@ -161,6 +163,54 @@ impl RedbBackend {
 }
 
 impl Backend for RedbBackend {
+    fn backend_name(&self) -> &'static str {
+        "redb"
+    }
+
+    fn add_space(
+        &self,
+        name: &str,
+        model: &str,
+        dimension: usize,
+    ) -> Result<SpaceInfo, WriteError> {
+        spaces::add_space(&self.engine, name, model, dimension)
+    }
+
+    fn activate(&self, name: &str) -> Result<(), WriteError> {
+        spaces::activate(&self.engine, name)
+    }
+
+    fn drop_space(&self, name: &str) -> Result<u64, WriteError> {
+        let (id, freed) = spaces::drop_space(&self.engine, name)?;
+        self.indexer.spaces.forget(id);
+        Ok(freed)
+    }
+
+    fn spaces(&self) -> Result<Vec<SpaceInfo>, ReadError> {
+        contain(ReadError::contained, || {
+            spaces::spaces(&self.engine.snapshot()?)
+        })
+    }
+
+    fn chunks_missing_vectors(
+        &self,
+        space: &str,
+        after: Option<ChunkRevision>,
+        limit: usize,
+    ) -> Result<Vec<MissingChunk>, ReadError> {
+        contain(ReadError::contained, || {
+            spaces::chunks_missing_vectors(&self.engine.snapshot()?, space, after, limit)
+        })
+    }
+
+    fn write_space_vectors(
+        &self,
+        space: &str,
+        vectors: Vec<SpaceVector>,
+    ) -> Result<SpaceWriteOutcome, WriteError> {
+        spaces::write_space_vectors(&self.engine, space, vectors)
+    }
+
     fn path(&self) -> &Path {
         self.engine.path()
     }

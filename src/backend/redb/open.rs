@@ -966,7 +966,7 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
     Ok(())
 }
 
-/// Converts a file of schema `version` (1 to 5) in one durable write transaction
+/// Converts a file of schema `version` (1 to 6) in one durable write transaction
 /// (`migrate.rs`).
 fn convert(
     db: &Database,
@@ -980,6 +980,7 @@ fn convert(
         .map_err(|e| err(e.into()))?;
     let converted = match version {
         1 => crate::backend::redb::schema::migrate::schema_1(&txn, dimension),
+        6 => crate::backend::redb::schema::migrate::schema_6(&txn).map(|()| 0),
         from => crate::backend::redb::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {
@@ -1020,6 +1021,9 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
     open(txn, schema::INDEX_SNAPSHOT)?;
+    open(txn, schema::SPACES)?;
+    open(txn, schema::SPACE_VECTORS)?;
+    open(txn, schema::SPACE_CHANGELOG)?;
     crate::backend::redb::text::create_tables(txn)?;
     Ok(())
 }

@@ -74,6 +74,10 @@ impl Snapshot {
             dimension: self.dimension,
             metric: self.metric,
             model: self.model.clone(),
+            spaces: crate::backend::redb::spaces::spaces(self)?
+                .into_iter()
+                .skip(1)
+                .collect(),
         })
     }
 }

@@ -76,6 +76,7 @@ impl Snapshot {
         self.check_side_tables(&mut report)?;
         crate::backend::redb::text::verify(self, &mut report)?;
         check_gauges(&mut report, &tables)?;
+        crate::backend::redb::spaces::verify(self, &mut report)?;
         Ok(report)
     }
 

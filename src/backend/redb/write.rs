@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub(crate) mod plan;
+pub(crate) mod spaces;
 
 /// Changelog rows kept behind the newest commit.
 const CHANGELOG_KEEP: u64 = 1024;
@@ -67,6 +68,12 @@ pub(crate) struct Batch<'txn> {
     skip_log: Table<'txn, u64, &'static [u8]>,
     /// The text index's tables, when the store keeps one (`text/`).
     text: Option<crate::backend::redb::text::TextWriter<'txn>>,
+    /// The vector spaces other than the default one, their rows and their changelog.
+    spaces: Vec<spaces::BatchSpace>,
+    spaces_table: Table<'txn, &'static str, &'static [u8]>,
+    space_vectors: Table<'txn, (u32, u64), &'static [u8]>,
+    space_changelog: Table<'txn, u64, &'static [u8]>,
+    space_change: schema::SpaceChangeRow,
     settings: BatchSettings,
     seq: Sequences,
     deltas: BTreeMap<&'static str, i64>,
@@ -127,7 +134,13 @@ impl<'txn> Batch<'txn> {
             next_skip: read_counter(&counters, seq_key::NEXT_SKIP)?,
             commit: read_counter(&counters, seq_key::COMMIT)?,
         };
+        let spaces = spaces::load_spaces(txn, &counters)?;
         Ok(Batch {
+            spaces,
+            spaces_table: txn.open_table(schema::SPACES).map_err(open_err)?,
+            space_vectors: txn.open_table(schema::SPACE_VECTORS).map_err(open_err)?,
+            space_changelog: txn.open_table(schema::SPACE_CHANGELOG).map_err(open_err)?,
+            space_change: schema::SpaceChangeRow::default(),
             docs: txn.open_table(DOCS).map_err(open_err)?,
             chunks: txn.open_table(CHUNKS).map_err(open_err)?,
             vectors: txn.open_table(VECTORS).map_err(open_err)?,
@@ -518,6 +531,13 @@ impl<'txn> Batch<'txn> {
         let old_vectors = VectorsRow::parse(&old_bytes)?;
         let old = plan::old_chunks(&old_chunks, &old_vectors);
         let plan = plan::plan_revision(row.as_ref(), &old, doc, self.dimension)?;
+        let fresh: Vec<(bool, Option<u32>)> = plan
+            .vectors
+            .iter()
+            .map(|v| (v.kept_slot.is_none(), v.from_slot))
+            .collect();
+        let old_owner = row.as_ref().filter(|r| !r.deleted).map(|r| r.internal_id);
+        let space_rows = self.plan_space_rows(doc, &fresh, old_owner)?;
 
         // Mutate.
         let (internal_id, next_slot) = self.revision_home(row.as_ref(), plan.rekey)?;
@@ -545,6 +565,12 @@ impl<'txn> Batch<'txn> {
                 .map(|(slot, _)| vector_id(internal_id, *slot)),
         );
         self.change.removed.extend_from_slice(&removed);
+        self.remove_space_rows(&removed)?;
+        let ids: Vec<u64> = entries
+            .iter()
+            .map(|(slot, _)| vector_id(internal_id, *slot))
+            .collect();
+        self.insert_space_rows(space_rows, &ids)?;
         self.index_text(
             doc,
             row.as_ref().filter(|r| !r.deleted).map(|r| r.internal_id),
@@ -735,9 +761,12 @@ impl<'txn> Batch<'txn> {
                     let vectors = VectorsRow::parse(bytes.value())?;
                     let slots: Vec<u32> = vectors.slots().collect();
                     drop(bytes);
-                    self.change
-                        .removed
-                        .extend(slots.iter().map(|&slot| vector_id(row.internal_id, slot)));
+                    let ids: Vec<u64> = slots
+                        .iter()
+                        .map(|&slot| vector_id(row.internal_id, slot))
+                        .collect();
+                    self.remove_space_rows(&ids)?;
+                    self.change.removed.extend(ids);
                     if let Some(text) = &mut self.text {
                         text.revise(Some(row.internal_id), &slots, row.internal_id, &[], false)?;
                     }
@@ -955,15 +984,23 @@ impl<'txn> Batch<'txn> {
     /// and a newly fixed dimension. The caller commits the transaction.
     pub(crate) fn finish(mut self) -> Result<BatchEffects, WriteError> {
         let mut effects = BatchEffects::default();
-        let advanced = !self.change.added.is_empty() || !self.change.removed.is_empty();
+        let advanced = !self.change.added.is_empty()
+            || !self.change.removed.is_empty()
+            || !self.space_change.added.is_empty();
         if advanced {
             advance(&mut self.seq.commit, seq_key::COMMIT)?;
             let commit = self.seq.commit;
             self.changelog
                 .insert(commit, schema::encode(&self.change).as_slice())
                 .map_err(WriteError::storage)?;
+            if !self.space_change.added.is_empty() {
+                self.space_changelog
+                    .insert(commit, schema::encode(&self.space_change).as_slice())
+                    .map_err(WriteError::storage)?;
+            }
             effects.changelog = Some((commit, std::mem::take(&mut self.change)));
         }
+        self.finish_spaces()?;
         // The index applies changelog rows right after each commit and reloads from the
         // vectors if it ever finds a gap, so only a recent window is kept.
         if let Some(text) = self.text.take() {
@@ -972,6 +1009,9 @@ impl<'txn> Batch<'txn> {
         let keep_from = self.seq.commit.saturating_sub(CHANGELOG_KEEP);
         if keep_from > 0 {
             self.changelog
+                .retain_in(..=keep_from, |_, _| false)
+                .map_err(WriteError::storage)?;
+            self.space_changelog
                 .retain_in(..=keep_from, |_, _| false)
                 .map_err(WriteError::storage)?;
         }

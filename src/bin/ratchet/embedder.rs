@@ -281,3 +281,40 @@ fn open_failure(db: &Path, name: &str, error: OpenError) -> Failure {
         other => crate::open_failure(other),
     }
 }
+
+/// The embedders of `store`'s vector spaces beside the default one that ratchet can run (the
+/// hashing embedder of any width; MiniLM, found as for a search), by space name, for
+/// `ingest` to embed new chunks for them too. A space whose model cannot be loaded is left
+/// out with a warning: a new revision needs its vectors only once it is complete (then the
+/// write is refused and reported), and `ratchet reembed` fills it in otherwise.
+pub fn for_spaces(
+    store: &Store,
+    db: &Path,
+    model_flag: Option<&Path>,
+    progress: &crate::progress::Progress,
+) -> Vec<(String, Box<dyn Embedder>)> {
+    let Ok(spaces) = store.spaces() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for space in spaces.into_iter().skip(1) {
+        let flag = if is_lexical(&space.model) {
+            None
+        } else {
+            model_flag
+        };
+        match for_store(db, Some(&space.model), flag) {
+            Ok(embedder) if Some(embedder.dimension()) == space.dimension => {
+                out.push((space.name, embedder))
+            }
+            Ok(_) | Err(_) => progress.println(&format!(
+                "warning: the space {:?} ({}) cannot be embedded by this ratchet: new chunks get no \
+                 vector there (`{} reembed` fills them in)",
+                space.name,
+                space.model,
+                crate::program_name()
+            )),
+        }
+    }
+    out
+}

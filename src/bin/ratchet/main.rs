@@ -53,6 +53,10 @@ enum Command {
     Backup(commands::backup::BackupArgs),
     /// Counters, totals and the most recent refused writes.
     Stats(commands::stats::StatsArgs),
+    /// Embed every chunk again with another embedder, into a vector space of its own, while
+    /// searches go on; `--activate` switches searches to it when it is complete.
+    #[command(long_about = commands::reembed::LONG_ABOUT)]
+    Reembed(commands::reembed::ReembedArgs),
     /// Copy every document between a redb file and a PostgreSQL store (`postgres://...`),
     /// either way, and verify both ends.
     #[cfg(feature = "postgres")]
@@ -320,6 +324,7 @@ fn main() -> ExitCode {
         Command::Recover(args) => commands::recover::run(args),
         Command::Backup(args) => commands::backup::run(args),
         Command::Stats(args) => commands::stats::run(args),
+        Command::Reembed(args) => commands::reembed::run(args),
         #[cfg(feature = "postgres")]
         Command::Copy(args) => commands::copy::run(args),
         #[cfg(not(feature = "postgres"))]

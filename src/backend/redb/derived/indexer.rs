@@ -92,6 +92,9 @@ pub(crate) struct Indexer {
     /// The text index inverted in memory, which text searches score on, built by the first
     /// one.
     pub(crate) text_cache: crate::backend::redb::derived::text_cache::TextCache,
+    /// The indexes of the vector spaces other than the default one, each loaded by the
+    /// first search of its space.
+    pub(crate) spaces: crate::backend::redb::derived::space_index::SpaceIndexes,
     /// Wakes the index applier after a commit that changed vectors (see
     /// [`Indexer::after_commit`]); started with the first such commit.
     applier: Mutex<Option<crossbeam_channel::Sender<()>>>,
@@ -109,6 +112,7 @@ impl Drop for Indexer {
         if let IndexState::Loaded(live) = self.state.get_mut() {
             live.index.close();
         }
+        self.spaces.close();
     }
 }
 
@@ -122,6 +126,7 @@ impl Indexer {
             state: RwLock::new(IndexState::Unloaded),
             filters: FilterCache::default(),
             text_cache: Default::default(),
+            spaces: Default::default(),
             applier: Mutex::new(None),
             apply_requested: AtomicU64::new(0),
             apply_done: AtomicU64::new(0),
@@ -300,6 +305,9 @@ impl Indexer {
         options: &SearchOptions,
         mut then: impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
     ) -> Result<T, ReadError> {
+        if let Some(answer) = self.search_space_then(query, k, options, &mut then)? {
+            return Ok(answer);
+        }
         if self.engine.is_read_only() && self.engine.dimension().is_none() {
             // The writer may have fixed it since this store opened.
             drop(self.engine.snapshot()?);
@@ -345,7 +353,7 @@ impl Indexer {
             };
             let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
-                Some(&live),
+                Some(&live.index),
                 &query,
                 k,
                 options,
@@ -362,6 +370,94 @@ impl Indexer {
             &snapshot, None, &query, k, options, metric, None,
         )?;
         then(&snapshot, hits)
+    }
+
+    /// A search of a space other than the default one (`options.space`, or the active
+    /// space of the search's snapshot), on that space's index brought up to the snapshot;
+    /// `None` when the space is the default one (the caller searches it).
+    fn search_space_then<T>(
+        &self,
+        query: &[f32],
+        k: usize,
+        options: &SearchOptions,
+        then: &mut impl FnMut(&Snapshot, Vec<Hit>) -> Result<T, ReadError>,
+    ) -> Result<Option<T>, ReadError> {
+        use crate::backend::redb::spaces;
+        let metric = self.engine.metric();
+        let params = self.engine.options().index;
+        for attempt in 0..=SEARCH_ATTEMPTS {
+            // The last attempt reads a snapshot of its own: commits kept landing.
+            let snapshot = if attempt == SEARCH_ATTEMPTS {
+                Arc::new(self.engine.snapshot()?)
+            } else {
+                self.engine.search_snapshot()?
+            };
+            let name = match &options.space {
+                Some(name) => name.clone(),
+                None => spaces::active_space(&snapshot)?,
+            };
+            if name == crate::types::DEFAULT_SPACE {
+                return Ok(None);
+            }
+            let Some(row) = spaces::space_row(&snapshot, &name)? else {
+                return Err(crate::error::InputError::new(
+                    "space",
+                    format!(
+                        "{name:?} names no vector space of this store (Store::spaces lists them)"
+                    ),
+                )
+                .into());
+            };
+            let dimension = row.dimension as usize;
+            let query = crate::search::prepare_query(
+                query,
+                metric,
+                Some(dimension),
+                &self.engine.options().limits,
+            )
+            .map_err(|e| match e {
+                ReadError::Input(e) => ReadError::Input(crate::error::InputError::new(
+                    e.field,
+                    e.problem
+                        .replace("this store holds", &format!("space {name:?} holds")),
+                )),
+                other => other,
+            })?;
+            let index = if attempt == SEARCH_ATTEMPTS {
+                // Not shared: loaded for this snapshot alone.
+                let spaces = crate::backend::redb::derived::space_index::SpaceIndexes::default();
+                spaces.at(&snapshot, row.id, dimension, metric, params)?
+            } else {
+                self.spaces
+                    .at(&snapshot, row.id, dimension, metric, params)?
+            };
+            let Some(index) = index else { continue };
+            let seq = snapshot.commit()?;
+            let matching = match &options.filter {
+                Some(filter) => match self.filters.evaluate(&snapshot, filter)? {
+                    Some(matching) => Some(matching),
+                    None if attempt == SEARCH_ATTEMPTS => None,
+                    None => continue,
+                },
+                None => None,
+            };
+            let hits = crate::backend::redb::derived::search::search(
+                &snapshot,
+                Some(&index.index),
+                &query,
+                k,
+                options,
+                metric,
+                matching,
+            )?;
+            if index.applied() == seq {
+                return then(&snapshot, hits).map(Some);
+            }
+        }
+        Err(ReadError::Corrupted {
+            what: "vector space index".into(),
+            detail: "a space's index loaded for one snapshot covers another".into(),
+        })
     }
 
     /// The filter index's chunks matching `filter` at `snapshot`'s commit (`None`: it
@@ -573,6 +669,16 @@ impl Indexer {
                     source: None,
                     id: None,
                     problem: format!("index: {problem}"),
+                });
+            }
+        }
+        let snapshot = self.engine.snapshot()?;
+        for (id, index) in self.spaces.all() {
+            for problem in index.agreement(&snapshot)? {
+                report.violations.push(crate::types::Violation {
+                    source: None,
+                    id: None,
+                    problem: format!("space {id}'s index: {problem}"),
                 });
             }
         }

@@ -9,6 +9,7 @@
 //! - `live_index.rs`: the vector index.
 //! - `filter_index.rs`: the metadata filter's postings.
 //! - `text_cache.rs`: the text rows inverted in memory.
+//! - `space_index.rs`: the vector index of each space other than the default one.
 //!
 //! Each of the three implements [`Derived`] (the commit it covers, and catching up by a
 //! commit range's [`Changes`]); [`bring_to`] is the one path that reads the changelog and
@@ -22,6 +23,7 @@ pub(crate) mod filter_index;
 pub(crate) mod indexer;
 pub(crate) mod live_index;
 pub(crate) mod search;
+pub(crate) mod space_index;
 pub(crate) mod text_cache;
 pub(crate) mod text_search;
 

@@ -6,13 +6,12 @@
 //! live hits come back or none are left. A superseded chunk is never returned.
 
 use crate::backend::redb::derived::filter_index::Matching;
-use crate::backend::redb::derived::live_index::LiveIndex;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
 };
 use crate::error::{Corruption, InputError, ReadError};
-use crate::index::{self, SearchMode};
+use crate::index::{self, SearchMode, VectorIndex};
 use crate::options::Metric;
 use crate::policy::filter::Filter;
 use crate::search::{FilterStrategy, SearchOptions};
@@ -210,12 +209,12 @@ pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
     2.0 * m <= GRAPH_VISITS_PER_EF * want as f64 * pass.powf(-GRAPH_SELECTIVITY_EXPONENT)
 }
 
-/// Runs a search on `snapshot` with `live` (brought up to the snapshot by the caller) or,
-/// without one, by scanning the snapshot. `matching`: the chunks `options.filter` matches,
+/// Runs a search on `snapshot` with `live` (a space's index, brought up to the snapshot by
+/// the caller) or, without one, by scanning the snapshot's default vectors. `matching`: the chunks `options.filter` matches,
 /// from the store's filter index (`None`: evaluated here on an index of the snapshot).
 pub(crate) fn search(
     snapshot: &Snapshot,
-    live: Option<&LiveIndex>,
+    live: Option<&VectorIndex>,
     query: &[f32],
     k: usize,
     options: &SearchOptions,
@@ -261,7 +260,7 @@ pub(crate) fn search(
     let want = options.ef.unwrap_or(index::DEFAULT_EF_SEARCH).max(k);
     let scan_matching = match (live, matching) {
         (Some(live), Some(ids)) if mode != SearchMode::Exact => match options.filter_strategy {
-            FilterStrategy::Auto => scan_is_cheaper(ids.len(), live.index.len_live(), want),
+            FilterStrategy::Auto => scan_is_cheaper(ids.len(), live.len_live(), want),
             FilterStrategy::Graph => false,
             FilterStrategy::ScanMatching => true,
         },
@@ -273,7 +272,6 @@ pub(crate) fn search(
     loop {
         let candidates = match live {
             Some(live) if scan_matching => live
-                .index
                 .search_among(
                     query,
                     fetch,
@@ -283,8 +281,7 @@ pub(crate) fn search(
             Some(live) => {
                 let filter_ref: &(dyn Fn(u64) -> bool + Sync) = &keep;
                 let filter_ref = (matching.is_some() || allowed.is_some()).then_some(filter_ref);
-                live.index
-                    .search(query, fetch, mode, filter_ref)
+                live.search(query, fetch, mode, filter_ref)
                     .map_err(ReadError::index_search)?
             }
             None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,

@@ -24,6 +24,10 @@
 //! snapshot included: only the two rows of each revision and the document rows are
 //! rewritten. A schema-5 file has only its document rows rewritten.
 //!
+//! Schema 7 adds the vector spaces (`spaces`, `space_vectors`, `space_changelog`): a
+//! schema-6 file gains the three tables, empty, and nothing else changes ([`schema_6`]); the
+//! older schemas are converted as before and gain them too.
+//!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
@@ -122,13 +126,24 @@ fn put_revision(
     Ok(())
 }
 
-/// Records this build's schema version in the file.
+/// Records this build's schema version in the file, with the vector spaces' tables (schema
+/// 7: empty, the file's vectors being its default space).
 fn stamp_schema_version(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    txn.open_table(schema::SPACES)?;
+    txn.open_table(schema::SPACE_VECTORS)?;
+    txn.open_table(schema::SPACE_CHANGELOG)?;
     txn.open_table(META)?.insert(
         meta_key::SCHEMA_VERSION,
         u64::from(schema::SCHEMA_VERSION).to_le_bytes().as_slice(),
     )?;
     Ok(())
+}
+
+/// Converts a schema-6 file to this schema inside `txn` (the caller commits): only the
+/// vector spaces' tables are added, empty; every row of the file is kept as it is, and its
+/// vectors are the `default` space, active.
+pub(crate) fn schema_6(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    stamp_schema_version(txn)
 }
 
 /// Converts a schema-1 file to this schema inside `txn` (the caller commits), every vector

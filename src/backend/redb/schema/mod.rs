@@ -1,6 +1,6 @@
 //! The file format, in one place: every table and key (`tables`), the row codecs (`rows`),
 //! a live revision's vectors row and the chunks-row bytes it carries (`spill`), and the
-//! conversions of files of schemas 1 to 5 (`migrate`).
+//! conversions of files of schemas 1 to 6 (`migrate`).
 //!
 //! Rows are encoded with bincode (standard configuration, serde) except vectors, which are raw
 //! little-endian bytes behind a small header. Every decode returns a
@@ -33,7 +33,7 @@ pub(crate) use spill::*;
 pub(crate) use tables::*;
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 6;
+pub(crate) const SCHEMA_VERSION: u32 = 7;
 
 /// The marker stored under `meta["format"]`.
 pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";

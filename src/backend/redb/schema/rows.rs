@@ -406,6 +406,28 @@ pub(crate) fn decode_chunk_of_slot(bytes: &[u8], slot: u32) -> Result<ChunkAt<'_
     }
 }
 
+/// One vector space other than the default (schema 7), under its name in `spaces`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SpaceRow {
+    /// Its id: the first part of its rows' keys in `space_vectors`; never reused.
+    pub id: u32,
+    /// The embedding model's name.
+    pub model: String,
+    /// Every vector's length.
+    pub dimension: u32,
+    /// The commit sequence it was added at.
+    pub created_commit: u64,
+    /// Its rows in `space_vectors` (each a live chunk's vector).
+    pub vectors: u64,
+}
+
+/// The space vectors one commit added, `(space id, vector id)`, for the spaces' derived
+/// indexes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SpaceChangeRow {
+    pub added: Vec<(u32, u64)>,
+}
+
 /// What one commit did to the set of vectors, for replaying into the derived index.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChangelogRow {

@@ -27,6 +27,21 @@ pub(crate) const LISTINGS: TableDefinition<(&str, u64), &[u8]> = TableDefinition
 pub(crate) const LISTING_MEMBERS: TableDefinition<(&str, u64, &str), ()> =
     TableDefinition::new("listing_members");
 
+/// space name -> [`SpaceRow`](super::SpaceRow): the vector spaces other than the default
+/// one (whose vectors are [`VECTORS`]'), schema 7.
+pub(crate) const SPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("spaces");
+/// (space id, vector id) -> the chunk's vector in that space (little-endian f32s): one row
+/// per live chunk with a vector there, under the id of the chunk's default vector, so a
+/// space's rows are one key range (walked and dropped together), and a row is exactly as
+/// current as the chunk it names (a revision that replaces the chunk removes it).
+pub(crate) const SPACE_VECTORS: TableDefinition<(u32, u64), &[u8]> =
+    TableDefinition::new("space_vectors");
+/// commit sequence -> [`SpaceChangeRow`](super::SpaceChangeRow): the space vectors that
+/// commit added (its removals are the changelog's: every removed vector id goes from every
+/// space). Kept and trimmed with [`CHANGELOG`].
+pub(crate) const SPACE_CHANGELOG: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("space_changelog");
+
 /// part number -> bytes: the persisted ANN graph (see `index::persisted`), written whole in
 /// one transaction and checksummed, so it is either complete or ignored.
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
@@ -71,6 +86,8 @@ pub(crate) mod meta_key {
     pub(crate) const DIMENSION: &str = "dimension";
     pub(crate) const METRIC: &str = "metric";
     pub(crate) const MODEL: &str = "model";
+    /// The name of the vector space searches use by default (absent: `default`).
+    pub(crate) const ACTIVE_SPACE: &str = "active_space";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
     pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
     /// JSON of the `TextOptions` the text index (`text_docs`) was built with; absent: no
@@ -88,4 +105,6 @@ pub(crate) mod seq_key {
     pub(crate) const NEXT_SKIP: &str = "seq.next_skip";
     pub(crate) const COMMIT: &str = "seq.commit";
     pub(crate) const TICKET_HIGH_WATER: &str = "seq.ticket_high_water";
+    /// The next vector space id (the default space is 0; ids are never reused).
+    pub(crate) const NEXT_SPACE: &str = "seq.next_space";
 }

@@ -61,6 +61,9 @@ pub(super) struct PlannedVector<'a> {
     pub data: VectorData<'a>,
     /// The old slot it keeps (and so its vector id), or `None` for the next fresh slot.
     pub kept_slot: Option<u32>,
+    /// The old slot whose text (and default vector) it reuses, kept or copied (`None`: the
+    /// incoming vector): where its vectors in the other spaces can come from.
+    pub from_slot: Option<u32>,
 }
 
 /// Everything a revision writes, decided before anything is mutated.
@@ -152,14 +155,17 @@ pub(super) fn plan_revision<'a>(
             VectorSource::Keep { old_position } => PlannedVector {
                 data: VectorData::Raw(old[old_position].vector),
                 kept_slot: Some(old[old_position].slot),
+                from_slot: Some(old[old_position].slot),
             },
             VectorSource::Copy { from } => PlannedVector {
                 data: VectorData::Raw(old[from].vector),
                 kept_slot: None,
+                from_slot: Some(old[from].slot),
             },
             VectorSource::New(vector) => PlannedVector {
                 data: VectorData::Floats(vector),
                 kept_slot: None,
+                from_slot: None,
             },
         };
         match planned.data {

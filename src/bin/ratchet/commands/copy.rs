@@ -45,6 +45,7 @@ fn op_of(doc: StoredDocument) -> Op {
             text: chunk.text,
             vector: chunk.vector,
             meta: chunk.meta,
+            spaces: Default::default(),
         });
     }
     Op::Upsert(document)

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod export;
 pub mod ingest;
 pub mod recover;
+pub mod reembed;
 pub mod search;
 pub mod stats;
 pub mod verify;

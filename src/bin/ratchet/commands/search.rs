@@ -189,7 +189,7 @@ fn queries(args: &SearchArgs) -> Result<Vec<Query>, Failure> {
 
 pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     let store = open_existing(&args.db)?;
-    let options = search_options(&args)?;
+    let mut options = search_options(&args)?;
     let queries = queries(&args)?;
     let mode = mode(&args, &store)?;
     // The model loads once, for every question without a vector (not for text search).
@@ -200,7 +200,22 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
             .iter()
             .any(|q| q.text.is_some() && q.vector.is_none())
     {
-        let embedder = embedder::for_store(&args.db.db, store.model(), args.model.as_deref())?;
+        // The active space's model embeds the question (the default space's, the store's
+        // own, unless another space was activated).
+        // The space is pinned: a space activated meanwhile does not change the one the
+        // question was embedded for.
+        let active = store
+            .spaces()
+            .ok()
+            .and_then(|spaces| spaces.into_iter().find(|s| s.active));
+        if let Some(space) = &active {
+            options = options.space(space.name.clone());
+        }
+        let active = active
+            .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+            .map(|s| s.model);
+        let model = active.as_deref().or(store.model());
+        let embedder = embedder::for_store(&args.db.db, model, args.model.as_deref())?;
         embedder_name = Some(embedder.name().to_string());
         for query in &queries {
             match (&query.vector, &query.text) {

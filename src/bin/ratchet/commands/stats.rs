@@ -73,6 +73,32 @@ fn table(stats: &Stats) -> Result<Vec<String>, Failure> {
     );
     row("metric", stats.metric.to_string());
     row("model", stats.model.clone().unwrap_or_else(|| "-".into()));
+    if !stats.spaces.is_empty() {
+        let default_active = stats.spaces.iter().all(|s| !s.active);
+        let mark = |active: bool| if active { " (active)" } else { "" };
+        row(
+            &format!("space default{}", mark(default_active)),
+            format!(
+                "{}, {} dims, {}/{} chunks",
+                stats.model.clone().unwrap_or_else(|| "-".into()),
+                stats.dimension.unwrap_or(0),
+                stats.vectors,
+                stats.chunks
+            ),
+        );
+        for space in &stats.spaces {
+            row(
+                &format!("space {}{}", space.name, mark(space.active)),
+                format!(
+                    "{}, {} dims, {}/{} chunks",
+                    space.model,
+                    space.dimension.unwrap_or(0),
+                    space.vectors,
+                    space.live_chunks
+                ),
+            );
+        }
+    }
     row(
         "equal-version share of skips",
         format!(

@@ -246,6 +246,9 @@ struct Context<'a> {
     roots: &'a [Root],
     store: &'a Store,
     embedder: &'a dyn Embedder,
+    /// The store's other vector spaces whose embedder can be loaded, by name: each new
+    /// chunk is embedded for them too.
+    spaces: &'a [(String, Box<dyn Embedder>)],
     chunker: ChunkerOptions,
     sink: &'a Sink,
     progress: &'a Progress,
@@ -273,10 +276,12 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
         None => Sink::Direct(store.clone()),
     };
     let embedded_so_far = AtomicU64::new(0);
+    let spaces = embedder::for_spaces(&store, &args.db, args.model.as_deref(), &progress);
     let context = Context {
         roots: &roots,
         store: &store,
         embedder: embedder.as_ref(),
+        spaces: &spaces,
         chunker: args.chunker,
         sink: &sink,
         progress: &progress,
@@ -900,11 +905,26 @@ fn embed_and_write(
         context.embedder.embed_batch(&texts)?
     };
     tally.chunks_embedded += vectors.len() as u64;
+    let mut in_spaces = Vec::with_capacity(context.spaces.len());
+    for (name, space) in context.spaces {
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            space.embed_batch(&texts)?
+        };
+        in_spaces.push((name, vectors.into_iter()));
+    }
     let mut vectors = vectors.into_iter();
     let mut ops = Vec::with_capacity(writes.len());
     for planned in &mut writes {
         for &position in &planned.to_embed {
-            planned.document.chunks[position].vector = vectors.next();
+            let chunk = &mut planned.document.chunks[position];
+            chunk.vector = vectors.next();
+            for (name, vectors) in &mut in_spaces {
+                if let Some(vector) = vectors.next() {
+                    chunk.spaces.insert((*name).clone(), vector);
+                }
+            }
         }
         ops.push(Op::Upsert(planned.document.clone()));
     }
@@ -927,6 +947,12 @@ fn embed_and_write(
                 tally.chunks_embedded += vectors.len() as u64;
                 for (chunk, vector) in document.chunks.iter_mut().zip(vectors) {
                     chunk.vector = Some(vector);
+                }
+                for (name, space) in context.spaces {
+                    let vectors = space.embed_batch(&texts)?;
+                    for (chunk, vector) in document.chunks.iter_mut().zip(vectors) {
+                        chunk.spaces.insert(name.clone(), vector);
+                    }
                 }
                 context
                     .sink

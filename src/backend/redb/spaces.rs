@@ -1,0 +1,482 @@
+//! The embedded store's vector spaces: adding, activating and dropping one, listing them
+//! with their coverage, walking the live chunks a space lacks, and the guarded re-embed
+//! write (carried out by `write/spaces.rs` inside the batch transaction).
+//!
+//! The store's own vectors (`doc_vectors`) are the `default` space. Every other space is a
+//! row of `spaces` and one key range of `space_vectors`, `(space id, vector id)`: a row per
+//! live chunk with a vector there, under the id of the chunk's default vector. The id names
+//! the chunk's text as stored: a revision that keeps the chunk keeps its id (and so its
+//! vectors in every space), one that replaces it removes the id's rows from every space in
+//! its transaction. So a space's rows are always vectors of live chunks, and a re-embed's
+//! vector is written only while the id it was read under is still live.
+//!
+//! Invariant: a space other than the default holds exactly one row per live chunk it has a
+//! vector for, each of its dimension; its row's count equals its rows (`verify`).
+//! Invariant: the active space is complete (activation is refused otherwise, and every
+//! later revision must bring its vectors), so a search without a space never misses a
+//! live chunk.
+
+use crate::backend::redb::engine::{Engine, Finish};
+use crate::backend::redb::read::Snapshot;
+use crate::backend::redb::schema::{
+    self, meta_key, seq_key, split_vector_id, vector_id, SpaceRow, VectorsRow, CHUNKS, COUNTERS,
+    META, SPACES, SPACE_VECTORS, VECTORS,
+};
+use crate::error::{InputError, ReadError, WriteError};
+use crate::policy::space::check_space_name;
+use crate::types::counters::name as counter;
+use crate::types::{
+    ChunkRevision, MissingChunk, SpaceInfo, SpaceVector, SpaceWriteOutcome, DEFAULT_SPACE,
+};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+/// The longest model name a space records, in bytes.
+const MAX_MODEL_BYTES: usize = 1024;
+
+/// The most chunks one walk step hands out.
+pub(crate) const MAX_WALK: usize = 100_000;
+
+/// The name of the active space in `snapshot`.
+pub(crate) fn active_space(snapshot: &Snapshot) -> Result<String, ReadError> {
+    let meta = snapshot.txn.open_table(META).map_err(ReadError::storage)?;
+    let active = meta
+        .get(meta_key::ACTIVE_SPACE)
+        .map_err(ReadError::storage)?
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned());
+    Ok(active.unwrap_or_else(|| DEFAULT_SPACE.to_owned()))
+}
+
+/// The row of space `name` in `snapshot` (`None`: no such space, or the default one).
+pub(crate) fn space_row(snapshot: &Snapshot, name: &str) -> Result<Option<SpaceRow>, ReadError> {
+    let table = match snapshot.txn.open_table(SPACES) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    match table.get(name).map_err(ReadError::storage)? {
+        Some(bytes) => Ok(Some(schema::decode("space row", bytes.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Every space of `snapshot`, the default one first, then by name.
+pub(crate) fn spaces(snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
+    let counters = snapshot
+        .txn
+        .open_table(COUNTERS)
+        .map_err(ReadError::storage)?;
+    let read = |key: &str| -> Result<u64, ReadError> {
+        Ok(counters
+            .get(key)
+            .map_err(ReadError::storage)?
+            .map(|v| v.value())
+            .unwrap_or(0))
+    };
+    let live_chunks = read(counter::LIVE_CHUNKS)?;
+    let active = active_space(snapshot)?;
+    let mut spaces = vec![SpaceInfo {
+        name: DEFAULT_SPACE.to_owned(),
+        model: snapshot.model.clone().unwrap_or_default(),
+        dimension: snapshot.dimension,
+        vectors: read(counter::LIVE_VECTORS)?,
+        live_chunks,
+        active: active == DEFAULT_SPACE,
+    }];
+    let table = match snapshot.txn.open_table(SPACES) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(spaces),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    for entry in table.iter().map_err(ReadError::storage)? {
+        let (name, value) = entry.map_err(ReadError::storage)?;
+        let row: SpaceRow = schema::decode("space row", value.value())?;
+        spaces.push(SpaceInfo {
+            name: name.value().to_owned(),
+            model: row.model,
+            dimension: Some(row.dimension as usize),
+            vectors: row.vectors,
+            live_chunks,
+            active: active == name.value(),
+        });
+    }
+    Ok(spaces)
+}
+
+/// The durability of a space's own operations: always durable (they are rare, and a
+/// re-embed resumes from what is on disk).
+const DURABLE: redb::Durability = redb::Durability::Immediate;
+
+/// See [`Store::add_space`](crate::Store::add_space).
+pub(crate) fn add_space(
+    engine: &Engine,
+    name: &str,
+    model: &str,
+    dimension: usize,
+) -> Result<SpaceInfo, WriteError> {
+    check_space_name("name", name)?;
+    if name == DEFAULT_SPACE {
+        return Err(
+            InputError::new("name", "\"default\" is the store's own vectors' space").into(),
+        );
+    }
+    if model.len() > MAX_MODEL_BYTES {
+        return Err(InputError::new(
+            "model",
+            format!("is {} bytes; the limit is {MAX_MODEL_BYTES}", model.len()),
+        )
+        .into());
+    }
+    let max = engine.options().limits.max_dimension;
+    if dimension == 0 || dimension > max {
+        return Err(InputError::new(
+            "dimension",
+            format!("is {dimension}; a space's dimension is 1 to {max}"),
+        )
+        .into());
+    }
+    engine.write_txn(DURABLE, |txn| {
+        let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
+        if spaces.get(name).map_err(WriteError::storage)?.is_some() {
+            return Err(InputError::new(
+                "name",
+                format!(
+                    "the store already has a space named {name:?} (Store::drop_space removes it)"
+                ),
+            )
+            .into());
+        }
+        let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+        let read = |counters: &redb::Table<'_, &'static str, u64>, key: &str| {
+            counters
+                .get(key)
+                .map(|v| v.map(|v| v.value()).unwrap_or(0))
+                .map_err(WriteError::storage)
+        };
+        // Space 0 is the default one.
+        let id = read(&counters, seq_key::NEXT_SPACE)?.max(1);
+        let id32 = u32::try_from(id).map_err(|_| WriteError::Exhausted {
+            what: "vector space ids",
+        })?;
+        let live_chunks = read(&counters, counter::LIVE_CHUNKS)?;
+        let row = SpaceRow {
+            id: id32,
+            model: model.to_owned(),
+            dimension: dimension as u32,
+            created_commit: read(&counters, seq_key::COMMIT)?,
+            vectors: 0,
+        };
+        spaces
+            .insert(name, schema::encode(&row).as_slice())
+            .map_err(WriteError::storage)?;
+        counters
+            .insert(seq_key::NEXT_SPACE, id + 1)
+            .map_err(WriteError::storage)?;
+        Ok(Finish::Commit(SpaceInfo {
+            name: name.to_owned(),
+            model: model.to_owned(),
+            dimension: Some(dimension),
+            vectors: 0,
+            live_chunks,
+            active: false,
+        }))
+    })
+}
+
+/// See [`Store::activate`](crate::Store::activate).
+pub(crate) fn activate(engine: &Engine, name: &str) -> Result<(), WriteError> {
+    engine.write_txn(DURABLE, |txn| {
+        if name != DEFAULT_SPACE {
+            let spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
+            let Some(bytes) = spaces.get(name).map_err(WriteError::storage)? else {
+                return Err(crate::backend::redb::write::spaces::unknown_space(
+                    "name", name,
+                ));
+            };
+            let row: SpaceRow = schema::decode("space row", bytes.value())?;
+            let counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+            let live = counters
+                .get(counter::LIVE_CHUNKS)
+                .map_err(WriteError::storage)?
+                .map(|v| v.value())
+                .unwrap_or(0);
+            if row.vectors < live {
+                return Err(WriteError::SpaceIncomplete {
+                    space: name.to_owned(),
+                    missing: live - row.vectors,
+                });
+            }
+        }
+        let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+        meta.insert(meta_key::ACTIVE_SPACE, name.as_bytes())
+            .map_err(WriteError::storage)?;
+        Ok(Finish::Commit(()))
+    })
+}
+
+/// See [`Store::drop_space`](crate::Store::drop_space): the space's id and the rows freed.
+pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<(u32, u64), WriteError> {
+    if name == DEFAULT_SPACE {
+        return Err(InputError::new(
+            "name",
+            "the default space holds the chunks' own vectors and cannot be dropped",
+        )
+        .into());
+    }
+    engine.write_txn(DURABLE, |txn| {
+        let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
+        let row: SpaceRow = match spaces.get(name).map_err(WriteError::storage)? {
+            Some(bytes) => schema::decode("space row", bytes.value())?,
+            None => {
+                return Err(crate::backend::redb::write::spaces::unknown_space(
+                    "name", name,
+                ))
+            }
+        };
+        let meta = txn.open_table(META).map_err(WriteError::storage)?;
+        let active = meta
+            .get(meta_key::ACTIVE_SPACE)
+            .map_err(WriteError::storage)?
+            .is_some_and(|v| v.value() == name.as_bytes());
+        if active {
+            return Err(InputError::new(
+                "name",
+                format!("{name:?} is the active space; activate another one first"),
+            )
+            .into());
+        }
+        drop(meta);
+        let mut vectors = txn.open_table(SPACE_VECTORS).map_err(WriteError::storage)?;
+        let before = vectors.len().map_err(WriteError::storage)?;
+        vectors
+            .retain_in((row.id, 0u64)..=(row.id, u64::MAX), |_, _| false)
+            .map_err(WriteError::storage)?;
+        let freed = before - vectors.len().map_err(WriteError::storage)?;
+        spaces.remove(name).map_err(WriteError::storage)?;
+        Ok(Finish::Commit((row.id, freed)))
+    })
+}
+
+/// See [`Store::chunks_missing_vectors`](crate::Store::chunks_missing_vectors).
+pub(crate) fn chunks_missing_vectors(
+    snapshot: &Snapshot,
+    name: &str,
+    after: Option<ChunkRevision>,
+    limit: usize,
+) -> Result<Vec<MissingChunk>, ReadError> {
+    if limit == 0 || limit > MAX_WALK {
+        return Err(
+            InputError::new("limit", format!("is {limit}; it must be 1 to {MAX_WALK}")).into(),
+        );
+    }
+    if name == DEFAULT_SPACE {
+        // Every live chunk has its default vector.
+        return Ok(Vec::new());
+    }
+    let Some(space) = space_row(snapshot, name)? else {
+        return Err(
+            match crate::backend::redb::write::spaces::unknown_space("space", name) {
+                WriteError::Input(e) => ReadError::Input(e),
+                other => ReadError::Input(InputError::new("space", other.to_string())),
+            },
+        );
+    };
+    let chunks = snapshot
+        .txn
+        .open_table(CHUNKS)
+        .map_err(ReadError::storage)?;
+    let vectors = snapshot
+        .txn
+        .open_table(VECTORS)
+        .map_err(ReadError::storage)?;
+    let space_vectors = snapshot
+        .txn
+        .open_table(SPACE_VECTORS)
+        .map_err(ReadError::storage)?;
+    let first_doc = after.map_or(0, |r| split_vector_id(r.0).0);
+    let mut out = Vec::new();
+    for entry in chunks.range(first_doc..).map_err(ReadError::storage)? {
+        let (doc, bytes) = entry.map_err(ReadError::storage)?;
+        let doc = doc.value();
+        let Some(vector_bytes) = vectors.get(doc).map_err(ReadError::storage)? else {
+            return Err(crate::error::Corruption::new(
+                "vector table",
+                format!("document {doc} has a chunks row but no vectors row"),
+            )
+            .into());
+        };
+        let row = schema::join_chunks(bytes.value(), &VectorsRow::parse(vector_bytes.value())?)?;
+        let mut own: Vec<(u64, usize)> = row
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(position, c)| (vector_id(doc, c.slot), position))
+            .filter(|(id, _)| after.is_none_or(|a| *id > a.0))
+            .collect();
+        own.sort_unstable();
+        for (id, position) in own {
+            if space_vectors
+                .get((space.id, id))
+                .map_err(ReadError::storage)?
+                .is_some()
+            {
+                continue;
+            }
+            out.push(MissingChunk {
+                source: row.source.clone(),
+                id: row.id.clone(),
+                position,
+                revision: ChunkRevision(id),
+                text: row.chunks[position].text.clone(),
+            });
+            if out.len() == limit {
+                return Ok(out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// See [`Store::write_space_vectors`](crate::Store::write_space_vectors).
+pub(crate) fn write_space_vectors(
+    engine: &Engine,
+    name: &str,
+    vectors: Vec<SpaceVector>,
+) -> Result<SpaceWriteOutcome, WriteError> {
+    if name == DEFAULT_SPACE {
+        return Err(InputError::new(
+            "space",
+            "the default space's vectors are written with their revisions (Chunk::vector)",
+        )
+        .into());
+    }
+    let limits = &engine.options().limits;
+    let mut prepared = Vec::with_capacity(vectors.len());
+    for (i, v) in vectors.into_iter().enumerate() {
+        let vector = crate::policy::prepare::prepare_vector(i, v.vector, engine.metric(), limits)
+            .map_err(|e| {
+            InputError::new(
+                e.field.replacen(
+                    &format!("chunks[{i}].vector"),
+                    &format!("vectors[{i}].vector"),
+                    1,
+                ),
+                e.problem,
+            )
+        })?;
+        prepared.push((v.source, v.id, v.revision.0, vector));
+    }
+    engine.run(engine.options().durability, |batch| {
+        let outcome = batch.write_space_vectors(name, &prepared)?;
+        Ok((outcome, outcome.written > 0, false))
+    })
+}
+
+/// The vector spaces' invariants in `snapshot`, each violation naming its space: the
+/// active space exists and is complete; every row of a space is the vector of a live chunk
+/// (its id in its document's vectors row), of the space's dimension, under a space that
+/// exists; each space's row count is what its row records, and at most the live chunks.
+pub(crate) fn verify(
+    snapshot: &Snapshot,
+    report: &mut crate::types::VerifyReport,
+) -> Result<(), ReadError> {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    let spaces = spaces(snapshot)?;
+    let active = active_space(snapshot)?;
+    match spaces.iter().find(|s| s.name == active) {
+        None => report.store(format!("the active space {active:?} does not exist")),
+        Some(space) if !space.is_complete() => report.store(format!(
+            "the active space {active:?} lacks a vector for {} live chunks",
+            space.missing()
+        )),
+        Some(_) => {}
+    }
+    let table = match snapshot.txn.open_table(SPACES) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    let mut by_id: HashMap<u32, (String, SpaceRow)> = HashMap::new();
+    for entry in table.iter().map_err(ReadError::storage)? {
+        let (name, value) = entry.map_err(ReadError::storage)?;
+        match schema::decode::<SpaceRow>("space row", value.value()) {
+            Ok(row) => {
+                if let Some((other, _)) = by_id.get(&row.id) {
+                    report.store(format!(
+                        "spaces {other:?} and {:?} share id {}",
+                        name.value(),
+                        row.id
+                    ));
+                }
+                by_id.insert(row.id, (name.value().to_owned(), row));
+            }
+            Err(c) => report.store(format!(
+                "space {:?}: undecodable row: {}",
+                name.value(),
+                c.detail
+            )),
+        }
+    }
+    let live_chunks = spaces.first().map_or(0, |s| s.live_chunks);
+    let vectors = snapshot
+        .txn
+        .open_table(VECTORS)
+        .map_err(ReadError::storage)?;
+    let rows = snapshot
+        .txn
+        .open_table(SPACE_VECTORS)
+        .map_err(ReadError::storage)?;
+    let mut live_slots: HashMap<u64, HashSet<u32>> = HashMap::new();
+    let mut counted: BTreeMap<u32, u64> = BTreeMap::new();
+    for entry in rows.iter().map_err(ReadError::storage)? {
+        let (key, value) = entry.map_err(ReadError::storage)?;
+        let (space, id) = key.value();
+        *counted.entry(space).or_default() += 1;
+        let Some((name, row)) = by_id.get(&space) else {
+            report.store(format!(
+                "space_vectors holds a row of space id {space}, which no space has"
+            ));
+            continue;
+        };
+        if value.value().len() != row.dimension as usize * 4 {
+            report.store(format!(
+                "space {name:?}: vector {id} has {} bytes where the space holds {}-dimensional vectors",
+                value.value().len(),
+                row.dimension
+            ));
+        }
+        let (owner, slot) = split_vector_id(id);
+        if let std::collections::hash_map::Entry::Vacant(e) = live_slots.entry(owner) {
+            let slots = match vectors.get(owner).map_err(ReadError::storage)? {
+                Some(bytes) => match VectorsRow::parse(bytes.value()) {
+                    Ok(parsed) => parsed.slots().collect(),
+                    Err(_) => HashSet::new(),
+                },
+                None => HashSet::new(),
+            };
+            e.insert(slots);
+        }
+        if !live_slots
+            .get(&owner)
+            .is_some_and(|slots| slots.contains(&slot))
+        {
+            report.store(format!(
+                "space {name:?}: vector {id} belongs to no live chunk (document {owner}, slot {slot})"
+            ));
+        }
+    }
+    for (id, (name, row)) in &by_id {
+        let found = counted.get(id).copied().unwrap_or(0);
+        if found != row.vectors {
+            report.store(format!(
+                "space {name:?} records {} vectors but holds {found}",
+                row.vectors
+            ));
+        }
+        if found > live_chunks {
+            report.store(format!(
+                "space {name:?} holds {found} vectors for {live_chunks} live chunks"
+            ));
+        }
+    }
+    Ok(())
+}

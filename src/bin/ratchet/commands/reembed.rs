@@ -1,0 +1,143 @@
+//! `ratchet reembed`: fills a vector space of the store with another embedder's vectors
+//! while searches go on in the active space, then (`--activate`) switches searches to it.
+
+use crate::embedder;
+use crate::progress::Progress;
+use crate::{exit, DbArg, Failure};
+use clap::Args;
+use ratchetdb::{Embedder, HashingEmbedder, Options, ReembedProgress, Store};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+pub const LONG_ABOUT: &str = "\
+Embed every chunk of the store again with another embedder, into a vector space of its own,
+while searches keep using the active space; `--activate` switches searches to the new space
+once it covers every chunk.
+
+  ratchet reembed --db index.redb --model DIR --activate      (MiniLM from DIR)
+  ratchet reembed --db index.redb --hashing 768 --activate    (the built-in embedder, 768 wide)
+
+The space is named after the embedder unless --space names it; a space that exists is
+continued. Each batch is committed as it is embedded, and a chunk whose document is rewritten
+meanwhile is not overwritten (it is counted as superseded, and embedded again from its new
+text): stop it at any time (Ctrl-C, a kill) and run the same command again to go on from
+where it stopped, nothing embedded twice. `ratchet ingest` embeds new revisions for every
+space whose embedder it can load; `ratchet stats` shows each space's coverage.";
+
+#[derive(Args, Debug)]
+pub struct ReembedArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// A MiniLM model folder (config.json, tokenizer.json, model.safetensors).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "hashing",
+        required_unless_present = "hashing"
+    )]
+    model: Option<PathBuf>,
+    /// The built-in lexical hashing embedder, DIM wide.
+    #[arg(long, value_name = "DIM")]
+    hashing: Option<usize>,
+    /// The space's name (default: the embedder's name).
+    #[arg(long, value_name = "NAME")]
+    space: Option<String>,
+    /// Chunks embedded and written per batch (one transaction each).
+    #[arg(long, value_name = "N", default_value = "64")]
+    batch: usize,
+    /// Make the space the one searches use once it covers every chunk.
+    #[arg(long)]
+    activate: bool,
+}
+
+pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
+    let embedder: Box<dyn Embedder> = match (args.hashing, &args.model) {
+        (Some(dimension), _) => Box::new(HashingEmbedder::new(dimension)?),
+        (None, Some(dir)) => embedder::for_ingest(Some(dir))?,
+        (None, None) => return Err(Failure("give --model DIR or --hashing DIM".into())),
+    };
+    let store = Store::open(&args.db.db, Options::default().wait_for_lock(args.db.wait))
+        .map_err(crate::open_failure)?;
+    let name = args
+        .space
+        .clone()
+        .unwrap_or_else(|| embedder.name().to_owned());
+    let existing = store.spaces()?.into_iter().find(|s| s.name == name);
+    let space = match existing {
+        Some(space) => {
+            if space.model != embedder.name() || space.dimension != Some(embedder.dimension()) {
+                return Err(Failure(format!(
+                    "the space {name:?} holds vectors of {} ({} dimensions), not {} ({}); \
+                     name another space with --space",
+                    space.model,
+                    space.dimension.unwrap_or(0),
+                    embedder.name(),
+                    embedder.dimension()
+                )));
+            }
+            space
+        }
+        None => store.add_space(&name, embedder.name(), embedder.dimension())?,
+    };
+    let started = Instant::now();
+    eprintln!(
+        "reembed: {} of {} chunks lack a vector in space {name:?} ({}); embedding in batches of {}",
+        space.missing(),
+        space.live_chunks,
+        embedder::describe(embedder.name()),
+        args.batch
+    );
+    let progress = Progress::new("reembed", "chunks", space.missing());
+    let mut reported = 0u64;
+    let mut first = true;
+    let mut on_batch = |p: ReembedProgress| {
+        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+        let rate = p.embedded as f64 / elapsed;
+        progress.advance(p.embedded - reported, || format!("{rate:.1} chunks/s"));
+        if first {
+            progress.println(&format!(
+                "reembed: first batch written: {} chunks embedded, {rate:.1} chunks/s, about {:.0}s left",
+                p.embedded,
+                p.missing.saturating_sub(p.embedded) as f64 / rate.max(1e-9)
+            ));
+            first = false;
+        }
+        reported = p.embedded;
+    };
+    let outcome = store.reembed(&name, embedder.as_ref(), args.batch, &mut on_batch);
+    progress.finish();
+    let outcome = outcome?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let after = store
+        .spaces()?
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| Failure(format!("the space {name:?} went away meanwhile")))?;
+    eprintln!(
+        "reembed: {} chunks embedded in {elapsed:.1}s ({:.1} chunks/s): {} written, {} superseded \
+         by newer revisions, {} already there; space {name:?} covers {}/{} chunks",
+        outcome.embedded,
+        outcome.embedded as f64 / elapsed.max(1e-9),
+        outcome.writes.written,
+        outcome.writes.superseded,
+        outcome.writes.present,
+        after.vectors,
+        after.live_chunks
+    );
+    if args.activate {
+        store.activate(&name)?;
+        eprintln!("reembed: space {name:?} is active: searches use it");
+    } else if !after.active {
+        eprintln!(
+            "reembed: searches still use the active space; `{} reembed --db {} {} --activate` switches them",
+            crate::program_name(),
+            ratchetdb::redact_address(&args.db.db),
+            match args.hashing {
+                Some(d) => format!("--hashing {d}"),
+                None => "--model DIR".to_owned(),
+            }
+        );
+    }
+    Ok(exit::ok())
+}

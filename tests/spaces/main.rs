@@ -1,0 +1,73 @@
+//! Vector spaces on the embedded store (issue 46): re-embedding online under readers and
+//! writers, a re-embed stopped anywhere and resumed, a rewrite racing a re-embed, and the
+//! input a space refuses. (What holds on both backends, and PostgreSQL's `Unsupported`, is
+//! `tests/conformance/vector_spaces_are_added_filled_activated_and_dropped.rs`; the schema-6
+//! conversion is `tests/storage/`; the CLI's `reembed` is `tests/cli/`.)
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod a_reembed_stopped_at_random_points_resumes_without_repeating;
+mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
+mod bad_space_input_is_refused_and_changes_nothing;
+mod readers_never_see_a_stale_chunk_while_a_reembed_races_writers;
+
+use ratchetdb::{Chunk, Document, EmbedError, Embedder, Options, Store, Version};
+use std::path::Path;
+
+/// The second space's width.
+pub const WIDE: usize = 8;
+
+/// A deterministic embedder for the second space: `WIDE` dimensions from the text's bytes.
+pub struct Wide;
+
+/// The second space's vector for `text`.
+pub fn wide(text: &str) -> Vec<f32> {
+    let mut v = vec![0.25f32; WIDE];
+    for (i, b) in text.bytes().enumerate() {
+        v[(i * 7 + usize::from(b)) % WIDE] += 1.0 + f32::from(b) / 255.0;
+    }
+    v
+}
+
+impl Embedder for Wide {
+    fn name(&self) -> &str {
+        "wide-test"
+    }
+
+    fn dimension(&self) -> usize {
+        WIDE
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| wide(t)).collect())
+    }
+}
+
+/// The store `db.redb` in `dir` (3 dimensions, see `common::vector`).
+pub fn open(dir: &Path) -> Store {
+    Store::open(dir.join("db.redb"), Options::default().dimension(3)).expect("open")
+}
+
+/// Document `id` at `version` with `chunks` chunks whose texts carry the version, so every
+/// revision's chunks are new texts.
+pub fn revision(id: &str, version: u64, chunks: usize) -> Document {
+    let mut doc = Document::new("s", id, Version::number(version));
+    for i in 0..chunks {
+        let text = format!("{id} v{version} c{i}");
+        doc = doc.with_chunk(Chunk::new(text.clone(), common::vector(&text)));
+    }
+    doc
+}
+
+/// The live chunk texts of the store, sorted.
+pub fn live_texts(store: &Store) -> Vec<String> {
+    let mut texts: Vec<String> = store
+        .documents(false)
+        .expect("documents")
+        .into_iter()
+        .flat_map(|d| d.chunks.into_iter().map(|c| c.text))
+        .collect();
+    texts.sort();
+    texts
+}
