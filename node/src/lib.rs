@@ -9,11 +9,13 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod convert;
+mod embedder;
 mod errors;
 mod export;
 mod store;
 mod task;
 mod writes;
 
+pub use crate::embedder::{hashing_embedder, load_minilm, NativeEmbedder};
 pub use crate::export::NativeExport;
 pub use crate::store::{open, NativeStore};
