@@ -1,7 +1,8 @@
 'use strict';
 // ratchetdb for Node.js and Electron: the API's JavaScript shape over the native addon.
 //
-// Every method returns a Promise and runs off the event loop (reads on libuv's pool, writes
+// Every method returns a Promise and runs off the event loop (searches on the addon's reader
+// threads, other reads on libuv's pool, writes
 // through the store's group-commit writer). Input is checked here first, so a mistake is an
 // InputError naming the field (`chunks[2].vector`), and nothing reaches the store.
 
@@ -148,8 +149,6 @@ function translate(error) {
   const Class = PLAIN[record.class] || RatchetError;
   return new Class(message);
 }
-
-const rethrow = (error) => { throw translate(error); };
 
 async function call(promise) {
   try {
@@ -370,6 +369,11 @@ function hits(list) {
 }
 
 const parseHits = (json) => hits(JSON.parse(json));
+const parseTimed = (json) => {
+  const out = JSON.parse(json);
+  hits(out.hits);
+  return out;
+};
 
 function documentOut(raw) {
   if (raw == null) return null;
@@ -470,6 +474,45 @@ class Store {
   constructor(inner, embedder) {
     this._inner = inner;
     this._embedder = embedder || null;
+    // Searches in flight: id -> [resolve, reject], settled by the native side's completer.
+    this._reads = new Map();
+    this._lastRead = 0;
+    inner.setCompleter((id, json, error) => this._settle(id, json, error));
+  }
+
+  /**
+   * @private A search run by `start(id)` on the addon's reader threads: its JSON text, or
+   * `finish` of it.
+   */
+  _read(start, finish) {
+    return new Promise((resolve, reject) => {
+      const id = this._lastRead = (this._lastRead + 1) >>> 0;
+      try {
+        start(id);
+      } catch (error) {
+        reject(translate(error));
+        return;
+      }
+      if (this._reads.size === 0) this._inner.hold(true);
+      this._reads.set(id, [resolve, reject, finish]);
+    });
+  }
+
+  /** @private */
+  _settle(id, json, error) {
+    const pending = this._reads.get(id);
+    if (pending === undefined) return;
+    this._reads.delete(id);
+    if (this._reads.size === 0) this._inner.hold(false);
+    if (error != null) {
+      pending[1](translate(new Error(error)));
+      return;
+    }
+    try {
+      pending[0](pending[2] === undefined ? json : pending[2](json));
+    } catch (failure) {
+      pending[1](failure);
+    }
   }
 
   /**
@@ -575,15 +618,14 @@ class Store {
 
   /** The `k` live chunks nearest `vector` (never a superseded one). */
   search(query, options) {
-    let pending;
+    let v; let k; let opts;
     try {
-      const v = vector(query, 'vector');
-      const [k, opts] = searchOptions(options, 'vector');
-      pending = this._inner.search(v, k, opts);
+      v = vector(query, 'vector');
+      [k, opts] = searchOptions(options, 'vector');
     } catch (error) {
       return Promise.reject(translate(error));
     }
-    return pending.then(parseHits, rethrow);
+    return this._read((id) => this._inner.search(id, v, k, opts), parseHits);
   }
 
   /**
@@ -592,19 +634,14 @@ class Store {
    * @private
    */
   _searchTimed(query, options) {
-    let pending;
+    let v; let k; let opts;
     try {
-      const v = vector(query, 'vector');
-      const [k, opts] = searchOptions(options, 'vector');
-      pending = this._inner._searchTimed(v, k, opts);
+      v = vector(query, 'vector');
+      [k, opts] = searchOptions(options, 'vector');
     } catch (error) {
       return Promise.reject(translate(error));
     }
-    return pending.then((json) => {
-      const out = JSON.parse(json);
-      hits(out.hits);
-      return out;
-    }, rethrow);
+    return this._read((id) => this._inner._searchTimed(id, v, k, opts), parseTimed);
   }
 
   /** `search` for many queries at once, over every core. */
@@ -616,7 +653,7 @@ class Store {
     const flat = new Float32Array(rows.length * width);
     rows.forEach((row, i) => flat.set(row, i * width));
     const [k, opts] = searchOptions(options, 'vector');
-    const out = JSON.parse(await call(callSync(() => this._inner.searchMany(flat, rows.length, k, opts))));
+    const out = JSON.parse(await this._read((id) => this._inner.searchMany(id, flat, rows.length, k, opts)));
     return out.map(hits);
   }
 
@@ -627,14 +664,14 @@ class Store {
   async searchQuery(question, options) {
     const q = text(question, 'question');
     const [k, opts] = searchOptions(options, 'vector');
-    return parseHits(await call(callSync(() => this._inner.searchQuery(q, k, opts))));
+    return this._read((id) => this._inner.searchQuery(id, q, k, opts), parseHits);
   }
 
   /** The `k` live chunks whose words best match `query` (BM25). */
   async searchText(query, options) {
     const q = text(query, 'query');
     const [k, opts] = searchOptions(options, 'text');
-    return parseHits(await call(callSync(() => this._inner.searchText(q, k, opts))));
+    return this._read((id) => this._inner.searchText(id, q, k, opts), parseHits);
   }
 
   /**
@@ -649,7 +686,7 @@ class Store {
     }
     const v = queryVector === undefined || queryVector === null ? undefined : vector(queryVector, 'vector');
     const [k, opts] = searchOptions(options, 'hybrid');
-    return parseHits(await call(callSync(() => this._inner.searchHybrid(q, v, k, opts))));
+    return this._read((id) => this._inner.searchHybrid(id, q, v, k, opts), parseHits);
   }
 
   /** A document with its chunks (a tombstone has `deleted: true`), or null. */

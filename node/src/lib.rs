@@ -12,6 +12,7 @@ mod convert;
 mod embedder;
 mod errors;
 mod export;
+mod reads;
 mod store;
 mod task;
 mod writes;

@@ -4,9 +4,10 @@ use crate::convert::{self, OpInput};
 use crate::embedder::{embed_all, embed_missing, lacks_vectors, NativeEmbedder};
 use crate::errors::{closed, from_open, from_read, from_write, input, internal};
 use crate::export::NativeExport;
+use crate::reads::{self, Completer, Settled};
 use crate::task::{Job, Json};
 use crate::writes::{Deferred, Writes};
-use napi::bindgen_prelude::{AsyncTask, Float32ArraySlice, Object};
+use napi::bindgen_prelude::{AsyncTask, Float32ArraySlice, Function, Object};
 use napi::Env;
 use napi_derive::napi;
 use parking_lot::RwLock;
@@ -76,6 +77,8 @@ pub struct NativeStore {
     path: String,
     /// What embeds chunks written without a vector and `searchQuery`'s questions.
     embedder: RwLock<Option<Arc<dyn Embedder>>>,
+    /// What settles the searches (`setCompleter`).
+    completer: RwLock<Option<Arc<Completer>>>,
 }
 
 fn options(given: &OpenOptions) -> napi::Result<Options> {
@@ -154,6 +157,7 @@ pub fn open(path: String, given: OpenOptions) -> napi::Result<AsyncTask<Job<Nati
             open: RwLock::new(Some(Open { store, writes })),
             path,
             embedder: RwLock::new(None),
+            completer: RwLock::new(None),
         })
     })))
 }
@@ -227,22 +231,37 @@ fn write_batch_embedding(
 }
 
 impl NativeStore {
-    /// A search task: `run` with the store, `k` and the options `given` describes, its hits
-    /// handed to JavaScript as one JSON text.
+    /// Search `id` on a reader thread: `run` with the store, `k` and the options `given`
+    /// describes, its hits handed to JavaScript as one JSON text.
     fn searching(
         &self,
+        id: u32,
         k: u32,
         given: Option<SearchInput>,
         run: impl FnOnce(&Store, usize, &SearchOptions) -> napi::Result<Vec<ratchetdb::Hit>>
             + Send
             + 'static,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let store = self.store()?;
         let options = search_options(given.as_ref())?;
-        Ok(AsyncTask::new(Job::new(move || {
+        self.reading(id, move || {
             let hits = run(&store, k as usize, &options)?;
             convert::hits_json(&hits)
-        })))
+        })
+    }
+
+    /// Runs `run` on a reader thread; its JSON text settles read `id` (`setCompleter`).
+    fn reading(
+        &self,
+        id: u32,
+        run: impl FnOnce() -> napi::Result<String> + Send + 'static,
+    ) -> napi::Result<()> {
+        let completer = self
+            .completer
+            .read()
+            .clone()
+            .ok_or_else(|| internal("no completer was set for this store's reads"))?;
+        reads::submit(id, completer, run)
     }
 
     /// The store's embedder, or an `InputError` naming `field` (what the caller left out).
@@ -376,6 +395,42 @@ impl NativeStore {
         })))
     }
 
+    /// Sets the function that settles this store's searches: called on the event loop with
+    /// `(id, json, error)` for each search, `json` its hits or `error` a tagged message.
+    #[napi(
+        ts_args_type = "callback: (id: number, json: string | null, error: string | null) => void"
+    )]
+    pub fn set_completer(&self, callback: Function<Settled, ()>) -> napi::Result<()> {
+        let completer: Completer = callback
+            .build_threadsafe_function::<Settled>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        *self.completer.write() = Some(Arc::new(completer));
+        Ok(())
+    }
+
+    /// Keeps the event loop alive while searches are in flight (`true`), or no longer
+    /// (`false`): `index.js` holds it from its first search in flight to its last.
+    #[napi]
+    pub fn hold(&self, env: &Env, held: bool) -> napi::Result<()> {
+        if let Some(completer) = self.completer.read().as_ref() {
+            // SAFETY: called on the event loop's thread with its live env; `raw()` is the
+            // threadsafe function `completer` keeps alive.
+            let status = unsafe {
+                if held {
+                    napi::sys::napi_ref_threadsafe_function(env.raw(), completer.raw())
+                } else {
+                    napi::sys::napi_unref_threadsafe_function(env.raw(), completer.raw())
+                }
+            };
+            if status != napi::sys::Status::napi_ok {
+                return Err(internal("cannot hold the event loop for a search"));
+            }
+        }
+        Ok(())
+    }
+
     /// Sets the embedder that embeds chunks written without a vector and `searchQuery`'s
     /// questions (`Store.open` checked that the store recorded its model and dimension).
     #[napi]
@@ -387,12 +442,13 @@ impl NativeStore {
     #[napi]
     pub fn search(
         &self,
+        id: u32,
         vector: Float32ArraySlice,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let vector = vector.to_vec();
-        self.searching(k, given, move |store, k, options| {
+        self.searching(id, k, given, move |store, k, options| {
             store.search(&vector, k, options).map_err(from_read)
         })
     }
@@ -403,21 +459,22 @@ impl NativeStore {
     #[napi(js_name = "_searchTimed")]
     pub fn search_timed(
         &self,
+        id: u32,
         vector: Float32ArraySlice,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let store = self.store()?;
         let options = search_options(given.as_ref())?;
         let vector = vector.to_vec();
-        Ok(AsyncTask::new(Job::new(move || {
+        self.reading(id, move || {
             let started = std::time::Instant::now();
             let hits = store
                 .search(&vector, k as usize, &options)
                 .map_err(from_read)?;
             let inner_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             convert::timed_hits_json(&hits, inner_ns)
-        })))
+        })
     }
 
     /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows), as
@@ -425,11 +482,12 @@ impl NativeStore {
     #[napi]
     pub fn search_many(
         &self,
+        id: u32,
         vectors: Float32ArraySlice,
         count: u32,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let store = self.store()?;
         let options = search_options(given.as_ref())?;
         let count = count as usize;
@@ -437,29 +495,30 @@ impl NativeStore {
             return Err(input("vectors", "every query must have the same length"));
         }
         let vectors = vectors.to_vec();
-        Ok(AsyncTask::new(Job::new(move || {
+        self.reading(id, move || {
             let width = vectors.len() / count;
             let queries: Vec<&[f32]> = vectors.chunks(width).collect();
             let hits = store
                 .search_many(&queries, k as usize, &options)
                 .map_err(from_read)?;
             convert::hit_lists_json(&hits)
-        })))
+        })
     }
 
     /// The `k` live chunks nearest the store's embedding of `question`.
     #[napi]
     pub fn search_query(
         &self,
+        id: u32,
         question: String,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let embedder = self.embedder_for(
             "embedder",
             "searchQuery embeds its question and needs an embedder",
         )?;
-        self.searching(k, given, move |store, k, options| {
+        self.searching(id, k, given, move |store, k, options| {
             let vector = embed_all(embedder.as_ref(), &[question.as_str()])?
                 .pop()
                 .ok_or_else(|| internal("the embedder returned no vector"))?;
@@ -471,11 +530,12 @@ impl NativeStore {
     #[napi]
     pub fn search_text(
         &self,
+        id: u32,
         query: String,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
-        self.searching(k, given, move |store, k, options| {
+    ) -> napi::Result<()> {
+        self.searching(id, k, given, move |store, k, options| {
             store.search_text(&query, k, options).map_err(from_read)
         })
     }
@@ -485,11 +545,12 @@ impl NativeStore {
     #[napi]
     pub fn search_hybrid(
         &self,
+        id: u32,
         query: String,
         vector: Option<Float32ArraySlice>,
         k: u32,
         given: Option<SearchInput>,
-    ) -> napi::Result<AsyncTask<Job<String>>> {
+    ) -> napi::Result<()> {
         let given_vector = vector.map(|v| v.to_vec());
         let embedder = match given_vector {
             Some(_) => None,
@@ -498,7 +559,7 @@ impl NativeStore {
                 "is required when the store has no embedder to embed the query",
             )?),
         };
-        self.searching(k, given, move |store, k, options| {
+        self.searching(id, k, given, move |store, k, options| {
             let vector = match (given_vector, embedder) {
                 (Some(vector), _) => vector,
                 (None, Some(embedder)) => embed_all(embedder.as_ref(), &[query.as_str()])?
@@ -581,6 +642,7 @@ impl NativeStore {
     #[napi]
     pub fn close(&self) -> AsyncTask<Job<()>> {
         let taken = self.open.write().take();
+        self.completer.write().take();
         AsyncTask::new(Job::new(move || {
             if let Some(mut open) = taken {
                 if let Some(writes) = open.writes.as_mut() {
