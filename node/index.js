@@ -462,6 +462,28 @@ class MiniLM extends Embedder {
 // ---------------------------------------------------------------------------------------
 // The store
 
+// Searches in flight, of every store of this thread: id -> [resolve, reject, finish, store].
+const reads = new Map();
+let lastRead = 0;
+
+// Settles search `id` (called by a store's completer on the event loop).
+function settleRead(id, json, error) {
+  const pending = reads.get(id);
+  if (pending === undefined) return;
+  reads.delete(id);
+  const store = pending[3];
+  if (--store._inFlight === 0) store._inner.hold(false);
+  if (error != null) {
+    pending[1](translate(new Error(error)));
+    return;
+  }
+  try {
+    pending[0](pending[2] === undefined ? json : pending[2](json));
+  } catch (failure) {
+    pending[1](failure);
+  }
+}
+
 const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'waitForLockMs',
   'allowReaders', 'textIndex', 'cacheSize', 'compactOnClose', 'mustExist', 'embedder'];
 
@@ -474,10 +496,10 @@ class Store {
   constructor(inner, embedder) {
     this._inner = inner;
     this._embedder = embedder || null;
-    // Searches in flight: id -> [resolve, reject], settled by the native side's completer.
-    this._reads = new Map();
-    this._lastRead = 0;
-    inner.setCompleter((id, json, error) => this._settle(id, json, error));
+    this._inFlight = 0;
+    // The completer captures no store, so a store that is dropped unclosed can still be
+    // collected (its searches in flight hold it through `reads` until they settle).
+    inner.setCompleter(settleRead);
   }
 
   /**
@@ -486,33 +508,16 @@ class Store {
    */
   _read(start, finish) {
     return new Promise((resolve, reject) => {
-      const id = this._lastRead = (this._lastRead + 1) >>> 0;
+      const id = lastRead = (lastRead + 1) >>> 0;
       try {
         start(id);
       } catch (error) {
         reject(translate(error));
         return;
       }
-      if (this._reads.size === 0) this._inner.hold(true);
-      this._reads.set(id, [resolve, reject, finish]);
+      if (this._inFlight++ === 0) this._inner.hold(true);
+      reads.set(id, [resolve, reject, finish, this]);
     });
-  }
-
-  /** @private */
-  _settle(id, json, error) {
-    const pending = this._reads.get(id);
-    if (pending === undefined) return;
-    this._reads.delete(id);
-    if (this._reads.size === 0) this._inner.hold(false);
-    if (error != null) {
-      pending[1](translate(new Error(error)));
-      return;
-    }
-    try {
-      pending[0](pending[2] === undefined ? json : pending[2](json));
-    } catch (failure) {
-      pending[1](failure);
-    }
   }
 
   /**
