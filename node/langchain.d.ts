@@ -1,7 +1,7 @@
 // Type declarations of `ratchetdb/langchain` (langchain.js, langchain.mjs): a LangChain.js
 // vector store, retriever and guarded index() over a ratchetdb file. Needs @langchain/core.
 
-import type { EmbeddingsInterface } from '@langchain/core/embeddings';
+import { Embeddings, type EmbeddingsInterface, type EmbeddingsParams } from '@langchain/core/embeddings';
 import type { DocumentInterface } from '@langchain/core/documents';
 import type { BaseDocumentLoader } from '@langchain/core/document_loaders/base';
 import type { Callbacks } from '@langchain/core/callbacks/manager';
@@ -12,7 +12,7 @@ import {
   type VectorStoreRetrieverMMRSearchKwargs,
 } from '@langchain/core/vectorstores';
 import type { BaseRetrieverInput } from '@langchain/core/retrievers';
-import type { OpenOptions, Store } from './index';
+import type { Embedder, OpenOptions, Store } from './index';
 
 /** ratchetdb's metadata filter: `{ lang: 'en' }`, `{ year: { $gte: 2020 } }`, `$and`, `$or`, ... */
 export type RatchetFilter = Record<string, unknown>;
@@ -159,3 +159,18 @@ export declare function index(args: {
   recordManager?: unknown;
   options?: IndexOptions;
 }): Promise<IndexingResult>;
+
+/**
+ * LangChain embeddings over a ratchetdb embedder (`new HashingEmbedder(dim)`,
+ * `await MiniLM.load()`), computed off the event loop; usable as a `RatchetVectorStore`'s.
+ */
+export declare class RatchetEmbeddings extends Embeddings {
+  constructor(embedder: Embedder, params?: EmbeddingsParams);
+  readonly embedder: Embedder;
+  /** The length of every vector. */
+  readonly dimension: number;
+  /** The model name a store records for these vectors. */
+  readonly model: string;
+  embedDocuments(texts: string[]): Promise<number[][]>;
+  embedQuery(text: string): Promise<number[]>;
+}

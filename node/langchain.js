@@ -1,5 +1,5 @@
 'use strict';
-// `ratchetdb/langchain` for CommonJS: RatchetVectorStore, RatchetRetriever and the guarded
+// `ratchetdb/langchain` for CommonJS: RatchetVectorStore, RatchetRetriever, RatchetEmbeddings and the guarded
 // index(), built over the CommonJS build of @langchain/core (an optional peer dependency).
 
 let core;
@@ -8,6 +8,7 @@ try {
     ...require('@langchain/core/vectorstores'),
     ...require('@langchain/core/documents'),
     ...require('@langchain/core/utils/math'),
+    ...require('@langchain/core/embeddings'),
   };
 } catch (error) {
   if (error && error.code === 'MODULE_NOT_FOUND') {

@@ -13,7 +13,7 @@
 // - A search hit's LangChain id is the ratchetdb id for position 0, `<id>#<position>` else.
 
 const crypto = require('node:crypto');
-const { Store, InputError, DimensionMismatchError } = require('./index.js');
+const { Store, Embedder, InputError, DimensionMismatchError } = require('./index.js');
 
 const DEFAULT_SOURCE = 'langchain';
 
@@ -72,7 +72,42 @@ function splitConfig(config, what) {
   return { path, source, storeOptions };
 }
 
-function build({ VectorStore, VectorStoreRetriever, Document, maximalMarginalRelevance }) {
+function build({ VectorStore, VectorStoreRetriever, Document, maximalMarginalRelevance, Embeddings }) {
+  /**
+   * LangChain embeddings over a ratchetdb embedder (`new HashingEmbedder(dim)`,
+   * `await MiniLM.load()`), computed off the event loop: usable as a `RatchetVectorStore`'s
+   * (or any vector store's) embeddings.
+   */
+  class RatchetEmbeddings extends Embeddings {
+    /**
+     * @param embedder a ratchetdb `Embedder`
+     * @param params LangChain's `EmbeddingsParams` (`maxConcurrency`, `maxRetries`)
+     */
+    constructor(embedder, params = {}) {
+      super(params);
+      if (!(embedder instanceof Embedder)) {
+        throw new InputError('embedder', 'invalid embedder: must be a ratchetdb HashingEmbedder or MiniLM');
+      }
+      this.embedder = embedder;
+    }
+
+    /** The length of every vector. */
+    get dimension() { return this.embedder.dimension; }
+
+    /** The model name a store records for these vectors. */
+    get model() { return this.embedder.model; }
+
+    async embedDocuments(texts) {
+      const vectors = await this.caller.call(() => this.embedder.embed(texts));
+      return vectors.map((v) => Array.from(v));
+    }
+
+    async embedQuery(text) {
+      const [vector] = await this.caller.call(() => this.embedder.embed([text]));
+      return Array.from(vector);
+    }
+  }
+
   const RETRIEVER_SEARCH_TYPES = ['similarity', 'mmr', 'text', 'hybrid'];
 
   /**
@@ -402,7 +437,7 @@ function build({ VectorStore, VectorStoreRetriever, Document, maximalMarginalRel
     }
   }
 
-  return { RatchetVectorStore, RatchetRetriever, index };
+  return { RatchetVectorStore, RatchetRetriever, RatchetEmbeddings, index };
 }
 
 const INDEX_OPTIONS = ['batchSize', 'cleanup', 'sourceIdKey', 'cleanupBatchSize'];

@@ -1,16 +1,22 @@
 //! `NativeStore`: one open store, its writes and its reads.
 
-use crate::convert::{self, NativeHit, OpInput};
+use crate::convert::{self, OpInput};
+use crate::embedder::{embed_all, embed_missing, lacks_vectors, NativeEmbedder};
 use crate::errors::{closed, from_open, from_read, from_write, input, internal};
 use crate::export::NativeExport;
+use crate::reads::{self, Completer, Settled};
 use crate::task::{Job, Json};
 use crate::writes::{Deferred, Writes};
-use napi::bindgen_prelude::{AsyncTask, Float32Array, Object};
+use napi::bindgen_prelude::{AsyncTask, Float32ArraySlice, Function, Object};
 use napi::Env;
 use napi_derive::napi;
 use parking_lot::RwLock;
-use ratchetdb::{Durability, Filter, Fusion, Metric, Options, ReadError, SearchOptions, Store};
+use ratchetdb::{
+    Durability, Embedder, Filter, Fusion, Metric, Op, OpOutcome, Options, SearchOptions, Store,
+    WriteError,
+};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How `Store.open` opens a store (every field optional).
@@ -40,11 +46,9 @@ pub struct OpenOptions {
     pub must_exist: Option<bool>,
 }
 
-/// What a search takes besides its query.
+/// What a search takes besides its query and `k` (absent when only `k` is given).
 #[napi(object)]
 pub struct SearchInput {
-    /// How many hits.
-    pub k: u32,
     /// A filter on metadata (the filter language), or absent.
     pub r#where: Option<Value>,
     /// Only these sources.
@@ -61,15 +65,6 @@ pub struct SearchInput {
     pub per_document: Option<bool>,
 }
 
-/// Hits and the time the Rust search took (`_searchTimed`).
-#[napi(object)]
-pub struct TimedHits {
-    /// The hits, as `search` gives them.
-    pub hits: Vec<NativeHit>,
-    /// Nanoseconds inside `Store::search`.
-    pub inner_ns: f64,
-}
-
 struct Open {
     store: Store,
     writes: Option<Writes>,
@@ -80,6 +75,10 @@ struct Open {
 pub struct NativeStore {
     open: RwLock<Option<Open>>,
     path: String,
+    /// What embeds chunks written without a vector and `searchQuery`'s questions.
+    embedder: RwLock<Option<Arc<dyn Embedder>>>,
+    /// What settles the searches (`setCompleter`).
+    completer: RwLock<Option<Arc<Completer>>>,
 }
 
 fn options(given: &OpenOptions) -> napi::Result<Options> {
@@ -149,7 +148,7 @@ pub fn open(path: String, given: OpenOptions) -> napi::Result<AsyncTask<Job<Nati
         let writes = if store.is_read_only() {
             None
         } else {
-            let writes = Writes::start(store.writer()).map_err(|error| {
+            let writes = Writes::start(store.clone()).map_err(|error| {
                 internal(&format!("cannot start the writer's threads: {error}"))
             })?;
             Some(writes)
@@ -157,11 +156,16 @@ pub fn open(path: String, given: OpenOptions) -> napi::Result<AsyncTask<Job<Nati
         Ok(NativeStore {
             open: RwLock::new(Some(Open { store, writes })),
             path,
+            embedder: RwLock::new(None),
+            completer: RwLock::new(None),
         })
     })))
 }
 
-fn search_options(given: &SearchInput) -> napi::Result<SearchOptions> {
+fn search_options(given: Option<&SearchInput>) -> napi::Result<SearchOptions> {
+    let Some(given) = given else {
+        return Ok(SearchOptions::default());
+    };
     let mut options = SearchOptions::default()
         .exact(given.exact == Some(true))
         .per_document(given.per_document == Some(true));
@@ -197,23 +201,77 @@ fn search_options(given: &SearchInput) -> napi::Result<SearchOptions> {
     Ok(options)
 }
 
+/// `Store::write_batch`, the upserts' chunks without a vector embedded first (except those
+/// whose vector the store can reuse); an upsert whose reused vectors were gone at commit is
+/// embedded in full and written again.
+fn write_batch_embedding(
+    store: &Store,
+    embedder: &dyn Embedder,
+    mut ops: Vec<Op>,
+) -> napi::Result<Vec<Result<OpOutcome, WriteError>>> {
+    let mut retries = Vec::new();
+    for (i, op) in ops.iter_mut().enumerate() {
+        if let Op::Upsert(doc) = op {
+            if lacks_vectors(doc) {
+                embed_missing(store, embedder, doc, false)?;
+                if lacks_vectors(doc) {
+                    retries.push((i, doc.clone()));
+                }
+            }
+        }
+    }
+    let mut results = store.write_batch(ops).map_err(from_write)?;
+    for (i, mut doc) in retries {
+        if let Some(result @ Err(WriteError::MissingVector { .. })) = results.get_mut(i) {
+            embed_missing(store, embedder, &mut doc, true)?;
+            *result = store.upsert(doc).map(OpOutcome::Document);
+        }
+    }
+    Ok(results)
+}
+
 impl NativeStore {
-    /// A search task: `run` with the store, `k` and the options `given` describes, its hits
-    /// converted for JavaScript.
+    /// Search `id` on a reader thread: `run` with the store, `k` and the options `given`
+    /// describes, its hits handed to JavaScript as one JSON text.
     fn searching(
         &self,
-        given: &SearchInput,
-        run: impl FnOnce(&Store, usize, &SearchOptions) -> Result<Vec<ratchetdb::Hit>, ReadError>
+        id: u32,
+        k: u32,
+        given: Option<SearchInput>,
+        run: impl FnOnce(&Store, usize, &SearchOptions) -> napi::Result<Vec<ratchetdb::Hit>>
             + Send
             + 'static,
-    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
+    ) -> napi::Result<()> {
         let store = self.store()?;
-        let options = search_options(given)?;
-        let k = given.k as usize;
-        Ok(AsyncTask::new(Job::new(move || {
-            let hits = run(&store, k, &options).map_err(from_read)?;
-            Ok(convert::hits(hits))
-        })))
+        let options = search_options(given.as_ref())?;
+        self.reading(id, move || {
+            let hits = run(&store, k as usize, &options)?;
+            convert::hits_json(&hits)
+        })
+    }
+
+    /// Runs `run` on a reader thread; its JSON text settles read `id` (`setCompleter`).
+    fn reading(
+        &self,
+        id: u32,
+        run: impl FnOnce() -> napi::Result<String> + Send + 'static,
+    ) -> napi::Result<()> {
+        let completer = self
+            .completer
+            .read()
+            .clone()
+            .ok_or_else(|| internal("no completer was set for this store's reads"))?;
+        reads::submit(id, completer, run)
+    }
+
+    /// The store's embedder, or an `InputError` naming `field` (what the caller left out).
+    fn embedder_for(&self, field: &str, what: &str) -> napi::Result<Arc<dyn Embedder>> {
+        self.embedder.read().clone().ok_or_else(|| {
+            input(
+                field,
+                format!("{what} (open the store with Store.open(path, {{ embedder }}))"),
+            )
+        })
     }
 
     fn store(&self) -> napi::Result<Store> {
@@ -289,7 +347,7 @@ impl NativeStore {
                     ..
                 }),
                 Ok((op, version)),
-            ) => writes.send(op, version, deferred),
+            ) => writes.send(op, version, deferred, self.embedder.read().clone()),
         }
         Ok(promise)
     }
@@ -298,6 +356,7 @@ impl NativeStore {
     #[napi(ts_return_type = "Promise<any[]>")]
     pub fn write_batch(&self, ops: Vec<OpInput>) -> napi::Result<AsyncTask<Job<Json>>> {
         let store = self.store()?;
+        let embedder = self.embedder.read().clone();
         let mut converted = Vec::with_capacity(ops.len());
         let mut versions = Vec::with_capacity(ops.len());
         for (i, op) in ops.into_iter().enumerate() {
@@ -306,7 +365,10 @@ impl NativeStore {
             versions.push(version);
         }
         Ok(AsyncTask::new(Job::new(move || {
-            let results = store.write_batch(converted).map_err(from_write)?;
+            let results = match embedder {
+                Some(embedder) => write_batch_embedding(&store, embedder.as_ref(), converted)?,
+                None => store.write_batch(converted).map_err(from_write)?,
+            };
             Ok(Json(Value::Array(
                 results
                     .into_iter()
@@ -333,88 +395,181 @@ impl NativeStore {
         })))
     }
 
-    /// The `k` live chunks nearest `vector`.
+    /// Sets the function that settles this store's searches: called on the event loop with
+    /// `(id, json, error)` for each search, `json` its hits or `error` a tagged message.
+    #[napi(
+        ts_args_type = "callback: (id: number, json: string | null, error: string | null) => void"
+    )]
+    pub fn set_completer(&self, callback: Function<Settled, ()>) -> napi::Result<()> {
+        let completer: Completer = callback
+            .build_threadsafe_function::<Settled>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        *self.completer.write() = Some(Arc::new(completer));
+        Ok(())
+    }
+
+    /// Keeps the event loop alive while searches are in flight (`true`), or no longer
+    /// (`false`): `index.js` holds it from its first search in flight to its last.
+    #[napi]
+    pub fn hold(&self, env: &Env, held: bool) -> napi::Result<()> {
+        if let Some(completer) = self.completer.read().as_ref() {
+            // SAFETY: called on the event loop's thread with its live env; `raw()` is the
+            // threadsafe function `completer` keeps alive.
+            let status = unsafe {
+                if held {
+                    napi::sys::napi_ref_threadsafe_function(env.raw(), completer.raw())
+                } else {
+                    napi::sys::napi_unref_threadsafe_function(env.raw(), completer.raw())
+                }
+            };
+            if status != napi::sys::Status::napi_ok {
+                return Err(internal("cannot hold the event loop for a search"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the embedder that embeds chunks written without a vector and `searchQuery`'s
+    /// questions (`Store.open` checked that the store recorded its model and dimension).
+    #[napi]
+    pub fn set_embedder(&self, embedder: &NativeEmbedder) {
+        *self.embedder.write() = Some(embedder.shared());
+    }
+
+    /// The `k` live chunks nearest `vector`, as one JSON text.
     #[napi]
     pub fn search(
         &self,
-        vector: Float32Array,
-        given: SearchInput,
-    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        self.searching(&given, move |store, k, options| {
-            store.search(&vector, k, options)
+        id: u32,
+        vector: Float32ArraySlice,
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
+        let vector = vector.to_vec();
+        self.searching(id, k, given, move |store, k, options| {
+            store.search(&vector, k, options).map_err(from_read)
         })
     }
 
-    /// `search`, also returning the nanoseconds spent inside the Rust `Store::search` call,
-    /// for the binding's cost per call (`benches/peers/node/overhead.mjs`): the call's wall
-    /// time less that, measured on the same call.
+    /// `search`, also giving the nanoseconds spent inside the Rust `Store::search` call, for
+    /// the binding's cost per call (`benches/peers/node/overhead.mjs`): the call's wall time
+    /// less that, measured on the same call. One JSON text `{"innerNs", "hits"}`.
     #[napi(js_name = "_searchTimed")]
     pub fn search_timed(
         &self,
-        vector: Float32Array,
-        given: SearchInput,
-    ) -> napi::Result<AsyncTask<Job<TimedHits>>> {
+        id: u32,
+        vector: Float32ArraySlice,
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
         let store = self.store()?;
-        let options = search_options(&given)?;
-        let k = given.k as usize;
-        Ok(AsyncTask::new(Job::new(move || {
+        let options = search_options(given.as_ref())?;
+        let vector = vector.to_vec();
+        self.reading(id, move || {
             let started = std::time::Instant::now();
-            let hits = store.search(&vector, k, &options).map_err(from_read)?;
-            let inner_ns = started.elapsed().as_nanos() as f64;
-            Ok(TimedHits {
-                hits: convert::hits(hits),
-                inner_ns,
-            })
-        })))
+            let hits = store
+                .search(&vector, k as usize, &options)
+                .map_err(from_read)?;
+            let inner_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            convert::timed_hits_json(&hits, inner_ns)
+        })
     }
 
-    /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows).
+    /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows), as
+    /// one JSON text of one array per query.
     #[napi]
     pub fn search_many(
         &self,
-        vectors: Float32Array,
+        id: u32,
+        vectors: Float32ArraySlice,
         count: u32,
-        given: SearchInput,
-    ) -> napi::Result<AsyncTask<Job<Vec<Vec<NativeHit>>>>> {
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
         let store = self.store()?;
-        let options = search_options(&given)?;
-        let k = given.k as usize;
+        let options = search_options(given.as_ref())?;
         let count = count as usize;
         if count == 0 || !vectors.len().is_multiple_of(count) {
             return Err(input("vectors", "every query must have the same length"));
         }
-        Ok(AsyncTask::new(Job::new(move || {
+        let vectors = vectors.to_vec();
+        self.reading(id, move || {
             let width = vectors.len() / count;
             let queries: Vec<&[f32]> = vectors.chunks(width).collect();
             let hits = store
-                .search_many(&queries, k, &options)
+                .search_many(&queries, k as usize, &options)
                 .map_err(from_read)?;
-            Ok(hits.into_iter().map(convert::hits).collect())
-        })))
+            convert::hit_lists_json(&hits)
+        })
+    }
+
+    /// The `k` live chunks nearest the store's embedding of `question`.
+    #[napi]
+    pub fn search_query(
+        &self,
+        id: u32,
+        question: String,
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
+        let embedder = self.embedder_for(
+            "embedder",
+            "searchQuery embeds its question and needs an embedder",
+        )?;
+        self.searching(id, k, given, move |store, k, options| {
+            let vector = embed_all(embedder.as_ref(), &[question.as_str()])?
+                .pop()
+                .ok_or_else(|| internal("the embedder returned no vector"))?;
+            store.search(&vector, k, options).map_err(from_read)
+        })
     }
 
     /// The `k` live chunks that best match `query`'s words (BM25).
     #[napi]
     pub fn search_text(
         &self,
+        id: u32,
         query: String,
-        given: SearchInput,
-    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        self.searching(&given, move |store, k, options| {
-            store.search_text(&query, k, options)
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
+        self.searching(id, k, given, move |store, k, options| {
+            store.search_text(&query, k, options).map_err(from_read)
         })
     }
 
-    /// The text and vector rankings of one snapshot, fused.
+    /// The text and vector rankings of one snapshot, fused; without `vector`, the store's
+    /// embedder embeds `query`.
     #[napi]
     pub fn search_hybrid(
         &self,
+        id: u32,
         query: String,
-        vector: Float32Array,
-        given: SearchInput,
-    ) -> napi::Result<AsyncTask<Job<Vec<NativeHit>>>> {
-        self.searching(&given, move |store, k, options| {
-            store.search_hybrid(&query, &vector, k, options)
+        vector: Option<Float32ArraySlice>,
+        k: u32,
+        given: Option<SearchInput>,
+    ) -> napi::Result<()> {
+        let given_vector = vector.map(|v| v.to_vec());
+        let embedder = match given_vector {
+            Some(_) => None,
+            None => Some(self.embedder_for(
+                "vector",
+                "is required when the store has no embedder to embed the query",
+            )?),
+        };
+        self.searching(id, k, given, move |store, k, options| {
+            let vector = match (given_vector, embedder) {
+                (Some(vector), _) => vector,
+                (None, Some(embedder)) => embed_all(embedder.as_ref(), &[query.as_str()])?
+                    .pop()
+                    .ok_or_else(|| internal("the embedder returned no vector"))?,
+                (None, None) => return Err(input("vector", "is required")),
+            };
+            store
+                .search_hybrid(&query, &vector, k, options)
+                .map_err(from_read)
         })
     }
 
@@ -487,6 +642,7 @@ impl NativeStore {
     #[napi]
     pub fn close(&self) -> AsyncTask<Job<()>> {
         let taken = self.open.write().take();
+        self.completer.write().take();
         AsyncTask::new(Job::new(move || {
             if let Some(mut open) = taken {
                 if let Some(writes) = open.writes.as_mut() {

@@ -7,11 +7,13 @@
 //! thousand upserts) are thus queued at once and share group commits.
 
 use crate::convert::outcome_json;
+use crate::embedder::{embed_missing, lacks_vectors};
 use crate::errors::{from_write, internal};
 use crossbeam_channel::{unbounded, Sender};
 use napi::{Env, JsDeferred};
-use ratchetdb::{Op, Pending, Version, Writer};
+use ratchetdb::{Document, Embedder, Op, OpOutcome, Pending, Store, Version, WriteError, Writer};
 use serde_json::Value;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 type Settle = Box<dyn FnOnce(Env) -> napi::Result<Value> + Send>;
@@ -23,12 +25,50 @@ struct Submitted {
     op: Op,
     incoming: Version,
     deferred: Deferred,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 struct Waiting {
     pending: Pending,
     incoming: Version,
     deferred: Deferred,
+    /// An upsert whose vectors were partly reused: the document (vectors embedded so far) and
+    /// the embedder, to embed the rest and write again if the store no longer holds them.
+    retry: Option<Retry>,
+}
+
+/// An upsert to embed in full and write again: the document and the embedder.
+type Retry = (Document, Arc<dyn Embedder>);
+
+/// Embeds what an upsert lacks (`embedder` given), returning the op to submit and what a
+/// retry needs.
+fn prepare(
+    store: &Store,
+    op: Op,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> napi::Result<(Op, Option<Retry>)> {
+    match (op, embedder) {
+        (Op::Upsert(mut doc), Some(embedder)) if lacks_vectors(&doc) => {
+            embed_missing(store, embedder.as_ref(), &mut doc, false)?;
+            let retry = lacks_vectors(&doc).then(|| (doc.clone(), embedder));
+            Ok((Op::Upsert(doc), retry))
+        }
+        (op, _) => Ok((op, None)),
+    }
+}
+
+/// The outcome of a write whose reused vectors were gone at commit: every vector embedded,
+/// written again.
+fn write_again(
+    writer: &Writer,
+    store: &Store,
+    (mut doc, embedder): Retry,
+) -> napi::Result<OpOutcome> {
+    embed_missing(store, embedder.as_ref(), &mut doc, true)?;
+    writer
+        .submit(Op::Upsert(doc))
+        .and_then(|pending| pending.wait())
+        .map_err(from_write)
 }
 
 /// The two threads between JavaScript and a store's writer.
@@ -43,21 +83,32 @@ fn resolve(deferred: Deferred, value: Value) {
 }
 
 impl Writes {
-    /// Starts the threads for `writer`.
-    pub fn start(writer: Writer) -> std::io::Result<Writes> {
+    /// Starts the threads for `store`'s writer.
+    pub fn start(store: Store) -> std::io::Result<Writes> {
+        let writer = store.writer();
         let (submit, submitted) = unbounded::<Submitted>();
         let (wait, waiting) = unbounded::<Waiting>();
         let queue = writer.clone();
+        let again = writer.clone();
+        let settling_store = store.clone();
         let submitter = std::thread::Builder::new()
             .name("ratchetdb-node-submit".into())
             .spawn(move || {
                 for job in submitted {
-                    match queue.submit(job.op) {
+                    let (op, retry) = match prepare(&store, job.op, job.embedder) {
+                        Ok(prepared) => prepared,
+                        Err(error) => {
+                            job.deferred.reject(error);
+                            continue;
+                        }
+                    };
+                    match queue.submit(op) {
                         Ok(pending) => {
                             let waiting = Waiting {
                                 pending,
                                 incoming: job.incoming,
                                 deferred: job.deferred,
+                                retry,
                             };
                             if let Err(unsent) = wait.send(waiting) {
                                 unsent
@@ -74,9 +125,15 @@ impl Writes {
             .name("ratchetdb-node-settle".into())
             .spawn(move || {
                 for job in waiting {
-                    match job.pending.wait() {
+                    let result = match (job.pending.wait(), job.retry) {
+                        (Err(WriteError::MissingVector { .. }), Some(retry)) => {
+                            write_again(&again, &settling_store, retry)
+                        }
+                        (result, _) => result.map_err(from_write),
+                    };
+                    match result {
                         Ok(outcome) => resolve(job.deferred, outcome_json(&outcome, job.incoming)),
-                        Err(error) => job.deferred.reject(from_write(error)),
+                        Err(error) => job.deferred.reject(error),
                     }
                 }
             })?;
@@ -87,12 +144,21 @@ impl Writes {
         })
     }
 
-    /// Queues `op`; `deferred` is settled when it has committed (or been refused).
-    pub fn send(&self, op: Op, incoming: Version, deferred: Deferred) {
+    /// Queues `op`; `deferred` is settled when it has committed (or been refused). With an
+    /// `embedder`, an upsert's chunks without a vector are embedded first (on the submitting
+    /// thread), except those whose vector the store can reuse.
+    pub fn send(
+        &self,
+        op: Op,
+        incoming: Version,
+        deferred: Deferred,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) {
         let job = Submitted {
             op,
             incoming,
             deferred,
+            embedder,
         };
         match &self.submit {
             Some(submit) => {
