@@ -313,8 +313,8 @@ pub(crate) fn from_write(error: WriteError) -> PyErr {
         }
         WriteError::MissingVector { position } => {
             let field = format!("vectors[{position}]");
-            let problem = "is None and the store holds no vector for its text any more; embed \
-                           it and retry";
+            let problem = "is None and the store holds no vector for its text; give its \
+                           vector, or open the Store with an embedder (embedder=...)";
             with_field::<MissingVectorError>(format!("invalid {field}: {problem}"), &field, problem)
         }
         WriteError::Poisoned { .. } => translated::<PoisonedError>(&message),

@@ -733,8 +733,9 @@ impl PyStore {
     /// threads at once are also committed together.
     ///
     /// `vectors=None` (or left out): the Store's embedder embeds the texts the stored revision
-    /// holds no vector for (the others reuse theirs); without an embedder an `InputError`
-    /// naming `vectors`.
+    /// holds no vector for (the others reuse theirs); without an embedder every text reuses the
+    /// stored revision's vector of the same text, and a text without one is refused
+    /// (`MissingVectorError`).
     #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert(
@@ -751,7 +752,9 @@ impl PyStore {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
-        let to_embed = vectors.is_none_or(|v| v.is_none());
+        // Without an embedder, no vectors means: reuse the stored revision's vectors of the
+        // same texts (the store refuses the write when a text has none).
+        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
         let mut doc = document(source, id, version, texts, vectors, metas, meta)?;
         let writer = self.writer()?;
         let mut retry = Vec::new();
@@ -878,7 +881,7 @@ impl PyStore {
                 list.to_string()
             }
         };
-        let to_embed = vectors.is_none_or(|v| v.is_none());
+        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
         let vectors = match vectors.filter(|v| !v.is_none()) {
             Some(vectors) => vector_rows(vectors, n, "vectors")?,
             None => vec![None; n],
@@ -983,7 +986,13 @@ impl PyStore {
             converted.push(batch_op(item, &format!("ops[{i}]"))?);
         }
         let versions: Vec<Version> = converted.iter().map(|(_, v, _)| *v).collect();
-        let embed: Vec<usize> = (0..converted.len()).filter(|&i| converted[i].2).collect();
+        // Without an embedder, an upsert without vectors reuses the stored ones (as before
+        // embedders existed): the store refuses it when a text has none.
+        let embed: Vec<usize> = if self.embedder.is_some() {
+            (0..converted.len()).filter(|&i| converted[i].2).collect()
+        } else {
+            Vec::new()
+        };
         let store = self.store()?;
         let mut retry = Vec::new();
         if let Some(&first) = embed.first() {

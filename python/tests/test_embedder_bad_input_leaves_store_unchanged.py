@@ -21,12 +21,18 @@ def test_no_embedder(tmp_path):
     path = tmp_path / "plain.redb"
     with ratchetdb.Store(path) as store:
         store.upsert("s", "a", 1, ["kept"], np.ones((1, 4), dtype=np.float32))
+        # Without an embedder, no vectors means "reuse the stored vector of the same text":
+        # a text the store holds no vector for is refused.
+        with pytest.raises(ratchetdb.MissingVectorError) as raised:
+            store.upsert("s", "b", 1, ["new"])
+        assert raised.value.field == "vectors[0]" and "embedder" in str(raised.value)
+        with pytest.raises(ratchetdb.MissingVectorError) as raised:
+            store.add("s", ["b"], 1, ["new"])
+        assert "embedder" in str(raised.value)
+        [refused] = store.write_batch([{"op": "upsert", "source": "s", "id": "b",
+                                        "version": 1, "texts": ["new"]}])
+        assert isinstance(refused, ratchetdb.MissingVectorError)
         calls = [
-            (lambda: store.upsert("s", "b", 1, ["new"]), "vectors"),
-            (lambda: store.upsert("s", "a", 2, ["kept"], None), "vectors"),
-            (lambda: store.add("s", ["b"], 1, ["new"]), "vectors"),
-            (lambda: store.write_batch([{"op": "upsert", "source": "s", "id": "b",
-                                         "version": 1, "texts": ["new"]}]), "ops[0].vectors"),
             (lambda: store.search_query("kept"), "embedder"),
             (lambda: store.search_hybrid("kept"), "vector"),
         ]
@@ -36,6 +42,10 @@ def test_no_embedder(tmp_path):
             assert raised.value.field == field
             assert "embedder" in str(raised.value)
     assert snapshot(path) == (None, 4, [("s", "a", 1, ["kept"])])
+    # ... and a text it holds a vector for is written, reusing it (as before embedders).
+    with ratchetdb.Store(path) as store:
+        assert store.upsert("s", "a", 2, ["kept"], None).status == "written"
+    assert snapshot(path) == (None, 4, [("s", "a", 2, ["kept"])])
 
 
 def test_embedder_of_another_model_or_dimension(tmp_path):
