@@ -379,8 +379,9 @@ forward! {
 
     /// Adds an empty vector space `name` for vectors of `dimension` made by `model` (a
     /// name recorded for people and tools; the store never embeds), under the store's
-    /// metric. Fill it with [`Store::reembed`] (or [`Store::chunks_missing_vectors`] and
-    /// [`Store::write_space_vectors`]) while searches go on in the active space, then
+    /// metric. Fill it with `Store::reembed` (feature `embed`; or
+    /// [`Store::chunks_missing_vectors`] and [`Store::write_space_vectors`]) while searches
+    /// go on in the active space, then
     /// [`Store::activate`] it. A space covering every live chunk is *complete*: from then on
     /// every revision must bring a vector in it for each chunk it does not keep
     /// ([`Chunk::with_space_vector`](crate::Chunk::with_space_vector)), else

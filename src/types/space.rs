@@ -118,7 +118,7 @@ pub struct SpaceWriteOutcome {
     pub present: u64,
 }
 
-/// What [`Store::reembed`](crate::Store::reembed) did.
+/// What `Store::reembed` (feature `embed`) did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ReembedOutcome {

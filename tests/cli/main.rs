@@ -24,6 +24,7 @@ mod cli_folder_skipped_files_warn_unless_strict;
 mod cli_hints_name_the_binary_as_invoked;
 mod cli_ingest_of_an_export_for_another_metric_writes_nothing;
 mod cli_ingest_reads_a_whole_store_line_from_a_slow_pipe;
+mod cli_ingest_refuses_a_line_missing_a_complete_space_s_vector;
 mod cli_jsonl_contract;
 mod cli_messages_a_person_hits;
 mod cli_no_command_prints_a_store_password;

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod a_backup_keeps_every_space;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;
 mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
 mod bad_space_input_is_refused_and_changes_nothing;

@@ -1,5 +1,5 @@
 //! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
-//! is converted to schema 7 (schema 6's rows, with the vector spaces' tables) when this build opens it: the vectors row gains its dimension
+//! is converted to schema 7 when this build opens it: the vectors row gains its dimension
 //! and carries the last bytes of the chunks row in the slack of its pages, the chunks row
 //! gains its document's version and key and each chunk's vector slot and loses its chunks'
 //! text hashes, each document row keeps the first 16 bytes of its content hash, and nothing

@@ -670,6 +670,14 @@ fn op_error(error: &WriteError) -> LineError {
             format!("chunks[{position}].vector"),
             "is missing and the store holds no vector for this text; embed it and send the vector",
         ),
+        WriteError::MissingSpaceVector { space, position } => LineError::at(
+            format!("chunks[{position}].spaces.{space}"),
+            format!(
+                "is missing: the store's vector space {space:?} is complete, so every new \
+                 chunk needs a vector there (JSONL lines carry the default space's only: \
+                 ingest this store's folders, or drop the space)"
+            ),
+        ),
         other => LineError::whole(other.to_string()),
     }
 }

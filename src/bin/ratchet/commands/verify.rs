@@ -27,7 +27,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
         // A PostgreSQL store: the same checks against the server's tables (`--deep` is
         // about the redb file's pages and does not apply).
         let report = open_existing(&args.db)?.verify()?;
-        return print(&report, args.json, "");
+        return print(&report, args.json, "", "");
     }
     let store = if args.deep {
         // redb's integrity check needs the file open for writing: `--deep` takes the writer's
@@ -49,14 +49,32 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         ""
     };
-    print(&report, args.json, pages)
+    // The vector spaces beside the default one, whose rows `verify` checked too.
+    let spaces: String = store
+        .spaces()?
+        .iter()
+        .skip(1)
+        .map(|s| {
+            format!(
+                ", space {} {}",
+                s.name,
+                plural(s.vectors, "vector", "vectors")
+            )
+        })
+        .collect();
+    print(&report, args.json, pages, &spaces)
 }
 
 /// Prints the report; exit 0 iff it holds no violation.
-fn print(report: &ratchetdb::VerifyReport, json: bool, pages: &str) -> Result<ExitCode, Failure> {
+fn print(
+    report: &ratchetdb::VerifyReport,
+    json: bool,
+    pages: &str,
+    spaces: &str,
+) -> Result<ExitCode, Failure> {
     let mut out = Output::stdout();
     let checked = format!(
-        "{}, {}, {}, {}",
+        "{}, {}, {}, {}{spaces}",
         plural(report.documents, "document", "documents"),
         plural(report.tombstones, "tombstone", "tombstones"),
         plural(report.chunks, "chunk", "chunks"),

@@ -238,6 +238,7 @@ fn is_fatal(error: &WriteError) -> bool {
             | WriteError::DimensionMismatch { .. }
             | WriteError::VersionKindMismatch { .. }
             | WriteError::MissingVector { .. }
+            | WriteError::MissingSpaceVector { .. }
     )
 }
 

@@ -108,6 +108,7 @@ pub(super) fn is_fatal(error: &WriteError) -> bool {
             | WriteError::DimensionMismatch { .. }
             | WriteError::VersionKindMismatch { .. }
             | WriteError::MissingVector { .. }
+            | WriteError::MissingSpaceVector { .. }
     )
 }
 
