@@ -80,7 +80,7 @@ impl Encoder {
     /// `bert.` prefix is the caller's business).
     pub(super) fn load(shape: Shape, weights: &dyn Weights) -> Result<Self, String> {
         let h = shape.hidden;
-        if shape.heads == 0 || h % shape.heads != 0 {
+        if shape.heads == 0 || !h.is_multiple_of(shape.heads) {
             return Err(format!(
                 "hidden_size {h} is not a multiple of num_attention_heads {}",
                 shape.heads
