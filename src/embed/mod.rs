@@ -6,12 +6,14 @@
 //!   files. It measures word and spelling overlap, not meaning; it exists so the store works
 //!   on a bare machine and in tests.
 //! - `MiniLmEmbedder` (cargo feature `minilm`): the all-MiniLM-L6-v2 sentence-transformer in
-//!   pure Rust (candle), loaded from a local folder; see `locate_model` for where it looks.
+//!   pure Rust (its own BERT encoder on `gemm`), loaded from a local folder; see `locate_model` for where it looks.
 //!
 //! Invariant: every vector an embedder returns has exactly [`Embedder::dimension`] finite
 //! components and an L2 norm of 1 (within f32 rounding), so cosine similarity is a dot
 //! product and the store never sees a zero vector.
 
+#[cfg(feature = "minilm")]
+mod encoder;
 mod hashing;
 #[cfg(feature = "minilm")]
 mod minilm;
@@ -47,6 +49,25 @@ pub trait Embedder: Send + Sync {
     /// An empty slice gives an empty result. Empty or whitespace-only texts still get a unit
     /// vector (each implementation documents which).
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// [`Embedder::embed_batch`], calling `progress` with the number of texts embedded each
+    /// time some are done, so a caller can show progress within one long call.
+    ///
+    /// Contract: the counts passed to `progress` add up to `texts.len()` when the call
+    /// succeeds, and each call comes after those texts' vectors are computed. The default
+    /// calls it once, after the whole batch; an embedder that works in sub-batches calls it
+    /// after each one.
+    fn embed_batch_with_progress(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.embed_batch(texts)?;
+        if !vectors.is_empty() {
+            progress(vectors.len());
+        }
+        Ok(vectors)
+    }
 
     /// Embeds one text; a convenience over [`Embedder::embed_batch`] for queries.
     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {

@@ -6,6 +6,7 @@
 //! - [`ascii`]: the whitespace, alphanumeric and upper-case classes of 64 ASCII bytes, with
 //!   SSE2.
 //! - [`prefetch`]: a cache prefetch hint.
+//! - `matmul` (feature `minilm`): MiniLM's matrix products, one call into `gemm`.
 //!
 //! Safety contract, which every `unsafe` block here upholds and states at its site:
 //! - A function compiled with `#[target_feature(enable = "avx2")]` is called only after
@@ -15,6 +16,8 @@
 //!   bytes inside the slice it was given (each site states the bounds); none needs
 //!   alignment.
 //! - A prefetch reads nothing into the program and cannot fault, whatever its address.
+//! - A `gemm` call is given views whose every reached element is inside its slice (asserted
+//!   before the call), and an output that is borrowed mutably and overlaps no input.
 //!
 //! The safe functions have no precondition a caller could break: a short or empty slice
 //! gives a short result, never an out-of-bounds access. Each kernel's AVX2 copy returns the
@@ -26,6 +29,8 @@
 pub(crate) mod ascii;
 pub(crate) mod codes;
 pub(crate) mod floats;
+#[cfg(feature = "minilm")]
+pub(crate) mod matmul;
 mod prefetch;
 
 pub(crate) use prefetch::prefetch_lines;

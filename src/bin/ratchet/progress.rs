@@ -137,6 +137,31 @@ impl Progress {
         }
     }
 
+    /// The plain form's line as it would print now (`None` on a terminal).
+    #[cfg(test)]
+    pub fn plain_line(&self) -> Option<String> {
+        self.plain.as_ref().map(|heartbeat| {
+            heartbeat
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .line()
+        })
+    }
+
+    /// The plain form printing nowhere (its heartbeat never fires in a test), for reading
+    /// [`Progress::plain_line`].
+    #[cfg(test)]
+    pub fn silent(label: &'static str, unit: &'static str, total: u64) -> Progress {
+        Progress::plain(
+            label,
+            unit,
+            total,
+            Duration::from_secs(3600),
+            Box::new(|_| {}),
+        )
+    }
+
     /// Prints a line on stderr without tearing the bar.
     pub fn println(&self, line: &str) {
         self.bar.suspend(|| eprintln!("{line}"));

@@ -834,7 +834,6 @@ fn process_batch(files: &[FileJob], context: &Context<'_>) -> Result<Tally, Fail
     let mut writes: Vec<Planned> = Vec::new();
     let mut waiting_texts = 0;
     let mut files_since_progress = 0;
-    let mut embedded_reported = 0;
     for job in files {
         files_since_progress += 1;
         match read_and_plan(job, context)? {
@@ -859,27 +858,29 @@ fn process_batch(files: &[FileJob], context: &Context<'_>) -> Result<Tally, Fail
         if waiting_texts >= BATCH_CHUNKS_TO_EMBED {
             embed_and_write(std::mem::take(&mut writes), context, &mut tally)?;
             waiting_texts = 0;
-            context.advance(
-                std::mem::take(&mut files_since_progress),
-                tally.chunks_embedded - embedded_reported,
-            );
-            embedded_reported = tally.chunks_embedded;
+            context.advance(std::mem::take(&mut files_since_progress), 0);
         }
     }
     embed_and_write(writes, context, &mut tally)?;
-    context.advance(
-        files_since_progress,
-        tally.chunks_embedded - embedded_reported,
-    );
+    context.advance(files_since_progress, 0);
     Ok(tally)
 }
 
 impl Context<'_> {
-    /// Moves the progress display on by `files`, of which `embedded` chunks were embedded.
+    /// Moves the progress display on by `files` done and `embedded` more chunks embedded.
+    /// Chunks are counted as the embedder reports them, during a batch's one `embed_batch`
+    /// call (a batch of 256 chunks takes a minute on a loaded machine); files once the
+    /// batch is written.
     fn advance(&self, files: u64, embedded: u64) {
         let total = self.embedded_so_far.fetch_add(embedded, Ordering::Relaxed) + embedded;
         self.progress
             .advance(files, || format!("{total} chunks embedded"));
+    }
+
+    /// Embeds `texts`, showing each part of them embedded as soon as it is.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ratchetdb::EmbedError> {
+        self.embedder
+            .embed_batch_with_progress(texts, &mut |done| self.advance(0, done as u64))
     }
 }
 
@@ -903,7 +904,7 @@ fn embed_and_write(
     let vectors = if texts.is_empty() {
         Vec::new()
     } else {
-        context.embedder.embed_batch(&texts)?
+        context.embed(&texts)?
     };
     tally.chunks_embedded += vectors.len() as u64;
     let mut in_spaces = Vec::with_capacity(context.spaces.len());
@@ -944,7 +945,7 @@ fn embed_and_write(
                     .iter()
                     .map(|c| c.text.as_str())
                     .collect();
-                let vectors = context.embedder.embed_batch(&texts)?;
+                let vectors = context.embed(&texts)?;
                 tally.chunks_embedded += vectors.len() as u64;
                 for (chunk, vector) in document.chunks.iter_mut().zip(vectors) {
                     chunk.vector = Some(vector);
@@ -1216,5 +1217,94 @@ mod tests {
         symlink(&secret, root.join("sub")).unwrap();
         let file = open_nonblocking(&path, true).unwrap();
         assert!(!opened_inside(&file, &path, before.as_deref(), &real_root));
+    }
+}
+
+#[cfg(test)]
+mod chunks_show_during_a_batch {
+    //! Regression (issue 46): folder ingest with MiniLM printed no chunk count for the first
+    //! 87 s, because the count moved only once a whole batch (256 chunks, one `embed_batch`
+    //! call) was embedded and written. The count now moves each time the embedder reports
+    //! texts done within the call; here an embedder that reports one text at a time reads
+    //! the progress line from inside its call.
+    use super::{Context, Sink};
+    use crate::progress::Progress;
+    use ratchetdb::{ChunkerOptions, EmbedError, Embedder, HashingEmbedder, Options, Store};
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Mutex;
+
+    /// Embeds one text at a time, recording the progress line after reporting each.
+    struct OneAtATime<'a> {
+        inner: HashingEmbedder,
+        progress: &'a Progress,
+        lines_seen: Mutex<Vec<String>>,
+    }
+
+    impl Embedder for OneAtATime<'_> {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.inner.embed_batch(texts)
+        }
+        fn embed_batch_with_progress(
+            &self,
+            texts: &[&str],
+            progress: &mut dyn FnMut(usize),
+        ) -> Result<Vec<Vec<f32>>, EmbedError> {
+            let mut vectors = Vec::new();
+            for text in texts {
+                vectors.extend(self.inner.embed_batch(&[text])?);
+                progress(1);
+                let line = self.progress.plain_line().unwrap_or_default();
+                self.lines_seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(line);
+            }
+            Ok(vectors)
+        }
+    }
+
+    #[test]
+    fn the_chunk_count_moves_within_one_embed_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("s.redb"), Options::default()).unwrap();
+        let progress = Progress::silent("ingest", "files", 2);
+        let embedder = OneAtATime {
+            inner: HashingEmbedder::default(),
+            progress: &progress,
+            lines_seen: Mutex::new(Vec::new()),
+        };
+        let sink = Sink::Direct(store.clone());
+        let embedded_so_far = AtomicU64::new(0);
+        let context = Context {
+            roots: &[],
+            store: &store,
+            embedder: &embedder,
+            spaces: &[],
+            chunker: ChunkerOptions::default(),
+            sink: &sink,
+            progress: &progress,
+            embedded_so_far: &embedded_so_far,
+        };
+        let vectors = context.embed(&["one", "two", "three"]).unwrap();
+        assert_eq!(vectors.len(), 3);
+        let lines = embedder
+            .lines_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        for (done, line) in lines.iter().enumerate() {
+            let expected = format!("ingest: 0/2 files (0%), {} chunks embedded,", done + 1);
+            assert!(
+                line.starts_with(&expected),
+                "{line:?} should start {expected:?}"
+            );
+        }
     }
 }
