@@ -5,10 +5,10 @@
 #
 # The binding is a member of the root workspace and builds with its dev profile: with the
 # root's target directory the dependencies `cargo test` compiled are reused. PyO3, numpy and
-# the binding are compiled here, and so are the candle crates of the MiniLM embedder (numpy
-# turns on num-complex's `std`, which `cargo test` leaves off, so gemm and candle are built
-# again: about 240 s of CPU). The MiniLM comparison test runs `ratchet` from the same target
-# directory (the binary `cargo test --features minilm,postgres` built).
+# the binding are compiled here, and so is the MiniLM encoder's `gemm` (numpy turns on
+# num-complex's `std`, which `cargo test` leaves off, so gemm is built again). The MiniLM
+# comparison test runs `ratchet` from the same target directory (the binary
+# `cargo test --features minilm,postgres` built).
 set -euo pipefail
 cd "$(dirname "$0")"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(cd .. && pwd)/target}"

@@ -1,4 +1,4 @@
-//! The Rust all-MiniLM-L6-v2 embedder (candle) agrees with an independent implementation.
+//! The Rust all-MiniLM-L6-v2 embedder (its own encoder, `embed/encoder.rs`) agrees with an independent implementation.
 //!
 //! `tests/fixtures/minilm/reference.json` was written by `scripts/make_minilm_fixture.py`:
 //! its own WordPiece tokenizer and a float64 NumPy forward pass, one sentence at a time. Here
