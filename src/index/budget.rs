@@ -330,6 +330,7 @@ impl BudgetIndex {
     }
 
     /// Whether the codes are trained.
+    #[cfg(test)]
     pub(crate) fn is_trained(&self) -> bool {
         self.inner.read().quantizer.is_some()
     }

@@ -26,7 +26,6 @@ const PARALLEL_SUBSPACES: usize = 2;
 /// A trained product quantiser.
 #[derive(Debug, Clone)]
 pub(crate) struct ProductQuantizer {
-    dim: usize,
     metric: Metric,
     /// Subspace `j` covers dimensions `bounds[j]..bounds[j + 1]`.
     bounds: Vec<usize>,
@@ -101,7 +100,6 @@ impl ProductQuantizer {
             centroids.extend_from_slice(&c);
         }
         ProductQuantizer {
-            dim,
             metric,
             bounds,
             centroids,
@@ -175,11 +173,6 @@ impl ProductQuantizer {
             metric: self.metric,
             entries,
         }
-    }
-
-    /// The dimension it codes.
-    pub(crate) fn dim(&self) -> usize {
-        self.dim
     }
 }
 

@@ -178,7 +178,11 @@ pub(crate) fn on_backend<T>(
     options: &Options,
     then: impl FnOnce(Db, &Path, Arc<dyn redb::StorageBackend>) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
-    if let Some((field, why)) = options.index.invalid() {
+    if let Some((field, why)) = options
+        .index
+        .invalid()
+        .or_else(|| options.budget_refusal(0, options.dimension.unwrap_or(1)))
+    {
         return Err(InputError::new(field, why).into());
     }
     let path = PathBuf::from("<backend>");
@@ -277,7 +281,7 @@ fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool), OpenError
     let shared = options.shares_file();
     let db = Database::builder()
         .set_check_integrity_on_open(options.check_integrity_on_open)
-        .set_cache_size(options.cache_size)
+        .set_cache_size(options.page_cache_bytes())
         .set_concurrency_mode(if shared {
             ConcurrencyMode::SingleWriter
         } else {
@@ -305,7 +309,7 @@ fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenError> {
         });
     }
     let db = Database::builder()
-        .set_cache_size(options.cache_size)
+        .set_cache_size(options.page_cache_bytes())
         .set_concurrency_mode(ConcurrencyMode::SingleWriter)
         .open_read_only(path)
         .map_err(|e| match e {
@@ -328,7 +332,7 @@ fn open_backend(
 ) -> Result<Db, OpenError> {
     let db = Database::builder()
         .set_check_integrity_on_open(options.check_integrity_on_open)
-        .set_cache_size(options.cache_size)
+        .set_cache_size(options.page_cache_bytes())
         .create_with_backend(backend)
         .map_err(|e| open_error(path, e))?;
     Ok(Db::Writable(db))
@@ -890,7 +894,7 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     let temporary = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
     let _ = std::fs::remove_file(&temporary);
     let made = Database::builder()
-        .set_cache_size(options.cache_size)
+        .set_cache_size(options.page_cache_bytes())
         .create(&temporary)
         .map_err(|e| open_error(&temporary, e))
         .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));
@@ -1057,7 +1061,11 @@ fn check_options(options: &Options) -> Result<(), OpenError> {
     if let Some(model) = &options.model {
         check_name("model", model, &options.limits)?;
     }
-    if let Some((field, why)) = options.index.invalid() {
+    if let Some((field, why)) = options
+        .index
+        .invalid()
+        .or_else(|| options.budget_refusal(0, options.dimension.unwrap_or(1)))
+    {
         return Err(InputError::new(field, why).into());
     }
     if let Some(dimension) = options.dimension {

@@ -108,6 +108,9 @@ impl Drop for Indexer {
         // to stop rather than finish a graph nobody will search.
         if let IndexState::Loaded(live) = self.state.get_mut() {
             live.index.close();
+            if let Some(budget) = &live.budget {
+                budget.close();
+            }
         }
     }
 }
@@ -410,14 +413,23 @@ impl Indexer {
             None => IndexInfo::default(),
             Some(live) => IndexInfo {
                 loaded: true,
-                graph_ready: live.index.graph_ready(),
+                graph_ready: live.budget.is_some() || live.index.graph_ready(),
                 building: live.building.load(Ordering::SeqCst),
-                live_vectors: live.index.len_live() as u64,
-                dead_fraction: live.index.dead_fraction(),
+                live_vectors: live.len_live() as u64,
+                dead_fraction: live
+                    .budget
+                    .as_ref()
+                    .map_or_else(|| live.index.dead_fraction(), |b| b.dead_fraction()),
                 applied_commit: live.applied(),
-                graph_points: live.index.graph_point_count() as u64,
+                graph_points: live
+                    .budget
+                    .as_ref()
+                    .map_or_else(|| live.index.graph_point_count(), |b| b.point_count())
+                    as u64,
                 outside_vectors: live.index.outside_count() as u64,
                 persisted_points: live.persisted_points.load(Ordering::SeqCst) as u64,
+                budgeted_bytes: live.budget.as_ref().map_or(0, |b| b.resident_bytes()),
+                memory_budget: self.engine.options().memory_budget.unwrap_or(0),
             },
         }
     }
@@ -482,6 +494,7 @@ impl Indexer {
                     dimension,
                     self.engine.metric(),
                     self.engine.options().index,
+                    self.engine.options().memory_budget,
                 )?);
                 // The background loader may have published one meanwhile: use that.
                 let mut state = self.state.write();
@@ -715,14 +728,19 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started =
         background.with(
             |ix| match (ix.engine.bulk_snapshot(), ix.engine.bulk_snapshot()) {
-                (Ok(vectors), Ok(graph)) => Some((vectors, graph, ix.engine.options().index)),
+                (Ok(vectors), Ok(graph)) => Some((
+                    vectors,
+                    graph,
+                    ix.engine.options().index,
+                    ix.engine.options().memory_budget,
+                )),
                 _ => {
                     ix.loading_failed();
                     None
                 }
             },
         );
-    let Some(Some((vectors, graph_snapshot, params))) = started else {
+    let Some(Some((vectors, graph_snapshot, params, memory_budget))) = started else {
         return;
     };
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
@@ -731,7 +749,11 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         let parser = std::thread::Builder::new()
             .name("ratchetdb-index-load".into())
             .spawn_scoped(scope, move || {
-                let parts = live_index::read_graph_snapshot(&graph_snapshot);
+                // A budgeted index keeps no graph of the full index (nor its memory).
+                let parts = match memory_budget {
+                    Some(_) => Ok(Vec::new()),
+                    None => live_index::read_graph_snapshot(&graph_snapshot),
+                };
                 drop(graph_snapshot);
                 match parts {
                     Ok(parts) if !parts.is_empty() => {
@@ -740,7 +762,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, params);
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params, memory_budget);
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
