@@ -360,6 +360,22 @@ impl BudgetIndex {
         }
     }
 
+    /// Makes room for `points` points in all, exactly (a load knows its count: arrays grown
+    /// by doubling would hold up to twice the bytes the plan counts).
+    pub(crate) fn reserve(&self, points: usize) {
+        let mut inner = self.inner.write();
+        let more = points.saturating_sub(inner.ids.len());
+        let (code_len, m0) = (self.plan.code_len, self.m0);
+        inner.ids.reserve_exact(more);
+        inner.codes.reserve_exact(more * code_len);
+        inner.levels.reserve_exact(more);
+        inner.layer0.reserve_exact(more * m0);
+        let words = points.div_ceil(64).saturating_sub(inner.live.len());
+        inner.live.reserve_exact(words);
+        let mapped = inner.slot_of.len();
+        inner.slot_of.reserve(points.saturating_sub(mapped));
+    }
+
     /// Number of live vectors.
     pub(crate) fn len_live(&self) -> usize {
         self.inner.read().live_count
@@ -505,6 +521,15 @@ impl BudgetIndex {
         };
         if slot == EMPTY {
             return;
+        }
+        if inner.ids.len() == inner.ids.capacity() {
+            // Grown by an eighth, not doubled: the budget counts the points, not spare room.
+            let grow = inner.ids.len() / 8 + 64;
+            let (code_len, m0) = (self.plan.code_len, self.m0);
+            inner.ids.reserve_exact(grow);
+            inner.codes.reserve_exact(grow * code_len);
+            inner.levels.reserve_exact(grow);
+            inner.layer0.reserve_exact(grow * m0);
         }
         inner.codes.extend_from_slice(&code);
         let level = self.random_level(inner);

@@ -81,6 +81,15 @@ pub(crate) fn as_writer<T>(
         |detail| contained_at_open(path, detail),
         || {
             check_options(options)?;
+            // A budget too small for even an empty store creates no file (one for an
+            // existing file is checked against its live vectors once it is open).
+            if !path.exists() {
+                if let Some((field, why)) =
+                    options.budget_refusal(0, options.dimension.unwrap_or(1))
+                {
+                    return Err(InputError::new(field, why).into());
+                }
+            }
             with_lock_wait(
                 options.wait_for_lock,
                 |e| matches!(e, OpenError::Locked { .. }),
@@ -178,11 +187,7 @@ pub(crate) fn on_backend<T>(
     options: &Options,
     then: impl FnOnce(Db, &Path, Arc<dyn redb::StorageBackend>) -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
-    if let Some((field, why)) = options
-        .index
-        .invalid()
-        .or_else(|| options.budget_refusal(0, options.dimension.unwrap_or(1)))
-    {
+    if let Some((field, why)) = options.index.invalid() {
         return Err(InputError::new(field, why).into());
     }
     let path = PathBuf::from("<backend>");
@@ -1061,11 +1066,7 @@ fn check_options(options: &Options) -> Result<(), OpenError> {
     if let Some(model) = &options.model {
         check_name("model", model, &options.limits)?;
     }
-    if let Some((field, why)) = options
-        .index
-        .invalid()
-        .or_else(|| options.budget_refusal(0, options.dimension.unwrap_or(1)))
-    {
+    if let Some((field, why)) = options.index.invalid() {
         return Err(InputError::new(field, why).into());
     }
     if let Some(dimension) = options.dimension {

@@ -485,6 +485,20 @@ impl Indexer {
         let Some(dimension) = self.engine.dimension() else {
             return Ok(());
         };
+        if let Some(budget) = self.engine.options().memory_budget {
+            // Under a budget, building is loading: planned for today's vectors, codes
+            // trained on them, every vector streamed in. Nothing is persisted.
+            let live = Arc::new(LiveIndex::load(
+                &self.engine.snapshot()?,
+                dimension,
+                self.engine.metric(),
+                self.engine.options().index,
+                Some(budget),
+            )?);
+            *self.state.write() = IndexState::Loaded(live.clone());
+            live.catch_up(&self.engine.snapshot()?)?;
+            return Ok(());
+        }
         let live = match self.live() {
             Some(live) => live,
             None => {

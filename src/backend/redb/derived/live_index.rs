@@ -365,6 +365,7 @@ fn budgeted(
     });
     let index = BudgetIndex::new(dimension, metric, params.m, params.ef_construction, plan)
         .map_err(index_error)?;
+    index.reserve(count);
     if count >= index.train_at() {
         let every = sample_every(count, index.train_at());
         let mut sample: Vec<f32> = Vec::with_capacity(index.train_at() * dimension);
