@@ -83,21 +83,22 @@ fn train_at(budget: u64, dim: usize) -> usize {
     ((budget / 8 / vector) as usize).clamp(MIN_TRAIN_AT, MAX_TRAIN_AT)
 }
 
-/// Bytes per point besides its code: id, level, links of layer 0 and (on average) the
-/// upper layers, live bit, map entry.
+/// Bytes per point besides its code: id, level, links of layer 0 and (on average, one point
+/// in `m - 1` has upper layers, each with its own row and map entry) the upper layers, live
+/// bit, map entry.
 fn point_overhead(m: usize) -> u64 {
     let m = m as u64;
-    8 + 1 + 8 * m + (4 * m).div_ceil(m.saturating_sub(1).max(1)) + 1 + MAP_BYTES_PER_POINT
+    8 + 1 + 8 * m + (4 * m + 72).div_ceil(m.saturating_sub(1).max(1)) + 1 + MAP_BYTES_PER_POINT
 }
 
-/// Bytes that do not grow with the points: the centroids, the pending vectors before
-/// training, one query's lookup table and visited set.
-fn fixed_bytes(dim: usize, train_at: usize) -> u64 {
+/// Bytes that do not grow with the points: the centroids and one query's lookup table.
+/// (The vectors held before training, or the training sample of a load, are at most an
+/// eighth of the budget and gone once the graph fills: they are not counted against it.)
+fn fixed_bytes(dim: usize) -> u64 {
     let dim = dim as u64;
     let centroids = super::pq::CENTROIDS as u64 * dim * 4;
-    let pending = train_at as u64 * (dim * 4 + 8 + MAP_BYTES_PER_POINT);
     let table = super::pq::CENTROIDS as u64 * dim * 4 / MIN_DIMS_PER_BYTE as u64;
-    centroids + pending + table
+    centroids + table
 }
 
 fn min_code_len(dim: usize) -> usize {
@@ -112,8 +113,7 @@ fn max_code_len(dim: usize) -> usize {
 /// upper layer works in (the smallest code, the links, the page cache's floor).
 pub(crate) fn smallest_budget(live: usize, dim: usize, m: usize) -> u64 {
     let capacity = capacity_for(live) as u64;
-    // The pending list is bounded by the budget itself: count its floor.
-    let fixed = fixed_bytes(dim, MIN_TRAIN_AT);
+    let fixed = fixed_bytes(dim);
     let points = capacity * (point_overhead(m) + min_code_len(dim) as u64);
     // The index gets (CACHE_SHARE - 1) / CACHE_SHARE of the budget.
     let index = fixed + points;
@@ -121,9 +121,10 @@ pub(crate) fn smallest_budget(live: usize, dim: usize, m: usize) -> u64 {
     budget.max(index + MIN_CACHE_BYTES)
 }
 
-/// The points planned for when `live` are live: room to grow by half before a reload.
+/// The points planned for when `live` are live: room to grow by an eighth (the index is
+/// loaded again with a new plan once it holds twice its capacity).
 fn capacity_for(live: usize) -> usize {
-    live.saturating_add(live / 2).max(MIN_TRAIN_AT)
+    live.saturating_add(live / 8).max(MIN_TRAIN_AT)
 }
 
 /// The plan for `live` points of `dim` dimensions under `budget` bytes; `Err` with the
@@ -138,7 +139,7 @@ pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Pla
     let capacity = capacity_for(live);
     let room = budget
         .saturating_sub(cache)
-        .saturating_sub(fixed_bytes(dim, train_at));
+        .saturating_sub(fixed_bytes(dim));
     let per_point = room / capacity as u64;
     let code_len = (per_point.saturating_sub(point_overhead(m)) as usize)
         .clamp(min_code_len(dim), max_code_len(dim));
@@ -901,6 +902,13 @@ mod tests {
             .iter()
             .all(|h| h.0 != 3));
         index.verify().unwrap();
+    }
+
+    #[test]
+    fn sixty_four_mib_at_200k_by_384_gets_a_code_of_over_80_bytes() {
+        let plan = plan(64 << 20, 200_000, 384, 16).unwrap();
+        assert!(plan.code_len > 80, "{plan:?}");
+        assert_eq!(plan.cache_bytes, 8 << 20);
     }
 
     #[test]
