@@ -71,6 +71,10 @@ pub(crate) struct Plan {
     pub train_at: usize,
     /// Bytes of redb's page cache.
     pub cache_bytes: u64,
+    /// The budget it spends.
+    pub budget: u64,
+    /// The live points it was planned at.
+    pub planned: usize,
 }
 
 /// The bytes the page cache gets under `budget`.
@@ -148,6 +152,8 @@ pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Pla
         capacity,
         train_at,
         cache_bytes: cache,
+        budget,
+        planned: live,
     })
 }
 
@@ -315,11 +321,6 @@ impl BudgetIndex {
         })
     }
 
-    /// The plan it was made with.
-    pub(crate) fn plan(&self) -> Plan {
-        self.plan
-    }
-
     /// Vectors held exactly before the codes are trained.
     pub(crate) fn train_at(&self) -> usize {
         self.plan.train_at
@@ -331,7 +332,6 @@ impl BudgetIndex {
     }
 
     /// Whether the codes are trained.
-    #[cfg(test)]
     pub(crate) fn is_trained(&self) -> bool {
         self.inner.read().quantizer.is_some()
     }
@@ -375,6 +375,28 @@ impl BudgetIndex {
         inner.live.reserve_exact(words);
         let mapped = inner.slot_of.len();
         inner.slot_of.reserve(points.saturating_sub(mapped));
+    }
+
+    /// Whether `adding` more points would take the index past its plan: past twice the
+    /// points planned for, or (grown since the plan) its bytes (by [`Self::resident_bytes`], each new point
+    /// counted at its code and links) past the budget less the page cache's share. The
+    /// owner then loads it again with a plan for its size.
+    pub(crate) fn outgrown(&self, adding: usize) -> bool {
+        let plan = self.plan;
+        let after = self.len_live().saturating_add(adding);
+        if after > plan.capacity.saturating_mul(2) {
+            return true;
+        }
+        // Only growth since the plan counts (a plan's estimate a little short of the bytes
+        // must not reload the index over and over).
+        if after <= plan.planned.max(plan.train_at) {
+            return false;
+        }
+        let per_point = plan.code_len as u64 + point_overhead(self.m);
+        let bytes = self
+            .resident_bytes()
+            .saturating_add(adding as u64 * per_point);
+        self.is_trained() && bytes > plan.budget.saturating_sub(plan.cache_bytes)
     }
 
     /// Number of live vectors.
@@ -816,6 +838,8 @@ mod tests {
             capacity: 10_000,
             train_at: 512,
             cache_bytes: 1 << 20,
+            budget: 64 << 20,
+            planned: 0,
         }
     }
 

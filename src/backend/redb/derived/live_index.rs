@@ -178,12 +178,12 @@ impl LiveIndex {
         }
     }
 
-    /// Whether a budgeted index has grown past twice the points it was planned for: it is
-    /// then loaded again with a plan for its size.
+    /// Whether a budgeted index would grow past its plan by `adding` points
+    /// ([`BudgetIndex::outgrown`]): it is then loaded again with a plan for its size.
     fn outgrown(&self, adding: usize) -> bool {
-        self.budget.as_ref().is_some_and(|budget| {
-            budget.len_live().saturating_add(adding) > budget.plan().capacity.saturating_mul(2)
-        })
+        self.budget
+            .as_ref()
+            .is_some_and(|budget| budget.outgrown(adding))
     }
 
     /// The last commit sequence applied.
@@ -361,6 +361,8 @@ fn budgeted(
             capacity: count,
             train_at: 256,
             cache_bytes: budget::MIN_CACHE_BYTES,
+            budget: u64::MAX,
+            planned: count,
         })
     });
     let index = BudgetIndex::new(dimension, metric, params.m, params.ef_construction, plan)
