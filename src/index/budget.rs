@@ -896,11 +896,13 @@ mod tests {
         assert!(!index.remove(0));
         index.verify().unwrap();
         assert_eq!(index.len_live(), 1000);
-        let keep = |id: u64| id % 3 == 0;
-        for q in 0..20 {
-            let hits = index.search(&data[q], 10, 40, Some(&keep)).unwrap();
+        let keep = |id: u64| id.is_multiple_of(3);
+        for query in &data[..20] {
+            let hits = index.search(query, 10, 40, Some(&keep)).unwrap();
             assert!(!hits.is_empty());
-            assert!(hits.iter().all(|(id, _)| id % 2 == 1 && id % 3 == 0));
+            assert!(hits
+                .iter()
+                .all(|(id, _)| !id.is_multiple_of(2) && id.is_multiple_of(3)));
         }
     }
 

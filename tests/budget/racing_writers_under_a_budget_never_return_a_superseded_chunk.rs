@@ -64,7 +64,7 @@ fn hits_are_whole_revisions_no_older_than_acknowledged() {
     while searches < SEARCHES || !done.load(Ordering::SeqCst) {
         let query = normalized(random_vector(&mut rng, DIM));
         let before = acknowledged.lock().expect("lock").clone();
-        let filtered = searches % 3 == 0;
+        let filtered = searches.is_multiple_of(3);
         let mut options = SearchOptions::default().ef(64);
         if filtered {
             for d in (0..DOCS).step_by(2) {
@@ -85,7 +85,10 @@ fn hits_are_whole_revisions_no_older_than_acknowledged() {
                 (dot(&vector(doc, version), &query) - hit.score).abs() < 1e-5,
                 "d{doc}: the score is not the exact one of v{version}"
             );
-            assert!(!filtered || doc % 2 == 0, "d{doc} passed a filter it fails");
+            assert!(
+                !filtered || doc.is_multiple_of(2),
+                "d{doc} passed a filter it fails"
+            );
         }
         searches += 1;
     }

@@ -376,7 +376,7 @@ fn budgeted(
             let (_, value) = entry.map_err(ReadError::storage)?;
             let row = VectorsRow::parse(value.value())?;
             for position in 0..row.slots().count() {
-                if seen % every == 0 {
+                if seen.is_multiple_of(every) {
                     if let Some(bytes) = row.vector_bytes(position) {
                         if bytes.len() == dimension * 4 {
                             schema::extend_floats(bytes, &mut sample);
