@@ -9,6 +9,7 @@ mod search_support;
 
 mod an_impossible_budget_is_refused_naming_the_smallest_that_works;
 mod budgeted_index_memory_stays_within_the_budget;
+mod build_refuses_a_budget_the_store_has_outgrown;
 mod racing_writers_under_a_budget_never_return_a_superseded_chunk;
 mod recall_at_a_budget_against_exact_search;
 mod reopen_under_a_budget_scores_hits_exactly;

@@ -487,9 +487,16 @@ impl Indexer {
         };
         if let Some(budget) = self.engine.options().memory_budget {
             // Under a budget, building is loading: planned for today's vectors, codes
-            // trained on them, every vector streamed in. Nothing is persisted.
+            // trained on them, every vector streamed in. Nothing is persisted. A budget the
+            // store has outgrown is refused here as it is at open (the index that serves
+            // is left as it is).
+            let snapshot = self.engine.snapshot()?;
+            let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
+            if let Some((field, why)) = self.engine.options().budget_refusal(live, dimension) {
+                return Err(crate::error::InputError::new(field, why).into());
+            }
             let live = Arc::new(LiveIndex::load(
-                &self.engine.snapshot()?,
+                &snapshot,
                 dimension,
                 self.engine.metric(),
                 self.engine.options().index,
