@@ -817,7 +817,15 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         {
             let _clear = ClearBuildingOnUnwind(&live.building);
             if let Ok(snapshot) = ix.engine.snapshot() {
-                let _ = live.catch_up(&snapshot);
+                // The changelog cannot bring it up to date (or, under a memory budget, the
+                // commits made while it loaded outgrew its plan): load again, as an applier
+                // pass would, or nothing would until the next commit.
+                if let Ok(false) = live.catch_up(&snapshot) {
+                    live.building.store(false, Ordering::SeqCst);
+                    *ix.state.write() = IndexState::Unloaded;
+                    ix.start_index();
+                    return None;
+                }
             }
         }
         Some(live)
