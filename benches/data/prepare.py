@@ -110,6 +110,11 @@ def random(args):
     low_rank(args.out, "random384", 384, 100_000, 384, 64)
 
 
+def random_200k(args):
+    """200k seeded 384-d vectors of intrinsic dimension 64: the memory budget's size (issue 48)."""
+    low_rank(args.out, "random384-200k", 200_384, 200_000, 384, 64, ", 200k points")
+
+
 def random_1m(args):
     """1M seeded 50-d vectors (GloVe's width) of intrinsic dimension 16: the reopen at 1M."""
     low_rank(args.out, "random50-1m", 1_000_050, 1_000_000, 50, 16, ", 1M points")
@@ -242,13 +247,14 @@ def minilm(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("set", choices=["glove", "random", "random-1m", "minilm"])
+    p.add_argument("set", choices=["glove", "random", "random-200k", "random-1m", "minilm"])
     p.add_argument("--out", type=pathlib.Path, required=True)
     p.add_argument("--wheel", type=pathlib.Path)
     p.add_argument("--model-wheel", type=pathlib.Path)
     p.add_argument("--max", type=int, default=100_000)
     args = p.parse_args()
-    {"glove": glove, "random": random, "random-1m": random_1m, "minilm": minilm}[args.set](args)
+    {"glove": glove, "random": random, "random-200k": random_200k, "random-1m": random_1m,
+     "minilm": minilm}[args.set](args)
 
 
 if __name__ == "__main__":

@@ -224,7 +224,8 @@ pub fn reopen_options() -> Options {
 
 /// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), the
 /// graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` and redb's
-/// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set.
+/// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set, and `Options::memory_budget` from
+/// `RATCHETDB_MEMORY_BUDGET_MIB` if set (`benches/peers/memory_budget.sh`).
 pub fn options() -> Options {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
     let mut index = IndexOptions::default();
@@ -235,6 +236,10 @@ pub fn options() -> Options {
         index = index.ef_construction(ef);
     }
     let options = Options::default().durability(Durability::None).index(index);
+    let options = match var("RATCHETDB_MEMORY_BUDGET_MIB") {
+        Some(mib) => options.memory_budget((mib as u64) << 20),
+        None => options,
+    };
     match var("RATCHETDB_CACHE_SIZE") {
         Some(bytes) => options.cache_size(bytes),
         None => options,

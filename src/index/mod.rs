@@ -24,6 +24,9 @@
 //!   by marking points dead.
 //! - [`persisted`]: a graph's links to/from checksummed byte blobs (the `index_snapshot`
 //!   table); the vectors come from the exact store.
+//! - [`pq`]: product-quantisation codes (k-means per subspace, a lookup table per query).
+//! - [`budget`]: the index under a memory budget: an HNSW graph over `pq` codes, no vector
+//!   in memory; its candidates are scored again exactly by the caller (from the file).
 //!
 //! Invariant: a search returns only live ids, scored against their current vector. A
 //! graph point is marked live only while the exact store holds the same vector for its
@@ -42,8 +45,11 @@ pub(crate) use graph::counted as graph_counted;
 mod hnsw;
 mod membership;
 mod persisted;
+mod pq;
 mod quantize;
 mod workers;
+// After `pq` and `workers`, whose codes and threads it uses.
+pub(crate) mod budget;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

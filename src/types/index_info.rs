@@ -28,4 +28,13 @@ pub struct IndexInfo {
     /// none yet). The snapshot is rewritten after a build, and once absorbing has grown
     /// the graph by half (at least 4096 points) past it.
     pub persisted_points: u64,
+    /// Under [`Options::memory_budget`](crate::Options::memory_budget): the bytes the
+    /// budgeted index holds by its own accounting (codes, links, ids, the id map, the
+    /// quantiser, vectors not yet coded), and the budget it was planned for. `0` without a
+    /// budget (and on PostgreSQL).
+    #[serde(default)]
+    pub budgeted_bytes: u64,
+    /// The budget the loaded index was planned for (`0`: none).
+    #[serde(default)]
+    pub memory_budget: u64,
 }

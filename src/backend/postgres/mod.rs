@@ -394,6 +394,8 @@ impl Backend for PgStore {
             graph_points: live,
             outside_vectors: 0,
             persisted_points: live,
+            budgeted_bytes: 0,
+            memory_budget: 0,
         }
     }
 

@@ -111,9 +111,26 @@ impl RedbBackend {
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }
+        let budgeted = options.memory_budget.is_some();
         let engine = Arc::new(Engine::new(
             db, storage, path, is_file, shared, options, recognised,
         ));
+        if budgeted {
+            // A budget too small for the live chunks is refused before anything is loaded
+            // (nothing has been written: the checks above only read).
+            if let Some(dim) = engine.dimension() {
+                let live = engine
+                    .snapshot()
+                    .and_then(|snapshot| snapshot.live_vectors())
+                    .unwrap_or(0);
+                if let Some((field, why)) = engine
+                    .options()
+                    .budget_refusal(usize::try_from(live).unwrap_or(usize::MAX), dim)
+                {
+                    return Err(crate::error::InputError::new(field, why).into());
+                }
+            }
+        }
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
         Ok(RedbBackend {

@@ -13,6 +13,16 @@ impl Snapshot {
         crate::backend::redb::contain::contain(ReadError::contained, || self.stats_uncontained())
     }
 
+    /// The `live.vectors` counter: the vectors the index holds at this snapshot.
+    pub(crate) fn live_vectors(&self) -> Result<u64, ReadError> {
+        let table = self.txn.open_table(COUNTERS).map_err(ReadError::storage)?;
+        Ok(table
+            .get(name::LIVE_VECTORS)
+            .map_err(ReadError::storage)?
+            .map(|v| v.value())
+            .unwrap_or(0))
+    }
+
     fn stats_uncontained(&self) -> Result<Stats, ReadError> {
         let table = self.txn.open_table(COUNTERS).map_err(ReadError::storage)?;
         let mut counters = Counters::default();

@@ -64,11 +64,10 @@ fn check_model_dir(dir: &Path) -> Result<(), Failure> {
 pub fn for_folder_ingest(
     db: &Path,
     model_flag: Option<&Path>,
-    wait: std::time::Duration,
+    base: &Options,
 ) -> Result<(Store, Box<dyn Embedder>), Failure> {
     if crate::store_exists(db) {
-        let existing =
-            Store::open(db, Options::default().wait_for_lock(wait)).map_err(crate::open_failure)?;
+        let existing = Store::open(db, base.clone()).map_err(crate::open_failure)?;
         let runnable = existing
             .model()
             .filter(|name| is_lexical(name) || *name == MINILM_NAME)
@@ -87,13 +86,13 @@ pub fn for_folder_ingest(
                 ));
             }
             drop(existing);
-            let store = open_store(db, embedder.as_ref(), wait)?;
+            let store = open_store(db, embedder.as_ref(), base)?;
             return Ok((store, embedder));
         }
         drop(existing);
     }
     let embedder = for_ingest(configured_model_dir(model_flag).as_deref())?;
-    let store = open_store(db, embedder.as_ref(), wait)?;
+    let store = open_store(db, embedder.as_ref(), base)?;
     Ok((store, embedder))
 }
 
@@ -198,18 +197,13 @@ fn minilm_dir_for_search(flag: Option<&Path>) -> Option<PathBuf> {
 
 /// Opens (or creates) the store at `db` for vectors from `embedder`: a new store records the
 /// embedder's name, dimension and the cosine metric; an existing one must agree, else one
-/// line saying what to do. `wait`: how long to wait for another writer's lock (`--wait`).
-pub fn open_store(
-    db: &Path,
-    embedder: &dyn Embedder,
-    wait: std::time::Duration,
-) -> Result<Store, Failure> {
+/// line saying what to do. `base`: the options of `--wait` and `--memory-budget`.
+pub fn open_store(db: &Path, embedder: &dyn Embedder, base: &Options) -> Result<Store, Failure> {
     let name = embedder.name();
     if crate::store_exists(db) {
         // A store written through --jsonl without --model holds vectors of unknown origin;
         // recording this embedder's name on it would mix two embedding spaces silently.
-        let existing = Store::open(db, Options::default().wait_for_lock(wait))
-            .map_err(|e| open_failure(db, name, e))?;
+        let existing = Store::open(db, base.clone()).map_err(|e| open_failure(db, name, e))?;
         if existing.model().is_none() && existing.dimension().is_some() {
             return Err(Failure(format!(
                 "{} holds vectors from an unrecorded model (written with --jsonl), so {name} \
@@ -233,11 +227,11 @@ pub fn open_store(
             return Ok(existing);
         }
     }
-    let options = Options::default()
+    let options = base
+        .clone()
         .model(name)
         .dimension(embedder.dimension())
-        .metric(Metric::Cosine)
-        .wait_for_lock(wait);
+        .metric(Metric::Cosine);
     Store::open(db, options).map_err(|e| open_failure(db, name, e))
 }
 

@@ -86,6 +86,32 @@ pub struct DbArg {
     /// writer recovers it. Default 0: fail at once, saying why.
     #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = parse_wait)]
     pub wait: Duration,
+    /// Resident memory, in MiB, the vector index and the page cache may use together
+    /// (`Options::memory_budget`): the index keeps compact codes and scores its candidates
+    /// on the vectors read from the file. Default: no budget (every vector in memory). A
+    /// budget too small for the store is refused, naming the smallest that works.
+    #[arg(long, value_name = "MiB", value_parser = parse_mib)]
+    pub memory_budget: Option<u64>,
+}
+
+impl DbArg {
+    /// `options` with this argument's lock wait and memory budget.
+    pub fn options(&self, options: Options) -> Options {
+        let options = options.wait_for_lock(self.wait);
+        match self.memory_budget {
+            Some(bytes) => options.memory_budget(bytes),
+            None => options,
+        }
+    }
+}
+
+/// `--memory-budget MiB`: a whole number of MiB, as bytes.
+fn parse_mib(text: &str) -> Result<u64, String> {
+    let mib: u64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of MiB"))?;
+    mib.checked_mul(1 << 20)
+        .ok_or_else(|| format!("{text:?} MiB is more bytes than fit in 64 bits"))
 }
 
 /// `--wait SECONDS`: a non-negative number of seconds (fractions allowed).
@@ -161,9 +187,7 @@ impl<E: std::fmt::Display> From<E> for Failure {
 pub fn open_existing(db: &DbArg) -> Result<Store, Failure> {
     let store = Store::open_read_only_with(
         &db.db,
-        Options::default()
-            .wait_for_lock(db.wait)
-            .recover_on_read_open(true),
+        db.options(Options::default()).recover_on_read_open(true),
     )
     .map_err(open_failure)?;
     if store.recovered_at_open() {

@@ -111,6 +111,9 @@ impl Drop for Indexer {
         // to stop rather than finish a graph nobody will search.
         if let IndexState::Loaded(live) = self.state.get_mut() {
             live.index.close();
+            if let Some(budget) = &live.budget {
+                budget.close();
+            }
         }
         self.spaces.close();
     }
@@ -328,13 +331,13 @@ impl Indexer {
             let snapshot = self.engine.search_snapshot()?;
             let Some(live) = self.live() else {
                 let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, &query, k, options, metric, None,
+                    &snapshot, None, None, &query, k, options, metric, None,
                 )?;
                 return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
                 let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, &query, k, options, metric, None,
+                    &snapshot, None, None, &query, k, options, metric, None,
                 )?;
                 return then(&snapshot, hits);
             }
@@ -354,6 +357,7 @@ impl Indexer {
             let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
                 Some(&live.index),
+                live.budget.as_ref(),
                 &query,
                 k,
                 options,
@@ -367,7 +371,7 @@ impl Indexer {
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.engine.snapshot()?;
         let hits = crate::backend::redb::derived::search::search(
-            &snapshot, None, &query, k, options, metric, None,
+            &snapshot, None, None, &query, k, options, metric, None,
         )?;
         then(&snapshot, hits)
     }
@@ -444,6 +448,7 @@ impl Indexer {
             let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
                 Some(&index.index),
+                None,
                 &query,
                 k,
                 options,
@@ -506,14 +511,23 @@ impl Indexer {
             None => IndexInfo::default(),
             Some(live) => IndexInfo {
                 loaded: true,
-                graph_ready: live.index.graph_ready(),
+                graph_ready: live.budget.is_some() || live.index.graph_ready(),
                 building: live.building.load(Ordering::SeqCst),
-                live_vectors: live.index.len_live() as u64,
-                dead_fraction: live.index.dead_fraction(),
+                live_vectors: live.len_live() as u64,
+                dead_fraction: live
+                    .budget
+                    .as_ref()
+                    .map_or_else(|| live.index.dead_fraction(), |b| b.dead_fraction()),
                 applied_commit: live.applied(),
-                graph_points: live.index.graph_point_count() as u64,
+                graph_points: live
+                    .budget
+                    .as_ref()
+                    .map_or_else(|| live.index.graph_point_count(), |b| b.point_count())
+                    as u64,
                 outside_vectors: live.index.outside_count() as u64,
                 persisted_points: live.persisted_points.load(Ordering::SeqCst) as u64,
+                budgeted_bytes: live.budget.as_ref().map_or(0, |b| b.resident_bytes()),
+                memory_budget: self.engine.options().memory_budget.unwrap_or(0),
             },
         }
     }
@@ -569,6 +583,27 @@ impl Indexer {
         let Some(dimension) = self.engine.dimension() else {
             return Ok(());
         };
+        if let Some(budget) = self.engine.options().memory_budget {
+            // Under a budget, building is loading: planned for today's vectors, codes
+            // trained on them, every vector streamed in. Nothing is persisted. A budget the
+            // store has outgrown is refused here as it is at open (the index that serves
+            // is left as it is).
+            let snapshot = self.engine.snapshot()?;
+            let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
+            if let Some((field, why)) = self.engine.options().budget_refusal(live, dimension) {
+                return Err(crate::error::InputError::new(field, why).into());
+            }
+            let live = Arc::new(LiveIndex::load(
+                &snapshot,
+                dimension,
+                self.engine.metric(),
+                self.engine.options().index,
+                Some(budget),
+            )?);
+            *self.state.write() = IndexState::Loaded(live.clone());
+            live.catch_up(&self.engine.snapshot()?)?;
+            return Ok(());
+        }
         let live = match self.live() {
             Some(live) => live,
             None => {
@@ -578,6 +613,7 @@ impl Indexer {
                     dimension,
                     self.engine.metric(),
                     self.engine.options().index,
+                    self.engine.options().memory_budget,
                 )?);
                 // The background loader may have published one meanwhile: use that.
                 let mut state = self.state.write();
@@ -821,14 +857,19 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     let started =
         background.with(
             |ix| match (ix.engine.bulk_snapshot(), ix.engine.bulk_snapshot()) {
-                (Ok(vectors), Ok(graph)) => Some((vectors, graph, ix.engine.options().index)),
+                (Ok(vectors), Ok(graph)) => Some((
+                    vectors,
+                    graph,
+                    ix.engine.options().index,
+                    ix.engine.options().memory_budget,
+                )),
                 _ => {
                     ix.loading_failed();
                     None
                 }
             },
         );
-    let Some(Some((vectors, graph_snapshot, params))) = started else {
+    let Some(Some((vectors, graph_snapshot, params, memory_budget))) = started else {
         return;
     };
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
@@ -837,7 +878,11 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         let parser = std::thread::Builder::new()
             .name("ratchetdb-index-load".into())
             .spawn_scoped(scope, move || {
-                let parts = live_index::read_graph_snapshot(&graph_snapshot);
+                // A budgeted index keeps no graph of the full index (nor its memory).
+                let parts = match memory_budget {
+                    Some(_) => Ok(Vec::new()),
+                    None => live_index::read_graph_snapshot(&graph_snapshot),
+                };
                 drop(graph_snapshot);
                 match parts {
                     Ok(parts) if !parts.is_empty() => {
@@ -846,7 +891,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, params);
+        let loaded = LiveIndex::load(&vectors, dimension, metric, params, memory_budget);
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
@@ -880,7 +925,15 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         {
             let _clear = ClearBuildingOnUnwind(&live.building);
             if let Ok(snapshot) = ix.engine.snapshot() {
-                let _ = live.catch_up(&snapshot);
+                // The changelog cannot bring it up to date (or, under a memory budget, the
+                // commits made while it loaded outgrew its plan): load again, as an applier
+                // pass would, or nothing would until the next commit.
+                if let Ok(false) = live.catch_up(&snapshot) {
+                    live.building.store(false, Ordering::SeqCst);
+                    *ix.state.write() = IndexState::Unloaded;
+                    ix.start_index();
+                    return None;
+                }
             }
         }
         Some(live)

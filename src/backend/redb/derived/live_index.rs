@@ -13,6 +13,7 @@ use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, VectorsRow, INDEX_SNAPSHOT, VECTORS,
 };
 use crate::error::{Corruption, ReadError};
+use crate::index::budget::{self, BudgetIndex};
 use crate::index::{IndexError, Metric, VectorIndex};
 use crate::options::IndexOptions;
 use parking_lot::Mutex;
@@ -25,7 +26,12 @@ const LOAD_CHUNK: usize = 4096;
 
 /// The in-memory index and what it covers.
 pub(crate) struct LiveIndex {
+    /// The in-memory index (without a budget), or only the checks of vectors and queries
+    /// (under a budget, where it stays empty).
     pub index: VectorIndex,
+    /// Under `Options::memory_budget`: the index over compact codes that answers instead,
+    /// its candidates scored again exactly on the file's vectors (`search::rerank`).
+    pub budget: Option<BudgetIndex>,
     /// The last commit sequence applied. Held while applying, so changes apply in order.
     applied: Mutex<u64>,
     /// A graph build (or snapshot load) is running in the background.
@@ -50,16 +56,25 @@ fn index_error(error: IndexError) -> ReadError {
 
 impl LiveIndex {
     /// An index loaded with every vector of `snapshot`, covering its commit sequence.
+    /// With `memory_budget`, the index over compact codes ([`BudgetIndex`]): a first pass
+    /// counts the vectors and samples them to train the codes, a second streams them into
+    /// the graph.
     pub(crate) fn load(
         snapshot: &Snapshot,
         dimension: usize,
         metric: Metric,
         params: IndexOptions,
+        memory_budget: Option<u64>,
     ) -> Result<LiveIndex, ReadError> {
         let mut index = VectorIndex::new(dimension, metric).map_err(index_error)?;
         index.set_graph_params(params.m, params.ef_construction);
+        let budget = match memory_budget {
+            Some(bytes) => Some(budgeted(snapshot, dimension, metric, params, bytes)?),
+            None => None,
+        };
         let live = LiveIndex {
             index,
+            budget,
             applied: Mutex::new(snapshot.commit()?),
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
@@ -124,12 +139,51 @@ impl LiveIndex {
     }
 
     fn insert_items(&self, items: &[(u64, &[f32])]) -> Result<(), ReadError> {
-        self.index.insert_batch(items).map_err(|e| {
+        let inserted = match &self.budget {
+            Some(budget) => items
+                .iter()
+                .try_for_each(|(_, vector)| self.index.validate(vector))
+                .and_then(|()| budget.insert_batch(items)),
+            None => self.index.insert_batch(items),
+        };
+        inserted.map_err(|e| {
             ReadError::from(Corruption::new(
                 "vector table",
                 format!("a stored vector does not fit the index: {e}"),
             ))
         })
+    }
+
+    /// Number of live vectors.
+    pub(crate) fn len_live(&self) -> usize {
+        match &self.budget {
+            Some(budget) => budget.len_live(),
+            None => self.index.len_live(),
+        }
+    }
+
+    /// Removes `id` from whichever index answers; returns whether it was live.
+    fn remove(&self, id: u64) -> bool {
+        match &self.budget {
+            Some(budget) => budget.remove(id),
+            None => self.index.remove(id),
+        }
+    }
+
+    /// The live ids, sorted.
+    fn live_ids(&self) -> Vec<u64> {
+        match &self.budget {
+            Some(budget) => budget.live_ids(),
+            None => self.index.live_ids(),
+        }
+    }
+
+    /// Whether a budgeted index would grow past its plan by `adding` points
+    /// ([`BudgetIndex::outgrown`]): it is then loaded again with a plan for its size.
+    fn outgrown(&self, adding: usize) -> bool {
+        self.budget
+            .as_ref()
+            .is_some_and(|budget| budget.outgrown(adding))
     }
 
     /// The last commit sequence applied.
@@ -187,7 +241,7 @@ impl LiveIndex {
             stored.extend(row.slots().map(|slot| vector_id(doc, slot)));
         }
         stored.sort_unstable();
-        let indexed = self.index.live_ids();
+        let indexed = self.live_ids();
         if indexed != stored {
             let only_index: Vec<u64> = indexed
                 .iter()
@@ -207,7 +261,11 @@ impl LiveIndex {
                 stored.len()
             ));
         }
-        if let Err(problem) = self.index.verify() {
+        let verified = match &self.budget {
+            Some(budget) => budget.verify(),
+            None => self.index.verify(),
+        };
+        if let Err(problem) = verified {
             problems.push(format!("index structure: {problem}"));
         }
         Ok(problems)
@@ -232,9 +290,13 @@ impl Derived for Applying<'_> {
             .txn
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
+        let adding: usize = changes.rows().iter().map(|c| c.added.len()).sum();
+        if self.live.outgrown(adding) {
+            return Ok(CatchUp::Rebuild);
+        }
         for change in changes.rows() {
             for id in &change.removed {
-                self.live.index.remove(*id);
+                self.live.remove(*id);
             }
             let mut rows = Vec::with_capacity(change.added.len());
             // Added ids come grouped by document: read each document's row, and map its
@@ -265,6 +327,68 @@ impl Derived for Applying<'_> {
         *self.applied = changes.target();
         Ok(CatchUp::Done)
     }
+}
+
+/// Vectors sampled to train a budgeted index's codes, at most (see [`budgeted`]).
+fn sample_every(count: usize, want: usize) -> usize {
+    count.div_ceil(want.max(1)).max(1)
+}
+
+/// A budgeted index of the vectors of `snapshot`: planned from their count, its codes
+/// trained on an evenly spaced sample, then every vector streamed in (the caller inserts
+/// them); none is held in `f32` beyond the sample and one load chunk.
+fn budgeted(
+    snapshot: &Snapshot,
+    dimension: usize,
+    metric: Metric,
+    params: IndexOptions,
+    bytes: u64,
+) -> Result<BudgetIndex, ReadError> {
+    let vectors = snapshot
+        .txn
+        .open_table(VECTORS)
+        .map_err(ReadError::storage)?;
+    let mut count = 0usize;
+    for entry in vectors.iter().map_err(ReadError::storage)? {
+        let (_, value) = entry.map_err(ReadError::storage)?;
+        count += VectorsRow::parse(value.value())?.slots().count();
+    }
+    // A budget refused at open cannot reach here; one the store has grown past since gets
+    // the smallest plan (the next open refuses it).
+    let plan = budget::plan(bytes, count, dimension, params.m).unwrap_or_else(|smallest| {
+        budget::plan(smallest, count, dimension, params.m).unwrap_or(budget::Plan {
+            code_len: dimension.div_ceil(16).max(1),
+            capacity: count,
+            train_at: 256,
+            cache_bytes: budget::MIN_CACHE_BYTES,
+            budget: u64::MAX,
+            planned: count,
+        })
+    });
+    let index = BudgetIndex::new(dimension, metric, params.m, params.ef_construction, plan)
+        .map_err(index_error)?;
+    index.reserve(count);
+    if count >= index.train_at() {
+        let every = sample_every(count, index.train_at());
+        let mut sample: Vec<f32> = Vec::with_capacity(index.train_at() * dimension);
+        let mut seen = 0usize;
+        for entry in vectors.iter().map_err(ReadError::storage)? {
+            let (_, value) = entry.map_err(ReadError::storage)?;
+            let row = VectorsRow::parse(value.value())?;
+            for position in 0..row.slots().count() {
+                if seen.is_multiple_of(every) {
+                    if let Some(bytes) = row.vector_bytes(position) {
+                        if bytes.len() == dimension * 4 {
+                            schema::extend_floats(bytes, &mut sample);
+                        }
+                    }
+                }
+                seen += 1;
+            }
+        }
+        index.train(&sample);
+    }
+    Ok(index)
 }
 
 /// One document's vectors row with its slots mapped to positions.

@@ -11,6 +11,7 @@ use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
 };
 use crate::error::{Corruption, InputError, ReadError};
+use crate::index::budget::BudgetIndex;
 use crate::index::{self, SearchMode, VectorIndex};
 use crate::options::Metric;
 use crate::policy::filter::Filter;
@@ -187,6 +188,93 @@ fn scan_snapshot(
         .collect())
 }
 
+/// The `k` nearest of `ids` to `query`, scored exactly on their vectors in `snapshot`'s
+/// file, best first (ties by id, as [`scan_snapshot`] ranks); ids without a vector there
+/// (superseded since the index took them) are dropped. Each document's vectors row is read
+/// once.
+pub(crate) fn rerank(
+    snapshot: &Snapshot,
+    query: &[f32],
+    metric: Metric,
+    mut ids: Vec<u64>,
+    k: usize,
+) -> Result<Vec<(u64, f32)>, ReadError> {
+    ids.sort_unstable();
+    ids.dedup();
+    let vectors = snapshot
+        .txn
+        .open_table(VECTORS)
+        .map_err(ReadError::storage)?;
+    let mut scored: Vec<(f32, u64)> = Vec::with_capacity(ids.len());
+    let mut vector = vec![0f32; query.len()];
+    let mut start = 0;
+    while start < ids.len() {
+        let doc = split_vector_id(ids[start]).0;
+        let end = start
+            + ids[start..]
+                .iter()
+                .take_while(|id| split_vector_id(**id).0 == doc)
+                .count();
+        let wanted = &ids[start..end];
+        start = end;
+        let Some(value) = vectors.get(doc).map_err(ReadError::storage)? else {
+            continue;
+        };
+        let row = VectorsRow::parse(value.value())?;
+        if row.dimension() != query.len() {
+            continue;
+        }
+        for (position, slot) in row.slots().enumerate() {
+            let id = vector_id(doc, slot);
+            if wanted.binary_search(&id).is_err() {
+                continue;
+            }
+            let Some(bytes) = row.vector_bytes(position) else {
+                continue;
+            };
+            for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
+                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            scored.push((index::distance::distance(metric, query, &vector), id));
+        }
+    }
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    scored.truncate(k);
+    Ok(scored
+        .into_iter()
+        .map(|(d, id)| (id, metric.score(d)))
+        .collect())
+}
+
+/// Resolves `candidates` (best first) against `snapshot` until `k` hits; the hits, and
+/// whether `k` were found.
+fn resolve_candidates(
+    snapshot: &Snapshot,
+    candidates: Vec<(u64, f32)>,
+    k: usize,
+    filter: Option<&Filter>,
+    per_document: bool,
+) -> Result<(Vec<Hit>, bool), ReadError> {
+    let mut hits = Vec::with_capacity(k.min(candidates.len()));
+    let mut documents = HashSet::new();
+    for (vector_id, score) in candidates {
+        let owner = split_vector_id(vector_id).0;
+        if per_document && documents.contains(&owner) {
+            continue;
+        }
+        if let Some(hit) = resolve(snapshot, vector_id, score, filter)? {
+            if per_document {
+                documents.insert(owner);
+            }
+            hits.push(hit);
+            if hits.len() == k {
+                return Ok((hits, true));
+            }
+        }
+    }
+    Ok((hits, false))
+}
+
 /// Work a graph search of width `ef` does, in distance computations per unit of `ef`
 /// (visited points): the cost model [`scan_is_cheaper`] uses.
 const GRAPH_VISITS_PER_EF: f64 = 32.0;
@@ -212,9 +300,11 @@ pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
 /// Runs a search on `snapshot` with `live` (a space's index, brought up to the snapshot by
 /// the caller) or, without one, by scanning the snapshot's default vectors. `matching`: the chunks `options.filter` matches,
 /// from the store's filter index (`None`: evaluated here on an index of the snapshot).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
     snapshot: &Snapshot,
     live: Option<&VectorIndex>,
+    budget: Option<&BudgetIndex>,
     query: &[f32],
     k: usize,
     options: &SearchOptions,
@@ -258,18 +348,56 @@ pub(crate) fn search(
     // search rejecting most of what it reaches). `--exact` keeps its meaning: every live
     // vector is scanned.
     let want = options.ef.unwrap_or(index::DEFAULT_EF_SEARCH).max(k);
-    let scan_matching = match (live, matching) {
-        (Some(live), Some(ids)) if mode != SearchMode::Exact => match options.filter_strategy {
-            FilterStrategy::Auto => scan_is_cheaper(ids.len(), live.len_live(), want),
-            FilterStrategy::Graph => false,
-            FilterStrategy::ScanMatching => true,
-        },
+    let live_points = budget
+        .map(BudgetIndex::len_live)
+        .or_else(|| live.map(VectorIndex::len_live));
+    let scan_matching = match (live_points, matching) {
+        (Some(live_points), Some(ids)) if mode != SearchMode::Exact => {
+            match options.filter_strategy {
+                FilterStrategy::Auto => scan_is_cheaper(ids.len(), live_points, want),
+                FilterStrategy::Graph => false,
+                FilterStrategy::ScanMatching => true,
+            }
+        }
         _ => false,
     };
     let filter = options.filter.as_ref();
     let per_document = options.per_document;
     let mut fetch = k;
     loop {
+        // Under a memory budget the index holds codes, not vectors: its candidates (or the
+        // vectors a scan needs) are scored on the vectors of this snapshot's file.
+        if let Some(budget) = budget {
+            let (candidates, exhausted) = if mode == SearchMode::Exact {
+                let found = scan_snapshot(snapshot, query, fetch, metric, &keep)?;
+                let exhausted = found.len() < fetch;
+                (found, exhausted)
+            } else if scan_matching {
+                let ids: Vec<u64> = matching
+                    .into_iter()
+                    .flat_map(Matching::vector_ids)
+                    .collect();
+                let found = rerank(snapshot, query, metric, ids, fetch)?;
+                let exhausted = found.len() < fetch;
+                (found, exhausted)
+            } else {
+                let ef = options.ef.unwrap_or(index::DEFAULT_EF_SEARCH).max(fetch);
+                let filter_ref: &(dyn Fn(u64) -> bool + Sync) = &keep;
+                let filter_ref = (matching.is_some() || allowed.is_some()).then_some(filter_ref);
+                let pool = budget
+                    .search(query, fetch, ef, filter_ref)
+                    .map_err(ReadError::index_search)?;
+                let exhausted = pool.len() < ef;
+                let ids = pool.into_iter().map(|(id, _)| id).collect();
+                (rerank(snapshot, query, metric, ids, fetch)?, exhausted)
+            };
+            let (hits, done) = resolve_candidates(snapshot, candidates, k, filter, per_document)?;
+            if done || exhausted || (!per_document && fetch >= 1 << 20) {
+                return Ok(hits);
+            }
+            fetch = fetch.saturating_mul(4);
+            continue;
+        }
         let candidates = match live {
             Some(live) if scan_matching => live
                 .search_among(

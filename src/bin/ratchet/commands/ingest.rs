@@ -157,8 +157,8 @@ pub fn run(args: IngestArgs) -> Result<ExitCode, Failure> {
     match args.jsonl.clone() {
         Some(jsonl) => run_jsonl(args, jsonl),
         None => folder::run(folder::FolderArgs {
+            options: args.db.options(Options::default()),
             db: args.db.db,
-            wait: args.db.wait,
             dirs: args.dirs,
             source: args.source,
             sync: args.sync,
@@ -271,8 +271,7 @@ fn run_jsonl(args: IngestArgs, jsonl_path: PathBuf) -> Result<ExitCode, Failure>
         })?;
         options = options.model(name);
     }
-    let store = Store::open(&args.db.db, options.wait_for_lock(args.db.wait))
-        .map_err(crate::open_failure)?;
+    let store = Store::open(&args.db.db, args.db.options(options)).map_err(crate::open_failure)?;
 
     let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     progress.set_style(

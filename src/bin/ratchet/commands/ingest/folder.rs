@@ -63,8 +63,8 @@ const BATCH_CHUNKS_TO_EMBED: usize = 256;
 /// What `ingest` passes in.
 pub struct FolderArgs {
     pub db: PathBuf,
-    /// `--wait`: how long to wait for another writer's lock.
-    pub wait: std::time::Duration,
+    /// `--wait` and `--memory-budget` as store options.
+    pub options: ratchetdb::Options,
     pub dirs: Vec<PathBuf>,
     pub source: Option<String>,
     pub sync: bool,
@@ -263,7 +263,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
     let run_start = Version::timestamp_micros(micros_since_epoch(SystemTime::now()));
     let roots = roots(&args.dirs, args.source.as_deref())?;
     let (store, embedder) =
-        embedder::for_folder_ingest(&args.db, args.model.as_deref(), args.wait)?;
+        embedder::for_folder_ingest(&args.db, args.model.as_deref(), &args.options)?;
     let counters_before = store.stats()?.counters;
 
     let mut tally = Tally::default();

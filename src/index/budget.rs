@@ -1,0 +1,963 @@
+//! The vector index under a memory budget (`Options::memory_budget`): an HNSW graph over
+//! product-quantisation codes ([`super::pq`]), holding no vector in `f32` once trained.
+//!
+//! What stays in memory per point: its id, its code (`code_len` bytes, chosen from the
+//! budget by [`plan`]), its level, its links (`2 m` in layer 0, `m` per upper layer) and a
+//! live bit; beside them the id -> point map and the quantiser's centroids. A search walks
+//! the graph comparing the query with codes (a lookup table per query) and returns its
+//! `ef` best live points that pass the filter, with *estimated* distances: the caller
+//! scores them again on the exact vectors (the store reads them from its file) and ranks
+//! by that, so a hit's score is exact.
+//!
+//! Until [`BudgetIndex::train_at`] vectors have arrived (or a sample is handed to
+//! [`BudgetIndex::train`]), vectors are held exactly in a small pending list and scanned;
+//! training codes them into the graph and frees the list.
+//!
+//! Invariant: a search returns only ids live in the index: a removed id's point turns dead
+//! (its live bit cleared, its map entry dropped) under the write lock, and the traversal
+//! admits a point only by its live bit. Vector ids are never reused by the store, so an id
+//! inserted again carries the vector it already has and changes nothing.
+//!
+//! One lock: searches share it, inserts and removals take it alone (inserts are serial).
+
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+
+use super::candidates::IdFilter;
+use super::distance::distance;
+use super::pq::{ProductQuantizer, Table};
+use super::{IdMap, IndexError, Metric};
+
+/// No link in this position of a row.
+const EMPTY: u32 = u32::MAX;
+
+/// Levels above this are not drawn (a graph of `m = 2` would need 32 levels for 4G points).
+const MAX_LEVEL: u8 = 31;
+
+/// Estimated bytes of the id -> point map per point (an entry of 16 bytes and a control byte
+/// at hashbrown's load factor).
+const MAP_BYTES_PER_POINT: u64 = 24;
+
+/// The smallest code, in dimensions per byte: a code of `dim / 16` bytes (at least one).
+const MAX_DIMS_PER_BYTE: usize = 16;
+
+/// The largest code, in dimensions per byte (`dim / 2` bytes): finer codes cost memory for
+/// little recall the exact re-ranking does not already give.
+const MIN_DIMS_PER_BYTE: usize = 2;
+
+/// The share of the budget given to the file's page cache (the rest to the index):
+/// re-ranking reads vectors rows through it, and a store larger than memory reads around it.
+pub(crate) const CACHE_SHARE: u64 = 8;
+
+/// The page cache never gets less than this under a budget.
+pub(crate) const MIN_CACHE_BYTES: u64 = 1 << 20;
+
+/// Vectors held exactly before the codes are trained, at most (and at most an eighth of
+/// the budget).
+const MAX_TRAIN_AT: usize = 8192;
+/// ... and at least.
+const MIN_TRAIN_AT: usize = 256;
+
+/// How the budget is spent on an index of `capacity` points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Bytes of each point's code (product-quantisation subspaces).
+    pub code_len: usize,
+    /// Points it is planned for; past it the index is reloaded with a new plan.
+    pub capacity: usize,
+    /// Vectors held exactly before training (also the training sample's size).
+    pub train_at: usize,
+    /// Bytes of redb's page cache.
+    pub cache_bytes: u64,
+    /// The budget it spends.
+    pub budget: u64,
+    /// The live points it was planned at.
+    pub planned: usize,
+}
+
+/// The bytes the page cache gets under `budget`.
+pub(crate) fn cache_bytes(budget: u64) -> u64 {
+    (budget / CACHE_SHARE).max(MIN_CACHE_BYTES)
+}
+
+fn train_at(budget: u64, dim: usize) -> usize {
+    let vector = (dim as u64).saturating_mul(4).max(1);
+    ((budget / 8 / vector) as usize).clamp(MIN_TRAIN_AT, MAX_TRAIN_AT)
+}
+
+/// Bytes per point besides its code: id, level, links of layer 0 and (on average, one point
+/// in `m - 1` has upper layers, each with its own row and map entry) the upper layers, live
+/// bit, map entry.
+fn point_overhead(m: usize) -> u64 {
+    let m = m as u64;
+    8 + 1 + 8 * m + (4 * m + 72).div_ceil(m.saturating_sub(1).max(1)) + 1 + MAP_BYTES_PER_POINT
+}
+
+/// Bytes that do not grow with the points: the centroids and one query's lookup table.
+/// (The vectors held before training, or the training sample of a load, are at most an
+/// eighth of the budget and gone once the graph fills: they are not counted against it.)
+fn fixed_bytes(dim: usize) -> u64 {
+    let dim = dim as u64;
+    let centroids = super::pq::CENTROIDS as u64 * dim * 4;
+    let table = super::pq::CENTROIDS as u64 * dim * 4 / MIN_DIMS_PER_BYTE as u64;
+    centroids + table
+}
+
+fn min_code_len(dim: usize) -> usize {
+    dim.div_ceil(MAX_DIMS_PER_BYTE).max(1)
+}
+
+fn max_code_len(dim: usize) -> usize {
+    (dim / MIN_DIMS_PER_BYTE).max(min_code_len(dim))
+}
+
+/// The smallest budget an index of `live` points of `dim` dimensions with `m` links per
+/// upper layer works in (the smallest code, the links, the page cache's floor).
+pub(crate) fn smallest_budget(live: usize, dim: usize, m: usize) -> u64 {
+    let capacity = capacity_for(live) as u64;
+    let fixed = fixed_bytes(dim);
+    let points = capacity * (point_overhead(m) + min_code_len(dim) as u64);
+    // The index gets (CACHE_SHARE - 1) / CACHE_SHARE of the budget.
+    let index = fixed + points;
+    let budget = index.saturating_mul(CACHE_SHARE).div_ceil(CACHE_SHARE - 1);
+    budget.max(index + MIN_CACHE_BYTES)
+}
+
+/// The points planned for when `live` are live: room to grow by an eighth (the index is
+/// loaded again with a new plan once it holds twice its capacity).
+fn capacity_for(live: usize) -> usize {
+    live.saturating_add(live / 8).max(MIN_TRAIN_AT)
+}
+
+/// The plan for `live` points of `dim` dimensions under `budget` bytes; `Err` with the
+/// smallest budget that works when it is too small.
+pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Plan, u64> {
+    let smallest = smallest_budget(live, dim, m);
+    if budget < smallest || dim == 0 {
+        return Err(smallest);
+    }
+    let cache = cache_bytes(budget);
+    let train_at = train_at(budget, dim);
+    let capacity = capacity_for(live);
+    let room = budget
+        .saturating_sub(cache)
+        .saturating_sub(fixed_bytes(dim));
+    let per_point = room / capacity as u64;
+    let code_len = (per_point.saturating_sub(point_overhead(m)) as usize)
+        .clamp(min_code_len(dim), max_code_len(dim));
+    Ok(Plan {
+        code_len,
+        capacity,
+        train_at,
+        cache_bytes: cache,
+        budget,
+        planned: live,
+    })
+}
+
+/// A candidate: estimated distance and slot, ordered by distance then slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Near(f32, u32);
+
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// The graph and what it is built on.
+struct Inner {
+    quantizer: Option<ProductQuantizer>,
+    /// Before training: the vectors held exactly, by id.
+    pending: Vec<(u64, Vec<f32>)>,
+    pending_at: IdMap<usize>,
+    ids: Vec<u64>,
+    codes: Vec<u8>,
+    levels: Vec<u8>,
+    /// `m0` links per point, [`EMPTY`] where none.
+    layer0: Vec<u32>,
+    /// The upper layers' links of each point above layer 0: `level * m` links, layer 1
+    /// first.
+    upper: IdMap<Vec<u32>>,
+    live: Vec<u64>,
+    slot_of: IdMap<u32>,
+    entry: Option<(u32, u8)>,
+    live_count: usize,
+    rng: u64,
+}
+
+/// See the module documentation.
+pub(crate) struct BudgetIndex {
+    dim: usize,
+    metric: Metric,
+    m: usize,
+    m0: usize,
+    ef_construction: usize,
+    plan: Plan,
+    inner: RwLock<Inner>,
+    closed: AtomicBool,
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A set of slots, one bit each.
+struct Visited(Vec<u64>);
+
+impl Visited {
+    fn new(n: usize) -> Visited {
+        Visited(vec![0; n.div_ceil(64)])
+    }
+    /// Marks `slot`; `true` if it was not marked.
+    fn insert(&mut self, slot: u32) -> bool {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        match self.0.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Inner {
+    fn is_live(&self, slot: u32) -> bool {
+        self.live
+            .get(slot as usize / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    fn set_live(&mut self, slot: u32, on: bool) {
+        let word = slot as usize / 64;
+        if self.live.len() <= word {
+            self.live.resize(word + 1, 0);
+        }
+        if on {
+            self.live[word] |= 1 << (slot % 64);
+        } else {
+            self.live[word] &= !(1 << (slot % 64));
+        }
+    }
+
+    fn code(&self, slot: u32, code_len: usize) -> &[u8] {
+        let at = slot as usize * code_len;
+        &self.codes[at..at + code_len]
+    }
+
+    fn row(&self, slot: u32, layer: usize, m: usize, m0: usize) -> &[u32] {
+        if layer == 0 {
+            let at = slot as usize * m0;
+            &self.layer0[at..at + m0]
+        } else {
+            match self.upper.get(&u64::from(slot)) {
+                Some(rows) => rows.get((layer - 1) * m..layer * m).unwrap_or(&[]),
+                None => &[],
+            }
+        }
+    }
+
+    fn row_mut(&mut self, slot: u32, layer: usize, m: usize, m0: usize) -> &mut [u32] {
+        if layer == 0 {
+            let at = slot as usize * m0;
+            &mut self.layer0[at..at + m0]
+        } else {
+            match self.upper.get_mut(&u64::from(slot)) {
+                Some(rows) => rows.get_mut((layer - 1) * m..layer * m).unwrap_or(&mut []),
+                None => &mut [],
+            }
+        }
+    }
+}
+
+impl BudgetIndex {
+    /// An empty index of `dim`-dimensional vectors under `plan`, with `m` links per upper
+    /// layer and insertion width `ef_construction`.
+    pub(crate) fn new(
+        dim: usize,
+        metric: Metric,
+        m: usize,
+        ef_construction: usize,
+        plan: Plan,
+    ) -> Result<BudgetIndex, IndexError> {
+        if dim == 0 {
+            return Err(IndexError::ZeroDimension);
+        }
+        Ok(BudgetIndex {
+            dim,
+            metric,
+            m: m.max(2),
+            m0: 2 * m.max(2),
+            ef_construction: ef_construction.max(1),
+            plan,
+            inner: RwLock::new(Inner {
+                quantizer: None,
+                pending: Vec::new(),
+                pending_at: IdMap::default(),
+                ids: Vec::new(),
+                codes: Vec::new(),
+                levels: Vec::new(),
+                layer0: Vec::new(),
+                upper: IdMap::default(),
+                live: Vec::new(),
+                slot_of: IdMap::default(),
+                entry: None,
+                live_count: 0,
+                rng: 0x5EED,
+            }),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Vectors held exactly before the codes are trained.
+    pub(crate) fn train_at(&self) -> usize {
+        self.plan.train_at
+    }
+
+    /// The store is closing: inserts stop.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the codes are trained.
+    pub(crate) fn is_trained(&self) -> bool {
+        self.inner.read().quantizer.is_some()
+    }
+
+    /// Trains the codes on `sample` (`dim` floats per vector) unless they are trained, and
+    /// moves the pending vectors into the graph.
+    pub(crate) fn train(&self, sample: &[f32]) {
+        let mut inner = self.inner.write();
+        if inner.quantizer.is_some() || sample.len() < self.dim {
+            return;
+        }
+        self.train_locked(&mut inner, sample);
+    }
+
+    fn train_locked(&self, inner: &mut Inner, sample: &[f32]) {
+        inner.quantizer = Some(ProductQuantizer::train(
+            self.dim,
+            self.plan.code_len,
+            self.metric,
+            sample,
+        ));
+        let pending = std::mem::take(&mut inner.pending);
+        inner.pending_at = IdMap::default();
+        inner.live_count -= pending.len();
+        for (id, vector) in pending {
+            self.add(inner, id, &vector);
+        }
+    }
+
+    /// Makes room for `points` points in all, exactly (a load knows its count: arrays grown
+    /// by doubling would hold up to twice the bytes the plan counts).
+    pub(crate) fn reserve(&self, points: usize) {
+        let mut inner = self.inner.write();
+        let more = points.saturating_sub(inner.ids.len());
+        let (code_len, m0) = (self.plan.code_len, self.m0);
+        inner.ids.reserve_exact(more);
+        inner.codes.reserve_exact(more * code_len);
+        inner.levels.reserve_exact(more);
+        inner.layer0.reserve_exact(more * m0);
+        let words = points.div_ceil(64).saturating_sub(inner.live.len());
+        inner.live.reserve_exact(words);
+        let mapped = inner.slot_of.len();
+        inner.slot_of.reserve(points.saturating_sub(mapped));
+    }
+
+    /// Whether `adding` more points would take the index past its plan: past twice the
+    /// points planned for, or (grown since the plan) its bytes (by [`Self::resident_bytes`], each new point
+    /// counted at its code and links) past the budget less the page cache's share. The
+    /// owner then loads it again with a plan for its size.
+    pub(crate) fn outgrown(&self, adding: usize) -> bool {
+        let plan = self.plan;
+        let after = self.len_live().saturating_add(adding);
+        if after > plan.capacity.saturating_mul(2) {
+            return true;
+        }
+        // Only growth since the plan counts (a plan's estimate a little short of the bytes
+        // must not reload the index over and over).
+        if after <= plan.planned.max(plan.train_at) {
+            return false;
+        }
+        let per_point = plan.code_len as u64 + point_overhead(self.m);
+        let bytes = self
+            .resident_bytes()
+            .saturating_add(adding as u64 * per_point);
+        self.is_trained() && bytes > plan.budget.saturating_sub(plan.cache_bytes)
+    }
+
+    /// Number of live vectors.
+    pub(crate) fn len_live(&self) -> usize {
+        self.inner.read().live_count
+    }
+
+    /// Points in the graph, live or dead.
+    pub(crate) fn point_count(&self) -> usize {
+        self.inner.read().ids.len()
+    }
+
+    /// Share of the graph's points that are dead.
+    pub(crate) fn dead_fraction(&self) -> f64 {
+        let inner = self.inner.read();
+        let points = inner.ids.len();
+        if points == 0 {
+            return 0.0;
+        }
+        let live_points = inner.slot_of.len();
+        (points - live_points) as f64 / points as f64
+    }
+
+    /// The live ids, sorted.
+    pub(crate) fn live_ids(&self) -> Vec<u64> {
+        let inner = self.inner.read();
+        let mut ids: Vec<u64> = inner
+            .slot_of
+            .keys()
+            .copied()
+            .chain(inner.pending.iter().map(|(id, _)| *id))
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Bytes the index holds (its arrays' capacities, the maps' estimated entries, the
+    /// quantiser): its own accounting of its resident memory.
+    pub(crate) fn resident_bytes(&self) -> u64 {
+        let inner = self.inner.read();
+        let upper: usize = inner.upper.values().map(|r| r.capacity() * 4 + 40).sum();
+        let pending: usize = inner
+            .pending
+            .iter()
+            .map(|(_, v)| v.capacity() * 4 + 32)
+            .sum();
+        let map_entries = (inner.slot_of.capacity() + inner.pending_at.capacity()) as u64
+            * MAP_BYTES_PER_POINT
+            + inner.upper.capacity() as u64 * MAP_BYTES_PER_POINT;
+        (inner.ids.capacity() * 8
+            + inner.codes.capacity()
+            + inner.levels.capacity()
+            + inner.layer0.capacity() * 4
+            + inner.live.capacity() * 8
+            + upper
+            + pending
+            + inner.quantizer.as_ref().map_or(0, |q| q.heap_bytes())) as u64
+            + map_entries
+    }
+
+    /// Inserts a batch of `(id, vector)` (each already validated by the caller); an id
+    /// already live is left as it is (ids are never reused with another vector).
+    pub(crate) fn insert_batch(&self, items: &[(u64, &[f32])]) -> Result<(), IndexError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(IndexError::Closed);
+        }
+        let mut inner = self.inner.write();
+        for &(id, vector) in items {
+            if vector.len() != self.dim {
+                return Err(IndexError::DimensionMismatch {
+                    expected: self.dim,
+                    got: vector.len(),
+                });
+            }
+            if inner.slot_of.contains_key(&id) || inner.pending_at.contains_key(&id) {
+                continue;
+            }
+            if inner.quantizer.is_some() {
+                self.add(&mut inner, id, vector);
+            } else {
+                let at = inner.pending.len();
+                inner.pending.push((id, vector.to_vec()));
+                inner.pending_at.insert(id, at);
+                inner.live_count += 1;
+                if inner.pending.len() >= self.plan.train_at {
+                    let sample: Vec<f32> = inner
+                        .pending
+                        .iter()
+                        .flat_map(|(_, v)| v.iter())
+                        .copied()
+                        .collect();
+                    self.train_locked(&mut inner, &sample);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `id`; returns whether it was live.
+    pub(crate) fn remove(&self, id: u64) -> bool {
+        let mut inner = self.inner.write();
+        if let Some(slot) = inner.slot_of.remove(&id) {
+            inner.set_live(slot, false);
+            inner.live_count -= 1;
+            return true;
+        }
+        if let Some(at) = inner.pending_at.remove(&id) {
+            inner.pending.swap_remove(at);
+            if let Some((moved, _)) = inner.pending.get(at) {
+                let moved = *moved;
+                inner.pending_at.insert(moved, at);
+            }
+            inner.live_count -= 1;
+            return true;
+        }
+        false
+    }
+
+    fn random_level(&self, inner: &mut Inner) -> u8 {
+        inner.rng = mix(inner.rng);
+        let uniform = ((inner.rng >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let level = (-uniform.ln() / (self.m as f64).ln()).floor();
+        (level.min(f64::from(MAX_LEVEL))) as u8
+    }
+
+    fn decode(&self, inner: &Inner, slot: u32, out: &mut [f32]) {
+        if let Some(q) = &inner.quantizer {
+            q.decode_into(inner.code(slot, self.plan.code_len), out);
+        }
+    }
+
+    /// Adds a point for `id` (trained, not present).
+    fn add(&self, inner: &mut Inner, id: u64, vector: &[f32]) {
+        let code_len = self.plan.code_len;
+        let (table, code) = {
+            let Some(quantizer) = inner.quantizer.as_ref() else {
+                return;
+            };
+            let mut code = vec![0u8; code_len];
+            quantizer.encode_into(vector, &mut code);
+            (quantizer.table(vector), code)
+        };
+        let Ok(slot) = u32::try_from(inner.ids.len()) else {
+            return;
+        };
+        if slot == EMPTY {
+            return;
+        }
+        if inner.ids.len() == inner.ids.capacity() {
+            // Grown by an eighth, not doubled: the budget counts the points, not spare room.
+            let grow = inner.ids.len() / 8 + 64;
+            let (code_len, m0) = (self.plan.code_len, self.m0);
+            inner.ids.reserve_exact(grow);
+            inner.codes.reserve_exact(grow * code_len);
+            inner.levels.reserve_exact(grow);
+            inner.layer0.reserve_exact(grow * m0);
+        }
+        inner.codes.extend_from_slice(&code);
+        let level = self.random_level(inner);
+        inner.ids.push(id);
+        inner.levels.push(level);
+        inner.layer0.resize(inner.layer0.len() + self.m0, EMPTY);
+        if level > 0 {
+            inner
+                .upper
+                .insert(u64::from(slot), vec![EMPTY; usize::from(level) * self.m]);
+        }
+        inner.set_live(slot, true);
+        inner.slot_of.insert(id, slot);
+        inner.live_count += 1;
+        let Some((entry, top)) = inner.entry else {
+            inner.entry = Some((slot, level));
+            return;
+        };
+        let mut nearest = Near(table.distance(inner.code(entry, code_len)), entry);
+        for layer in (usize::from(level) + 1..=usize::from(top)).rev() {
+            nearest = self.greedy(inner, &table, nearest, layer);
+        }
+        let mut entries = vec![nearest];
+        let mut scratch = Scratch::new(self.dim);
+        for layer in (0..=usize::from(level.min(top))).rev() {
+            let found =
+                self.search_layer(inner, &table, &entries, self.ef_construction, layer, None);
+            let cap = if layer == 0 { self.m0 } else { self.m };
+            let chosen = self.select(inner, &found, cap, &mut scratch);
+            {
+                let row = inner.row_mut(slot, layer, self.m, self.m0);
+                for (out, near) in row.iter_mut().zip(&chosen) {
+                    *out = near.1;
+                }
+            }
+            for near in &chosen {
+                self.add_reverse(inner, near.1, slot, near.0, layer, &mut scratch);
+            }
+            entries = found;
+        }
+        if level > top {
+            inner.entry = Some((slot, level));
+        }
+    }
+
+    fn greedy(&self, inner: &Inner, table: &Table, mut at: Near, layer: usize) -> Near {
+        loop {
+            let mut moved = false;
+            for &n in inner.row(at.1, layer, self.m, self.m0) {
+                if n == EMPTY {
+                    break;
+                }
+                let d = table.distance(inner.code(n, self.plan.code_len));
+                if d < at.0 {
+                    at = Near(d, n);
+                    moved = true;
+                }
+            }
+            if !moved {
+                return at;
+            }
+        }
+    }
+
+    /// The `ef` nearest points reached from `entries` in `layer`, ascending; with `admit`,
+    /// only points it admits are kept (all are walked).
+    fn search_layer(
+        &self,
+        inner: &Inner,
+        table: &Table,
+        entries: &[Near],
+        ef: usize,
+        layer: usize,
+        admit: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<Near> {
+        let mut visited = Visited::new(inner.ids.len());
+        let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
+        let mut best: BinaryHeap<Near> = BinaryHeap::new();
+        for &e in entries {
+            if visited.insert(e.1) {
+                frontier.push(std::cmp::Reverse(e));
+                if admit.is_none_or(|a| a(e.1)) {
+                    best.push(e);
+                }
+            }
+        }
+        while best.len() > ef {
+            best.pop();
+        }
+        while let Some(std::cmp::Reverse(current)) = frontier.pop() {
+            if best.len() >= ef && best.peek().is_some_and(|w| current.0 > w.0) {
+                break;
+            }
+            for &n in inner.row(current.1, layer, self.m, self.m0) {
+                if n == EMPTY {
+                    break;
+                }
+                if !visited.insert(n) {
+                    continue;
+                }
+                let d = table.distance(inner.code(n, self.plan.code_len));
+                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
+                    frontier.push(std::cmp::Reverse(Near(d, n)));
+                    if admit.is_none_or(|a| a(n)) {
+                        best.push(Near(d, n));
+                        if best.len() > ef {
+                            best.pop();
+                        }
+                    }
+                }
+            }
+        }
+        best.into_sorted_vec()
+    }
+
+    /// HNSW's neighbour heuristic over `candidates` (ascending): a candidate is kept when
+    /// it is nearer to the point than to every one kept before it; distances between
+    /// points are taken between their decoded codes.
+    fn select(
+        &self,
+        inner: &Inner,
+        candidates: &[Near],
+        cap: usize,
+        scratch: &mut Scratch,
+    ) -> Vec<Near> {
+        let mut chosen: Vec<Near> = Vec::with_capacity(cap);
+        scratch.kept.clear();
+        for &candidate in candidates {
+            if chosen.len() >= cap {
+                break;
+            }
+            self.decode(inner, candidate.1, &mut scratch.one);
+            let dominated = scratch
+                .kept
+                .chunks_exact(self.dim)
+                .any(|kept| distance(self.metric, &scratch.one, kept) < candidate.0);
+            if !dominated {
+                chosen.push(candidate);
+                scratch.kept.extend_from_slice(&scratch.one);
+            }
+        }
+        chosen
+    }
+
+    /// Links `to` from `from` in `layer` (distance `d` between them), pruning `from`'s row
+    /// with the heuristic when it is full.
+    fn add_reverse(
+        &self,
+        inner: &mut Inner,
+        from: u32,
+        to: u32,
+        d: f32,
+        layer: usize,
+        scratch: &mut Scratch,
+    ) {
+        let (m, m0) = (self.m, self.m0);
+        {
+            let row = inner.row_mut(from, layer, m, m0);
+            if let Some(free) = row.iter_mut().find(|x| **x == EMPTY) {
+                *free = to;
+                return;
+            }
+        }
+        let mut origin = vec![0f32; self.dim];
+        self.decode(inner, from, &mut origin);
+        let mut candidates: Vec<Near> = inner
+            .row(from, layer, m, m0)
+            .iter()
+            .map(|&n| {
+                self.decode(inner, n, &mut scratch.one);
+                Near(distance(self.metric, &origin, &scratch.one), n)
+            })
+            .collect();
+        candidates.push(Near(d, to));
+        candidates.sort_unstable();
+        let cap = if layer == 0 { m0 } else { m };
+        let chosen = self.select(inner, &candidates, cap, scratch);
+        let row = inner.row_mut(from, layer, m, m0);
+        for (i, out) in row.iter_mut().enumerate() {
+            *out = chosen.get(i).map_or(EMPTY, |n| n.1);
+        }
+    }
+
+    /// The best `ef` (at least `want`) live ids passing `filter`, nearest first, with
+    /// estimated distances (exact ones for vectors still pending training). The caller
+    /// scores them again exactly.
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        want: usize,
+        ef: usize,
+        filter: IdFilter<'_>,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        if query.len() != self.dim {
+            return Err(IndexError::DimensionMismatch {
+                expected: self.dim,
+                got: query.len(),
+            });
+        }
+        let ef = ef.max(want);
+        let inner = self.inner.read();
+        let mut out: Vec<(u64, f32)> = Vec::new();
+        for (id, vector) in &inner.pending {
+            if filter.is_none_or(|f| f(*id)) {
+                out.push((*id, distance(self.metric, query, vector)));
+            }
+        }
+        if let (Some(quantizer), Some((entry, top))) = (&inner.quantizer, inner.entry) {
+            let table = quantizer.table(query);
+            let mut nearest = Near(table.distance(inner.code(entry, self.plan.code_len)), entry);
+            for layer in (1..=usize::from(top)).rev() {
+                nearest = self.greedy(&inner, &table, nearest, layer);
+            }
+            let admit = |slot: u32| {
+                inner.is_live(slot) && filter.is_none_or(|f| f(inner.ids[slot as usize]))
+            };
+            let found = self.search_layer(&inner, &table, &[nearest], ef, 0, Some(&admit));
+            out.extend(found.into_iter().map(|n| (inner.ids[n.1 as usize], n.0)));
+        }
+        out.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        out.truncate(ef);
+        Ok(out)
+    }
+
+    /// Checks that the live bits, the map and the live count agree.
+    pub(crate) fn verify(&self) -> Result<(), String> {
+        let inner = self.inner.read();
+        for (&id, &slot) in &inner.slot_of {
+            if inner.ids.get(slot as usize) != Some(&id) || !inner.is_live(slot) {
+                return Err(format!(
+                    "budgeted index: id {id} maps to slot {slot}, which is not its live point"
+                ));
+            }
+        }
+        let live_bits: usize = inner.live.iter().map(|w| w.count_ones() as usize).sum();
+        if live_bits != inner.slot_of.len()
+            || inner.live_count != inner.slot_of.len() + inner.pending.len()
+        {
+            return Err(format!(
+                "budgeted index: {live_bits} live points, {} mapped ids, {} pending, count {}",
+                inner.slot_of.len(),
+                inner.pending.len(),
+                inner.live_count
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Buffers of one insertion's neighbour selection.
+struct Scratch {
+    one: Vec<f32>,
+    kept: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(dim: usize) -> Scratch {
+        Scratch {
+            one: vec![0f32; dim],
+            kept: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::test_support::low_rank_vectors;
+
+    fn exact_top(data: &[Vec<f32>], query: &[f32], k: usize) -> Vec<usize> {
+        let mut all: Vec<(f32, usize)> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (distance(Metric::Cosine, query, v), i))
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        all.into_iter().take(k).map(|x| x.1).collect()
+    }
+
+    fn small_plan(code_len: usize) -> Plan {
+        Plan {
+            code_len,
+            capacity: 10_000,
+            train_at: 512,
+            cache_bytes: 1 << 20,
+            budget: 64 << 20,
+            planned: 0,
+        }
+    }
+
+    #[test]
+    fn reranked_candidates_find_the_true_neighbours() {
+        let dim = 64;
+        let data = low_rank_vectors(7, 4000, dim);
+        let index = BudgetIndex::new(dim, Metric::Cosine, 16, 100, small_plan(16)).unwrap();
+        let items: Vec<(u64, &[f32])> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v.as_slice()))
+            .collect();
+        index.insert_batch(&items).unwrap();
+        assert!(index.is_trained());
+        assert_eq!(index.len_live(), 4000);
+        index.verify().unwrap();
+        let (mut found, mut total) = (0, 0);
+        for q in 0..50 {
+            let query = &data[q * 13];
+            let pool = index.search(query, 10, 64, None).unwrap();
+            let mut reranked: Vec<(f32, usize)> = pool
+                .iter()
+                .map(|&(id, _)| {
+                    (
+                        distance(Metric::Cosine, query, &data[id as usize]),
+                        id as usize,
+                    )
+                })
+                .collect();
+            reranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let got: Vec<usize> = reranked.into_iter().take(10).map(|x| x.1).collect();
+            let want = exact_top(&data, query, 10);
+            found += want.iter().filter(|i| got.contains(i)).count();
+            total += 10;
+        }
+        assert!(found * 100 >= total * 95, "recall {found}/{total}");
+    }
+
+    #[test]
+    fn removed_and_filtered_ids_are_never_returned() {
+        let dim = 32;
+        let data = low_rank_vectors(8, 2000, dim);
+        let index = BudgetIndex::new(dim, Metric::Cosine, 8, 50, small_plan(8)).unwrap();
+        let items: Vec<(u64, &[f32])> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v.as_slice()))
+            .collect();
+        index.insert_batch(&items).unwrap();
+        for id in (0..2000u64).step_by(2) {
+            assert!(index.remove(id));
+        }
+        assert!(!index.remove(0));
+        index.verify().unwrap();
+        assert_eq!(index.len_live(), 1000);
+        let keep = |id: u64| id.is_multiple_of(3);
+        for query in &data[..20] {
+            let hits = index.search(query, 10, 40, Some(&keep)).unwrap();
+            assert!(!hits.is_empty());
+            assert!(hits
+                .iter()
+                .all(|(id, _)| !id.is_multiple_of(2) && id.is_multiple_of(3)));
+        }
+    }
+
+    #[test]
+    fn vectors_before_training_are_scanned_exactly() {
+        let dim = 16;
+        let data = low_rank_vectors(9, 100, dim);
+        let index = BudgetIndex::new(dim, Metric::Cosine, 8, 50, small_plan(4)).unwrap();
+        let items: Vec<(u64, &[f32])> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v.as_slice()))
+            .collect();
+        index.insert_batch(&items).unwrap();
+        assert!(!index.is_trained());
+        let hits = index.search(&data[3], 5, 5, None).unwrap();
+        let want = exact_top(&data, &data[3], 5);
+        assert_eq!(hits.iter().map(|h| h.0 as usize).collect::<Vec<_>>(), want);
+        assert!(index.remove(3));
+        assert!(index
+            .search(&data[3], 5, 5, None)
+            .unwrap()
+            .iter()
+            .all(|h| h.0 != 3));
+        index.verify().unwrap();
+    }
+
+    #[test]
+    fn sixty_four_mib_at_200k_by_384_gets_a_code_of_over_80_bytes() {
+        let plan = plan(64 << 20, 200_000, 384, 16).unwrap();
+        assert!(plan.code_len > 80, "{plan:?}");
+        assert_eq!(plan.cache_bytes, 8 << 20);
+    }
+
+    #[test]
+    fn the_plan_refuses_a_budget_below_the_smallest_and_fits_its_own_accounting() {
+        let (live, dim, m) = (5000, 64, 16);
+        let smallest = smallest_budget(live, dim, m);
+        assert_eq!(plan(smallest - 1, live, dim, m), Err(smallest));
+        let plan = plan(smallest * 3, live, dim, m).unwrap();
+        assert!(plan.code_len >= min_code_len(dim) && plan.code_len <= max_code_len(dim));
+        let data = low_rank_vectors(10, live, dim);
+        let index = BudgetIndex::new(dim, Metric::Cosine, m, 64, plan).unwrap();
+        let items: Vec<(u64, &[f32])> = data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v.as_slice()))
+            .collect();
+        index.insert_batch(&items).unwrap();
+        assert!(
+            index.resident_bytes() + plan.cache_bytes <= smallest * 3,
+            "{} + {} > {}",
+            index.resident_bytes(),
+            plan.cache_bytes,
+            smallest * 3
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! The store under `Options::memory_budget`: recall against exact search, the index's own
+//! accounting of its memory within the budget, racing writers, reopening, and the refusal of
+//! a budget too small for the store.
+//!
+//! One binary per theme; one file per scenario, named for it.
+
+#[path = "../search_support/mod.rs"]
+mod search_support;
+
+mod a_store_filled_from_empty_under_a_budget_settles;
+mod an_impossible_budget_is_refused_naming_the_smallest_that_works;
+mod budgeted_index_memory_stays_within_the_budget;
+mod build_refuses_a_budget_the_store_has_outgrown;
+mod racing_writers_under_a_budget_never_return_a_superseded_chunk;
+mod recall_at_a_budget_against_exact_search;
+mod reopen_under_a_budget_scores_hits_exactly;
+
+use ratchetdb::{Options, Store};
+use std::path::Path;
+
+/// The budget the tests give a store of [`N`] vectors of [`DIM`] dimensions: 4 MiB, about
+/// half of what the vectors alone take (7.7 MB) and a little above the smallest budget
+/// that works for them (the quantiser's fixed bytes weigh more at this size than at 200k).
+pub const BUDGET: u64 = 4 << 20;
+/// Vectors of the tests' stores.
+pub const N: usize = 5000;
+/// Their dimension.
+pub const DIM: usize = 384;
+
+/// The store at `dir` under `budget`.
+pub fn open_budgeted(dir: &Path, budget: u64) -> Store {
+    Store::open(
+        dir.join("search.redb"),
+        Options::default()
+            .durability(ratchetdb::Durability::None)
+            .memory_budget(budget),
+    )
+    .expect("open the store under a budget")
+}

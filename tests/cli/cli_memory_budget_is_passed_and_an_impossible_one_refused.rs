@@ -1,0 +1,67 @@
+//! `--memory-budget MiB` reaches `Options::memory_budget` on the commands that open a store:
+//! a budget that holds the store opens it, one too small is refused naming `memory_budget`
+//! and the smallest budget that works, and a value that is not a whole number of MiB is a
+//! usage error.
+
+use super::common::cli;
+use ratchetdb::{Chunk, Document, Options, Store, Version};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+const DIM: usize = 384;
+
+#[test]
+fn stats_takes_a_budget_and_refuses_one_too_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.redb");
+    {
+        let store = Store::open(&db, Options::default().dimension(DIM)).unwrap();
+        let ops = (0..2000u32)
+            .map(|i| {
+                let mut v: Vec<f32> = (0..DIM)
+                    .map(|j| ((i as usize * 31 + j * 17) % 97) as f32 - 48.0)
+                    .collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter_mut().for_each(|x| *x /= norm);
+                ratchetdb::Op::Upsert(
+                    Document::new("s", format!("d{i}"), Version::number(1))
+                        .with_chunk(Chunk::new(format!("text {i}"), v)),
+                )
+            })
+            .collect();
+        store.write_batch(ops).unwrap();
+    }
+    let db = db.to_str().unwrap();
+    let refused = cli::run(
+        &["stats", "--db", db, "--memory-budget", "1"],
+        |_| {},
+        None,
+        TIMEOUT,
+    );
+    assert_ne!(refused.code, Some(0));
+    assert!(
+        refused.stderr.contains("memory_budget")
+            && refused.stderr.contains("smallest budget that works"),
+        "{}",
+        refused.stderr
+    );
+    let stats = cli::run(
+        &["stats", "--db", db, "--memory-budget", "64"],
+        |_| {},
+        None,
+        TIMEOUT,
+    );
+    assert_eq!(stats.code, Some(0), "{}", stats.stderr);
+    let not_a_number = cli::run(
+        &["stats", "--db", db, "--memory-budget", "lots"],
+        |_| {},
+        None,
+        TIMEOUT,
+    );
+    assert_ne!(not_a_number.code, Some(0));
+    assert!(
+        not_a_number.stderr.contains("MiB"),
+        "{}",
+        not_a_number.stderr
+    );
+}
