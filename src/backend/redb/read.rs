@@ -27,6 +27,9 @@ pub struct Snapshot {
     /// The commit sequence number the snapshot is at, read once ([`Snapshot::commit`]):
     /// searches sharing a snapshot ask it each.
     commit: std::sync::OnceLock<u64>,
+    /// The active vector space's name, read once (`spaces::active_space`): searches
+    /// sharing a snapshot ask it each.
+    pub(crate) active_space: std::sync::OnceLock<String>,
 }
 
 impl Snapshot {
@@ -45,6 +48,7 @@ impl Snapshot {
             dimension,
             model,
             commit: std::sync::OnceLock::new(),
+            active_space: std::sync::OnceLock::new(),
         })
     }
 

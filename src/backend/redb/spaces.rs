@@ -36,14 +36,19 @@ const MAX_MODEL_BYTES: usize = 1024;
 /// The most chunks one walk step hands out.
 pub(crate) const MAX_WALK: usize = 100_000;
 
-/// The name of the active space in `snapshot`.
+/// The name of the active space in `snapshot`, read from its `meta` table once per
+/// snapshot (a snapshot never changes).
 pub(crate) fn active_space(snapshot: &Snapshot) -> Result<String, ReadError> {
+    if let Some(name) = snapshot.active_space.get() {
+        return Ok(name.clone());
+    }
     let meta = snapshot.txn.open_table(META).map_err(ReadError::storage)?;
     let active = meta
         .get(meta_key::ACTIVE_SPACE)
         .map_err(ReadError::storage)?
-        .map(|v| String::from_utf8_lossy(v.value()).into_owned());
-    Ok(active.unwrap_or_else(|| DEFAULT_SPACE.to_owned()))
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned())
+        .unwrap_or_else(|| DEFAULT_SPACE.to_owned());
+    Ok(snapshot.active_space.get_or_init(|| active).clone())
 }
 
 /// The row of space `name` in `snapshot` (`None`: no such space, or the default one).
