@@ -132,6 +132,12 @@ export interface OpenOptions {
   textIndex?: boolean
   /** redb's page cache, in bytes. */
   cacheSize?: number
+  /**
+   * Bytes the vector index and the page cache may use together (Rust's
+   * `Options::memory_budget`); a budget too small for the store's live vectors is refused with
+   * an `InputError` on `memoryBudget` naming the smallest that works.
+   */
+  memoryBudget?: number
   /** Compact the file on close when much of it is free (default true). */
   compactOnClose?: boolean
   /** Refuse to create a store: the file must exist. */

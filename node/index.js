@@ -129,6 +129,7 @@ function inJavaScriptWords(message) {
     .replace(/Durability::Immediate/g, "durability: 'immediate'")
     .replace(/Options::([a-z_]+)(\([^)]*\))?/g, (_, name) => `the ${camel(name)} option of Store.open`)
     .replace(/Store::([a-z_]+)(\(\))?/g, (_, name) => `store.${camel(name)}()`)
+    .replace(/\bmemory_budget\b/g, 'memoryBudget')
     .replace(/\(\s*\)/g, '')
     .replace(/ {2,}/g, ' ');
 }
@@ -145,7 +146,9 @@ function translate(error) {
     return new RatchetError(error.message);
   }
   const message = inJavaScriptWords(record.message);
-  if (WITH_FIELD[record.class]) return new WITH_FIELD[record.class](record.field, message);
+  // Options' fields by their JavaScript names.
+  const field = record.field === 'memory_budget' ? 'memoryBudget' : record.field;
+  if (WITH_FIELD[record.class]) return new WITH_FIELD[record.class](field, message);
   const Class = PLAIN[record.class] || RatchetError;
   return new Class(message);
 }
@@ -485,7 +488,7 @@ function settleRead(id, json, error) {
 }
 
 const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'waitForLockMs',
-  'allowReaders', 'textIndex', 'cacheSize', 'compactOnClose', 'mustExist', 'embedder'];
+  'allowReaders', 'textIndex', 'cacheSize', 'memoryBudget', 'compactOnClose', 'mustExist', 'embedder'];
 
 /**
  * An open ratchetdb store: one file, written by one writer at a time, read by any number of
@@ -539,7 +542,7 @@ class Store {
     for (const name of ['metric', 'model', 'durability']) {
       if (given[name] !== undefined) text(given[name], name);
     }
-    for (const name of ['waitForLockMs', 'cacheSize']) {
+    for (const name of ['waitForLockMs', 'cacheSize', 'memoryBudget']) {
       if (given[name] !== undefined && (typeof given[name] !== 'number' || !(given[name] >= 0))) {
         throw bad(name, 'must be a non-negative number');
       }

@@ -40,6 +40,8 @@ pub struct OpenOptions {
     pub text_index: Option<bool>,
     /// redb's page cache, in bytes.
     pub cache_size: Option<f64>,
+    /// Bytes the vector index and the page cache may use together (`Options::memory_budget`).
+    pub memory_budget: Option<f64>,
     /// Compact the file on close when much of it is free (default true).
     pub compact_on_close: Option<bool>,
     /// Refuse to create a store: the file must exist.
@@ -123,6 +125,12 @@ fn options(given: &OpenOptions) -> napi::Result<Options> {
             return Err(input("cacheSize", "must be a non-negative number of bytes"));
         }
         options = options.cache_size(bytes as usize);
+    }
+    if let Some(bytes) = given.memory_budget {
+        if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64) {
+            return Err(input("memoryBudget", "must be a non-negative whole number of bytes"));
+        }
+        options = options.memory_budget(bytes as u64);
     }
     if let Some(enabled) = given.compact_on_close {
         options = options.compact_on_close(enabled);
