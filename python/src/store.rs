@@ -526,7 +526,7 @@ fn per_item<'py>(
 #[pymethods]
 impl PyStore {
     #[new]
-    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None, embedder=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False, embedder=None)")]
+    #[pyo3(signature = (path, *, dimension=None, metric=None, durability=None, read_only=None, embedder=None, memory_budget=None), text_signature = "(path, *, dimension=None, metric=None, durability='immediate', read_only=False, embedder=None, memory_budget=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -536,6 +536,7 @@ impl PyStore {
         durability: Option<&Bound<'_, PyAny>>,
         read_only: Option<&Bound<'_, PyAny>>,
         embedder: Option<&Bound<'_, PyAny>>,
+        memory_budget: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyStore> {
         let path: std::path::PathBuf = path.extract().map_err(|_| {
             input(
@@ -566,6 +567,9 @@ impl PyStore {
             None => None,
         };
         let mut options = Options::default();
+        if let Some(bytes) = convert::count_opt(memory_budget, "memory_budget")? {
+            options = options.memory_budget(bytes as u64);
+        }
         if let Some(dimension) = convert::count_opt(dimension, "dimension")? {
             if let Some((_, embedder)) = &embedder {
                 if dimension != embedder.dimension() {
