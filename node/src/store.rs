@@ -127,8 +127,12 @@ fn options(given: &OpenOptions) -> napi::Result<Options> {
         options = options.cache_size(bytes as usize);
     }
     if let Some(bytes) = given.memory_budget {
-        if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64) {
-            return Err(input("memoryBudget", "must be a non-negative whole number of bytes"));
+        if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64)
+        {
+            return Err(input(
+                "memoryBudget",
+                "must be a non-negative whole number of bytes",
+            ));
         }
         options = options.memory_budget(bytes as u64);
     }
