@@ -510,32 +510,6 @@ impl Options {
         self
     }
 
-    /// Why [`Options::memory_budget`] cannot hold the index of `live` vectors of `dim`
-    /// dimensions, as a refusal on `memory_budget` naming the smallest budget that works.
-    pub(crate) fn budget_refusal(&self, live: usize, dim: usize) -> Option<(&'static str, String)> {
-        let budget = self.memory_budget?;
-        let smallest = crate::index::budget::plan(budget, live, dim.max(1), self.index.m).err()?;
-        Some((
-            "memory_budget",
-            format!(
-                "{budget} bytes cannot hold the vector index of {live} live chunks of {dim} \
-                 dimensions (codes, links and page cache); the smallest budget that works is \
-                 {smallest} bytes ({} MiB)",
-                smallest.div_ceil(1 << 20)
-            ),
-        ))
-    }
-
-    /// The page cache's bytes: [`Options::cache_size`], or under a budget its share of it.
-    pub(crate) fn page_cache_bytes(&self) -> usize {
-        match self.memory_budget {
-            Some(budget) => self.cache_size.min(
-                usize::try_from(crate::index::budget::cache_bytes(budget)).unwrap_or(usize::MAX),
-            ),
-            None => self.cache_size,
-        }
-    }
-
     /// Sets the bytes of redb's page cache (see [`Options::cache_size`]).
     pub fn cache_size(mut self, bytes: usize) -> Options {
         self.cache_size = bytes;

@@ -29,6 +29,7 @@ use super::candidates::IdFilter;
 use super::distance::distance;
 use super::pq::{ProductQuantizer, Table};
 use super::{IdMap, IndexError, Metric};
+use crate::options::Options;
 
 /// No link in this position of a row.
 const EMPTY: u32 = u32::MAX;
@@ -814,6 +815,36 @@ impl Scratch {
             one: vec![0f32; dim],
             kept: Vec::new(),
         }
+    }
+}
+
+/// Why [`Options::memory_budget`] cannot hold the index of `live` vectors of `dim`
+/// dimensions, as a refusal on `memory_budget` naming the smallest budget that works.
+pub(crate) fn refusal(
+    options: &Options,
+    live: usize,
+    dim: usize,
+) -> Option<(&'static str, String)> {
+    let budget = options.memory_budget?;
+    let smallest = plan(budget, live, dim.max(1), options.index.m).err()?;
+    Some((
+        "memory_budget",
+        format!(
+            "{budget} bytes cannot hold the vector index of {live} live chunks of {dim} \
+             dimensions (codes, links and page cache); the smallest budget that works is \
+             {smallest} bytes ({} MiB)",
+            smallest.div_ceil(1 << 20)
+        ),
+    ))
+}
+
+/// The page cache's bytes: [`Options::cache_size`], or under a budget its share of it.
+pub(crate) fn page_cache_bytes(options: &Options) -> usize {
+    match options.memory_budget {
+        Some(budget) => options
+            .cache_size
+            .min(usize::try_from(cache_bytes(budget)).unwrap_or(usize::MAX)),
+        None => options.cache_size,
     }
 }
 

@@ -123,10 +123,11 @@ impl RedbBackend {
                     .snapshot()
                     .and_then(|snapshot| snapshot.live_vectors())
                     .unwrap_or(0);
-                if let Some((field, why)) = engine
-                    .options()
-                    .budget_refusal(usize::try_from(live).unwrap_or(usize::MAX), dim)
-                {
+                if let Some((field, why)) = crate::index::budget::refusal(
+                    engine.options(),
+                    usize::try_from(live).unwrap_or(usize::MAX),
+                    dim,
+                ) {
                     return Err(crate::error::InputError::new(field, why).into());
                 }
             }

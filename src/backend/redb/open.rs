@@ -85,7 +85,7 @@ pub(crate) fn as_writer<T>(
             // existing file is checked against its live vectors once it is open).
             if !path.exists() {
                 if let Some((field, why)) =
-                    options.budget_refusal(0, options.dimension.unwrap_or(1))
+                    crate::index::budget::refusal(options, 0, options.dimension.unwrap_or(1))
                 {
                     return Err(InputError::new(field, why).into());
                 }
@@ -286,7 +286,7 @@ fn open_writable(path: &Path, options: &Options) -> Result<(Db, bool), OpenError
     let shared = options.shares_file();
     let db = Database::builder()
         .set_check_integrity_on_open(options.check_integrity_on_open)
-        .set_cache_size(options.page_cache_bytes())
+        .set_cache_size(crate::index::budget::page_cache_bytes(options))
         .set_concurrency_mode(if shared {
             ConcurrencyMode::SingleWriter
         } else {
@@ -314,7 +314,7 @@ fn open_read_only(path: &Path, options: &Options) -> Result<Db, OpenError> {
         });
     }
     let db = Database::builder()
-        .set_cache_size(options.page_cache_bytes())
+        .set_cache_size(crate::index::budget::page_cache_bytes(options))
         .set_concurrency_mode(ConcurrencyMode::SingleWriter)
         .open_read_only(path)
         .map_err(|e| match e {
@@ -337,7 +337,7 @@ fn open_backend(
 ) -> Result<Db, OpenError> {
     let db = Database::builder()
         .set_check_integrity_on_open(options.check_integrity_on_open)
-        .set_cache_size(options.page_cache_bytes())
+        .set_cache_size(crate::index::budget::page_cache_bytes(options))
         .create_with_backend(backend)
         .map_err(|e| open_error(path, e))?;
     Ok(Db::Writable(db))
@@ -899,7 +899,7 @@ fn create_atomically(path: &Path, options: &Options) -> Result<(), OpenError> {
     let temporary = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
     let _ = std::fs::remove_file(&temporary);
     let made = Database::builder()
-        .set_cache_size(options.page_cache_bytes())
+        .set_cache_size(crate::index::budget::page_cache_bytes(options))
         .create(&temporary)
         .map_err(|e| open_error(&temporary, e))
         .and_then(|db| initialise(&db, options).map_err(|e| open_error(&temporary, e)));

@@ -590,7 +590,9 @@ impl Indexer {
             // is left as it is).
             let snapshot = self.engine.snapshot()?;
             let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
-            if let Some((field, why)) = self.engine.options().budget_refusal(live, dimension) {
+            if let Some((field, why)) =
+                crate::index::budget::refusal(self.engine.options(), live, dimension)
+            {
                 return Err(crate::error::InputError::new(field, why).into());
             }
             let live = Arc::new(LiveIndex::load(
