@@ -17,4 +17,5 @@ wait $pid; echo "reembed exit $?"
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)] " ms (n=" NR ")"}'; }
 echo "quiet median: $(med "${quiet[@]}")"
 echo "during median: $(med "${during[@]}")"
+echo "searches failed: quiet $(printf '%s\n' "${quiet[@]}" | grep -c FAIL), during $(printf '%s\n' "${during[@]}" | grep -c FAIL)"
 tail -3 reembed.err
