@@ -246,8 +246,8 @@ pub(crate) fn rerank(
         .collect())
 }
 
-/// Resolves `candidates` (best first) against `snapshot` until `k` hits; the hits, and
-/// whether `k` were found.
+/// Resolves `candidates` (best first) against `snapshot` until `k` hits (per document: the
+/// best chunk of each document only); the hits, and whether `k` were found.
 fn resolve_candidates(
     snapshot: &Snapshot,
     candidates: Vec<(u64, f32)>,
@@ -415,23 +415,9 @@ pub(crate) fn search(
             None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
         };
         let exhausted = candidates.len() < fetch;
-        let mut hits = Vec::with_capacity(k.min(candidates.len()));
-        // Per document: the internal ids of the documents that have their hit already.
-        let mut documents = HashSet::new();
-        for (vector_id, score) in candidates {
-            let owner = split_vector_id(vector_id).0;
-            if per_document && documents.contains(&owner) {
-                continue;
-            }
-            if let Some(hit) = resolve(snapshot, vector_id, score, filter)? {
-                if per_document {
-                    documents.insert(owner);
-                }
-                hits.push(hit);
-                if hits.len() == k {
-                    return Ok(hits);
-                }
-            }
+        let (hits, done) = resolve_candidates(snapshot, candidates, k, filter, per_document)?;
+        if done {
+            return Ok(hits);
         }
         // Fewer candidates than asked are every one there is: the graph search returns
         // every live point it holds once asked for as many (points it cannot reach are
