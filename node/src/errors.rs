@@ -76,6 +76,15 @@ pub fn from_write(error: WriteError) -> Error {
             Some(&format!("chunks[{position}].vector")),
             &message,
         ),
+        WriteError::MissingSpaceVector { space, position } => tagged(
+            "InputError",
+            Some(&format!("chunks[{position}].vector")),
+            &format!(
+                "invalid chunks[{position}].vector: the store has a complete vector space \
+                 {space:?} besides its default one, and this package writes the default \
+                 space's vectors only (the ratchet command line's ingest embeds every space)"
+            ),
+        ),
         WriteError::Poisoned { .. } => tagged("PoisonedError", None, &message),
         WriteError::Corrupted { .. } => tagged("CorruptedError", None, &message),
         WriteError::Storage(_) | WriteError::BatchFailed { .. } => {

@@ -317,6 +317,15 @@ pub(crate) fn from_write(error: WriteError) -> PyErr {
                            vector, or open the Store with an embedder (embedder=...)";
             with_field::<MissingVectorError>(format!("invalid {field}: {problem}"), &field, problem)
         }
+        WriteError::MissingSpaceVector { space, position } => {
+            let field = format!("vectors[{position}]");
+            let problem = format!(
+                "the store has a complete vector space {space:?} besides its default one, and \
+                 this package writes the default space's vectors only (the ratchet command \
+                 line's ingest embeds every space)"
+            );
+            with_field::<InputError>(format!("invalid {field}: {problem}"), &field, &problem)
+        }
         WriteError::Poisoned { .. } => translated::<PoisonedError>(&message),
         WriteError::Corrupted { .. } => translated::<CorruptedError>(&message),
         WriteError::Storage(_) | WriteError::BatchFailed { .. } => {
