@@ -26,7 +26,14 @@ impl NativeEmbedder {
 
 /// The JavaScript error for an embedder's failure.
 pub fn from_embed(error: EmbedError) -> napi::Error {
-    let message = error.to_string();
+    let message = match &error {
+        EmbedError::ModelNotFound
+        | EmbedError::ModelFileMissing { .. }
+        | EmbedError::ModelLoad { .. } => {
+            format!("{error}, or pass its folder: await MiniLM.load(dir)")
+        }
+        _ => error.to_string(),
+    };
     match &error {
         EmbedError::InvalidDimension { .. } => input("dimension", &message),
         EmbedError::ModelNotFound => tagged("ModelNotFoundError", None, &message),

@@ -53,7 +53,7 @@ pub(crate) fn embed_released(
 
 /// The Python exception for an embedder's error.
 pub(crate) fn from_embed(error: ratchetdb::EmbedError) -> PyErr {
-    let message = python_hint(&error.to_string());
+    let message = python_hint(&error);
     match error {
         ratchetdb::EmbedError::InvalidDimension { dimension } => input(
             "dimension",
@@ -66,12 +66,16 @@ pub(crate) fn from_embed(error: ratchetdb::EmbedError) -> PyErr {
     }
 }
 
-/// The crate's install hint in the Python package's terms (`MiniLM(model_dir=...)` for the
-/// CLI's `--model DIR`).
-fn python_hint(message: &str) -> String {
-    message
-        .replace("pass another --model DIR", "pass another model_dir")
-        .replace("or pass --model DIR", "or pass MiniLM(model_dir=DIR)")
+/// The crate's message with the Python package's way to name a model folder.
+fn python_hint(error: &ratchetdb::EmbedError) -> String {
+    match error {
+        ratchetdb::EmbedError::ModelNotFound
+        | ratchetdb::EmbedError::ModelFileMissing { .. }
+        | ratchetdb::EmbedError::ModelLoad { .. } => {
+            format!("{error}, or pass MiniLM(model_dir=DIR)")
+        }
+        _ => error.to_string(),
+    }
 }
 
 #[pymethods]

