@@ -17,7 +17,9 @@ pub struct IndexInfo {
     /// Share of the graph's settled points that are dead (removed or superseded), waiting
     /// for a rebuild; a point being inserted counts once it settles.
     pub dead_fraction: f64,
-    /// The last commit sequence the index has applied.
+    /// The last commit sequence the index has applied. `0` on PostgreSQL, whose files have
+    /// no commit sequence: pgvector's index changes inside each commit, so it is never
+    /// behind.
     pub applied_commit: u64,
     /// Points (live or dead) in the ANN graph; 0 without one.
     pub graph_points: u64,
