@@ -3,6 +3,7 @@
 //
 //   bash benches/data/fetch.sh minilm            # MINILM_MAX=11000 is enough here
 //   cd benches/peers/node && npm install && node side_by_side.mjs [--n 10000] [--queries 1000]
+//                                                   [--rounds 2] [--texts real|short]
 //
 // Libraries: ratchetdb (graph search, default ef; and `ratchetdb-exact`, the exact scan, for
 // recall 1.0), LanceDB without an index (a flat scan, recall 1.0; what it recommends below
@@ -41,6 +42,19 @@ function readNpy(file) {
 }
 
 const row = (m, i) => m.floats.subarray(i * m.dim, (i + 1) * m.dim);
+
+// The chunk texts: the sentences the vectors were made from (`minilm.texts.txt`, one per base
+// row), as a RAG store holds them; `--texts short` stores `chunk i` instead (the tables before
+// 2026-12-06 did).
+function chunkTexts(count) {
+  const file = path.join(data, 'minilm.texts.txt');
+  if (arg('texts', 'real') === 'short' || !fs.existsSync(file)) {
+    return Array.from({ length: count }, (_, i) => `chunk ${i}`);
+  }
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  if (lines.length < count) throw new Error(`${file}: ${lines.length} texts for ${count} rows`);
+  return lines.slice(0, count);
+}
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const group = (i) => `g${i % 10}`; // the filter keeps one chunk in ten
 
@@ -68,6 +82,7 @@ async function child(lib) {
   const queries = readNpy(path.join(data, 'minilm.queries.npy'));
   const truthAll = JSON.parse(process.env.TRUTH_ALL);
   const truthFiltered = JSON.parse(process.env.TRUTH_FILTERED);
+  const texts = chunkTexts(n);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `peer-${lib}-`));
   const out = { lib };
   const recall = (hits, q, which) => hits.filter((id) => which[q].includes(id)).length / K;
@@ -81,7 +96,7 @@ async function child(lib) {
     const ops = [];
     for (let i = 0; i < n; i++) {
       ops.push({ op: 'upsert', source: 'bench', id: `c${i}`, version: 1,
-        chunks: [{ text: `chunk ${i}`, vector: row(base, i), meta: { group: group(i) } }] });
+        chunks: [{ text: texts[i], vector: row(base, i), meta: { group: group(i) } }] });
     }
     for (let i = 0; i < ops.length; i += 1000) await store.writeBatch(ops.slice(i, i + 1000));
     out.writeSeconds = (performance.now() - addStart) / 1000;
@@ -95,7 +110,7 @@ async function child(lib) {
     const db = await lancedb.connect(path.join(dir, 'lance'));
     addStart = performance.now();
     const rows = [];
-    for (let i = 0; i < n; i++) rows.push({ id: `c${i}`, text: `chunk ${i}`, group: group(i), vector: Array.from(row(base, i)) });
+    for (let i = 0; i < n; i++) rows.push({ id: `c${i}`, text: texts[i], group: group(i), vector: Array.from(row(base, i)) });
     const table = await db.createTable('chunks', rows);
     out.writeSeconds = (performance.now() - addStart) / 1000;
     if (lib === 'lancedb-hnsw') {
