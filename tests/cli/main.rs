@@ -33,6 +33,7 @@ mod cli_open_errors_add_the_command_lines_advice;
 mod cli_process_kill_ingest;
 mod cli_read_commands_after_a_killed_ingest;
 mod cli_read_commands_on_read_only_media;
+mod cli_reembed_drop_old_promotes_the_new_embedder;
 mod cli_reembed_killed_at_random_points_resumes;
 mod cli_reembed_moves_a_store_to_another_embedder_while_it_is_searched;
 mod cli_reingest_summary_and_stats_use_the_same_words;
