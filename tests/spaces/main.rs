@@ -1,6 +1,8 @@
 //! Vector spaces on the embedded store (issue 46): re-embedding online under readers and
 //! writers, a re-embed stopped anywhere and resumed, a rewrite racing a re-embed, and the
-//! input a space refuses. (What holds on both backends, and PostgreSQL's `Unsupported`, is
+//! input a space refuses; the default space dropped by promoting the active one in its place,
+//! under racing readers and writers, a reader of its own, and refused when there is nothing
+//! to promote. (What holds on both backends, and PostgreSQL's `Unsupported`, is
 //! `tests/conformance/vector_spaces_are_added_filled_activated_and_dropped.rs`; the schema-6
 //! conversion is `tests/storage/`; the CLI's `reembed` is `tests/cli/`.)
 
@@ -9,9 +11,12 @@ mod common;
 
 mod a_backup_keeps_every_space;
 mod a_promoted_space_replaces_the_default_one;
+mod a_reader_opened_before_a_promotion_follows_it;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;
 mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
 mod bad_space_input_is_refused_and_changes_nothing;
+mod dropping_the_default_space_while_it_is_active_changes_nothing;
+mod readers_never_see_a_stale_chunk_while_a_promotion_races_writers;
 mod readers_never_see_a_stale_chunk_while_a_reembed_races_writers;
 
 use ratchetdb::{Chunk, Document, EmbedError, Embedder, Options, Store, Version};
