@@ -41,6 +41,7 @@ mod cli_search_hybrid_with_a_question_and_a_vector;
 mod cli_search_modes;
 mod cli_search_per_document;
 mod cli_search_vector_errors_name_the_argument;
+mod cli_spaces_drop_default_killed_is_before_or_after;
 mod hostile_cli_large_stream;
 mod hostile_cli_million_tiny_documents;
 mod hostile_cli_parse_amplification;
