@@ -10,6 +10,10 @@
 //! its transaction. So a space's rows are always vectors of live chunks, and a re-embed's
 //! vector is written only while the id it was read under is still live.
 //!
+//! Dropping the default space promotes the active one in its place ([`promote`]): its rows
+//! become the vectors rows under the same ids, and the store records its model, dimension
+//! and name (`meta["default_space_name"]`, which then names the default space too).
+//!
 //! Invariant: a space other than the default holds exactly one row per live chunk it has a
 //! vector for, each of its dimension; its row's count equals its rows (`verify`).
 //! Invariant: the active space is complete (activation is refused otherwise, and every
