@@ -2,7 +2,8 @@
 //! one transaction (issue 46): every live chunk's vector becomes its vector in the promoted
 //! space, the store records that space's model and dimension and answers to its name, the
 //! space's own rows go, `verify` is clean, and writes need (and take) only the new vectors.
-//! A reopen (the persisted graph built again from the new vectors) keeps it so.
+//! Text and hybrid searches find the same chunks (their indexes are keyed by vector id). A
+//! reopen (the persisted graph built again from the new vectors) keeps it so.
 
 use super::{every_chunk_found_by_its_wide_vector, live_texts, moved_to_wide, wide, WIDE};
 use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version, WriteError};
@@ -42,6 +43,26 @@ fn check_promoted(store: &Store) {
         SearchOptions::default().space("default"),
     ] {
         every_chunk_found_by_its_wide_vector(store, &options);
+    }
+    // The text index and the filter index are keyed by vector id, which no chunk changed:
+    // text and hybrid searches (filtered too) find the same chunks.
+    let text = "d7 v1 c2";
+    if store.has_text_index() {
+        let hits = store
+            .search_text(text, 1, &SearchOptions::default())
+            .expect("text search");
+        assert_eq!(hits[0].text, text);
+        let filter = ratchetdb::Filter::parse(&serde_json::json!({"tag": {"$exists": false}}))
+            .expect("filter");
+        let filtered = SearchOptions::default().filter(filter);
+        let hits = store
+            .search_hybrid(text, &wide(text), 1, &filtered)
+            .expect("hybrid search");
+        assert_eq!(hits[0].text, text);
+        let hits = store
+            .search(&wide(text), 1, &filtered)
+            .expect("filtered search");
+        assert_eq!(hits[0].text, text);
     }
     let report = store.verify().expect("verify");
     assert!(report.is_ok(), "{:#?}", report.violations);
