@@ -11,6 +11,7 @@ mod common;
 
 mod a_backup_keeps_every_space;
 mod a_promoted_space_replaces_the_default_one;
+mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
 mod a_reader_opened_before_a_promotion_follows_it;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;
 mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
@@ -71,7 +72,12 @@ pub fn revision(id: &str, version: u64, chunks: usize) -> Document {
 /// the chunks row's tail rides in the vectors row, and is split again when the vectors are
 /// replaced) and one deleted, with the `wide` space filled and active.
 pub fn moved_to_wide(dir: &Path, docs: usize) -> Store {
-    let store = open(dir);
+    moved_to_wide_with(dir, docs, Options::default())
+}
+
+/// [`moved_to_wide`], the store opened with `options` (3 dimensions).
+pub fn moved_to_wide_with(dir: &Path, docs: usize, options: Options) -> Store {
+    let store = Store::open(dir.join("db.redb"), options.dimension(3)).expect("open");
     for d in 0..docs {
         store
             .upsert(revision(&format!("d{d}"), 1, 3))
