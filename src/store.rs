@@ -420,7 +420,9 @@ forward! {
     /// model and dimension alone (the old dimension is [`WriteError::DimensionMismatch`];
     /// a vector given for the promoted space by its name is an `InputError`), and every
     /// search, in this process or a reader's, of a snapshot at or after it uses the new
-    /// vectors (one before it, the old ones). Refused with an `InputError` naming `name`,
+    /// vectors (one before it, the old ones). Vectors are not labelled with their model: a
+    /// caller embeds with the recorded model from then on (one of the old model and the same
+    /// dimension cannot be told apart). Refused with an `InputError` naming `name`,
     /// changing nothing, while the default space is the active one (there is nothing to
     /// promote: [`Store::activate`] a complete space first). `Unsupported` on PostgreSQL.
     pub fn drop_space(&self, name: &str) -> Result<u64, WriteError>;
