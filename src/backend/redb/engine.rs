@@ -827,14 +827,15 @@ impl Engine {
         if let Some(model) = &model {
             self.set_model(model.clone());
         }
+        // Written only when it changed: every search of a read-only store takes a snapshot.
         let changed = match dimension {
-            Some(dimension) => {
+            Some(dimension) if self.dimension() != Some(dimension) => {
                 let mut current = self.dimension.write();
                 let changed = *current != Some(dimension);
                 *current = Some(dimension);
                 changed
             }
-            None => false,
+            _ => false,
         };
         if changed {
             self.changed();
