@@ -405,9 +405,26 @@ forward! {
 
     /// Removes space `name` and every vector in it, in one transaction (the pages are free
     /// for the file's next writes, and given back by the compaction on close); returns how
-    /// many vectors went. The active space and the default space (the chunks' own vectors)
-    /// cannot be dropped: an `InputError` naming `name`, as for an unknown space.
-    /// `Unsupported` on PostgreSQL.
+    /// many vectors went. The active space cannot be dropped: an `InputError` naming
+    /// `name`, as for an unknown space.
+    ///
+    /// Dropping the default space (`default`, the chunks' own vectors) **promotes** the
+    /// active space in its place, in one transaction: every live chunk's
+    /// [`Chunk::vector`](crate::Chunk::vector) becomes its vector in that space (the chunk
+    /// keeps its identity: its text, metadata and text-index entries are untouched), the
+    /// store records that space's model and dimension ([`Store::model`],
+    /// [`Store::dimension`]), that space's own rows go, and the default space becomes the
+    /// active one again, answering to that space's name as well as `default` (in
+    /// [`SearchOptions::space`], [`Store::spaces`], [`Store::activate`]); returns how many
+    /// vectors were replaced. From its commit on, every revision brings vectors of the new
+    /// model and dimension alone (the old dimension is [`WriteError::DimensionMismatch`];
+    /// a vector given for the promoted space by its name is an `InputError`), and every
+    /// search, in this process or a reader's, of a snapshot at or after it uses the new
+    /// vectors (one before it, the old ones). Vectors are not labelled with their model: a
+    /// caller embeds with the recorded model from then on (one of the old model and the same
+    /// dimension cannot be told apart). Refused with an `InputError` naming `name`,
+    /// changing nothing, while the default space is the active one (there is nothing to
+    /// promote: [`Store::activate`] a complete space first). `Unsupported` on PostgreSQL.
     pub fn drop_space(&self, name: &str) -> Result<u64, WriteError>;
 
     /// Every vector space, the default one first, with its model, dimension and coverage,

@@ -11,7 +11,10 @@ pub const DEFAULT_SPACE: &str = "default";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SpaceInfo {
-    /// The space's name ([`DEFAULT_SPACE`] for the store's own vectors).
+    /// The space's name: for the store's own vectors [`DEFAULT_SPACE`], or, once a space
+    /// was promoted in the default one's place
+    /// ([`Store::drop_space`](crate::Store::drop_space)), that space's name (`default`
+    /// still names it too).
     pub name: String,
     /// The embedding model's name, as given when the space was added (the store's recorded
     /// model for the default space; empty if none was recorded).

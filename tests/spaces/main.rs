@@ -1,6 +1,8 @@
 //! Vector spaces on the embedded store (issue 46): re-embedding online under readers and
 //! writers, a re-embed stopped anywhere and resumed, a rewrite racing a re-embed, and the
-//! input a space refuses. (What holds on both backends, and PostgreSQL's `Unsupported`, is
+//! input a space refuses; the default space dropped by promoting the active one in its place,
+//! under racing readers and writers, a reader of its own, and refused when there is nothing
+//! to promote. (What holds on both backends, and PostgreSQL's `Unsupported`, is
 //! `tests/conformance/vector_spaces_are_added_filled_activated_and_dropped.rs`; the schema-6
 //! conversion is `tests/storage/`; the CLI's `reembed` is `tests/cli/`.)
 
@@ -8,9 +10,14 @@
 mod common;
 
 mod a_backup_keeps_every_space;
+mod a_promoted_space_replaces_the_default_one;
+mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
+mod a_reader_opened_before_a_promotion_follows_it;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;
 mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
 mod bad_space_input_is_refused_and_changes_nothing;
+mod dropping_the_default_space_while_it_is_active_changes_nothing;
+mod readers_never_see_a_stale_chunk_while_a_promotion_races_writers;
 mod readers_never_see_a_stale_chunk_while_a_reembed_races_writers;
 
 use ratchetdb::{Chunk, Document, EmbedError, Embedder, Options, Store, Version};
@@ -59,6 +66,54 @@ pub fn revision(id: &str, version: u64, chunks: usize) -> Document {
         doc = doc.with_chunk(Chunk::new(text.clone(), common::vector(&text)));
     }
     doc
+}
+
+/// A store of `docs` documents of 3 chunks, one more of 300 long chunks (its rows spill:
+/// the chunks row's tail rides in the vectors row, and is split again when the vectors are
+/// replaced) and one deleted, with the `wide` space filled and active.
+pub fn moved_to_wide(dir: &Path, docs: usize) -> Store {
+    moved_to_wide_with(dir, docs, Options::default())
+}
+
+/// [`moved_to_wide`], the store opened with `options` (3 dimensions).
+pub fn moved_to_wide_with(dir: &Path, docs: usize, options: Options) -> Store {
+    let store = Store::open(dir.join("db.redb"), options.dimension(3)).expect("open");
+    for d in 0..docs {
+        store
+            .upsert(revision(&format!("d{d}"), 1, 3))
+            .expect("write");
+    }
+    let mut long = Document::new("s", "long", Version::number(1));
+    for i in 0..300 {
+        let text = format!("long chunk {i} {}", "words of a long chunk ".repeat(8));
+        long = long.with_chunk(Chunk::new(text.clone(), common::vector(&text)));
+    }
+    store.upsert(long).expect("long");
+    store.upsert(revision("gone", 1, 2)).expect("gone");
+    store
+        .delete("s", "gone", Version::number(2))
+        .expect("delete");
+    store.add_space("wide", "wide-test", WIDE).expect("add");
+    store
+        .reembed("wide", &Wide, 64, &mut |_| {})
+        .expect("reembed");
+    store.activate("wide").expect("activate");
+    store
+}
+
+/// Every live chunk is a best hit of a search with its `wide` vector (among the hits tied
+/// with the first: 8 dimensions give some texts the same vector).
+pub fn every_chunk_found_by_its_wide_vector(store: &Store, options: &ratchetdb::SearchOptions) {
+    for text in live_texts(store) {
+        let hits = store.search(&wide(&text), 20, options).expect("search");
+        let best = hits.first().map(|h| h.score).expect("a hit");
+        assert!(
+            hits.iter()
+                .any(|h| h.text == text && (h.score - best).abs() <= 1e-5),
+            "{text:?} is not a best hit: {:?}",
+            hits.iter().map(|h| (&h.text, h.score)).collect::<Vec<_>>()
+        );
+    }
 }
 
 /// The live chunk texts of the store, sorted.

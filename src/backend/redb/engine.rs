@@ -44,8 +44,19 @@ const TICKET_BLOCK: u64 = 4096;
 pub(crate) enum Finish<R> {
     /// Commit, then return the value.
     Commit(R),
+    /// Commit a transaction that changed the store's recorded dimension and model (a
+    /// promotion, `spaces::promote`), then return the value: no snapshot begins while it
+    /// commits, so each snapshot carries the dimension and model of its own commit.
+    CommitRecording(R, Recorded),
     /// Abort (nothing of the transaction becomes visible), then return the value.
     Abort(R),
+}
+
+/// The store's recorded dimension and model, as a promotion changes them.
+#[derive(Clone, Debug)]
+pub(crate) struct Recorded {
+    pub dimension: usize,
+    pub model: String,
 }
 
 /// What is called after a commit that changed the set of vectors.
@@ -71,12 +82,18 @@ pub(crate) struct Engine {
     path: PathBuf,
     options: Options,
     metric: Metric,
-    /// Recorded once; a read-only engine learns it from the file if a writer records it
-    /// after the open.
-    model: OnceLock<String>,
+    /// Every model name the engine has known, the current one at [`Engine::model_at`]:
+    /// recorded at open or by the first write, and replaced by a promotion (a read-only
+    /// engine learns each from the file). Append-only, so [`Engine::model`] lends a `&str`
+    /// that stays valid; a promotion is rare, and each adds one short name.
+    models: boxcar::Vec<String>,
+    /// The index of the current model in `models` (`usize::MAX`: none recorded).
+    model_at: std::sync::atomic::AtomicUsize,
     /// Other processes may have the file open (redb's `SingleWriter` mode), so every commit
     /// must be durable.
     shared: bool,
+    /// The recorded dimension. A snapshot holds it (read) while it begins, and a promotion
+    /// (write) while it commits, so a snapshot's dimension and model are its commit's.
     dimension: RwLock<Option<usize>>,
     tickets: Mutex<Tickets>,
     /// The highest ticket this store may have issued (across restarts: the persisted high
@@ -191,10 +208,11 @@ impl Engine {
                 })
             })
             .flatten();
-        let model = OnceLock::new();
-        if let Some(recorded) = recognised.model {
-            let _ = model.set(recorded);
-        }
+        let models = boxcar::Vec::new();
+        let model_at = match recognised.model {
+            Some(recorded) => models.push(recorded),
+            None => usize::MAX,
+        };
         Engine {
             read_only: db.writable().is_none(),
             db: RwLock::new(Some(db)),
@@ -205,7 +223,8 @@ impl Engine {
             path: path.to_path_buf(),
             options,
             metric: recognised.metric,
-            model,
+            models,
+            model_at: std::sync::atomic::AtomicUsize::new(model_at),
             shared,
             dimension: RwLock::new(recognised.dimension),
             tickets: Mutex::new(Tickets {
@@ -251,7 +270,17 @@ impl Engine {
     }
 
     pub(crate) fn model(&self) -> Option<&str> {
-        self.model.get().map(String::as_str)
+        self.models
+            .get(self.model_at.load(Ordering::SeqCst))
+            .map(String::as_str)
+    }
+
+    /// Makes `model` the current model (kept if it already is).
+    fn set_model(&self, model: String) {
+        if self.model() != Some(model.as_str()) {
+            let at = self.models.push(model);
+            self.model_at.store(at, Ordering::SeqCst);
+        }
     }
 
     /// `WriteError::ReadOnly` when the file was opened read-only: every write path's first
@@ -405,6 +434,21 @@ impl Engine {
                     // Even after a failed commit: what the file holds is no longer known.
                     self.forget_shared_snapshot(false);
                     committed?;
+                    self.nondurable
+                        .store(self.txn_nondurable.load(Ordering::SeqCst), Ordering::SeqCst);
+                    Ok(value)
+                }
+                Finish::CommitRecording(value, recorded) => {
+                    // Held across the commit: a snapshot begins before it with the old
+                    // dimension and model, or after it with the new ones.
+                    let mut dimension = self.dimension.write();
+                    self.forget_shared_snapshot(true);
+                    let committed = txn.commit().map_err(WriteError::storage);
+                    self.forget_shared_snapshot(false);
+                    committed?;
+                    *dimension = Some(recorded.dimension);
+                    self.set_model(recorded.model);
+                    drop(dimension);
                     self.nondurable
                         .store(self.txn_nondurable.load(Ordering::SeqCst), Ordering::SeqCst);
                     Ok(value)
@@ -706,20 +750,24 @@ impl Engine {
     /// A consistent read view: everything read through it comes from one committed state.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ReadError> {
         crate::backend::redb::contain::contain(ReadError::contained, || {
+            if self.is_read_only() {
+                let txn = self
+                    .db()
+                    .map_err(ReadError::storage)?
+                    .begin_read()
+                    .map_err(ReadError::storage)?;
+                let (dimension, model) = self.learn_recorded(&txn)?;
+                return Snapshot::new(txn, self.metric, dimension, model);
+            }
+            // Held while the transaction begins: a promotion commits before or after.
+            let dimension = self.dimension.read();
             let txn = self
                 .db()
                 .map_err(ReadError::storage)?
                 .begin_read()
                 .map_err(ReadError::storage)?;
-            if self.is_read_only() {
-                self.learn_recorded(&txn)?;
-            }
-            Snapshot::new(
-                txn,
-                self.metric,
-                self.dimension(),
-                self.model().map(str::to_owned),
-            )
+            let (dimension, model) = (*dimension, self.model().map(str::to_owned));
+            Snapshot::new(txn, self.metric, dimension, model)
         })
     }
 
@@ -740,11 +788,14 @@ impl Engine {
         };
         crate::backend::redb::contain::contain(ReadError::contained, || {
             let txn = redb::ReadableDatabase::begin_read(bulk).map_err(ReadError::storage)?;
+            // What the file records at this transaction's commit: the second handle may
+            // read a commit other than the engine's latest (a promotion on either side).
+            let (dimension, model) = recorded_in(&txn)?;
             Snapshot::new(
                 txn,
                 self.metric,
-                self.dimension(),
-                self.model().map(str::to_owned),
+                dimension.or(self.dimension()),
+                model.or_else(|| self.model().map(str::to_owned)),
             )
         })
     }
@@ -764,31 +815,50 @@ impl Engine {
             .ok()
     }
 
-    /// A read-only engine: takes the dimension and model from `txn` if the writer recorded
-    /// them after this store opened (each is recorded once and never changes), and calls
-    /// the change hook once the dimension is known (the index can start loading).
-    fn learn_recorded(&self, txn: &redb::ReadTransaction) -> Result<(), ReadError> {
-        if self.dimension().is_some() && self.model.get().is_some() {
-            return Ok(());
+    /// A read-only engine: the dimension and model `txn` records (the writer may have
+    /// recorded them after this store opened, or a promotion replaced them), which become
+    /// the engine's; calls the change hook when the dimension changed (the index loads, or
+    /// loads again, for it).
+    fn learn_recorded(
+        &self,
+        txn: &redb::ReadTransaction,
+    ) -> Result<(Option<usize>, Option<String>), ReadError> {
+        let (dimension, model) = recorded_in(txn)?;
+        if let Some(model) = &model {
+            self.set_model(model.clone());
         }
-        let meta = txn.open_table(META).map_err(ReadError::storage)?;
-        if self.model.get().is_none() {
-            if let Some(model) = meta_string(&meta, meta_key::MODEL)? {
-                let _ = self.model.set(model);
+        // Written only when it changed: every search of a read-only store takes a snapshot.
+        let changed = match dimension {
+            Some(dimension) if self.dimension() != Some(dimension) => {
+                let mut current = self.dimension.write();
+                let changed = *current != Some(dimension);
+                *current = Some(dimension);
+                changed
             }
+            _ => false,
+        };
+        if changed {
+            self.changed();
         }
-        if self.dimension().is_none() {
-            if let Some(Ok(stored)) = meta_u64(&meta, meta_key::DIMENSION)? {
-                let dimension = usize::try_from(stored).map_err(|_| ReadError::Corrupted {
-                    what: "dimension".into(),
-                    detail: format!("{stored} is too large"),
-                })?;
-                *self.dimension.write() = Some(dimension);
-                self.changed();
-            }
-        }
-        Ok(())
+        Ok((
+            dimension.or(self.dimension()),
+            model.or_else(|| self.model().map(str::to_owned)),
+        ))
     }
+}
+
+/// The dimension and model `txn`'s `meta` table records.
+fn recorded_in(txn: &redb::ReadTransaction) -> Result<(Option<usize>, Option<String>), ReadError> {
+    let meta = txn.open_table(META).map_err(ReadError::storage)?;
+    let model = meta_string(&meta, meta_key::MODEL)?;
+    let dimension = match meta_u64(&meta, meta_key::DIMENSION)? {
+        Some(Ok(stored)) => Some(usize::try_from(stored).map_err(|_| ReadError::Corrupted {
+            what: "dimension".into(),
+            detail: format!("{stored} is too large"),
+        })?),
+        _ => None,
+    };
+    Ok((dimension, model))
 }
 
 /// A batch's operations, each paired with its own outcome, in order.

@@ -199,9 +199,19 @@ impl Backend for RedbBackend {
     }
 
     fn drop_space(&self, name: &str) -> Result<u64, WriteError> {
-        let (id, freed) = spaces::drop_space(&self.engine, name)?;
-        self.indexer.spaces.forget(id);
-        Ok(freed)
+        match spaces::drop_space(&self.engine, name)? {
+            spaces::Dropped::Space { id, freed } => {
+                self.indexer.spaces.forget(id);
+                Ok(freed)
+            }
+            spaces::Dropped::Promoted { id, freed } => {
+                // The promoted space's index is the default one's now (loaded again from
+                // the rewritten vectors rows, which the commit's `VECTORS_REPLACED` asks).
+                self.indexer.spaces.forget(id);
+                self.indexer.after_commit();
+                Ok(freed)
+            }
+        }
     }
 
     fn spaces(&self) -> Result<Vec<SpaceInfo>, ReadError> {

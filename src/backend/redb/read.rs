@@ -30,6 +30,9 @@ pub struct Snapshot {
     /// The active vector space's name, read once (`spaces::active_space`): searches
     /// sharing a snapshot ask it each.
     pub(crate) active_space: std::sync::OnceLock<String>,
+    /// The name the default space answers to beside `default` (a promoted space's), read
+    /// once (`spaces::default_name`).
+    pub(crate) default_name: std::sync::OnceLock<Option<String>>,
 }
 
 impl Snapshot {
@@ -49,6 +52,7 @@ impl Snapshot {
             model,
             commit: std::sync::OnceLock::new(),
             active_space: std::sync::OnceLock::new(),
+            default_name: std::sync::OnceLock::new(),
         })
     }
 

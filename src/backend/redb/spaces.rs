@@ -10,6 +10,10 @@
 //! its transaction. So a space's rows are always vectors of live chunks, and a re-embed's
 //! vector is written only while the id it was read under is still live.
 //!
+//! Dropping the default space promotes the active one in its place ([`promote`]): its rows
+//! become the vectors rows under the same ids, and the store records its model, dimension
+//! and name (`meta["default_space_name"]`, which then names the default space too).
+//!
 //! Invariant: a space other than the default holds exactly one row per live chunk it has a
 //! vector for, each of its dimension; its row's count equals its rows (`verify`).
 //! Invariant: the active space is complete (activation is refused otherwise, and every
@@ -19,8 +23,8 @@
 use crate::backend::redb::engine::{Engine, Finish};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, meta_key, seq_key, split_vector_id, vector_id, SpaceRow, VectorsRow, CHUNKS, COUNTERS,
-    META, SPACES, SPACE_VECTORS, VECTORS,
+    self, meta_key, seq_key, split_vector_id, vector_id, SpaceRow, VectorsRow, CHANGELOG, CHUNKS,
+    COUNTERS, META, SPACES, SPACE_VECTORS, VECTORS,
 };
 use crate::error::{InputError, ReadError, WriteError};
 use crate::policy::space::check_space_name;
@@ -49,6 +53,33 @@ pub(crate) fn active_space(snapshot: &Snapshot) -> Result<String, ReadError> {
         .map(|v| String::from_utf8_lossy(v.value()).into_owned())
         .unwrap_or_else(|| DEFAULT_SPACE.to_owned());
     Ok(snapshot.active_space.get_or_init(|| active).clone())
+}
+
+/// The name the default space answers to beside `default` in `snapshot`: the name of the
+/// space the last promotion made the default one (`None`: never promoted). Read once per
+/// snapshot.
+pub(crate) fn default_name(snapshot: &Snapshot) -> Result<Option<String>, ReadError> {
+    if let Some(name) = snapshot.default_name.get() {
+        return Ok(name.clone());
+    }
+    let meta = snapshot.txn.open_table(META).map_err(ReadError::storage)?;
+    let name = default_name_in(&meta).map_err(ReadError::storage)?;
+    Ok(snapshot.default_name.get_or_init(|| name).clone())
+}
+
+/// [`default_name`] in a `meta` table.
+fn default_name_in(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Option<String>, redb::StorageError> {
+    Ok(meta
+        .get(meta_key::DEFAULT_SPACE_NAME)?
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+}
+
+/// Whether `name` names the default space in `snapshot`: `default`, or the name of the
+/// space a promotion made the default one.
+pub(crate) fn is_default(snapshot: &Snapshot, name: &str) -> Result<bool, ReadError> {
+    Ok(name == DEFAULT_SPACE || default_name(snapshot)?.as_deref() == Some(name))
 }
 
 /// The row of space `name` in `snapshot` (`None`: no such space, or the default one).
@@ -80,7 +111,7 @@ pub(crate) fn spaces(snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
     let live_chunks = read(counter::LIVE_CHUNKS)?;
     let active = active_space(snapshot)?;
     let mut spaces = vec![SpaceInfo {
-        name: DEFAULT_SPACE.to_owned(),
+        name: default_name(snapshot)?.unwrap_or_else(|| DEFAULT_SPACE.to_owned()),
         model: snapshot.model.clone().unwrap_or_default(),
         dimension: snapshot.dimension,
         vectors: read(counter::LIVE_VECTORS)?,
@@ -140,6 +171,19 @@ pub(crate) fn add_space(
         .into());
     }
     engine.write_txn(DURABLE, |txn| {
+        let meta = txn.open_table(META).map_err(WriteError::storage)?;
+        if default_name_in(&meta)
+            .map_err(WriteError::storage)?
+            .as_deref()
+            == Some(name)
+        {
+            return Err(InputError::new(
+                "name",
+                format!("{name:?} names the default space (it was promoted to it)"),
+            )
+            .into());
+        }
+        drop(meta);
         let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
         if spaces.get(name).map_err(WriteError::storage)?.is_some() {
             return Err(InputError::new(
@@ -190,6 +234,15 @@ pub(crate) fn add_space(
 /// See [`Store::activate`](crate::Store::activate).
 pub(crate) fn activate(engine: &Engine, name: &str) -> Result<(), WriteError> {
     engine.write_txn(DURABLE, |txn| {
+        let promoted = {
+            let meta = txn.open_table(META).map_err(WriteError::storage)?;
+            default_name_in(&meta).map_err(WriteError::storage)?
+        };
+        let name = if promoted.as_deref() == Some(name) {
+            DEFAULT_SPACE
+        } else {
+            name
+        };
         if name != DEFAULT_SPACE {
             let spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
             let Some(bytes) = spaces.get(name).map_err(WriteError::storage)? else {
@@ -218,16 +271,30 @@ pub(crate) fn activate(engine: &Engine, name: &str) -> Result<(), WriteError> {
     })
 }
 
-/// See [`Store::drop_space`](crate::Store::drop_space): the space's id and the rows freed.
-pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<(u32, u64), WriteError> {
-    if name == DEFAULT_SPACE {
-        return Err(InputError::new(
-            "name",
-            "the default space holds the chunks' own vectors and cannot be dropped",
-        )
-        .into());
-    }
+/// What [`drop_space`] did.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dropped {
+    /// A space other than the default one went: its id, and the rows freed.
+    Space { id: u32, freed: u64 },
+    /// The default space's vectors were replaced by the active space's (a promotion): that
+    /// space's id, and the default space's vectors replaced (one per live chunk).
+    Promoted { id: u32, freed: u64 },
+}
+
+/// See [`Store::drop_space`](crate::Store::drop_space).
+pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<Dropped, WriteError> {
     engine.write_txn(DURABLE, |txn| {
+        let meta = txn.open_table(META).map_err(WriteError::storage)?;
+        let promoted = default_name_in(&meta).map_err(WriteError::storage)?;
+        let active = meta
+            .get(meta_key::ACTIVE_SPACE)
+            .map_err(WriteError::storage)?
+            .map(|v| String::from_utf8_lossy(v.value()).into_owned())
+            .unwrap_or_else(|| DEFAULT_SPACE.to_owned());
+        drop(meta);
+        if name == DEFAULT_SPACE || promoted.as_deref() == Some(name) {
+            return promote(txn, name, &active);
+        }
         let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
         let row: SpaceRow = match spaces.get(name).map_err(WriteError::storage)? {
             Some(bytes) => schema::decode("space row", bytes.value())?,
@@ -237,19 +304,13 @@ pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<(u32, u64), Writ
                 ))
             }
         };
-        let meta = txn.open_table(META).map_err(WriteError::storage)?;
-        let active = meta
-            .get(meta_key::ACTIVE_SPACE)
-            .map_err(WriteError::storage)?
-            .is_some_and(|v| v.value() == name.as_bytes());
-        if active {
+        if active == name {
             return Err(InputError::new(
                 "name",
                 format!("{name:?} is the active space; activate another one first"),
             )
             .into());
         }
-        drop(meta);
         let mut vectors = txn.open_table(SPACE_VECTORS).map_err(WriteError::storage)?;
         let before = vectors.len().map_err(WriteError::storage)?;
         vectors
@@ -257,8 +318,198 @@ pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<(u32, u64), Writ
             .map_err(WriteError::storage)?;
         let freed = before - vectors.len().map_err(WriteError::storage)?;
         spaces.remove(name).map_err(WriteError::storage)?;
-        Ok(Finish::Commit((row.id, freed)))
+        Ok(Finish::Commit(Dropped::Space { id: row.id, freed }))
     })
+}
+
+/// Drops the default space (named `name`: `default` or its promoted name) by promoting the
+/// active space `active` in its place, in `txn`: every live document's vectors row takes
+/// that space's vectors under the same slots (so the chunks, the filter postings and the
+/// text rows, all keyed by vector id, stay as they are; a chunks row's spilled tail is
+/// split again beside the new vectors); the store records that space's model and
+/// dimension, answers to its name, and has no active space other than the default one;
+/// that space's rows and row go; the persisted graph (of the old vectors) is cleared; and
+/// the commit is recorded as one that replaced the vectors (`VECTORS_REPLACED`), which
+/// every index of the default space covering an earlier commit loads again for.
+///
+/// Refused, changing nothing: the default space is the active one (nothing to promote),
+/// or the active space is incomplete; a vectors row whose chunk lacks a vector in the
+/// active space is `Corrupted` (a complete space has one for every live chunk).
+fn promote(
+    txn: &mut redb::WriteTransaction,
+    name: &str,
+    active: &str,
+) -> Result<Finish<Dropped>, WriteError> {
+    use crate::backend::redb::schema::{
+        join_chunk_bytes, text_key, RevisionRows, VectorData, INDEX_SNAPSHOT,
+    };
+    use crate::error::Corruption;
+    if active == DEFAULT_SPACE {
+        return Err(InputError::new(
+            "name",
+            format!(
+                "{name:?} is the default space and the active one: activate a complete space \
+                 first, whose vectors then replace the default space's"
+            ),
+        )
+        .into());
+    }
+    let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
+    let row: SpaceRow = match spaces.get(active).map_err(WriteError::storage)? {
+        Some(bytes) => schema::decode("space row", bytes.value())?,
+        None => {
+            return Err(WriteError::Corrupted {
+                what: "meta".into(),
+                detail: format!("the active space {active:?} has no row"),
+            })
+        }
+    };
+    let mut counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
+    let read = |counters: &redb::Table<'_, &'static str, u64>, key: &str| {
+        counters
+            .get(key)
+            .map(|v| v.map(|v| v.value()).unwrap_or(0))
+            .map_err(WriteError::storage)
+    };
+    let live = read(&counters, counter::LIVE_CHUNKS)?;
+    if row.vectors < live {
+        return Err(WriteError::SpaceIncomplete {
+            space: active.to_owned(),
+            missing: live - row.vectors,
+        });
+    }
+    let dimension = row.dimension as usize;
+    let mut space_vectors = txn.open_table(SPACE_VECTORS).map_err(WriteError::storage)?;
+    let mut chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
+    let mut vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
+    let docs: Vec<u64> = vectors
+        .iter()
+        .map_err(WriteError::storage)?
+        .map(|entry| entry.map(|(key, _)| key.value()))
+        .collect::<Result<_, _>>()
+        .map_err(WriteError::storage)?;
+    let mut rewritten = 0u64;
+    for doc in docs {
+        let Some(old) = vectors
+            .get(doc)
+            .map_err(WriteError::storage)?
+            .map(|v| v.value().to_vec())
+        else {
+            continue;
+        };
+        let old = VectorsRow::parse(&old)?;
+        if old.len() == 0 {
+            continue;
+        }
+        let chunks_row = chunks
+            .get(doc)
+            .map_err(WriteError::storage)?
+            .map(|v| v.value().to_vec())
+            .ok_or_else(|| {
+                Corruption::new(
+                    "vector table",
+                    format!("document {doc} has a vectors row but no chunks row"),
+                )
+            })?;
+        let joined = join_chunk_bytes(&chunks_row, &old);
+        let mut new_vectors: Vec<(u32, Vec<u8>)> = Vec::with_capacity(old.len());
+        for slot in old.slots() {
+            let id = vector_id(doc, slot);
+            let bytes = space_vectors
+                .get((row.id, id))
+                .map_err(WriteError::storage)?
+                .map(|v| v.value().to_vec())
+                .ok_or_else(|| {
+                    Corruption::new(
+                        "space vectors",
+                        format!("the complete space {active:?} has no vector for chunk {id}"),
+                    )
+                })?;
+            if bytes.len() != dimension * 4 {
+                return Err(Corruption::new(
+                    "space vectors",
+                    format!(
+                        "space {active:?}: vector {id} has {} bytes where the space holds \
+                         {dimension}-dimensional vectors",
+                        bytes.len()
+                    ),
+                )
+                .into());
+            }
+            new_vectors.push((slot, bytes));
+        }
+        let entries: Vec<(u32, VectorData<'_>)> = new_vectors
+            .iter()
+            .map(|(slot, bytes)| (*slot, VectorData::Raw(bytes)))
+            .collect();
+        let rows = RevisionRows::split(&joined, &entries);
+        let encoded = rows.vectors_row(&entries)?;
+        chunks
+            .insert(doc, rows.chunks_row())
+            .map_err(WriteError::storage)?;
+        vectors
+            .insert(doc, encoded.as_slice())
+            .map_err(WriteError::storage)?;
+        rewritten += old.len() as u64;
+    }
+    space_vectors
+        .retain_in((row.id, 0u64)..=(row.id, u64::MAX), |_, _| false)
+        .map_err(WriteError::storage)?;
+    spaces.remove(active).map_err(WriteError::storage)?;
+    // The commit moves on, with an empty changelog row: the filter index and the text cache
+    // (keyed by vector id, which no chunk changed) catch up over it; an index of the
+    // default space finds it at or after `VECTORS_REPLACED` and loads again.
+    let old_commit = read(&counters, seq_key::COMMIT)?;
+    let commit = old_commit.checked_add(1).ok_or_else(|| {
+        crate::backend::redb::write::sequence_at_its_end(seq_key::COMMIT, old_commit)
+    })?;
+    counters
+        .insert(seq_key::COMMIT, commit)
+        .map_err(WriteError::storage)?;
+    if read(&counters, text_key::COMMIT)? == old_commit {
+        // The text index covered every commit so far, and this one changed no text.
+        counters
+            .insert(text_key::COMMIT, commit)
+            .map_err(WriteError::storage)?;
+    }
+    let mut changelog = txn.open_table(CHANGELOG).map_err(WriteError::storage)?;
+    changelog
+        .insert(
+            commit,
+            schema::encode(&schema::ChangelogRow::default()).as_slice(),
+        )
+        .map_err(WriteError::storage)?;
+    let mut graph = txn
+        .open_table(INDEX_SNAPSHOT)
+        .map_err(WriteError::storage)?;
+    graph.retain(|_, _| false).map_err(WriteError::storage)?;
+    let mut meta = txn.open_table(META).map_err(WriteError::storage)?;
+    for key in [meta_key::INDEX_SNAPSHOT_SEQ, meta_key::ACTIVE_SPACE] {
+        meta.remove(key).map_err(WriteError::storage)?;
+    }
+    let recorded = [
+        (meta_key::MODEL, row.model.as_bytes().to_vec()),
+        (
+            meta_key::DIMENSION,
+            (dimension as u64).to_le_bytes().to_vec(),
+        ),
+        (meta_key::DEFAULT_SPACE_NAME, active.as_bytes().to_vec()),
+        (meta_key::VECTORS_REPLACED, commit.to_le_bytes().to_vec()),
+    ];
+    for (key, value) in recorded {
+        meta.insert(key, value.as_slice())
+            .map_err(WriteError::storage)?;
+    }
+    Ok(Finish::CommitRecording(
+        Dropped::Promoted {
+            id: row.id,
+            freed: rewritten,
+        },
+        crate::backend::redb::engine::Recorded {
+            dimension,
+            model: row.model,
+        },
+    ))
 }
 
 /// See [`Store::chunks_missing_vectors`](crate::Store::chunks_missing_vectors).
@@ -273,7 +524,7 @@ pub(crate) fn chunks_missing_vectors(
             InputError::new("limit", format!("is {limit}; it must be 1 to {MAX_WALK}")).into(),
         );
     }
-    if name == DEFAULT_SPACE {
+    if is_default(snapshot, name)? {
         // Every live chunk has its default vector.
         return Ok(Vec::new());
     }
@@ -387,7 +638,12 @@ pub(crate) fn verify(
     use std::collections::{BTreeMap, HashMap, HashSet};
     let spaces = spaces(snapshot)?;
     let active = active_space(snapshot)?;
-    match spaces.iter().find(|s| s.name == active) {
+    let lookup = if active == DEFAULT_SPACE {
+        spaces.first().map(|s| s.name.clone()).unwrap_or_default()
+    } else {
+        active.clone()
+    };
+    match spaces.iter().find(|s| s.name == lookup) {
         None => report.store(format!("the active space {active:?} does not exist")),
         Some(space) if !space.is_complete() => report.store(format!(
             "the active space {active:?} lacks a vector for {} live chunks",

@@ -135,6 +135,21 @@ impl<'txn> Batch<'txn> {
             commit: read_counter(&counters, seq_key::COMMIT)?,
         };
         let spaces = spaces::load_spaces(txn, &counters)?;
+        let meta = txn.open_table(META).map_err(open_err)?;
+        // The transaction's own record, not the caller's copy: a promotion committed since
+        // the caller read it changes it (the caller's stands until a first vector fixes it).
+        let dimension =
+            match crate::backend::redb::open::meta_u64(&meta, schema::meta_key::DIMENSION)
+                .map_err(WriteError::storage)?
+            {
+                Some(Ok(stored)) => {
+                    Some(usize::try_from(stored).map_err(|_| WriteError::Corrupted {
+                        what: "dimension".into(),
+                        detail: format!("{stored} is too large"),
+                    })?)
+                }
+                _ => dimension,
+            };
         Ok(Batch {
             spaces,
             spaces_table: txn.open_table(schema::SPACES).map_err(open_err)?,
@@ -146,7 +161,7 @@ impl<'txn> Batch<'txn> {
             vectors: txn.open_table(VECTORS).map_err(open_err)?,
             listings: txn.open_table(LISTINGS).map_err(open_err)?,
             listing_members: txn.open_table(LISTING_MEMBERS).map_err(open_err)?,
-            meta: txn.open_table(META).map_err(open_err)?,
+            meta,
             changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
             skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
             text: match &settings.text {

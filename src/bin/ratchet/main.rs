@@ -57,6 +57,10 @@ enum Command {
     /// searches go on; `--activate` switches searches to it when it is complete.
     #[command(long_about = commands::reembed::LONG_ABOUT)]
     Reembed(commands::reembed::ReembedArgs),
+    /// List the vector spaces, or drop one (`drop default` promotes the active space in
+    /// the default one's place).
+    #[command(long_about = commands::spaces::LONG_ABOUT)]
+    Spaces(commands::spaces::SpacesArgs),
     /// Copy every document between a redb file and a PostgreSQL store (`postgres://...`),
     /// either way, and verify both ends.
     #[cfg(feature = "postgres")]
@@ -349,6 +353,7 @@ fn main() -> ExitCode {
         Command::Backup(args) => commands::backup::run(args),
         Command::Stats(args) => commands::stats::run(args),
         Command::Reembed(args) => commands::reembed::run(args),
+        Command::Spaces(args) => commands::spaces::run(args),
         #[cfg(feature = "postgres")]
         Command::Copy(args) => commands::copy::run(args),
         #[cfg(not(feature = "postgres"))]

@@ -311,17 +311,23 @@ impl Indexer {
         if let Some(answer) = self.search_space_then(query, k, options, &mut then)? {
             return Ok(answer);
         }
-        if self.engine.is_read_only() && self.engine.dimension().is_none() {
-            // The writer may have fixed it since this store opened.
-            drop(self.engine.snapshot()?);
-        }
-        let query = crate::search::prepare_query(
-            query,
-            self.engine.metric(),
-            self.engine.dimension(),
-            &self.engine.options().limits,
-        )?;
         let metric = self.engine.metric();
+        // The query is checked against each snapshot's own dimension (a promotion changes
+        // it); prepared again only when a retry's snapshot records another.
+        let prepare = |dimension: Option<usize>| {
+            crate::search::prepare_query(query, metric, dimension, &self.engine.options().limits)
+        };
+        let mut prepared: Option<(Option<usize>, Vec<f32>)> = None;
+        let mut query_at = |snapshot: &Snapshot| -> Result<Vec<f32>, ReadError> {
+            match &prepared {
+                Some((dimension, query)) if *dimension == snapshot.dimension => Ok(query.clone()),
+                _ => {
+                    let query = prepare(snapshot.dimension)?;
+                    prepared = Some((snapshot.dimension, query.clone()));
+                    Ok(query)
+                }
+            }
+        };
         // The index must cover exactly the snapshot's commit for the whole search: an index
         // ahead of it (a commit applied meanwhile) has already dropped vectors the snapshot
         // still holds live, and the search would miss them (a document being rewritten
@@ -329,6 +335,7 @@ impl Indexer {
         // retry on a newer snapshot if a commit was applied in between.
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.engine.search_snapshot()?;
+            let query = query_at(&snapshot)?;
             let Some(live) = self.live() else {
                 let hits = crate::backend::redb::derived::search::search(
                     &snapshot, None, None, &query, k, options, metric, None,
@@ -370,6 +377,7 @@ impl Indexer {
         }
         // Commits keep landing faster than a search: scan the snapshot itself (exact).
         let snapshot = self.engine.snapshot()?;
+        let query = query_at(&snapshot)?;
         let hits = crate::backend::redb::derived::search::search(
             &snapshot, None, None, &query, k, options, metric, None,
         )?;
@@ -400,7 +408,7 @@ impl Indexer {
                 Some(name) => name.clone(),
                 None => spaces::active_space(&snapshot)?,
             };
-            if name == crate::types::DEFAULT_SPACE {
+            if spaces::is_default(&snapshot, &name)? {
                 return Ok(None);
             }
             let Some(row) = spaces::space_row(&snapshot, &name)? else {
@@ -711,7 +719,30 @@ impl Indexer {
             }
         }
         let snapshot = self.engine.snapshot()?;
+        let existing: Vec<u32> = {
+            let table = snapshot.txn.open_table(schema::SPACES);
+            match table {
+                Ok(table) => {
+                    use redb::ReadableTable;
+                    let mut ids = Vec::new();
+                    for entry in table.iter().map_err(ReadError::storage)? {
+                        let (_, value) = entry.map_err(ReadError::storage)?;
+                        ids.push(
+                            schema::decode::<schema::SpaceRow>("space row", value.value())?.id,
+                        );
+                    }
+                    ids
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
+                Err(e) => return Err(ReadError::storage(e)),
+            }
+        };
         for (id, index) in self.spaces.all() {
+            if !existing.contains(&id) {
+                // Dropped or promoted by the writer (another process): never searched again.
+                self.spaces.forget(id);
+                continue;
+            }
             for problem in index.agreement(&snapshot)? {
                 report.violations.push(crate::types::Violation {
                     source: None,
@@ -880,6 +911,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         let parser = std::thread::Builder::new()
             .name("ratchetdb-index-load".into())
             .spawn_scoped(scope, move || {
+                let dimension = graph_snapshot.dimension.unwrap_or(dimension);
                 // A budgeted index keeps no graph of the full index (nor its memory).
                 let parts = match memory_budget {
                     Some(_) => Ok(Vec::new()),
@@ -1155,6 +1187,19 @@ fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteE
             .inspect(|()| live.persisted_points.store(0, Ordering::SeqCst))?;
         ix.engine
             .write_txn_derived(redb::Durability::Immediate, |txn| {
+                {
+                    // A graph of vectors a promotion replaced since (`spaces::promote`)
+                    // is not written: the next load builds one of the vectors it finds.
+                    let meta = txn.open_table(META).map_err(WriteError::storage)?;
+                    let replaced =
+                        crate::backend::redb::open::meta_u64(&meta, meta_key::VECTORS_REPLACED)
+                            .map_err(WriteError::storage)?;
+                    if matches!(replaced, Some(Ok(commit)) if commit > applied)
+                        || matches!(replaced, Some(Err(_)))
+                    {
+                        return Ok(Finish::Abort(()));
+                    }
+                }
                 let mut table = txn
                     .open_table(schema::INDEX_SNAPSHOT)
                     .map_err(WriteError::storage)?;

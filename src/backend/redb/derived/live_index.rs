@@ -66,6 +66,8 @@ impl LiveIndex {
         params: IndexOptions,
         memory_budget: Option<u64>,
     ) -> Result<LiveIndex, ReadError> {
+        // The snapshot's own: a promotion may have changed it since the caller looked.
+        let dimension = snapshot.dimension.unwrap_or(dimension);
         let mut index = VectorIndex::new(dimension, metric).map_err(index_error)?;
         index.set_graph_params(params.m, params.ef_construction);
         let budget = match memory_budget {
@@ -290,6 +292,9 @@ impl Derived for Applying<'_> {
             .txn
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
+        if changes.replace_vectors()? {
+            return Ok(CatchUp::Rebuild);
+        }
         let adding: usize = changes.rows().iter().map(|c| c.added.len()).sum();
         if self.live.outgrown(adding) {
             return Ok(CatchUp::Rebuild);

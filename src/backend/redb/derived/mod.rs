@@ -36,6 +36,8 @@ use crate::error::ReadError;
 /// wrote in its own transaction: the vector ids it added and removed).
 pub(crate) struct Changes<'s> {
     snapshot: &'s Snapshot,
+    /// The commit the changes start after.
+    after: u64,
     target: u64,
     rows: Vec<ChangelogRow>,
 }
@@ -59,6 +61,7 @@ impl<'s> Changes<'s> {
         let Some(first) = covered.checked_add(1) else {
             return Ok((covered == target).then_some(Changes {
                 snapshot,
+                after: covered,
                 target,
                 rows,
             }));
@@ -79,6 +82,7 @@ impl<'s> Changes<'s> {
         }
         Ok((last == target).then_some(Changes {
             snapshot,
+            after: covered,
             target,
             rows,
         }))
@@ -92,6 +96,27 @@ impl<'s> Changes<'s> {
     /// The commit the changes end at: the snapshot's.
     pub(crate) fn target(&self) -> u64 {
         self.target
+    }
+
+    /// Whether one of these commits replaced the default space's vectors under the same
+    /// ids (a promotion, `spaces::promote`, records its commit in `meta`): the vector
+    /// index of the default space loads again rather than catch up (its vectors, and their
+    /// dimension, are another model's); structures keyed by vector id alone (the filter
+    /// index, the text cache) and the other spaces' indexes catch up as for any commit.
+    pub(crate) fn replace_vectors(&self) -> Result<bool, ReadError> {
+        use crate::backend::redb::schema::{meta_key, META};
+        let meta = self
+            .snapshot
+            .txn
+            .open_table(META)
+            .map_err(ReadError::storage)?;
+        let replaced = crate::backend::redb::open::meta_u64(&meta, meta_key::VECTORS_REPLACED)?;
+        Ok(match replaced {
+            Some(Ok(commit)) => commit > self.after && commit <= self.target,
+            // Unreadable: load again (never wrong, only slower).
+            Some(Err(_)) => true,
+            None => false,
+        })
     }
 
     /// One row per commit, in commit order.

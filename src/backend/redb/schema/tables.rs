@@ -88,6 +88,13 @@ pub(crate) mod meta_key {
     pub(crate) const MODEL: &str = "model";
     /// The name of the vector space searches use by default (absent: `default`).
     pub(crate) const ACTIVE_SPACE: &str = "active_space";
+    /// The name the default space answers to beside `default`: the name of the space a
+    /// promotion (`Store::drop_space("default")`) made the default one (absent: none).
+    pub(crate) const DEFAULT_SPACE_NAME: &str = "default_space_name";
+    /// The commit sequence (u64 LE) of the last promotion, which replaced every vector of
+    /// `doc_vectors` under the same ids: an index of the default space covering an earlier
+    /// commit is loaded again rather than caught up (absent: never).
+    pub(crate) const VECTORS_REPLACED: &str = "vectors_replaced";
     /// The commit sequence the persisted graph snapshot was taken at (u64 LE).
     pub(crate) const INDEX_SNAPSHOT_SEQ: &str = "index_snapshot_seq";
     /// JSON of the `TextOptions` the text index (`text_docs`) was built with; absent: no

@@ -65,6 +65,15 @@ pub(super) struct SpaceInserts {
 }
 
 impl Batch<'_> {
+    /// Whether `name` is the name the default space answers to since a promotion.
+    fn is_promoted_name(&self, name: &str) -> Result<bool, WriteError> {
+        Ok(self
+            .meta
+            .get(schema::meta_key::DEFAULT_SPACE_NAME)
+            .map_err(WriteError::storage)?
+            .is_some_and(|v| v.value() == name.as_bytes()))
+    }
+
     /// Checks `doc`'s vectors in the other spaces against the stored spaces and decides
     /// each new chunk's vector in every space (`policy::space::new_chunk_vector`): the
     /// incoming one, the one of the stored chunk it reuses, or none (an incomplete space);
@@ -81,6 +90,16 @@ impl Batch<'_> {
             for (name, vector) in &chunk.spaces {
                 let field = || format!("chunks[{position}].spaces.{name}");
                 let Some(space) = self.spaces.iter().find(|s| &s.name == name) else {
+                    if self.is_promoted_name(name)? {
+                        return Err(InputError::new(
+                            field(),
+                            format!(
+                                "{name:?} names the default space (it was promoted to it): \
+                                 give this vector as the chunk's own (Chunk::vector)"
+                            ),
+                        )
+                        .into());
+                    }
                     return Err(InputError::new(
                         field(),
                         format!(
@@ -192,6 +211,16 @@ impl Batch<'_> {
         vectors: &[(String, String, u64, Vec<f32>)],
     ) -> Result<SpaceWriteOutcome, WriteError> {
         let Some(index) = self.spaces.iter().position(|s| s.name == name) else {
+            if self.is_promoted_name(name)? {
+                return Err(InputError::new(
+                    "space",
+                    format!(
+                        "{name:?} names the default space (it was promoted to it): its vectors \
+                         are written with their revisions (Chunk::vector)"
+                    ),
+                )
+                .into());
+            }
             return Err(unknown_space("space", name));
         };
         let dimension = self.spaces[index].row.dimension as usize;

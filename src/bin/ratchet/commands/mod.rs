@@ -9,5 +9,6 @@ pub mod ingest;
 pub mod recover;
 pub mod reembed;
 pub mod search;
+pub mod spaces;
 pub mod stats;
 pub mod verify;

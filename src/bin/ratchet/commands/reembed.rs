@@ -17,13 +17,20 @@ once it covers every chunk.
 
   ratchet reembed --db index.redb --model DIR --activate      (MiniLM from DIR)
   ratchet reembed --db index.redb --hashing 768 --activate    (the built-in embedder, 768 wide)
+  ratchet reembed --db index.redb --model DIR --activate --drop-old
 
 The space is named after the embedder unless --space names it; a space that exists is
 continued. Each batch is committed as it is embedded, and a chunk whose document is rewritten
 meanwhile is not overwritten (it is counted as superseded, and embedded again from its new
 text): stop it at any time (Ctrl-C, a kill) and run the same command again to go on from
 where it stopped, nothing embedded twice. `ratchet ingest` embeds new revisions for every
-space whose embedder it can load; `ratchet stats` shows each space's coverage.";
+space whose embedder it can load; `ratchet stats` shows each space's coverage.
+
+`--drop-old` (with --activate) then drops the space that was active before: when that is the
+default space (the store's own vectors), the new space is promoted in its place (one
+transaction: every chunk's vector becomes the new one, the store records the new model and
+dimension), so `ingest` embeds with the new embedder alone from then on (`ratchet spaces
+drop` does the same step on its own).";
 
 #[derive(Args, Debug)]
 pub struct ReembedArgs {
@@ -49,6 +56,10 @@ pub struct ReembedArgs {
     /// Make the space the one searches use once it covers every chunk.
     #[arg(long)]
     activate: bool,
+    /// After --activate, drop the space that was active before (the default one: promote
+    /// the new space in its place, so the old model is never needed again).
+    #[arg(long, requires = "activate")]
+    drop_old: bool,
 }
 
 pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
@@ -126,8 +137,22 @@ pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
         after.live_chunks
     );
     if args.activate {
+        let before = store.spaces()?.into_iter().find(|s| s.active);
         store.activate(&name)?;
         eprintln!("reembed: space {name:?} is active: searches use it");
+        match before {
+            Some(old) if args.drop_old && old.name != name => {
+                // The default space is dropped by its first name whatever it answers to.
+                let first = store.spaces()?.into_iter().next().map(|s| s.name);
+                let old_name = if first.as_deref() == Some(old.name.as_str()) {
+                    ratchetdb::DEFAULT_SPACE.to_owned()
+                } else {
+                    old.name
+                };
+                crate::commands::spaces::drop_space(&store, &old_name)?;
+            }
+            _ => {}
+        }
     } else if !after.active {
         eprintln!(
             "reembed: searches still use the active space; `{} reembed --db {} {} --activate` switches them",
