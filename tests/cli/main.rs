@@ -36,6 +36,7 @@ mod cli_read_commands_on_read_only_media;
 mod cli_reembed_killed_at_random_points_resumes;
 mod cli_reembed_moves_a_store_to_another_embedder_while_it_is_searched;
 mod cli_reingest_summary_and_stats_use_the_same_words;
+mod cli_search_a_named_space;
 mod cli_search_hybrid_with_a_question_and_a_vector;
 mod cli_search_modes;
 mod cli_search_per_document;
