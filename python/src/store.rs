@@ -130,6 +130,7 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SearchOptions> {
         let exact = match exact {
             Some(exact) => convert::flag(exact, "exact")?,
@@ -161,6 +162,9 @@ impl PyStore {
                 options = options.filter(filter);
             }
         }
+        if let Some(space) = space.filter(|s| !s.is_none()) {
+            options = options.space(text(space, "space")?);
+        }
         Ok(options)
     }
 
@@ -186,19 +190,80 @@ impl PyStore {
         Ok(Arc::clone(embedder))
     }
 
-    /// The query vector of `question`, embedded with the GIL released.
+    /// The query vector of `question` for the space `options` searches, embedded with the
+    /// GIL released. The space (the named one, else the active one) is pinned in `options`,
+    /// so an activation meanwhile does not change the space the question was embedded for;
+    /// an embedder of another model or dimension than the space's is a `MismatchError`
+    /// naming `space`.
     fn embed_question(
         &self,
         py: Python<'_>,
         store: &ratchetdb::Store,
         question: String,
+        options: &mut SearchOptions,
         field: &str,
         instead: &str,
     ) -> PyResult<Vec<f32>> {
-        let embedder = self.embedder_for(store, field, instead)?;
+        let embedder = self.space_embedder(store, options, field, instead)?;
         embed_released(py, &embedder, &[question])?
             .pop()
             .ok_or_else(|| crate::errors::EmbedError::new_err("the embedder returned no vector"))
+    }
+
+    /// The Store's embedder, checked against the space `options` searches (pinned there):
+    /// the default space's recorded model, or another space's model and dimension.
+    fn space_embedder(
+        &self,
+        store: &ratchetdb::Store,
+        options: &mut SearchOptions,
+        field: &str,
+        instead: &str,
+    ) -> PyResult<Arc<dyn ratchetdb::Embedder>> {
+        let Some((_, embedder)) = &self.embedder else {
+            return self.embedder_for(store, field, instead);
+        };
+        // A store without spaces (PostgreSQL) has only its default one.
+        let Ok(spaces) = store.spaces() else {
+            return self.embedder_for(store, field, instead);
+        };
+        let wanted = options.space.clone();
+        let space = spaces.into_iter().find(|s| match &wanted {
+            Some(name) => s.name == *name,
+            None => s.active,
+        });
+        let Some(space) = space else {
+            // An unknown space: the search names it.
+            return Ok(Arc::clone(embedder));
+        };
+        options.space = Some(space.name.clone());
+        let matches = if space.name == ratchetdb::DEFAULT_SPACE {
+            match check_recorded(store, embedder.as_ref(), &self.path) {
+                Ok(()) => true,
+                // The embedder of another space: said so, naming `space`.
+                Err(_) if extra_space_of(store, embedder.as_ref()).is_some() => false,
+                Err(refused) => return Err(refused),
+            }
+        } else {
+            space.model == embedder.name() && space.dimension == Some(embedder.dimension())
+        };
+        if !matches {
+            let dimension = space
+                .dimension
+                .map_or_else(|| "?".to_string(), |d| d.to_string());
+            return Err(mismatch(
+                "space",
+                format!(
+                    "the vector space {:?} of {} holds vectors of {} ({dimension} dimensions),                      but the Store's embedder is {} ({} dimensions): search it with                      search(vector, space=...), or open the Store with that model's embedder",
+                    space.name,
+                    self.path,
+                    space.model,
+                    embedder.name(),
+                    embedder.dimension()
+                ),
+                format!("stored {}, requested {}", space.model, embedder.name()),
+            ));
+        }
+        Ok(Arc::clone(embedder))
     }
 
     /// Fills in the vectors of `docs[i]` for each `i` in `which` (documents given without
@@ -332,6 +397,17 @@ fn check_recorded(
         })),
         _ => Ok(()),
     }
+}
+
+/// The first vector space besides the default one whose model and dimension are
+/// `embedder`'s (`None` on a store without spaces).
+fn extra_space_of(store: &ratchetdb::Store, embedder: &dyn ratchetdb::Embedder) -> Option<String> {
+    let spaces = store.spaces().ok()?;
+    spaces
+        .into_iter()
+        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        .find(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+        .map(|s| s.name)
 }
 
 /// A document from the arguments `upsert` and `plan` take.
@@ -634,8 +710,17 @@ impl PyStore {
             .map_err(from_open)?;
         let store = match &embedder {
             Some((_, e)) => {
-                check_recorded(&store, e.as_ref(), &display)?;
-                if read_only || (store.model().is_some() && store.dimension().is_some()) {
+                // An embedder of another vector space's model is accepted: it embeds that
+                // space's vectors and questions (a store moving to a new model).
+                let of_default = match check_recorded(&store, e.as_ref(), &display) {
+                    Ok(()) => true,
+                    Err(_) if extra_space_of(&store, e.as_ref()).is_some() => false,
+                    Err(refused) => return Err(refused),
+                };
+                if read_only
+                    || !of_default
+                    || (store.model().is_some() && store.dimension().is_some())
+                {
                     store
                 } else {
                     drop(store);
@@ -1047,8 +1132,10 @@ impl PyStore {
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width;
-    /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents.
-    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents;
+    /// `space`: the vector space searched (see `spaces()`; `None`: the active one), an
+    /// unknown one an `InputError` naming `space`.
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -1060,16 +1147,19 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let k = k_or_default(py, k);
         Ok(self.search_timed(py, vector, &k, &options)?.0)
     }
 
     /// The `k` nearest live chunks to the embedding of `query` (a question, embedded with
     /// the Store's embedder, the GIL released); the other arguments as for `search`. Without
-    /// an embedder an `InputError` naming `embedder`.
-    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// an embedder an `InputError` naming `embedder`. The embedder must be the searched
+    /// space's model (`space`, else the active space), else a `MismatchError` naming `space`.
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_query(
         &self,
@@ -1081,15 +1171,18 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let query = text(query, "query")?;
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let mut options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let store = self.store()?;
         let vector = self.embed_question(
             py,
             &store,
             query,
+            &mut options,
             "embedder",
             "search with search(vector) or search_text(query)",
         )?;
@@ -1109,7 +1202,7 @@ impl PyStore {
         vector: &Bound<'_, PyAny>,
         k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Py<Hit>>, u64)> {
-        let options = PyStore::search_options(None, None, None, None, None)?;
+        let options = PyStore::search_options(None, None, None, None, None, None)?;
         let k = k_or_default(py, k);
         let (hits, inner) = self.search_timed(py, vector, &k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
@@ -1135,7 +1228,7 @@ impl PyStore {
         let query = text(query, "query")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let options = with_bm25(
-            PyStore::search_options(r#where, sources, None, None, group_by_document)?,
+            PyStore::search_options(r#where, sources, None, None, group_by_document, None)?,
             convert::real_opt(k1, "k1")?.map(|x| x as f32),
             convert::real_opt(b, "b")?.map(|x| x as f32),
         );
@@ -1150,8 +1243,9 @@ impl PyStore {
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
     /// `vector=None` (or left out): `text` embedded with the Store's embedder (without one,
-    /// an `InputError` naming `vector`).
-    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False)")]
+    /// an `InputError` naming `vector`). `space`: the vector space of the vector half (as
+    /// for `search` and `search_query`).
+    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None, space=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
@@ -1165,10 +1259,12 @@ impl PyStore {
         rrf_k: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let text = convert::text(text, "text")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let mut options = PyStore::search_options(r#where, sources, None, ef, group_by_document)?;
+        let mut options =
+            PyStore::search_options(r#where, sources, None, ef, group_by_document, space)?;
         let rrf_k = rrf_k.filter(|r| !r.is_none());
         let vector_weight = convert::real_opt(vector_weight, "vector_weight")?.map(|x| x as f32);
         options = match (rrf_k, vector_weight) {
@@ -1194,6 +1290,7 @@ impl PyStore {
                 py,
                 &store,
                 text.clone(),
+                &mut options,
                 "vector",
                 "pass the query's vector",
             )?,
@@ -1205,8 +1302,8 @@ impl PyStore {
     }
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
-    /// hits per row.
-    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// hits per row (`space` as for `search`).
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
@@ -1218,9 +1315,11 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<Py<Hit>>>> {
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
             .into_iter()
@@ -1285,6 +1384,29 @@ impl PyStore {
             dict.bind(py).set_item("writer", writer_dict)?;
         }
         Ok(dict)
+    }
+
+    /// Every vector space, the default one first, from one snapshot: a list of dicts with
+    /// `name`, `model`, `dimension`, `vectors` (live chunks with a vector in it),
+    /// `live_chunks`, `complete` (a vector for every live chunk: every write must bring its
+    /// vectors) and `active` (the space searches use when they name none).
+    /// `UnsupportedError` on PostgreSQL (whose only space is the default).
+    fn spaces(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let store = self.store()?;
+        let spaces = py.detach(|| store.spaces()).map_err(from_read)?;
+        let list = PyList::empty(py);
+        for space in spaces {
+            let dict = PyDict::new(py);
+            dict.set_item("name", &space.name)?;
+            dict.set_item("model", &space.model)?;
+            dict.set_item("dimension", space.dimension)?;
+            dict.set_item("vectors", space.vectors)?;
+            dict.set_item("live_chunks", space.live_chunks)?;
+            dict.set_item("complete", space.is_complete())?;
+            dict.set_item("active", space.active)?;
+            list.append(dict)?;
+        }
+        Ok(list.into_any().unbind())
     }
 
     /// Checks every invariant the rows can show; the report has `.ok` and `.violations`.

@@ -180,6 +180,7 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_query(
         self,
@@ -191,6 +192,7 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_text(
         self,
@@ -215,6 +217,7 @@ class Store:
         rrf_k: Optional[int] = None,
         vector_weight: Optional[float] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_many(
         self,
@@ -226,10 +229,12 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[list[Hit]]: ...
     def _search_timed(self, vector: VectorLike, k: int = 10) -> tuple[list[Hit], int]: ...
     def get(self, source: str, id: str, *, vectors: bool = False) -> Optional[dict[str, Any]]: ...
     def stats(self) -> dict[str, Any]: ...
+    def spaces(self) -> list[dict[str, Any]]: ...
     def verify(self) -> VerifyReport: ...
     def export(self, *, vectors: bool = False) -> Export: ...
     def plan(
