@@ -312,14 +312,14 @@ function count(value, field, fallback) {
   return value;
 }
 
-const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'rrfK', 'vectorWeight'];
+const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'space', 'rrfK', 'vectorWeight'];
 
 // A search's options as the native calls take them: `k`, and the other options (undefined
 // when there are none, which spares the native side reading an object).
 function searchOptions(options, kind) {
   if (options === undefined || options === null) return [10, undefined];
   if (!isPlainObject(options)) throw bad('options', 'must be an object');
-  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 6), 'options');
+  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, kind === 'text' ? 6 : 7), 'options');
   const k = count(options.k, 'k', 10);
   let out;
   const set = (key, value) => { (out || (out = {}))[key] = value; };
@@ -341,6 +341,7 @@ function searchOptions(options, kind) {
     if (typeof options.perDocument !== 'boolean') throw bad('perDocument', 'must be a boolean');
     set('perDocument', options.perDocument);
   }
+  if (options.space !== undefined && options.space !== null) set('space', text(options.space, 'space'));
   if (options.rrfK !== undefined && options.rrfK !== null) set('rrfK', count(options.rrfK, 'rrfK'));
   if (options.vectorWeight !== undefined && options.vectorWeight !== null) {
     const w = options.vectorWeight;
@@ -549,6 +550,7 @@ class Store {
     }
     const { embedder } = given;
     delete given.embedder;
+    const plain = { ...given };
     if (embedder !== undefined && embedder !== null) {
       if (!(embedder instanceof Embedder)) throw bad('embedder', 'must be a HashingEmbedder or a MiniLM');
       for (const name of ['model', 'dimension']) {
@@ -558,7 +560,20 @@ class Store {
         given[name] = embedder[name];
       }
     }
-    const inner = await call(callSync(() => native.open(path, given)));
+    let inner;
+    try {
+      inner = await call(callSync(() => native.open(path, given)));
+    } catch (error) {
+      // The embedder of another vector space's model (a store moving to a new model) is
+      // accepted: it embeds that space's vectors and questions.
+      if (!embedder || !(error instanceof MismatchError)) throw error;
+      const other = await call(callSync(() => native.open(path, plain)));
+      if (callSync(() => other.spaceOf(embedder._inner)) == null) {
+        await call(other.close());
+        throw error;
+      }
+      inner = other;
+    }
     if (embedder) inner.setEmbedder(embedder._inner);
     return new Store(inner, embedder);
   }
@@ -708,6 +723,16 @@ class Store {
   /** Counters, totals and the most recent refusals, from one snapshot. */
   async stats() {
     return reshape(await call(callSync(() => this._inner.stats())));
+  }
+
+  /**
+   * Every vector space, the default one first, from one snapshot: `{ name, model, dimension,
+   * vectors, liveChunks, complete, active }` each (`complete`: a vector for every live chunk,
+   * so every write must bring its vectors; `active`: the space searches use when they name
+   * none). `UnsupportedError` on PostgreSQL (whose only space is the default).
+   */
+  async spaces() {
+    return reshape(await call(callSync(() => this._inner.spaces())));
   }
 
   /** Checks every invariant the rows can show: `{ ok, violations, ... }`. */
