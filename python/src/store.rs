@@ -266,6 +266,85 @@ impl PyStore {
         Ok(Arc::clone(embedder))
     }
 
+    /// Whether the Store's embedder makes the default space's vectors (it may be another
+    /// space's: see `Store(embedder=...)`).
+    fn embeds_default(&self, store: &ratchetdb::Store) -> bool {
+        self.embedder
+            .as_ref()
+            .is_some_and(|(_, e)| check_recorded(store, e.as_ref(), &self.path).is_ok())
+    }
+
+    /// Embeds, for every vector space besides the default one whose model and dimension are
+    /// the Store's embedder's, the chunks of `docs` given without a vector in it whose text
+    /// the stored revision does not hold (those reuse the stored one's vector), in one
+    /// batch with the GIL released.
+    fn embed_spaces(
+        &self,
+        py: Python<'_>,
+        store: &ratchetdb::Store,
+        docs: &mut [Document],
+    ) -> PyResult<()> {
+        let Some((_, embedder)) = &self.embedder else {
+            return Ok(());
+        };
+        let Ok(spaces) = store.spaces() else {
+            return Ok(());
+        };
+        let names: Vec<String> = spaces
+            .into_iter()
+            .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+            .filter(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+            .map(|s| s.name)
+            .collect();
+        if names.is_empty() || docs.is_empty() {
+            return Ok(());
+        }
+        // Per document, the positions that lack a vector in some of these spaces and whose
+        // text the stored revision does not hold; a document the plan cannot judge (bad
+        // input the write will name) is embedded whole.
+        let wanted: Vec<Vec<usize>> = py.detach(|| {
+            docs.iter()
+                .map(|doc| {
+                    let new: Vec<usize> = match store.plan(doc) {
+                        Ok(plan) => plan.to_embed,
+                        Err(_) => (0..doc.chunks.len()).collect(),
+                    };
+                    new.into_iter()
+                        .filter(|&p| {
+                            doc.chunks
+                                .get(p)
+                                .is_some_and(|c| names.iter().any(|n| !c.spaces.contains_key(n)))
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let texts: Vec<String> = docs
+            .iter()
+            .zip(&wanted)
+            .flat_map(|(doc, at)| at.iter().filter_map(|&p| doc.chunks.get(p)))
+            .map(|c| c.text.clone())
+            .collect();
+        if texts.is_empty() {
+            return Ok(());
+        }
+        let mut vectors = embed_released(py, embedder, &texts)?.into_iter();
+        for (doc, at) in docs.iter_mut().zip(&wanted) {
+            for &p in at {
+                let (Some(chunk), Some(vector)) = (doc.chunks.get_mut(p), vectors.next()) else {
+                    continue;
+                };
+                for name in &names {
+                    chunk
+                        .spaces
+                        .entry(name.clone())
+                        .or_insert_with(|| vector.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Fills in the vectors of `docs[i]` for each `i` in `which` (documents given without
     /// vectors): the chunks `Store::plan` says need embedding are embedded (with the GIL
     /// released, in one batch), the others are left for the store to reuse the stored
@@ -419,8 +498,10 @@ pub(crate) fn document(
     vectors: Option<&Bound<'_, PyAny>>,
     metas: Option<&Bound<'_, PyAny>>,
     meta: Option<&Bound<'_, PyAny>>,
+    space_vectors: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Document> {
     let texts = strings(texts, "texts")?;
+    let in_spaces = space_rows(space_vectors, texts.len())?;
     let vectors = match vectors {
         Some(v) if !v.is_none() => vector_rows(v, texts.len(), "vectors")?,
         _ => vec![None; texts.len()],
@@ -446,14 +527,47 @@ pub(crate) fn document(
     if let Some(meta) = meta {
         doc = doc.with_meta(json(meta, "meta")?);
     }
-    for ((text, vector), meta) in texts.into_iter().zip(vectors).zip(metas) {
-        let chunk = match vector {
+    for (i, ((text, vector), meta)) in texts.into_iter().zip(vectors).zip(metas).enumerate() {
+        let mut chunk = match vector {
             Some(vector) => Chunk::new(text, vector),
             None => Chunk::without_vector(text),
         };
+        for (space, rows) in &in_spaces {
+            if let Some(Some(row)) = rows.get(i) {
+                chunk.spaces.insert(space.clone(), row.clone());
+            }
+        }
         doc = doc.with_chunk(chunk.with_meta(meta));
     }
     Ok(doc)
+}
+
+/// `space_vectors`: a dict of vector space name to one row per text (a 2-D array, or a list
+/// of rows, a row `None` for a chunk left without a vector in that space), as
+/// `(name, rows)`; absent or `None`, none.
+pub(crate) fn space_rows(
+    value: Option<&Bound<'_, PyAny>>,
+    texts: usize,
+) -> PyResult<Vec<(String, Vec<Option<Vec<f32>>>)>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let dict = value.cast::<PyDict>().map_err(|_| {
+        input(
+            "space_vectors",
+            format!(
+                "is of type {}; give a dict of space name to vectors ({{\"minilm\": rows}})",
+                convert::type_name(value)
+            ),
+        )
+    })?;
+    let mut out = Vec::with_capacity(dict.len());
+    for (key, rows) in dict.iter() {
+        let name = text(&key, "space_vectors")?;
+        let field = format!("space_vectors[{name:?}]");
+        out.push((name, vector_rows(&rows, texts, &field)?));
+    }
+    Ok(out)
 }
 
 fn op_outcome(py: Python<'_>, outcome: OpOutcome, incoming: Version) -> PyResult<Py<PyAny>> {
@@ -497,6 +611,7 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version, boo
                 vectors.as_ref(),
                 dict.get_item("metas")?.as_ref(),
                 dict.get_item("meta")?.as_ref(),
+                dict.get_item("space_vectors")?.as_ref(),
             )
             .map_err(|e| prefix(value.py(), e, field))?;
             Op::Upsert(doc)
@@ -568,6 +683,13 @@ fn add_field(field: &str, i: usize, lists: (bool, bool)) -> String {
         "id" => format!("ids[{i}]"),
         "version" if versions_listed => format!("versions[{i}]"),
         "version" => "versions".to_string(),
+        _ if field.starts_with("space_vectors[") => {
+            // `space_vectors["minilm"][0]...`: the item's row, `[i]`.
+            match field.find("][0]") {
+                Some(at) => format!("{}][{i}]{}", &field[..at], &field[at + 4..]),
+                None => field.to_string(),
+            }
+        }
         _ => {
             for list in ["texts", "vectors", "metas"] {
                 if let Some(rest) = field.strip_prefix(list).and_then(|r| r.strip_prefix("[0]")) {
@@ -825,7 +947,13 @@ impl PyStore {
     /// holds no vector for (the others reuse theirs); without an embedder every text reuses the
     /// stored revision's vector of the same text, and a text without one is refused
     /// (`MissingVectorError`).
-    #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None))]
+    ///
+    /// `space_vectors`: the chunks' vectors in the store's other vector spaces, a dict of
+    /// space name to one row per text (`{"minilm": rows}`). Once a space is complete (see
+    /// `spaces()`) every new chunk needs a vector in it: given here, else embedded by the
+    /// Store's embedder when that is the space's model, else refused (an `InputError` naming
+    /// `space_vectors["minilm"][i]`).
+    #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None, space_vectors=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert(
         &self,
@@ -837,22 +965,33 @@ impl PyStore {
         vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
+        space_vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
         // Without an embedder, no vectors means: reuse the stored revision's vectors of the
         // same texts (the store refuses the write when a text has none).
-        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
-        let mut doc = document(source, id, version, texts, vectors, metas, meta)?;
+        let store = self.store()?;
+        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
+        let mut doc = document(
+            source,
+            id,
+            version,
+            texts,
+            vectors,
+            metas,
+            meta,
+            space_vectors,
+        )?;
         let writer = self.writer()?;
         let mut retry = Vec::new();
         if to_embed {
-            let store = self.store()?;
             py.detach(|| store.check(&doc)).map_err(from_write)?;
             retry =
                 self.embed_missing(py, &store, std::slice::from_mut(&mut doc), &[0], "vectors")?;
         }
+        self.embed_spaces(py, &store, std::slice::from_mut(&mut doc))?;
         let outcome = match (py.detach(|| writer.upsert(doc)), retry.pop()) {
             (Err(WriteError::MissingVector { .. }), Some((_, doc))) => {
                 let doc = self.embed_rest(py, doc)?;
@@ -928,7 +1067,8 @@ impl PyStore {
     /// raises: nothing of the call is acknowledged.
     ///
     /// `vectors=None` (or left out): the Store's embedder embeds the texts (see `upsert`).
-    #[pyo3(signature = (sources, ids, versions, texts, vectors=None, metas=None))]
+    /// `space_vectors`: a dict of vector space name to one row per item (see `upsert`).
+    #[pyo3(signature = (sources, ids, versions, texts, vectors=None, metas=None, *, space_vectors=None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -939,6 +1079,7 @@ impl PyStore {
         texts: &Bound<'_, PyAny>,
         vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
+        space_vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let ids = strings(ids, "ids")?;
         let n = ids.len();
@@ -970,11 +1111,13 @@ impl PyStore {
                 list.to_string()
             }
         };
-        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
+        let store = self.store()?;
+        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
         let vectors = match vectors.filter(|v| !v.is_none()) {
             Some(vectors) => vector_rows(vectors, n, "vectors")?,
             None => vec![None; n],
         };
+        let in_spaces = space_rows(space_vectors, n)?;
         let metas = match metas.filter(|m| !m.is_none()) {
             Some(m) => {
                 let items = sequence(m, "metas")?;
@@ -992,7 +1135,6 @@ impl PyStore {
             }
             None => vec![serde_json::Value::Null; n],
         };
-        let store = self.store()?;
         let mut dimension = store.dimension();
         let mut docs = Vec::with_capacity(n);
         let mut incoming = Vec::with_capacity(n);
@@ -1018,10 +1160,15 @@ impl PyStore {
                     _ => dimension = Some(vector.len()),
                 }
             }
-            let chunk = match vector {
+            let mut chunk = match vector {
                 Some(vector) => Chunk::new(text_, vector),
                 None => Chunk::without_vector(text_),
             };
+            for (space, rows) in &in_spaces {
+                if let Some(Some(row)) = rows.get(i) {
+                    chunk.spaces.insert(space.clone(), row.clone());
+                }
+            }
             docs.push(Document::new(source, id, version).with_chunk(chunk.with_meta(meta)));
             incoming.push(version);
         }
@@ -1039,6 +1186,7 @@ impl PyStore {
         } else {
             Vec::new()
         };
+        self.embed_spaces(py, &store, &mut docs)?;
         let ops: Vec<Op> = docs.into_iter().map(Op::Upsert).collect();
         let results = self.write_ops(py, &store, ops, retry)?;
         results
@@ -1067,7 +1215,8 @@ impl PyStore {
     /// one result per operation, in order: an `Outcome`, a `RetainOutcome`, or the exception
     /// (not raised) of an operation refused for its input, which changed nothing. A storage
     /// failure raises: nothing of the batch is acknowledged. An upsert without `"vectors"`
-    /// is embedded with the Store's embedder (see `upsert`).
+    /// is embedded with the Store's embedder (see `upsert`); its `"space_vectors"` are as
+    /// `upsert`'s.
     fn write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         let items = sequence(ops, "ops")?;
         let mut converted = Vec::with_capacity(items.len());
@@ -1077,12 +1226,12 @@ impl PyStore {
         let versions: Vec<Version> = converted.iter().map(|(_, v, _)| *v).collect();
         // Without an embedder, an upsert without vectors reuses the stored ones (as before
         // embedders existed): the store refuses it when a text has none.
-        let embed: Vec<usize> = if self.embedder.is_some() {
+        let store = self.store()?;
+        let embed: Vec<usize> = if self.embeds_default(&store) {
             (0..converted.len()).filter(|&i| converted[i].2).collect()
         } else {
             Vec::new()
         };
-        let store = self.store()?;
         let mut retry = Vec::new();
         if let Some(&first) = embed.first() {
             // The documents to embed, taken out of their ops and put back after.
@@ -1103,6 +1252,23 @@ impl PyStore {
                 .filter_map(|(j, doc)| embed.get(j).map(|&i| (i, doc)))
                 .collect();
             for (&i, doc) in embed.iter().zip(docs) {
+                converted[i].0 = Op::Upsert(doc);
+            }
+        }
+        if self.embedder.is_some() {
+            let mut docs = Vec::new();
+            let mut at = Vec::new();
+            for (i, (op, _, _)) in converted.iter_mut().enumerate() {
+                if let Op::Upsert(doc) = op {
+                    docs.push(std::mem::replace(
+                        doc,
+                        Document::new("", "", Version::number(0)),
+                    ));
+                    at.push(i);
+                }
+            }
+            self.embed_spaces(py, &store, &mut docs)?;
+            for (i, doc) in at.into_iter().zip(docs) {
                 converted[i].0 = Op::Upsert(doc);
             }
         }
@@ -1454,7 +1620,7 @@ impl PyStore {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
-        let doc = document(source, id, version, texts, None, metas, meta)?;
+        let doc = document(source, id, version, texts, None, metas, meta, None)?;
         let store = self.store()?;
         let plan = py.detach(|| store.plan(&doc)).map_err(from_read)?;
         let dict = PyDict::new(py);

@@ -154,6 +154,7 @@ class Store:
         *,
         metas: Optional[Sequence[Json]] = None,
         meta: Json = None,
+        space_vectors: Optional[Mapping[str, VectorsLike]] = None,
     ) -> Outcome: ...
     def add(
         self,
@@ -163,6 +164,8 @@ class Store:
         texts: Sequence[str],
         vectors: Optional[VectorsLike] = None,
         metas: Optional[Sequence[Json]] = None,
+        *,
+        space_vectors: Optional[Mapping[str, VectorsLike]] = None,
     ) -> list[Union[Outcome, "InputError"]]: ...
     def delete(self, source: str, id: str, version: VersionLike) -> Outcome: ...
     def retain(self, source: str, ids: Sequence[str], version: VersionLike) -> RetainOutcome: ...
