@@ -109,6 +109,8 @@ export interface ChunkInput {
   vector?: Float32Array
   /** Its metadata (a JSON object). */
   meta?: any
+  /** Its vectors in the store's other vector spaces (`spaceVectors` in JavaScript). */
+  spaces?: Array<SpaceVectorInput>
 }
 
 /** The hashing embedder (lexical feature hashing) with `dimension` buckets. */
@@ -188,6 +190,14 @@ export interface SearchInput {
   perDocument?: boolean
   /** The vector space searched (absent: the active one). */
   space?: string
+}
+
+/** A chunk's vector in one vector space besides the default one. */
+export interface SpaceVectorInput {
+  /** The space's name. */
+  name: string
+  /** The vector. */
+  vector: Float32Array
 }
 
 /**

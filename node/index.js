@@ -267,11 +267,19 @@ function upsertOp(doc, field) {
   const chunks = doc.chunks.map((chunk, i) => {
     const f = at(`chunks[${i}]`);
     if (!isPlainObject(chunk)) throw bad(f, 'must be an object { text, vector, meta }');
-    knownKeys(chunk, ['text', 'vector', 'meta'], f);
+    knownKeys(chunk, ['text', 'vector', 'meta', 'spaceVectors'], f);
+    let spaces;
+    if (chunk.spaceVectors !== undefined && chunk.spaceVectors !== null) {
+      if (!isPlainObject(chunk.spaceVectors)) throw bad(`${f}.spaceVectors`, 'must be an object of space name to vector ({ minilm: Float32Array })');
+      spaces = Object.entries(chunk.spaceVectors)
+        .filter(([, v]) => v !== undefined && v !== null)
+        .map(([name, v]) => ({ name, vector: vector(v, `${f}.spaceVectors.${name}`) }));
+    }
     return {
       text: text(chunk.text, `${f}.text`),
       vector: chunk.vector === undefined || chunk.vector === null ? undefined : vector(chunk.vector, `${f}.vector`),
       meta: meta(chunk.meta, `${f}.meta`),
+      spaces,
     };
   });
   return {
@@ -595,7 +603,11 @@ class Store {
 
   /**
    * Writes a revision, guarded: refused (status `skipped`, with its reason) unless newer
-   * than what is stored.
+   * than what is stored. A chunk is `{ text, vector, meta, spaceVectors }`: `spaceVectors`
+   * holds its vectors in the store's other vector spaces (`{ minilm: Float32Array }`). Once a
+   * space is complete (see `spaces()`) every new chunk needs a vector there: given, else
+   * embedded by the store's embedder when that is the space's model, else refused (an
+   * `InputError` on `chunks[i].spaceVectors.NAME`).
    */
   async upsert(doc) {
     const op = upsertOp(doc);

@@ -1,7 +1,9 @@
 //! `NativeStore`: one open store, its writes and its reads.
 
 use crate::convert::{self, OpInput};
-use crate::embedder::{embed_all, embed_missing, lacks_vectors, NativeEmbedder};
+use crate::embedder::{
+    embed_all, embed_missing, embed_spaces, embeds_default, lacks_vectors, NativeEmbedder,
+};
 use crate::errors::{closed, from_open, from_read, from_write, input, internal};
 use crate::export::NativeExport;
 use crate::reads::{self, Completer, Settled};
@@ -227,9 +229,11 @@ fn write_batch_embedding(
     mut ops: Vec<Op>,
 ) -> napi::Result<Vec<Result<OpOutcome, WriteError>>> {
     let mut retries = Vec::new();
+    let default = embeds_default(store, embedder);
     for (i, op) in ops.iter_mut().enumerate() {
         if let Op::Upsert(doc) = op {
-            if lacks_vectors(doc) {
+            embed_spaces(store, embedder, doc)?;
+            if default && lacks_vectors(doc) {
                 embed_missing(store, embedder, doc, false)?;
                 if lacks_vectors(doc) {
                     retries.push((i, doc.clone()));
