@@ -490,6 +490,7 @@ fn extra_space_of(store: &ratchetdb::Store, embedder: &dyn ratchetdb::Embedder) 
 }
 
 /// A document from the arguments `upsert` and `plan` take.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn document(
     source: String,
     id: String,
@@ -542,13 +543,16 @@ pub(crate) fn document(
     Ok(doc)
 }
 
+/// One optional vector per text.
+type Rows = Vec<Option<Vec<f32>>>;
+
 /// `space_vectors`: a dict of vector space name to one row per text (a 2-D array, or a list
 /// of rows, a row `None` for a chunk left without a vector in that space), as
 /// `(name, rows)`; absent or `None`, none.
 pub(crate) fn space_rows(
     value: Option<&Bound<'_, PyAny>>,
     texts: usize,
-) -> PyResult<Vec<(String, Vec<Option<Vec<f32>>>)>> {
+) -> PyResult<Vec<(String, Rows)>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(Vec::new());
     };
