@@ -10,6 +10,7 @@ mod support;
 
 mod cli_copy_from_a_postgres_url_hides_its_password;
 mod cli_demo;
+mod cli_export_and_copy_carry_every_vector_space;
 mod cli_export_ingests_back_into_the_same_store;
 mod cli_folder_dangling_link_is_skipped_as_outside;
 mod cli_folder_fifo_never_blocks;
