@@ -390,7 +390,13 @@ const parseTimed = (json) => {
 function documentOut(raw) {
   if (raw == null) return null;
   const doc = { ...raw, version: fromVersion(raw.version) };
-  doc.chunks = raw.chunks.map((chunk) => (chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : chunk));
+  doc.chunks = raw.chunks.map((chunk) => {
+    const out = chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : { ...chunk };
+    if (chunk.spaceVectors) {
+      out.spaceVectors = Object.fromEntries(Object.entries(chunk.spaceVectors).map(([name, v]) => [name, Float32Array.from(v)]));
+    }
+    return out;
+  });
   return doc;
 }
 

@@ -197,8 +197,14 @@ pub fn document_json(doc: StoredDocument) -> Value {
             let mut out = json!({
                 "position": chunk.position, "text": chunk.text, "meta": chunk.meta,
             });
-            if let (Some(vector), Some(map)) = (chunk.vector, out.as_object_mut()) {
-                map.insert("vector".into(), json!(vector));
+            if let Some(map) = out.as_object_mut() {
+                if let Some(vector) = chunk.vector {
+                    map.insert("vector".into(), json!(vector));
+                }
+                // Its vectors in the other vector spaces, as a chunk's `spaceVectors`.
+                if !chunk.spaces.is_empty() {
+                    map.insert("spaceVectors".into(), json!(chunk.spaces));
+                }
             }
             out
         })

@@ -76,6 +76,16 @@ test('a write to a store with a complete extra space carries its vectors, else i
       assert.ok(Math.abs(hit.score - 1) < 1e-5, String(hit.score));
     }
     assert.ok((await store.verify()).ok);
+    // Read back with its vectors: each chunk's space vectors, in a chunk's write shape.
+    const stored = await store.get('s', 'up', { vectors: true });
+    for (const [i, chunk] of stored.chunks.entries()) {
+      assert.ok(chunk.spaceVectors.small instanceof Float32Array);
+      const want = await one(small, texts[i]);
+      assert.ok(chunk.spaceVectors.small.every((x, j) => Math.abs(x - want[j]) < 1e-6));
+    }
+    const copied = await store.upsert({ source: 's', id: 'up-copy', version: 1,
+      chunks: stored.chunks.map(({ text, vector, spaceVectors }) => ({ text, vector, spaceVectors })) });
+    assert.equal(copied.status, 'written');
     await store.close();
   }
   {

@@ -81,6 +81,13 @@ def test_write_to_a_store_with_a_complete_extra_space(tmp_path):
             found, score = nearest_in_small(store, text)
             assert found == text and score == pytest.approx(1.0, abs=1e-5)
         assert store.verify().ok
+        # Read back with its vectors: each chunk's space vectors, in upsert's shape.
+        chunks = store.get("s", "up", vectors=True)["chunks"]
+        rows = np.stack([c["space_vectors"]["small"] for c in chunks])
+        np.testing.assert_allclose(rows, small.embed(texts), rtol=0, atol=1e-6)
+        copied = store.upsert("s", "up-copy", 1, texts, np.stack([c["vector"] for c in chunks]),
+                              space_vectors={"small": rows})
+        assert copied.status == "written"
 
     # A Store opened with the small space's embedder embeds that space's vectors itself (the
     # default space's vectors are the caller's, its model being another).
