@@ -51,9 +51,17 @@ export declare class NativeStore {
   hold(held: boolean): void
   /**
    * Sets the embedder that embeds chunks written without a vector and `searchQuery`'s
-   * questions (`Store.open` checked that the store recorded its model and dimension).
+   * questions (`Store.open` checked that the store recorded its model and dimension, or
+   * that one of its vector spaces has them: `spaceOf`).
    */
   setEmbedder(embedder: NativeEmbedder): void
+  /**
+   * The name of the first vector space besides the default one whose model and dimension
+   * are `embedder`'s, or null.
+   */
+  spaceOf(embedder: NativeEmbedder): string | null
+  /** Every vector space, the default one first, from one snapshot. */
+  spaces(): Promise<unknown>
   /** The `k` live chunks nearest `vector`, as one JSON text. */
   search(id: number, vector: Float32Array, k: number, given?: SearchInput | undefined | null): void
   /**
@@ -101,6 +109,8 @@ export interface ChunkInput {
   vector?: Float32Array
   /** Its metadata (a JSON object). */
   meta?: any
+  /** Its vectors in the store's other vector spaces (`spaceVectors` in JavaScript). */
+  spaces?: Array<SpaceVectorInput>
 }
 
 /** The hashing embedder (lexical feature hashing) with `dimension` buckets. */
@@ -178,6 +188,16 @@ export interface SearchInput {
   vectorWeight?: number
   /** One hit per document (its best chunk): `k` distinct documents. */
   perDocument?: boolean
+  /** The vector space searched (absent: the active one). */
+  space?: string
+}
+
+/** A chunk's vector in one vector space besides the default one. */
+export interface SpaceVectorInput {
+  /** The space's name. */
+  name: string
+  /** The vector. */
+  vector: Float32Array
 }
 
 /**

@@ -267,11 +267,19 @@ function upsertOp(doc, field) {
   const chunks = doc.chunks.map((chunk, i) => {
     const f = at(`chunks[${i}]`);
     if (!isPlainObject(chunk)) throw bad(f, 'must be an object { text, vector, meta }');
-    knownKeys(chunk, ['text', 'vector', 'meta'], f);
+    knownKeys(chunk, ['text', 'vector', 'meta', 'spaceVectors'], f);
+    let spaces;
+    if (chunk.spaceVectors !== undefined && chunk.spaceVectors !== null) {
+      if (!isPlainObject(chunk.spaceVectors)) throw bad(`${f}.spaceVectors`, 'must be an object of space name to vector ({ minilm: Float32Array })');
+      spaces = Object.entries(chunk.spaceVectors)
+        .filter(([, v]) => v !== undefined && v !== null)
+        .map(([name, v]) => ({ name, vector: vector(v, `${f}.spaceVectors.${name}`) }));
+    }
     return {
       text: text(chunk.text, `${f}.text`),
       vector: chunk.vector === undefined || chunk.vector === null ? undefined : vector(chunk.vector, `${f}.vector`),
       meta: meta(chunk.meta, `${f}.meta`),
+      spaces,
     };
   });
   return {
@@ -312,14 +320,14 @@ function count(value, field, fallback) {
   return value;
 }
 
-const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'rrfK', 'vectorWeight'];
+const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'space', 'rrfK', 'vectorWeight'];
 
 // A search's options as the native calls take them: `k`, and the other options (undefined
 // when there are none, which spares the native side reading an object).
 function searchOptions(options, kind) {
   if (options === undefined || options === null) return [10, undefined];
   if (!isPlainObject(options)) throw bad('options', 'must be an object');
-  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, 6), 'options');
+  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, kind === 'text' ? 6 : 7), 'options');
   const k = count(options.k, 'k', 10);
   let out;
   const set = (key, value) => { (out || (out = {}))[key] = value; };
@@ -341,6 +349,7 @@ function searchOptions(options, kind) {
     if (typeof options.perDocument !== 'boolean') throw bad('perDocument', 'must be a boolean');
     set('perDocument', options.perDocument);
   }
+  if (options.space !== undefined && options.space !== null) set('space', text(options.space, 'space'));
   if (options.rrfK !== undefined && options.rrfK !== null) set('rrfK', count(options.rrfK, 'rrfK'));
   if (options.vectorWeight !== undefined && options.vectorWeight !== null) {
     const w = options.vectorWeight;
@@ -381,7 +390,13 @@ const parseTimed = (json) => {
 function documentOut(raw) {
   if (raw == null) return null;
   const doc = { ...raw, version: fromVersion(raw.version) };
-  doc.chunks = raw.chunks.map((chunk) => (chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : chunk));
+  doc.chunks = raw.chunks.map((chunk) => {
+    const out = chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : { ...chunk };
+    if (chunk.spaceVectors) {
+      out.spaceVectors = Object.fromEntries(Object.entries(chunk.spaceVectors).map(([name, v]) => [name, Float32Array.from(v)]));
+    }
+    return out;
+  });
   return doc;
 }
 
@@ -549,6 +564,7 @@ class Store {
     }
     const { embedder } = given;
     delete given.embedder;
+    const plain = { ...given };
     if (embedder !== undefined && embedder !== null) {
       if (!(embedder instanceof Embedder)) throw bad('embedder', 'must be a HashingEmbedder or a MiniLM');
       for (const name of ['model', 'dimension']) {
@@ -558,7 +574,20 @@ class Store {
         given[name] = embedder[name];
       }
     }
-    const inner = await call(callSync(() => native.open(path, given)));
+    let inner;
+    try {
+      inner = await call(callSync(() => native.open(path, given)));
+    } catch (error) {
+      // The embedder of another vector space's model (a store moving to a new model) is
+      // accepted: it embeds that space's vectors and questions.
+      if (!embedder || !(error instanceof MismatchError)) throw error;
+      const other = await call(callSync(() => native.open(path, plain)));
+      if (callSync(() => other.spaceOf(embedder._inner)) == null) {
+        await call(other.close());
+        throw error;
+      }
+      inner = other;
+    }
     if (embedder) inner.setEmbedder(embedder._inner);
     return new Store(inner, embedder);
   }
@@ -580,7 +609,11 @@ class Store {
 
   /**
    * Writes a revision, guarded: refused (status `skipped`, with its reason) unless newer
-   * than what is stored.
+   * than what is stored. A chunk is `{ text, vector, meta, spaceVectors }`: `spaceVectors`
+   * holds its vectors in the store's other vector spaces (`{ minilm: Float32Array }`). Once a
+   * space is complete (see `spaces()`) every new chunk needs a vector there: given, else
+   * embedded by the store's embedder when that is the space's model, else refused (an
+   * `InputError` on `chunks[i].spaceVectors.NAME`).
    */
   async upsert(doc) {
     const op = upsertOp(doc);
@@ -708,6 +741,16 @@ class Store {
   /** Counters, totals and the most recent refusals, from one snapshot. */
   async stats() {
     return reshape(await call(callSync(() => this._inner.stats())));
+  }
+
+  /**
+   * Every vector space, the default one first, from one snapshot: `{ name, model, dimension,
+   * vectors, liveChunks, complete, active }` each (`complete`: a vector for every live chunk,
+   * so every write must bring its vectors; `active`: the space searches use when they name
+   * none). `UnsupportedError` on PostgreSQL (whose only space is the default).
+   */
+  async spaces() {
+    return reshape(await call(callSync(() => this._inner.spaces())));
   }
 
   /** Checks every invariant the rows can show: `{ ok, violations, ... }`. */

@@ -33,6 +33,17 @@ pub struct ChunkInput {
     pub vector: Option<Float32Array>,
     /// Its metadata (a JSON object).
     pub meta: Option<Value>,
+    /// Its vectors in the store's other vector spaces (`spaceVectors` in JavaScript).
+    pub spaces: Option<Vec<SpaceVectorInput>>,
+}
+
+/// A chunk's vector in one vector space besides the default one.
+#[napi(object)]
+pub struct SpaceVectorInput {
+    /// The space's name.
+    pub name: String,
+    /// The vector.
+    pub vector: Float32Array,
 }
 
 /// One operation of a write: `op` is `upsert`, `delete` or `retain`.
@@ -99,10 +110,13 @@ pub fn op(input_op: OpInput, field: &str) -> napi::Result<(Op, Version)> {
                 doc = doc.with_meta(meta);
             }
             for chunk in input_op.chunks.unwrap_or_default() {
-                let made = match chunk.vector {
+                let mut made = match chunk.vector {
                     Some(vector) => Chunk::new(chunk.text, vector.to_vec()),
                     None => Chunk::without_vector(chunk.text),
                 };
+                for space in chunk.spaces.unwrap_or_default() {
+                    made.spaces.insert(space.name, space.vector.to_vec());
+                }
                 doc = doc.with_chunk(made.with_meta(chunk.meta.unwrap_or(Value::Null)));
             }
             Op::Upsert(doc)
@@ -183,8 +197,14 @@ pub fn document_json(doc: StoredDocument) -> Value {
             let mut out = json!({
                 "position": chunk.position, "text": chunk.text, "meta": chunk.meta,
             });
-            if let (Some(vector), Some(map)) = (chunk.vector, out.as_object_mut()) {
-                map.insert("vector".into(), json!(vector));
+            if let Some(map) = out.as_object_mut() {
+                if let Some(vector) = chunk.vector {
+                    map.insert("vector".into(), json!(vector));
+                }
+                // Its vectors in the other vector spaces, as a chunk's `spaceVectors`.
+                if !chunk.spaces.is_empty() {
+                    map.insert("spaceVectors".into(), json!(chunk.spaces));
+                }
             }
             out
         })

@@ -176,6 +176,66 @@ pub fn embed_missing(
     Ok(())
 }
 
+/// Whether `embedder` makes the default space's vectors of `store` (it may be another
+/// space's: see `Store.open`).
+pub fn embeds_default(store: &Store, embedder: &dyn Embedder) -> bool {
+    store.model().is_none_or(|model| model == embedder.name())
+        && store.dimension().is_none_or(|d| d == embedder.dimension())
+}
+
+/// Embeds, for every vector space besides the default one whose model and dimension are
+/// `embedder`'s, the chunks of `doc` given without a vector in it whose text the stored
+/// revision does not hold (those reuse the stored one's), in one batch; nothing when the
+/// plan says the revision would not be written.
+pub fn embed_spaces(
+    store: &Store,
+    embedder: &dyn Embedder,
+    doc: &mut Document,
+) -> napi::Result<()> {
+    let Ok(spaces) = store.spaces() else {
+        return Ok(());
+    };
+    let names: Vec<String> = spaces
+        .into_iter()
+        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        .filter(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+        .map(|s| s.name)
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let lacking = |chunk: &ratchetdb::Chunk| names.iter().any(|n| !chunk.spaces.contains_key(n));
+    if !doc.chunks.iter().any(lacking) {
+        return Ok(());
+    }
+    let plan = store.plan(doc).map_err(from_read)?;
+    let positions: Vec<usize> = match plan.action {
+        PlannedAction::Write => plan
+            .to_embed
+            .into_iter()
+            .filter(|&p| doc.chunks.get(p).is_some_and(lacking))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if positions.is_empty() {
+        return Ok(());
+    }
+    let texts: Vec<&str> = positions
+        .iter()
+        .map(|&position| doc.chunks[position].text.as_str())
+        .collect();
+    let vectors = embed_all(embedder, &texts)?;
+    for (position, vector) in positions.into_iter().zip(vectors) {
+        for name in &names {
+            doc.chunks[position]
+                .spaces
+                .entry(name.clone())
+                .or_insert_with(|| vector.clone());
+        }
+    }
+    Ok(())
+}
+
 /// Whether `doc` has a chunk without a vector.
 pub fn lacks_vectors(doc: &Document) -> bool {
     doc.chunks.iter().any(|chunk| chunk.vector.is_none())

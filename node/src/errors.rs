@@ -37,6 +37,15 @@ pub fn closed(path: &str) -> Error {
 }
 
 fn from_input(error: &ratchetdb::InputError) -> Error {
+    // A chunk's vector in another space is its `spaceVectors` entry in JavaScript.
+    if error.field.contains(".spaces.") {
+        let field = error.field.replacen(".spaces.", ".spaceVectors.", 1);
+        return tagged(
+            "InputError",
+            Some(&field),
+            &format!("invalid {field}: {}", error.problem),
+        );
+    }
     tagged("InputError", Some(&error.field), &error.to_string())
 }
 
@@ -76,15 +85,19 @@ pub fn from_write(error: WriteError) -> Error {
             Some(&format!("chunks[{position}].vector")),
             &message,
         ),
-        WriteError::MissingSpaceVector { space, position } => tagged(
-            "InputError",
-            Some(&format!("chunks[{position}].vector")),
-            &format!(
-                "invalid chunks[{position}].vector: the store has a complete vector space \
-                 {space:?} besides its default one, and this package writes the default \
-                 space's vectors only (the ratchet command line's ingest embeds every space)"
-            ),
-        ),
+        WriteError::MissingSpaceVector { space, position } => {
+            let field = format!("chunks[{position}].spaceVectors.{space}");
+            tagged(
+                "InputError",
+                Some(&field),
+                &format!(
+                    "invalid {field}: is missing: the store has a complete vector space \
+                     {space:?} besides its default one, so every new chunk needs a vector \
+                     there; give it in the chunk's spaceVectors, or open the store with an \
+                     embedder of that space's model (see spaces()) to embed them"
+                ),
+            )
+        }
         WriteError::Poisoned { .. } => tagged("PoisonedError", None, &message),
         WriteError::Corrupted { .. } => tagged("CorruptedError", None, &message),
         WriteError::Storage(_) | WriteError::BatchFailed { .. } => {

@@ -1,7 +1,9 @@
 //! `NativeStore`: one open store, its writes and its reads.
 
 use crate::convert::{self, OpInput};
-use crate::embedder::{embed_all, embed_missing, lacks_vectors, NativeEmbedder};
+use crate::embedder::{
+    embed_all, embed_missing, embed_spaces, embeds_default, lacks_vectors, NativeEmbedder,
+};
 use crate::errors::{closed, from_open, from_read, from_write, input, internal};
 use crate::export::NativeExport;
 use crate::reads::{self, Completer, Settled};
@@ -65,6 +67,8 @@ pub struct SearchInput {
     pub vector_weight: Option<f64>,
     /// One hit per document (its best chunk): `k` distinct documents.
     pub per_document: Option<bool>,
+    /// The vector space searched (absent: the active one).
+    pub space: Option<String>,
 }
 
 struct Open {
@@ -184,6 +188,9 @@ fn search_options(given: Option<&SearchInput>) -> napi::Result<SearchOptions> {
     if let Some(ef) = given.ef {
         options = options.ef(ef as usize);
     }
+    if let Some(space) = &given.space {
+        options = options.space(space.clone());
+    }
     for source in given.sources.iter().flatten() {
         options = options.source(source.clone());
     }
@@ -222,9 +229,11 @@ fn write_batch_embedding(
     mut ops: Vec<Op>,
 ) -> napi::Result<Vec<Result<OpOutcome, WriteError>>> {
     let mut retries = Vec::new();
+    let default = embeds_default(store, embedder);
     for (i, op) in ops.iter_mut().enumerate() {
         if let Op::Upsert(doc) = op {
-            if lacks_vectors(doc) {
+            embed_spaces(store, embedder, doc)?;
+            if default && lacks_vectors(doc) {
                 embed_missing(store, embedder, doc, false)?;
                 if lacks_vectors(doc) {
                     retries.push((i, doc.clone()));
@@ -240,6 +249,65 @@ fn write_batch_embedding(
         }
     }
     Ok(results)
+}
+
+/// `options` with the space it searches pinned (the named one, else the active one: an
+/// activation meanwhile does not change the space a question was embedded for), checked
+/// against `embedder`: a space of another model or dimension is a `MismatchError` naming
+/// `space`. An unknown space is left for the search to name.
+fn space_for_question(
+    store: &Store,
+    options: &SearchOptions,
+    embedder: &dyn Embedder,
+) -> napi::Result<SearchOptions> {
+    let mut options = options.clone();
+    // A store without spaces (PostgreSQL) has only its default one.
+    let Ok(spaces) = store.spaces() else {
+        return Ok(options);
+    };
+    let wanted = options.space.clone();
+    let Some(space) = spaces.into_iter().find(|s| match &wanted {
+        Some(name) => s.name == *name,
+        None => s.active,
+    }) else {
+        return Ok(options);
+    };
+    let (model, dimension) = if space.name == ratchetdb::DEFAULT_SPACE {
+        (store.model().map(str::to_string), store.dimension())
+    } else {
+        (Some(space.model.clone()), space.dimension)
+    };
+    let agrees = model.as_deref().is_none_or(|m| m == embedder.name())
+        && dimension.is_none_or(|d| d == embedder.dimension());
+    if !agrees {
+        return Err(crate::errors::tagged(
+            "MismatchError",
+            Some("space"),
+            &format!(
+                "the vector space {:?} holds vectors of {} ({} dimensions), but the store's \
+                 embedder is {} ({} dimensions): search it with search(vector, {{ space }}), or \
+                 open the store with that model's embedder",
+                space.name,
+                model.as_deref().unwrap_or("an unrecorded model"),
+                dimension.map_or_else(|| "?".to_string(), |d| d.to_string()),
+                embedder.name(),
+                embedder.dimension()
+            ),
+        ));
+    }
+    options.space = Some(space.name);
+    Ok(options)
+}
+
+/// The first vector space besides the default one whose model and dimension are
+/// `embedder`'s (`None` on a store without spaces).
+pub(crate) fn extra_space_of(store: &Store, embedder: &dyn Embedder) -> Option<String> {
+    let spaces = store.spaces().ok()?;
+    spaces
+        .into_iter()
+        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        .find(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+        .map(|s| s.name)
 }
 
 impl NativeStore {
@@ -444,10 +512,43 @@ impl NativeStore {
     }
 
     /// Sets the embedder that embeds chunks written without a vector and `searchQuery`'s
-    /// questions (`Store.open` checked that the store recorded its model and dimension).
+    /// questions (`Store.open` checked that the store recorded its model and dimension, or
+    /// that one of its vector spaces has them: `spaceOf`).
     #[napi]
     pub fn set_embedder(&self, embedder: &NativeEmbedder) {
         *self.embedder.write() = Some(embedder.shared());
+    }
+
+    /// The name of the first vector space besides the default one whose model and dimension
+    /// are `embedder`'s, or null.
+    #[napi]
+    pub fn space_of(&self, embedder: &NativeEmbedder) -> napi::Result<Option<String>> {
+        let store = self.store()?;
+        Ok(extra_space_of(&store, embedder.shared().as_ref()))
+    }
+
+    /// Every vector space, the default one first, from one snapshot.
+    #[napi]
+    pub fn spaces(&self) -> napi::Result<AsyncTask<Job<Json>>> {
+        let store = self.store()?;
+        Ok(AsyncTask::new(Job::new(move || {
+            let spaces = store.spaces().map_err(from_read)?;
+            let list = spaces
+                .into_iter()
+                .map(|space| {
+                    serde_json::json!({
+                        "name": space.name,
+                        "model": space.model,
+                        "dimension": space.dimension,
+                        "vectors": space.vectors,
+                        "live_chunks": space.live_chunks,
+                        "complete": space.is_complete(),
+                        "active": space.active,
+                    })
+                })
+                .collect();
+            Ok(Json(Value::Array(list)))
+        })))
     }
 
     /// The `k` live chunks nearest `vector`, as one JSON text.
@@ -531,10 +632,11 @@ impl NativeStore {
             "searchQuery embeds its question and needs an embedder",
         )?;
         self.searching(id, k, given, move |store, k, options| {
+            let options = space_for_question(store, options, embedder.as_ref())?;
             let vector = embed_all(embedder.as_ref(), &[question.as_str()])?
                 .pop()
                 .ok_or_else(|| internal("the embedder returned no vector"))?;
-            store.search(&vector, k, options).map_err(from_read)
+            store.search(&vector, k, &options).map_err(from_read)
         })
     }
 
@@ -572,15 +674,19 @@ impl NativeStore {
             )?),
         };
         self.searching(id, k, given, move |store, k, options| {
-            let vector = match (given_vector, embedder) {
-                (Some(vector), _) => vector,
-                (None, Some(embedder)) => embed_all(embedder.as_ref(), &[query.as_str()])?
-                    .pop()
-                    .ok_or_else(|| internal("the embedder returned no vector"))?,
+            let (vector, options) = match (given_vector, embedder) {
+                (Some(vector), _) => (vector, options.clone()),
+                (None, Some(embedder)) => {
+                    let options = space_for_question(store, options, embedder.as_ref())?;
+                    let vector = embed_all(embedder.as_ref(), &[query.as_str()])?
+                        .pop()
+                        .ok_or_else(|| internal("the embedder returned no vector"))?;
+                    (vector, options)
+                }
                 (None, None) => return Err(input("vector", "is required")),
             };
             store
-                .search_hybrid(&query, &vector, k, options)
+                .search_hybrid(&query, &vector, k, &options)
                 .map_err(from_read)
         })
     }

@@ -7,7 +7,7 @@
 //! thousand upserts) are thus queued at once and share group commits.
 
 use crate::convert::outcome_json;
-use crate::embedder::{embed_missing, lacks_vectors};
+use crate::embedder::{embed_missing, embed_spaces, embeds_default, lacks_vectors};
 use crate::errors::{from_write, internal};
 use crossbeam_channel::{unbounded, Sender};
 use napi::{Env, JsDeferred};
@@ -48,7 +48,11 @@ fn prepare(
     embedder: Option<Arc<dyn Embedder>>,
 ) -> napi::Result<(Op, Option<Retry>)> {
     match (op, embedder) {
-        (Op::Upsert(mut doc), Some(embedder)) if lacks_vectors(&doc) => {
+        (Op::Upsert(mut doc), Some(embedder)) => {
+            embed_spaces(store, embedder.as_ref(), &mut doc)?;
+            if !lacks_vectors(&doc) || !embeds_default(store, embedder.as_ref()) {
+                return Ok((Op::Upsert(doc), None));
+            }
             embed_missing(store, embedder.as_ref(), &mut doc, false)?;
             let retry = lacks_vectors(&doc).then(|| (doc.clone(), embedder));
             Ok((Op::Upsert(doc), retry))

@@ -190,6 +190,11 @@ pub(crate) fn python_field(field: &str) -> String {
     }
     if let Some(rest) = field.strip_prefix("chunks[") {
         if let Some((position, tail)) = rest.split_once(']') {
+            if let Some(space) = tail.strip_prefix(".spaces.") {
+                // `chunks[0].spaces.minilm[3]`: `space_vectors["minilm"][0][3]`.
+                let (name, rest) = space.split_at(space.find('[').unwrap_or(space.len()));
+                return format!("space_vectors[{name:?}][{position}]{rest}");
+            }
             let (list, tail) = match tail {
                 "" | ".text" => ("texts", ""),
                 _ if tail.starts_with(".vector") => ("vectors", &tail[".vector".len()..]),
@@ -318,11 +323,12 @@ pub(crate) fn from_write(error: WriteError) -> PyErr {
             with_field::<MissingVectorError>(format!("invalid {field}: {problem}"), &field, problem)
         }
         WriteError::MissingSpaceVector { space, position } => {
-            let field = format!("vectors[{position}]");
+            let field = format!("space_vectors[{space:?}][{position}]");
             let problem = format!(
-                "the store has a complete vector space {space:?} besides its default one, and \
-                 this package writes the default space's vectors only (the ratchet command \
-                 line's ingest embeds every space)"
+                "is missing: the store has a complete vector space {space:?} besides its \
+                 default one, so every new chunk needs a vector there; give \
+                 space_vectors={{{space:?}: rows}}, or open the Store with an embedder of \
+                 that space's model (see spaces()) to embed them"
             );
             with_field::<InputError>(format!("invalid {field}: {problem}"), &field, &problem)
         }

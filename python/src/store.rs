@@ -130,6 +130,7 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SearchOptions> {
         let exact = match exact {
             Some(exact) => convert::flag(exact, "exact")?,
@@ -161,6 +162,9 @@ impl PyStore {
                 options = options.filter(filter);
             }
         }
+        if let Some(space) = space.filter(|s| !s.is_none()) {
+            options = options.space(text(space, "space")?);
+        }
         Ok(options)
     }
 
@@ -186,19 +190,159 @@ impl PyStore {
         Ok(Arc::clone(embedder))
     }
 
-    /// The query vector of `question`, embedded with the GIL released.
+    /// The query vector of `question` for the space `options` searches, embedded with the
+    /// GIL released. The space (the named one, else the active one) is pinned in `options`,
+    /// so an activation meanwhile does not change the space the question was embedded for;
+    /// an embedder of another model or dimension than the space's is a `MismatchError`
+    /// naming `space`.
     fn embed_question(
         &self,
         py: Python<'_>,
         store: &ratchetdb::Store,
         question: String,
+        options: &mut SearchOptions,
         field: &str,
         instead: &str,
     ) -> PyResult<Vec<f32>> {
-        let embedder = self.embedder_for(store, field, instead)?;
+        let embedder = self.space_embedder(store, options, field, instead)?;
         embed_released(py, &embedder, &[question])?
             .pop()
             .ok_or_else(|| crate::errors::EmbedError::new_err("the embedder returned no vector"))
+    }
+
+    /// The Store's embedder, checked against the space `options` searches (pinned there):
+    /// the default space's recorded model, or another space's model and dimension.
+    fn space_embedder(
+        &self,
+        store: &ratchetdb::Store,
+        options: &mut SearchOptions,
+        field: &str,
+        instead: &str,
+    ) -> PyResult<Arc<dyn ratchetdb::Embedder>> {
+        let Some((_, embedder)) = &self.embedder else {
+            return self.embedder_for(store, field, instead);
+        };
+        // A store without spaces (PostgreSQL) has only its default one.
+        let Ok(spaces) = store.spaces() else {
+            return self.embedder_for(store, field, instead);
+        };
+        let wanted = options.space.clone();
+        let space = spaces.into_iter().find(|s| match &wanted {
+            Some(name) => s.name == *name,
+            None => s.active,
+        });
+        let Some(space) = space else {
+            // An unknown space: the search names it.
+            return Ok(Arc::clone(embedder));
+        };
+        options.space = Some(space.name.clone());
+        let matches = if space.name == ratchetdb::DEFAULT_SPACE {
+            match check_recorded(store, embedder.as_ref(), &self.path) {
+                Ok(()) => true,
+                // The embedder of another space: said so, naming `space`.
+                Err(_) if extra_space_of(store, embedder.as_ref()).is_some() => false,
+                Err(refused) => return Err(refused),
+            }
+        } else {
+            space.model == embedder.name() && space.dimension == Some(embedder.dimension())
+        };
+        if !matches {
+            let dimension = space
+                .dimension
+                .map_or_else(|| "?".to_string(), |d| d.to_string());
+            return Err(mismatch(
+                "space",
+                format!(
+                    "the vector space {:?} of {} holds vectors of {} ({dimension} dimensions),                      but the Store's embedder is {} ({} dimensions): search it with                      search(vector, space=...), or open the Store with that model's embedder",
+                    space.name,
+                    self.path,
+                    space.model,
+                    embedder.name(),
+                    embedder.dimension()
+                ),
+                format!("stored {}, requested {}", space.model, embedder.name()),
+            ));
+        }
+        Ok(Arc::clone(embedder))
+    }
+
+    /// Whether the Store's embedder makes the default space's vectors (it may be another
+    /// space's: see `Store(embedder=...)`).
+    fn embeds_default(&self, store: &ratchetdb::Store) -> bool {
+        self.embedder
+            .as_ref()
+            .is_some_and(|(_, e)| check_recorded(store, e.as_ref(), &self.path).is_ok())
+    }
+
+    /// Embeds, for every vector space besides the default one whose model and dimension are
+    /// the Store's embedder's, the chunks of `docs` given without a vector in it whose text
+    /// the stored revision does not hold (those reuse the stored one's vector), in one
+    /// batch with the GIL released.
+    fn embed_spaces(
+        &self,
+        py: Python<'_>,
+        store: &ratchetdb::Store,
+        docs: &mut [Document],
+    ) -> PyResult<()> {
+        let Some((_, embedder)) = &self.embedder else {
+            return Ok(());
+        };
+        let Ok(spaces) = store.spaces() else {
+            return Ok(());
+        };
+        let names: Vec<String> = spaces
+            .into_iter()
+            .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+            .filter(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+            .map(|s| s.name)
+            .collect();
+        if names.is_empty() || docs.is_empty() {
+            return Ok(());
+        }
+        // Per document, the positions that lack a vector in some of these spaces and whose
+        // text the stored revision does not hold; a document the plan cannot judge (bad
+        // input the write will name) is embedded whole.
+        let wanted: Vec<Vec<usize>> = py.detach(|| {
+            docs.iter()
+                .map(|doc| {
+                    let new: Vec<usize> = match store.plan(doc) {
+                        Ok(plan) => plan.to_embed,
+                        Err(_) => (0..doc.chunks.len()).collect(),
+                    };
+                    new.into_iter()
+                        .filter(|&p| {
+                            doc.chunks
+                                .get(p)
+                                .is_some_and(|c| names.iter().any(|n| !c.spaces.contains_key(n)))
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let texts: Vec<String> = docs
+            .iter()
+            .zip(&wanted)
+            .flat_map(|(doc, at)| at.iter().filter_map(|&p| doc.chunks.get(p)))
+            .map(|c| c.text.clone())
+            .collect();
+        if texts.is_empty() {
+            return Ok(());
+        }
+        let mut vectors = embed_released(py, embedder, &texts)?.into_iter();
+        for (doc, at) in docs.iter_mut().zip(&wanted) {
+            for &p in at {
+                let (Some(chunk), Some(vector)) = (doc.chunks.get_mut(p), vectors.next()) else {
+                    continue;
+                };
+                for name in &names {
+                    chunk
+                        .spaces
+                        .entry(name.clone())
+                        .or_insert_with(|| vector.clone());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Fills in the vectors of `docs[i]` for each `i` in `which` (documents given without
@@ -334,7 +478,19 @@ fn check_recorded(
     }
 }
 
+/// The first vector space besides the default one whose model and dimension are
+/// `embedder`'s (`None` on a store without spaces).
+fn extra_space_of(store: &ratchetdb::Store, embedder: &dyn ratchetdb::Embedder) -> Option<String> {
+    let spaces = store.spaces().ok()?;
+    spaces
+        .into_iter()
+        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        .find(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
+        .map(|s| s.name)
+}
+
 /// A document from the arguments `upsert` and `plan` take.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn document(
     source: String,
     id: String,
@@ -343,8 +499,10 @@ pub(crate) fn document(
     vectors: Option<&Bound<'_, PyAny>>,
     metas: Option<&Bound<'_, PyAny>>,
     meta: Option<&Bound<'_, PyAny>>,
+    space_vectors: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Document> {
     let texts = strings(texts, "texts")?;
+    let in_spaces = space_rows(space_vectors, texts.len())?;
     let vectors = match vectors {
         Some(v) if !v.is_none() => vector_rows(v, texts.len(), "vectors")?,
         _ => vec![None; texts.len()],
@@ -370,14 +528,50 @@ pub(crate) fn document(
     if let Some(meta) = meta {
         doc = doc.with_meta(json(meta, "meta")?);
     }
-    for ((text, vector), meta) in texts.into_iter().zip(vectors).zip(metas) {
-        let chunk = match vector {
+    for (i, ((text, vector), meta)) in texts.into_iter().zip(vectors).zip(metas).enumerate() {
+        let mut chunk = match vector {
             Some(vector) => Chunk::new(text, vector),
             None => Chunk::without_vector(text),
         };
+        for (space, rows) in &in_spaces {
+            if let Some(Some(row)) = rows.get(i) {
+                chunk.spaces.insert(space.clone(), row.clone());
+            }
+        }
         doc = doc.with_chunk(chunk.with_meta(meta));
     }
     Ok(doc)
+}
+
+/// One optional vector per text.
+type Rows = Vec<Option<Vec<f32>>>;
+
+/// `space_vectors`: a dict of vector space name to one row per text (a 2-D array, or a list
+/// of rows, a row `None` for a chunk left without a vector in that space), as
+/// `(name, rows)`; absent or `None`, none.
+pub(crate) fn space_rows(
+    value: Option<&Bound<'_, PyAny>>,
+    texts: usize,
+) -> PyResult<Vec<(String, Rows)>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let dict = value.cast::<PyDict>().map_err(|_| {
+        input(
+            "space_vectors",
+            format!(
+                "is of type {}; give a dict of space name to vectors ({{\"minilm\": rows}})",
+                convert::type_name(value)
+            ),
+        )
+    })?;
+    let mut out = Vec::with_capacity(dict.len());
+    for (key, rows) in dict.iter() {
+        let name = text(&key, "space_vectors")?;
+        let field = format!("space_vectors[{name:?}]");
+        out.push((name, vector_rows(&rows, texts, &field)?));
+    }
+    Ok(out)
 }
 
 fn op_outcome(py: Python<'_>, outcome: OpOutcome, incoming: Version) -> PyResult<Py<PyAny>> {
@@ -421,6 +615,7 @@ fn batch_op(value: &Bound<'_, PyAny>, field: &str) -> PyResult<(Op, Version, boo
                 vectors.as_ref(),
                 dict.get_item("metas")?.as_ref(),
                 dict.get_item("meta")?.as_ref(),
+                dict.get_item("space_vectors")?.as_ref(),
             )
             .map_err(|e| prefix(value.py(), e, field))?;
             Op::Upsert(doc)
@@ -492,6 +687,13 @@ fn add_field(field: &str, i: usize, lists: (bool, bool)) -> String {
         "id" => format!("ids[{i}]"),
         "version" if versions_listed => format!("versions[{i}]"),
         "version" => "versions".to_string(),
+        _ if field.starts_with("space_vectors[") => {
+            // `space_vectors["minilm"][0]...`: the item's row, `[i]`.
+            match field.find("][0]") {
+                Some(at) => format!("{}][{i}]{}", &field[..at], &field[at + 4..]),
+                None => field.to_string(),
+            }
+        }
         _ => {
             for list in ["texts", "vectors", "metas"] {
                 if let Some(rest) = field.strip_prefix(list).and_then(|r| r.strip_prefix("[0]")) {
@@ -634,8 +836,17 @@ impl PyStore {
             .map_err(from_open)?;
         let store = match &embedder {
             Some((_, e)) => {
-                check_recorded(&store, e.as_ref(), &display)?;
-                if read_only || (store.model().is_some() && store.dimension().is_some()) {
+                // An embedder of another vector space's model is accepted: it embeds that
+                // space's vectors and questions (a store moving to a new model).
+                let of_default = match check_recorded(&store, e.as_ref(), &display) {
+                    Ok(()) => true,
+                    Err(_) if extra_space_of(&store, e.as_ref()).is_some() => false,
+                    Err(refused) => return Err(refused),
+                };
+                if read_only
+                    || !of_default
+                    || (store.model().is_some() && store.dimension().is_some())
+                {
                     store
                 } else {
                     drop(store);
@@ -740,7 +951,13 @@ impl PyStore {
     /// holds no vector for (the others reuse theirs); without an embedder every text reuses the
     /// stored revision's vector of the same text, and a text without one is refused
     /// (`MissingVectorError`).
-    #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None))]
+    ///
+    /// `space_vectors`: the chunks' vectors in the store's other vector spaces, a dict of
+    /// space name to one row per text (`{"minilm": rows}`). Once a space is complete (see
+    /// `spaces()`) every new chunk needs a vector in it: given here, else embedded by the
+    /// Store's embedder when that is the space's model, else refused (an `InputError` naming
+    /// `space_vectors["minilm"][i]`).
+    #[pyo3(signature = (source, id, version, texts, vectors=None, *, metas=None, meta=None, space_vectors=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert(
         &self,
@@ -752,22 +969,33 @@ impl PyStore {
         vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
         meta: Option<&Bound<'_, PyAny>>,
+        space_vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Outcome> {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
         // Without an embedder, no vectors means: reuse the stored revision's vectors of the
         // same texts (the store refuses the write when a text has none).
-        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
-        let mut doc = document(source, id, version, texts, vectors, metas, meta)?;
+        let store = self.store()?;
+        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
+        let mut doc = document(
+            source,
+            id,
+            version,
+            texts,
+            vectors,
+            metas,
+            meta,
+            space_vectors,
+        )?;
         let writer = self.writer()?;
         let mut retry = Vec::new();
         if to_embed {
-            let store = self.store()?;
             py.detach(|| store.check(&doc)).map_err(from_write)?;
             retry =
                 self.embed_missing(py, &store, std::slice::from_mut(&mut doc), &[0], "vectors")?;
         }
+        self.embed_spaces(py, &store, std::slice::from_mut(&mut doc))?;
         let outcome = match (py.detach(|| writer.upsert(doc)), retry.pop()) {
             (Err(WriteError::MissingVector { .. }), Some((_, doc))) => {
                 let doc = self.embed_rest(py, doc)?;
@@ -843,7 +1071,8 @@ impl PyStore {
     /// raises: nothing of the call is acknowledged.
     ///
     /// `vectors=None` (or left out): the Store's embedder embeds the texts (see `upsert`).
-    #[pyo3(signature = (sources, ids, versions, texts, vectors=None, metas=None))]
+    /// `space_vectors`: a dict of vector space name to one row per item (see `upsert`).
+    #[pyo3(signature = (sources, ids, versions, texts, vectors=None, metas=None, *, space_vectors=None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -854,6 +1083,7 @@ impl PyStore {
         texts: &Bound<'_, PyAny>,
         vectors: Option<&Bound<'_, PyAny>>,
         metas: Option<&Bound<'_, PyAny>>,
+        space_vectors: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let ids = strings(ids, "ids")?;
         let n = ids.len();
@@ -885,11 +1115,13 @@ impl PyStore {
                 list.to_string()
             }
         };
-        let to_embed = self.embedder.is_some() && vectors.is_none_or(|v| v.is_none());
+        let store = self.store()?;
+        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
         let vectors = match vectors.filter(|v| !v.is_none()) {
             Some(vectors) => vector_rows(vectors, n, "vectors")?,
             None => vec![None; n],
         };
+        let in_spaces = space_rows(space_vectors, n)?;
         let metas = match metas.filter(|m| !m.is_none()) {
             Some(m) => {
                 let items = sequence(m, "metas")?;
@@ -907,7 +1139,6 @@ impl PyStore {
             }
             None => vec![serde_json::Value::Null; n],
         };
-        let store = self.store()?;
         let mut dimension = store.dimension();
         let mut docs = Vec::with_capacity(n);
         let mut incoming = Vec::with_capacity(n);
@@ -933,10 +1164,15 @@ impl PyStore {
                     _ => dimension = Some(vector.len()),
                 }
             }
-            let chunk = match vector {
+            let mut chunk = match vector {
                 Some(vector) => Chunk::new(text_, vector),
                 None => Chunk::without_vector(text_),
             };
+            for (space, rows) in &in_spaces {
+                if let Some(Some(row)) = rows.get(i) {
+                    chunk.spaces.insert(space.clone(), row.clone());
+                }
+            }
             docs.push(Document::new(source, id, version).with_chunk(chunk.with_meta(meta)));
             incoming.push(version);
         }
@@ -954,6 +1190,7 @@ impl PyStore {
         } else {
             Vec::new()
         };
+        self.embed_spaces(py, &store, &mut docs)?;
         let ops: Vec<Op> = docs.into_iter().map(Op::Upsert).collect();
         let results = self.write_ops(py, &store, ops, retry)?;
         results
@@ -982,7 +1219,8 @@ impl PyStore {
     /// one result per operation, in order: an `Outcome`, a `RetainOutcome`, or the exception
     /// (not raised) of an operation refused for its input, which changed nothing. A storage
     /// failure raises: nothing of the batch is acknowledged. An upsert without `"vectors"`
-    /// is embedded with the Store's embedder (see `upsert`).
+    /// is embedded with the Store's embedder (see `upsert`); its `"space_vectors"` are as
+    /// `upsert`'s.
     fn write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         let items = sequence(ops, "ops")?;
         let mut converted = Vec::with_capacity(items.len());
@@ -992,12 +1230,12 @@ impl PyStore {
         let versions: Vec<Version> = converted.iter().map(|(_, v, _)| *v).collect();
         // Without an embedder, an upsert without vectors reuses the stored ones (as before
         // embedders existed): the store refuses it when a text has none.
-        let embed: Vec<usize> = if self.embedder.is_some() {
+        let store = self.store()?;
+        let embed: Vec<usize> = if self.embeds_default(&store) {
             (0..converted.len()).filter(|&i| converted[i].2).collect()
         } else {
             Vec::new()
         };
-        let store = self.store()?;
         let mut retry = Vec::new();
         if let Some(&first) = embed.first() {
             // The documents to embed, taken out of their ops and put back after.
@@ -1018,6 +1256,23 @@ impl PyStore {
                 .filter_map(|(j, doc)| embed.get(j).map(|&i| (i, doc)))
                 .collect();
             for (&i, doc) in embed.iter().zip(docs) {
+                converted[i].0 = Op::Upsert(doc);
+            }
+        }
+        if self.embedder.is_some() {
+            let mut docs = Vec::new();
+            let mut at = Vec::new();
+            for (i, (op, _, _)) in converted.iter_mut().enumerate() {
+                if let Op::Upsert(doc) = op {
+                    docs.push(std::mem::replace(
+                        doc,
+                        Document::new("", "", Version::number(0)),
+                    ));
+                    at.push(i);
+                }
+            }
+            self.embed_spaces(py, &store, &mut docs)?;
+            for (i, doc) in at.into_iter().zip(docs) {
                 converted[i].0 = Op::Upsert(doc);
             }
         }
@@ -1047,8 +1302,10 @@ impl PyStore {
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width;
-    /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents.
-    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents;
+    /// `space`: the vector space searched (see `spaces()`; `None`: the active one), an
+    /// unknown one an `InputError` naming `space`.
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -1060,16 +1317,19 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let k = k_or_default(py, k);
         Ok(self.search_timed(py, vector, &k, &options)?.0)
     }
 
     /// The `k` nearest live chunks to the embedding of `query` (a question, embedded with
     /// the Store's embedder, the GIL released); the other arguments as for `search`. Without
-    /// an embedder an `InputError` naming `embedder`.
-    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// an embedder an `InputError` naming `embedder`. The embedder must be the searched
+    /// space's model (`space`, else the active space), else a `MismatchError` naming `space`.
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_query(
         &self,
@@ -1081,15 +1341,18 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let query = text(query, "query")?;
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let mut options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let store = self.store()?;
         let vector = self.embed_question(
             py,
             &store,
             query,
+            &mut options,
             "embedder",
             "search with search(vector) or search_text(query)",
         )?;
@@ -1109,7 +1372,7 @@ impl PyStore {
         vector: &Bound<'_, PyAny>,
         k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Py<Hit>>, u64)> {
-        let options = PyStore::search_options(None, None, None, None, None)?;
+        let options = PyStore::search_options(None, None, None, None, None, None)?;
         let k = k_or_default(py, k);
         let (hits, inner) = self.search_timed(py, vector, &k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
@@ -1135,7 +1398,7 @@ impl PyStore {
         let query = text(query, "query")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let options = with_bm25(
-            PyStore::search_options(r#where, sources, None, None, group_by_document)?,
+            PyStore::search_options(r#where, sources, None, None, group_by_document, None)?,
             convert::real_opt(k1, "k1")?.map(|x| x as f32),
             convert::real_opt(b, "b")?.map(|x| x as f32),
         );
@@ -1150,8 +1413,9 @@ impl PyStore {
     /// reciprocal rank fusion (`rrf_k`, default 60) or, with `vector_weight` (0 to 1), by a
     /// weighted sum of the scaled scores. `where`, `sources` and `ef` as for `search`.
     /// `vector=None` (or left out): `text` embedded with the Store's embedder (without one,
-    /// an `InputError` naming `vector`).
-    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False)")]
+    /// an `InputError` naming `vector`). `space`: the vector space of the vector half (as
+    /// for `search` and `search_query`).
+    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None, space=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
@@ -1165,10 +1429,12 @@ impl PyStore {
         rrf_k: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let text = convert::text(text, "text")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let mut options = PyStore::search_options(r#where, sources, None, ef, group_by_document)?;
+        let mut options =
+            PyStore::search_options(r#where, sources, None, ef, group_by_document, space)?;
         let rrf_k = rrf_k.filter(|r| !r.is_none());
         let vector_weight = convert::real_opt(vector_weight, "vector_weight")?.map(|x| x as f32);
         options = match (rrf_k, vector_weight) {
@@ -1194,6 +1460,7 @@ impl PyStore {
                 py,
                 &store,
                 text.clone(),
+                &mut options,
                 "vector",
                 "pass the query's vector",
             )?,
@@ -1205,8 +1472,8 @@ impl PyStore {
     }
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
-    /// hits per row.
-    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False)")]
+    /// hits per row (`space` as for `search`).
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
@@ -1218,9 +1485,11 @@ impl PyStore {
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
+        space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<Py<Hit>>>> {
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let options = PyStore::search_options(r#where, sources, exact, ef, group_by_document)?;
+        let options =
+            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
             .into_iter()
@@ -1287,6 +1556,29 @@ impl PyStore {
         Ok(dict)
     }
 
+    /// Every vector space, the default one first, from one snapshot: a list of dicts with
+    /// `name`, `model`, `dimension`, `vectors` (live chunks with a vector in it),
+    /// `live_chunks`, `complete` (a vector for every live chunk: every write must bring its
+    /// vectors) and `active` (the space searches use when they name none).
+    /// `UnsupportedError` on PostgreSQL (whose only space is the default).
+    fn spaces(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let store = self.store()?;
+        let spaces = py.detach(|| store.spaces()).map_err(from_read)?;
+        let list = PyList::empty(py);
+        for space in spaces {
+            let dict = PyDict::new(py);
+            dict.set_item("name", &space.name)?;
+            dict.set_item("model", &space.model)?;
+            dict.set_item("dimension", space.dimension)?;
+            dict.set_item("vectors", space.vectors)?;
+            dict.set_item("live_chunks", space.live_chunks)?;
+            dict.set_item("complete", space.is_complete())?;
+            dict.set_item("active", space.active)?;
+            list.append(dict)?;
+        }
+        Ok(list.into_any().unbind())
+    }
+
     /// Checks every invariant the rows can show; the report has `.ok` and `.violations`.
     fn verify(&self, py: Python<'_>) -> PyResult<VerifyReport> {
         let store = self.store()?;
@@ -1332,7 +1624,7 @@ impl PyStore {
         let source = text(source, "source")?;
         let id = text(id, "id")?;
         let version = convert::version(version, "version")?;
-        let doc = document(source, id, version, texts, None, metas, meta)?;
+        let doc = document(source, id, version, texts, None, metas, meta, None)?;
         let store = self.store()?;
         let plan = py.detach(|| store.plan(&doc)).map_err(from_read)?;
         let dict = PyDict::new(py);

@@ -328,6 +328,14 @@ pub(crate) fn document_to_py(
             if let Some(vector) = &chunk.vector {
                 c.set_item("vector", numpy::PyArray1::from_slice(py, vector))?;
             }
+            if !chunk.spaces.is_empty() {
+                // Its vectors in the other vector spaces, as `upsert`'s `space_vectors`.
+                let spaces = PyDict::new(py);
+                for (name, vector) in &chunk.spaces {
+                    spaces.set_item(name, numpy::PyArray1::from_slice(py, vector))?;
+                }
+                c.set_item("space_vectors", spaces)?;
+            }
             Ok(c.into_any().unbind())
         })
         .collect::<PyResult<Vec<_>>>()?;

@@ -713,6 +713,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
         let mut vector = None;
         let mut meta = None;
         let mut position = None;
+        let mut spaces = None;
         while let Some(key) = map.next_key::<String>()? {
             let duplicate = match key.as_str() {
                 "text" => text
@@ -737,10 +738,13 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 "position" => position
                     .replace(map.next_value_seed(at(path, "position", PhantomData::<u64>))?)
                     .is_some(),
+                "spaces" => spaces
+                    .replace(map.next_value_seed(at(path, "spaces", SpacesSeed { path }))?)
+                    .is_some(),
                 _ => {
                     return Err(path.fail(
                         Segment::Key(key),
-                        "unknown field; a chunk has text, vector, meta and position",
+                        "unknown field; a chunk has text, vector, meta, position and spaces",
                     ))
                 }
             };
@@ -754,10 +758,65 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 text,
                 vector: vector.flatten(),
                 meta: meta.unwrap_or(serde_json::Value::Null),
-                spaces: Default::default(),
+                spaces: spaces.unwrap_or_default(),
             },
             position,
         ))
+    }
+}
+
+/// The most vector spaces one chunk's `spaces` may name.
+const MAX_SPACES_PER_CHUNK: usize = 64;
+
+/// A chunk's `spaces`: an object of vector space name to that space's vector (as `vector`,
+/// under the same limits), no name twice, at most [`MAX_SPACES_PER_CHUNK`].
+struct SpacesSeed<'p> {
+    path: &'p Path,
+}
+
+impl<'de> DeserializeSeed<'de> for SpacesSeed<'_> {
+    type Value = std::collections::BTreeMap<String, Vec<f32>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SpacesSeed<'_> {
+    type Value = std::collections::BTreeMap<String, Vec<f32>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of vector space name to vector")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let path = self.path;
+        let mut out = std::collections::BTreeMap::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if out.contains_key(&name) {
+                return Err(path.fail(Segment::Key(name), "appears twice"));
+            }
+            if out.len() == MAX_SPACES_PER_CHUNK {
+                return Err(path.fail(
+                    Segment::Key(name),
+                    format!("is one space too many; the limit is {MAX_SPACES_PER_CHUNK}"),
+                ));
+            }
+            path.charge(name.len().max(16) + MAP_ENTRY_BYTES)?;
+            let vector = map.next_value_seed(at(
+                path,
+                &name,
+                ArrayOf {
+                    path,
+                    element: |_| FiniteF32,
+                    max: path.limits.max_dimension,
+                    what: "dimensions",
+                    element_cost: 0,
+                },
+            ))?;
+            out.insert(name, vector);
+        }
+        Ok(out)
     }
 }
 

@@ -340,3 +340,34 @@ fn the_jsonl_fuzz_corpus_replays() {
     }
     assert!(replayed >= 10, "only {replayed} corpus files");
 }
+
+#[test]
+fn a_chunk_carries_its_vectors_in_other_spaces() {
+    let parsed = parse_line(
+        br#"{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{"text":"a","vector":[1,0],"spaces":{"w":[0,1,0],"v":[1]}}]}"#,
+        VersionKind::Number,
+    )
+    .unwrap();
+    let Line::Op(Op::Upsert(doc)) = parsed.op else {
+        panic!("not an upsert")
+    };
+    assert_eq!(doc.chunks[0].spaces.get("w"), Some(&vec![0.0, 1.0, 0.0]));
+    assert_eq!(doc.chunks[0].spaces.get("v"), Some(&vec![1.0]));
+    let upsert = |spaces: &str| {
+        format!(
+            r#"{{"op":"upsert","source":"s","id":"d","version":1,"chunks":[{{"text":"a","spaces":{spaces}}}]}}"#
+        )
+    };
+    assert_eq!(
+        field(&upsert(r#"{"w":[1,"x"]}"#)).as_deref(),
+        Some("chunks[0].spaces.w[1]")
+    );
+    assert_eq!(
+        field(&upsert(r#"{"w":[1],"w":[2]}"#)).as_deref(),
+        Some("chunks[0].spaces.w")
+    );
+    assert_eq!(
+        field(&upsert(r#"[[1]]"#)).as_deref(),
+        Some("chunks[0].spaces")
+    );
+}

@@ -40,4 +40,9 @@ pub struct StoredChunk {
     /// The vector (as stored: unit length for cosine), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector: Option<Vec<f32>>,
+    /// When the vectors are asked for: its vectors in the store's other vector spaces (see
+    /// [`Store::add_space`](crate::Store::add_space)), by space name, each as stored; a
+    /// space without a vector for it is absent. Empty otherwise, and on PostgreSQL.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub spaces: std::collections::BTreeMap<String, Vec<f32>>,
 }

@@ -10,6 +10,7 @@ mod support;
 
 mod cli_copy_from_a_postgres_url_hides_its_password;
 mod cli_demo;
+mod cli_export_and_copy_carry_every_vector_space;
 mod cli_export_ingests_back_into_the_same_store;
 mod cli_folder_dangling_link_is_skipped_as_outside;
 mod cli_folder_fifo_never_blocks;
@@ -37,6 +38,7 @@ mod cli_reembed_drop_old_promotes_the_new_embedder;
 mod cli_reembed_killed_at_random_points_resumes;
 mod cli_reembed_moves_a_store_to_another_embedder_while_it_is_searched;
 mod cli_reingest_summary_and_stats_use_the_same_words;
+mod cli_search_a_named_space;
 mod cli_search_hybrid_with_a_question_and_a_vector;
 mod cli_search_modes;
 mod cli_search_per_document;

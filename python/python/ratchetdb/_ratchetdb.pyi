@@ -154,6 +154,7 @@ class Store:
         *,
         metas: Optional[Sequence[Json]] = None,
         meta: Json = None,
+        space_vectors: Optional[Mapping[str, VectorsLike]] = None,
     ) -> Outcome: ...
     def add(
         self,
@@ -163,6 +164,8 @@ class Store:
         texts: Sequence[str],
         vectors: Optional[VectorsLike] = None,
         metas: Optional[Sequence[Json]] = None,
+        *,
+        space_vectors: Optional[Mapping[str, VectorsLike]] = None,
     ) -> list[Union[Outcome, "InputError"]]: ...
     def delete(self, source: str, id: str, version: VersionLike) -> Outcome: ...
     def retain(self, source: str, ids: Sequence[str], version: VersionLike) -> RetainOutcome: ...
@@ -180,6 +183,7 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_query(
         self,
@@ -191,6 +195,7 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_text(
         self,
@@ -215,6 +220,7 @@ class Store:
         rrf_k: Optional[int] = None,
         vector_weight: Optional[float] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[Hit]: ...
     def search_many(
         self,
@@ -226,10 +232,12 @@ class Store:
         exact: bool = False,
         ef: Optional[int] = None,
         group_by_document: bool = False,
+        space: Optional[str] = None,
     ) -> list[list[Hit]]: ...
     def _search_timed(self, vector: VectorLike, k: int = 10) -> tuple[list[Hit], int]: ...
     def get(self, source: str, id: str, *, vectors: bool = False) -> Optional[dict[str, Any]]: ...
     def stats(self) -> dict[str, Any]: ...
+    def spaces(self) -> list[dict[str, Any]]: ...
     def verify(self) -> VerifyReport: ...
     def export(self, *, vectors: bool = False) -> Export: ...
     def plan(

@@ -100,6 +100,7 @@ fn chunk(row: &Row, offset: usize, with_vector: bool) -> Result<StoredChunk, Rea
         None
     };
     Ok(StoredChunk {
+        spaces: Default::default(),
         position: column::<i32>(row, offset, what)? as u32,
         text: column(row, offset + 1, what)?,
         meta: json(column(row, offset + 2, what)?, what)?,

@@ -10,7 +10,7 @@ use crate::policy::guard::{ContentHash, Stored};
 use crate::policy::prepare::hex;
 use crate::types::{StoredChunk, StoredDocument};
 use crate::types::{Version, VersionKind};
-use redb::{ReadOnlyTable, ReadTransaction};
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use std::collections::HashSet;
 
 /// A consistent, read-only view of the store at one commit. Every read through it sees the
@@ -33,6 +33,9 @@ pub struct Snapshot {
     /// The name the default space answers to beside `default` (a promoted space's), read
     /// once (`spaces::default_name`).
     pub(crate) default_name: std::sync::OnceLock<Option<String>>,
+    /// The vector spaces besides the default one (name, id, dimension), read once by the
+    /// first read that returns vectors.
+    other_spaces: std::sync::OnceLock<Vec<(String, u32, usize)>>,
 }
 
 impl Snapshot {
@@ -53,7 +56,68 @@ impl Snapshot {
             commit: std::sync::OnceLock::new(),
             active_space: std::sync::OnceLock::new(),
             default_name: std::sync::OnceLock::new(),
+            other_spaces: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The vector spaces besides the default one, as (name, id, dimension), by name.
+    fn other_spaces(&self) -> Result<&[(String, u32, usize)], ReadError> {
+        if let Some(spaces) = self.other_spaces.get() {
+            return Ok(spaces);
+        }
+        let mut spaces = Vec::new();
+        match self.txn.open_table(schema::SPACES) {
+            Ok(table) => {
+                for entry in table.iter().map_err(ReadError::storage)? {
+                    let (name, value) = entry.map_err(ReadError::storage)?;
+                    let row: schema::SpaceRow = schema::decode("space row", value.value())?;
+                    spaces.push((name.value().to_owned(), row.id, row.dimension as usize));
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(ReadError::storage(e)),
+        }
+        Ok(self.other_spaces.get_or_init(|| spaces))
+    }
+
+    /// Vector `id`'s vectors in the other spaces, by space name (a space without one for
+    /// it left out).
+    fn space_vectors(
+        &self,
+        id: u64,
+    ) -> Result<std::collections::BTreeMap<String, Vec<f32>>, ReadError> {
+        let mut out = std::collections::BTreeMap::new();
+        let spaces = self.other_spaces()?;
+        if spaces.is_empty() {
+            return Ok(out);
+        }
+        let rows = self
+            .txn
+            .open_table(schema::SPACE_VECTORS)
+            .map_err(ReadError::storage)?;
+        for (name, space, dimension) in spaces {
+            let Some(bytes) = rows.get((*space, id)).map_err(ReadError::storage)? else {
+                continue;
+            };
+            let bytes = bytes.value();
+            if bytes.len() != dimension * 4 {
+                return Err(Corruption::new(
+                    "space vectors",
+                    format!(
+                        "space {name:?}: vector {id} has {} bytes where the space holds \
+                         {dimension}-dimensional vectors",
+                        bytes.len()
+                    ),
+                )
+                .into());
+            }
+            let vector = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            out.insert(name.clone(), vector);
+        }
+        Ok(out)
     }
 
     /// The commit sequence number this snapshot is at: the `seq.commit` counter, which
@@ -252,10 +316,11 @@ impl Snapshot {
             for (position, (chunk, slot)) in
                 stored.chunks.into_iter().zip(vectors.slots()).enumerate()
             {
-                let vector = if with_vectors {
-                    vectors.vector(position)
+                let id = vector_id(row.internal_id, slot);
+                let (vector, spaces) = if with_vectors {
+                    (vectors.vector(position), self.space_vectors(id)?)
                 } else {
-                    None
+                    (None, Default::default())
                 };
                 chunks.push(StoredChunk {
                     // Below the row's u32 count.
@@ -263,8 +328,9 @@ impl Snapshot {
                     meta: schema::decode_meta(&chunk.meta)?,
                     text: chunk.text,
                     generation: stored.generation,
-                    vector_id: vector_id(row.internal_id, slot),
+                    vector_id: id,
                     vector,
+                    spaces,
                 });
             }
         }

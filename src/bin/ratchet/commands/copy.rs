@@ -14,7 +14,7 @@ use clap::Args;
 use ratchetdb::{
     redact_address, Chunk, Counters, Document, Op, Options, SkipRecord, Store, StoredDocument,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 /// Operations per write transaction on the destination.
@@ -30,8 +30,9 @@ pub struct CopyArgs {
     to: String,
 }
 
-/// A stored document as the operation that recreates it.
-fn op_of(doc: StoredDocument) -> Op {
+/// A stored document as the operation that recreates it, with its chunks' vectors in the
+/// vector spaces `keep` names (the others left out).
+fn op_of(doc: StoredDocument, keep: &BTreeSet<String>) -> Op {
     if doc.deleted {
         return Op::Delete {
             source: doc.source,
@@ -45,7 +46,11 @@ fn op_of(doc: StoredDocument) -> Op {
             text: chunk.text,
             vector: chunk.vector,
             meta: chunk.meta,
-            spaces: Default::default(),
+            spaces: chunk
+                .spaces
+                .into_iter()
+                .filter(|(name, _)| keep.contains(name))
+                .collect(),
         });
     }
     Op::Upsert(document)
@@ -70,6 +75,7 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
         })
         .collect();
     let mut out = Output::stdout();
+    let (keep, active) = copy_spaces(&from, &to, &mut out)?;
     let (mut applied, mut refused) = (0u64, Vec::new());
     // Documents first, then the listings in version order (each guarded: a listing
     // tombstones nothing the copied documents do not already show).
@@ -78,7 +84,11 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
         present: listing.present.clone(),
         version: listing.version,
     });
-    let mut ops = docs.into_iter().map(op_of).chain(listing_ops).peekable();
+    let mut ops = docs
+        .into_iter()
+        .map(|doc| op_of(doc, &keep))
+        .chain(listing_ops)
+        .peekable();
     while ops.peek().is_some() {
         let batch: Vec<Op> = ops.by_ref().take(BATCH).collect();
         for result in to.write_batch(batch)? {
@@ -136,6 +146,23 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
             None => problems.push(format!("{}/{}: missing", key.0, key.1)),
         }
     }
+    if let (Ok(before), Ok(after)) = (from.spaces(), to.spaces()) {
+        for space in before.iter().filter(|s| keep.contains(&s.name)) {
+            match after.iter().find(|s| s.name == space.name) {
+                Some(copied) if copied.vectors >= space.vectors => {}
+                Some(copied) => problems.push(format!(
+                    "space {:?}: {} vectors, not {}",
+                    space.name, copied.vectors, space.vectors
+                )),
+                None => problems.push(format!("space {:?}: missing", space.name)),
+            }
+        }
+    }
+    if let Some(name) = active {
+        if let Err(error) = to.activate(&name) {
+            problems.push(format!("space {name:?} (active in the source): {error}"));
+        }
+    }
     for (name, report) in [("source", from.verify()?), ("destination", to.verify()?)] {
         for violation in &report.violations {
             problems.push(format!("{name}: {violation}"));
@@ -159,6 +186,71 @@ pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
     ))?;
     out.finish()?;
     Ok(if ok { exit::ok() } else { exit::error() })
+}
+
+/// The source's vector spaces besides the default one that the destination gets, each
+/// added there unless it has it (same model and dimension, else a failure), and the source's
+/// active space if it is one of them. A space is copied when it is complete in the source
+/// (every chunk brings its vector); an incomplete one, or any on a destination without
+/// spaces (PostgreSQL), is left out with a note (`ratchet reembed` fills it in).
+fn copy_spaces(
+    from: &Store,
+    to: &Store,
+    out: &mut Output,
+) -> Result<(BTreeSet<String>, Option<String>), Failure> {
+    let mut keep = BTreeSet::new();
+    let Ok(spaces) = from.spaces() else {
+        return Ok((keep, None));
+    };
+    let mut active = None;
+    let there = to.spaces().ok();
+    for space in spaces
+        .into_iter()
+        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+    {
+        let Some(there) = &there else {
+            out.text_line(&format!(
+                "note: the vector space {:?} ({}) is not copied: the destination keeps no \
+                 vector spaces",
+                space.name, space.model
+            ))?;
+            continue;
+        };
+        if !space.is_complete() {
+            out.text_line(&format!(
+                "note: the vector space {:?} ({}) is not copied: {} of {} chunks lack a vector \
+                 there (`{} reembed` fills it in)",
+                space.name,
+                space.model,
+                space.missing(),
+                space.live_chunks,
+                crate::program_name()
+            ))?;
+            continue;
+        }
+        let dimension = space.dimension.unwrap_or_default();
+        match there.iter().find(|s| s.name == space.name) {
+            Some(have) if have.model == space.model && have.dimension == space.dimension => {}
+            Some(have) => {
+                return Err(Failure(format!(
+                    "the destination's vector space {:?} holds vectors of {} ({} dimensions), \
+                     the source's of {} ({dimension}); copy into another store",
+                    space.name,
+                    have.model,
+                    have.dimension.unwrap_or_default(),
+                    space.model
+                )))
+            }
+            None => {
+                to.add_space(&space.name, &space.model, dimension)?;
+            }
+        }
+        if space.active {
+            active = Some(space.name.clone());
+        }
+        keep.insert(space.name);
+    }
+    Ok((keep, active))
 }
 
 /// The sum of two stores' counters, counter by counter (by their serde names, so a counter

@@ -144,6 +144,9 @@ struct ExportChunk<'a> {
     meta: &'a serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     vector: Option<&'a [f32]>,
+    /// With `--vectors`: its vectors in the store's other vector spaces, by name.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    spaces: &'a std::collections::BTreeMap<String, Vec<f32>>,
 }
 
 impl<'a> ExportLine<'a> {
@@ -167,6 +170,7 @@ impl<'a> ExportLine<'a> {
                         text: &chunk.text,
                         meta: &chunk.meta,
                         vector: chunk.vector.as_deref(),
+                        spaces: &chunk.spaces,
                     })
                     .collect()
             }),

