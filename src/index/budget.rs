@@ -30,6 +30,7 @@ use super::distance::distance;
 use super::pq::{ProductQuantizer, Table};
 use super::{IdMap, IndexError, Metric};
 use crate::options::Options;
+use crate::simd::prefetch_lines;
 
 /// No link in this position of a row.
 const EMPTY: u32 = u32::MAX;
@@ -643,18 +644,29 @@ impl BudgetIndex {
         while best.len() > ef {
             best.pop();
         }
+        let code_len = self.plan.code_len;
+        // The unvisited neighbours of the point being expanded: their codes are asked for
+        // (prefetched) together before the first is compared, so their cache misses overlap.
+        let mut fresh: Vec<u32> = Vec::with_capacity(self.m0);
         while let Some(std::cmp::Reverse(current)) = frontier.pop() {
             if best.len() >= ef && best.peek().is_some_and(|w| current.0 > w.0) {
                 break;
             }
+            if let Some(std::cmp::Reverse(next)) = frontier.peek() {
+                prefetch_lines(inner.row(next.1, layer, self.m, self.m0), usize::MAX);
+            }
+            fresh.clear();
             for &n in inner.row(current.1, layer, self.m, self.m0) {
                 if n == EMPTY {
                     break;
                 }
-                if !visited.insert(n) {
-                    continue;
+                if visited.insert(n) {
+                    prefetch_lines(inner.code(n, code_len), usize::MAX);
+                    fresh.push(n);
                 }
-                let d = table.distance(inner.code(n, self.plan.code_len));
+            }
+            for &n in &fresh {
+                let d = table.distance(inner.code(n, code_len));
                 if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
                     frontier.push(std::cmp::Reverse(Near(d, n)));
                     if admit.is_none_or(|a| a(n)) {

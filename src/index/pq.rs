@@ -29,8 +29,9 @@ pub(crate) struct ProductQuantizer {
     metric: Metric,
     /// Subspace `j` covers dimensions `bounds[j]..bounds[j + 1]`.
     bounds: Vec<usize>,
-    /// Subspace `j`'s centroids: [`CENTROIDS`] rows of its width, from `CENTROIDS *
-    /// bounds[j]` on.
+    /// Subspace `j`'s centroids, from `CENTROIDS * bounds[j]` on, one coordinate at a
+    /// time: for each of its dimensions, that coordinate of its [`CENTROIDS`] centroids
+    /// (so a query's table row and a vector's encoding run along contiguous columns).
     centroids: Vec<f32>,
 }
 
@@ -38,22 +39,37 @@ pub(crate) struct ProductQuantizer {
 pub(crate) struct Table {
     metric: Metric,
     /// `m` rows of [`CENTROIDS`] partial sums (dot products for cosine and dot, squared
-    /// differences for L2).
-    entries: Vec<f32>,
+    /// differences for L2); a row is an array, so a code byte indexes it unchecked.
+    entries: Vec<[f32; CENTROIDS]>,
 }
 
 impl Table {
     /// The estimated distance (in the metric's internal units, see
     /// [`super::distance::distance`]) from the query to the vector coded as `code`.
+    ///
+    /// Four running sums (subspace `j` into sum `j % 4`) held in registers: the
+    /// traversal's inner loop.
     #[inline]
     pub(crate) fn distance(&self, code: &[u8]) -> f32 {
-        let mut sums = [0f32; 4];
-        let rows = self.entries.chunks_exact(CENTROIDS);
-        for (j, (row, &c)) in rows.zip(code).enumerate() {
-            sums[j & 3] += row[usize::from(c)];
+        let n = code.len().min(self.entries.len());
+        let (rows, code) = (&self.entries[..n], &code[..n]);
+        let (mut s0, mut s1, mut s2, mut s3) = (0f32, 0f32, 0f32, 0f32);
+        let (rows4, codes4) = (rows.chunks_exact(4), code.chunks_exact(4));
+        let (rows_tail, codes_tail) = (rows4.remainder(), codes4.remainder());
+        for (r, c) in rows4.zip(codes4) {
+            s0 += r[0][usize::from(c[0])];
+            s1 += r[1][usize::from(c[1])];
+            s2 += r[2][usize::from(c[2])];
+            s3 += r[3][usize::from(c[3])];
         }
-        let raw = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-        finish(self.metric, raw)
+        let mut tail = [0f32; 3];
+        for ((t, r), &c) in tail.iter_mut().zip(rows_tail).zip(codes_tail) {
+            *t = r[usize::from(c)];
+        }
+        s0 += tail[0];
+        s1 += tail[1];
+        s2 += tail[2];
+        finish(self.metric, (s0 + s1) + (s2 + s3))
     }
 }
 
@@ -96,8 +112,11 @@ impl ProductQuantizer {
             kmeans(&points, width, j as u64)
         });
         let mut centroids = Vec::with_capacity(CENTROIDS * dim);
-        for c in per_subspace {
-            centroids.extend_from_slice(&c);
+        for (j, c) in per_subspace.iter().enumerate() {
+            let width = bounds[j + 1] - bounds[j];
+            for d in 0..width {
+                centroids.extend(c.chunks_exact(width).map(|centroid| centroid[d]));
+            }
         }
         ProductQuantizer {
             metric,
@@ -130,7 +149,7 @@ impl ProductQuantizer {
             let Some(part) = vector.get(lo..hi) else {
                 return;
             };
-            *out = nearest(part, centroids, hi - lo) as u8;
+            *out = nearest_column_major(part, centroids) as u8;
         }
     }
 
@@ -138,10 +157,11 @@ impl ProductQuantizer {
     pub(crate) fn decode_into(&self, code: &[u8], out: &mut [f32]) {
         for (j, &c) in code.iter().enumerate().take(self.code_len()) {
             let (lo, hi, centroids) = self.subspace(j);
-            let width = hi - lo;
-            let at = usize::from(c) * width;
-            if let (Some(dst), Some(src)) = (out.get_mut(lo..hi), centroids.get(at..at + width)) {
-                dst.copy_from_slice(src);
+            let Some(dst) = out.get_mut(lo..hi) else {
+                return;
+            };
+            for (x, column) in dst.iter_mut().zip(centroids.chunks_exact(CENTROIDS)) {
+                *x = column[usize::from(c)];
             }
         }
     }
@@ -149,24 +169,27 @@ impl ProductQuantizer {
     /// The lookup table of `query` ([`Table::distance`]).
     pub(crate) fn table(&self, query: &[f32]) -> Table {
         let m = self.code_len();
-        let mut entries = vec![0f32; m * CENTROIDS];
-        for (j, row) in entries.chunks_exact_mut(CENTROIDS).enumerate() {
+        let mut entries = vec![[0f32; CENTROIDS]; m];
+        for (j, row) in entries.iter_mut().enumerate() {
             let (lo, hi, centroids) = self.subspace(j);
-            let width = hi - lo;
             let Some(part) = query.get(lo..hi) else {
                 break;
             };
-            for (entry, centroid) in row.iter_mut().zip(centroids.chunks_exact(width)) {
-                *entry = match self.metric {
-                    Metric::L2 => part
-                        .iter()
-                        .zip(centroid)
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum(),
-                    Metric::Cosine | Metric::Dot => {
-                        part.iter().zip(centroid).map(|(a, b)| a * b).sum()
+            // Column by column: each step is one multiply-add over the row's CENTROIDS
+            // entries (the same sums, in the same order, as centroid by centroid).
+            for (&q, column) in part.iter().zip(centroids.chunks_exact(CENTROIDS)) {
+                match self.metric {
+                    Metric::L2 => {
+                        for (entry, &x) in row.iter_mut().zip(column) {
+                            *entry += (q - x) * (q - x);
+                        }
                     }
-                };
+                    Metric::Cosine | Metric::Dot => {
+                        for (entry, &x) in row.iter_mut().zip(column) {
+                            *entry += q * x;
+                        }
+                    }
+                }
             }
         }
         Table {
@@ -174,6 +197,25 @@ impl ProductQuantizer {
             entries,
         }
     }
+}
+
+/// Index of the centroid nearest to `point` (squared L2) among [`CENTROIDS`] stored one
+/// coordinate at a time (see `ProductQuantizer::centroids`); the first of equals.
+#[inline]
+fn nearest_column_major(point: &[f32], columns: &[f32]) -> usize {
+    let mut sums = [0f32; CENTROIDS];
+    for (&p, column) in point.iter().zip(columns.chunks_exact(CENTROIDS)) {
+        for (sum, &x) in sums.iter_mut().zip(column) {
+            *sum += (p - x) * (p - x);
+        }
+    }
+    let mut best = (f32::INFINITY, 0usize);
+    for (i, &d) in sums.iter().enumerate() {
+        if d < best.0 {
+            best = (d, i);
+        }
+    }
+    best.1
 }
 
 /// Index of the row of `centroids` (`width` floats each) nearest to `point` (squared L2).
@@ -336,6 +378,36 @@ mod tests {
             total += 10;
         }
         assert!(found * 100 >= total * 95, "{found} of {total}");
+    }
+
+    #[test]
+    fn each_code_byte_names_its_subspaces_nearest_centroid() {
+        let dim = 20;
+        let data = random_unit_vectors(5, 800, dim);
+        // Uneven widths: 20 dimensions over 6 subspaces.
+        let pq = ProductQuantizer::train(dim, 6, Metric::L2, &flat(&data));
+        let bounds = bounds(dim, 6);
+        let mut code = vec![0u8; pq.code_len()];
+        let mut other = vec![0u8; pq.code_len()];
+        let (mut chosen, mut decoded) = (vec![0f32; dim], vec![0f32; dim]);
+        for v in &data[..30] {
+            pq.encode_into(v, &mut code);
+            pq.decode_into(&code, &mut chosen);
+            for j in 0..pq.code_len() {
+                let (lo, hi) = (bounds[j], bounds[j + 1]);
+                let own = crate::index::distance::l2_squared(&v[lo..hi], &chosen[lo..hi]);
+                for c in 0..CENTROIDS {
+                    other.copy_from_slice(&code);
+                    other[j] = c as u8;
+                    pq.decode_into(&other, &mut decoded);
+                    let d = crate::index::distance::l2_squared(&v[lo..hi], &decoded[lo..hi]);
+                    assert!(
+                        own <= d,
+                        "subspace {j}: centroid {c} is nearer ({d} < {own})"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

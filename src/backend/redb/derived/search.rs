@@ -191,7 +191,7 @@ fn scan_snapshot(
 /// The `k` nearest of `ids` to `query`, scored exactly on their vectors in `snapshot`'s
 /// file, best first (ties by id, as [`scan_snapshot`] ranks); ids without a vector there
 /// (superseded since the index took them) are dropped. Each document's vectors row is read
-/// once.
+/// once, in key order, through the snapshot's table handle.
 pub(crate) fn rerank(
     snapshot: &Snapshot,
     query: &[f32],
@@ -201,10 +201,6 @@ pub(crate) fn rerank(
 ) -> Result<Vec<(u64, f32)>, ReadError> {
     ids.sort_unstable();
     ids.dedup();
-    let vectors = snapshot
-        .txn
-        .open_table(VECTORS)
-        .map_err(ReadError::storage)?;
     let mut scored: Vec<(f32, u64)> = Vec::with_capacity(ids.len());
     let mut vector = vec![0f32; query.len()];
     let mut start = 0;
@@ -217,7 +213,8 @@ pub(crate) fn rerank(
                 .count();
         let wanted = &ids[start..end];
         start = end;
-        let Some(value) = vectors.get(doc).map_err(ReadError::storage)? else {
+        // The snapshot's own table handle: no table is opened per search.
+        let Some(value) = snapshot.vectors_row(doc)? else {
             continue;
         };
         let row = VectorsRow::parse(value.value())?;
