@@ -39,4 +39,9 @@ pub struct IndexInfo {
     /// The budget the loaded index was planned for (`0`: none).
     #[serde(default)]
     pub memory_budget: u64,
+    /// Vectors of the spaces other than the default one held in memory by their indexes
+    /// (each loaded by the first search of its space). Always `0` under a memory budget:
+    /// a search of such a space scans its rows in the file instead.
+    #[serde(default)]
+    pub space_vectors: u64,
 }

@@ -7,6 +7,7 @@
 #[path = "../search_support/mod.rs"]
 mod search_support;
 
+mod a_space_under_a_budget_is_scanned_from_the_file;
 mod a_store_filled_from_empty_under_a_budget_settles;
 mod an_impossible_budget_is_refused_naming_the_smallest_that_works;
 mod budgeted_index_memory_stays_within_the_budget;

@@ -338,13 +338,13 @@ impl Indexer {
             let query = query_at(&snapshot)?;
             let Some(live) = self.live() else {
                 let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, None, &query, k, options, metric, None,
+                    &snapshot, None, None, &query, k, options, metric, None, None,
                 )?;
                 return then(&snapshot, hits);
             };
             if !live.catch_up(&snapshot)? {
                 let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, None, &query, k, options, metric, None,
+                    &snapshot, None, None, &query, k, options, metric, None, None,
                 )?;
                 return then(&snapshot, hits);
             }
@@ -370,6 +370,7 @@ impl Indexer {
                 options,
                 metric,
                 matching,
+                None,
             )?;
             if live.applied() == seq {
                 return then(&snapshot, hits);
@@ -379,7 +380,7 @@ impl Indexer {
         let snapshot = self.engine.snapshot()?;
         let query = query_at(&snapshot)?;
         let hits = crate::backend::redb::derived::search::search(
-            &snapshot, None, None, &query, k, options, metric, None,
+            &snapshot, None, None, &query, k, options, metric, None, None,
         )?;
         then(&snapshot, hits)
     }
@@ -435,6 +436,22 @@ impl Indexer {
                 )),
                 other => other,
             })?;
+            if self.engine.options().memory_budget.is_some() {
+                // Under a memory budget no space's vectors are held in memory: its rows are
+                // scanned in this snapshot (exact), within the page cache's share.
+                let hits = crate::backend::redb::derived::search::search(
+                    &snapshot,
+                    None,
+                    None,
+                    &query,
+                    k,
+                    options,
+                    metric,
+                    None,
+                    Some(row.id),
+                )?;
+                return then(&snapshot, hits).map(Some);
+            }
             let index = if attempt == SEARCH_ATTEMPTS {
                 // Not shared: loaded for this snapshot alone.
                 let spaces = crate::backend::redb::derived::space_index::SpaceIndexes::default();
@@ -462,6 +479,7 @@ impl Indexer {
                 options,
                 metric,
                 matching,
+                None,
             )?;
             if index.applied() == seq {
                 return then(&snapshot, hits).map(Some);
@@ -515,8 +533,17 @@ impl Indexer {
 
     /// What the derived index is doing.
     pub(crate) fn index_info(&self) -> IndexInfo {
+        let space_vectors = self
+            .spaces
+            .all()
+            .iter()
+            .map(|(_, space)| space.index.len_live() as u64)
+            .sum();
         match self.live() {
-            None => IndexInfo::default(),
+            None => IndexInfo {
+                space_vectors,
+                ..IndexInfo::default()
+            },
             Some(live) => IndexInfo {
                 loaded: true,
                 graph_ready: live.budget.is_some() || live.index.graph_ready(),
@@ -536,6 +563,7 @@ impl Indexer {
                 persisted_points: live.persisted_points.load(Ordering::SeqCst) as u64,
                 budgeted_bytes: live.budget.as_ref().map_or(0, |b| b.resident_bytes()),
                 memory_budget: self.engine.options().memory_budget.unwrap_or(0),
+                space_vectors,
             },
         }
     }

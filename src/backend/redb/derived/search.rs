@@ -8,7 +8,7 @@
 use crate::backend::redb::derived::filter_index::Matching;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, VECTORS,
+    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, SPACE_VECTORS, VECTORS,
 };
 use crate::error::{Corruption, InputError, ReadError};
 use crate::index::budget::BudgetIndex;
@@ -188,6 +188,51 @@ fn scan_snapshot(
         .collect())
 }
 
+/// The `k` nearest of space `space`'s vectors in `snapshot` that `keep` admits, scanned from
+/// its rows (exact; what a search of a space other than the default one does under a
+/// memory budget, where no index of it is held in memory).
+fn scan_space(
+    snapshot: &Snapshot,
+    space: u32,
+    query: &[f32],
+    k: usize,
+    metric: Metric,
+    keep: &dyn Fn(u64) -> bool,
+) -> Result<Vec<(u64, f32)>, ReadError> {
+    let rows = snapshot
+        .txn
+        .open_table(SPACE_VECTORS)
+        .map_err(ReadError::storage)?;
+    let mut best: Vec<(f32, u64)> = Vec::new();
+    let mut vector = vec![0f32; query.len()];
+    for entry in rows
+        .range((space, 0u64)..=(space, u64::MAX))
+        .map_err(ReadError::storage)?
+    {
+        let (key, value) = entry.map_err(ReadError::storage)?;
+        let id = key.value().1;
+        let bytes = value.value();
+        // A row of another length is a damaged one `verify` reports; it is not a candidate.
+        if bytes.len() != query.len() * 4 || !keep(id) {
+            continue;
+        }
+        for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        best.push((index::distance::distance(metric, query, &vector), id));
+        if best.len() > k.max(16).saturating_mul(4) {
+            best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            best.truncate(k);
+        }
+    }
+    best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    best.truncate(k);
+    Ok(best
+        .into_iter()
+        .map(|(d, id)| (id, metric.score(d)))
+        .collect())
+}
+
 /// The `k` nearest of `ids` to `query`, scored exactly on their vectors in `snapshot`'s
 /// file, best first (ties by id, as [`scan_snapshot`] ranks); ids without a vector there
 /// (superseded since the index took them) are dropped. Each document's vectors row is read
@@ -295,7 +340,8 @@ pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
 }
 
 /// Runs a search on `snapshot` with `live` (a space's index, brought up to the snapshot by
-/// the caller) or, without one, by scanning the snapshot's default vectors. `matching`: the chunks `options.filter` matches,
+/// the caller) or, without one, by scanning the snapshot's vectors: space `scan_space`'s
+/// rows when given, else the default vectors. `matching`: the chunks `options.filter` matches,
 /// from the store's filter index (`None`: evaluated here on an index of the snapshot).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
@@ -307,6 +353,7 @@ pub(crate) fn search(
     options: &SearchOptions,
     metric: Metric,
     matching: Option<Matching<'_>>,
+    scan_space_rows: Option<u32>,
 ) -> Result<Vec<Hit>, ReadError> {
     if k == 0 {
         return Ok(Vec::new());
@@ -409,7 +456,10 @@ pub(crate) fn search(
                 live.search(query, fetch, mode, filter_ref)
                     .map_err(ReadError::index_search)?
             }
-            None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
+            None => match scan_space_rows {
+                Some(space) => scan_space(snapshot, space, query, fetch, metric, &keep)?,
+                None => scan_snapshot(snapshot, query, fetch, metric, &keep)?,
+            },
         };
         let exhausted = candidates.len() < fetch;
         let (hits, done) = resolve_candidates(snapshot, candidates, k, filter, per_document)?;
