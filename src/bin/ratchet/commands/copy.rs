@@ -6,7 +6,8 @@
 //! to the destination's. Then it runs `verify` on both ends and checks that the
 //! destination holds every document of the source at the same version with the same
 //! content hash, every listing with the same members, those counters and those refusals.
-//! Built with the `postgres` feature.
+//! The destination records the source's metric, dimension and embedding model. Built with
+//! the `postgres` feature.
 
 use crate::output::Output;
 use crate::{exit, open_failure, Failure};
@@ -59,8 +60,16 @@ fn op_of(doc: StoredDocument, keep: &BTreeSet<String>) -> Op {
 pub fn run(args: CopyArgs) -> Result<ExitCode, Failure> {
     // Both ends through `Store::open`: a path opens a redb file, a URL a PostgreSQL store.
     let from = Store::open(&args.from, Options::default().must_exist()).map_err(open_failure)?;
-    let to =
-        Store::open(&args.to, Options::default().metric(from.metric())).map_err(open_failure)?;
+    // The destination records the source's metric, dimension and model (an existing one
+    // that recorded others refuses the copy: its vectors would not be comparable).
+    let mut to_options = Options::default().metric(from.metric());
+    if let Some(dimension) = from.dimension() {
+        to_options = to_options.dimension(dimension);
+    }
+    if let Some(model) = from.model() {
+        to_options = to_options.model(model);
+    }
+    let to = Store::open(&args.to, to_options).map_err(open_failure)?;
     let counters_before = to.stats()?.counters;
     let docs = from.documents(true)?;
     let listings = from.listings()?;
