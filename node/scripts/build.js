@@ -23,6 +23,8 @@ function resolveCli() {
 }
 const cliPackage = resolveCli();
 const cli = path.join(path.dirname(cliPackage), require(cliPackage).bin.napi);
+// `--dts native.d.ts`: napi's default would overwrite index.d.ts, the hand-written
+// declarations of index.js's API (tests/typescript_declarations_cover_the_api.test.js).
 const args = [cli, 'build', '--manifest-path', path.join(here, 'Cargo.toml'),
   '--package-json-path', path.join(here, 'package.json'),
   '--output-dir', here, '--dts', 'native.d.ts', '--no-dts-header'];
