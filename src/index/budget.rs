@@ -31,6 +31,9 @@ use super::pq::{ProductQuantizer, Table};
 use super::{IdMap, IndexError, Metric};
 use crate::options::Options;
 
+mod persist;
+pub(crate) use persist::read_header;
+
 /// No link in this position of a row.
 const EMPTY: u32 = u32::MAX;
 

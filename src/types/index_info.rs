@@ -37,4 +37,8 @@ pub struct IndexInfo {
     /// The budget the loaded index was planned for (`0`: none).
     #[serde(default)]
     pub memory_budget: u64,
+    /// The index serving was loaded from the snapshot the file holds (the graph without a
+    /// budget, the whole budgeted index under one), not built from the vectors rows.
+    #[serde(default)]
+    pub loaded_from_file: bool,
 }
