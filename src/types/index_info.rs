@@ -39,6 +39,7 @@ pub struct IndexInfo {
     pub memory_budget: u64,
     /// The index serving was loaded from the snapshot the file holds (the graph without a
     /// budget, the whole budgeted index under one), not built from the vectors rows.
+    /// `false` on PostgreSQL (the server keeps its own index).
     #[serde(default)]
     pub loaded_from_file: bool,
 }

@@ -396,6 +396,7 @@ impl Backend for PgStore {
             persisted_points: live,
             budgeted_bytes: 0,
             memory_budget: 0,
+            loaded_from_file: false,
         }
     }
 
