@@ -18,7 +18,8 @@
 //! admits a point only by its live bit. Vector ids are never reused by the store, so an id
 //! inserted again carries the vector it already has and changes nothing.
 //!
-//! One lock: searches share it, inserts and removals take it alone (inserts are serial).
+//! One lock: searches share it, inserts and removals take it alone (a large batch links its
+//! points in parallel under it, see `build.rs`).
 
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +32,10 @@ use super::pq::{ProductQuantizer, Table};
 use super::{IdMap, IndexError, Metric};
 use crate::options::Options;
 use crate::simd::prefetch_lines;
+
+mod build;
+mod persist;
+pub(crate) use persist::read_header;
 
 /// No link in this position of a row.
 const EMPTY: u32 = u32::MAX;
@@ -358,6 +363,12 @@ impl BudgetIndex {
         let pending = std::mem::take(&mut inner.pending);
         inner.pending_at = IdMap::default();
         inner.live_count -= pending.len();
+        if pending.len() >= build::PARALLEL_BATCH {
+            let items: Vec<(u64, &[f32])> =
+                pending.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+            self.add_parallel(inner, &items);
+            return;
+        }
         for (id, vector) in pending {
             self.add(inner, id, &vector);
         }
@@ -466,6 +477,23 @@ impl BudgetIndex {
             return Err(IndexError::Closed);
         }
         let mut inner = self.inner.write();
+        if inner.quantizer.is_some() && items.len() >= build::PARALLEL_BATCH {
+            let mut seen = IdMap::default();
+            let mut new = Vec::with_capacity(items.len());
+            for &(id, vector) in items {
+                if vector.len() != self.dim {
+                    return Err(IndexError::DimensionMismatch {
+                        expected: self.dim,
+                        got: vector.len(),
+                    });
+                }
+                if !inner.slot_of.contains_key(&id) && seen.insert(id, ()).is_none() {
+                    new.push((id, vector));
+                }
+            }
+            self.add_parallel(&mut inner, &new);
+            return Ok(());
+        }
         for &(id, vector) in items {
             if vector.len() != self.dim {
                 return Err(IndexError::DimensionMismatch {
@@ -569,19 +597,27 @@ impl BudgetIndex {
         inner.set_live(slot, true);
         inner.slot_of.insert(id, slot);
         inner.live_count += 1;
+        self.link(inner, slot, &table);
+    }
+
+    /// Links the appended point `slot`, whose query table is `table`, into the graph (it
+    /// becomes the entry point if it is the first, or above the top level).
+    fn link(&self, inner: &mut Inner, slot: u32, table: &Table) {
+        let code_len = self.plan.code_len;
+        let level = inner.levels[slot as usize];
         let Some((entry, top)) = inner.entry else {
             inner.entry = Some((slot, level));
             return;
         };
         let mut nearest = Near(table.distance(inner.code(entry, code_len)), entry);
         for layer in (usize::from(level) + 1..=usize::from(top)).rev() {
-            nearest = self.greedy(inner, &table, nearest, layer);
+            nearest = self.greedy(inner, table, nearest, layer);
         }
         let mut entries = vec![nearest];
         let mut scratch = Scratch::new(self.dim);
         for layer in (0..=usize::from(level.min(top))).rev() {
             let found =
-                self.search_layer(inner, &table, &entries, self.ef_construction, layer, None);
+                self.search_layer(inner, table, &entries, self.ef_construction, layer, None);
             let cap = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(inner, &found, cap, &mut scratch);
             {

@@ -135,6 +135,32 @@ impl ProductQuantizer {
         self.centroids.capacity() * 4 + self.bounds.capacity() * 8
     }
 
+    /// The centroids, subspace after subspace ([`CENTROIDS`] rows of each subspace's
+    /// width): what a persisted budgeted index saves ([`Self::from_centroids`]).
+    pub(crate) fn centroids(&self) -> &[f32] {
+        &self.centroids
+    }
+
+    /// The quantiser of `code_len` subspaces over `dim` dimensions whose centroids are
+    /// `centroids` (as [`Self::centroids`] gave them); `None` unless their count is
+    /// `CENTROIDS * dim`, `code_len` is in `1..=dim` and every value is finite.
+    pub(crate) fn from_centroids(
+        dim: usize,
+        code_len: usize,
+        metric: Metric,
+        centroids: Vec<f32>,
+    ) -> Option<ProductQuantizer> {
+        let ok = dim > 0
+            && (1..=dim).contains(&code_len)
+            && Some(centroids.len()) == CENTROIDS.checked_mul(dim)
+            && centroids.iter().all(|x| x.is_finite());
+        ok.then(|| ProductQuantizer {
+            metric,
+            bounds: bounds(dim, code_len),
+            centroids,
+        })
+    }
+
     fn subspace(&self, j: usize) -> (usize, usize, &[f32]) {
         let (lo, hi) = (self.bounds[j], self.bounds[j + 1]);
         let centroids = &self.centroids[CENTROIDS * lo..CENTROIDS * hi];

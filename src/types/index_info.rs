@@ -44,4 +44,9 @@ pub struct IndexInfo {
     /// a search of such a space scans its rows in the file instead.
     #[serde(default)]
     pub space_vectors: u64,
+    /// The index serving was loaded from the snapshot the file holds (the graph without a
+    /// budget, the whole budgeted index under one), not built from the vectors rows.
+    /// `false` on PostgreSQL (the server keeps its own index).
+    #[serde(default)]
+    pub loaded_from_file: bool,
 }

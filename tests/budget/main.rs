@@ -7,16 +7,21 @@
 #[path = "../search_support/mod.rs"]
 mod search_support;
 
+mod a_damaged_budgeted_snapshot_is_ignored_and_rebuilt;
 mod a_space_under_a_budget_is_scanned_from_the_file;
 mod a_store_filled_from_empty_under_a_budget_settles;
+mod alternating_budgeted_and_unbudgeted_opens_each_keep_their_index;
 mod an_impossible_budget_is_refused_naming_the_smallest_that_works;
 mod budgeted_index_memory_stays_within_the_budget;
 mod build_refuses_a_budget_the_store_has_outgrown;
+mod racing_writers_over_a_reloaded_budgeted_index_never_return_a_superseded_chunk;
 mod racing_writers_under_a_budget_never_return_a_superseded_chunk;
 mod recall_at_a_budget_against_exact_search;
 mod reopen_under_a_budget_scores_hits_exactly;
+mod reopening_under_the_same_budget_loads_the_saved_index;
 
-use ratchetdb::{Options, Store};
+use ratchetdb::{Options, SearchOptions, Store};
+use search_support::{doc_index, exact_top_k};
 use std::path::Path;
 
 /// The budget the tests give a store of [`N`] vectors of [`DIM`] dimensions: 4 MiB, about
@@ -37,4 +42,25 @@ pub fn open_budgeted(dir: &Path, budget: u64) -> Store {
             .memory_budget(budget),
     )
     .expect("open the store under a budget")
+}
+
+/// The budgeted index's table in the file (`budget_snapshot`: part number -> bytes).
+pub const BUDGET_SNAPSHOT: redb::TableDefinition<u32, &[u8]> =
+    redb::TableDefinition::new("budget_snapshot");
+
+/// Recall@10 of `store`'s searches at width 64 for `queries`, against the exact top 10 of
+/// `vectors` (documents `v{i}`).
+pub fn recall_at_10(store: &Store, vectors: &[Vec<f32>], queries: &[Vec<f32>]) -> f64 {
+    let mut found = 0usize;
+    for query in queries {
+        let truth = exact_top_k(vectors, query, 10);
+        let hits = store
+            .search(query, 10, &SearchOptions::default().ef(64))
+            .expect("search");
+        found += hits
+            .iter()
+            .filter(|hit| truth.contains(&doc_index(hit)))
+            .count();
+    }
+    found as f64 / (queries.len() * 10) as f64
 }

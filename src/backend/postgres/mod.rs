@@ -397,6 +397,7 @@ impl Backend for PgStore {
             budgeted_bytes: 0,
             memory_budget: 0,
             space_vectors: 0,
+            loaded_from_file: false,
         }
     }
 

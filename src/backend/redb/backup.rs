@@ -4,9 +4,9 @@
 
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS,
-    LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SPACES, SPACE_CHANGELOG, SPACE_VECTORS, TEXT_DOCS,
-    VECTORS,
+    BUDGET_SNAPSHOT, CHANGELOG, CHUNKS, COUNTERS, DOCS, INDEX_SNAPSHOT, LEGACY_TEXT_CHUNKS,
+    LEGACY_TEXT_TOTALS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, SPACES, SPACE_CHANGELOG,
+    SPACE_VECTORS, TEXT_DOCS, VECTORS,
 };
 use crate::error::ReadError;
 use redb::{
@@ -166,6 +166,7 @@ fn copy_tables(
             n if n == LISTINGS.name() => copy(from, to, LISTINGS, failed)?,
             n if n == LISTING_MEMBERS.name() => copy(from, to, LISTING_MEMBERS, failed)?,
             n if n == INDEX_SNAPSHOT.name() => copy(from, to, INDEX_SNAPSHOT, failed)?,
+            n if n == BUDGET_SNAPSHOT.name() => copy(from, to, BUDGET_SNAPSHOT, failed)?,
             n if n == TEXT_DOCS.name() => copy(from, to, TEXT_DOCS, failed)?,
             n if n == SPACES.name() => copy(from, to, SPACES, failed)?,
             n if n == SPACE_VECTORS.name() => copy(from, to, SPACE_VECTORS, failed)?,

@@ -47,9 +47,10 @@ use std::time::Duration;
 /// gate, so background threads let go of the file before that drop returns.
 #[derive(Clone)]
 pub(crate) struct RedbBackend {
+    /// First, so it drops first: the last handle's drop reaches the indexer through it.
+    _handle: Arc<Handle>,
     engine: Arc<Engine>,
     indexer: Arc<Indexer>,
-    _handle: Arc<Handle>,
     /// A read-only open recovered the file first.
     recovered: bool,
 }
@@ -57,10 +58,17 @@ pub(crate) struct RedbBackend {
 /// Shared by every clone of a [`RedbBackend`]: its drop closes the indexer's gate.
 struct Handle {
     gate: Arc<Gate>,
+    indexer: std::sync::Weak<Indexer>,
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
+        if let Some(indexer) = self.indexer.upgrade() {
+            indexer.save_on_close();
+            // Background work stops rather than finish what nobody will search (the gate
+            // below waits for it).
+            indexer.stop_background();
+        }
         self.gate.close();
     }
 }
@@ -134,10 +142,14 @@ impl RedbBackend {
         }
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
+        let weak = Arc::downgrade(&indexer);
         Ok(RedbBackend {
             engine,
             indexer,
-            _handle: Arc::new(Handle { gate }),
+            _handle: Arc::new(Handle {
+                gate,
+                indexer: weak,
+            }),
             recovered: false,
         })
     }

@@ -1030,6 +1030,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     open(txn, schema::LISTINGS)?;
     open(txn, schema::LISTING_MEMBERS)?;
     open(txn, schema::INDEX_SNAPSHOT)?;
+    open(txn, schema::BUDGET_SNAPSHOT)?;
     open(txn, schema::SPACES)?;
     open(txn, schema::SPACE_VECTORS)?;
     open(txn, schema::SPACE_CHANGELOG)?;

@@ -107,15 +107,7 @@ pub(crate) struct Indexer {
 
 impl Drop for Indexer {
     fn drop(&mut self) {
-        // A background build or absorber holds the index itself, not the indexer: tell it
-        // to stop rather than finish a graph nobody will search.
-        if let IndexState::Loaded(live) = self.state.get_mut() {
-            live.index.close();
-            if let Some(budget) = &live.budget {
-                budget.close();
-            }
-        }
-        self.spaces.close();
+        self.stop_background();
     }
 }
 
@@ -146,6 +138,18 @@ impl Indexer {
             indexer.start_follower();
         }
         indexer
+    }
+
+    /// The store is closing: a background build or absorber (which holds the index itself,
+    /// not the indexer) stops rather than finish a graph nobody will search.
+    pub(crate) fn stop_background(&self) {
+        if let IndexState::Loaded(live) = &*self.state.read() {
+            live.index.close();
+            if let Some(budget) = &live.budget {
+                budget.close();
+            }
+        }
+        self.spaces.close();
     }
 
     /// A loader ended without publishing an index: the next commit or search may start one.
@@ -564,6 +568,7 @@ impl Indexer {
                 budgeted_bytes: live.budget.as_ref().map_or(0, |b| b.resident_bytes()),
                 memory_budget: self.engine.options().memory_budget.unwrap_or(0),
                 space_vectors,
+                loaded_from_file: live.from_file.load(Ordering::SeqCst),
             },
         }
     }
@@ -621,7 +626,7 @@ impl Indexer {
         };
         if let Some(budget) = self.engine.options().memory_budget {
             // Under a budget, building is loading: planned for today's vectors, codes
-            // trained on them, every vector streamed in. Nothing is persisted. A budget the
+            // trained on them, every vector streamed in, then saved whole. A budget the
             // store has outgrown is refused here as it is at open (the index that serves
             // is left as it is).
             let snapshot = self.engine.snapshot()?;
@@ -640,7 +645,14 @@ impl Indexer {
             )?);
             *self.state.write() = IndexState::Loaded(live.clone());
             live.catch_up(&self.engine.snapshot()?)?;
-            return Ok(());
+            while live.building.swap(true, Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let persisted = persist_budget(&self.background(), &live);
+            live.building.store(false, Ordering::SeqCst);
+            return persisted.map_err(|e| ReadError::IndexPersist {
+                detail: e.to_string(),
+            });
         }
         let live = match self.live() {
             Some(live) => live,
@@ -729,6 +741,30 @@ impl Indexer {
         // A panic (a bug) must not end the follower: searches would still be right.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_committed()));
         self.apply_done.store(covers, Ordering::SeqCst);
+    }
+
+    /// The last handle of a writable store under a budget is closing: the budgeted index is
+    /// brought up to the last commit and saved if the file's copy covers an earlier one (a
+    /// reopen catches up from the changelog, which closing trims to its last rows). Best
+    /// effort: a failure leaves the older copy, or none, and the next open rebuilds what it
+    /// cannot catch up.
+    pub(crate) fn save_on_close(&self) {
+        let Some(live) = self.live() else { return };
+        if live.budget.is_none() || self.engine.is_read_only() {
+            return;
+        }
+        if !matches!(
+            self.engine.snapshot().and_then(|s| live.catch_up(&s)),
+            Ok(true)
+        ) || live.persisted_commit.load(Ordering::SeqCst) >= live.applied()
+        {
+            return;
+        }
+        if live.building.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = persist_budget(&self.background(), &live);
+        live.building.store(false, Ordering::SeqCst);
     }
 
     /// The violations of I5 (the index's vectors are exactly the live vectors of the file)
@@ -953,7 +989,20 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     _ => None,
                 }
             });
-        let loaded = LiveIndex::load(&vectors, dimension, metric, params, memory_budget);
+        // Under a budget, the index the file holds whole (brought up to date from the
+        // changelog) if it can serve; otherwise it is built from the vectors rows.
+        let from_snapshot = match memory_budget {
+            Some(bytes) => {
+                live_index::load_budget_snapshot(&vectors, dimension, metric, params, bytes)
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
+        let loaded = match from_snapshot {
+            Some(live) => Ok(live),
+            None => LiveIndex::load(&vectors, dimension, metric, params, memory_budget),
+        };
         drop(vectors);
         let parsed = match parser {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
@@ -1002,6 +1051,14 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     });
     let Some(Some(live)) = installed else { return };
     let _clear = ClearBuildingOnUnwind(&live.building);
+    if live.budget.is_some() {
+        // Built from the vectors rows: saved, so the next open loads it instead.
+        if !live.from_file.load(Ordering::SeqCst) {
+            let _ = persist_budget(&background, &live);
+        }
+        maintain_index(&background, &live);
+        return;
+    }
     // A persisted graph that loads is used; one that does not (damaged, torn, from another
     // version) is ignored and rebuilt. Without one, small stores stay exact.
     let (had_snapshot, loaded) = match parsed {
@@ -1012,6 +1069,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
                     let points = graph.point_count();
                     live.index.install_snapshot(graph)?;
                     live.persisted_points.store(points, Ordering::SeqCst);
+                    live.from_file.store(true, Ordering::SeqCst);
                     Ok(())
                 })
                 .is_ok(),
@@ -1081,9 +1139,21 @@ enum Maintenance {
     Rebuild,
     /// Live vectors scored exactly that have no graph point yet.
     Absorb,
+    /// The budgeted index has grown well past the one saved in the file.
+    SaveBudgeted,
 }
 
 fn maintenance_due(live: &LiveIndex) -> Option<Maintenance> {
+    if let Some(budget) = &live.budget {
+        // The budgeted index is saved whole, on the full index's schedule: once it has
+        // grown by PERSIST_GROWTH past the saved one (or the last save failed).
+        let points = budget.point_count();
+        let persisted = live.persisted_points.load(Ordering::SeqCst);
+        let due = ((persisted as f64 * PERSIST_GROWTH) as usize).max(PERSIST_MIN_POINTS);
+        let save = live.persist_due.load(Ordering::SeqCst)
+            || (budget.is_trained() && points >= persisted.saturating_add(due));
+        return save.then_some(Maintenance::SaveBudgeted);
+    }
     let index = &live.index;
     let rebuild = index.dead_fraction() > REBUILD_DEAD_FRACTION
         || (!index.graph_ready() && index.needs_rebuild(REBUILD_DEAD_FRACTION));
@@ -1108,6 +1178,11 @@ fn maintain_index(background: &Background, live: &LiveIndex) {
             let done = !live.index.is_closed()
                 && match work {
                     Maintenance::Rebuild => build_graph(background, live),
+                    // A failure leaves `persist_due` set: tried again after the next commit.
+                    Maintenance::SaveBudgeted => {
+                        persist_budget(background, live).is_ok()
+                            && live.persisted_points.load(Ordering::SeqCst) > 0
+                    }
                     // Nothing moved while some was due: stop rather than spin. A failed
                     // insertion dropped the graph: go on to the rebuild that is then due
                     // (at `EXACT_THRESHOLD` live vectors or more; if it fails too, the
@@ -1257,6 +1332,69 @@ fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteE
         Err(_) => live.persist_due.store(true, Ordering::SeqCst),
     }
     written
+}
+
+/// Writes the budgeted index whole into the file (`budget_snapshot`), replacing the one
+/// saved before, on the same terms as [`persist_graph`]: the old one deleted in one
+/// transaction, the new one written in the next (which clears the table again, so two
+/// writers interleaving still leave one whole snapshot), through
+/// [`Engine::write_txn_derived`]; a failure sets `persist_due` and is returned. The index
+/// is written part by part from its own arrays (no copy of it is made, so the budget holds
+/// while saving); inserts wait meanwhile. Stamped with the commit the index covered before
+/// it was read (see `BudgetIndex::save`). An index with untrained codes (few vectors) is not
+/// saved.
+fn persist_budget(background: &Background, live: &LiveIndex) -> Result<(), WriteError> {
+    let Some(budget) = &live.budget else {
+        return Ok(());
+    };
+    if background.with(|ix| ix.engine.is_read_only()) != Some(false) || !budget.is_trained() {
+        return Ok(());
+    }
+    let written = background.with(|ix| {
+        ix.engine
+            .write_txn_derived(redb::Durability::Immediate, |txn| {
+                txn.open_table(schema::BUDGET_SNAPSHOT)
+                    .map_err(WriteError::storage)?
+                    .retain(|_, _| false)
+                    .map_err(WriteError::storage)?;
+                Ok(Finish::Commit(()))
+            })
+            .inspect(|()| live.persisted_points.store(0, Ordering::SeqCst))?;
+        ix.engine
+            .write_txn_derived(redb::Durability::Immediate, |txn| {
+                let mut table = txn
+                    .open_table(schema::BUDGET_SNAPSHOT)
+                    .map_err(WriteError::storage)?;
+                table.retain(|_, _| false).map_err(WriteError::storage)?;
+                let stamp = live.applied();
+                let saved = budget.save(stamp, |part, bytes| {
+                    table
+                        .insert(part, bytes)
+                        .map(|_| ())
+                        .map_err(WriteError::storage)
+                })?;
+                Ok(match saved {
+                    Some(points) => Finish::Commit(Some((points, stamp))),
+                    None => Finish::Abort(None),
+                })
+            })
+    });
+    let Some(written) = written else {
+        return Ok(());
+    };
+    match written {
+        Ok(saved) => {
+            let (points, stamp) = saved.unwrap_or((0, 0));
+            live.persisted_points.store(points, Ordering::SeqCst);
+            live.persisted_commit.store(stamp, Ordering::SeqCst);
+            live.persist_due.store(false, Ordering::SeqCst);
+            Ok(())
+        }
+        Err(error) => {
+            live.persist_due.store(true, Ordering::SeqCst);
+            Err(error)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, split_vector_id, vector_id, VectorsRow, INDEX_SNAPSHOT, VECTORS,
+    self, split_vector_id, vector_id, VectorsRow, BUDGET_SNAPSHOT, INDEX_SNAPSHOT, VECTORS,
 };
 use crate::error::{Corruption, ReadError};
 use crate::index::budget::{self, BudgetIndex};
@@ -19,7 +19,7 @@ use crate::options::IndexOptions;
 use parking_lot::Mutex;
 use redb::ReadableTable;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 /// Vectors inserted into the index per lock round trip while loading.
 const LOAD_CHUNK: usize = 4096;
@@ -39,12 +39,18 @@ pub(crate) struct LiveIndex {
     /// Points in the graph the file's snapshot holds (0: none persisted by this process
     /// or loaded); see `indexer::absorb_and_refresh`.
     pub persisted_points: AtomicUsize,
+    /// Under a budget: the commit the index saved in the file covers (0: none saved by
+    /// this process or loaded).
+    pub persisted_commit: AtomicU64,
     /// The number of live vectors when the last graph build failed (`usize::MAX`: the last
     /// one did not fail); see `indexer::build_retry_due`.
     pub failed_build_at: AtomicUsize,
     /// The last write of the graph snapshot failed (the disk full): the next absorbing
     /// pass writes it again, whatever the graph's growth.
     pub persist_due: AtomicBool,
+    /// The index was loaded from a snapshot in the file (the full index's graph, or the
+    /// budgeted index whole), not built from the vectors rows.
+    pub from_file: AtomicBool,
 }
 
 fn index_error(error: IndexError) -> ReadError {
@@ -80,8 +86,10 @@ impl LiveIndex {
             applied: Mutex::new(snapshot.commit()?),
             building: AtomicBool::new(false),
             persisted_points: AtomicUsize::new(0),
+            persisted_commit: AtomicU64::new(0),
             failed_build_at: AtomicUsize::new(usize::MAX),
             persist_due: AtomicBool::new(false),
+            from_file: AtomicBool::new(false),
         };
         let vectors = snapshot
             .txn
@@ -334,6 +342,100 @@ impl Derived for Applying<'_> {
     }
 }
 
+/// The plan of a budgeted index of `count` vectors under `bytes`. A budget refused at open
+/// cannot reach here; one the store has grown past since gets the smallest plan (the next
+/// open refuses it).
+fn plan_for(count: usize, dimension: usize, params: IndexOptions, bytes: u64) -> budget::Plan {
+    budget::plan(bytes, count, dimension, params.m).unwrap_or_else(|smallest| {
+        budget::plan(smallest, count, dimension, params.m).unwrap_or(budget::Plan {
+            code_len: dimension.div_ceil(16).max(1),
+            capacity: count,
+            train_at: 256,
+            cache_bytes: budget::MIN_CACHE_BYTES,
+            budget: u64::MAX,
+            planned: count,
+        })
+    })
+}
+
+/// A budgeted index loaded from the file's budget snapshot (`index::budget::persist`),
+/// brought up to `snapshot` from the changelog, under `bytes`. `Ok(None)` when the file has
+/// none, or one that cannot serve here: damaged or torn, of another format, dimension,
+/// metric or `M`, coded for a plan other than today's (a code length more than a sixteenth
+/// below the plan's, or above it), larger than the budget allows, or stamped with a commit
+/// the changelog no longer reaches back to; the caller then builds the index from the
+/// vectors rows. Streaming: the snapshot's parts are read one at a time into the index's
+/// arrays.
+pub(crate) fn load_budget_snapshot(
+    snapshot: &Snapshot,
+    dimension: usize,
+    metric: Metric,
+    params: IndexOptions,
+    bytes: u64,
+) -> Result<Option<LiveIndex>, ReadError> {
+    let table = match snapshot.txn.open_table(BUDGET_SNAPSHOT) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(ReadError::storage(e)),
+    };
+    let Some(header) = table.get(0).map_err(ReadError::storage)? else {
+        return Ok(None);
+    };
+    let Ok(header) = budget::read_header(header.value(), metric, dimension) else {
+        return Ok(None);
+    };
+    let commit = snapshot.commit()?;
+    if header.stamp > commit {
+        return Ok(None);
+    }
+    let count = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
+    let mut plan = plan_for(count, dimension, params, bytes);
+    let slack = (plan.code_len / 16).max(1);
+    if header.code_len > plan.code_len || header.code_len + slack < plan.code_len {
+        return Ok(None);
+    }
+    plan.code_len = header.code_len;
+    let parts = table
+        .range(1u32..)
+        .map_err(ReadError::storage)?
+        .map(|entry| {
+            entry.map(|(_, value)| SnapshotPart(value)).map_err(|e| {
+                crate::index::IndexError::Corrupted {
+                    detail: e.to_string(),
+                }
+            })
+        });
+    let Ok(index) = BudgetIndex::load(
+        &header,
+        metric,
+        params.m,
+        params.ef_construction,
+        plan,
+        parts,
+    ) else {
+        return Ok(None);
+    };
+    let mut checks = VectorIndex::new(dimension, metric).map_err(index_error)?;
+    checks.set_graph_params(params.m, params.ef_construction);
+    let live = LiveIndex {
+        index: checks,
+        budget: Some(index),
+        applied: Mutex::new(header.stamp),
+        building: AtomicBool::new(false),
+        persisted_points: AtomicUsize::new(header.points),
+        persisted_commit: AtomicU64::new(header.stamp),
+        failed_build_at: AtomicUsize::new(usize::MAX),
+        persist_due: AtomicBool::new(false),
+        from_file: AtomicBool::new(true),
+    };
+    // Caught up to the snapshot's commit, it must hold exactly its live vectors (a count
+    // that differs means a snapshot from another history: rebuilt, never trusted).
+    if !live.catch_up(snapshot)? || live.applied() != commit || live.len_live() != count {
+        return Ok(None);
+    }
+    Ok(Some(live))
+}
+
 /// Vectors sampled to train a budgeted index's codes, at most (see [`budgeted`]).
 fn sample_every(count: usize, want: usize) -> usize {
     count.div_ceil(want.max(1)).max(1)
@@ -358,18 +460,7 @@ fn budgeted(
         let (_, value) = entry.map_err(ReadError::storage)?;
         count += VectorsRow::parse(value.value())?.slots().count();
     }
-    // A budget refused at open cannot reach here; one the store has grown past since gets
-    // the smallest plan (the next open refuses it).
-    let plan = budget::plan(bytes, count, dimension, params.m).unwrap_or_else(|smallest| {
-        budget::plan(smallest, count, dimension, params.m).unwrap_or(budget::Plan {
-            code_len: dimension.div_ceil(16).max(1),
-            capacity: count,
-            train_at: 256,
-            cache_bytes: budget::MIN_CACHE_BYTES,
-            budget: u64::MAX,
-            planned: count,
-        })
-    });
+    let plan = plan_for(count, dimension, params, bytes);
     let index = BudgetIndex::new(dimension, metric, params.m, params.ef_construction, plan)
         .map_err(index_error)?;
     index.reserve(count);

@@ -47,6 +47,14 @@ pub(crate) const SPACE_CHANGELOG: TableDefinition<u64, &[u8]> =
 pub(crate) const INDEX_SNAPSHOT: TableDefinition<u32, &[u8]> =
     TableDefinition::new("index_snapshot");
 
+/// part number -> bytes: the persisted index under `Options::memory_budget` (see
+/// `index::budget::persist`: centroids, codes, links, ids, stamped with the commit it
+/// covers), written whole in one transaction and checksummed, so it is either complete or
+/// ignored. Beside [`INDEX_SNAPSHOT`], never instead of it: a store opened with and without
+/// a budget keeps both.
+pub(crate) const BUDGET_SNAPSHOT: TableDefinition<u32, &[u8]> =
+    TableDefinition::new("budget_snapshot");
+
 /// internal document id -> the text row of its live chunks (`text/row.rs`): each chunk's
 /// slot, length in terms, and distinct terms with their counts. The full-text index, one row
 /// per document like the chunks row, so a revision rewrites one row (an earlier format kept a
