@@ -107,6 +107,49 @@ pub(crate) fn map_in_halves<T: Send>(
     first
 }
 
+/// Calls `f(state, i)` for every `i` in `0..n`, each once, on the calling thread and up to
+/// one scoped thread per other core (see [`join_threads`]: no rayon pool, so work done
+/// under a lock that searches wait for cannot be left unrun by pool threads blocked on it).
+/// The indices are handed out one at a time, so uneven work balances; each thread makes its
+/// own `state` with `init`. A thread the system cannot start leaves its share to the
+/// others (the caller always takes part), so every index is still done.
+pub(crate) fn for_each_on_threads<S>(
+    n: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize) + Sync,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut state = init();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            f(&mut state, i);
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let helpers = cores.min(n).saturating_sub(1);
+    std::thread::scope(|scope| {
+        let started: Vec<_> = (0..helpers)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("ratchetdb-link".into())
+                    .spawn_scoped(scope, work)
+                    .ok()
+            })
+            .collect();
+        work();
+        for helper in started {
+            if let Err(panic) = helper.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +162,22 @@ mod tests {
         }
         let small = map_in_halves(5, 100, |i| i);
         assert_eq!(small, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn every_index_is_done_once_on_threads() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for n in [0, 1, 5, 1000] {
+            let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+            for_each_on_threads(
+                n,
+                || (),
+                |_, i| {
+                    seen[i].fetch_add(1, Ordering::Relaxed);
+                },
+            );
+            assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1), "{n}");
+        }
     }
 
     #[test]

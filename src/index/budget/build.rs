@@ -10,19 +10,20 @@
 //! that would raise the graph's top level are linked first, one after the other, so the
 //! entry point stays fixed while the rest link.
 //!
-//! Runs under the index's write lock on the caller's thread and rayon's global pool (the
-//! caller's priority): a batch this large comes from a load or a bulk commit, never from a
-//! search's catch-up of a few commits.
+//! Runs under the index's write lock on the caller's thread and scoped threads of its own
+//! (`workers::for_each_on_threads`, the caller's priority), never on a rayon pool: a search
+//! on rayon's global pool may be waiting for that lock (or for the applier holding it), and
+//! would leave pool work unrun. A batch this large comes from a load or a bulk commit.
 
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use parking_lot::Mutex;
-use rayon::prelude::*;
 
 use super::{BudgetIndex, Inner, Near, Scratch, Visited, EMPTY};
 use crate::index::distance::distance;
 use crate::index::pq::Table;
+use crate::index::workers::for_each_on_threads;
 use crate::index::IdMap;
 
 /// Batches of at least this many new points link in parallel (smaller ones serially).
@@ -73,10 +74,16 @@ impl BudgetIndex {
             return;
         }
         let mut codes = vec![0u8; items.len() * code_len];
-        codes
-            .par_chunks_mut(code_len.max(1))
-            .zip(items.par_iter())
-            .for_each(|(code, (_, vector))| quantizer.encode_into(vector, code));
+        {
+            // Each point's code is its own slice: handed out by index, written once.
+            let parts: Vec<Mutex<&mut [u8]>> =
+                codes.chunks_mut(code_len.max(1)).map(Mutex::new).collect();
+            for_each_on_threads(
+                items.len().min(parts.len()),
+                || (),
+                |_, i| quantizer.encode_into(items[i].1, &mut parts[i].lock()),
+            );
+        }
         inner.ids.reserve_exact(items.len());
         inner.codes.reserve_exact(codes.len());
         inner.levels.reserve_exact(items.len());
@@ -125,9 +132,11 @@ impl BudgetIndex {
         };
         {
             let inner: &Inner = inner;
-            rest.par_iter().for_each_init(
+            for_each_on_threads(
+                rest.len(),
                 || Scratch::new(self.dim),
-                |scratch, &(slot, vector)| {
+                |scratch, i| {
+                    let (slot, vector) = rest[i];
                     self.link_shared(inner, &links, slot, &quantizer.table(vector), scratch);
                 },
             );
