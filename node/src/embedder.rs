@@ -197,7 +197,9 @@ pub fn embed_spaces(
     };
     let names: Vec<String> = spaces
         .into_iter()
-        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        // The default space first: after a promotion it is listed under the promoted
+        // space's name, so it is skipped by position, not by name.
+        .skip(1)
         .filter(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
         .map(|s| s.name)
         .collect();

@@ -305,7 +305,9 @@ pub(crate) fn extra_space_of(store: &Store, embedder: &dyn Embedder) -> Option<S
     let spaces = store.spaces().ok()?;
     spaces
         .into_iter()
-        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        // The default space first: after a promotion it is listed under the promoted
+        // space's name, so it is skipped by position, not by name.
+        .skip(1)
         .find(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
         .map(|s| s.name)
 }

@@ -292,7 +292,9 @@ impl PyStore {
         };
         let names: Vec<String> = spaces
             .into_iter()
-            .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+            // The default space first: after a promotion it is listed under the promoted
+            // space's name, so it is skipped by position, not by name.
+            .skip(1)
             .filter(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
             .map(|s| s.name)
             .collect();
@@ -484,7 +486,9 @@ fn extra_space_of(store: &ratchetdb::Store, embedder: &dyn ratchetdb::Embedder) 
     let spaces = store.spaces().ok()?;
     spaces
         .into_iter()
-        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        // The default space first: after a promotion it is listed under the promoted
+        // space's name, so it is skipped by position, not by name.
+        .skip(1)
         .find(|s| s.model == embedder.name() && s.dimension == Some(embedder.dimension()))
         .map(|s| s.name)
 }

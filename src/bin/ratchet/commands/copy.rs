@@ -215,7 +215,9 @@ fn copy_spaces(
     let there = to.spaces().ok();
     for space in spaces
         .into_iter()
-        .filter(|s| s.name != ratchetdb::DEFAULT_SPACE)
+        // The default space first: after a promotion it is listed under the promoted
+        // space's name, so it is skipped by position, not by name.
+        .skip(1)
     {
         let Some(there) = &there else {
             out.text_line(&format!(

@@ -355,7 +355,13 @@ fn named_space(args: &SearchArgs, store: &Store) -> Result<Option<SpaceInfo>, Fa
         .map(|s| s.name.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    match spaces.iter().find(|s| s.name == *name) {
+    // The default space (listed first) answers to `default` as well as to the name of a
+    // space promoted in its place.
+    let named = spaces
+        .iter()
+        .enumerate()
+        .find(|(i, s)| s.name == *name || (*i == 0 && name == ratchetdb::DEFAULT_SPACE));
+    match named.map(|(_, s)| s) {
         Some(space) => Ok(Some(space.clone())),
         None => Err(Failure(format!(
             "--space {name}: the store has no vector space {name:?} (its spaces: {names})"
