@@ -140,6 +140,58 @@ fn document_meta(
     }
 }
 
+/// The `k` nearest of the vectors offered, scored exactly (the exact scan's kernel on the
+/// stored little-endian floats), best first with ties by id: the one accumulator of the
+/// scans of the file and the re-ranking.
+struct Nearest<'q> {
+    query: &'q [f32],
+    metric: Metric,
+    k: usize,
+    best: Vec<(f32, u64)>,
+    vector: Vec<f32>,
+}
+
+impl<'q> Nearest<'q> {
+    fn new(query: &'q [f32], metric: Metric, k: usize) -> Self {
+        Nearest {
+            query,
+            metric,
+            k,
+            best: Vec::new(),
+            vector: vec![0f32; query.len()],
+        }
+    }
+
+    /// Scores `id`'s vector `bytes` (of the query's length: the caller checked it).
+    fn offer(&mut self, id: u64, bytes: &[u8]) {
+        for (x, b) in self.vector.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        let distance = index::distance::distance(self.metric, self.query, &self.vector);
+        self.best.push((distance, id));
+        // Kept bounded: cut back to `k` whenever four times as many are held.
+        if self.best.len() > self.k.max(16).saturating_mul(4) {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        self.best
+            .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        self.best.truncate(self.k);
+    }
+
+    /// The `k` nearest, best first, with their scores.
+    fn finish(mut self) -> Vec<(u64, f32)> {
+        self.cut();
+        let metric = self.metric;
+        self.best
+            .into_iter()
+            .map(|(d, id)| (id, metric.score(d)))
+            .collect()
+    }
+}
+
 /// Exact search straight from the snapshot's vector table: correct and slower; used
 /// until the in-memory index has loaded after open.
 fn scan_snapshot(
@@ -153,8 +205,7 @@ fn scan_snapshot(
         .txn
         .open_table(VECTORS)
         .map_err(ReadError::storage)?;
-    let mut best: Vec<(f32, u64)> = Vec::new();
-    let mut vector = vec![0f32; query.len()];
+    let mut nearest = Nearest::new(query, metric, k);
     for entry in vectors.iter().map_err(ReadError::storage)? {
         let (key, value) = entry.map_err(ReadError::storage)?;
         let doc = key.value();
@@ -163,29 +214,16 @@ fn scan_snapshot(
             continue;
         }
         for (position, slot) in row.slots().enumerate() {
-            if !keep(vector_id(doc, slot)) {
+            let id = vector_id(doc, slot);
+            if !keep(id) {
                 continue;
             }
-            let Some(bytes) = row.vector_bytes(position) else {
-                continue;
-            };
-            for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
-                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
-            let distance = index::distance::distance(metric, query, &vector);
-            best.push((distance, vector_id(doc, slot)));
-            if best.len() > k.max(16).saturating_mul(4) {
-                best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                best.truncate(k);
+            if let Some(bytes) = row.vector_bytes(position) {
+                nearest.offer(id, bytes);
             }
         }
     }
-    best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    best.truncate(k);
-    Ok(best
-        .into_iter()
-        .map(|(d, id)| (id, metric.score(d)))
-        .collect())
+    Ok(nearest.finish())
 }
 
 /// The `k` nearest of space `space`'s vectors in `snapshot` that `keep` admits, scanned from
@@ -203,8 +241,7 @@ fn scan_space(
         .txn
         .open_table(SPACE_VECTORS)
         .map_err(ReadError::storage)?;
-    let mut best: Vec<(f32, u64)> = Vec::new();
-    let mut vector = vec![0f32; query.len()];
+    let mut nearest = Nearest::new(query, metric, k);
     for entry in rows
         .range((space, 0u64)..=(space, u64::MAX))
         .map_err(ReadError::storage)?
@@ -213,24 +250,11 @@ fn scan_space(
         let id = key.value().1;
         let bytes = value.value();
         // A row of another length is a damaged one `verify` reports; it is not a candidate.
-        if bytes.len() != query.len() * 4 || !keep(id) {
-            continue;
-        }
-        for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
-            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        best.push((index::distance::distance(metric, query, &vector), id));
-        if best.len() > k.max(16).saturating_mul(4) {
-            best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            best.truncate(k);
+        if bytes.len() == query.len() * 4 && keep(id) {
+            nearest.offer(id, bytes);
         }
     }
-    best.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    best.truncate(k);
-    Ok(best
-        .into_iter()
-        .map(|(d, id)| (id, metric.score(d)))
-        .collect())
+    Ok(nearest.finish())
 }
 
 /// The `k` nearest of `ids` to `query`, scored exactly on their vectors in `snapshot`'s
@@ -246,8 +270,7 @@ pub(crate) fn rerank(
 ) -> Result<Vec<(u64, f32)>, ReadError> {
     ids.sort_unstable();
     ids.dedup();
-    let mut scored: Vec<(f32, u64)> = Vec::with_capacity(ids.len());
-    let mut vector = vec![0f32; query.len()];
+    let mut nearest = Nearest::new(query, metric, k);
     let mut start = 0;
     while start < ids.len() {
         let doc = split_vector_id(ids[start]).0;
@@ -271,21 +294,12 @@ pub(crate) fn rerank(
             if wanted.binary_search(&id).is_err() {
                 continue;
             }
-            let Some(bytes) = row.vector_bytes(position) else {
-                continue;
-            };
-            for (x, b) in vector.iter_mut().zip(bytes.chunks_exact(4)) {
-                *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if let Some(bytes) = row.vector_bytes(position) {
+                nearest.offer(id, bytes);
             }
-            scored.push((index::distance::distance(metric, query, &vector), id));
         }
     }
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    scored.truncate(k);
-    Ok(scored
-        .into_iter()
-        .map(|(d, id)| (id, metric.score(d)))
-        .collect())
+    Ok(nearest.finish())
 }
 
 /// Resolves `candidates` (best first) against `snapshot` until `k` hits (per document: the
