@@ -127,3 +127,23 @@ pub fn live_texts(store: &Store) -> Vec<String> {
     texts.sort();
     texts
 }
+
+/// Cosine similarity, as the store scores it.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+/// The document and version a hit's text carries (`"{id} v{version} c{i}"`, as
+/// [`revision`] writes it).
+pub fn version_of(text: &str) -> (String, u64) {
+    let mut parts = text.split(' ');
+    let id = parts.next().unwrap_or_default().to_owned();
+    let version = parts
+        .next()
+        .and_then(|v| v.strip_prefix('v'))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected text {text:?}"));
+    (id, version)
+}

@@ -10,7 +10,9 @@
 //! `wide` vector (never an older revision's, never the old model's); at the end every live
 //! chunk is found by its `wide` vector and `verify` is clean.
 
-use super::{every_chunk_found_by_its_wide_vector, open, revision, wide, Wide, WIDE};
+use super::{
+    cosine, every_chunk_found_by_its_wide_vector, open, revision, version_of, wide, Wide, WIDE,
+};
 use ratchetdb::{Chunk, Document, SearchOptions, WriteError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,25 +35,6 @@ fn rewritten(id: &str, version: u64, promoted: bool) -> Document {
         });
     }
     out
-}
-
-/// Cosine similarity, as the store scores it.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (norm(a) * norm(b))
-}
-
-/// The document and version a hit's text carries (`"{id} v{version} c{i}"`).
-fn version_of(text: &str) -> (String, u64) {
-    let mut parts = text.split(' ');
-    let id = parts.next().unwrap_or_default().to_owned();
-    let version = parts
-        .next()
-        .and_then(|v| v.strip_prefix('v'))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected text {text:?}"));
-    (id, version)
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! query is an exact copy of one chunk's vector, so it must come back first whenever that
 //! chunk is live with its vector). At the end the space is complete and `verify` is clean.
 
-use super::{open, revision, wide, Wide, WIDE};
+use super::{cosine, open, revision, version_of, wide, Wide, WIDE};
 use ratchetdb::{Chunk, Document, SearchOptions, WriteError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,25 +29,6 @@ fn rewritten(id: &str, version: u64, with_space: bool) -> Document {
         out = out.with_chunk(Chunk { ..chunk }.with_space_vector("wide", v));
     }
     out
-}
-
-/// Cosine similarity, as the store scores it.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (norm(a) * norm(b))
-}
-
-/// The version a hit's text carries (`"{id} v{version} c{i}"`).
-fn version_of(text: &str) -> (String, u64) {
-    let mut parts = text.split(' ');
-    let id = parts.next().unwrap_or_default().to_owned();
-    let version = parts
-        .next()
-        .and_then(|v| v.strip_prefix('v'))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected text {text:?}"));
-    (id, version)
 }
 
 #[test]
