@@ -102,6 +102,8 @@ pub(crate) struct Indexer {
     /// (equal: the applier is idle and holds no read snapshot).
     apply_requested: AtomicU64,
     apply_done: AtomicU64,
+    /// Held by each applier or follower pass (see [`Indexer::apply_pass`]).
+    passes: Mutex<()>,
     gate: Arc<Gate>,
 }
 
@@ -125,6 +127,7 @@ impl Indexer {
             applier: Mutex::new(None),
             apply_requested: AtomicU64::new(0),
             apply_done: AtomicU64::new(0),
+            passes: Mutex::new(()),
             gate,
         });
         let hook = Arc::downgrade(&indexer);
@@ -179,17 +182,7 @@ impl Indexer {
                 .spawn(move || {
                     // Ends when the store closes: its sender drops with it.
                     for () in woken {
-                        let pass = background.with(|ix| {
-                            // Every request counted so far follows a commit this pass's
-                            // snapshot will see.
-                            let covers = ix.apply_requested.load(Ordering::SeqCst);
-                            // A panic (a bug) must not end the applier: searches would
-                            // still be right, but `wait_for_index` would wait forever.
-                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                ix.apply_committed()
-                            }));
-                            ix.apply_done.store(covers, Ordering::SeqCst);
-                        });
+                        let pass = background.with(|ix| ix.apply_pass(false));
                         if pass.is_none() {
                             return;
                         }
@@ -219,10 +212,11 @@ impl Indexer {
             self.start_index();
             return;
         };
-        let caught_up = self
-            .engine
-            .snapshot()
-            .and_then(|snapshot| live.catch_up(&snapshot));
+        let caught_up = self.engine.snapshot().and_then(|snapshot| {
+            // Best effort: a space index kept longer only costs memory.
+            let _ = self.forget_dropped_spaces(&snapshot);
+            live.catch_up(&snapshot)
+        });
         if !matches!(caught_up, Ok(true)) {
             // The changelog could not bring it up to date: load it again from the vectors.
             *self.state.write() = IndexState::Unloaded;
@@ -737,8 +731,27 @@ impl Indexer {
         if !matches!(latest, Ok(seq) if seq > live.applied()) {
             return;
         }
-        let covers = self.apply_requested.fetch_add(1, Ordering::SeqCst) + 1;
-        // A panic (a bug) must not end the follower: searches would still be right.
+        self.apply_pass(true);
+    }
+
+    /// One pass of the applier (woken by commits) or of a read-only store's follower
+    /// (`request`: the pass counts itself as a request first), recording in `apply_done`
+    /// the requests it covers. Passes run one at a time: a read-only store has both (its
+    /// applier is woken when a snapshot learns a new recorded dimension, a promotion), and
+    /// two overlapping passes could finish out of order, the later store of `apply_done`
+    /// covering fewer requests than the earlier one's: `wait_for_index` then waited for a
+    /// pass that had already run (issue 46's follower test, flaky in CI). Under the lock
+    /// the requests counted only grow from pass to pass.
+    fn apply_pass(&self, request: bool) {
+        let _one_at_a_time = self.passes.lock();
+        // Every request counted so far follows a commit this pass's snapshot will see.
+        let covers = if request {
+            self.apply_requested.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            self.apply_requested.load(Ordering::SeqCst)
+        };
+        // A panic (a bug) must not end the applier or the follower: searches would still be
+        // right, but `wait_for_index` would wait forever.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_committed()));
         self.apply_done.store(covers, Ordering::SeqCst);
     }
@@ -767,6 +780,36 @@ impl Indexer {
         live.building.store(false, Ordering::SeqCst);
     }
 
+    /// Forgets the loaded index of every space `snapshot` no longer has: dropped or
+    /// promoted by a writer in another process (this process's own `drop_space` forgets
+    /// its index at once). Without this a read-only store kept each promoted space's
+    /// vectors in memory a second time, beside the default index that now holds them.
+    fn forget_dropped_spaces(&self, snapshot: &Snapshot) -> Result<(), ReadError> {
+        let loaded = self.spaces.all();
+        if loaded.is_empty() {
+            return Ok(());
+        }
+        let existing: Vec<u32> = match snapshot.txn.open_table(schema::SPACES) {
+            Ok(table) => {
+                use redb::ReadableTable;
+                let mut ids = Vec::new();
+                for entry in table.iter().map_err(ReadError::storage)? {
+                    let (_, value) = entry.map_err(ReadError::storage)?;
+                    ids.push(schema::decode::<schema::SpaceRow>("space row", value.value())?.id);
+                }
+                ids
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
+            Err(e) => return Err(ReadError::storage(e)),
+        };
+        for (id, _) in loaded {
+            if !existing.contains(&id) {
+                self.spaces.forget(id);
+            }
+        }
+        Ok(())
+    }
+
     /// The violations of I5 (the index's vectors are exactly the live vectors of the file)
     /// added to `report`.
     pub(crate) fn verify_agreement(
@@ -783,30 +826,8 @@ impl Indexer {
             }
         }
         let snapshot = self.engine.snapshot()?;
-        let existing: Vec<u32> = {
-            let table = snapshot.txn.open_table(schema::SPACES);
-            match table {
-                Ok(table) => {
-                    use redb::ReadableTable;
-                    let mut ids = Vec::new();
-                    for entry in table.iter().map_err(ReadError::storage)? {
-                        let (_, value) = entry.map_err(ReadError::storage)?;
-                        ids.push(
-                            schema::decode::<schema::SpaceRow>("space row", value.value())?.id,
-                        );
-                    }
-                    ids
-                }
-                Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
-                Err(e) => return Err(ReadError::storage(e)),
-            }
-        };
+        self.forget_dropped_spaces(&snapshot)?;
         for (id, index) in self.spaces.all() {
-            if !existing.contains(&id) {
-                // Dropped or promoted by the writer (another process): never searched again.
-                self.spaces.forget(id);
-                continue;
-            }
             for problem in index.agreement(&snapshot)? {
                 report.violations.push(crate::types::Violation {
                     source: None,
@@ -1036,6 +1057,7 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         {
             let _clear = ClearBuildingOnUnwind(&live.building);
             if let Ok(snapshot) = ix.engine.snapshot() {
+                let _ = ix.forget_dropped_spaces(&snapshot);
                 // The changelog cannot bring it up to date (or, under a memory budget, the
                 // commits made while it loaded outgrew its plan): load again, as an applier
                 // pass would, or nothing would until the next commit.
