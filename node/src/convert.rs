@@ -240,30 +240,6 @@ fn hit_version(version: Version) -> HitVersion {
 /// The largest integer a JavaScript number holds exactly (2^53 - 1).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// One search hit in the shape `index.js` returns it (null metadata as `{}`).
-#[derive(Serialize)]
-struct HitOut<'a> {
-    source: &'a str,
-    id: &'a str,
-    position: u32,
-    text: &'a str,
-    meta: &'a Value,
-    score: f64,
-    version: HitVersion,
-}
-
-fn hit_out<'a>(hit: &'a Hit, empty: &'a Value) -> HitOut<'a> {
-    HitOut {
-        source: &hit.source,
-        id: &hit.id,
-        position: hit.position,
-        text: &hit.text,
-        meta: if hit.meta.is_null() { empty } else { &hit.meta },
-        score: f64::from(hit.score),
-        version: hit_version(hit.version),
-    }
-}
-
 /// How many UTF-16 code units `text` is in JavaScript (a string's `length`).
 fn js_length(text: &str) -> usize {
     if text.is_ascii() {
@@ -325,15 +301,13 @@ pub fn hits_compact(hits: &[Hit]) -> napi::Result<String> {
     Ok(out)
 }
 
-/// The hits of several queries as one JSON array of arrays, each hit an object of
-/// [`hits_compact`]'s fields.
-pub fn hit_lists_json(lists: &[Vec<Hit>]) -> napi::Result<String> {
-    let empty = Value::Object(serde_json::Map::new());
-    let out: Vec<Vec<HitOut<'_>>> = lists
-        .iter()
-        .map(|hits| hits.iter().map(|hit| hit_out(hit, &empty)).collect())
-        .collect();
-    serde_json::to_string(&out).map_err(|e| crate::errors::internal(&e.to_string()))
+/// The hits of several queries: each list's [`hits_compact`] text, end to end.
+pub fn hit_lists_compact(lists: &[Vec<Hit>]) -> napi::Result<String> {
+    let mut out = String::new();
+    for hits in lists {
+        out.push_str(&hits_compact(hits)?);
+    }
+    Ok(out)
 }
 
 /// `search`'s hits with the nanoseconds the Rust call took, for `_searchTimed`: the

@@ -594,7 +594,7 @@ impl NativeStore {
     }
 
     /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows), as
-    /// one JSON text of one array per query.
+    /// one text of one list per query ([`convert::hit_lists_compact`]).
     #[napi]
     pub fn search_many(
         &self,
@@ -617,7 +617,7 @@ impl NativeStore {
             let hits = store
                 .search_many(&queries, k as usize, &options)
                 .map_err(from_read)?;
-            convert::hit_lists_json(&hits)
+            convert::hit_lists_compact(&hits)
         })
     }
 
