@@ -370,21 +370,37 @@ function outcome(raw) {
   return out;
 }
 
-// Hits from the native side's one JSON text: each already in its final shape, its version a
-// number unless it is a timestamp, a ticket or above 2^53 - 1 (then `{ kind, value }`).
-function hits(list) {
-  for (let i = 0; i < list.length; i++) {
-    const h = list[i];
-    if (typeof h.version !== 'number') h.version = fromVersion(h.version);
+// Hits from the native side's compact text (node/src/convert.rs, `hits_compact`): `{n};`,
+// a JSON array of `n` UTF-16 code units with seven fields per hit (meta, version, position,
+// score, and the lengths of source, id and text), then the hits' source, id and text end to
+// end. A version is a number unless it is a timestamp, a ticket or above 2^53 - 1 (then
+// `{ kind, value }`). About a third of what `JSON.parse` of the same hits as objects takes.
+// `end`, when given, receives the offset just past the hits (`searchMany`'s lists follow
+// one another).
+function decodeHits(text, from, end) {
+  const semicolon = text.indexOf(';', from);
+  let at = semicolon + 1 + Number(text.slice(from, semicolon));
+  const fields = JSON.parse(text.slice(semicolon + 1, at));
+  const out = new Array(fields.length / 7);
+  for (let h = 0, j = 0; j < fields.length; h++, j += 7) {
+    const source = text.slice(at, at += fields[j + 4]);
+    const id = text.slice(at, at += fields[j + 5]);
+    const chunk = text.slice(at, at += fields[j + 6]);
+    const version = fields[j + 1];
+    out[h] = {
+      source, id, position: fields[j + 2], text: chunk, meta: fields[j], score: fields[j + 3],
+      version: typeof version === 'number' ? version : fromVersion(version),
+    };
   }
-  return list;
+  if (end !== undefined) end.at = at;
+  return out;
 }
 
-const parseHits = (json) => hits(JSON.parse(json));
-const parseTimed = (json) => {
-  const out = JSON.parse(json);
-  hits(out.hits);
-  return out;
+const parseHits = (text) => decodeHits(text, 0);
+// `_searchTimed`'s text: the Rust call's nanoseconds, a comma, then the hits.
+const parseTimed = (text) => {
+  const comma = text.indexOf(',');
+  return { innerNs: Number(text.slice(0, comma)), hits: decodeHits(text, comma + 1) };
 };
 
 function documentOut(raw) {
@@ -521,7 +537,7 @@ class Store {
   }
 
   /**
-   * @private A search run by `start(id)` on the addon's reader threads: its JSON text, or
+   * @private A search run by `start(id)` on the addon's reader threads: its text, or
    * `finish` of it.
    */
   _read(start, finish) {
@@ -694,8 +710,9 @@ class Store {
     const flat = new Float32Array(rows.length * width);
     rows.forEach((row, i) => flat.set(row, i * width));
     const [k, opts] = searchOptions(options, 'vector');
-    const out = JSON.parse(await this._read((id) => this._inner.searchMany(id, flat, rows.length, k, opts)));
-    return out.map(hits);
+    const text = await this._read((id) => this._inner.searchMany(id, flat, rows.length, k, opts));
+    const end = { at: 0 };
+    return rows.map(() => decodeHits(text, end.at, end));
   }
 
   /**

@@ -240,62 +240,78 @@ fn hit_version(version: Version) -> HitVersion {
 /// The largest integer a JavaScript number holds exactly (2^53 - 1).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// One search hit in the shape `index.js` returns it (null metadata as `{}`).
-#[derive(Serialize)]
-struct HitOut<'a> {
-    source: &'a str,
-    id: &'a str,
-    position: u32,
-    text: &'a str,
-    meta: &'a Value,
-    score: f64,
-    version: HitVersion,
-}
-
-fn hit_out<'a>(hit: &'a Hit, empty: &'a Value) -> HitOut<'a> {
-    HitOut {
-        source: &hit.source,
-        id: &hit.id,
-        position: hit.position,
-        text: &hit.text,
-        meta: if hit.meta.is_null() { empty } else { &hit.meta },
-        score: f64::from(hit.score),
-        version: hit_version(hit.version),
+/// How many UTF-16 code units `text` is in JavaScript (a string's `length`).
+fn js_length(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().map(char::len_utf16).sum()
     }
 }
 
-/// Hits as one JSON text, which `index.js` parses with one `JSON.parse` (cheaper than
-/// building each hit's objects through N-API calls). A version is a JSON number unless it
-/// is a timestamp, a ticket or above 2^53 - 1 (then `{ kind, value }`, decoded by `index.js`).
-pub fn hits_json(hits: &[Hit]) -> napi::Result<String> {
-    let empty = Value::Object(serde_json::Map::new());
-    let out: Vec<HitOut<'_>> = hits.iter().map(|hit| hit_out(hit, &empty)).collect();
-    serde_json::to_string(&out).map_err(|e| crate::errors::internal(&e.to_string()))
+/// The numbers and JSON values of [`hits_compact`]'s hits, seven per hit: meta, version,
+/// position, score, and the lengths of source, id and text.
+struct HitFields<'a>(&'a [Hit]);
+
+impl Serialize for HitFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let empty = Value::Object(serde_json::Map::new());
+        let mut seq = serializer.serialize_seq(Some(self.0.len() * 7))?;
+        for hit in self.0 {
+            seq.serialize_element(if hit.meta.is_null() {
+                &empty
+            } else {
+                &hit.meta
+            })?;
+            seq.serialize_element(&hit_version(hit.version))?;
+            seq.serialize_element(&hit.position)?;
+            seq.serialize_element(&f64::from(hit.score))?;
+            seq.serialize_element(&js_length(&hit.source))?;
+            seq.serialize_element(&js_length(&hit.id))?;
+            seq.serialize_element(&js_length(&hit.text))?;
+        }
+        seq.end()
+    }
 }
 
-/// The hits of several queries as one JSON array of arrays (as [`hits_json`]).
-pub fn hit_lists_json(lists: &[Vec<Hit>]) -> napi::Result<String> {
-    let empty = Value::Object(serde_json::Map::new());
-    let out: Vec<Vec<HitOut<'_>>> = lists
+/// Hits as one text that `index.js` turns into objects (`decodeHits`) in about a third of
+/// what `JSON.parse` of the same hits takes: `{n};` then a JSON array of `n` UTF-16 code
+/// units holding seven fields per hit (meta, version, position, score, and the lengths of
+/// source, id and text), then every hit's source, id and text, unescaped, end to end. A
+/// version is a JSON number unless it is a timestamp, a ticket or above 2^53 - 1 (then
+/// `{ kind, value }`, decoded by `index.js`).
+pub fn hits_compact(hits: &[Hit]) -> napi::Result<String> {
+    let fields = serde_json::to_string(&HitFields(hits))
+        .map_err(|e| crate::errors::internal(&e.to_string()))?;
+    let strings: usize = hits
         .iter()
-        .map(|hits| hits.iter().map(|hit| hit_out(hit, &empty)).collect())
-        .collect();
-    serde_json::to_string(&out).map_err(|e| crate::errors::internal(&e.to_string()))
+        .map(|hit| hit.source.len() + hit.id.len() + hit.text.len())
+        .sum();
+    let length = js_length(&fields).to_string();
+    let mut out = String::with_capacity(length.len() + 1 + fields.len() + strings);
+    out.push_str(&length);
+    out.push(';');
+    out.push_str(&fields);
+    for hit in hits {
+        out.push_str(&hit.source);
+        out.push_str(&hit.id);
+        out.push_str(&hit.text);
+    }
+    Ok(out)
 }
 
-/// `search`'s hits with the nanoseconds the Rust call took, as one JSON text
-/// (`{"innerNs": ..., "hits": [...]}`), for `_searchTimed`.
-pub fn timed_hits_json(hits: &[Hit], inner_ns: u64) -> napi::Result<String> {
-    #[derive(Serialize)]
-    struct Timed<'a> {
-        #[serde(rename = "innerNs")]
-        inner_ns: u64,
-        hits: Vec<HitOut<'a>>,
+/// The hits of several queries: each list's [`hits_compact`] text, end to end.
+pub fn hit_lists_compact(lists: &[Vec<Hit>]) -> napi::Result<String> {
+    let mut out = String::new();
+    for hits in lists {
+        out.push_str(&hits_compact(hits)?);
     }
-    let empty = Value::Object(serde_json::Map::new());
-    let out = Timed {
-        inner_ns,
-        hits: hits.iter().map(|hit| hit_out(hit, &empty)).collect(),
-    };
-    serde_json::to_string(&out).map_err(|e| crate::errors::internal(&e.to_string()))
+    Ok(out)
+}
+
+/// `search`'s hits with the nanoseconds the Rust call took, for `_searchTimed`: the
+/// nanoseconds in decimal, a comma, then [`hits_compact`]'s text.
+pub fn timed_hits_compact(hits: &[Hit], inner_ns: u64) -> napi::Result<String> {
+    Ok(format!("{inner_ns},{}", hits_compact(hits)?))
 }

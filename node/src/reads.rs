@@ -15,7 +15,8 @@ use napi::Status;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// What a completer receives: the read's id, its JSON text, or its error's tagged message.
+/// What a completer receives: the read's id, its text (JSON, or
+/// [`crate::convert::hits_compact`]'s for hits), or its error's tagged message.
 pub type Settled = FnArgs<(u32, Option<String>, Option<String>)>;
 
 /// A store's threadsafe function settling its reads (weak: it keeps the event loop alive only

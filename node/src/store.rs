@@ -314,7 +314,8 @@ pub(crate) fn extra_space_of(store: &Store, embedder: &dyn Embedder) -> Option<S
 
 impl NativeStore {
     /// Search `id` on a reader thread: `run` with the store, `k` and the options `given`
-    /// describes, its hits handed to JavaScript as one JSON text.
+    /// describes, its hits handed to JavaScript as one compact text
+    /// ([`convert::hits_compact`]).
     fn searching(
         &self,
         id: u32,
@@ -328,11 +329,11 @@ impl NativeStore {
         let options = search_options(given.as_ref())?;
         self.reading(id, move || {
             let hits = run(&store, k as usize, &options)?;
-            convert::hits_json(&hits)
+            convert::hits_compact(&hits)
         })
     }
 
-    /// Runs `run` on a reader thread; its JSON text settles read `id` (`setCompleter`).
+    /// Runs `run` on a reader thread; its text settles read `id` (`setCompleter`).
     fn reading(
         &self,
         id: u32,
@@ -478,7 +479,7 @@ impl NativeStore {
     }
 
     /// Sets the function that settles this store's searches: called on the event loop with
-    /// `(id, json, error)` for each search, `json` its hits or `error` a tagged message.
+    /// `(id, text, error)` for each search, `text` its hits or `error` a tagged message.
     #[napi(
         ts_args_type = "callback: (id: number, json: string | null, error: string | null) => void"
     )]
@@ -553,7 +554,7 @@ impl NativeStore {
         })))
     }
 
-    /// The `k` live chunks nearest `vector`, as one JSON text.
+    /// The `k` live chunks nearest `vector` ([`convert::hits_compact`]).
     #[napi]
     pub fn search(
         &self,
@@ -570,7 +571,7 @@ impl NativeStore {
 
     /// `search`, also giving the nanoseconds spent inside the Rust `Store::search` call, for
     /// the binding's cost per call (`benches/peers/node/overhead.mjs`): the call's wall time
-    /// less that, measured on the same call. One JSON text `{"innerNs", "hits"}`.
+    /// less that, measured on the same call ([`convert::timed_hits_compact`]).
     #[napi(js_name = "_searchTimed")]
     pub fn search_timed(
         &self,
@@ -588,12 +589,12 @@ impl NativeStore {
                 .search(&vector, k as usize, &options)
                 .map_err(from_read)?;
             let inner_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            convert::timed_hits_json(&hits, inner_ns)
+            convert::timed_hits_compact(&hits, inner_ns)
         })
     }
 
     /// The `k` nearest live chunks of each query (rows of one flat array of `count` rows), as
-    /// one JSON text of one array per query.
+    /// one text of one list per query ([`convert::hit_lists_compact`]).
     #[napi]
     pub fn search_many(
         &self,
@@ -616,7 +617,7 @@ impl NativeStore {
             let hits = store
                 .search_many(&queries, k as usize, &options)
                 .map_err(from_read)?;
-            convert::hit_lists_json(&hits)
+            convert::hit_lists_compact(&hits)
         })
     }
 

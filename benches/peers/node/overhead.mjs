@@ -2,7 +2,11 @@
 // never in CI; the Node side of benches/peers/python_overhead.py):
 //
 //   cd node && npm install ../node     # or `npm install ./node` from the root: a release build
-//   cd benches/peers/node && node overhead.mjs [--work DIR]
+//   cd benches/peers/node && node overhead.mjs [--work DIR] [--paired-only]
+//
+// RATCHETDB_NODE_PACKAGE=DIR loads the package from DIR (a copy of node/ with its built
+// ratchetdb.node) instead of the installed one, so two builds can alternate in one session.
+// --paired-only skips steps 2 and 3 (no cargo bench).
 //
 // 1. Makes seeded random data of the Python script's shapes (384-d): the search store of 200
 //    documents of 100 chunks (20,000 chunks; texts `doc {d} chunk {c}`, meta {chunk: c}) and
@@ -14,13 +18,21 @@
 //    15 repeats of 1,000 calls, each awaited before the next.
 // 4. Paired: each awaited `_searchTimed` call's wall time less the Rust call's own time inside
 //    it, 15,000 calls, median and minimum.
+// 5. The floor in the same session: the paired figure on an empty store (a search that finds
+//    nothing: the hand-offs alone), and an empty napi async task's round trip on libuv's pool
+//    (`waitForIndex(0)` on that store), median and minimum of 15,000 awaited calls.
 // Prints both medians, their difference, and the paired cost per call (the goal: ≤ 20 µs).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Store } from 'ratchetdb';
+
+const loaded = process.env.RATCHETDB_NODE_PACKAGE
+  ? await import(path.join(path.resolve(process.env.RATCHETDB_NODE_PACKAGE), 'index.js'))
+  : await import('ratchetdb');
+const Store = loaded.Store ?? loaded.default.Store;
+const pairedOnly = process.argv.includes('--paired-only');
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
@@ -65,7 +77,10 @@ for (const [name, docs] of [['store.redb', SEARCH_DOCS], ['small.redb', 1]]) {
   await store.close();
 }
 
-const bench = spawnSync('cargo', ['bench', '--bench', 'python_overhead', '--', 'search'], {
+const empty = path.join(work, 'empty.redb');
+if (!fs.existsSync(empty)) await (await Store.open(empty, { dimension: DIM })).close();
+
+const bench = pairedOnly ? { status: 0 } : spawnSync('cargo', ['bench', '--bench', 'python_overhead', '--', 'search'], {
   cwd: root, env: { ...process.env, RATCHETDB_PY_BENCH_DIR: work }, stdio: 'inherit',
 });
 if (bench.status !== 0) throw new Error('cargo bench failed');
@@ -104,10 +119,33 @@ async function paired(name) {
   return [median(costs), Math.min(...costs)];
 }
 
-const rows = [
-  ['`search`, k 10, 20,000 x 384-d, graph', criterion('search_rust'), await nodeMedian('store.redb'), await paired('store.redb')],
-  ['`search`, k 10, 100 x 384-d, one document (exact scan)', criterion('search_small_rust'), await nodeMedian('small.redb'), await paired('small.redb')],
-];
+// An empty napi async task's round trip on libuv's pool: `waitForIndex(0)` on the empty store.
+async function asyncTaskFloor() {
+  const store = await Store.open(empty, { readOnly: true });
+  for (let i = 0; i < 100; i++) await store.waitForIndex(0);
+  const costs = [];
+  for (let i = 0; i < 15000; i++) {
+    const t0 = process.hrtime.bigint();
+    await store.waitForIndex(0);
+    costs.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  await store.close();
+  return [median(costs), Math.min(...costs)];
+}
+
+const rows = [];
+for (const [what, rust, name] of [
+  ['`search`, k 10, 20,000 x 384-d, graph', 'search_rust', 'store.redb'],
+  ['`search`, k 10, 100 x 384-d, one document (exact scan)', 'search_small_rust', 'small.redb'],
+]) {
+  rows.push([what, pairedOnly ? NaN : criterion(rust), pairedOnly ? NaN : await nodeMedian(name), await paired(name)]);
+}
+rows.push(['floor: `search` of an empty store (no hits)', NaN, NaN, await paired('empty.redb')]);
+rows.push(['floor: an empty napi async task (`waitForIndex(0)`), wall time', NaN, NaN, await asyncTaskFloor()]);
 console.log('| measurement | Rust (criterion median) | Node (median) | difference per call | paired: binding cost per call, median (min) |');
 console.log('|---|---|---|---|---|');
-for (const [what, rust, node, [cost, least]] of rows) console.log(`| ${what} | ${rust.toFixed(1)} µs | ${node.toFixed(1)} µs | ${(node - rust) >= 0 ? '+' : ''}${(node - rust).toFixed(1)} µs | ${cost.toFixed(1)} µs (${least.toFixed(1)} µs) |`);
+const us = (x) => (Number.isNaN(x) ? '–' : `${x.toFixed(1)} µs`);
+for (const [what, rust, node, [cost, least]] of rows) {
+  const difference = Number.isNaN(node - rust) ? '–' : `${(node - rust) >= 0 ? '+' : ''}${(node - rust).toFixed(1)} µs`;
+  console.log(`| ${what} | ${us(rust)} | ${us(node)} | ${difference} | ${cost.toFixed(1)} µs (${least.toFixed(1)} µs) |`);
+}
