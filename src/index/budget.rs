@@ -2,8 +2,8 @@
 //! product-quantisation codes ([`super::pq`]), holding no vector in `f32` once trained.
 //!
 //! What stays in memory per point: its id, its code (`code_len` bytes, chosen from the
-//! budget by [`plan`]), its level, its links (`2 m` in layer 0, `m` per upper layer) and a
-//! live bit; beside them the id -> point map and the quantiser's centroids. A search walks
+//! budget by [`plan`]), its level, its links (`m` to `2 m` in layer 0, also chosen by the
+//! plan, and `m` per upper layer) and a live bit; beside them the id -> point map and the quantiser's centroids. A search walks
 //! the graph comparing the query with codes (a lookup table per query) and returns its
 //! `ef` best live points that pass the filter, with *estimated* distances: the caller
 //! scores them again on the exact vectors (the store reads them from its file) and ranks
@@ -54,6 +54,12 @@ const MAX_DIMS_PER_BYTE: usize = 16;
 /// little recall the exact re-ranking does not already give.
 const MIN_DIMS_PER_BYTE: usize = 2;
 
+/// The code a plan gives bytes to before layer 0 gets more than `m` links: `dim / 4`
+/// bytes. Coarser codes rank the candidates so loosely that a search must re-rank (read
+/// from the file) about twice as many for the same recall, and a read costs more than the
+/// traversal a denser layer 0 saves.
+const CODE_DIMS_PER_BYTE: usize = 4;
+
 /// The share of the budget given to the file's page cache (the rest to the index):
 /// re-ranking reads vectors rows through it, and a store larger than memory reads around it.
 pub(crate) const CACHE_SHARE: u64 = 8;
@@ -72,6 +78,8 @@ const MIN_TRAIN_AT: usize = 256;
 pub(crate) struct Plan {
     /// Bytes of each point's code (product-quantisation subspaces).
     pub code_len: usize,
+    /// Links per point in layer 0 (`m ..= 2 m`).
+    pub links0: usize,
     /// Points it is planned for; past it the index is reloaded with a new plan.
     pub capacity: usize,
     /// Vectors held exactly before training (also the training sample's size).
@@ -94,12 +102,22 @@ fn train_at(budget: u64, dim: usize) -> usize {
     ((budget / 8 / vector) as usize).clamp(MIN_TRAIN_AT, MAX_TRAIN_AT)
 }
 
-/// Bytes per point besides its code: id, level, links of layer 0 and (on average, one point
-/// in `m - 1` has upper layers, each with its own row and map entry) the upper layers, live
-/// bit, map entry.
-fn point_overhead(m: usize) -> u64 {
+/// Bytes per point besides its code and its layer-0 links: id, level, (on average, one
+/// point in `m - 1` has upper layers, each with its own row and map entry) the upper
+/// layers, live bit, map entry.
+fn point_base(m: usize) -> u64 {
     let m = m as u64;
-    8 + 1 + 8 * m + (4 * m + 72).div_ceil(m.saturating_sub(1).max(1)) + 1 + MAP_BYTES_PER_POINT
+    8 + 1 + (4 * m + 72).div_ceil(m.saturating_sub(1).max(1)) + 1 + MAP_BYTES_PER_POINT
+}
+
+/// Bytes per point besides its code, with `links0` links in layer 0.
+fn point_overhead(m: usize, links0: usize) -> u64 {
+    point_base(m) + 4 * links0 as u64
+}
+
+/// Layer-0 links per point at the fewest (`m`, at least 2) and the most (`2 m`).
+fn links0_range(m: usize) -> (usize, usize) {
+    (m.max(2), 2 * m.max(2))
 }
 
 /// Bytes that do not grow with the points: the centroids and one query's lookup table.
@@ -125,7 +143,7 @@ fn max_code_len(dim: usize) -> usize {
 pub(crate) fn smallest_budget(live: usize, dim: usize, m: usize) -> u64 {
     let capacity = capacity_for(live) as u64;
     let fixed = fixed_bytes(dim);
-    let points = capacity * (point_overhead(m) + min_code_len(dim) as u64);
+    let points = capacity * (point_overhead(m, links0_range(m).0) + min_code_len(dim) as u64);
     // The index gets (CACHE_SHARE - 1) / CACHE_SHARE of the budget.
     let index = fixed + points;
     let budget = index.saturating_mul(CACHE_SHARE).div_ceil(CACHE_SHARE - 1);
@@ -152,16 +170,36 @@ pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Pla
         .saturating_sub(cache)
         .saturating_sub(fixed_bytes(dim));
     let per_point = room / capacity as u64;
-    let code_len = (per_point.saturating_sub(point_overhead(m)) as usize)
-        .clamp(min_code_len(dim), max_code_len(dim));
+    let (links0, code_len) = split_point(per_point, dim, m);
     Ok(Plan {
         code_len,
+        links0,
         capacity,
         train_at,
         cache_bytes: cache,
         budget,
         planned: live,
     })
+}
+
+/// How a point's `per_point` bytes are split between its layer-0 links and its code: the
+/// code gets `dim / CODE_DIMS_PER_BYTE` bytes before layer 0 gets more than `m` links
+/// (fewer neighbours per point cost the traversal a little; a coarser code costs the
+/// re-ranking many more reads), then layer 0 gets up to `2 m` links, then the code the
+/// rest (at most `dim / 2` bytes). `(links0, code_len)`.
+fn split_point(per_point: u64, dim: usize, m: usize) -> (usize, usize) {
+    let (fewest, most) = links0_range(m);
+    let (min_code, max_code) = (min_code_len(dim), max_code_len(dim));
+    let wanted_code = (dim / CODE_DIMS_PER_BYTE).clamp(min_code, max_code) as u64;
+    let for_links_and_code = per_point.saturating_sub(point_base(m));
+    let spare_for_links = for_links_and_code.saturating_sub(wanted_code) / 4;
+    let links0 = usize::try_from(spare_for_links)
+        .unwrap_or(usize::MAX)
+        .clamp(fewest, most);
+    let code_len = usize::try_from(for_links_and_code.saturating_sub(4 * links0 as u64))
+        .unwrap_or(usize::MAX)
+        .clamp(min_code, max_code);
+    (links0, code_len)
 }
 
 /// A candidate: estimated distance and slot, ordered by distance then slot.
@@ -306,7 +344,7 @@ impl BudgetIndex {
             dim,
             metric,
             m: m.max(2),
-            m0: 2 * m.max(2),
+            m0: plan.links0.clamp(links0_range(m).0, links0_range(m).1),
             ef_construction: ef_construction.max(1),
             plan,
             inner: RwLock::new(Inner {
@@ -405,7 +443,7 @@ impl BudgetIndex {
         if after <= plan.planned.max(plan.train_at) {
             return false;
         }
-        let per_point = plan.code_len as u64 + point_overhead(self.m);
+        let per_point = plan.code_len as u64 + point_overhead(self.m, self.m0);
         let bytes = self
             .resident_bytes()
             .saturating_add(adding as u64 * per_point);
@@ -914,6 +952,8 @@ mod tests {
     fn small_plan(code_len: usize) -> Plan {
         Plan {
             code_len,
+            // Clamped to each test's `2 m`.
+            links0: 32,
             capacity: 10_000,
             train_at: 512,
             cache_bytes: 1 << 20,
@@ -1014,6 +1054,32 @@ mod tests {
         let plan = plan(64 << 20, 200_000, 384, 16).unwrap();
         assert!(plan.code_len > 80, "{plan:?}");
         assert_eq!(plan.cache_bytes, 8 << 20);
+    }
+
+    #[test]
+    fn a_tight_budget_gives_layer_0_links_to_the_code_first() {
+        // 256 MiB at 1M x 384-d: with 2 M links in layer 0 the code would get 36 bytes.
+        let tight = plan(256 << 20, 1_000_000, 384, 16).unwrap();
+        assert!(tight.code_len >= 384 / CODE_DIMS_PER_BYTE, "{tight:?}");
+        assert!((16..32).contains(&tight.links0), "{tight:?}");
+        // A roomy budget keeps 2 M links and gives the code the rest.
+        let roomy = plan(1 << 30, 200_000, 384, 16).unwrap();
+        assert_eq!(roomy.links0, 32, "{roomy:?}");
+        assert!(roomy.code_len > 384 / CODE_DIMS_PER_BYTE, "{roomy:?}");
+        // The smallest budget: the smallest code beside `m` links.
+        let smallest = smallest_budget(200_000, 384, 16);
+        let least = plan(smallest, 200_000, 384, 16).unwrap();
+        assert_eq!(least.links0, 16, "{least:?}");
+        assert!(least.code_len < 384 / CODE_DIMS_PER_BYTE, "{least:?}");
+        // Every split fits the bytes it was given.
+        for per_point in (0..600u64).step_by(7) {
+            let (links0, code) = split_point(per_point, 384, 16);
+            let used = point_overhead(16, links0) + code as u64;
+            assert!(
+                used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
+                "{per_point}: {links0} links, {code} bytes"
+            );
+        }
     }
 
     #[test]

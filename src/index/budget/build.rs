@@ -324,6 +324,7 @@ mod tests {
         let data = low_rank_vectors(17, 5000, dim);
         let plan = Plan {
             code_len: 16,
+            links0: 32,
             capacity: 10_000,
             train_at: 512,
             cache_bytes: 1 << 20,

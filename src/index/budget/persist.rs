@@ -11,25 +11,26 @@
 //!
 //! ```text
 //! part 0: header (HEADER_LEN bytes, little-endian)
-//!   0  magic "RATCHBGT"        8  format version u32 (1)
+//!   0  magic "RATCHBGT"        8  format version u32 (2)
 //!   12 metric u8               13 entry level u8       14 reserved 2 bytes (0)
 //!   16 dimension u64           24 points n u64          32 live points u64
 //!   40 M u32                   44 ef_construction u32   48 code length u32
 //!   52 entry slot u32 (u32::MAX: none)                  56 commit stamp u64
-//!   64 budget planned for u64  72 payload parts u32     76 reserved u32 (0)
+//!   64 budget planned for u64  72 payload parts u32     76 layer-0 links L0 u32
 //!   80 payload bytes u64       88 reserved u64 (0)
 //!   96 blake3(header[0..96] ++ payload), 32 bytes
 //! parts 1..: the payload, cut into parts of at most MAX_PART_BYTES:
 //!   centroids f32 x (256 x dimension), ids u64 x n, levels u8 x n,
 //!   live bits u64 x ceil(n / 64), codes u8 x (n x code length),
-//!   layer-0 rows u32 x (n x 2M) (u32::MAX: no link),
+//!   layer-0 rows u32 x (n x L0) (u32::MAX: no link),
 //!   upper rows: per point of level L > 0, in slot order, u32 x (L x M), layer 1 first
 //! ```
 //!
 //! The header is the last part written and the checksum covers everything: a torn or
 //! damaged snapshot fails the checksum (or, first, a length) and is
-//! [`IndexError::Corrupted`]; a snapshot of another format, dimension, metric, `M` or code
-//! length is [`IndexError::Incompatible`]. Every field the graph relies on is checked as it
+//! [`IndexError::Corrupted`]; a snapshot of another format, dimension, metric, `M`, code
+//! length or layer-0 links is [`IndexError::Incompatible`]. Format 1 (before the plan chose
+//! layer 0's links: always `2 M`) is another format: rebuilt, never served. Every field the graph relies on is checked as it
 //! is read (links below `n`, levels, the entry on the top level, one live point per id),
 //! and the checksum at the end, before the index is returned.
 
@@ -42,8 +43,8 @@ use crate::index::{IdMap, IndexError, Metric};
 
 /// First bytes of a budgeted snapshot's header.
 const MAGIC: [u8; 8] = *b"RATCHBGT";
-/// The layout written and read.
-const FORMAT_VERSION: u32 = 1;
+/// The layout written and read (2: the header names the layer-0 links).
+const FORMAT_VERSION: u32 = 2;
 /// Length of part 0.
 const HEADER_LEN: usize = 128;
 /// Offset of the checksum in the header.
@@ -77,6 +78,8 @@ pub(crate) struct SavedHeader {
     pub live: usize,
     /// Links per upper layer.
     pub m: usize,
+    /// Links per point in layer 0.
+    pub links0: usize,
     dim: usize,
     entry: Option<(u32, u8)>,
     parts: usize,
@@ -102,13 +105,14 @@ fn payload_len(
     n: usize,
     code_len: usize,
     m: usize,
+    links0: usize,
     upper_levels: usize,
 ) -> Option<usize> {
     let centroids = CENTROIDS.checked_mul(dim)?.checked_mul(4)?;
     let per_point = 8usize
         .checked_add(1)?
         .checked_add(code_len)?
-        .checked_add(m.checked_mul(8)?)?;
+        .checked_add(links0.checked_mul(4)?)?;
     let words = n.div_ceil(64).checked_mul(8)?;
     let upper = upper_levels.checked_mul(m)?.checked_mul(4)?;
     centroids
@@ -156,9 +160,15 @@ pub(crate) fn read_header(
     let live = usize::try_from(le_u64(&header, 32)).map_err(|_| too_large())?;
     let m = le_u32(&header, 40) as usize;
     let code_len = le_u32(&header, 48) as usize;
-    if !(2..=256).contains(&m) || !(1..=dim).contains(&code_len) || live > points {
+    let links0 = le_u32(&header, 76) as usize;
+    if !(2..=256).contains(&m)
+        || !(m..=2 * m).contains(&links0)
+        || !(1..=dim).contains(&code_len)
+        || live > points
+    {
         return Err(corrupted(format!(
-            "M {m}, code length {code_len}, {live} live of {points} points"
+            "M {m}, {links0} layer-0 links, code length {code_len}, {live} live of {points} \
+             points"
         )));
     }
     if points >= EMPTY as usize {
@@ -183,6 +193,7 @@ pub(crate) fn read_header(
         points,
         live,
         m,
+        links0,
         dim,
         entry,
         parts,
@@ -378,7 +389,7 @@ impl BudgetIndex {
         let n = inner.ids.len();
         let code_len = self.plan.code_len;
         let upper_levels: usize = inner.levels.iter().map(|&l| usize::from(l)).sum();
-        let Some(total) = payload_len(self.dim, n, code_len, self.m, upper_levels) else {
+        let Some(total) = payload_len(self.dim, n, code_len, self.m, self.m0, upper_levels) else {
             return Ok(None);
         };
         let mut header = Vec::with_capacity(HEADER_LEN);
@@ -399,7 +410,7 @@ impl BudgetIndex {
         header.extend_from_slice(&self.plan.budget.to_le_bytes());
         let parts = total.div_ceil(MAX_PART_BYTES);
         header.extend_from_slice(&(parts.min(u32::MAX as usize) as u32).to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
+        header.extend_from_slice(&(self.m0 as u32).to_le_bytes());
         header.extend_from_slice(&(total as u64).to_le_bytes());
         header.extend_from_slice(&0u64.to_le_bytes());
         debug_assert_eq!(header.len(), CHECKSUM_AT);
@@ -450,7 +461,7 @@ impl BudgetIndex {
     /// The index saved with `header` ([`read_header`]), its payload read from `parts` (in
     /// part order, from part 1), to serve under `plan` with `m` links per upper layer and
     /// insertion width `ef_construction`. `Incompatible` when the snapshot was made with
-    /// another `M` or code length than `plan`'s, or its points (live and dead) would take
+    /// another `M`, code length or layer-0 links than `plan`'s, or its points (live and dead) would take
     /// more than the budget leaves the index; `Corrupted` on any damage.
     pub(crate) fn load<B: AsRef<[u8]>>(
         header: &SavedHeader,
@@ -461,16 +472,17 @@ impl BudgetIndex {
         parts: impl Iterator<Item = Result<B, IndexError>>,
     ) -> Result<BudgetIndex, IndexError> {
         let index = BudgetIndex::new(header.dim, metric, m, ef_construction, plan)?;
-        if header.m != index.m || header.code_len != plan.code_len {
+        if header.m != index.m || header.code_len != plan.code_len || header.links0 != index.m0 {
             return Err(incompatible(format!(
-                "saved with M {} and codes of {} bytes, planned for M {} and {}",
-                header.m, header.code_len, index.m, plan.code_len
+                "saved with M {}, codes of {} bytes and {} layer-0 links, planned for M {}, {} \
+                 and {}",
+                header.m, header.code_len, header.links0, index.m, plan.code_len, index.m0
             )));
         }
         let n = header.points;
         let (dim, code_len, m, m0) = (header.dim, header.code_len, index.m, index.m0);
         let bytes = (n as u64)
-            .saturating_mul(code_len as u64 + super::point_overhead(m))
+            .saturating_mul(code_len as u64 + super::point_overhead(m, m0))
             .saturating_add(super::fixed_bytes(dim));
         if bytes > plan.budget.saturating_sub(plan.cache_bytes) {
             return Err(incompatible(format!(
@@ -513,7 +525,7 @@ impl BudgetIndex {
                 "levels of {n} points sum to {upper_levels}"
             )));
         }
-        if payload_len(dim, n, code_len, m, upper_levels) != Some(header.payload_len) {
+        if payload_len(dim, n, code_len, m, m0, upper_levels) != Some(header.payload_len) {
             return Err(corrupted("the payload's length does not fit its points"));
         }
         let mut live = zeroed::<u64>(n.div_ceil(64), "live bits")?;
@@ -597,6 +609,7 @@ mod tests {
     fn plan() -> Plan {
         Plan {
             code_len: 8,
+            links0: 16,
             capacity: 10_000,
             train_at: 512,
             cache_bytes: 1 << 20,
@@ -709,6 +722,28 @@ mod tests {
                 other_code,
                 parts[1..].iter().map(|p| Ok(p.as_slice())),
             ),
+            Err(IndexError::Incompatible { .. })
+        ));
+        let other_links = Plan {
+            links0: 12,
+            ..plan()
+        };
+        assert!(matches!(
+            BudgetIndex::load(
+                &header,
+                Metric::Cosine,
+                8,
+                50,
+                other_links,
+                parts[1..].iter().map(|p| Ok(p.as_slice())),
+            ),
+            Err(IndexError::Incompatible { .. })
+        ));
+        // Format 1 (layer 0 always `2 M`, no links in the header) is not read.
+        let mut old = parts[0].clone();
+        old[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(matches!(
+            read_header(&old, Metric::Cosine, 32),
             Err(IndexError::Incompatible { .. })
         ));
     }

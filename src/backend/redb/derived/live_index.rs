@@ -349,6 +349,7 @@ fn plan_for(count: usize, dimension: usize, params: IndexOptions, bytes: u64) ->
     budget::plan(bytes, count, dimension, params.m).unwrap_or_else(|smallest| {
         budget::plan(smallest, count, dimension, params.m).unwrap_or(budget::Plan {
             code_len: dimension.div_ceil(16).max(1),
+            links0: params.m,
             capacity: count,
             train_at: 256,
             cache_bytes: budget::MIN_CACHE_BYTES,
@@ -361,8 +362,8 @@ fn plan_for(count: usize, dimension: usize, params: IndexOptions, bytes: u64) ->
 /// A budgeted index loaded from the file's budget snapshot (`index::budget::persist`),
 /// brought up to `snapshot` from the changelog, under `bytes`. `Ok(None)` when the file has
 /// none, or one that cannot serve here: damaged or torn, of another format, dimension,
-/// metric or `M`, coded for a plan other than today's (a code length more than a sixteenth
-/// below the plan's, or above it), larger than the budget allows, or stamped with a commit
+/// metric or `M`, coded for a plan other than today's (a point's code and layer-0 links
+/// more than a sixteenth below the plan's, or above it), larger than the budget allows, or stamped with a commit
 /// the changelog no longer reaches back to; the caller then builds the index from the
 /// vectors rows. Streaming: the snapshot's parts are read one at a time into the index's
 /// arrays.
@@ -390,11 +391,16 @@ pub(crate) fn load_budget_snapshot(
     }
     let count = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
     let mut plan = plan_for(count, dimension, params, bytes);
-    let slack = (plan.code_len / 16).max(1);
-    if header.code_len > plan.code_len || header.code_len + slack < plan.code_len {
+    // A point's code and layer-0 links as saved, against today's plan: not more, nor more
+    // than a sixteenth less (another budget).
+    let saved = header.code_len + 4 * header.links0;
+    let planned = plan.code_len + 4 * plan.links0;
+    let slack = (planned / 16).max(1);
+    if saved > planned || saved + slack < planned {
         return Ok(None);
     }
     plan.code_len = header.code_len;
+    plan.links0 = header.links0;
     let parts = table
         .range(1u32..)
         .map_err(ReadError::storage)?
