@@ -344,7 +344,8 @@ fn default_allow_readers() -> bool {
 #[non_exhaustive]
 pub struct IndexOptions {
     /// Links per point in each upper layer of the graph; layer 0 keeps twice as many (M in
-    /// the HNSW paper). Default [`DEFAULT_INDEX_M`] (16, as hnswlib's and FAISS's usual
+    /// the HNSW paper; under a [`memory_budget`](Options::memory_budget), between M and
+    /// 2 M, whatever the budget leaves after each point's code). Default [`DEFAULT_INDEX_M`] (16, as hnswlib's and FAISS's usual
     /// setting). Between [`MIN_INDEX_M`] and [`MAX_INDEX_M`]; outside that, opening is an
     /// [`InputError`](crate::InputError) on `index.m`. Higher: better recall at a given
     /// search width on hard (high intrinsic dimension) data, slower builds, more memory

@@ -481,7 +481,7 @@ impl NativeStore {
     /// Sets the function that settles this store's searches: called on the event loop with
     /// `(id, text, error)` for each search, `text` its hits or `error` a tagged message.
     #[napi(
-        ts_args_type = "callback: (id: number, json: string | null, error: string | null) => void"
+        ts_args_type = "callback: (id: number, hits: string | null, error: string | null) => void"
     )]
     pub fn set_completer(&self, callback: Function<Settled, ()>) -> napi::Result<()> {
         let completer: Completer = callback

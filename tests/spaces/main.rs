@@ -12,6 +12,7 @@ mod common;
 mod a_backup_keeps_every_space;
 mod a_promoted_space_replaces_the_default_one;
 mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
+mod a_reader_forgets_a_space_another_process_dropped;
 mod a_reader_opened_before_a_promotion_follows_it;
 mod a_reader_settles_after_each_of_many_promotions;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;

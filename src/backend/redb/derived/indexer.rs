@@ -725,6 +725,9 @@ impl Indexer {
         let Ok(snapshot) = self.engine.snapshot() else {
             return;
         };
+        // Every look, not only a pass: searches keep the default index up to date, so a
+        // space dropped by the writer may never be followed by a pass here.
+        let _ = self.forget_dropped_spaces(&snapshot);
         let Some(live) = self.live() else { return };
         let latest = snapshot.commit();
         drop(snapshot);
@@ -782,7 +785,8 @@ impl Indexer {
 
     /// Forgets the loaded index of every space `snapshot` no longer has: dropped or
     /// promoted by a writer in another process (this process's own `drop_space` forgets
-    /// its index at once). Without this a read-only store kept each promoted space's
+    /// its index at once). Called by every pass and, on a read-only store, every look of
+    /// the follower. Without this a read-only store kept each promoted space's
     /// vectors in memory a second time, beside the default index that now holds them.
     fn forget_dropped_spaces(&self, snapshot: &Snapshot) -> Result<(), ReadError> {
         let loaded = self.spaces.all();
@@ -802,8 +806,11 @@ impl Indexer {
             Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
             Err(e) => return Err(ReadError::storage(e)),
         };
-        for (id, _) in loaded {
-            if !existing.contains(&id) {
+        let commit = snapshot.commit()?;
+        for (id, index) in loaded {
+            // An index past `snapshot` was loaded by a newer search: its space may be newer
+            // than this snapshot too.
+            if !existing.contains(&id) && index.applied() <= commit {
                 self.spaces.forget(id);
             }
         }
