@@ -8,17 +8,21 @@ Measured with lancedb 0.40.0, pyarrow 26.0.1, numpy 2.4.6 in a venv of its own:
   RATCHETDB_BENCH_DATA=DIR VENV/bin/python benches/peers/lancedb_ivfpq.py [SET] [WORKDIR]
 
 SET: a set of benches/data/fetch.sh (default random384-200k); WORKDIR: where the table is
-written (default a temporary directory). Two fresh processes, as memory_budget.sh's children:
+written (default a temporary directory); each child's JSON is kept there too.
+LANCEDB_PEER_PHASES="query" runs the query child again on the table a build left in WORKDIR;
+LANCEDB_PEER_REFINE (default "none,2,5,10,20") lists the refine factors swept. Two fresh processes, as memory_budget.sh's children:
   build  write the base rows (id = row, vector; 10,000 rows a batch, read from the memory-
          mapped .npy so that the set is not copied into the process) and build IVF_PQ with
          cosine distance: num_partitions = sqrt(n) rounded to a multiple of 8 (LanceDB's own
          default rule; 448 at 200k, 1000 at 1M), num_sub_vectors = 48 (8 dimensions a
          sub-vector of the 384, 48 bytes of code a vector), num_bits 8; build time, bytes on
          disk, peak RSS;
-  query  reopen, time to the first indexed search (nprobes 20), then one query at a time
-         over the set's 1,000 queries at each (nprobes, refine_factor) of the sweep (median
-         QPS of 3 passes; per refine_factor, nprobes rises until recall 0.995 or until it
-         gains less than 0.002), recall@10 against the exact answer; peak RSS of the query process
+  query  reopen, time to the first indexed search (nprobes 20); then, one query at a time,
+         scouting: recall@10 on the first 200 queries (one pass) as nprobes rises, per
+         refine_factor, until two settings reach 0.95 or recall gains less than 0.002 (a
+         pass of every setting over all queries took too long on the loaded machine: LanceDB
+         answers 15-60 queries a second from Python here); then those settings over the
+         set's 1,000 queries (median QPS of 3 passes), recall@10 against the exact answer; peak RSS of the query process
          and its RSS before opening (the interpreter, NumPy and pyarrow).
 One thread: the query child sets LANCE_CPU_THREADS=1 before lancedb is imported (unless
 already set) and searches one query at a time; its I/O threads stay LanceDB's default (with
@@ -50,9 +54,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 DATA = pathlib.Path(os.environ.get("RATCHETDB_BENCH_DATA", HERE.parent / "data" / "sets"))
 K = 10
 NUM_SUB_VECTORS = 48
-NPROBES = [5, 10, 20, 30, 40, 60, 80, 120, 160, 240]
-REFINE = [None, 2, 5, 10, 20]
+NPROBES = [5, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 448]
+REFINE = [
+    None if r == "none" else int(r)
+    for r in os.environ.get("LANCEDB_PEER_REFINE", "none,2,5,10,20").split(",")
+]
 SWEEP_PASSES = 3
+SCOUT = 200
+SCOUT_RECALL = 0.95
 BATCH = 10_000
 
 
@@ -128,26 +137,41 @@ def query(name, path):
     search(queries[0], 20, None)
     first = time.perf_counter() - start
     ready_rss = rss()
-    sweep = []
+    def measure(nprobes, refine, count, passes):
+        rates = []
+        for _ in range(passes):
+            started = time.perf_counter()
+            found = [search(q, nprobes, refine) for q in queries[:count]]
+            rates.append(count / (time.perf_counter() - started))
+        hits = sum(len(set(f) & set(t.tolist())) for f, t in zip(found, truth[:count]))
+        return {"nprobes": nprobes, "refine_factor": refine, "recall": hits / (count * K),
+                "qps": statistics.median(rates), "queries": count, "passes": passes}
+
+    # Scouting: recall on the first SCOUT queries, one pass, nprobes rising per refine
+    # factor until SCOUT_RECALL or until recall gains less than 0.002; then the full
+    # measurement (every query, SWEEP_PASSES passes) at the two smallest nprobes of each
+    # refine factor that reached SCOUT_RECALL in scouting.
+    scout, chosen = [], []
     for refine in REFINE:
-        last = -1.0
+        last, reached = -1.0, []
         for nprobes in NPROBES:
-            rates = []
-            for _ in range(SWEEP_PASSES):
-                started = time.perf_counter()
-                found = [search(q, nprobes, refine) for q in queries]
-                rates.append(len(queries) / (time.perf_counter() - started))
-            hits = sum(len(set(f) & set(t.tolist())) for f, t in zip(found, truth))
-            recall = hits / (len(queries) * K)
-            sweep.append({"nprobes": nprobes, "refine_factor": refine, "recall": recall,
-                          "qps": statistics.median(rates)})
-            print(json.dumps(sweep[-1]), file=sys.stderr, flush=True)
-            # Recall no longer rising with nprobes: the codes (or the refine) are the limit.
-            if recall >= 0.995 or recall - last < 0.002:
+            row = measure(nprobes, refine, SCOUT, 1)
+            scout.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            if row["recall"] >= SCOUT_RECALL:
+                reached.append(nprobes)
+                if len(reached) == 2 or row["recall"] >= 0.995:
+                    break
+            elif row["recall"] - last < 0.002:
                 break
-            last = recall
+            last = row["recall"]
+        chosen += [(nprobes, refine) for nprobes in reached]
+    sweep = []
+    for nprobes, refine in chosen:
+        sweep.append(measure(nprobes, refine, len(queries), SWEEP_PASSES))
+        print(json.dumps(sweep[-1]), file=sys.stderr, flush=True)
     return {"reopen_first_search_s": first, "query_rss_before": before, "ready_rss": ready_rss,
-            "query_rss": rss(), "query_peak": peak(), "sweep": sweep}
+            "query_rss": rss(), "query_peak": peak(), "scout": scout, "sweep": sweep}
 
 
 def at(sweep, target):
@@ -164,9 +188,15 @@ def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "random384-200k"
     work = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp())
     path = work / f"lancedb-ivfpq-{name}"
-    subprocess.run(["rm", "-rf", str(path)], check=True)
+    phases = os.environ.get("LANCEDB_PEER_PHASES", "build query").split()
+    if "build" in phases:
+        subprocess.run(["rm", "-rf", str(path)], check=True)
     rows = {}
     for phase in ("build", "query"):
+        saved = work / f"lancedb-ivfpq-{name}.{phase}.json"
+        if phase not in phases:
+            rows[phase] = json.loads(saved.read_text())
+            continue
         proc = subprocess.Popen([sys.executable, __file__, "--child", phase, name, str(path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for line in proc.stderr:  # the sweep's progress; not LanceDB's log lines
@@ -174,8 +204,8 @@ def main():
                 print(line, end="", file=sys.stderr, flush=True)
         if proc.wait() != 0:
             sys.exit(f"{phase} child failed")
-        proc.stdout = proc.stdout.read()
-        rows[phase] = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows[phase] = json.loads(proc.stdout.read().strip().splitlines()[-1])
+        saved.write_text(json.dumps(rows[phase]) + "\n")
         print(json.dumps({"label": f"lancedb-ivfpq-{phase}", "value": rows[phase]}), flush=True)
     b, q = rows["build"], rows["query"]
     mib = 1 << 20
