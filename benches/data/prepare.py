@@ -87,14 +87,23 @@ def glove(args):
     write(args.out, "glove-100k", vectors[sample], queries, source + ", 100k seeded sample")
 
 
-def low_rank(out, name, seed, n, dim, intrinsic, suffix=""):
-    """n seeded unit vectors of `dim` dimensions and intrinsic dimension `intrinsic`."""
+def low_rank(out, name, seed, n, dim, intrinsic, suffix="", chunk=None):
+    """n seeded unit vectors of `dim` dimensions and intrinsic dimension `intrinsic`; with
+    `chunk`, the base is drawn and normalised `chunk` rows at a time (a different stream of
+    the same seed: peak memory about 4 float64 copies of one chunk instead of the set's)."""
     rng = np.random.default_rng(seed)
     basis = rng.standard_normal((intrinsic, dim))
     def draw(count):
         latent = rng.standard_normal((count, intrinsic))
         return latent @ basis + 0.01 * rng.standard_normal((count, dim))
-    base, _ = unit(draw(n))
+    if chunk is None:
+        base, _ = unit(draw(n))
+    else:
+        base = np.empty((n, dim), dtype=np.float32)
+        for start in range(0, n, chunk):
+            part, keep = unit(draw(min(chunk, n - start)))
+            assert keep.all()
+            base[start : start + len(part)] = part
     queries, _ = unit(draw(QUERIES))
     write(
         out,
@@ -113,6 +122,16 @@ def random(args):
 def random_200k(args):
     """200k seeded 384-d vectors of intrinsic dimension 64: the memory budget's size (issue 48)."""
     low_rank(args.out, "random384-200k", 200_384, 200_000, 384, 64, ", 200k points")
+
+
+def random384_1m(args):
+    """1M seeded 384-d vectors of intrinsic dimension 64: the memory budget's 1M point (issue 48)."""
+    low_rank(args.out, "random384-1m", 1_000_384, 1_000_000, 384, 64, ", 1M points", 100_000)
+
+
+def random384_2m(args):
+    """2M seeded 384-d vectors of intrinsic dimension 64: the memory budget's 2M point (issue 48)."""
+    low_rank(args.out, "random384-2m", 2_000_384, 2_000_000, 384, 64, ", 2M points", 100_000)
 
 
 def random_1m(args):
@@ -276,7 +295,10 @@ def minilm(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("set", choices=["glove", "random", "random-200k", "random-1m", "minilm"])
+    p.add_argument("set", choices=[
+            "glove", "random", "random-200k", "random-1m", "random384-1m", "random384-2m",
+            "minilm",
+        ],)
     p.add_argument("--out", type=pathlib.Path, required=True)
     p.add_argument("--wheel", type=pathlib.Path)
     p.add_argument("--model-wheel", type=pathlib.Path)
@@ -289,7 +311,7 @@ def main():
     )
     args = p.parse_args()
     {"glove": glove, "random": random, "random-200k": random_200k, "random-1m": random_1m,
-     "minilm": minilm}[args.set](args)
+     "random384-1m": random384_1m, "random384-2m": random384_2m, "minilm": minilm}[args.set](args)
 
 
 if __name__ == "__main__":

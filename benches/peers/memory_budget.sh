@@ -14,8 +14,15 @@
 #   query: reopen, time to the first graph search, then one query at a time over the set's
 #          1,000 queries at each swept `ef` (median QPS of 3 passes), recall@10 against the
 #          exact answer; peak RSS of the query process.
-# Prints a JSON line per child and a table: recall and QPS at the first `ef` reaching 0.95,
-# peak RSS, reopen -> first search, build times. Needs python3.
+# Prints a JSON line per child (with the load average when it ended) and a table: recall and
+# QPS at the first `ef` reaching 0.95, peak RSS, reopen -> first search, build times. Needs
+# python3. RATCHETDB_BENCH_POOL_NICE=N renices the children's index pool threads (nice 10 by
+# design) to N while they run (N below 10 needs root): on a machine other jobs load, the
+# background build otherwise gets a sliver of a core and its time says little about the build.
+# RATCHETDB_BENCH_PHASES: the children to run, in order (default "build-none build-budget
+# query-none query-budget"); a query child reads the store its build child left in DIR. The
+# JSON lines are appended to DIR/memory_budget.jsonl; the table is printed once it holds all
+# four (the last line of each).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/../.."
@@ -29,27 +36,50 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "search" and m.get("executable"):
         print(m["executable"])')
-run() { # run LABEL BUDGET PHASE FILE
-  local label=$1 mib=$2 phase=$3 file=$4
-  if [ "$mib" = none ]; then
-    RATCHETDB_REAL_CHILD="$phase:$set_name:$file" "$bin"
-  else
-    RATCHETDB_MEMORY_BUDGET_MIB=$mib RATCHETDB_REAL_CHILD="$phase:$set_name:$file" "$bin"
-  fi | tail -1 | sed "s/^/{\"label\": \"$label\", \"value\": /; s/\$/}/"
+pool_nice=${RATCHETDB_BENCH_POOL_NICE:-}
+renice_pool() { # renice_pool PID: the child's index pool threads to $pool_nice while it runs
+  local pid=$1 task
+  while kill -0 "$pid" 2>/dev/null; do
+    for task in /proc/"$pid"/task/*; do
+      case "$(cat "$task/comm" 2>/dev/null)" in
+        ratchetdb-index*) renice -n "$pool_nice" -p "${task##*/}" >/dev/null 2>&1 || true ;;
+      esac
+    done
+    sleep 0.5
+  done
 }
-rm -f "$dir/full.redb" "$dir/budget.redb"
-{
-  run build-none none build "$dir/full.redb"
-  run build-budget "$budget" build "$dir/budget.redb"
-  run query-none none query "$dir/full.redb"
-  run query-budget "$budget" query "$dir/budget.redb"
-} | tee "$dir/memory_budget.jsonl"
+run() { # run LABEL BUDGET PHASE FILE
+  local label=$1 mib=$2 phase=$3 file=$4 out pid
+  out=$(mktemp)
+  if [ "$mib" = none ]; then
+    RATCHETDB_REAL_CHILD="$phase:$set_name:$file" "$bin" >"$out" &
+  else
+    RATCHETDB_MEMORY_BUDGET_MIB=$mib RATCHETDB_REAL_CHILD="$phase:$set_name:$file" "$bin" >"$out" &
+  fi
+  pid=$!
+  [ -n "$pool_nice" ] && renice_pool "$pid" &
+  wait "$pid"
+  echo "{\"label\": \"$label\", \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"value\": $(tail -1 "$out")}"
+  rm -f "$out"
+}
+phases=${RATCHETDB_BENCH_PHASES:-build-none build-budget query-none query-budget}
+for phase in $phases; do
+  case "$phase" in
+    build-none) rm -f "$dir/full.redb"; run build-none none build "$dir/full.redb" ;;
+    build-budget) rm -f "$dir/budget.redb"; run build-budget "$budget" build "$dir/budget.redb" ;;
+    query-none) run query-none none query "$dir/full.redb" ;;
+    query-budget) run query-budget "$budget" query "$dir/budget.redb" ;;
+    *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+done | tee -a "$dir/memory_budget.jsonl"
 python3 - "$dir/memory_budget.jsonl" "$budget" <<'PY'
 import json, sys
 rows = {}
 for line in open(sys.argv[1]):
     row = json.loads(line)
     rows[row["label"]] = row["value"]
+if len(rows) < 4:
+    sys.exit("table left out: not every phase ran")
 def at(sweep, target=0.95):
     ok = [s for s in sweep if s["recall"] >= target]
     return ok[0] if ok else sweep[-1]

@@ -44,7 +44,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 DATA = pathlib.Path(os.environ.get("RATCHETDB_BENCH_DATA", HERE.parent / "data" / "sets"))
 K = 10
 # The same widths as benches/search_real/mod.rs's EF_SWEEP (steps of at most a quarter above 64).
-EF_SWEEP = [10, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512]
+EF_SWEEP = [10, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512,
+            640, 800, 1000]
 M, EF_CONSTRUCTION = 16, 200
 LIBS = ["ratchetdb", "hnswlib", "faiss", "chroma", "lancedb", "sqlite-vec", "numpy"]
 

@@ -32,10 +32,12 @@ pub const DEFAULT_SETS: &str = "glove-100k,minilm,random384";
 pub const K: usize = 10;
 /// Search widths swept (the sweep stops once recall@10 reaches 0.999): steps of at most a
 /// quarter above 64, so that the width first reaching a recall target is not overshot by a
-/// third (192 → 256 once decided a QPS ratio at 0.99). `benches/peers/peers.py` sweeps the
-/// same widths for every library.
-pub const EF_SWEEP: [usize; 19] = [
-    10, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512,
+/// third (192 → 256 once decided a QPS ratio at 0.99); up to 1000, since `random384-200k`
+/// (intrinsic dimension 64) stayed under recall 0.95 at 512. `benches/peers/peers.py` sweeps
+/// the same widths for every library.
+pub const EF_SWEEP: [usize; 22] = [
+    10, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 800,
+    1000,
 ];
 /// Documents per write transaction while ingesting.
 const BATCH: usize = 1000;
