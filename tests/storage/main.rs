@@ -44,6 +44,7 @@ mod schema_3_file_is_converted_on_open;
 mod schema_4_file_is_converted_on_open;
 mod schema_5_file_is_converted_on_open;
 mod schema_6_file_is_converted_on_open;
+mod single_chunk_documents_carry_their_text_in_the_vectors_pages;
 mod slot_space_exhausted_moves_document_to_new_id;
 mod spilled_layout_uses_the_pages_it_promises;
 mod stale_revision_with_wrong_dimension;
