@@ -18,6 +18,7 @@ mod a_text_index_in_the_row_per_chunk_format_is_rebuilt;
 mod a_text_row_that_disagrees_with_its_document_refuses_the_write;
 mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
+mod closing_a_store_repacks_the_documents_table_of_ten_thousand_ids;
 mod closing_a_store_trims_its_changelog;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
