@@ -4,7 +4,10 @@
 //! chunks, searched with `k` 10 at `ef` 10, so the graph's traversal is short and the
 //! search's time is mostly the ten hits' resolution (their vectors row, document key,
 //! document row and chunk, read from the snapshot). Measured side by side in one run:
-//! `resolve/one_chunk_docs` and `resolve/sixteen_chunk_docs` (criterion medians). Run it
+//! `resolve/one_chunk_docs` and `resolve/sixteen_chunk_docs` (criterion medians), and
+//! `resolve/one_chunk_docs_short_text`: one-chunk documents of about 150 bytes of text (a
+//! sentence, as the MiniLM sets hold), whose chunks row rides whole in the vectors row's
+//! share of its leaf (`schema/spill.rs`). Run it
 //! on two builds (before and after a change to `search::resolve`) to compare.
 //!
 //! `cargo bench --bench search_resolve`.
@@ -22,8 +25,9 @@ const QUERIES: usize = 200;
 const K: usize = 10;
 const EF: usize = 10;
 
-/// Writes `vectors` as documents of `per_doc` chunks, each with ~500 bytes of text.
-fn ingest(store: &Store, vectors: &[Vec<f32>], per_doc: usize) {
+/// Writes `vectors` as documents of `per_doc` chunks, each with `repeat` times ~25 bytes of
+/// text.
+fn ingest(store: &Store, vectors: &[Vec<f32>], per_doc: usize, repeat: usize) {
     let docs: Vec<&[Vec<f32>]> = vectors.chunks(per_doc).collect();
     for (b, batch) in docs.chunks(500).enumerate() {
         let ops = batch
@@ -33,7 +37,7 @@ fn ingest(store: &Store, vectors: &[Vec<f32>], per_doc: usize) {
                 let d = b * 500 + j;
                 let mut doc = Document::new("bench", format!("d{d}"), Version::number(1));
                 for (p, v) in chunks.iter().enumerate() {
-                    let text = format!("document {d} chunk {p}: ").repeat(20);
+                    let text = format!("document {d} chunk {p}: ").repeat(repeat);
                     doc = doc.with_chunk(
                         Chunk::new(text, v.clone())
                             .with_meta(serde_json::json!({"chunk": p, "lang": "en"})),
@@ -59,13 +63,17 @@ fn main() {
     let vectors = data.vectors(2, N);
     let queries = data.vectors(3, QUERIES);
     let dir = tempfile::tempdir().expect("tempdir");
-    for (name, per_doc) in [("one_chunk_docs", 1), ("sixteen_chunk_docs", 16)] {
+    for (name, per_doc, repeat) in [
+        ("one_chunk_docs", 1, 20),
+        ("sixteen_chunk_docs", 16, 20),
+        ("one_chunk_docs_short_text", 1, 6),
+    ] {
         let store = Store::open(
             dir.path().join(format!("{name}.redb")),
             Options::default().durability(Durability::None),
         )
         .expect("open");
-        ingest(&store, &vectors, per_doc);
+        ingest(&store, &vectors, per_doc, repeat);
         assert!(store.wait_for_index(Duration::from_secs(600)), "index");
         store.build_index().expect("build");
         let options = SearchOptions::default().ef(EF);

@@ -498,8 +498,9 @@ fn trim_changelog(db: &Database) -> Result<bool, redb::Error> {
 }
 
 /// The least spare room in a table's pages, in bytes, that makes a closing store repack it
-/// (see [`repack_sparse_tables`]).
-const REPACK_MIN_SPARE: u64 = 1 << 20;
+/// (see [`repack_sparse_tables`]): 64 pages. With at least a quarter of the table spare,
+/// a repack copies at most four times what it gives back.
+const REPACK_MIN_SPARE: u64 = 256 << 10;
 /// The name a repacked table is built under before it takes the old one's name, inside
 /// the one transaction that repacks (so no file ever holds it).
 const REPACK_SCRATCH: &str = "repack";

@@ -233,9 +233,13 @@ impl Snapshot {
         let Some(bytes) = self.chunks.get(owner).map_err(ReadError::storage)? else {
             return Ok(None);
         };
-        let alone = match schema::decode_chunk_of_slot(bytes.value(), slot) {
-            Ok(at) => return Ok(Some(read(at))),
-            Err(c) => c,
+        // An empty chunks row: the whole row rides in its vectors row.
+        let alone = match bytes.value() {
+            [] => None,
+            kept => match schema::decode_chunk_of_slot(kept, slot) {
+                Ok(at) => return Ok(Some(read(at))),
+                Err(c) => Some(c),
+            },
         };
         let Some(vectors) = self.vectors_row(owner)? else {
             return Err(Corruption::new(
@@ -247,7 +251,9 @@ impl Snapshot {
         let vectors = VectorsRow::parse(vectors.value())?;
         if !vectors.has_spill() {
             // Nothing to join: the chunks row alone is all there is, and it is damaged.
-            return Err(alone.into());
+            return Err(alone
+                .unwrap_or_else(|| Corruption::new("chunks row", "empty, and nothing spilled"))
+                .into());
         }
         Ok(Some(schema::join_chunk_of_slot(
             bytes.value(),

@@ -1,5 +1,6 @@
 //! A live revision's vectors row, and the tail of its chunks row that rides in the slack
-//! of the vectors row's pages (schema 3). This file alone knows how long that tail is, how
+//! of the vectors row's pages (schema 3; for a row that shares its leaf, the whole chunks
+//! row in the row's share of it, a layout every schema-7 build reads). This file alone knows how long that tail is, how
 //! the two rows are split when written ([`RevisionRows`]) and joined when read
 //! ([`join_chunks`]), and what it assumes of redb's allocator (`docs/design.md`, "the
 //! spill"; `tests/storage/spilled_layout_uses_the_pages_it_promises.rs` measures it).
@@ -32,21 +33,37 @@ const REDB_PAGE: usize = 4096;
 /// the value's end offset and the key.
 const LEAF_OVERHEAD: usize = 16;
 
+/// A leaf page's header (redb's `RawLeafBuilder::required_bytes`: page type and pair count).
+const LEAF_HEADER: usize = 4;
+
+/// The bytes each entry of a leaf takes beside its value: its u64 key and its value's end
+/// offset.
+const LEAF_ENTRY: usize = 12;
+
 /// Room a spill leaves free at the end of a vectors row's page run: the leaf's own
 /// [`LEAF_OVERHEAD`] and a margin.
 const LEAF_MARGIN: usize = 64;
 
+/// Room a spill leaves free in a row's share of a leaf it shares with rows of its size.
+const SHARE_MARGIN: usize = 16;
+
 /// How many of a chunks row's `chunks_len` encoded bytes ride at the end of a vectors row
 /// whose vectors take `vectors_len` bytes ([`VectorsRow::encoded_len`]).
 ///
-/// A vectors row that fits a page shares its leaf with other rows and carries nothing: a
-/// spill would not save a page, and scans of the vectors would read text. A larger one is
-/// alone in a leaf that is a power-of-two run of pages, and its slack up to the end of that
-/// run (less [`LEAF_MARGIN`]) is free: the spill never makes the run longer.
+/// A vectors row that fits a page shares its leaf with rows of its size: as many as fit
+/// (`k`), each with a `1/k` share of the page of which the vectors leave some unused. The
+/// whole chunks row rides in that share if it fits (less [`SHARE_MARGIN`]), so `k` rows
+/// with their spills still fit a page and the chunks table keeps an empty row; otherwise
+/// nothing rides (a part would save a few bytes and cost every read of the chunk a join).
+/// A larger row is alone in a leaf that is a power-of-two run of pages, and its slack up to
+/// the end of that run (less [`LEAF_MARGIN`]) is free: the spill never makes the run longer.
 fn spill_len(vectors_len: usize, chunks_len: usize) -> usize {
     let alone = vectors_len.saturating_add(LEAF_OVERHEAD);
     if alone <= REDB_PAGE {
-        return 0;
+        let room = REDB_PAGE - LEAF_HEADER;
+        let per_leaf = room / (vectors_len + LEAF_ENTRY);
+        let share = (room / per_leaf).saturating_sub(LEAF_ENTRY + vectors_len + SHARE_MARGIN);
+        return if chunks_len <= share { chunks_len } else { 0 };
     }
     let run = alone.checked_next_power_of_two().unwrap_or(alone);
     run.saturating_sub(vectors_len.saturating_add(LEAF_MARGIN))
@@ -65,6 +82,9 @@ pub(crate) fn spill_len_for_harness(vectors_len: usize, chunks_len: usize) -> us
 fn decode_chunks(rest: &[u8], spill: &[u8]) -> Result<ChunksRow, Corruption> {
     if spill.is_empty() {
         return decode("chunks row", rest);
+    }
+    if rest.is_empty() {
+        return decode("chunks row", spill);
     }
     let mut bytes = Vec::with_capacity(rest.len() + spill.len());
     bytes.extend_from_slice(rest);
@@ -100,8 +120,8 @@ pub(crate) fn join_chunk_bytes(chunks_row: &[u8], vectors: &VectorsRow<'_>) -> V
 /// The chunk of vector `slot` of a live document's chunks row, joined as [`join_chunks`]
 /// joins the whole row, handed to `read` with the row's header, borrowed: the other chunks
 /// are skipped in place, so a search hit costs the bytes of one chunk's text, not its
-/// document's. A row without a spill is read where redb holds it; a spilled one is joined
-/// into one buffer first.
+/// document's. A row kept whole in either table is read where redb holds it; one split
+/// between the two is joined into one buffer first.
 pub(crate) fn join_chunk_of_slot<R>(
     chunks_row: &[u8],
     vectors: &VectorsRow<'_>,
@@ -111,6 +131,9 @@ pub(crate) fn join_chunk_of_slot<R>(
     let spill = vectors.spill();
     if spill.is_empty() {
         return decode_chunk_of_slot(chunks_row, slot).map(read);
+    }
+    if chunks_row.is_empty() {
+        return decode_chunk_of_slot(spill, slot).map(read);
     }
     let mut bytes = Vec::with_capacity(chunks_row.len() + spill.len());
     bytes.extend_from_slice(chunks_row);
@@ -533,9 +556,30 @@ mod tests {
 
     #[test]
     fn the_spill_fills_the_vectors_rows_page_run_and_no_more() {
-        // A row that fits a page carries nothing.
+        // A row that fits a page carries its chunks row whole or nothing.
         assert_eq!(spill_len(100, 5000), 0);
         assert_eq!(spill_len(REDB_PAGE - LEAF_OVERHEAD, 5000), 0);
+        assert_eq!(spill_len(REDB_PAGE - LEAF_OVERHEAD, 0), 0);
+        // The most one row may carry so that as many rows as fit a page without it still
+        // fit with it.
+        let fits = |vectors: usize, spill: usize| {
+            let per_leaf = (REDB_PAGE - LEAF_HEADER) / (vectors + LEAF_ENTRY);
+            LEAF_HEADER + per_leaf * (LEAF_ENTRY + vectors + spill) <= REDB_PAGE
+        };
+        for vectors in 0..=REDB_PAGE - LEAF_OVERHEAD {
+            let most = (0..=REDB_PAGE)
+                .rev()
+                .find(|&c| spill_len(vectors, c) == c)
+                .unwrap_or(0);
+            assert!(fits(vectors, most), "{vectors}");
+            assert_eq!(spill_len(vectors, most + 1), 0, "{vectors}");
+        }
+        // One 384-d vector: 1,548 bytes, two to a leaf, each with 486 bytes of its half
+        // unused, of which the spill takes up to 470.
+        let one = VectorsRow::encoded_len(&[(0, VectorData::Raw(&[0; 1536]))]);
+        assert_eq!(one, 1548);
+        assert_eq!(spill_len(one, 470), 470);
+        assert_eq!(spill_len(one, 471), 0);
         // The page run a lone value of `len` bytes takes.
         let run = |len: usize| (len + LEAF_OVERHEAD).next_power_of_two().max(REDB_PAGE);
         for vectors in 0..70_000 {
