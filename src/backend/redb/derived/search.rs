@@ -78,7 +78,8 @@ pub(crate) fn allowed_documents(
 /// One lookup: the candidate's document's chunks row, which exists exactly while the
 /// document is live and carries its version and key (schema 4), holds the chunk of the
 /// candidate's vector slot or not; its other chunks are skipped in place
-/// ([`Snapshot::chunk_of`]). A filter also reads the document row, for the document's
+/// ([`Snapshot::chunk_of`]). (Two where the chunks row rides whole in the vectors row: its
+/// empty head, then the vectors row, decoded in place.) A filter also reads the document row, for the document's
 /// metadata.
 pub(crate) fn resolve(
     snapshot: &Snapshot,

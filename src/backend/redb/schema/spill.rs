@@ -95,7 +95,9 @@ fn decode_chunks(rest: &[u8], spill: &[u8]) -> Result<ChunksRow, Corruption> {
 /// Splits an encoded chunks row into what the chunks row keeps and what rides at the end of
 /// a vectors row of `vectors_len` bytes. The spill is the encoded row's tail: a revision
 /// that changes only the document's metadata changes only the row's head (its generation),
-/// so its vectors row, spill included, stays as it was and is not rewritten.
+/// so its vectors row, spill included, stays as it was and is not rewritten — unless the
+/// whole chunks row rides in the vectors row (a small document sharing its leaf), whose
+/// head then changes with the spill and is rewritten (one leaf, as the chunks row's was).
 fn split_chunks(chunks_bytes: &[u8], vectors_len: usize) -> (&[u8], &[u8]) {
     let spill = spill_len(vectors_len, chunks_bytes.len());
     chunks_bytes.split_at(chunks_bytes.len() - spill)
