@@ -1,0 +1,93 @@
+//! Regression (issue 48): a foreground `Store::build_index()` under a memory budget loaded
+//! the new budgeted index while the old one was still published, so the process held two
+//! indexes at once (plus what the load's threads freed, kept by the allocator): its peak
+//! RSS grew by more than the whole budget across the call.
+//!
+//! The bound: the old index is unpublished before the new one loads, and the new one's
+//! index bytes plus its page cache fit the budget, so the process's peak resident set may
+//! grow across the call by at most the budget. Two indexes at once (the bug) each take
+//! most of the budget, and the load's own temporaries come on top.
+//!
+//! RSS is a process's, and this binary runs its tests side by side in one process: the
+//! measurement runs in a child process of its own (this test's binary again, running
+//! only this test, with [`CHILD`] set), which prints the growth for the parent to check.
+
+use crate::search_support::{ingest_one_chunk_docs, settle, Structured};
+use crate::{open_budgeted, BUDGET, DIM, N};
+
+/// Set in the child process that measures.
+const CHILD: &str = "RATCHETDB_TEST_FOREGROUND_BUILD_RSS_CHILD";
+
+/// The process's resident set and its peak (`VmRSS`, `VmHWM`), in bytes.
+fn resident() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The child: reopens the store at `dir` under the budget, and prints how far the peak
+/// resident set rose above the resident set before `build_index()`.
+fn measure(dir: &std::path::Path, budget: u64) {
+    let store = open_budgeted(dir, budget);
+    settle(&store);
+    let (before, _) = resident();
+    // Resets the peak to the current resident set (proc(5), `clear_refs`).
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak resident set");
+    store.build_index().expect("build");
+    let (_, peak) = resident();
+    // On a line of its own: the harness prints the test's name before it.
+    println!("\ngrowth={}", peak.saturating_sub(before));
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn peak_rss_grows_by_at_most_the_budget_across_a_foreground_build() {
+    // Eight times the other tests' store under six times their budget, so the budget's
+    // bytes dwarf the allocator's noise.
+    let (budget, n) = (6 * BUDGET, 8 * N);
+    assert!(
+        (n * DIM * 4) as u64 > budget,
+        "the vectors alone must not fit"
+    );
+    if let Some(dir) = std::env::var_os(CHILD) {
+        measure(std::path::Path::new(&dir), budget);
+        return;
+    }
+    // Filled here, so the child's resident set holds only what reopening and building
+    // take, not what writing the vectors left with the allocator.
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let vectors = Structured::new(71, DIM).vectors(72, n);
+        let store = open_budgeted(dir.path(), budget);
+        ingest_one_chunk_docs(&store, "s", &vectors);
+        settle(&store);
+    }
+    let name = "a_foreground_build_under_a_budget_holds_one_index::\
+                peak_rss_grows_by_at_most_the_budget_across_a_foreground_build";
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, dir.path())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the child failed: {stdout}");
+    let growth: u64 = stdout
+        .lines()
+        .find_map(|l| l.split_once("growth=").map(|(_, g)| g))
+        .and_then(|g| g.split_whitespace().next())
+        .and_then(|g| g.parse().ok())
+        .unwrap_or_else(|| panic!("no growth in the child's output: {stdout}"));
+    println!("peak RSS growth across build_index(): {growth} bytes, budget {budget}");
+    assert!(
+        growth <= budget,
+        "peak RSS grew by {growth} bytes across build_index() under a {budget}-byte budget"
+    );
+}
