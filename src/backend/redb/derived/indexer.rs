@@ -623,20 +623,40 @@ impl Indexer {
             // trained on them, every vector streamed in, then saved whole. A budget the
             // store has outgrown is refused here as it is at open (the index that serves
             // is left as it is).
-            let snapshot = self.engine.snapshot()?;
+            // Read through the bulk handle, as the background loader does: every vectors
+            // row read once must not fill the store's page cache.
+            let snapshot = self.engine.bulk_snapshot()?;
             let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
             if let Some((field, why)) =
                 crate::index::budget::refusal(self.engine.options(), live, dimension)
             {
                 return Err(crate::error::InputError::new(field, why).into());
             }
-            let live = Arc::new(LiveIndex::load(
+            // The index that serves is unpublished first, so the process never holds two
+            // budgeted indexes at once: until the new one is published, searches scan the
+            // file (exact), as they do while an index loads after open.
+            *self.state.write() = IndexState::Loading;
+            crate::sys::release_free_heap();
+            let loaded = LiveIndex::load(
                 &snapshot,
                 dimension,
                 self.engine.metric(),
                 self.engine.options().index,
                 Some(budget),
-            )?);
+            );
+            drop(snapshot);
+            let live = match loaded {
+                Ok(live) => Arc::new(live),
+                Err(e) => {
+                    // Nothing is published: the background loader brings one up again.
+                    self.loading_failed();
+                    self.start_index();
+                    return Err(e);
+                }
+            };
+            // What the load's pool threads freed goes back to the system now, not when
+            // they next allocate.
+            crate::sys::release_free_heap();
             *self.state.write() = IndexState::Loaded(live.clone());
             live.catch_up(&self.engine.snapshot()?)?;
             while live.building.swap(true, Ordering::SeqCst) {
