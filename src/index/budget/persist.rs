@@ -709,36 +709,29 @@ mod tests {
             Err(IndexError::Incompatible { .. })
         ));
         let header = read_header(&parts[0], Metric::Cosine, 32).expect("header");
-        let other_code = Plan {
-            code_len: 4,
-            ..plan()
-        };
-        assert!(matches!(
-            BudgetIndex::load(
-                &header,
-                Metric::Cosine,
-                8,
-                50,
-                other_code,
-                parts[1..].iter().map(|p| Ok(p.as_slice())),
-            ),
-            Err(IndexError::Incompatible { .. })
-        ));
-        let other_links = Plan {
-            links0: 12,
-            ..plan()
-        };
-        assert!(matches!(
-            BudgetIndex::load(
-                &header,
-                Metric::Cosine,
-                8,
-                50,
-                other_links,
-                parts[1..].iter().map(|p| Ok(p.as_slice())),
-            ),
-            Err(IndexError::Incompatible { .. })
-        ));
+        // Another code length, or another number of layer-0 links, than today's plan.
+        for other in [
+            Plan {
+                code_len: 4,
+                ..plan()
+            },
+            Plan {
+                links0: 12,
+                ..plan()
+            },
+        ] {
+            assert!(matches!(
+                BudgetIndex::load(
+                    &header,
+                    Metric::Cosine,
+                    8,
+                    50,
+                    other,
+                    parts[1..].iter().map(|p| Ok(p.as_slice())),
+                ),
+                Err(IndexError::Incompatible { .. })
+            ));
+        }
         // Format 1 (layer 0 always `2 M`, no links in the header) is not read.
         let mut old = parts[0].clone();
         old[8..12].copy_from_slice(&1u32.to_le_bytes());
