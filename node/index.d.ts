@@ -52,6 +52,12 @@ export interface OpenOptions {
   /** Refuse to create a store: the file must exist. */
   mustExist?: boolean;
   /**
+   * How long the event loop polls for a search's result instead of sleeping, in microseconds
+   * (default 1000; 0 never polls). Other callbacks run between polls; the poll is shortened
+   * when searches outlast it, as on a busy machine.
+   */
+  spinMicros?: number;
+  /**
    * Embeds the chunks written without a vector (except those whose text the store already has
    * a vector for) and `searchQuery`'s questions. Its model and dimension are recorded by a new
    * store; a store that recorded others accepts it only when one of its vector spaces has them

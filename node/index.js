@@ -500,6 +500,49 @@ class MiniLM extends Embedder {
 const reads = new Map();
 let lastRead = 0;
 
+// The spin. A search's result reaches the event loop through the store's threadsafe
+// function; a loop asleep in the kernel must then be woken, which on an idle machine costs
+// more than everything else the binding does. So while a search is in flight the loop polls
+// instead: a chain of `setImmediate` turns, each yielding its core (`yieldNow`), for at most the
+// store's `spinMicros` (default 1,000 µs; 0 never spins). Other callbacks run between turns:
+// nothing is blocked. A spin that ends with searches still in flight (the search outlasted
+// it, or the machine is busy and the spin took the core the search needed) halves every next
+// spin; a search settling during a spin restores the full length; while spins are off, every
+// 16th search spins in full to look again.
+const SPIN_DEFAULT_MICROS = 1000;
+const SPIN_PROBE_EVERY = 16;
+let spinScale = 1;
+let spinProbe = 0;
+let spinUntil = 0n;
+
+function spinTurn() {
+  if (reads.size === 0) {
+    spinUntil = 0n;
+    return;
+  }
+  if (process.hrtime.bigint() >= spinUntil) {
+    spinUntil = 0n;
+    spinScale = spinScale < 1 / 64 ? 0 : spinScale / 2;
+    return;
+  }
+  native.yieldNow();
+  setImmediate(spinTurn);
+}
+
+// Spins for a search of `store` just submitted.
+function spinFor(store) {
+  let micros = store._spinMicros * spinScale;
+  if (spinScale === 0 && ++spinProbe % SPIN_PROBE_EVERY === 0) micros = store._spinMicros;
+  if (micros <= 0) return;
+  const until = process.hrtime.bigint() + BigInt(Math.round(micros * 1000));
+  if (spinUntil === 0n) {
+    spinUntil = until;
+    setImmediate(spinTurn);
+  } else if (until > spinUntil) {
+    spinUntil = until;
+  }
+}
+
 // Settles search `id` (called by a store's completer on the event loop).
 function settleRead(id, json, error) {
   const pending = reads.get(id);
@@ -507,6 +550,7 @@ function settleRead(id, json, error) {
   reads.delete(id);
   const store = pending[3];
   if (--store._inFlight === 0) store._inner.hold(false);
+  if (spinUntil !== 0n) spinScale = 1;
   if (error != null) {
     pending[1](translate(new Error(error)));
     return;
@@ -519,7 +563,8 @@ function settleRead(id, json, error) {
 }
 
 const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'waitForLockMs',
-  'allowReaders', 'textIndex', 'cacheSize', 'memoryBudget', 'compactOnClose', 'mustExist', 'embedder'];
+  'allowReaders', 'textIndex', 'cacheSize', 'memoryBudget', 'compactOnClose', 'mustExist', 'embedder',
+  'spinMicros'];
 
 /**
  * An open ratchetdb store: one file, written by one writer at a time, read by any number of
@@ -527,10 +572,11 @@ const OPEN_KEYS = ['dimension', 'metric', 'model', 'readOnly', 'durability', 'wa
  */
 class Store {
   /** @private */
-  constructor(inner, embedder) {
+  constructor(inner, embedder, spinMicros) {
     this._inner = inner;
     this._embedder = embedder || null;
     this._inFlight = 0;
+    this._spinMicros = spinMicros;
     // The completer captures no store, so a store that is dropped unclosed can still be
     // collected (its searches in flight hold it through `reads` until they settle).
     inner.setCompleter(settleRead);
@@ -551,6 +597,7 @@ class Store {
       }
       if (this._inFlight++ === 0) this._inner.hold(true);
       reads.set(id, [resolve, reject, finish, this]);
+      spinFor(this);
     });
   }
 
@@ -578,8 +625,12 @@ class Store {
         throw bad(name, 'must be a non-negative number');
       }
     }
-    const { embedder } = given;
+    const { embedder, spinMicros = SPIN_DEFAULT_MICROS } = given;
+    if (!Number.isInteger(spinMicros) || spinMicros < 0 || spinMicros > 100000) {
+      throw bad('spinMicros', 'must be a whole number of microseconds from 0 to 100000');
+    }
     delete given.embedder;
+    delete given.spinMicros;
     const plain = { ...given };
     if (embedder !== undefined && embedder !== null) {
       if (!(embedder instanceof Embedder)) throw bad('embedder', 'must be a HashingEmbedder or a MiniLM');
@@ -605,7 +656,7 @@ class Store {
       inner = other;
     }
     if (embedder) inner.setEmbedder(embedder._inner);
-    return new Store(inner, embedder);
+    return new Store(inner, embedder, spinMicros);
   }
 
   /** The file's path. */

@@ -22,4 +22,5 @@ mod writes;
 
 pub use crate::embedder::{hashing_embedder, load_minilm, NativeEmbedder};
 pub use crate::export::NativeExport;
+pub use crate::reads::yield_now;
 pub use crate::store::{open, NativeStore};

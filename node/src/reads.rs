@@ -95,3 +95,11 @@ pub fn submit(
         .send(job)
         .map_err(|_| internal("the reader threads stopped"))
 }
+
+/// Yields the calling thread's core to another runnable thread (`sched_yield`): each turn of
+/// the event loop's spin while a search is in flight (`index.js`), so that on a busy machine
+/// the spin does not keep the search's own thread from a core.
+#[napi_derive::napi]
+pub fn yield_now() {
+    std::thread::yield_now();
+}

@@ -28,7 +28,7 @@ export async function storeApi(path: string): Promise<void> {
   const options: OpenOptions = {
     dimension: dim, metric: 'cosine', model: modelName, readOnly: false, durability: 'immediate',
     waitForLockMs: 1000, allowReaders: true, textIndex: true, cacheSize: 1 << 20,
-    memoryBudget: 64 << 20, compactOnClose: true, mustExist: false, embedder,
+    memoryBudget: 64 << 20, compactOnClose: true, mustExist: false, embedder, spinMicros: 1000,
   };
   const store: Store = await Store.open(path, options);
   await Store.open(path);
