@@ -6,7 +6,9 @@
 //
 // RATCHETDB_NODE_PACKAGE=DIR loads the package from DIR (a copy of node/ with its built
 // ratchetdb.node) instead of the installed one, so two builds can alternate in one session.
-// --paired-only skips steps 2 and 3 (no cargo bench).
+// --paired-only skips steps 2 and 3 (no cargo bench). --spin-micros N opens the searched
+// stores with `spinMicros: N` (the package's default when absent; 0: the loop sleeps while a
+// search is in flight).
 //
 // 1. Makes seeded random data of the Python script's shapes (384-d): the search store of 200
 //    documents of 100 chunks (20,000 chunks; texts `doc {d} chunk {c}`, meta {chunk: c}) and
@@ -33,6 +35,8 @@ const loaded = process.env.RATCHETDB_NODE_PACKAGE
   : await import('ratchetdb');
 const Store = loaded.Store ?? loaded.default.Store;
 const pairedOnly = process.argv.includes('--paired-only');
+const spinAt = process.argv.indexOf('--spin-micros');
+const spin = spinAt >= 0 ? { spinMicros: Number(process.argv[spinAt + 1]) } : {};
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
@@ -88,7 +92,7 @@ const target = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
 const criterion = (name) => JSON.parse(fs.readFileSync(path.join(target, 'criterion', 'python_overhead', name, 'new', 'estimates.json'))).median.point_estimate / 1e3;
 
 async function nodeMedian(name) {
-  const store = await Store.open(path.join(work, name), { readOnly: true });
+  const store = await Store.open(path.join(work, name), { readOnly: true, ...spin });
   await store.waitForIndex(600000);
   const rows = Array.from({ length: QUERIES }, (_, q) => queries.subarray(q * DIM, (q + 1) * DIM));
   for (const q of rows) await store.search(q, { k: K });
@@ -104,19 +108,23 @@ async function nodeMedian(name) {
 
 // Paired, as python_overhead.py's --paired-only: each awaited call's wall time less the time
 // the Rust call took inside it (`_searchTimed`), so the machine's load largely cancels out.
+// Also the process's CPU time per call (both threads: the loop's, polling or not, and the
+// reader's search).
 async function paired(name) {
-  const store = await Store.open(path.join(work, name), { readOnly: true });
+  const store = await Store.open(path.join(work, name), { readOnly: true, ...spin });
   await store.waitForIndex(600000);
   const rows = Array.from({ length: QUERIES }, (_, q) => queries.subarray(q * DIM, (q + 1) * DIM));
   for (const q of rows) await store._searchTimed(q, { k: K });
   const costs = [];
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < 15000; i++) {
     const t0 = process.hrtime.bigint();
     const { innerNs } = await store._searchTimed(rows[i % QUERIES], { k: K });
     costs.push((Number(process.hrtime.bigint() - t0) - innerNs) / 1000);
   }
+  const cpu = process.cpuUsage(cpu0);
   await store.close();
-  return [median(costs), Math.min(...costs)];
+  return [median(costs), Math.min(...costs), (cpu.user + cpu.system) / 15000];
 }
 
 // An empty napi async task's round trip on libuv's pool: `waitForIndex(0)` on the empty store.
@@ -130,7 +138,7 @@ async function asyncTaskFloor() {
     costs.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   await store.close();
-  return [median(costs), Math.min(...costs)];
+  return [median(costs), Math.min(...costs), NaN];
 }
 
 const rows = [];
@@ -142,10 +150,10 @@ for (const [what, rust, name] of [
 }
 rows.push(['floor: `search` of an empty store (no hits)', NaN, NaN, await paired('empty.redb')]);
 rows.push(['floor: an empty napi async task (`waitForIndex(0)`), wall time', NaN, NaN, await asyncTaskFloor()]);
-console.log('| measurement | Rust (criterion median) | Node (median) | difference per call | paired: binding cost per call, median (min) |');
-console.log('|---|---|---|---|---|');
+console.log('| measurement | Rust (criterion median) | Node (median) | difference per call | paired: binding cost per call, median (min) | process CPU per call |');
+console.log('|---|---|---|---|---|---|');
 const us = (x) => (Number.isNaN(x) ? '–' : `${x.toFixed(1)} µs`);
-for (const [what, rust, node, [cost, least]] of rows) {
+for (const [what, rust, node, [cost, least, cpu]] of rows) {
   const difference = Number.isNaN(node - rust) ? '–' : `${(node - rust) >= 0 ? '+' : ''}${(node - rust).toFixed(1)} µs`;
-  console.log(`| ${what} | ${us(rust)} | ${us(node)} | ${difference} | ${cost.toFixed(1)} µs (${least.toFixed(1)} µs) |`);
+  console.log(`| ${what} | ${us(rust)} | ${us(node)} | ${difference} | ${cost.toFixed(1)} µs (${least.toFixed(1)} µs) | ${us(cpu)} |`);
 }
