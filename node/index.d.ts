@@ -52,9 +52,9 @@ export interface OpenOptions {
   /** Refuse to create a store: the file must exist. */
   mustExist?: boolean;
   /**
-   * How long the event loop polls for a search's result instead of sleeping, in microseconds
-   * (default 1000; 0 never polls). Other callbacks run between polls; the poll is shortened
-   * when searches outlast it, as on a busy machine.
+   * How long the event loop may poll for a search's result instead of sleeping, in
+   * microseconds: a whole number from 0 (never) to 100000, default 1000. Other callbacks run
+   * between polls; a store whose searches outlast their polls shortens them.
    */
   spinMicros?: number;
   /**

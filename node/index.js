@@ -496,51 +496,62 @@ class MiniLM extends Embedder {
 // ---------------------------------------------------------------------------------------
 // The store
 
-// Searches in flight, of every store of this thread: id -> [resolve, reject, finish, store].
+// Searches in flight, of every store of this thread: id -> [resolve, reject, finish, store,
+// the deadline of its spin or 0n].
 const reads = new Map();
 let lastRead = 0;
 
 // The spin. A search's result reaches the event loop through the store's threadsafe
 // function; a loop asleep in the kernel must then be woken, which on an idle machine costs
 // more than everything else the binding does. So while a search is in flight the loop polls
-// instead: a chain of `setImmediate` turns, each yielding its core (`yieldNow`), for at most the
-// store's `spinMicros` (default 1,000 µs; 0 never spins). Other callbacks run between turns:
-// nothing is blocked. A spin that ends with searches still in flight (the search outlasted
-// it, or the machine is busy and the spin took the core the search needed) halves every next
-// spin; a search settling during a spin restores the full length; while spins are off, every
-// 16th search spins in full to look again.
+// instead: one chain of `setImmediate` turns, each yielding its core (`yieldNow`), until every
+// search granted a spin has settled or the last grant has run out. Other callbacks run between
+// turns: nothing is blocked. Each store grants its searches at most its `spinMicros` (default
+// 1,000 µs; 0 never), scaled by how its last searches went: one that settles after its spin ran
+// out (it outlasted the spin, or the machine is busy and the spin took the core it needed)
+// halves the store's next spins, one that settles during its spin restores the full length;
+// while a store's spins are off, every 16th of its searches spins in full to look again.
 const SPIN_DEFAULT_MICROS = 1000;
 const SPIN_PROBE_EVERY = 16;
-let spinScale = 1;
-let spinProbe = 0;
+// The chain's end: the latest grant's deadline (0n: no chain).
 let spinUntil = 0n;
+// Searches granted a spin and not yet settled.
+let spinning = 0;
 
 function spinTurn() {
-  if (reads.size === 0) {
+  if (spinning === 0 || process.hrtime.bigint() >= spinUntil) {
     spinUntil = 0n;
-    return;
-  }
-  if (process.hrtime.bigint() >= spinUntil) {
-    spinUntil = 0n;
-    spinScale = spinScale < 1 / 64 ? 0 : spinScale / 2;
     return;
   }
   native.yieldNow();
   setImmediate(spinTurn);
 }
 
-// Spins for a search of `store` just submitted.
+// The deadline of the spin granted to a search of `store` just submitted (0n: none).
 function spinFor(store) {
-  let micros = store._spinMicros * spinScale;
-  if (spinScale === 0 && ++spinProbe % SPIN_PROBE_EVERY === 0) micros = store._spinMicros;
-  if (micros <= 0) return;
+  let micros = store._spinMicros * store._spinScale;
+  if (store._spinScale === 0 && store._spinMicros > 0 && ++store._spinProbe % SPIN_PROBE_EVERY === 0) {
+    micros = store._spinMicros;
+  }
+  if (micros <= 0) return 0n;
   const until = process.hrtime.bigint() + BigInt(Math.round(micros * 1000));
+  spinning++;
   if (spinUntil === 0n) {
     spinUntil = until;
     setImmediate(spinTurn);
   } else if (until > spinUntil) {
     spinUntil = until;
   }
+  return until;
+}
+
+// A search granted a spin until `until` settled: whether the spin saw it decides the store's
+// next spins (an error settles as fast as a hit and says nothing of the machine).
+function spinSettled(store, until, failed) {
+  spinning--;
+  if (failed) return;
+  if (process.hrtime.bigint() <= until) store._spinScale = 1;
+  else store._spinScale = store._spinScale < 1 / 64 ? 0 : store._spinScale / 2;
 }
 
 // Settles search `id` (called by a store's completer on the event loop).
@@ -550,7 +561,7 @@ function settleRead(id, json, error) {
   reads.delete(id);
   const store = pending[3];
   if (--store._inFlight === 0) store._inner.hold(false);
-  if (spinUntil !== 0n) spinScale = 1;
+  if (pending[4] !== 0n) spinSettled(store, pending[4], error != null);
   if (error != null) {
     pending[1](translate(new Error(error)));
     return;
@@ -577,6 +588,8 @@ class Store {
     this._embedder = embedder || null;
     this._inFlight = 0;
     this._spinMicros = spinMicros;
+    this._spinScale = 1;
+    this._spinProbe = 0;
     // The completer captures no store, so a store that is dropped unclosed can still be
     // collected (its searches in flight hold it through `reads` until they settle).
     inner.setCompleter(settleRead);
@@ -596,8 +609,7 @@ class Store {
         return;
       }
       if (this._inFlight++ === 0) this._inner.hold(true);
-      reads.set(id, [resolve, reject, finish, this]);
-      spinFor(this);
+      reads.set(id, [resolve, reject, finish, this, spinFor(this)]);
     });
   }
 

@@ -3,8 +3,10 @@
 // instead of sleeping, for at most `spinMicros`: every spin length answers the same hits
 // (one search at a time and many at once), one chain of turns polls while searches are in
 // flight and stops once they settle (no turn is left pending, so nothing keeps the process
-// awake), a store with `spinMicros: 0` never polls, and
-// a `spinMicros` that is not a whole number of microseconds from 0 to 100000 is refused.
+// awake), a store with `spinMicros: 0` never polls, each store adapts its own spin (searches
+// that outlast it turn it off, every 16th search probes, a probe that sees its search settle
+// turns it on again, another store's searches never touch it), and a `spinMicros` that is not
+// a whole number of microseconds from 0 to 100000 is refused.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -20,11 +22,6 @@ function vectorOf(i) {
   return v;
 }
 
-async function filled(file, spinMicros) {
-  const store = await Store.open(file, spinMicros === undefined ? {} : { spinMicros });
-  return store;
-}
-
 const immediates = () => process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length;
 const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -38,7 +35,7 @@ test('every spin length answers the same hits, one search at a time and many at 
 
   const answers = [];
   for (const spinMicros of [undefined, 0, 1, 100000]) {
-    const store = await filled(file, spinMicros);
+    const store = await Store.open(file, spinMicros === undefined ? {} : { spinMicros });
     const one = [];
     for (let i = 0; i < DOCS; i++) {
       one.push((await store.search(vectorOf(i), { k: 3, exact: true })).map((h) => `${h.id}:${h.score}`));
@@ -76,6 +73,41 @@ test('a store with spinMicros 0 never polls', async (t) => {
   const search = store.search(vectorOf(0), { k: 1 });
   assert.equal(immediates(), 0, 'a search in flight on a store that never spins starts no polling');
   assert.equal((await search)[0].id, 'a');
+});
+
+test('each store adapts its own spin: outlasted spins stop, a probe that sees its search restarts them', async (t) => {
+  const dir = tempDir(t);
+  const short = await Store.open(path.join(dir, 'short.redb'), { dimension: DIM, spinMicros: 1 });
+  const long = await Store.open(path.join(dir, 'long.redb'), { dimension: DIM, spinMicros: 100000 });
+  t.after(() => Promise.all([short.close(), long.close()]));
+  for (const store of [short, long]) {
+    await store.upsert({ source: 's', id: 'a', version: 1, chunks: [{ text: 'only', vector: vectorOf(0) }] });
+  }
+  // A 1 µs spin ends before any search settles: each search halves the store's spin until
+  // it is off (1 -> 1/2 -> ... -> 1/128 -> 0: eight searches); the other store's spins, which
+  // see their searches settle, stay whole, searches of both interleaved.
+  for (let i = 0; i < 12; i++) {
+    assert.equal((await short.search(vectorOf(0), { k: 1 }))[0].id, 'a');
+    assert.equal((await long.search(vectorOf(0), { k: 1 }))[0].id, 'a');
+  }
+  assert.equal(short._spinScale, 0, 'outlasted spins turned the store\'s spin off');
+  assert.equal(long._spinScale, 1, 'the other store kept its whole spin');
+  // Off, a store starts no polling, except every 16th search, which probes in full (after a
+  // turn that ends the other store's chain).
+  await new Promise((resolve) => setImmediate(resolve));
+  let polled = 0;
+  for (let i = 0; i < 32; i++) {
+    const search = short.search(vectorOf(0), { k: 1 });
+    polled += immediates();
+    await search;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(polled, 2, 'two probes in 32 searches');
+  assert.equal(short._spinScale, 0, 'a probe that ran out before its search settled keeps it off');
+  // A probe long enough to see its search settle turns the spin on again.
+  short._spinMicros = 100000;
+  for (let i = 0; i < 16 && short._spinScale === 0; i++) await short.search(vectorOf(0), { k: 1 });
+  assert.equal(short._spinScale, 1, 'a probe that saw its search settle restored the spin');
 });
 
 test('a spinMicros that is not a whole number of microseconds from 0 to 100000 is refused', async (t) => {
