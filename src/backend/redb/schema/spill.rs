@@ -772,21 +772,17 @@ impl<'a> RowVector<'a> {
     }
 
     /// Hands each float's bit pattern to `put`, in order.
-    #[inline]
     pub(crate) fn for_each_bits(&self, mut put: impl FnMut(u32)) {
-        match self.row.table {
-            None => {
-                for c in self.block().chunks_exact(4) {
+        match self.raw() {
+            Some(bytes) => {
+                for c in bytes.chunks_exact(4) {
                     put(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
                 }
             }
-            Some(table) => {
-                let escapes = self
-                    .row
-                    .bytes
-                    .get(self.row.escapes_at() + self.escape_at..self.row.end)
-                    .unwrap_or_default();
-                vector_code::decode_block(self.block(), self.row.dimension, &table, escapes, put);
+            None => {
+                let mut floats = vec![0.0f32; self.row.dimension];
+                self.decode_into(&mut floats);
+                floats.iter().for_each(|x| put(x.to_bits()));
             }
         }
     }
@@ -796,8 +792,9 @@ impl<'a> RowVector<'a> {
         match self.raw() {
             Some(bytes) => extend_floats(bytes, out),
             None => {
-                out.reserve(self.row.dimension);
-                self.for_each_bits(|b| out.push(f32::from_bits(b)));
+                let start = out.len();
+                out.resize(start + self.row.dimension, 0.0);
+                self.decode_into(&mut out[start..]);
             }
         }
     }
@@ -808,12 +805,21 @@ impl<'a> RowVector<'a> {
         if out.len() != self.row.dimension {
             return false;
         }
-        let mut slots = out.iter_mut();
-        self.for_each_bits(|b| {
-            if let Some(o) = slots.next() {
-                *o = f32::from_bits(b);
+        match self.row.table {
+            None => {
+                for (o, c) in out.iter_mut().zip(self.block().chunks_exact(4)) {
+                    *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
             }
-        });
+            Some(table) => {
+                let escapes = self
+                    .row
+                    .bytes
+                    .get(self.row.escapes_at() + self.escape_at..self.row.end)
+                    .unwrap_or_default();
+                vector_code::decode_block(self.block(), self.row.dimension, &table, escapes, out);
+            }
+        }
         true
     }
 

@@ -163,18 +163,21 @@ pub(super) fn count_escapes(block: &[u8], dimension: usize) -> Option<usize> {
     Some(n)
 }
 
-/// Decodes a block checked by [`check_block`], handing each float's bit pattern to `put`
-/// in order. A block it would refuse decodes to some bit patterns without panicking (or to
-/// none, if it is too short).
+/// Decodes a block checked by [`check_block`] into `out` (`dimension` floats long; the
+/// caller checks). A block it would refuse decodes to some floats without panicking (or
+/// leaves `out` as it was, if it is too short).
+///
+/// Two passes: every float with its exponent from the table (an escape's left zero), eight
+/// at a time, without a branch; then the escapes, found from the codes, patched in order.
 #[inline]
 pub(super) fn decode_block(
     block: &[u8],
     dimension: usize,
     table: &Table,
     escapes: &[u8],
-    mut put: impl FnMut(u32),
+    out: &mut [f32],
 ) {
-    if block_len(dimension).is_none() {
+    if block_len(dimension).is_none() || out.len() != dimension {
         return;
     }
     let signs_at = dimension * 3;
@@ -186,46 +189,55 @@ pub(super) fn decode_block(
     ) else {
         return;
     };
-    let lut = [table.0[0], table.0[1], table.0[2], 0];
-    let mut e = 0usize;
-    let mut one = |l: &[u8], sign: u8, code: u8| {
-        // The next escaped value, taken only by an escape (a branch-free select).
-        let escaped = escapes.get(e).copied().unwrap_or(0);
-        e += usize::from(code == ESCAPE);
-        let value = if code == ESCAPE {
-            escaped
-        } else {
-            lut[usize::from(code & 3)]
-        };
-        put(u32::from_le_bytes([
-            l[0],
-            l[1],
-            l[2],
-            (sign << 7) | (value & 0x7f),
-        ]));
+    let lut: [u32; 4] = [
+        u32::from(table.0[0] & 0x7f) << 24,
+        u32::from(table.0[1] & 0x7f) << 24,
+        u32::from(table.0[2] & 0x7f) << 24,
+        0,
+    ];
+    let float = |l: &[u8], sign: u32, code: u32| {
+        let low = u32::from(l[0]) | (u32::from(l[1]) << 8) | (u32::from(l[2]) << 16);
+        f32::from_bits(low | (sign << 31) | lut[(code & 3) as usize])
     };
     // Eight floats at a time: a sign byte and two code bytes.
     let groups = dimension / 8;
-    for ((l, s), c) in low
-        .chunks_exact(24)
+    for (((o, l), s), c) in out
+        .chunks_exact_mut(8)
+        .zip(low.chunks_exact(24))
         .zip(signs)
         .zip(codes.chunks_exact(2))
-        .take(groups)
     {
-        let (s, c) = (*s, u16::from_le_bytes([c[0], c[1]]));
-        for (k, l) in l.chunks_exact(3).enumerate() {
-            one(l, (s >> k) & 1, ((c >> (2 * k)) & 3) as u8);
+        let (s, c) = (u32::from(*s), u32::from(u16::from_le_bytes([c[0], c[1]])));
+        for (k, (o, l)) in o.iter_mut().zip(l.chunks_exact(3)).enumerate() {
+            *o = float(l, (s >> k) & 1, c >> (2 * k));
         }
     }
     for i in groups * 8..dimension {
-        let (Some(l), Some(s), Some(c)) = (
+        if let (Some(o), Some(l), Some(s), Some(c)) = (
+            out.get_mut(i),
             low.get(i * 3..i * 3 + 3),
-            signs.get(i / 8).copied(),
-            codes.get(i / 4).copied(),
-        ) else {
-            return;
-        };
-        one(l, (s >> (i % 8)) & 1, (c >> (2 * (i % 4))) & 3);
+            signs.get(i / 8),
+            codes.get(i / 4),
+        ) {
+            *o = float(
+                l,
+                u32::from(*s >> (i % 8)) & 1,
+                u32::from(*c >> (2 * (i % 4))),
+            );
+        }
+    }
+    // The escapes, in float order.
+    let mut escaped = escapes.iter();
+    for (j, b) in codes.iter().enumerate() {
+        let mut mask = b & (b >> 1) & 0x55;
+        while mask != 0 {
+            let i = j * 4 + mask.trailing_zeros() as usize / 2;
+            mask &= mask - 1;
+            let value = escaped.next().copied().unwrap_or(0);
+            if let Some(o) = out.get_mut(i) {
+                *o = f32::from_bits(o.to_bits() | (u32::from(value & 0x7f) << 24));
+            }
+        }
     }
 }
 
@@ -250,9 +262,9 @@ mod tests {
     }
 
     fn decode(block: &[u8], dimension: usize, table: &Table, escapes: &[u8]) -> Vec<u32> {
-        let mut out = Vec::new();
-        decode_block(block, dimension, table, escapes, |b| out.push(b));
-        out
+        let mut out = vec![0.0f32; dimension];
+        decode_block(block, dimension, table, escapes, &mut out);
+        out.iter().map(|x| x.to_bits()).collect()
     }
 
     #[test]
@@ -352,8 +364,7 @@ mod tests {
             let table = Table([60, 61, 59]);
             if let Some(n) = check_block(&block, dimension, &table, &escapes) {
                 // A block that checks re-encodes to itself.
-                let mut out = Vec::new();
-                decode_block(&block, dimension, &table, &escapes[..n], |b| out.push(b));
+                let out = decode(&block, dimension, &table, &escapes[..n]);
                 let mut again = vec![0u8; block.len()];
                 let mut escaped = Vec::new();
                 encode_block(out.into_iter(), dimension, &table, &mut again, &mut escaped);
