@@ -118,6 +118,38 @@ pub fn raw_vectors_row(bytes: &[u8]) -> Vec<u8> {
     }
 }
 
+/// A vectors row holding `vectors` (slots 0, 1, ...) and no spill, in the layout a writer
+/// gives them (`coded: false` forces the raw one), and whether it came out coded: for the
+/// decode bench.
+pub fn vectors_row(vectors: &[Vec<f32>], coded: bool) -> Result<(Vec<u8>, bool), String> {
+    let entries: Vec<(u32, VectorData<'_>)> = vectors
+        .iter()
+        .enumerate()
+        .map(|(slot, v)| (slot as u32, VectorData::Floats(v)))
+        .collect();
+    let rows = if coded {
+        RevisionRows::split(&[], &entries)
+    } else {
+        RevisionRows::split_raw(&[], &entries)
+    };
+    let bytes = rows.vectors_row(&entries).map_err(|c| c.detail)?;
+    let layout = VectorsRow::parse(&bytes).map_err(|c| c.detail)?.layout();
+    Ok((bytes, layout != Layout::Raw))
+}
+
+/// Decodes every vector of every row in `rows` into `out` (cleared first), as the index load
+/// does row by row: the decode bench's unit of work. Returns the floats decoded.
+pub fn decode_vectors_rows(rows: &[Vec<u8>], out: &mut Vec<f32>) -> Result<usize, String> {
+    out.clear();
+    for bytes in rows {
+        let row = VectorsRow::parse(bytes).map_err(|c| c.detail)?;
+        for vector in row.vectors() {
+            vector.extend_floats(out);
+        }
+    }
+    Ok(out.len())
+}
+
 /// How many of the vectors rows of the closed store at `path` are raw and how many coded
 /// (`(raw, coded)`).
 pub fn vectors_row_layouts(path: &Path) -> Result<(u64, u64), String> {
