@@ -674,7 +674,9 @@ impl<'a> VectorsRow<'a> {
         self.vectors().nth(position)
     }
 
-    /// The vector at `position`, decoded.
+    /// The vector at `position`, decoded (readers of every vector go through
+    /// [`VectorsRow::vectors`]).
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn vector(&self, position: usize) -> Option<Vec<f32>> {
         let vector = self.vector_at(position)?;
         let mut out = Vec::with_capacity(self.dimension);
@@ -825,6 +827,7 @@ impl<'a> RowVector<'a> {
 
     /// Its little-endian floats: borrowed from a raw row, decoded into `scratch` from a
     /// coded one.
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn le_bytes<'b>(&self, scratch: &'b mut Vec<u8>) -> &'b [u8]
     where
         'a: 'b,
