@@ -10,13 +10,25 @@
 //! share of its leaf (`schema/spill.rs`). Run it
 //! on two builds (before and after a change to `search::resolve`) to compare.
 //!
-//! `cargo bench --bench search_resolve`.
+//! `decode/*`: what reading coded vectors rows costs beside raw ones (`schema/vector_code.rs`),
+//! side by side in one run on the same 16,000 one-vector rows of MiniLM-like vectors
+//! (normalised gaussians, which the writer codes): `rows/*`, the 16,000 rows parsed and
+//! decoded into one buffer (the decode alone); then the same as one-chunk documents, once as
+//! written and once rewritten raw as a schema-7 build writes them
+//! (`testkit::rewrite_as_schema_7`): `index_load/*`, a read-only open that loads the index
+//! (every vector decoded from the rows, beside the persisted graph), and under a memory
+//! budget of a quarter of the vectors' bytes, where the index holds codes and a search reads
+//! rows, `budget_exact/*` (an exact search of `k` 10: every row decoded) and
+//! `budget_rerank/*` (a graph search at `ef` 64, its candidates reranked on their rows).
+//!
+//! `cargo bench --bench search_resolve` (`-- decode` for the decode alone).
 
 mod common;
 
 use common::search_support::Structured;
 use criterion::Criterion;
 use ratchetdb::{Chunk, Document, Durability, Op, Options, SearchOptions, Store, Version};
+use std::path::Path;
 use std::time::Duration;
 
 const DIM: usize = 384;
@@ -92,5 +104,93 @@ fn main() {
         g.finish();
         drop(store);
     }
+    decode(&mut c, dir.path());
     c.final_summary();
+}
+
+/// A normalised vector of `DIM` gaussian floats (Box-Muller), as MiniLM's are distributed.
+fn minilm_like(rng: &mut ratchetdb::testkit::SplitMix64) -> Vec<f32> {
+    let mut uniform = || ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let v: Vec<f64> = (0..DIM)
+        .map(|_| (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos())
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.iter().map(|x| (x / norm) as f32).collect()
+}
+
+/// The `decode/*` groups: coded rows beside the same rows raw.
+fn decode(c: &mut Criterion, dir: &Path) {
+    let mut rng = ratchetdb::testkit::SplitMix64::new(7);
+    let vectors: Vec<Vec<f32>> = (0..N).map(|_| minilm_like(&mut rng)).collect();
+    let queries: Vec<Vec<f32>> = (0..QUERIES).map(|_| minilm_like(&mut rng)).collect();
+    let mut g = c.benchmark_group("decode");
+
+    // The decode alone: every row parsed and its vector decoded into one buffer.
+    let mut floats = Vec::with_capacity(N * DIM);
+    for coded in [false, true] {
+        let rows: Vec<Vec<u8>> = vectors
+            .iter()
+            .map(|v| {
+                let (row, is_coded) =
+                    ratchetdb::testkit::vectors_row(std::slice::from_ref(v), coded).expect("row");
+                assert_eq!(is_coded, coded, "a one-vector 384-d row codes");
+                row
+            })
+            .collect();
+        let name = if coded { "coded" } else { "raw" };
+        g.bench_function(format!("rows/{name}"), |b| {
+            b.iter(|| ratchetdb::testkit::decode_vectors_rows(&rows, &mut floats).expect("decode"))
+        });
+    }
+
+    // Through the store: the same documents written, and a copy rewritten raw.
+    let coded = dir.join("decode-coded.redb");
+    let raw = dir.join("decode-raw.redb");
+    {
+        let store =
+            Store::open(&coded, Options::default().durability(Durability::None)).expect("open");
+        ingest(&store, &vectors, 1, 6);
+        assert!(store.wait_for_index(Duration::from_secs(600)), "index");
+        store.build_index().expect("build");
+    }
+    std::fs::copy(&coded, &raw).expect("copy");
+    let rewritten = ratchetdb::testkit::rewrite_as_schema_7(&raw).expect("rewrite raw");
+    assert_eq!(rewritten as usize, N, "every row was coded");
+    // A quarter of the vectors' bytes: the index holds codes, so every search scores its
+    // candidates (an exact search: every vector) on the rows' vectors.
+    let budget = (N * DIM * 4 / 4) as u64;
+    for (name, path) in [("raw", &raw), ("coded", &coded)] {
+        g.bench_function(format!("index_load/{name}"), |b| {
+            b.iter(|| {
+                let store = Store::open_read_only(path).expect("open");
+                assert!(store.wait_for_index(Duration::from_secs(600)), "index");
+                store
+            })
+        });
+        let store = Store::open(
+            path,
+            Options::default()
+                .durability(Durability::None)
+                .memory_budget(budget),
+        )
+        .expect("open under a budget");
+        assert!(store.wait_for_index(Duration::from_secs(600)), "index");
+        for (search, options) in [
+            ("budget_exact", SearchOptions::default().exact(true)),
+            ("budget_rerank", SearchOptions::default().ef(64)),
+        ] {
+            let mut i = 0;
+            g.bench_function(format!("{search}/{name}"), |b| {
+                b.iter(|| {
+                    i += 1;
+                    let hits = store
+                        .search(&queries[i % QUERIES], K, &options)
+                        .expect("search");
+                    assert_eq!(hits.len(), K);
+                    hits
+                })
+            });
+        }
+    }
+    g.finish();
 }

@@ -69,7 +69,8 @@ pub enum OpenError {
         path: PathBuf,
     },
     /// A read-only open found a file of an older schema that this build converts when it
-    /// opens it for writing; a read-only open never converts.
+    /// opens it for writing; a read-only open never converts (a schema-7 file, whose rows
+    /// this build reads as they are, is read unconverted).
     #[error("{path} has schema version {found}, written by an older ratchetdb; this build converts it to schema {supported} when it opens it for writing (Store::open, after a backup copy) but a read-only open never writes: convert it once, or read it with the build that wrote it")]
     NeedsConversion {
         /// The file.

@@ -72,7 +72,8 @@ impl Store {
     /// asks to recover a crashed writer's file first ([`Store::recovered_at_open`]). Any number of
     /// readers, in any processes, may follow one writer: each read sees the writer's last commit
     /// when it starts, and the index follows the changelog. Refused: [`OpenError::NotFound`],
-    /// [`OpenError::Empty`], [`OpenError::NeedsConversion`], and (retried for up to
+    /// [`OpenError::Empty`], [`OpenError::NeedsConversion`] (a file of schema 6 or older; one
+    /// of schema 7 is read as it is), and (retried for up to
     /// [`Options::wait_for_lock`]) [`OpenError::NeedsRecovery`] and
     /// [`OpenError::HeldExclusively`]. Only `dimension`, `metric`, `model`, `cache_size` and
     /// `wait_for_lock` of the options apply.

@@ -1,7 +1,7 @@
 //! Reaching states that take too long to reach by writing: rewriting a row behind the guard, for
 //! tests only.
 
-use crate::backend::redb::schema::{self, DocRow};
+use crate::backend::redb::schema::{self, DocRow, Layout, RevisionRows, VectorData, VectorsRow};
 use std::path::Path;
 
 /// Slots per document: the size of a document's vector id space.
@@ -47,6 +47,129 @@ pub fn text_index_footprint(store: &crate::Store) -> Option<TextIndexFootprint> 
 /// The internal document id a vector id carries.
 pub fn vector_owner(vector_id: u64) -> u64 {
     schema::split_vector_id(vector_id).0
+}
+
+/// Rewrites every coded vectors row of the closed store at `path` as a schema-7 build writes
+/// the revision (raw, the chunks row split by the raw row's length) and stamps the file
+/// schema 7, leaving every other row as it is: the file a schema-7 build would have written.
+/// Returns how many rows it rewrote.
+pub fn rewrite_as_schema_7(path: &Path) -> Result<u64, String> {
+    use redb::ReadableTable;
+    let err = |e: redb::Error| e.to_string();
+    let db = redb::Database::open(path).map_err(|e| err(e.into()))?;
+    let txn = db.begin_write().map_err(|e| err(e.into()))?;
+    let mut rewritten = 0;
+    {
+        let mut vectors = txn.open_table(schema::VECTORS).map_err(|e| err(e.into()))?;
+        let mut chunks = txn.open_table(schema::CHUNKS).map_err(|e| err(e.into()))?;
+        let mut coded: Vec<(u64, Vec<u8>)> = Vec::new();
+        for entry in vectors.iter().map_err(|e| err(e.into()))? {
+            let (key, value) = entry.map_err(|e| err(e.into()))?;
+            let row = VectorsRow::parse(value.value()).map_err(|c| c.detail)?;
+            if row.layout() != Layout::Raw {
+                coded.push((key.value(), value.value().to_vec()));
+            }
+        }
+        for (doc, bytes) in coded {
+            let row = VectorsRow::parse(&bytes).map_err(|c| c.detail)?;
+            let chunks_row = chunks
+                .get(doc)
+                .map_err(|e| err(e.into()))?
+                .map(|b| b.value().to_vec())
+                .unwrap_or_default();
+            let joined = schema::join_chunk_bytes(&chunks_row, &row);
+            let raw = row.to_raw();
+            let raw = VectorsRow::parse(&raw).map_err(|c| c.detail)?;
+            let entries: Vec<(u32, VectorData<'_>)> = raw
+                .raw_entries()
+                .map_err(|c| c.detail)?
+                .into_iter()
+                .map(|(slot, b)| (slot, VectorData::Raw(b)))
+                .collect();
+            let rows = RevisionRows::split_raw(&joined, &entries);
+            let encoded = rows.vectors_row(&entries).map_err(|c| c.detail)?;
+            vectors
+                .insert(doc, encoded.as_slice())
+                .map_err(|e| err(e.into()))?;
+            chunks
+                .insert(doc, rows.chunks_row())
+                .map_err(|e| err(e.into()))?;
+            rewritten += 1;
+        }
+        txn.open_table(schema::META)
+            .map_err(|e| err(e.into()))?
+            .insert(
+                schema::meta_key::SCHEMA_VERSION,
+                7u64.to_le_bytes().as_slice(),
+            )
+            .map_err(|e| err(e.into()))?;
+    }
+    txn.commit().map_err(|e| err(e.into()))?;
+    Ok(rewritten)
+}
+
+/// `bytes` in the raw vectors-row layout if they are a coded vectors row (schema 8; its
+/// spill kept), and as they are otherwise: for tests that compare rows' bytes across
+/// schemas.
+pub fn raw_vectors_row(bytes: &[u8]) -> Vec<u8> {
+    match VectorsRow::parse(bytes) {
+        Ok(row) if row.layout() != Layout::Raw => row.to_raw().into_owned(),
+        _ => bytes.to_vec(),
+    }
+}
+
+/// A vectors row holding `vectors` (slots 0, 1, ...) and no spill, in the layout a writer
+/// gives them (`coded: false` forces the raw one), and whether it came out coded: for the
+/// decode bench.
+pub fn vectors_row(vectors: &[Vec<f32>], coded: bool) -> Result<(Vec<u8>, bool), String> {
+    let entries: Vec<(u32, VectorData<'_>)> = vectors
+        .iter()
+        .enumerate()
+        .map(|(slot, v)| (slot as u32, VectorData::Floats(v)))
+        .collect();
+    let rows = if coded {
+        RevisionRows::split(&[], &entries)
+    } else {
+        RevisionRows::split_raw(&[], &entries)
+    };
+    let bytes = rows.vectors_row(&entries).map_err(|c| c.detail)?;
+    let layout = VectorsRow::parse(&bytes).map_err(|c| c.detail)?.layout();
+    Ok((bytes, layout != Layout::Raw))
+}
+
+/// Decodes every vector of every row in `rows` into `out` (cleared first), as the index load
+/// does row by row: the decode bench's unit of work. Returns the floats decoded.
+pub fn decode_vectors_rows(rows: &[Vec<u8>], out: &mut Vec<f32>) -> Result<usize, String> {
+    out.clear();
+    for bytes in rows {
+        let row = VectorsRow::parse(bytes).map_err(|c| c.detail)?;
+        for vector in row.vectors() {
+            vector.extend_floats(out);
+        }
+    }
+    Ok(out.len())
+}
+
+/// How many of the vectors rows of the closed store at `path` are raw and how many coded
+/// (`(raw, coded)`).
+pub fn vectors_row_layouts(path: &Path) -> Result<(u64, u64), String> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let err = |e: redb::Error| e.to_string();
+    let db = redb::Database::open(path).map_err(|e| err(e.into()))?;
+    let txn = db.begin_read().map_err(|e| err(e.into()))?;
+    let vectors = txn.open_table(schema::VECTORS).map_err(|e| err(e.into()))?;
+    let (mut raw, mut coded) = (0, 0);
+    for entry in vectors.iter().map_err(|e| err(e.into()))? {
+        let (_, value) = entry.map_err(|e| err(e.into()))?;
+        match VectorsRow::parse(value.value())
+            .map_err(|c| c.detail)?
+            .layout()
+        {
+            Layout::Raw => raw += 1,
+            Layout::Coded { .. } => coded += 1,
+        }
+    }
+    Ok((raw, coded))
 }
 
 /// Rewrites the row of document `source/id` in the closed store at `path` with `change`.

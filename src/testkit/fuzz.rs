@@ -98,7 +98,7 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = row.dimension();
         let _ = row.vector(row.len());
         for position in 0..row.len() {
-            let (Some(_), Some(_)) = (row.slot(position), row.vector_bytes(position)) else {
+            let (Some(_), Some(_)) = (row.slot(position), row.vector_at(position)) else {
                 return Err(format!(
                     "vectors row: position {position} of {} unreadable",
                     row.len()
@@ -109,6 +109,20 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = schema::join_chunks(data, &row);
         if row.reencode().as_deref() != Ok(data) {
             return Err("vectors row: re-encoding changed the bytes".to_string());
+        }
+        // A coded row's raw layout holds the same slots, floats (bit for bit) and spill.
+        let raw = row.to_raw();
+        let same = VectorsRow::parse(&raw).is_ok_and(|back| {
+            back.layout() == schema::Layout::Raw
+                && back.slots().eq(row.slots())
+                && back.vectors().zip(row.vectors()).all(|(a, b)| {
+                    let (mut x, mut y) = (Vec::new(), Vec::new());
+                    a.le_bytes(&mut x) == b.le_bytes(&mut y)
+                })
+                && schema::join_chunk_bytes(&[], &back) == schema::join_chunk_bytes(&[], &row)
+        });
+        if !same {
+            return Err("vectors row: its raw layout reads differently".to_string());
         }
     }
     Ok(accepted)
@@ -691,6 +705,20 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                 &[
                     (0, VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE])),
                     (7, VectorData::Floats(&[1.0, 0.0, -0.0])),
+                ],
+                &schema::encode(&chunk)[..9],
+            )
+            .unwrap_or_default(),
+        ),
+        (
+            "coded-vector",
+            VectorsRow::encode_coded(
+                &[
+                    (
+                        0,
+                        VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE, 3.0e-3, 1.0e9]),
+                    ),
+                    (7, VectorData::Floats(&[1.0, 0.0, -0.0, 0.75, -0.5])),
                 ],
                 &schema::encode(&chunk)[..9],
             )

@@ -268,7 +268,7 @@ pub struct Converted {
 /// checks what a conversion that keeps vector ids keeps: every document (the export), the
 /// text index, the graph snapshot loaded (not rebuilt: a store of 132 vectors builds none of
 /// its own, and the snapshot's rows are byte for byte the fixture's after the index settled),
-/// searches that find the converted chunks, the file stamped schema 7 with each document row
+/// searches that find the converted chunks, the file stamped schema 8 with each document row
 /// the old one holding the first 16 bytes of its content hash, the changelog byte for
 /// byte, the original kept as `<file>.schema<from>-backup` with its rows, no `doc_keys`
 /// table, every revision's rows under the same internal id and its vectors bit for bit.
@@ -314,8 +314,8 @@ pub fn convert_keeping_ids(
     drop(store);
     assert_eq!(
         super::schema_version(&path),
-        7,
-        "the file is stamped schema 7"
+        8,
+        "the file is stamped schema 8"
     );
     // Each document row is the old one with the first 16 bytes of its content hash.
     super::assert_docs_rows_are_schema_6(&path, export);

@@ -666,8 +666,9 @@ pub fn assert_same_contents_as_export(store: &ratchetdb::Store, export: &str, wh
     assert_same_stats_and_verified(store, &want["stats"], when);
 }
 
-/// The chunks and vectors rows of the closed file at `path`, by internal id; each vectors
-/// row has a chunks row beside it and each chunks row a vectors row.
+/// The chunks and vectors rows of the closed file at `path`, by internal id, a coded vectors
+/// row in the raw layout; each vectors row has a chunks row beside it and each chunks row a
+/// vectors row.
 pub fn revision_rows(
     path: &std::path::Path,
 ) -> std::collections::BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
@@ -689,7 +690,9 @@ pub fn revision_rows(
             .get(id.value())
             .expect("get")
             .expect("a chunks row beside each vectors row");
-        rows.insert(id.value(), (chunk.value().to_vec(), bytes.value().to_vec()));
+        // Coded rows (schema 8) in the raw layout, so that rows compare bit for bit.
+        let vectors = ratchetdb::testkit::raw_vectors_row(bytes.value());
+        rows.insert(id.value(), (chunk.value().to_vec(), vectors));
     }
     assert_eq!(
         chunks.len().expect("len"),
@@ -709,4 +712,22 @@ pub fn free_bytes(path: &std::path::Path) -> u64 {
     drop(db);
     let len = std::fs::metadata(path).expect("file").len();
     len.saturating_sub(allocated)
+}
+
+/// A MiniLM-like embedding: `dimension` gaussian floats (Box-Muller over
+/// `ratchetdb::testkit::SplitMix64` seeded with `seed`), normalised to unit length.
+pub fn minilm_like(seed: u64, dimension: usize) -> Vec<f32> {
+    let mut rng = ratchetdb::testkit::SplitMix64::new(seed);
+    let mut uniform = || ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let v: Vec<f64> = (0..dimension)
+        .map(|_| (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos())
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.iter().map(|x| (x / norm) as f32).collect()
+}
+
+/// The bit patterns of `vector`'s floats (compared where two floats must be the same bits,
+/// `-0.0` and `0.0` apart).
+pub fn bits(vector: &[f32]) -> Vec<u32> {
+    vector.iter().map(|x| x.to_bits()).collect()
 }

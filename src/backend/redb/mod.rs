@@ -115,7 +115,10 @@ impl RedbBackend {
         let recognised = open::recognise(&db, path, is_file, &options)?;
         // Also in `SingleWriter` mode: redb's compaction takes the writer and header locks,
         // and refuses while a reader process holds a transaction (none can have opened an
-        // unconverted file: a read-only open refuses it with `NeedsConversion`).
+        // unconverted file of schema 6 or older: a read-only open refuses it with
+        // `NeedsConversion`; one reading a schema-7 file as it is leaves the file
+        // uncompacted, as a close's compaction is, which gives nothing back there anyway:
+        // only the version row changed).
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }

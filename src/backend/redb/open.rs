@@ -354,20 +354,27 @@ pub(crate) fn recognise(
 ) -> Result<Recognised, OpenError> {
     initialise_if_new(db, path, options)?;
     let recorded = read_recorded(db, path, options)?;
+    let mut converted = false;
     if let Some(version) = recorded.convert_from {
-        let Some(writable) = db.writable() else {
-            return Err(OpenError::NeedsConversion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: schema::SCHEMA_VERSION,
-            });
-        };
-        if is_file {
-            backup_before_conversion(path, version)?;
+        match db.writable() {
+            Some(writable) => {
+                if is_file {
+                    backup_before_conversion(path, version)?;
+                }
+                convert(writable, path, version, recorded.dimension)?;
+                converted = true;
+            }
+            // A file whose rows this build reads as they are: a reader reads it unconverted.
+            None if version >= schema::READ_AS_IS_FROM => {}
+            None => {
+                return Err(OpenError::NeedsConversion {
+                    path: path.to_path_buf(),
+                    found: version,
+                    supported: schema::SCHEMA_VERSION,
+                })
+            }
         }
-        convert(writable, path, version, recorded.dimension)?;
     }
-    let converted = recorded.convert_from.is_some();
     let Some(writable) = db.writable() else {
         // A read-only store only checked the options against what is recorded.
         return Ok(Recognised {
@@ -976,7 +983,7 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
     Ok(())
 }
 
-/// Converts a file of schema `version` (1 to 6) in one durable write transaction
+/// Converts a file of schema `version` (1 to 7) in one durable write transaction
 /// (`migrate.rs`).
 fn convert(
     db: &Database,
@@ -991,6 +998,7 @@ fn convert(
     let converted = match version {
         1 => crate::backend::redb::schema::migrate::schema_1(&txn, dimension),
         6 => crate::backend::redb::schema::migrate::schema_6(&txn).map(|()| 0),
+        7 => crate::backend::redb::schema::migrate::schema_7(&txn).map(|()| 0),
         from => crate::backend::redb::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {

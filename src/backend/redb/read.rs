@@ -319,12 +319,14 @@ impl Snapshot {
                     .iter()
                     .map(|c| (c.text.as_str(), c.meta.as_str())),
             );
-            for (position, (chunk, slot)) in
-                stored.chunks.into_iter().zip(vectors.slots()).enumerate()
+            for (position, (chunk, vector)) in
+                stored.chunks.into_iter().zip(vectors.vectors()).enumerate()
             {
-                let id = vector_id(row.internal_id, slot);
+                let id = vector_id(row.internal_id, vector.slot());
                 let (vector, spaces) = if with_vectors {
-                    (vectors.vector(position), self.space_vectors(id)?)
+                    let mut floats = Vec::with_capacity(vectors.dimension());
+                    vector.extend_floats(&mut floats);
+                    (Some(floats), self.space_vectors(id)?)
                 } else {
                     (None, Default::default())
                 };

@@ -196,11 +196,11 @@ impl Snapshot {
                     "chunk {position}: vector slot {slot} is used twice"
                 ));
             }
-            let finite = vectors
-                .vector_bytes(position)
-                .unwrap_or(&[])
-                .chunks_exact(4)
-                .all(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite());
+            let finite = vectors.vector_at(position).is_none_or(|vector| {
+                let mut finite = true;
+                vector.for_each_bits(|b| finite &= f32::from_bits(b).is_finite());
+                finite
+            });
             if !finite {
                 doc.add(format!("chunk {position}: vector has a non-finite value"));
             }

@@ -9,8 +9,8 @@
 
 use crate::backend::redb::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
-    DocRow, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS, COUNTERS,
-    DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+    DocRow, Layout, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
+    COUNTERS, DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
 };
 use crate::error::{Corruption, WriteError};
 use crate::options::ConflictPolicy;
@@ -462,7 +462,8 @@ impl<'txn> Batch<'txn> {
         };
         let chunks_bytes = schema::encode(&stamped);
         let entries: Vec<(u32, VectorData<'_>)> = vectors
-            .entries()
+            .raw_entries()?
+            .into_iter()
             .map(|(slot, bytes)| (slot, VectorData::Raw(bytes)))
             .collect();
         let rows = RevisionRows::split(&chunks_bytes, &entries);
@@ -491,8 +492,8 @@ impl<'txn> Batch<'txn> {
         Ok(id)
     }
 
-    /// The stored revision of a live document: its chunks and its vectors row's bytes,
-    /// checked against the document row's chunk count.
+    /// The stored revision of a live document: its chunks and its vectors row's bytes in the
+    /// raw layout, checked against the document row's chunk count.
     fn old_revision(&self, row: &DocRow) -> Result<(Vec<ChunkEntry>, Vec<u8>), WriteError> {
         let id = row.internal_id;
         let vectors = match self.vectors.get(id).map_err(WriteError::storage)? {
@@ -504,6 +505,12 @@ impl<'txn> Batch<'txn> {
                 )
                 .into())
             }
+        };
+        // A coded row's vectors decoded once: the revision copies them from the raw layout.
+        let layout = VectorsRow::parse(&vectors)?.layout();
+        let vectors = match layout {
+            Layout::Raw => vectors,
+            Layout::Coded { .. } => VectorsRow::parse(&vectors)?.to_raw().into_owned(),
         };
         let parsed = VectorsRow::parse(&vectors)?;
         let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
@@ -544,7 +551,7 @@ impl<'txn> Batch<'txn> {
             _ => (Vec::new(), EMPTY_VECTORS.to_vec()),
         };
         let old_vectors = VectorsRow::parse(&old_bytes)?;
-        let old = plan::old_chunks(&old_chunks, &old_vectors);
+        let old = plan::old_chunks(&old_chunks, &old_vectors)?;
         let plan = plan::plan_revision(row.as_ref(), &old, doc, self.dimension)?;
         let fresh: Vec<(bool, Option<u32>)> = plan
             .vectors

@@ -10,7 +10,7 @@
 use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, split_vector_id, vector_id, VectorsRow, BUDGET_SNAPSHOT, INDEX_SNAPSHOT, VECTORS,
+    split_vector_id, vector_id, VectorsRow, BUDGET_SNAPSHOT, INDEX_SNAPSHOT, VECTORS,
 };
 use crate::error::{Corruption, ReadError};
 use crate::index::budget::{self, BudgetIndex};
@@ -106,22 +106,20 @@ impl LiveIndex {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let doc = key.value();
             let row = VectorsRow::parse(value.value())?;
-            for (position, slot) in row.slots().enumerate() {
-                if let Some(bytes) = row.vector_bytes(position) {
-                    if bytes.len() % 4 != 0 || bytes.len() / 4 != dimension {
-                        return Err(Corruption::new(
-                            "vector table",
-                            format!(
-                                "document {doc} has a vector of {} floats where the store's \
-                                 dimension is {dimension}",
-                                bytes.len() / 4
-                            ),
-                        )
-                        .into());
-                    }
-                    ids.push(vector_id(doc, slot));
-                    schema::extend_floats(bytes, &mut floats);
-                }
+            if row.len() > 0 && row.dimension() != dimension {
+                return Err(Corruption::new(
+                    "vector table",
+                    format!(
+                        "document {doc} has a vector of {} floats where the store's \
+                         dimension is {dimension}",
+                        row.dimension()
+                    ),
+                )
+                .into());
+            }
+            for vector in row.vectors() {
+                ids.push(vector_id(doc, vector.slot()));
+                vector.extend_floats(&mut floats);
             }
             if ids.len() >= LOAD_CHUNK {
                 live.insert_rows(&ids, &floats, dimension)?;
@@ -326,7 +324,7 @@ impl Derived for Applying<'_> {
                 }
                 // Absent: removed again by a later commit this snapshot already covers.
                 if let Some((_, Some(row))) = &current {
-                    if let Some(vector) = row.vector(slot)? {
+                    if let Some(vector) = row.vector(slot) {
                         rows.push((*id, vector));
                     }
                 }
@@ -477,13 +475,9 @@ fn budgeted(
         for entry in vectors.iter().map_err(ReadError::storage)? {
             let (_, value) = entry.map_err(ReadError::storage)?;
             let row = VectorsRow::parse(value.value())?;
-            for position in 0..row.slots().count() {
-                if seen.is_multiple_of(every) {
-                    if let Some(bytes) = row.vector_bytes(position) {
-                        if bytes.len() == dimension * 4 {
-                            schema::extend_floats(bytes, &mut sample);
-                        }
-                    }
+            for vector in row.vectors() {
+                if seen.is_multiple_of(every) && row.dimension() == dimension {
+                    vector.extend_floats(&mut sample);
                 }
                 seen += 1;
             }
@@ -493,26 +487,28 @@ fn budgeted(
     Ok(index)
 }
 
-/// One document's vectors row with its slots mapped to positions.
+/// One document's vectors row, decoded once (a coded row in one pass), by slot.
 struct DocVectors {
-    bytes: redb::AccessGuard<'static, &'static [u8]>,
-    positions: HashMap<u32, usize>,
+    vectors: HashMap<u32, Vec<f32>>,
 }
 
 impl DocVectors {
     fn new(bytes: redb::AccessGuard<'static, &'static [u8]>) -> Result<DocVectors, ReadError> {
-        let positions = VectorsRow::parse(bytes.value())?
-            .slots()
-            .enumerate()
-            .map(|(position, slot)| (slot, position))
+        let row = VectorsRow::parse(bytes.value())?;
+        let vectors = row
+            .vectors()
+            .map(|vector| {
+                let mut floats = Vec::with_capacity(row.dimension());
+                vector.extend_floats(&mut floats);
+                (vector.slot(), floats)
+            })
             .collect();
-        Ok(DocVectors { bytes, positions })
+        Ok(DocVectors { vectors })
     }
 
     /// The vector under `slot`, if the row holds it.
-    fn vector(&self, slot: u32) -> Result<Option<Vec<f32>>, ReadError> {
-        let row = VectorsRow::parse(self.bytes.value())?;
-        Ok(self.positions.get(&slot).and_then(|&p| row.vector(p)))
+    fn vector(&self, slot: u32) -> Option<Vec<f32>> {
+        self.vectors.get(&slot).cloned()
     }
 }
 

@@ -8,7 +8,7 @@
 use crate::backend::redb::derived::filter_index::Matching;
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, split_vector_id, vector_id, DocRow, VectorsRow, DOCS, SPACE_VECTORS, VECTORS,
+    self, split_vector_id, vector_id, DocRow, RowVector, VectorsRow, DOCS, SPACE_VECTORS, VECTORS,
 };
 use crate::error::{Corruption, InputError, ReadError};
 use crate::index::budget::BudgetIndex;
@@ -168,6 +168,19 @@ impl<'q> Nearest<'q> {
         for (x, b) in self.vector.iter_mut().zip(bytes.chunks_exact(4)) {
             *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }
+        self.offer_decoded(id);
+    }
+
+    /// [`Nearest::offer`] for a vector of a vectors row, in either layout (the caller has
+    /// checked that the row's dimension is the query's).
+    fn offer_vector(&mut self, id: u64, vector: &RowVector<'_>) {
+        if vector.decode_into(&mut self.vector) {
+            self.offer_decoded(id);
+        }
+    }
+
+    /// Offers the vector decoded into `self.vector`.
+    fn offer_decoded(&mut self, id: u64) {
         let distance = index::distance::distance(self.metric, self.query, &self.vector);
         self.best.push((distance, id));
         // Kept bounded: cut back to `k` whenever four times as many are held.
@@ -214,13 +227,10 @@ fn scan_snapshot(
         if row.dimension() != query.len() {
             continue;
         }
-        for (position, slot) in row.slots().enumerate() {
-            let id = vector_id(doc, slot);
-            if !keep(id) {
-                continue;
-            }
-            if let Some(bytes) = row.vector_bytes(position) {
-                nearest.offer(id, bytes);
+        for vector in row.vectors() {
+            let id = vector_id(doc, vector.slot());
+            if keep(id) {
+                nearest.offer_vector(id, &vector);
             }
         }
     }
@@ -290,13 +300,10 @@ pub(crate) fn rerank(
         if row.dimension() != query.len() {
             continue;
         }
-        for (position, slot) in row.slots().enumerate() {
-            let id = vector_id(doc, slot);
-            if wanted.binary_search(&id).is_err() {
-                continue;
-            }
-            if let Some(bytes) = row.vector_bytes(position) {
-                nearest.offer(id, bytes);
+        for vector in row.vectors() {
+            let id = vector_id(doc, vector.slot());
+            if wanted.binary_search(&id).is_ok() {
+                nearest.offer_vector(id, &vector);
             }
         }
     }

@@ -28,6 +28,10 @@
 //! schema-6 file gains the three tables, empty, and nothing else changes ([`schema_6`]); the
 //! older schemas are converted as before and gain them too.
 //!
+//! Schema 8 adds the coded layout of a vectors row (`vector_code.rs`): a schema-7 file is
+//! only stamped ([`schema_7`]), its raw rows read as they are, and a read-only open reads it
+//! unconverted.
+//!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
@@ -143,6 +147,14 @@ fn stamp_schema_version(txn: &WriteTransaction) -> Result<(), MigrationError> {
 /// vector spaces' tables are added, empty; every row of the file is kept as it is, and its
 /// vectors are the `default` space, active.
 pub(crate) fn schema_6(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    stamp_schema_version(txn)
+}
+
+/// Converts a schema-7 file to this schema inside `txn` (the caller commits): the version is
+/// stamped and nothing else changes. Schema 8 adds a coded layout of the vectors row, which
+/// an older build cannot read; the file's raw rows stay as they are, and revisions written
+/// from now on may be coded.
+pub(crate) fn schema_7(txn: &WriteTransaction) -> Result<(), MigrationError> {
     stamp_schema_version(txn)
 }
 
@@ -601,13 +613,8 @@ fn revisions_to_schema_5(
             (parse_vectors_row_v2(&old).map_err(|c| bad(c.detail))?, None)
         } else {
             let row = VectorsRow::parse(&old).map_err(|c| bad(c.detail))?;
-            let mut parsed = Vec::with_capacity(row.len());
-            for (position, slot) in row.slots().enumerate() {
-                let bytes = row
-                    .vector_bytes(position)
-                    .ok_or_else(|| bad(format!("vector {position} is unreadable")))?;
-                parsed.push((slot, bytes));
-            }
+            // Schemas 3 and 4 wrote raw rows only: a coded one is a damaged row.
+            let parsed = row.raw_entries().map_err(|c| bad(c.detail))?;
             (parsed, Some(row))
         };
         let width = parsed.first().map_or(0, |(_, bytes)| bytes.len());

@@ -1,9 +1,11 @@
 //! The file format, in one place: every table and key (`tables`), the row codecs (`rows`),
 //! a live revision's vectors row and the chunks-row bytes it carries (`spill`), and the
-//! conversions of files of schemas 1 to 6 (`migrate`).
+//! conversions of files of schemas 1 to 7 (`migrate`), and the coded layout of a vectors
+//! row's floats (`vector_code`).
 //!
 //! Rows are encoded with bincode (standard configuration, serde) except vectors, which are raw
-//! little-endian bytes behind a small header. Every decode returns a
+//! little-endian bytes behind a small header, or (schema 8) coded losslessly where that
+//! saves pages (`vector_code.rs`). Every decode returns a
 //! [`Corruption`](crate::error::Corruption) on bad bytes; nothing here panics on the file's
 //! contents.
 //!
@@ -27,13 +29,19 @@ pub(crate) mod migrate;
 mod rows;
 mod spill;
 mod tables;
+mod vector_code;
 
 pub(crate) use rows::*;
 pub(crate) use spill::*;
 pub(crate) use tables::*;
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 7;
+pub(crate) const SCHEMA_VERSION: u32 = 8;
+
+/// The oldest schema whose files this build reads without converting them (a read-only
+/// open reads them as they are; a writable one stamps them [`SCHEMA_VERSION`]): schema 8
+/// only adds the coded layout of a vectors row, which schema 7's raw rows are not.
+pub(crate) const READ_AS_IS_FROM: u32 = 7;
 
 /// The marker stored under `meta["format"]`.
 pub(crate) const FORMAT_MAGIC: &[u8] = b"ratchetdb";

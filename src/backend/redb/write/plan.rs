@@ -38,20 +38,21 @@ impl revision::OldChunk for OldChunk<'_> {
 }
 
 /// The stored revision's chunks beside its vectors, position by position (the caller has
-/// checked that the rows hold the same number).
+/// checked that the rows hold the same number), from a raw vectors row
+/// ([`VectorsRow::to_raw`]).
 pub(super) fn old_chunks<'a>(
     chunks: &'a [ChunkEntry],
     vectors: &VectorsRow<'a>,
-) -> Vec<OldChunk<'a>> {
-    chunks
+) -> Result<Vec<OldChunk<'a>>, WriteError> {
+    Ok(chunks
         .iter()
-        .zip(vectors.entries())
+        .zip(vectors.raw_entries()?)
         .map(|(chunk, (slot, vector))| OldChunk {
             text: &chunk.text,
             slot,
             vector,
         })
-        .collect()
+        .collect())
 }
 
 /// One new position's vector.
