@@ -116,9 +116,8 @@ impl RedbBackend {
         // Also in `SingleWriter` mode: redb's compaction takes the writer and header locks,
         // and refuses while a reader process holds a transaction (none can have opened an
         // unconverted file of schema 6 or older: a read-only open refuses it with
-        // `NeedsConversion`; one reading a schema-7 file as it is leaves the file
-        // uncompacted, as a close's compaction is, which gives nothing back there anyway:
-        // only the version row changed).
+        // `NeedsConversion`). A schema-7 file's conversion only records the new version, so
+        // it has nothing to give back and is not compacted (readers may be reading it).
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }

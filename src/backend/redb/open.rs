@@ -52,7 +52,8 @@ pub(crate) struct Recognised {
     pub(crate) high_water: u64,
     /// The text index's analyzer writes use (`None`: no text index kept, or read-only).
     pub(crate) text: Option<std::sync::Arc<crate::text::Analyzer>>,
-    /// The file was converted from an older schema by this open.
+    /// This open converted the file from an older schema by rewriting rows (not a schema-7
+    /// file, whose conversion only records the new version): its old rows' pages are free.
     pub(crate) converted: bool,
 }
 
@@ -362,7 +363,7 @@ pub(crate) fn recognise(
                     backup_before_conversion(path, version)?;
                 }
                 convert(writable, path, version, recorded.dimension)?;
-                converted = true;
+                converted = version < schema::READ_AS_IS_FROM;
             }
             // A file whose rows this build reads as they are: a reader reads it unconverted.
             None if version >= schema::READ_AS_IS_FROM => {}

@@ -402,8 +402,13 @@ impl<'a> VectorsRow<'a> {
             });
         }
         let block = vector_code::block_len(dimension).ok_or_else(cannot_hold)?;
-        let table_at = VECTORS_HEAD + count * 4;
-        let blocks_at = table_at + vector_code::TABLE_LEN;
+        let table_at = count
+            .checked_mul(4)
+            .and_then(|n| n.checked_add(VECTORS_HEAD))
+            .ok_or_else(cannot_hold)?;
+        let blocks_at = table_at
+            .checked_add(vector_code::TABLE_LEN)
+            .ok_or_else(cannot_hold)?;
         let escapes_at = block
             .checked_mul(count)
             .and_then(|n| n.checked_add(blocks_at))
@@ -802,16 +807,21 @@ impl<'a> RowVector<'a> {
     }
 
     /// Writes its floats over `out`, which is as long as the vector (`false`, and `out`
-    /// untouched, when it is not).
+    /// untouched, when it is not or the vector's bytes cannot hold it).
     pub(crate) fn decode_into(&self, out: &mut [f32]) -> bool {
         if out.len() != self.row.dimension {
             return false;
         }
         match self.row.table {
             None => {
-                for (o, c) in out.iter_mut().zip(self.block().chunks_exact(4)) {
+                let block = self.block();
+                if block.len() != out.len() * 4 {
+                    return false;
+                }
+                for (o, c) in out.iter_mut().zip(block.chunks_exact(4)) {
                     *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
+                true
             }
             Some(table) => {
                 let escapes = self
@@ -819,10 +829,9 @@ impl<'a> RowVector<'a> {
                     .bytes
                     .get(self.row.escapes_at() + self.escape_at..self.row.end)
                     .unwrap_or_default();
-                vector_code::decode_block(self.block(), self.row.dimension, &table, escapes, out);
+                vector_code::decode_block(self.block(), self.row.dimension, &table, escapes, out)
             }
         }
-        true
     }
 
     /// Its little-endian floats: borrowed from a raw row, decoded into `scratch` from a

@@ -164,8 +164,9 @@ pub(super) fn count_escapes(block: &[u8], dimension: usize) -> Option<usize> {
 }
 
 /// Decodes a block checked by [`check_block`] into `out` (`dimension` floats long; the
-/// caller checks). A block it would refuse decodes to some floats without panicking (or
-/// leaves `out` as it was, if it is too short).
+/// caller checks). A block it would refuse decodes to some floats without panicking; one too
+/// short to hold its parts, or an `out` of another length, leaves `out` as it was and returns
+/// `false`.
 ///
 /// Two passes: every float with its exponent from the table (an escape's left zero), eight
 /// at a time, without a branch; then the escapes, found from the codes, patched in order.
@@ -176,9 +177,9 @@ pub(super) fn decode_block(
     table: &Table,
     escapes: &[u8],
     out: &mut [f32],
-) {
+) -> bool {
     if block_len(dimension).is_none() || out.len() != dimension {
-        return;
+        return false;
     }
     let signs_at = dimension * 3;
     let codes_at = signs_at + dimension.div_ceil(8);
@@ -187,7 +188,7 @@ pub(super) fn decode_block(
         block.get(signs_at..codes_at),
         block.get(codes_at..codes_at + dimension.div_ceil(4)),
     ) else {
-        return;
+        return false;
     };
     let lut: [u32; 4] = [
         u32::from(table.0[0] & 0x7f) << 24,
@@ -239,6 +240,7 @@ pub(super) fn decode_block(
             }
         }
     }
+    true
 }
 
 #[cfg(test)]
@@ -263,7 +265,7 @@ mod tests {
 
     fn decode(block: &[u8], dimension: usize, table: &Table, escapes: &[u8]) -> Vec<u32> {
         let mut out = vec![0.0f32; dimension];
-        decode_block(block, dimension, table, escapes, &mut out);
+        assert!(decode_block(block, dimension, table, escapes, &mut out));
         out.iter().map(|x| x.to_bits()).collect()
     }
 
