@@ -265,7 +265,8 @@ mod tests {
 
     fn decode(block: &[u8], dimension: usize, table: &Table, escapes: &[u8]) -> Vec<u32> {
         let mut out = vec![0.0f32; dimension];
-        assert!(decode_block(block, dimension, table, escapes, &mut out));
+        // A malformed block decodes to some floats or none (`false`), never a panic.
+        decode_block(block, dimension, table, escapes, &mut out);
         out.iter().map(|x| x.to_bits()).collect()
     }
 
