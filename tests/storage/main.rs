@@ -23,6 +23,7 @@ mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
 mod closing_a_store_repacks_the_documents_table_of_ten_thousand_ids;
 mod closing_a_store_trims_its_changelog;
+mod coded_rows_searched_under_a_memory_budget_score_as_without_one;
 mod coded_vectors_come_back_bit_for_bit;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
