@@ -12,6 +12,7 @@ mod search_support;
 mod support;
 
 mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
+mod a_coded_vectors_row_carrying_a_spill_is_revised_in_place;
 mod a_damaged_coded_vectors_row_is_corruption_not_a_panic;
 mod a_failed_graph_snapshot_write_leaves_the_store_writable;
 mod a_schema_7_file_is_read_and_written_beside_coded_rows;
