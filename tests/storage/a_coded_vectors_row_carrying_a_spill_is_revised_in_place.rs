@@ -5,8 +5,9 @@
 //! (a) new document metadata only, (b) a new text for the last chunk (the part in the
 //! spill). After each step the rows are still coded and carry the spill the layout
 //! promises, the six-chunk row is left as it was by (a), the vectors come back bit for bit
-//! under the same ids, `get`, exact and graph hits and text hits show only the latest texts,
-//! and `verify` is clean, before and after a reopen.
+//! (under the same ids, but for (b)'s new chunk, which takes a new slot), `get`, exact and
+//! graph hits and text hits show only the latest texts, and `verify` is clean, before and
+//! after a reopen.
 
 use crate::support;
 use ratchetdb::{Chunk, Document, Options, SearchOptions, Store, Version};
