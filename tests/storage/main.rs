@@ -12,6 +12,7 @@ mod search_support;
 mod support;
 
 mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
+mod a_coded_vectors_row_carrying_a_spill_is_revised_in_place;
 mod a_damaged_coded_vectors_row_is_corruption_not_a_panic;
 mod a_failed_graph_snapshot_write_leaves_the_store_writable;
 mod a_schema_7_file_is_read_and_written_beside_coded_rows;
@@ -23,6 +24,7 @@ mod closing_a_store_compacts_its_free_pages;
 mod closing_a_store_repacks_a_sparse_documents_table;
 mod closing_a_store_repacks_the_documents_table_of_ten_thousand_ids;
 mod closing_a_store_trims_its_changelog;
+mod coded_rows_searched_under_a_memory_budget_score_as_without_one;
 mod coded_vectors_come_back_bit_for_bit;
 mod corrupt_flipped_bytes;
 mod corrupt_foreign_redb_tables;
