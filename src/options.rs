@@ -281,7 +281,11 @@ pub struct Options {
     /// candidates are scored again exactly on the vectors read from the file (a hit's score
     /// is the exact one), and the page cache gets an eighth of the budget (at most
     /// [`Options::cache_size`]). The graph is built while the index loads, streaming the
-    /// vectors from the file, and is not persisted. A budget too small for the smallest
+    /// vectors from the file, and is saved in the file (an open under the same budget loads
+    /// it). On Linux with glibc, once a budgeted index loads, the allocator maps every block
+    /// of 1 MiB or more on its own for the rest of the process (`M_MMAP_THRESHOLD`, so that
+    /// freed index memory goes back to the system): the host's own allocations get that
+    /// setting too. A budget too small for the smallest
     /// codes and the links of the live chunks is refused at open with an
     /// [`InputError`](crate::InputError) on `memory_budget` naming the smallest that works.
     /// The plan is made when the index loads; a store that grows far past it loads its index

@@ -77,3 +77,31 @@ pub(crate) fn release_free_heap() {
         libc::malloc_trim(0);
     }
 }
+
+/// Allocations of at least this many bytes are mapped on their own once a budgeted index
+/// loads (see [`bound_large_allocations`]).
+const LARGE_ALLOCATION: i32 = 1 << 20;
+
+/// Has glibc's allocator map every allocation of at least [`LARGE_ALLOCATION`] bytes on its
+/// own, for the rest of the process (`M_MMAP_THRESHOLD`): such a block goes back to the
+/// system as soon as it is freed, and grows in place (`mremap`) instead of by a copy. By
+/// default glibc raises that threshold as large blocks are freed (up to 32 MiB), after which
+/// a budgeted index's arrays, its training sample and its load's batches come from the heap:
+/// freed, they stay resident beside the next index; grown, both copies are resident at
+/// once. Called when a budgeted index loads; takes effect once per process. Other targets:
+/// nothing.
+pub(crate) fn bound_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: `mallopt` only sets a tuning parameter of glibc's allocator (under its
+            // own lock; blocks already allocated keep how they were made) and reports failure
+            // through its return value, which is ignored: the allocator is correct with
+            // either threshold.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, LARGE_ALLOCATION);
+            }
+        });
+    }
+}

@@ -73,6 +73,25 @@ const MAX_TRAIN_AT: usize = 8192;
 /// ... and at least.
 const MIN_TRAIN_AT: usize = 256;
 
+/// Vectors a load streams into a budgeted index at most at a time (and linked together):
+/// their floats take a sixty-fourth of the budget, but a batch is never smaller than one
+/// that links in parallel, nor larger than this.
+const MAX_STREAM_BATCH: usize = 4096;
+
+/// Vectors a load of a budgeted index decodes and inserts at a time under `budget` (see
+/// [`MAX_STREAM_BATCH`]).
+pub(crate) fn stream_batch(budget: u64, dim: usize) -> usize {
+    let vector = (dim as u64).saturating_mul(4).max(1);
+    usize::try_from(budget / 64 / vector)
+        .unwrap_or(usize::MAX)
+        .clamp(build::PARALLEL_BATCH, MAX_STREAM_BATCH)
+}
+
+/// Whether a batch of `items` new points links on every core ([`BudgetIndex::insert_batch`]).
+pub(crate) fn links_in_parallel(items: usize) -> bool {
+    items >= build::PARALLEL_BATCH
+}
+
 /// How the budget is spent on an index of `capacity` points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {

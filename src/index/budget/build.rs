@@ -73,23 +73,25 @@ impl BudgetIndex {
         if first.saturating_add(items.len()) >= EMPTY as usize {
             return;
         }
-        let mut codes = vec![0u8; items.len() * code_len];
+        inner.ids.reserve_exact(items.len());
+        inner.codes.reserve_exact(items.len() * code_len);
+        inner.levels.reserve_exact(items.len());
+        inner.layer0.reserve_exact(items.len() * self.m0);
         {
-            // Each point's code is its own slice: handed out by index, written once.
-            let parts: Vec<Mutex<&mut [u8]>> =
-                codes.chunks_mut(code_len.max(1)).map(Mutex::new).collect();
+            // Coded straight into the index's array (no second copy of the batch's codes);
+            // each point's code is its own slice: handed out by index, written once.
+            let at = inner.codes.len();
+            inner.codes.resize(at + items.len() * code_len, 0);
+            let parts: Vec<Mutex<&mut [u8]>> = inner.codes[at..]
+                .chunks_mut(code_len.max(1))
+                .map(Mutex::new)
+                .collect();
             for_each_on_threads(
                 items.len().min(parts.len()),
                 || (),
                 |_, i| quantizer.encode_into(items[i].1, &mut parts[i].lock()),
             );
         }
-        inner.ids.reserve_exact(items.len());
-        inner.codes.reserve_exact(codes.len());
-        inner.levels.reserve_exact(items.len());
-        inner.layer0.reserve_exact(items.len() * self.m0);
-        inner.codes.extend_from_slice(&codes);
-        drop(codes);
         for &(id, _) in items {
             let slot = inner.ids.len() as u32;
             let level = self.random_level(inner);

@@ -96,12 +96,16 @@ impl LiveIndex {
             .open_table(VECTORS)
             .map_err(ReadError::storage)?;
         // A chunk's vectors decoded one after the other into one buffer the load reuses
-        // (a `Vec` per vector cost an allocation and a free each).
-        let mut ids: Vec<u64> = Vec::with_capacity(LOAD_CHUNK);
+        // (a `Vec` per vector cost an allocation and a free each); under a budget, a
+        // chunk its share allows.
+        let chunk = match memory_budget {
+            Some(bytes) => budget::stream_batch(bytes, dimension),
+            None => LOAD_CHUNK,
+        };
+        let mut ids: Vec<u64> = Vec::with_capacity(chunk);
         // (Bounded: the dimension comes from the file, and a damaged one must come back as
         // a corruption below, not as an allocation failure here.)
-        let mut floats: Vec<f32> =
-            Vec::with_capacity(LOAD_CHUNK.saturating_mul(dimension).min(1 << 22));
+        let mut floats: Vec<f32> = Vec::with_capacity(chunk.saturating_mul(dimension).min(1 << 22));
         for entry in vectors.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let doc = key.value();
@@ -121,7 +125,7 @@ impl LiveIndex {
                 ids.push(vector_id(doc, vector.slot()));
                 vector.extend_floats(&mut floats);
             }
-            if ids.len() >= LOAD_CHUNK {
+            if ids.len() >= chunk {
                 live.insert_rows(&ids, &floats, dimension)?;
                 ids.clear();
                 floats.clear();
@@ -154,6 +158,12 @@ impl LiveIndex {
                 .and_then(|()| budget.insert_batch(items)),
             None => self.index.insert_batch(items),
         };
+        if self.budget.is_some() && budget::links_in_parallel(items.len()) {
+            // A batch linked on every core leaves its threads' temporaries (query tables,
+            // search heaps) free in their allocator arenas, where they would stay resident
+            // beside the index as it grows: handed back (outside the index's lock).
+            crate::sys::release_free_heap();
+        }
         inserted.map_err(|e| {
             ReadError::from(Corruption::new(
                 "vector table",
@@ -383,6 +393,8 @@ pub(crate) fn load_budget_snapshot(
     let Ok(header) = budget::read_header(header.value(), metric, dimension) else {
         return Ok(None);
     };
+    // Its arrays are sized from the header: each mapped on its own (see `budgeted`).
+    crate::sys::bound_large_allocations();
     let commit = snapshot.commit()?;
     if header.stamp > commit {
         return Ok(None);
@@ -447,7 +459,10 @@ fn sample_every(count: usize, want: usize) -> usize {
 
 /// A budgeted index of the vectors of `snapshot`: planned from their count, its codes
 /// trained on an evenly spaced sample, then every vector streamed in (the caller inserts
-/// them); none is held in `f32` beyond the sample and one load chunk.
+/// them, [`budget::stream_batch`] at a time); none is held in `f32` beyond the sample
+/// (freed before the first is inserted) and one batch. One pass counts and samples: the
+/// spacing comes from the live count the file records (a count that is off only makes the
+/// sample uneven; the plan is made for the vectors counted).
 fn budgeted(
     snapshot: &Snapshot,
     dimension: usize,
@@ -459,31 +474,41 @@ fn budgeted(
         .txn
         .open_table(VECTORS)
         .map_err(ReadError::storage)?;
+    // Large blocks are mapped on their own from here on (`sys::bound_large_allocations`),
+    // and what the index this one replaces held (freed by now) and what the writes left free
+    // with the allocator go back to the system before this one fills: kept, they stayed
+    // resident beside it (a load's peak was the old index's bytes above the new one's).
+    crate::sys::bound_large_allocations();
+    crate::sys::release_free_heap();
+    let recorded = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
+    let want = plan_for(recorded, dimension, params, bytes).train_at;
+    let every = sample_every(recorded, want);
+    // (Bounded: `want` is at most `MAX_TRAIN_AT` vectors, the dimension the file's.)
+    let sample_len = want.saturating_mul(dimension).min(1 << 24);
+    let mut sample: Vec<f32> = Vec::with_capacity(sample_len);
     let mut count = 0usize;
     for entry in vectors.iter().map_err(ReadError::storage)? {
         let (_, value) = entry.map_err(ReadError::storage)?;
-        count += VectorsRow::parse(value.value())?.slots().count();
+        let row = VectorsRow::parse(value.value())?;
+        for vector in row.vectors() {
+            if count.is_multiple_of(every)
+                && sample.len() < sample_len
+                && row.dimension() == dimension
+            {
+                vector.extend_floats(&mut sample);
+            }
+            count += 1;
+        }
     }
     let plan = plan_for(count, dimension, params, bytes);
     let index = BudgetIndex::new(dimension, metric, params.m, params.ef_construction, plan)
         .map_err(index_error)?;
-    index.reserve(count);
     if count >= index.train_at() {
-        let every = sample_every(count, index.train_at());
-        let mut sample: Vec<f32> = Vec::with_capacity(index.train_at() * dimension);
-        let mut seen = 0usize;
-        for entry in vectors.iter().map_err(ReadError::storage)? {
-            let (_, value) = entry.map_err(ReadError::storage)?;
-            let row = VectorsRow::parse(value.value())?;
-            for vector in row.vectors() {
-                if seen.is_multiple_of(every) && row.dimension() == dimension {
-                    vector.extend_floats(&mut sample);
-                }
-                seen += 1;
-            }
-        }
         index.train(&sample);
     }
+    drop(sample);
+    // Reserved once the sample is freed: the arrays fill as the vectors stream in.
+    index.reserve(count);
     Ok(index)
 }
 
