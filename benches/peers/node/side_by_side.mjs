@@ -4,6 +4,7 @@
 //   bash benches/data/fetch.sh minilm            # MINILM_MAX=11000 is enough here
 //   cd benches/peers/node && npm install && node side_by_side.mjs [--n 10000] [--queries 1000]
 //                                                   [--rounds 2] [--texts real|short]
+//                                                   [--text-index]
 //
 // Libraries: ratchetdb (graph search, default ef; and `ratchetdb-exact`, the exact scan, for
 // recall 1.0), LanceDB without an index (a flat scan, recall 1.0; what it recommends below
@@ -116,6 +117,11 @@ async function child(lib) {
     if (lib === 'lancedb-hnsw') {
       await table.createIndex('vector', { config: lancedb.Index.hnswSq({ distanceType: 'cosine' }) });
     }
+    // --text-index: LanceDB builds its full-text index on the chunks' text too, as ratchetdb
+    // keeps its BM25 index (both then answer text and hybrid queries).
+    if (process.argv.includes('--text-index')) {
+      await table.createIndex('text', { config: lancedb.Index.fts() });
+    }
     out.addSeconds = (performance.now() - addStart) / 1000;
     search = async (q, filtered) => {
       let query = table.vectorSearch(Array.from(row(queries, q))).distanceType('cosine').limit(K);
@@ -153,7 +159,9 @@ async function main() {
   for (let r = 0; r < rounds; r++) {
     const libs = ['ratchetdb', 'ratchetdb-exact', 'lancedb', 'lancedb-hnsw'];
     for (const lib of r % 2 === 0 ? libs : [...libs].reverse()) {
-      const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', lib, '--n', String(n), '--queries', String(nq)], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
+      const args = [fileURLToPath(import.meta.url), '--child', lib, '--n', String(n), '--queries', String(nq)];
+      if (process.argv.includes('--text-index')) args.push('--text-index');
+      const run = spawnSync(process.execPath, args, { env, encoding: 'utf8', maxBuffer: 1 << 26 });
       if (run.status !== 0) throw new Error(`${lib}: ${run.stderr}`);
       const result = JSON.parse(run.stdout.trim().split('\n').pop());
       result.round = r + 1;
