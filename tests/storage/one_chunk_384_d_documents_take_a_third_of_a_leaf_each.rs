@@ -10,7 +10,7 @@
 //! Without a text index (`Options::text_index(false)`): not what this layout is about.
 
 use crate::support;
-use ratchetdb::{Chunk, Document, Durability, Op, Options, Store, Version};
+use ratchetdb::{Chunk, Document, Version};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 const DIMENSION: usize = 384;
@@ -20,33 +20,15 @@ const DOCUMENTS: u64 = 999;
 fn one_chunk_384_d_documents_take_a_third_of_a_leaf_each() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("third.redb");
-    {
-        let store = Store::open(
-            &path,
-            Options::default()
-                .dimension(DIMENSION)
-                .durability(Durability::Immediate)
-                .text_index(false),
-        )
-        .expect("open");
-        let ops: Vec<Op> = (0..DOCUMENTS)
-            .map(|d| {
-                Op::Upsert(
-                    Document::new("bench", format!("c{d:05}"), Version::number(1)).with_chunk(
-                        Chunk::new(
-                            format!("document {d}: ratchets turn one way."),
-                            support::minilm_like(d, DIMENSION),
-                        ),
-                    ),
-                )
-            })
-            .collect();
-        for outcome in store.write_batch(ops).expect("write_batch") {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        }
-        let report = store.verify().expect("verify");
-        assert!(report.is_ok(), "{report:?}");
-    }
+    let docs = (0..DOCUMENTS)
+        .map(|d| {
+            Document::new("bench", format!("c{d:05}"), Version::number(1)).with_chunk(Chunk::new(
+                format!("document {d}: ratchets turn one way."),
+                support::minilm_like(d, DIMENSION),
+            ))
+        })
+        .collect();
+    drop(support::store_of_one_batch(&path, DIMENSION, docs));
     assert_eq!(
         ratchetdb::testkit::vectors_row_layouts(&path),
         Ok((0, DOCUMENTS)),

@@ -20,7 +20,7 @@
 //! (`Options::text_index(false)`): its rows are its own table's and not what this layout is
 //! about.
 
-use ratchetdb::{Chunk, Document, Durability, Op, Options, Store, Version};
+use ratchetdb::{Chunk, Document, Version};
 use serde_json::json;
 
 const DIMENSION: usize = 384;
@@ -52,28 +52,13 @@ fn allocated_pages(documents: usize) -> (u64, u64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("single.redb");
     {
-        let store = Store::open(
-            &path,
-            Options::default()
-                .dimension(DIMENSION)
-                .durability(Durability::Immediate)
-                .text_index(false),
-        )
-        .expect("open");
-        let ops: Vec<Op> = (0..documents).map(|d| Op::Upsert(document(d))).collect();
-        for outcome in store.write_batch(ops).expect("write_batch") {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        }
-        let report = store.verify().expect("verify");
-        assert!(report.is_ok(), "{report:?}");
+        let docs = (0..documents).map(document).collect();
+        let store = crate::support::store_of_one_batch(&path, DIMENSION, docs);
         let back = store.get("bench", &id(7)).expect("get").expect("live");
         assert_eq!(back.chunks[0].text, text(7));
         assert_eq!(back.chunks[0].meta, meta(7));
     }
-    let db = redb::Database::open(&path).expect("open with redb");
-    let txn = db.begin_write().expect("begin_write");
-    let stats = txn.stats().expect("stats");
-    (stats.allocated_pages(), stats.page_size() as u64)
+    crate::support::allocated_pages(&path)
 }
 
 #[test]

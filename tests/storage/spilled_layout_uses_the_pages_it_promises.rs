@@ -12,7 +12,7 @@
 //! are pages of their own, proportional to the distinct words (0.75 pages a document here),
 //! and not what this layout is about.
 
-use ratchetdb::{Chunk, Document, Durability, Op, Options, Store, Version};
+use ratchetdb::{Chunk, Document, Version};
 
 const DIMENSION: usize = 384;
 const CHUNKS: usize = 8;
@@ -35,24 +35,9 @@ fn document(d: usize) -> Document {
 fn allocated_pages(documents: usize) -> (u64, u64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("layout.redb");
-    {
-        let store = Store::open(
-            &path,
-            Options::default()
-                .dimension(DIMENSION)
-                .durability(Durability::Immediate)
-                .text_index(false),
-        )
-        .expect("open");
-        let ops: Vec<Op> = (0..documents).map(|d| Op::Upsert(document(d))).collect();
-        for outcome in store.write_batch(ops).expect("write_batch") {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        }
-    }
-    let db = redb::Database::open(&path).expect("open with redb");
-    let txn = db.begin_write().expect("begin_write");
-    let stats = txn.stats().expect("stats");
-    (stats.allocated_pages(), stats.page_size() as u64)
+    let docs = (0..documents).map(document).collect();
+    drop(crate::support::store_of_one_batch(&path, DIMENSION, docs));
+    crate::support::allocated_pages(&path)
 }
 
 #[test]

@@ -702,6 +702,39 @@ pub fn revision_rows(
     rows
 }
 
+/// A new store at `path` of `dimension` without a text index (the page-layout tests measure
+/// the rows alone), `docs` written in one transaction (each written, `verify` clean); the
+/// store, still open.
+pub fn store_of_one_batch(
+    path: &std::path::Path,
+    dimension: usize,
+    docs: Vec<ratchetdb::Document>,
+) -> ratchetdb::Store {
+    let store = ratchetdb::Store::open(
+        path,
+        ratchetdb::Options::default()
+            .dimension(dimension)
+            .durability(ratchetdb::Durability::Immediate)
+            .text_index(false),
+    )
+    .expect("open");
+    let ops = docs.into_iter().map(ratchetdb::Op::Upsert).collect();
+    for outcome in store.write_batch(ops).expect("write_batch") {
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    let report = store.verify().expect("verify");
+    assert!(report.is_ok(), "{report:?}");
+    store
+}
+
+/// The closed file's allocated pages and redb's page size.
+pub fn allocated_pages(path: &std::path::Path) -> (u64, u64) {
+    let db = redb::Database::open(path).expect("redb open");
+    let txn = db.begin_write().expect("begin_write");
+    let stats = txn.stats().expect("stats");
+    (stats.allocated_pages(), stats.page_size() as u64)
+}
+
 /// The closed file's free bytes: its length less redb's allocated pages.
 pub fn free_bytes(path: &std::path::Path) -> u64 {
     let db = redb::Database::open(path).expect("redb open");
