@@ -108,21 +108,11 @@ fn main() {
     c.final_summary();
 }
 
-/// A normalised vector of `DIM` gaussian floats (Box-Muller), as MiniLM's are distributed.
-fn minilm_like(rng: &mut ratchetdb::testkit::SplitMix64) -> Vec<f32> {
-    let mut uniform = || ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let v: Vec<f64> = (0..DIM)
-        .map(|_| (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos())
-        .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    v.iter().map(|x| (x / norm) as f32).collect()
-}
-
 /// The `decode/*` groups: coded rows beside the same rows raw.
 fn decode(c: &mut Criterion, dir: &Path) {
     let mut rng = ratchetdb::testkit::SplitMix64::new(7);
-    let vectors: Vec<Vec<f32>> = (0..N).map(|_| minilm_like(&mut rng)).collect();
-    let queries: Vec<Vec<f32>> = (0..QUERIES).map(|_| minilm_like(&mut rng)).collect();
+    let vectors: Vec<Vec<f32>> = (0..N).map(|_| rng.minilm_like(DIM)).collect();
+    let queries: Vec<Vec<f32>> = (0..QUERIES).map(|_| rng.minilm_like(DIM)).collect();
     let mut g = c.benchmark_group("decode");
 
     // The decode alone: every row parsed and its vector decoded into one buffer.

@@ -33,4 +33,15 @@ impl SplitMix64 {
     pub fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
     }
+
+    /// A MiniLM-like embedding: `dimension` gaussian floats (Box-Muller), normalised to unit
+    /// length (a sentence encoder's vectors lie within a few binades, as these do).
+    pub fn minilm_like(&mut self, dimension: usize) -> Vec<f32> {
+        let mut uniform = || ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let v: Vec<f64> = (0..dimension)
+            .map(|_| (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos())
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        v.iter().map(|x| (x / norm) as f32).collect()
+    }
 }

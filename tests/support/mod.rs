@@ -747,16 +747,10 @@ pub fn free_bytes(path: &std::path::Path) -> u64 {
     len.saturating_sub(allocated)
 }
 
-/// A MiniLM-like embedding: `dimension` gaussian floats (Box-Muller over
-/// `ratchetdb::testkit::SplitMix64` seeded with `seed`), normalised to unit length.
+/// A MiniLM-like embedding of `dimension` floats from `seed`
+/// ([`ratchetdb::testkit::SplitMix64::minilm_like`]).
 pub fn minilm_like(seed: u64, dimension: usize) -> Vec<f32> {
-    let mut rng = ratchetdb::testkit::SplitMix64::new(seed);
-    let mut uniform = || ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let v: Vec<f64> = (0..dimension)
-        .map(|_| (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos())
-        .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    v.iter().map(|x| (x / norm) as f32).collect()
+    ratchetdb::testkit::SplitMix64::new(seed).minilm_like(dimension)
 }
 
 /// The bit patterns of `vector`'s floats (compared where two floats must be the same bits,
