@@ -333,8 +333,8 @@ impl Derived for Applying<'_> {
                     current = Some((doc, row));
                 }
                 // Absent: removed again by a later commit this snapshot already covers.
-                if let Some((_, Some(row))) = &current {
-                    if let Some(vector) = row.vector(slot) {
+                if let Some((_, Some(row))) = &mut current {
+                    if let Some(vector) = row.take(slot) {
                         rows.push((*id, vector));
                     }
                 }
@@ -531,9 +531,10 @@ impl DocVectors {
         Ok(DocVectors { vectors })
     }
 
-    /// The vector under `slot`, if the row holds it.
-    fn vector(&self, slot: u32) -> Option<Vec<f32>> {
-        self.vectors.get(&slot).cloned()
+    /// The vector under `slot`, if the row holds it (handed over: each added id names a
+    /// slot once).
+    fn take(&mut self, slot: u32) -> Option<Vec<f32>> {
+        self.vectors.remove(&slot)
     }
 }
 
