@@ -184,7 +184,11 @@ impl Snapshot {
             ));
         }
         let mut seen = HashSet::new();
-        for (position, slot) in vectors.slots().enumerate() {
+        let mut floats = Vec::with_capacity(vectors.dimension());
+        // One pass over the row's vectors: a coded row's vector is found by counting the
+        // escapes of those before it, so asking for each position anew is quadratic.
+        for (position, vector) in vectors.vectors().enumerate() {
+            let slot = vector.slot();
             if slot >= row.next_slot {
                 doc.add(format!(
                     "chunk {position}: vector slot {slot} is not below the document's next slot {}",
@@ -196,11 +200,9 @@ impl Snapshot {
                     "chunk {position}: vector slot {slot} is used twice"
                 ));
             }
-            let finite = vectors.vector_at(position).is_none_or(|vector| {
-                let mut finite = true;
-                vector.for_each_bits(|b| finite &= f32::from_bits(b).is_finite());
-                finite
-            });
+            floats.clear();
+            vector.extend_floats(&mut floats);
+            let finite = floats.iter().all(|x| x.is_finite());
             if !finite {
                 doc.add(format!("chunk {position}: vector has a non-finite value"));
             }

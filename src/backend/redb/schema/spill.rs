@@ -674,7 +674,9 @@ impl<'a> VectorsRow<'a> {
         }
     }
 
-    /// The vector at `position` (a coded row counts the escapes of the vectors before it).
+    /// The vector at `position` (a coded row counts the escapes of the vectors before it, so
+    /// readers of every vector go through [`VectorsRow::vectors`]).
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn vector_at(&self, position: usize) -> Option<RowVector<'a>> {
         self.vectors().nth(position)
     }
