@@ -60,4 +60,5 @@ mod text_index_is_built_for_existing_stores;
 mod verify_decodes_every_metadata_value;
 mod verify_deep_finds_a_changed_vector;
 mod verify_finds_a_chunks_row_that_disagrees;
+mod verify_finds_a_non_finite_value_in_a_coded_vectors_row;
 mod write_into_a_store_damaged_elsewhere;
