@@ -154,6 +154,13 @@ pub fn memory() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Resets the process's peak resident set (`VmHWM`) to its resident set now (proc(5),
+/// `clear_refs`), so that [`memory`]'s peak is of what follows. Linux only; elsewhere (or
+/// refused) the peak keeps counting from the process's start.
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 static NEXT_DOC: AtomicU64 = AtomicU64::new(1_000_000);
 
 /// `n` documents never written before (in this process).

@@ -10,7 +10,8 @@
 # modes (benches/search_real/mod.rs) with and without RATCHETDB_MEMORY_BUDGET_MIB:
 #   build: ingest every base row into a fresh store (the index follows the writes), wait for
 #          the index, then `build_index()` again in the foreground; peak RSS of the process
-#          (it streams the rows from the file and holds no copy of the set);
+#          (it streams the rows from the file and holds no copy of the set), and of the close
+#          (which compacts the file) and the reopen + `build_index()` each on its own;
 #   query: reopen, time to the first graph search, then one query at a time over the set's
 #          1,000 queries at each swept `ef` (median QPS of 3 passes), recall@10 against the
 #          exact answer; peak RSS of the query process.
@@ -100,4 +101,7 @@ line("ingest s", bn["ingest_s"], bb["ingest_s"])
 line("index ready after s", bn["ready_after_last_write_s"], bb["ready_after_last_write_s"])
 line("build_index s", bn["foreground_build_s"], bb["foreground_build_s"])
 line("build peak RSS MiB", bn["build_peak"] / mib, bb["build_peak"] / mib, "{:.0f}")
+if "close_peak" in bn and "close_peak" in bb:
+    line("close peak RSS MiB", bn["close_peak"] / mib, bb["close_peak"] / mib, "{:.0f}")
+    line("close (compaction) s", bn["close_s"], bb["close_s"])
 PY

@@ -430,7 +430,12 @@ pub fn at_recall(sweep: &[(usize, f64, f64, f64)], target: f64) -> Option<(usize
 /// file with redb directly: the store must be closed.
 pub fn disk_breakdown(path: &Path) -> serde_json::Value {
     use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
-    let db = redb::Database::open(path).expect("redb open");
+    // Without a page cache: redb's default (1 GiB) would keep every page the walk reads
+    // resident, and the process's peak would be the file's size (494 MiB at 200k x 384-d).
+    let db = redb::Builder::new()
+        .set_cache_size(0)
+        .open(path)
+        .expect("redb open");
     let mut tables = serde_json::Map::new();
     {
         let txn = db.begin_read().expect("read");
@@ -505,12 +510,16 @@ pub fn child(spec: &str) {
             let disk = file_len(path);
             let (rss, build_peak) = super::common::memory();
             // Closing compacts the file when enough of it is free (`compact_on_close`).
+            // Each later phase's peak is its own: the peak is reset before it.
+            super::common::reset_peak();
             let close_started = Instant::now();
             drop(store);
             let close_s = close_started.elapsed().as_secs_f64();
+            let (_, close_peak) = super::common::memory();
             let disk_after_close = file_len(path);
             let breakdown = disk_breakdown(path);
             // The same graph built again in the foreground (every core, caller's priority).
+            super::common::reset_peak();
             let store = Store::open(path, options()).expect("reopen");
             wait(&store);
             let started = Instant::now();
@@ -520,7 +529,7 @@ pub fn child(spec: &str) {
             drop(store);
             serde_json::json!({
                 "disk_breakdown": breakdown, "disk_after_close": disk_after_close,
-                "close_s": close_s,
+                "close_s": close_s, "close_peak": close_peak,
                 "ingest_s": ingest_s, "ready_after_last_write_s": ready, "disk": disk,
                 "build_peak": build_peak, "build_rss": rss, "rss_before": rss_before,
                 "foreground_build_s": foreground, "disk_after_foreground": file_len(path),

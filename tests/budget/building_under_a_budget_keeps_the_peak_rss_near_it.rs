@@ -27,33 +27,12 @@
 //! this test, with [`CHILD`] set), which prints both figures for the parent to check.
 
 use crate::search_support::{settle, Rng, Structured};
-use crate::{open_budgeted, BUDGET, DIM, N};
+use crate::{open_budgeted, resident, resident_from_here, BUDGET, DIM, N};
 use ratchetdb::{Chunk, Document, Op, Version};
 use std::time::Duration;
 
 /// Set in the child process that measures.
 const CHILD: &str = "RATCHETDB_TEST_BUILD_RSS_CHILD";
-
-/// The process's resident set and its peak (`VmRSS`, `VmHWM`), in bytes.
-fn resident() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// The resident set now, after resetting the peak to it (proc(5), `clear_refs`).
-fn resident_from_here() -> u64 {
-    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak resident set");
-    resident().0
-}
 
 /// The child: fills a store at `dir` with `n` vectors under `budget` (drawn a batch at a
 /// time, so the process holds no copy of the set) and waits for its index; then reopens it

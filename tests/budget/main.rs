@@ -17,6 +17,7 @@ mod an_old_format_budgeted_snapshot_is_rebuilt_not_served;
 mod budgeted_index_memory_stays_within_the_budget;
 mod build_refuses_a_budget_the_store_has_outgrown;
 mod building_under_a_budget_keeps_the_peak_rss_near_it;
+mod closing_a_budgeted_store_keeps_the_peak_rss_near_the_budget;
 mod racing_writers_over_a_reloaded_budgeted_index_never_return_a_superseded_chunk;
 mod racing_writers_under_a_budget_never_return_a_superseded_chunk;
 mod recall_at_a_budget_against_exact_search;
@@ -45,6 +46,27 @@ pub fn open_budgeted(dir: &Path, budget: u64) -> Store {
             .memory_budget(budget),
     )
     .expect("open the store under a budget")
+}
+
+/// The process's resident set and its peak (`VmRSS`, `VmHWM`), in bytes.
+pub fn resident() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The resident set now, after resetting the peak to it (proc(5), `clear_refs`).
+pub fn resident_from_here() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak resident set");
+    resident().0
 }
 
 /// The budgeted index's table in the file (`budget_snapshot`: part number -> bytes).

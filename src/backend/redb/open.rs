@@ -435,6 +435,11 @@ pub(crate) fn compact_after_conversion(db: &mut Db) {
 /// without reading it. Best effort, as [`compact_after_conversion`]: redb refuses while a
 /// transaction of this process or of a reader process is live, a panic inside redb (a
 /// damaged page met by the walk) is contained, and a failure leaves a whole file.
+///
+/// Called once the store's derived state (the vector index, filters, text cache) is freed
+/// (the indexer drops its engine last): redb's compaction holds in memory a path for every
+/// page it may move (up to a million pages a pass), which then takes the index's place
+/// instead of rising above it.
 pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
     let Db::Writable(db) = db else {
         return;
@@ -460,6 +465,9 @@ pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
             let free = file.saturating_sub(allocated);
             if free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE && free.saturating_mul(8) >= file {
                 let _ = db.compact();
+                // The compaction's page paths, freed, would stay resident in the
+                // allocator after the store has closed.
+                crate::sys::release_free_heap();
             }
             Ok(())
         },

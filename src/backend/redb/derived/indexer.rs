@@ -83,7 +83,6 @@ pub(crate) enum IndexState {
 /// it holds, and the engine's text cache, each brought to a search's snapshot before it
 /// answers.
 pub(crate) struct Indexer {
-    pub(crate) engine: Arc<Engine>,
     me: Weak<Indexer>,
     state: RwLock<IndexState>,
     /// The derived metadata index filtered searches evaluate their filter on, built by the
@@ -105,6 +104,11 @@ pub(crate) struct Indexer {
     /// Held by each applier or follower pass (see [`Indexer::apply_pass`]).
     passes: Mutex<()>,
     gate: Arc<Gate>,
+    /// Last, so it drops last: the store's last handle drops the indexer, whose engine is
+    /// then the last reference, and the engine's drop compacts the file
+    /// (`open::compact_on_close`). Declared first, the index, filters and text cache stayed
+    /// resident through the compaction, which added its own memory to theirs.
+    pub(crate) engine: Arc<Engine>,
 }
 
 impl Drop for Indexer {

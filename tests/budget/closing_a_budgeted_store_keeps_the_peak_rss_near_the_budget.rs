@@ -1,0 +1,119 @@
+//! Regression (issue 48): closing a budgeted store that the session grew compacted the file
+//! (`Options::compact_on_close`) while its index was still resident. The engine's drop runs
+//! the compaction, and the indexer held the last reference to the engine in its first field,
+//! so the engine dropped (and compacted) before the index, filters and text cache beside it
+//! were freed: redb's compaction holds a path for each page it may move (about 120 bytes a
+//! page), which rose above the budgeted index instead of taking its place. At 200k x 384-d
+//! under 64 MiB (release build) the close raised the peak from 71 to 85.5 MiB; here (a file
+//! about eight times the budget) by 0.93 MB, against none once the index is freed first.
+//!
+//! The bound, from the budget alone: the close may raise the peak above the resident set
+//! before it by a page-cache share (`budget / 8`: the index saved on close goes through
+//! redb's write buffer); the compaction runs after the index is freed, so its pages' paths
+//! take the index's place. The file must still shrink (the compaction ran).
+//!
+//! RSS is a process's, and this binary runs its tests side by side in one process: the
+//! measurement runs in a child process of its own (this test's binary again, running only
+//! this test, with [`CHILD`] set), which prints its figures for the parent to check.
+
+use crate::search_support::{Rng, Structured};
+use crate::{open_budgeted, resident, resident_from_here, BUDGET, DIM, N};
+use ratchetdb::{Chunk, Document, Op, Version};
+use std::time::Duration;
+
+/// Set in the child process that measures.
+const CHILD: &str = "RATCHETDB_TEST_CLOSE_RSS_CHILD";
+
+/// Bytes of text in each chunk: most of a page, so the file holds several times the
+/// budget in pages for the compaction to track.
+const TEXT_BYTES: usize = 3000;
+
+/// The child: fills a store at `dir` with `n` one-chunk documents under `budget` (drawn a
+/// batch at a time), waits for its index, then closes it. Prints how far the peak resident
+/// set rose above the resident set before the close, and the file's length before and after.
+fn measure(dir: &std::path::Path, budget: u64, n: usize) {
+    let vectors = Structured::new(81, DIM);
+    let mut rng = Rng::new(82);
+    let filler = "lorem ipsum dolor sit amet ".repeat(TEXT_BYTES / 27 + 1);
+    let filler = &filler[..TEXT_BYTES];
+    let path = dir.join("search.redb");
+    let store = open_budgeted(dir, budget);
+    for batch in 0..n.div_ceil(500) {
+        let ops = (batch * 500..n.min(batch * 500 + 500))
+            .map(|i| {
+                Op::Upsert(
+                    Document::new("s", format!("v{i}"), Version::number(1)).with_chunk(Chunk::new(
+                        format!("chunk {i} {filler}"),
+                        vectors.sample(&mut rng),
+                    )),
+                )
+            })
+            .collect();
+        for result in store.write_batch(ops).expect("write a batch") {
+            result.expect("write a document");
+        }
+    }
+    assert!(
+        store.wait_for_index(Duration::from_secs(600)),
+        "the index did not settle: {:?}",
+        store.index_info()
+    );
+    let file_before = std::fs::metadata(&path).expect("the file").len();
+    let before = resident_from_here();
+    drop(store);
+    let (_, peak) = resident();
+    let file_after = std::fs::metadata(&path).expect("the file").len();
+    // On a line of its own: the harness prints the test's name before it.
+    println!(
+        "\nclose_growth={} file_before={file_before} file_after={file_after}",
+        peak.saturating_sub(before)
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn closing_a_grown_budgeted_store_compacts_without_raising_the_peak_past_a_cache_share() {
+    let (budget, n) = (BUDGET, N);
+    if let Some(dir) = std::env::var_os(CHILD) {
+        measure(std::path::Path::new(&dir), budget, n);
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "closing_a_budgeted_store_keeps_the_peak_rss_near_the_budget::\
+                closing_a_grown_budgeted_store_compacts_without_raising_the_peak_past_a_cache_share";
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, dir.path())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the child failed: {stdout}");
+    let field = |name: &str| -> u64 {
+        stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(name))
+            .and_then(|g| g.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the child's output: {stdout}"))
+    };
+    let (growth, before, after) = (
+        field("close_growth="),
+        field("file_before="),
+        field("file_after="),
+    );
+    assert!(
+        before > 6 * budget,
+        "the file ({before} bytes) must be over six times the budget"
+    );
+    println!("file {before} -> {after} bytes across the close");
+    assert!(
+        after < before,
+        "closing did not compact the file: {before} -> {after} bytes"
+    );
+    let bound = budget / 8;
+    println!("peak RSS growth across the close: {growth} bytes, bound {bound}");
+    assert!(
+        growth <= bound,
+        "peak RSS grew by {growth} bytes across closing a store under a {budget}-byte budget \
+         (file {before} -> {after} bytes): more than {bound}"
+    );
+}
