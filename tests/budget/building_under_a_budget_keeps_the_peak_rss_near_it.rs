@@ -98,7 +98,11 @@ fn peak_rss_stays_near_the_budget_while_filling_and_rebuilding() {
         .output()
         .expect("run the child");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the child failed: {stdout}");
+    assert!(
+        output.status.success(),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let field = |name: &str| -> u64 {
         stdout
             .split_whitespace()
