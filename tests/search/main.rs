@@ -7,6 +7,7 @@
 mod search_support;
 
 mod a_snapshot_with_an_impossible_ef_construction_is_rebuilt;
+mod an_unbudgeted_reopen_keeps_no_freed_heap_resident;
 mod build_index_while_the_index_loads_keeps_its_graph;
 mod filter_language_matches_reference;
 mod filter_sees_metadata_only_revisions;

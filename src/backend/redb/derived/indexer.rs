@@ -1290,11 +1290,12 @@ fn absorb_and_refresh(background: &Background, live: &LiveIndex) -> Option<usize
 }
 
 /// Hands the memory the build freed back to the system before a snapshot is encoded and
-/// written. A build's temporaries are allocated and freed on the index pool's threads, and
-/// glibc keeps what a thread's arena freed for that thread's later allocations, unused
-/// again, while the snapshot's encoding raises the peak. `malloc_trim` returns it (the free
-/// pages of every arena, not only the heap's top) and frees nothing in use; it runs once per
-/// snapshot. On other targets nothing is done.
+/// written, and the snapshot's encoding once it is written. A build's temporaries are
+/// allocated and freed on the index pool's threads, and glibc keeps what a thread's arena
+/// freed for that thread's later allocations, unused again, while the snapshot's encoding
+/// raises the peak. `malloc_trim` returns it (the free pages of every arena, not only the
+/// heap's top) and frees nothing in use; it runs twice per snapshot. On other targets
+/// nothing is done.
 fn release_freed_memory() {
     crate::sys::release_free_heap();
 }
@@ -1373,6 +1374,10 @@ fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteE
                 Ok(Finish::Commit(()))
             })
     });
+    // The encoded snapshot (about the links' size) and the write's pages, freed, go back to
+    // the system too: kept, they stayed resident beside the index for as long as it served.
+    drop(blobs);
+    release_freed_memory();
     // The store closed meanwhile: nothing to report.
     let Some(written) = written else {
         return Ok(());
