@@ -26,7 +26,7 @@
 //! measurement runs in a child process of its own (this test's binary again, running only
 //! this test, with [`CHILD`] set), which prints both figures for the parent to check.
 
-use crate::search_support::{settle, Rng, Structured};
+use crate::search_support::{child_dir, child_field, run_child, settle, Rng, Structured};
 use crate::{open_budgeted, resident, resident_from_here, BUDGET, DIM, N};
 use ratchetdb::{Chunk, Document, Op, Version};
 use std::time::Duration;
@@ -85,31 +85,15 @@ fn peak_rss_stays_near_the_budget_while_filling_and_rebuilding() {
         (n * DIM * 4) as u64 > budget,
         "the vectors alone must not fit"
     );
-    if let Some(dir) = std::env::var_os(CHILD) {
-        measure(std::path::Path::new(&dir), budget, n);
+    if let Some(dir) = child_dir(CHILD) {
+        measure(&dir, budget, n);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let name = "building_under_a_budget_keeps_the_peak_rss_near_it::\
                 peak_rss_stays_near_the_budget_while_filling_and_rebuilding";
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, dir.path())
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let field = |name: &str| -> u64 {
-        stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(name))
-            .and_then(|g| g.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the child's output: {stdout}"))
-    };
+    let stdout = run_child(name, CHILD, dir.path());
+    let field = |name: &str| child_field(&stdout, name);
     let fill = field("fill_growth=");
     let fill_bound = budget + budget / 4;
     println!("peak RSS growth while filling: {fill} bytes, bound {fill_bound}");

@@ -16,7 +16,7 @@
 //! measurement runs in a child process of its own (this test's binary again, running only
 //! this test, with [`CHILD`] set), which prints its figures for the parent to check.
 
-use crate::search_support::{Rng, Structured};
+use crate::search_support::{child_dir, child_field, run_child, Rng, Structured};
 use crate::{open_budgeted, resident, resident_from_here, BUDGET, DIM, N};
 use ratchetdb::{Chunk, Document, Op, Version};
 use std::time::Duration;
@@ -74,35 +74,15 @@ fn measure(dir: &std::path::Path, budget: u64, n: usize) {
 #[cfg(target_os = "linux")]
 fn closing_a_grown_budgeted_store_compacts_without_raising_the_peak_past_a_cache_share() {
     let (budget, n) = (BUDGET, N);
-    if let Some(dir) = std::env::var_os(CHILD) {
-        // Transparent huge pages (a host set to `always`) would let one heap growth fault in
-        // 2 MiB, past the bound below: the child measures with them off.
-        // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process.
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-        measure(std::path::Path::new(&dir), budget, n);
+    if let Some(dir) = child_dir(CHILD) {
+        measure(&dir, budget, n);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let name = "closing_a_budgeted_store_keeps_the_peak_rss_near_the_budget::\
                 closing_a_grown_budgeted_store_compacts_without_raising_the_peak_past_a_cache_share";
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, dir.path())
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let field = |name: &str| -> u64 {
-        stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(name))
-            .and_then(|g| g.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the child's output: {stdout}"))
-    };
+    let stdout = run_child(name, CHILD, dir.path());
+    let field = |name: &str| child_field(&stdout, name);
     let (growth, before, after) = (
         field("close_growth="),
         field("file_before="),

@@ -50,17 +50,10 @@ pub fn open_budgeted(dir: &Path, budget: u64) -> Store {
 
 /// The process's resident set and its peak (`VmRSS`, `VmHWM`), in bytes.
 pub fn resident() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (
+        search_support::status_bytes("VmRSS:"),
+        search_support::status_bytes("VmHWM:"),
+    )
 }
 
 /// The resident set now, after resetting the peak to it (proc(5), `clear_refs`).

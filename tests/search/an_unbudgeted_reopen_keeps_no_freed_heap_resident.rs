@@ -16,7 +16,10 @@
 //! reopen runs in a child process of its own (this test's binary again, running only this
 //! test, with [`CHILD`] set), which prints the growth for the parent to check.
 
-use crate::search_support::{ingest_one_chunk_docs, normalized, open, random_vector, Rng};
+use crate::search_support::{
+    child_dir, child_field, ingest_one_chunk_docs, normalized, open, random_vector, run_child,
+    status_bytes, Rng,
+};
 use ratchetdb::{Options, SearchOptions, Store};
 use std::time::Duration;
 
@@ -46,14 +49,7 @@ fn settle(store: &Store) {
 /// The process's anonymous resident memory (`RssAnon`: its heap and mappings, not the pages of
 /// its executable), in bytes.
 fn resident() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    status
-        .lines()
-        .find(|l| l.starts_with("RssAnon:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .expect("no RssAnon in /proc/self/status")
+    status_bytes("RssAnon:")
 }
 
 /// The child: reopens the store at `dir`, waits for its index to settle and searches once;
@@ -88,8 +84,8 @@ fn measure(dir: &std::path::Path) {
 #[test]
 #[cfg(target_os = "linux")]
 fn the_reopened_index_holds_little_beyond_its_vectors_and_links() {
-    if let Some(dir) = std::env::var_os(CHILD) {
-        measure(std::path::Path::new(&dir));
+    if let Some(dir) = child_dir(CHILD) {
+        measure(&dir);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -109,20 +105,8 @@ fn the_reopened_index_holds_little_beyond_its_vectors_and_links() {
     }
     let name = "an_unbudgeted_reopen_keeps_no_freed_heap_resident::\
                 the_reopened_index_holds_little_beyond_its_vectors_and_links";
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, dir.path())
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the child failed: {stdout}");
-    let field = |name: &str| -> u64 {
-        stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(name))
-            .and_then(|g| g.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the child's output: {stdout}"))
-    };
+    let stdout = run_child(name, CHILD, dir.path());
+    let field = |name: &str| child_field(&stdout, name);
     let (growth, points) = (field("growth="), field("points="));
     assert_eq!(points, N as u64, "every vector must be in the graph");
     let bound = (N * (DIM * 4 + (2 * M + 1) * 4 + PER_POINT) + FIXED) as u64;

@@ -224,3 +224,57 @@ pub fn rewrite_snapshot(path: &Path, parts: &[Vec<u8>]) {
     }
     txn.commit().expect("commit");
 }
+
+/// The bytes of a `kB` field of this process's `/proc/self/status` (`"VmHWM:"`,
+/// `"RssAnon:"`, ...).
+pub fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"))
+}
+
+/// In a child process [`run_child`] started: the directory the parent passed in `env`, with
+/// transparent huge pages turned off for this process (a host set to `always` would let one
+/// heap growth fault in 2 MiB, past the tight bounds these tests check). `None` in the
+/// parent.
+pub fn child_dir(env: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os(env)?;
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and changes only this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+    Some(dir.into())
+}
+
+/// Runs the test `test` (its path in this binary) again, alone, in a child process with
+/// `env` set to `dir` (RSS is a process's, and a test binary runs its tests side by side in
+/// one); returns what the child printed once it succeeded.
+pub fn run_child(test: &str, env: &str, dir: &Path) -> String {
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env, dir)
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The number a child printed as `name` followed by it (`growth=123` for `"growth="`).
+pub fn child_field(stdout: &str, name: &str) -> u64 {
+    stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(name))
+        .and_then(|g| g.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the child's output: {stdout}"))
+}
