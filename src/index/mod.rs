@@ -768,14 +768,17 @@ impl VectorIndex {
             let membership = graph.membership();
             exact.rebind(graph.shared_links(), |id| membership.is_live(id));
         }
-        // What the load or build freed (the own rows' copies, a snapshot's parsed parts and
-        // the reads of it, the build threads' temporaries) goes back to the system before
-        // the graph serves: glibc keeps freed heap below its mapping threshold resident for
-        // the threads that freed it (at 100k x 384-d, 16 MB after a reopen).
-        crate::sys::release_free_heap();
-        *self.graph.write() = Some(graph);
+        let replaced = self.graph.write().replace(graph);
         drop(mutation);
         drop(journal);
+        // What the load or build freed (the own rows' copies, a snapshot's parsed parts and
+        // the reads of it, the build threads' temporaries, the graph it replaced unless a
+        // search still holds it) goes back to the system as the graph starts serving:
+        // glibc keeps freed heap below its mapping threshold resident for the threads that
+        // freed it (at 100k x 384-d, 16 MB after a reopen). Outside the mutation lock,
+        // which writes and searches catching up wait on.
+        drop(replaced);
+        crate::sys::release_free_heap();
         Ok(())
     }
 
