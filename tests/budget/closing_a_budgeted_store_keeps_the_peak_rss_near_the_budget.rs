@@ -17,8 +17,7 @@
 //! this test, with [`CHILD`] set), which prints its figures for the parent to check.
 
 use crate::search_support::{child_dir, child_field, run_child, Rng, Structured};
-use crate::{open_budgeted, resident, resident_from_here, BUDGET, DIM, N};
-use ratchetdb::{Chunk, Document, Op, Version};
+use crate::{open_budgeted, resident, resident_from_here, write_drawn_documents, BUDGET, DIM, N};
 use std::time::Duration;
 
 /// Set in the child process that measures.
@@ -38,21 +37,9 @@ fn measure(dir: &std::path::Path, budget: u64, n: usize) {
     let filler = &filler[..TEXT_BYTES];
     let path = dir.join("search.redb");
     let store = open_budgeted(dir, budget);
-    for batch in 0..n.div_ceil(500) {
-        let ops = (batch * 500..n.min(batch * 500 + 500))
-            .map(|i| {
-                Op::Upsert(
-                    Document::new("s", format!("v{i}"), Version::number(1)).with_chunk(Chunk::new(
-                        format!("chunk {i} {filler}"),
-                        vectors.sample(&mut rng),
-                    )),
-                )
-            })
-            .collect();
-        for result in store.write_batch(ops).expect("write a batch") {
-            result.expect("write a document");
-        }
-    }
+    write_drawn_documents(&store, n, 500, &vectors, &mut rng, |i| {
+        format!("chunk {i} {filler}")
+    });
     assert!(
         store.wait_for_index(Duration::from_secs(600)),
         "the index did not settle: {:?}",

@@ -48,6 +48,32 @@ pub fn open_budgeted(dir: &Path, budget: u64) -> Store {
     .expect("open the store under a budget")
 }
 
+/// Writes documents `v0..v{n}` of one chunk each (text `text(i)`, a vector drawn from
+/// `vectors`) in batches of `batch`, a batch drawn at a time (so the process holds no copy
+/// of the set).
+pub fn write_drawn_documents(
+    store: &Store,
+    n: usize,
+    batch: usize,
+    vectors: &search_support::Structured,
+    rng: &mut search_support::Rng,
+    text: impl Fn(usize) -> String,
+) {
+    for first in (0..n).step_by(batch) {
+        let ops = (first..n.min(first + batch))
+            .map(|i| {
+                ratchetdb::Op::Upsert(
+                    ratchetdb::Document::new("s", format!("v{i}"), ratchetdb::Version::number(1))
+                        .with_chunk(ratchetdb::Chunk::new(text(i), vectors.sample(rng))),
+                )
+            })
+            .collect();
+        for result in store.write_batch(ops).expect("write a batch") {
+            result.expect("write a document");
+        }
+    }
+}
+
 /// The process's resident set and its peak (`VmRSS`, `VmHWM`), in bytes.
 pub fn resident() -> (u64, u64) {
     (
