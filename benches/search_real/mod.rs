@@ -330,10 +330,7 @@ pub fn stream_base(
 /// Waits until the index is loaded, covers every commit and no build runs: at most an hour,
 /// or `RATCHETDB_BENCH_WAIT_SECS` seconds (a 1M build on a loaded machine can take longer).
 pub fn wait(store: &Store) {
-    let seconds = std::env::var("RATCHETDB_BENCH_WAIT_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3600);
+    let seconds = env_number("RATCHETDB_BENCH_WAIT_SECS", 3600);
     assert!(store.wait_for_index(Duration::from_secs(seconds)), "index");
 }
 
@@ -349,7 +346,12 @@ fn rows(store: &Store, query: &[f32], options: &SearchOptions) -> Vec<i32> {
 
 /// One pass over every query, one at a time: (recall@10, queries per second).
 pub fn pass(store: &Store, set: &Set, options: &SearchOptions) -> (f64, f64) {
-    let q = set.query_count();
+    pass_over(store, set, options, set.query_count())
+}
+
+/// [`pass`] over the first `q` queries (at most the set's).
+fn pass_over(store: &Store, set: &Set, options: &SearchOptions, q: usize) -> (f64, f64) {
+    let q = q.min(set.query_count()).max(1);
     let started = Instant::now();
     let found: Vec<Vec<i32>> = (0..q).map(|i| rows(store, set.query(i), options)).collect();
     let seconds = started.elapsed().as_secs_f64();
@@ -366,9 +368,20 @@ pub fn pass(store: &Store, set: &Set, options: &SearchOptions) -> (f64, f64) {
 /// `benches/peers/peers.py` does the same for every peer.
 const SWEEP_PASSES: usize = 3;
 
-/// The ef sweep: `(ef, recall, qps, distances per query)` until recall reaches 0.999; the
-/// QPS is the median of [`SWEEP_PASSES`] passes.
+/// A number from the environment variable `name`, or `default` when it is unset or not a
+/// number.
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The ef sweep: `(ef, recall, qps, distances per query)` until recall reaches 0.999 (or
+/// `RATCHETDB_BENCH_SWEEP_TO`: at 1M the widest settings take most of the child's time and
+/// the figures are read at 0.95); the QPS is the median of [`SWEEP_PASSES`] passes.
 pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
+    let stop_at: f64 = env_number("RATCHETDB_BENCH_SWEEP_TO", 0.999);
     let mut out = Vec::new();
     for ef in EF_SWEEP {
         let before = ratchetdb::testkit::graph_search_distances();
@@ -382,7 +395,7 @@ pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
         let distances = (ratchetdb::testkit::graph_search_distances() - before) as f64
             / (SWEEP_PASSES * set.query_count()) as f64;
         out.push((ef, recall, qps, distances));
-        if recall >= 0.999 {
+        if recall >= stop_at {
             break;
         }
     }
@@ -518,15 +531,22 @@ pub fn child(spec: &str) {
             let (_, close_peak) = super::common::memory();
             let disk_after_close = file_len(path);
             let breakdown = disk_breakdown(path);
-            // The same graph built again in the foreground (every core, caller's priority).
-            super::common::reset_peak();
-            let store = Store::open(path, options()).expect("reopen");
-            wait(&store);
-            let started = Instant::now();
-            store.build_index().expect("build_index");
-            let foreground = started.elapsed().as_secs_f64();
-            let (_, peak_after_foreground) = super::common::memory();
-            drop(store);
+            // The same graph built again in the foreground (every core, caller's priority);
+            // `RATCHETDB_BENCH_FOREGROUND=0` skips it (at 1M it doubles the child's time).
+            let (foreground, peak_after_foreground) =
+                if env_number("RATCHETDB_BENCH_FOREGROUND", 1u8) == 0 {
+                    (None, None)
+                } else {
+                    super::common::reset_peak();
+                    let store = Store::open(path, options()).expect("reopen");
+                    wait(&store);
+                    let started = Instant::now();
+                    store.build_index().expect("build_index");
+                    let foreground = started.elapsed().as_secs_f64();
+                    let (_, peak) = super::common::memory();
+                    drop(store);
+                    (Some(foreground), Some(peak))
+                };
             serde_json::json!({
                 "disk_breakdown": breakdown, "disk_after_close": disk_after_close,
                 "close_s": close_s, "close_peak": close_peak,
@@ -550,8 +570,16 @@ pub fn child(spec: &str) {
                         "distances_per_query": distances})
                 })
                 .collect();
-            let (exact_recall, exact_qps) =
-                pass(&store, &set, &SearchOptions::default().exact(true));
+            // `RATCHETDB_BENCH_EXACT_QUERIES`: the exact pass over the first N queries only
+            // (a budgeted exact scan reads every vectors row of the file: seconds a query
+            // at 1M).
+            let exact_queries = env_number("RATCHETDB_BENCH_EXACT_QUERIES", set.query_count());
+            let (exact_recall, exact_qps) = pass_over(
+                &store,
+                &set,
+                &SearchOptions::default().exact(true),
+                exact_queries,
+            );
             let resolve_us = resolution_cost(&store, &set);
             let (_, query_peak) = super::common::memory();
             serde_json::json!({
