@@ -382,8 +382,17 @@ fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// the figures are read at 0.95); the QPS is the median of [`SWEEP_PASSES`] passes.
 pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
     let stop_at: f64 = env_number("RATCHETDB_BENCH_SWEEP_TO", 0.999);
+    // `RATCHETDB_BENCH_EFS=1280,1600`: these widths instead of [`EF_SWEEP`] (a graph of 1M
+    // points of the random set stays below recall 0.95 at its widest).
+    let widths: Vec<usize> = match std::env::var("RATCHETDB_BENCH_EFS") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|w| w.trim().parse().ok())
+            .collect(),
+        Err(_) => EF_SWEEP.to_vec(),
+    };
     let mut out = Vec::new();
-    for ef in EF_SWEEP {
+    for ef in widths {
         let before = ratchetdb::testkit::graph_search_distances();
         let passes: Vec<(f64, f64)> = (0..SWEEP_PASSES)
             .map(|_| pass(store, set, &SearchOptions::default().ef(ef)))
