@@ -57,8 +57,20 @@ const MIN_DIMS_PER_BYTE: usize = 2;
 /// The code a plan gives bytes to before layer 0 gets more than `m` links: `dim / 4`
 /// bytes. Coarser codes rank the candidates so loosely that a search must re-rank (read
 /// from the file) about twice as many for the same recall, and a read costs more than the
-/// traversal a denser layer 0 saves.
+/// traversal a denser layer 0 saves (measured at 20k points) ...
 const CODE_DIMS_PER_BYTE: usize = 4;
+
+/// ... but a large graph needs its links: from [`LINKS_FIRST_AT`] planned points on, the
+/// code gets `dim / 8` bytes before layer 0 gets more than `m` links. At 1M x 384-d under
+/// 256 MiB, 17 layer-0 links and a 96-byte code reached recall@10 0.72 at `ef` 1000; 29
+/// links and a 48-byte code, the same bytes, 0.865 (docs/benchmarks.md, "1M x 384-d at
+/// 256 MiB").
+const LARGE_CODE_DIMS_PER_BYTE: usize = 8;
+
+/// Planned points from which layer 0 gets its links first ([`LARGE_CODE_DIMS_PER_BYTE`]):
+/// between 200k (where the code-first split of 29 links and 98 bytes reached the unbudgeted
+/// store's recall at every width) and 1M (where it did not), halfway on a log scale.
+const LINKS_FIRST_AT: usize = 450_000;
 
 /// The share of the budget given to the file's page cache (the rest to the index):
 /// re-ranking reads vectors rows through it, and a store larger than memory reads around it.
@@ -189,7 +201,12 @@ pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Pla
         .saturating_sub(cache)
         .saturating_sub(fixed_bytes(dim));
     let per_point = room / capacity as u64;
-    let (links0, code_len) = split_point(per_point, dim, m);
+    let code_dims_per_byte = if capacity >= LINKS_FIRST_AT {
+        LARGE_CODE_DIMS_PER_BYTE
+    } else {
+        CODE_DIMS_PER_BYTE
+    };
+    let (links0, code_len) = split_point(per_point, dim, m, code_dims_per_byte);
     Ok(Plan {
         code_len,
         links0,
@@ -202,14 +219,13 @@ pub(crate) fn plan(budget: u64, live: usize, dim: usize, m: usize) -> Result<Pla
 }
 
 /// How a point's `per_point` bytes are split between its layer-0 links and its code: the
-/// code gets `dim / CODE_DIMS_PER_BYTE` bytes before layer 0 gets more than `m` links
-/// (fewer neighbours per point cost the traversal a little; a coarser code costs the
-/// re-ranking many more reads), then layer 0 gets up to `2 m` links, then the code the
-/// rest (at most `dim / 2` bytes). `(links0, code_len)`.
-fn split_point(per_point: u64, dim: usize, m: usize) -> (usize, usize) {
+/// code gets `dim / code_dims_per_byte` bytes before layer 0 gets more than `m` links
+/// ([`CODE_DIMS_PER_BYTE`], [`LARGE_CODE_DIMS_PER_BYTE`]), then layer 0 gets up to `2 m`
+/// links, then the code the rest (at most `dim / 2` bytes). `(links0, code_len)`.
+fn split_point(per_point: u64, dim: usize, m: usize, code_dims_per_byte: usize) -> (usize, usize) {
     let (fewest, most) = links0_range(m);
     let (min_code, max_code) = (min_code_len(dim), max_code_len(dim));
-    let wanted_code = (dim / CODE_DIMS_PER_BYTE).clamp(min_code, max_code) as u64;
+    let wanted_code = (dim / code_dims_per_byte.max(1)).clamp(min_code, max_code) as u64;
     let for_links_and_code = per_point.saturating_sub(point_base(m));
     let spare_for_links = for_links_and_code.saturating_sub(wanted_code) / 4;
     let links0 = usize::try_from(spare_for_links)
@@ -1077,8 +1093,8 @@ mod tests {
 
     #[test]
     fn a_tight_budget_gives_layer_0_links_to_the_code_first() {
-        // 256 MiB at 1M x 384-d: with 2 M links in layer 0 the code would get 36 bytes.
-        let tight = plan(256 << 20, 1_000_000, 384, 16).unwrap();
+        // 64 MiB at 200k x 384-d: with 2 M links in layer 0 the code would get 86 bytes.
+        let tight = plan(64 << 20, 200_000, 384, 16).unwrap();
         assert!(tight.code_len >= 384 / CODE_DIMS_PER_BYTE, "{tight:?}");
         assert!((16..32).contains(&tight.links0), "{tight:?}");
         // A roomy budget keeps 2 M links and gives the code the rest.
@@ -1092,7 +1108,33 @@ mod tests {
         assert!(least.code_len < 384 / CODE_DIMS_PER_BYTE, "{least:?}");
         // Every split fits the bytes it was given.
         for per_point in (0..600u64).step_by(7) {
-            let (links0, code) = split_point(per_point, 384, 16);
+            let (links0, code) = split_point(per_point, 384, 16, CODE_DIMS_PER_BYTE);
+            let used = point_overhead(16, links0) + code as u64;
+            assert!(
+                used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
+                "{per_point}: {links0} links, {code} bytes"
+            );
+        }
+    }
+
+    // Regression (issue 48, 2026-12-06): at 1M x 384-d under 256 MiB the code-first split
+    // left layer 0 17 links, and the budgeted graph reached recall@10 0.72 at `ef` 1000
+    // where the unbudgeted one reached 0.91 (29 links and a 48-byte code: 0.865).
+    #[test]
+    fn past_450k_points_layer_0_gets_its_links_before_the_code() {
+        let large = plan(256 << 20, 1_000_000, 384, 16).unwrap();
+        assert!(large.links0 >= 28, "{large:?}");
+        assert!(
+            (384 / LARGE_CODE_DIMS_PER_BYTE..384 / CODE_DIMS_PER_BYTE).contains(&large.code_len),
+            "{large:?}"
+        );
+        // About the same bytes a point at 250k: the code first, as before.
+        let small = plan(256 << 20 >> 2, 1_000_000 >> 2, 384, 16).unwrap();
+        assert!(small.code_len >= 384 / CODE_DIMS_PER_BYTE, "{small:?}");
+        assert!(small.links0 < large.links0, "{small:?} {large:?}");
+        // Either side of the threshold, a split fits the bytes it was given.
+        for per_point in (0..600u64).step_by(7) {
+            let (links0, code) = split_point(per_point, 384, 16, LARGE_CODE_DIMS_PER_BYTE);
             let used = point_overhead(16, links0) + code as u64;
             assert!(
                 used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
