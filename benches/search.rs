@@ -544,7 +544,7 @@ fn real_set(c: &mut Criterion, set: &search_real::Set, line: &mut impl FnMut(Str
             None => line(format!(
                 "{}: recall {target} not reached up to ef {}",
                 set.name,
-                search_real::EF_SWEEP[search_real::EF_SWEEP.len() - 1]
+                sweep.last().map_or(0, |s| s.0)
             )),
         }
     }

@@ -27,7 +27,9 @@
 # RATCHETDB_BENCH_FOREGROUND=0 skips the build child's foreground `build_index()` (the
 # background build's time is the build figure); RATCHETDB_BENCH_SWEEP_TO=0.96 ends the query
 # child's `ef` sweep at that recall (default 0.999); RATCHETDB_BENCH_EXACT_QUERIES=N runs the
-# exact pass over the first N queries (a budgeted exact scan reads every vectors row);
+# exact pass over the first N queries (a budgeted exact scan reads every vectors row; 0 skips
+# it; the JSON's `exact_queries` says how many ran); a knob set to something that is not a
+# number stops the child;
 # RATCHETDB_BENCH_WAIT_SECS bounds the wait for the index (default 3,600 s);
 # RATCHETDB_BENCH_EFS=1280,1600,2000 sweeps these widths instead of the usual 10-1000.
 set -euo pipefail

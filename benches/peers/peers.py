@@ -374,10 +374,11 @@ def median_of_rounds(rounds):
     if not ok:
         return rounds[0]
     out = dict(ok[0])
-    med = lambda key: statistics.median(r[key] for r in ok if key in r)
     for key in ("reopen_first_search_s", "query_rss", "exact_qps", "query_peak"):
-        if key in out:
-            out[key] = med(key)
+        # (`exact_qps` is null when RATCHETDB_BENCH_EXACT_QUERIES=0 skipped the pass.)
+        values = [r[key] for r in ok if r.get(key) is not None]
+        if key in out and values:
+            out[key] = statistics.median(values)
     if "sweep" in out:
         sweep = []
         for i, s in enumerate(out["sweep"]):
@@ -418,11 +419,15 @@ def table(name, results):
             else:
                 ratio = f", {s['qps'] / rs['qps']:.2f}× hnswlib" if rs and lib != "hnswlib" else ""
                 cells.append(f"{s['qps']:,.0f} ({s['ef']}, {s['recall']:.3f}{ratio})")
-        cells.append(f"{r['exact_qps']:,.0f}" if "exact_qps" in r else "–")
+        exact_qps = r.get("exact_qps")
+        cells.append("–" if exact_qps is None else f"{exact_qps:,.0f}" + (
+            f" ({r['exact_queries']} queries)" if r.get("exact_queries", 1000) < 1000 else ""))
         b = r.get("build_s") if lib != "ratchetdb" else r.get("ready_after_last_write_s")
         extra = ""
         if lib == "ratchetdb":
-            extra = f" (ingest {r.get('ingest_s', 0):.1f} s, foreground build {r.get('foreground_build_s', float('nan')):.1f} s)"
+            fg = r.get("foreground_build_s")
+            fg = "skipped" if fg is None else f"{fg:.1f} s"
+            extra = f" (ingest {r.get('ingest_s', 0):.1f} s, foreground build {fg})"
         cells.append(f"{b:.1f} s{extra}" if b is not None else "–")
         closed = r.get("disk_after_close")
         cells.append(mb(r.get("disk")) + (f" ({mb(closed)} closed)" if closed else ""))

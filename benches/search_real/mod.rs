@@ -349,7 +349,7 @@ pub fn pass(store: &Store, set: &Set, options: &SearchOptions) -> (f64, f64) {
     pass_over(store, set, options, set.query_count())
 }
 
-/// [`pass`] over the first `q` queries (at most the set's).
+/// [`pass`] over the first `q` queries (at most the set's; at least one).
 fn pass_over(store: &Store, set: &Set, options: &SearchOptions, q: usize) -> (f64, f64) {
     let q = q.min(set.query_count()).max(1);
     let started = Instant::now();
@@ -368,13 +368,37 @@ fn pass_over(store: &Store, set: &Set, options: &SearchOptions, q: usize) -> (f6
 /// `benches/peers/peers.py` does the same for every peer.
 const SWEEP_PASSES: usize = 3;
 
-/// A number from the environment variable `name`, or `default` when it is unset or not a
-/// number.
+/// A number from the environment variable `name`, or `default` when it is unset. A value
+/// that is set but is not a number stops the bench (a mistyped knob would otherwise run the
+/// default: the whole exact pass, or the foreground rebuild, hours at 1M).
 fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    match std::env::var(name) {
+        Ok(value) => value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// The widths [`sweep`] runs: `RATCHETDB_BENCH_EFS` (comma-separated, each a number) if set,
+/// else [`EF_SWEEP`].
+pub fn sweep_widths() -> Vec<usize> {
+    match std::env::var("RATCHETDB_BENCH_EFS") {
+        Ok(list) => {
+            let widths: Vec<usize> = list
+                .split(',')
+                .map(|w| {
+                    w.trim().parse().unwrap_or_else(|_| {
+                        panic!("RATCHETDB_BENCH_EFS={list:?}: {w:?} is not a width")
+                    })
+                })
+                .collect();
+            assert!(!widths.is_empty(), "RATCHETDB_BENCH_EFS is empty");
+            widths
+        }
+        Err(_) => EF_SWEEP.to_vec(),
+    }
 }
 
 /// The ef sweep: `(ef, recall, qps, distances per query)` until recall reaches 0.999 (or
@@ -384,15 +408,8 @@ pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
     let stop_at: f64 = env_number("RATCHETDB_BENCH_SWEEP_TO", 0.999);
     // `RATCHETDB_BENCH_EFS=1280,1600`: these widths instead of [`EF_SWEEP`] (a graph of 1M
     // points of the random set stays below recall 0.95 at its widest).
-    let widths: Vec<usize> = match std::env::var("RATCHETDB_BENCH_EFS") {
-        Ok(list) => list
-            .split(',')
-            .filter_map(|w| w.trim().parse().ok())
-            .collect(),
-        Err(_) => EF_SWEEP.to_vec(),
-    };
     let mut out = Vec::new();
-    for ef in widths {
+    for ef in sweep_widths() {
         let before = ratchetdb::testkit::graph_search_distances();
         let passes: Vec<(f64, f64)> = (0..SWEEP_PASSES)
             .map(|_| pass(store, set, &SearchOptions::default().ef(ef)))
@@ -582,19 +599,27 @@ pub fn child(spec: &str) {
             // `RATCHETDB_BENCH_EXACT_QUERIES`: the exact pass over the first N queries only
             // (a budgeted exact scan reads every vectors row of the file: seconds a query
             // at 1M).
-            let exact_queries = env_number("RATCHETDB_BENCH_EXACT_QUERIES", set.query_count());
-            let (exact_recall, exact_qps) = pass_over(
-                &store,
-                &set,
-                &SearchOptions::default().exact(true),
-                exact_queries,
-            );
+            // 0 skips it.
+            let exact_queries = env_number("RATCHETDB_BENCH_EXACT_QUERIES", set.query_count())
+                .min(set.query_count());
+            let (exact_recall, exact_qps) = if exact_queries == 0 {
+                (None, None)
+            } else {
+                let (recall, qps) = pass_over(
+                    &store,
+                    &set,
+                    &SearchOptions::default().exact(true),
+                    exact_queries,
+                );
+                (Some(recall), Some(qps))
+            };
             let resolve_us = resolution_cost(&store, &set);
             let (_, query_peak) = super::common::memory();
             serde_json::json!({
                 "open_s": opened, "reopen_first_search_s": first, "ready_rss": ready_rss,
                 "query_rss": query_rss, "query_rss_before": rss_before, "sweep": sweep,
-                "exact_qps": exact_qps, "exact_recall": exact_recall, "query_peak": query_peak,
+                "exact_qps": exact_qps, "exact_recall": exact_recall,
+                "exact_queries": exact_queries, "query_peak": query_peak,
                 "resolve_us_per_query": resolve_us,
             })
         }

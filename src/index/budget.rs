@@ -67,9 +67,10 @@ const CODE_DIMS_PER_BYTE: usize = 4;
 /// 256 MiB").
 const LARGE_CODE_DIMS_PER_BYTE: usize = 8;
 
-/// Planned points from which layer 0 gets its links first ([`LARGE_CODE_DIMS_PER_BYTE`]):
-/// between 200k (where the code-first split of 29 links and 98 bytes reached the unbudgeted
-/// store's recall at every width) and 1M (where it did not), halfway on a log scale.
+/// Planned points (1.125x the live ones: from 400k live points) from which layer 0 gets its
+/// links first ([`LARGE_CODE_DIMS_PER_BYTE`]): about halfway on a log scale between 200k live
+/// points (where the code-first split of 29 links and 98 bytes reached the unbudgeted
+/// store's recall at every width) and 1M (where it did not). No size between was measured.
 const LINKS_FIRST_AT: usize = 450_000;
 
 /// The share of the budget given to the file's page cache (the rest to the index):
@@ -1132,7 +1133,14 @@ mod tests {
         let small = plan(256 << 20 >> 2, 1_000_000 >> 2, 384, 16).unwrap();
         assert!(small.code_len >= 384 / CODE_DIMS_PER_BYTE, "{small:?}");
         assert!(small.links0 < large.links0, "{small:?} {large:?}");
-        // Either side of the threshold, a split fits the bytes it was given.
+        // The threshold: 400k live points plan for 450k (104 MiB: about 1M's bytes a point).
+        let below = plan(104 << 20, 399_999, 384, 16).unwrap();
+        let at = plan(104 << 20, 400_000, 384, 16).unwrap();
+        assert!(below.code_len >= 384 / CODE_DIMS_PER_BYTE, "{below:?}");
+        assert!(at.code_len < 384 / CODE_DIMS_PER_BYTE, "{at:?}");
+        assert!(at.links0 > below.links0, "{below:?} {at:?}");
+        // The links-first split fits the bytes it was given (the code-first one is checked
+        // in `a_tight_budget_gives_layer_0_links_to_the_code_first`).
         for per_point in (0..600u64).step_by(7) {
             let (links0, code) = split_point(per_point, 384, 16, LARGE_CODE_DIMS_PER_BYTE);
             let used = point_overhead(16, links0) + code as u64;
