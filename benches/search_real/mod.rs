@@ -383,7 +383,7 @@ fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// The widths [`sweep`] runs: `RATCHETDB_BENCH_EFS` (comma-separated, each a number) if set,
 /// else [`EF_SWEEP`].
-pub fn sweep_widths() -> Vec<usize> {
+fn sweep_widths() -> Vec<usize> {
     match std::env::var("RATCHETDB_BENCH_EFS") {
         Ok(list) => {
             let widths: Vec<usize> = list

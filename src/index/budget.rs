@@ -1107,14 +1107,16 @@ mod tests {
         let least = plan(smallest, 200_000, 384, 16).unwrap();
         assert_eq!(least.links0, 16, "{least:?}");
         assert!(least.code_len < 384 / CODE_DIMS_PER_BYTE, "{least:?}");
-        // Every split fits the bytes it was given.
-        for per_point in (0..600u64).step_by(7) {
-            let (links0, code) = split_point(per_point, 384, 16, CODE_DIMS_PER_BYTE);
-            let used = point_overhead(16, links0) + code as u64;
-            assert!(
-                used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
-                "{per_point}: {links0} links, {code} bytes"
-            );
+        // Every split, code first or links first, fits the bytes it was given.
+        for dims_per_byte in [CODE_DIMS_PER_BYTE, LARGE_CODE_DIMS_PER_BYTE] {
+            for per_point in (0..600u64).step_by(7) {
+                let (links0, code) = split_point(per_point, 384, 16, dims_per_byte);
+                let used = point_overhead(16, links0) + code as u64;
+                assert!(
+                    used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
+                    "{dims_per_byte}: {per_point}: {links0} links, {code} bytes"
+                );
+            }
         }
     }
 
@@ -1139,16 +1141,6 @@ mod tests {
         assert!(below.code_len >= 384 / CODE_DIMS_PER_BYTE, "{below:?}");
         assert!(at.code_len < 384 / CODE_DIMS_PER_BYTE, "{at:?}");
         assert!(at.links0 > below.links0, "{below:?} {at:?}");
-        // The links-first split fits the bytes it was given (the code-first one is checked
-        // in `a_tight_budget_gives_layer_0_links_to_the_code_first`).
-        for per_point in (0..600u64).step_by(7) {
-            let (links0, code) = split_point(per_point, 384, 16, LARGE_CODE_DIMS_PER_BYTE);
-            let used = point_overhead(16, links0) + code as u64;
-            assert!(
-                used <= per_point.max(point_overhead(16, 16) + min_code_len(384) as u64),
-                "{per_point}: {links0} links, {code} bytes"
-            );
-        }
     }
 
     #[test]
