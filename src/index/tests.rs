@@ -874,7 +874,12 @@ fn writes_racing_a_snapshot_load_never_come_back() {
     }
 }
 
-// Regression: this test asserted `outside_count() <= unreachable_ids().len()` after the
+// Regression: this test asserted that a beam of the default `ef` finds every point itself,
+// and failed once in CI under load (the search for 1748 returned 419): a point linked into
+// a graph built in parallel and reachable from its entry, missed by a beam of 64. What the
+// index promises is that every point is found by a walk that reaches every linked point,
+// or scored outside; the beam's self-recall is checked as a rate.
+// Regression: it also asserted `outside_count() <= unreachable_ids().len()` after the
 // last absorb, and failed once under load. A point no search reached when its batch was
 // absorbed is scored outside; a later batch's links may make it reachable, and it stays
 // outside (harmless: it is still found, scored exactly). The true invariants are: every
@@ -909,9 +914,25 @@ fn points_absorbed_into_a_graph_are_searched_in_place() {
             "id {id} is scored outside but was never unreachable"
         );
     }
+    // Every point is found: in the graph by a walk wide enough to reach every point linked
+    // to the entry (the beam never fills), or scored outside.
+    let walk = SearchMode::Ann { ef: N };
+    let mut missed_by_the_beam = Vec::new();
     for (i, v) in vectors.iter().enumerate() {
-        assert_eq!(index.search(v, 1, ANN, None).unwrap()[0].0, i as u64, "{i}");
+        assert_eq!(
+            index.search(v, 1, walk, None).unwrap()[0].0,
+            i as u64,
+            "{i}"
+        );
+        if index.search(v, 1, ANN, None).unwrap()[0].0 != i as u64 {
+            missed_by_the_beam.push(i);
+        }
     }
+    // The default beam's self-recall is a quality, not an invariant: at most 1 in 1000 missed.
+    assert!(
+        missed_by_the_beam.len() * 1000 <= N,
+        "the default beam missed {missed_by_the_beam:?}"
+    );
 }
 
 /// Live vectors the exact store holds in its own rows (a copy beside the graph's array).
