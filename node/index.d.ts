@@ -156,6 +156,11 @@ export interface TextSearchOptions {
   exact?: boolean | null;
   /** The graph search's width. */
   ef?: number | null;
+  /**
+   * Under a memory budget: how many of the graph's best candidates (ranked by their compact
+   * codes) are scored again exactly on their vectors in the file (default 40 x max(k, 10)).
+   */
+  rerank?: number | null;
   /** One hit per document (its best chunk): `k` distinct documents. */
   perDocument?: boolean;
 }

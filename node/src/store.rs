@@ -61,6 +61,8 @@ pub struct SearchInput {
     pub exact: Option<bool>,
     /// The graph search's width.
     pub ef: Option<u32>,
+    /// Under a memory budget: the candidates scored exactly on their vectors in the file.
+    pub rerank: Option<u32>,
     /// Hybrid: reciprocal-rank fusion's k.
     pub rrf_k: Option<u32>,
     /// Hybrid: the vector ranking's weight in a weighted fusion, in [0, 1].
@@ -187,6 +189,9 @@ fn search_options(given: Option<&SearchInput>) -> napi::Result<SearchOptions> {
         .per_document(given.per_document == Some(true));
     if let Some(ef) = given.ef {
         options = options.ef(ef as usize);
+    }
+    if let Some(rerank) = given.rerank {
+        options = options.rerank(rerank as usize);
     }
     if let Some(space) = &given.space {
         options = options.space(space.clone());

@@ -2,7 +2,9 @@
 // Issue 48 in Node: `Store.open(path, { memoryBudget })` reaches the Rust option: a store under
 // a budget answers searches with the same hits and exact scores as without one, and a budget
 // too small for the store's live vectors is refused with an InputError on `memoryBudget`
-// naming the smallest budget that works, the store left unchanged.
+// naming the smallest budget that works, the store left unchanged. `rerank` (the candidates a
+// budgeted search scores exactly from the file) is passed too: every score stays exact, and 0
+// is an InputError on `rerank`.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -35,4 +37,16 @@ test('a memory budget is passed through, and an impossible one refused', async (
   assert.equal(budgeted[0].id, 'd5');
   assert.deepEqual(budgeted.map((h) => h.id), unbudgeted.map((h) => h.id));
   budgeted.forEach((h, i) => assert.ok(Math.abs(h.score - unbudgeted[i].score) < 1e-5));
+  const narrow = await store.search(vectors[5], { k: 3, ef: 64, rerank: 3 });
+  assert.equal(narrow.length, 3);
+  const cosine = (a, b) => {
+    let [ab, aa, bb] = [0, 0, 0];
+    a.forEach((x, i) => { ab += x * b[i]; aa += x * x; bb += b[i] * b[i]; });
+    return ab / Math.sqrt(aa * bb);
+  };
+  narrow.forEach((h) => {
+    const exact = cosine(vectors[Number(h.id.slice(1))], vectors[5]);
+    assert.ok(Math.abs(h.score - exact) < 1e-5, `${h.id}: ${h.score} against ${exact}`);
+  });
+  await assert.rejects(store.search(vectors[5], { k: 3, rerank: 0 }), (error) => error instanceof InputError && error.field === 'rerank');
 });

@@ -129,6 +129,7 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        rerank: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
         space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SearchOptions> {
@@ -145,6 +146,9 @@ impl PyStore {
             .per_document(per_document);
         if let Some(ef) = convert::count_opt(ef, "ef")? {
             options = options.ef(ef);
+        }
+        if let Some(rerank) = convert::count_opt(rerank, "rerank")? {
+            options = options.rerank(rerank);
         }
         if let Some(sources) = sources.filter(|s| !s.is_none()) {
             if sources.is_instance_of::<pyo3::types::PyString>() {
@@ -1306,10 +1310,12 @@ impl PyStore {
     /// `where`: a metadata filter (`{"lang": "en", "year": {"$gte": 2020}}`, with `$eq $ne
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width;
+    /// `rerank`: under a memory budget, how many of the graph's best candidates (ranked by
+    /// their codes) are scored exactly on their vectors in the file (default 40 x max(k, 10));
     /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents;
     /// `space`: the vector space searched (see `spaces()`; `None`: the active one), an
     /// unknown one an `InputError` naming `space`.
-    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
+    #[pyo3(signature = (vector, k=None, *, r#where=None, sources=None, exact=None, ef=None, rerank=None, group_by_document=None, space=None), text_signature = "($self, vector, k=10, *, where=None, sources=None, exact=False, ef=None, rerank=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -1320,11 +1326,19 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        rerank: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
         space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
-        let options =
-            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
+        let options = PyStore::search_options(
+            r#where,
+            sources,
+            exact,
+            ef,
+            rerank,
+            group_by_document,
+            space,
+        )?;
         let k = k_or_default(py, k);
         Ok(self.search_timed(py, vector, &k, &options)?.0)
     }
@@ -1333,7 +1347,7 @@ impl PyStore {
     /// the Store's embedder, the GIL released); the other arguments as for `search`. Without
     /// an embedder an `InputError` naming `embedder`. The embedder must be the searched
     /// space's model (`space`, else the active space), else a `MismatchError` naming `space`.
-    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
+    #[pyo3(signature = (query, k=None, *, r#where=None, sources=None, exact=None, ef=None, rerank=None, group_by_document=None, space=None), text_signature = "($self, query, k=10, *, where=None, sources=None, exact=False, ef=None, rerank=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_query(
         &self,
@@ -1344,12 +1358,20 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        rerank: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
         space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Py<Hit>>> {
         let query = text(query, "query")?;
-        let mut options =
-            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
+        let mut options = PyStore::search_options(
+            r#where,
+            sources,
+            exact,
+            ef,
+            rerank,
+            group_by_document,
+            space,
+        )?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let store = self.store()?;
         let vector = self.embed_question(
@@ -1376,7 +1398,7 @@ impl PyStore {
         vector: &Bound<'_, PyAny>,
         k: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<Py<Hit>>, u64)> {
-        let options = PyStore::search_options(None, None, None, None, None, None)?;
+        let options = PyStore::search_options(None, None, None, None, None, None, None)?;
         let k = k_or_default(py, k);
         let (hits, inner) = self.search_timed(py, vector, &k, &options)?;
         Ok((hits, u64::try_from(inner.as_nanos()).unwrap_or(u64::MAX)))
@@ -1402,7 +1424,7 @@ impl PyStore {
         let query = text(query, "query")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let options = with_bm25(
-            PyStore::search_options(r#where, sources, None, None, group_by_document, None)?,
+            PyStore::search_options(r#where, sources, None, None, None, group_by_document, None)?,
             convert::real_opt(k1, "k1")?.map(|x| x as f32),
             convert::real_opt(b, "b")?.map(|x| x as f32),
         );
@@ -1419,7 +1441,7 @@ impl PyStore {
     /// `vector=None` (or left out): `text` embedded with the Store's embedder (without one,
     /// an `InputError` naming `vector`). `space`: the vector space of the vector half (as
     /// for `search` and `search_query`).
-    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=None, space=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rrf_k=None, vector_weight=None, group_by_document=False, space=None)")]
+    #[pyo3(signature = (text, vector=None, k=None, *, r#where=None, sources=None, ef=None, rerank=None, rrf_k=None, vector_weight=None, group_by_document=None, space=None), text_signature = "($self, text, vector=None, k=10, *, where=None, sources=None, ef=None, rerank=None, rrf_k=None, vector_weight=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_hybrid(
         &self,
@@ -1430,6 +1452,7 @@ impl PyStore {
         r#where: Option<&Bound<'_, PyAny>>,
         sources: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        rerank: Option<&Bound<'_, PyAny>>,
         rrf_k: Option<&Bound<'_, PyAny>>,
         vector_weight: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
@@ -1438,7 +1461,7 @@ impl PyStore {
         let text = convert::text(text, "text")?;
         let k = convert::count(&k_or_default(py, k), "k")?;
         let mut options =
-            PyStore::search_options(r#where, sources, None, ef, group_by_document, space)?;
+            PyStore::search_options(r#where, sources, None, ef, rerank, group_by_document, space)?;
         let rrf_k = rrf_k.filter(|r| !r.is_none());
         let vector_weight = convert::real_opt(vector_weight, "vector_weight")?.map(|x| x as f32);
         options = match (rrf_k, vector_weight) {
@@ -1477,7 +1500,7 @@ impl PyStore {
 
     /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
     /// hits per row (`space` as for `search`).
-    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, group_by_document=None, space=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, group_by_document=False, space=None)")]
+    #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, rerank=None, group_by_document=None, space=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, rerank=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
     fn search_many(
         &self,
@@ -1488,12 +1511,20 @@ impl PyStore {
         sources: Option<&Bound<'_, PyAny>>,
         exact: Option<&Bound<'_, PyAny>>,
         ef: Option<&Bound<'_, PyAny>>,
+        rerank: Option<&Bound<'_, PyAny>>,
         group_by_document: Option<&Bound<'_, PyAny>>,
         space: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<Py<Hit>>>> {
         let k = convert::count(&k_or_default(py, k), "k")?;
-        let options =
-            PyStore::search_options(r#where, sources, exact, ef, group_by_document, space)?;
+        let options = PyStore::search_options(
+            r#where,
+            sources,
+            exact,
+            ef,
+            rerank,
+            group_by_document,
+            space,
+        )?;
         let rows = sequence(matrix, "matrix")?.len();
         let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
             .into_iter()

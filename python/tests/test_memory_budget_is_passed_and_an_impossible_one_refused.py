@@ -1,7 +1,9 @@
 """Issue 48: `Store(path, memory_budget=...)` reaches the Rust option: a store under a budget
 answers searches with exact scores like an unbudgeted one, and a budget too small for the
 store's live vectors is refused with an InputError naming `memory_budget` and the smallest
-budget that works, leaving the store unchanged."""
+budget that works, leaving the store unchanged. `rerank` (the candidates a budgeted search
+scores exactly from the file) is passed too: every score stays exact, and 0 is an InputError
+naming `rerank`."""
 
 import numpy as np
 import pytest
@@ -25,6 +27,14 @@ def test_memory_budget(tmp_path):
     with ratchetdb.Store(path, memory_budget=64 << 20) as store:
         assert len(store) == 300
         budgeted = store.search(vectors[5], 3)
+        narrow = store.search(vectors[5], 3, ef=64, rerank=3)
+        with pytest.raises(ratchetdb.InputError) as raised:
+            store.search(vectors[5], 3, rerank=0)
+        assert raised.value.field == "rerank"
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert len(narrow) == 3
+    for hit in narrow:
+        assert abs(hit.score - float(unit[int(hit.id[1:])] @ unit[5])) < 1e-5
     assert budgeted[0].id == "d5"
     assert [h.id for h in budgeted] == [h.id for h in unbudgeted]
     assert np.allclose([h.score for h in budgeted], [h.score for h in unbudgeted], atol=1e-5)

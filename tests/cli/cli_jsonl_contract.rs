@@ -747,6 +747,8 @@ fn search_where_and_queries() {
     refused(&["--vector", vector, "--where", "{not json"], 1, "--where");
     refused(&["--vector", vector, "-k", "0"], 2, "at least 1");
     refused(&["--vector", vector, "--ef", "0"], 2, "at least 1");
+    refused(&["--vector", vector, "--rerank", "0"], 2, "at least 1");
+    refused(&["--vector", vector, "--rerank", "1000000000"], 1, "rerank");
     refused(&["--vector", vector, "-k", "18446744073709551615"], 1, "k");
     refused(&["--vector", vector, "-k", "1000000000"], 1, "at most");
     refused(&["--vector", vector, "--source", "nope"], 1, "nope");

@@ -1,7 +1,8 @@
 //! `--memory-budget MiB` reaches `Options::memory_budget` on the commands that open a store:
 //! a budget that holds the store opens it, one too small is refused naming `memory_budget`
 //! and the smallest budget that works, and a value that is not a whole number of MiB is a
-//! usage error.
+//! usage error. A budgeted `search` takes `--rerank` (the candidates scored exactly from the
+//! file) and still finds a stored vector itself, scored exactly.
 
 use super::common::cli;
 use ratchetdb::{Chunk, Document, Options, Store, Version};
@@ -32,6 +33,12 @@ fn stats_takes_a_budget_and_refuses_one_too_small() {
         store.write_batch(ops).unwrap();
     }
     let db = db.to_str().unwrap();
+    let first: Vec<f32> = {
+        let mut v: Vec<f32> = (0..DIM).map(|j| ((j * 17) % 97) as f32 - 48.0).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    };
     let refused = cli::run(
         &["stats", "--db", db, "--memory-budget", "1"],
         |_| {},
@@ -52,6 +59,34 @@ fn stats_takes_a_budget_and_refuses_one_too_small() {
         TIMEOUT,
     );
     assert_eq!(stats.code, Some(0), "{}", stats.stderr);
+    let query = format!("{first:?}");
+    let searched = cli::run(
+        &[
+            "search",
+            "--db",
+            db,
+            "--memory-budget",
+            "64",
+            "--vector",
+            &query,
+            "-k",
+            "3",
+            "--ef",
+            "64",
+            "--rerank",
+            "5",
+            "--json",
+        ],
+        |_| {},
+        None,
+        TIMEOUT,
+    );
+    assert_eq!(searched.code, Some(0), "{}", searched.stderr);
+    let best: serde_json::Value =
+        serde_json::from_str(searched.stdout.lines().next().unwrap_or_default()).unwrap();
+    assert_eq!(best["id"], "d0", "{}", searched.stdout);
+    let score = best["score"].as_f64().unwrap();
+    assert!((score - 1.0).abs() < 1e-5, "{score}");
     let not_a_number = cli::run(
         &["stats", "--db", db, "--memory-budget", "lots"],
         |_| {},

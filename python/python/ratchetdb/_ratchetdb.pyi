@@ -182,6 +182,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         exact: bool = False,
         ef: Optional[int] = None,
+        rerank: Optional[int] = None,
         group_by_document: bool = False,
         space: Optional[str] = None,
     ) -> list[Hit]: ...
@@ -194,6 +195,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         exact: bool = False,
         ef: Optional[int] = None,
+        rerank: Optional[int] = None,
         group_by_document: bool = False,
         space: Optional[str] = None,
     ) -> list[Hit]: ...
@@ -217,6 +219,7 @@ class Store:
         where: Optional[Where] = None,
         sources: Union[str, Sequence[str], None] = None,
         ef: Optional[int] = None,
+        rerank: Optional[int] = None,
         rrf_k: Optional[int] = None,
         vector_weight: Optional[float] = None,
         group_by_document: bool = False,
@@ -231,6 +234,7 @@ class Store:
         sources: Union[str, Sequence[str], None] = None,
         exact: bool = False,
         ef: Optional[int] = None,
+        rerank: Optional[int] = None,
         group_by_document: bool = False,
         space: Optional[str] = None,
     ) -> list[list[Hit]]: ...

@@ -15,7 +15,7 @@ use crate::index::budget::BudgetIndex;
 use crate::index::{self, SearchMode, VectorIndex};
 use crate::options::Metric;
 use crate::policy::filter::Filter;
-use crate::search::{FilterStrategy, SearchOptions};
+use crate::search::{rerank_width, FilterStrategy, SearchOptions};
 use crate::types::Hit;
 use redb::ReadableTable;
 use std::collections::HashSet;
@@ -454,7 +454,10 @@ pub(crate) fn search(
                     .search(query, fetch, ef, filter_ref)
                     .map_err(ReadError::index_search)?;
                 let exhausted = pool.len() < ef;
-                let ids = pool.into_iter().map(|(id, _)| id).collect();
+                // The pool is ranked by the codes' estimates; only its head is read from
+                // the file and scored exactly (each id a vectors row read).
+                let width = rerank_width(options, fetch);
+                let ids = pool.into_iter().take(width).map(|(id, _)| id).collect();
                 (rerank(snapshot, query, metric, ids, fetch)?, exhausted)
             };
             let (hits, done) = resolve_candidates(snapshot, candidates, k, filter, per_document)?;

@@ -49,6 +49,11 @@ pub struct SearchArgs {
     /// The graph search width: higher is slower and finds more of the true neighbours.
     #[arg(long, value_name = "N", conflicts_with = "exact", value_parser = positive)]
     ef: Option<usize>,
+    /// Under a memory budget: how many of the graph's best candidates (ranked by their
+    /// compact codes) are scored again exactly on their vectors in the file. Default 40 x
+    /// max(K, 10); raise it with --ef for the last bit of recall.
+    #[arg(long, value_name = "N", conflicts_with = "exact", value_parser = positive)]
+    rerank: Option<usize>,
     /// Only chunks of this source (repeatable).
     #[arg(long, value_name = "NAME")]
     source: Vec<String>,
@@ -162,6 +167,9 @@ fn search_options(args: &SearchArgs) -> Result<SearchOptions, Failure> {
         .per_document(args.per_document);
     if let Some(ef) = args.ef {
         options = options.ef(ef);
+    }
+    if let Some(rerank) = args.rerank {
+        options = options.rerank(rerank);
     }
     for source in &args.source {
         options = options.source(source.clone());
