@@ -320,14 +320,14 @@ function count(value, field, fallback) {
   return value;
 }
 
-const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'perDocument', 'space', 'rrfK', 'vectorWeight'];
+const SEARCH_KEYS = ['k', 'where', 'sources', 'exact', 'ef', 'rerank', 'perDocument', 'space', 'rrfK', 'vectorWeight'];
 
 // A search's options as the native calls take them: `k`, and the other options (undefined
 // when there are none, which spares the native side reading an object).
 function searchOptions(options, kind) {
   if (options === undefined || options === null) return [10, undefined];
   if (!isPlainObject(options)) throw bad('options', 'must be an object');
-  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, kind === 'text' ? 6 : 7), 'options');
+  knownKeys(options, kind === 'hybrid' ? SEARCH_KEYS : SEARCH_KEYS.slice(0, kind === 'text' ? 7 : 8), 'options');
   const k = count(options.k, 'k', 10);
   let out;
   const set = (key, value) => { (out || (out = {}))[key] = value; };
@@ -345,6 +345,7 @@ function searchOptions(options, kind) {
     set('exact', options.exact);
   }
   if (options.ef !== undefined && options.ef !== null) set('ef', count(options.ef, 'ef'));
+  if (options.rerank !== undefined && options.rerank !== null) set('rerank', count(options.rerank, 'rerank'));
   if (options.perDocument !== undefined) {
     if (typeof options.perDocument !== 'boolean') throw bad('perDocument', 'must be a boolean');
     set('perDocument', options.perDocument);

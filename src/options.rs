@@ -121,7 +121,8 @@ pub struct Limits {
     pub max_dimension: usize,
     /// Ids in one listing given to `retain`. Default 10,000,000.
     pub max_listing_ids: usize,
-    /// Hits one search may ask for (`k`), and the largest graph search width (`ef`).
+    /// Hits one search may ask for (`k`), and the largest graph search width (`ef`) and
+    /// re-ranking width (`rerank`).
     /// Default 10,000. A search allocates for `k` hits up front, so an unbounded `k` could
     /// abort the process; a larger one is an [`InputError`](crate::InputError) on `k`.
     #[serde(default = "default_max_k")]

@@ -1,5 +1,5 @@
-//! What a search asks for, shared by both backends: [`SearchOptions`], the bounds on `k` and
-//! `ef`, the query vector's validation, and one hit per document.
+//! What a search asks for, shared by both backends: [`SearchOptions`], the bounds on `k`, `ef` and
+//! `rerank`, the query vector's validation, and one hit per document.
 
 use crate::error::{InputError, ReadError};
 use crate::options::{Limits, Metric};
@@ -57,9 +57,10 @@ pub struct SearchOptions {
     /// Under a memory budget ([`Options::memory_budget`](crate::Options::memory_budget)):
     /// how many of the graph search's best candidates, ranked by their compact codes, are
     /// scored again exactly on their vectors in the file (each such score reads a vectors
-    /// row). `None`: `40 x max(k, 10)`, which at 1M vectors kept recall@10 within 0.003 of
-    /// scoring all `ef` candidates, at about 3x the queries per second (`docs/design.md`).
-    /// Never fewer than the hits needed; no more than `ef`. Without a budget the index
+    /// row). `None`: `40 x max(n, 10)` for a search needing `n` candidates (`k`; more for
+    /// hybrid, filtered and per-document searches), which at 1M vectors kept recall@10
+    /// within 0.003 of scoring all `ef` candidates, at 2.0-2.9x the queries per second
+    /// (`docs/design.md`). Never fewer than the hits needed; no more than `ef`. Without a budget the index
     /// holds the vectors and scores every candidate exactly; this is then unused.
     #[serde(default)]
     pub rerank: Option<usize>,

@@ -49,4 +49,6 @@ test('a memory budget is passed through, and an impossible one refused', async (
     assert.ok(Math.abs(h.score - exact) < 1e-5, `${h.id}: ${h.score} against ${exact}`);
   });
   await assert.rejects(store.search(vectors[5], { k: 3, rerank: 0 }), (error) => error instanceof InputError && error.field === 'rerank');
+  // Above Limits::max_k (10,000): refused by the store itself, so the value reached it.
+  await assert.rejects(store.search(vectors[5], { k: 3, rerank: 10001 }), (error) => error instanceof InputError && error.field === 'rerank' && /at most/.test(error.message));
 });

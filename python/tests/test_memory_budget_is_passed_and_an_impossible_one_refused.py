@@ -31,6 +31,11 @@ def test_memory_budget(tmp_path):
         with pytest.raises(ratchetdb.InputError) as raised:
             store.search(vectors[5], 3, rerank=0)
         assert raised.value.field == "rerank"
+        # Above Limits::max_k (10,000): refused by the store itself, so the value reached it.
+        with pytest.raises(ratchetdb.InputError) as raised:
+            store.search(vectors[5], 3, rerank=10_001)
+        assert raised.value.field == "rerank"
+        assert "at most" in str(raised.value)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     assert len(narrow) == 3
     for hit in narrow:

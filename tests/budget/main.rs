@@ -8,6 +8,7 @@
 mod search_support;
 
 mod a_damaged_budgeted_snapshot_is_ignored_and_rebuilt;
+mod a_per_document_search_of_a_few_long_documents_finds_k_of_them;
 mod a_space_under_a_budget_is_scanned_from_the_file;
 mod a_store_filled_from_empty_under_a_budget_settles;
 mod a_tight_budget_thins_layer_0_for_the_codes_and_keeps_recall;

@@ -84,7 +84,10 @@ fn stats_takes_a_budget_and_refuses_one_too_small() {
     assert_eq!(searched.code, Some(0), "{}", searched.stderr);
     let best: serde_json::Value =
         serde_json::from_str(searched.stdout.lines().next().unwrap_or_default()).unwrap();
-    assert_eq!(best["id"], "d0", "{}", searched.stdout);
+    // d0's vector repeats every 97 documents (d97, d194, ...): any of them is the query's.
+    let best_id = best["id"].as_str().unwrap_or_default();
+    let index: u32 = best_id.trim_start_matches('d').parse().unwrap_or(1);
+    assert_eq!(index % 97, 0, "{}", searched.stdout);
     let score = best["score"].as_f64().unwrap();
     assert!((score - 1.0).abs() < 1e-5, "{score}");
     let not_a_number = cli::run(

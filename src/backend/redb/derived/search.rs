@@ -453,12 +453,18 @@ pub(crate) fn search(
                 let pool = budget
                     .search(query, fetch, ef, filter_ref)
                     .map_err(ReadError::index_search)?;
-                let exhausted = pool.len() < ef;
                 // The pool is ranked by the codes' estimates; only its head is read from
                 // the file and scored exactly (each id a vectors row read).
                 let width = rerank_width(options, fetch);
+                let held = pool.len();
                 let ids = pool.into_iter().take(width).map(|(id, _)| id).collect();
-                (rerank(snapshot, query, metric, ids, fetch)?, exhausted)
+                let found = rerank(snapshot, query, metric, ids, fetch)?;
+                // Every candidate there is has been seen only when the graph held fewer than
+                // `ef`, all of them were scored, and the scoring kept all it read (fewer than
+                // `fetch`): otherwise a wider pass may find more (ids dropped as not in the
+                // snapshot, chunks of documents already in the hits).
+                let exhausted = held < ef && held <= width && found.len() < fetch;
+                (found, exhausted)
             };
             let (hits, done) = resolve_candidates(snapshot, candidates, k, filter, per_document)?;
             if done || exhausted || (!per_document && fetch >= 1 << 20) {
