@@ -97,12 +97,27 @@ pub const BUDGET_SNAPSHOT: redb::TableDefinition<u32, &[u8]> =
 /// Recall@10 of `store`'s searches at width 64 for `queries`, against the exact top 10 of
 /// `vectors` (documents `v{i}`).
 pub fn recall_at_10(store: &Store, vectors: &[Vec<f32>], queries: &[Vec<f32>]) -> f64 {
+    recall_at_10_with(store, vectors, queries, &SearchOptions::default().ef(64))
+}
+
+/// [`recall_at_10`] at `options`; every hit's score is checked to be the exact one.
+pub fn recall_at_10_with(
+    store: &Store,
+    vectors: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    options: &SearchOptions,
+) -> f64 {
     let mut found = 0usize;
     for query in queries {
         let truth = exact_top_k(vectors, query, 10);
-        let hits = store
-            .search(query, 10, &SearchOptions::default().ef(64))
-            .expect("search");
+        let hits = store.search(query, 10, options).expect("search");
+        for hit in &hits {
+            let exact = search_support::dot(&vectors[doc_index(hit)], query);
+            assert!(
+                (hit.score - exact).abs() < 1e-5,
+                "a hit's score is not exact at {options:?}"
+            );
+        }
         found += hits
             .iter()
             .filter(|hit| truth.contains(&doc_index(hit)))

@@ -6,43 +6,15 @@
 //! width. Without a budget the width is unused. A width of 0, or above `Limits::max_k`, is
 //! an `InputError` naming `rerank`.
 
-use crate::search_support::{
-    assert_verified, doc_index, dot, exact_top_k, ingest_one_chunk_docs, settle, Structured,
-};
-use crate::{open_budgeted, BUDGET, DIM, N};
+use crate::search_support::{assert_verified, ingest_one_chunk_docs, settle, Structured};
+use crate::{open_budgeted, recall_at_10_with, BUDGET, DIM, N};
 use ratchetdb::{Options, ReadError, SearchOptions, Store};
 
 const QUERIES: usize = 100;
+/// Hits asked for (recall@10).
 const K: usize = 10;
 /// Wider than the default rerank width at `k` 10 (400), so that the default scores a part.
 const EF: usize = 1000;
-
-/// Recall@10 of `store`'s searches at `options`, every hit's score checked to be exact.
-fn recall(
-    store: &Store,
-    vectors: &[Vec<f32>],
-    queries: &[Vec<f32>],
-    options: &SearchOptions,
-) -> f64 {
-    let mut found = 0usize;
-    for query in queries {
-        let truth = exact_top_k(vectors, query, K);
-        let hits = store.search(query, K, options).expect("search");
-        assert_eq!(hits.len(), K);
-        for hit in &hits {
-            let exact = dot(&vectors[doc_index(hit)], query);
-            assert!(
-                (hit.score - exact).abs() < 1e-5,
-                "a hit's score is not exact at {options:?}"
-            );
-        }
-        found += hits
-            .iter()
-            .filter(|hit| truth.contains(&doc_index(hit)))
-            .count();
-    }
-    found as f64 / (queries.len() * K) as f64
-}
 
 #[test]
 fn the_rerank_width_bounds_the_candidates_scored_from_the_file() {
@@ -57,9 +29,9 @@ fn the_rerank_width_bounds_the_candidates_scored_from_the_file() {
     assert!(store.index_info().budgeted_bytes > 0);
 
     let wide = SearchOptions::default().ef(EF);
-    let only_k = recall(&store, &vectors, &queries, &wide.clone().rerank(K));
-    let default = recall(&store, &vectors, &queries, &wide);
-    let all = recall(&store, &vectors, &queries, &wide.clone().rerank(EF));
+    let only_k = recall_at_10_with(&store, &vectors, &queries, &wide.clone().rerank(K));
+    let default = recall_at_10_with(&store, &vectors, &queries, &wide);
+    let all = recall_at_10_with(&store, &vectors, &queries, &wide.clone().rerank(EF));
     println!("recall@{K} at ef {EF}: rerank {K} {only_k:.4}, default {default:.4}, all {all:.4}");
     assert!(
         only_k < all,
