@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// How to search. `SearchOptions::default()`: no filter, default effort, exact below the
-/// size where a scan is as fast as the graph.
+/// size where a scan is as fast as the graph. Read from serde (a config file), every field
+/// left out takes its default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct SearchOptions {
     /// Graph search width (`ef`): higher is slower and finds more of the true neighbours.
@@ -25,19 +27,15 @@ pub struct SearchOptions {
     pub documents: Vec<(String, String)>,
     /// Only chunks whose metadata (the chunk's, then its document's) matches this filter
     /// (see [`Filter`]).
-    #[serde(default)]
     pub filter: Option<Filter>,
     /// How a filtered search that is not exact finds its candidates. Default
     /// [`FilterStrategy::Auto`].
-    #[serde(default)]
     pub filter_strategy: FilterStrategy,
     /// BM25's parameters for [`Store::search_text`](crate::Store::search_text) and
     /// [`Store::search_hybrid`](crate::Store::search_hybrid) (default k1 1.2, b 0.75).
-    #[serde(default)]
     pub bm25: crate::text::Bm25,
     /// How [`Store::search_hybrid`](crate::Store::search_hybrid) merges its two rankings
     /// (default reciprocal rank fusion, k 60).
-    #[serde(default)]
     pub fusion: crate::text::Fusion,
     /// One hit per document: the best-scoring chunk of each document, and `k` distinct
     /// documents (fewer only when fewer match). The candidate set widens until it holds `k`
@@ -45,14 +43,12 @@ pub struct SearchOptions {
     /// the top of the ranking never hides the others. Applies to vector, text and hybrid
     /// search, exact and graph search, with or without filters, on both backends. Hybrid
     /// search fuses the chunk rankings first, then keeps each document's best fused chunk.
-    #[serde(default)]
     pub per_document: bool,
     /// The vector space searched (see [`Store::add_space`](crate::Store::add_space));
     /// `None`: the store's active space, as of the search's snapshot. Filters and the text
     /// ranking are the same in every space. A space the store does not have is an
     /// `InputError` naming `space`; on PostgreSQL, any space but `default` is
     /// `Unsupported`.
-    #[serde(default)]
     pub space: Option<String>,
     /// Under a memory budget ([`Options::memory_budget`](crate::Options::memory_budget)):
     /// how many of the graph search's best candidates, ranked by their compact codes, are
@@ -62,7 +58,6 @@ pub struct SearchOptions {
     /// within 0.003 of scoring all `ef` candidates, at 2.0-2.9x the queries per second
     /// (`docs/design.md`). Never fewer than the hits needed; no more than `ef`. Without a budget the index
     /// holds the vectors and scores every candidate exactly; this is then unused.
-    #[serde(default)]
     pub rerank: Option<usize>,
 }
 
