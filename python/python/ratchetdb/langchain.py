@@ -266,6 +266,7 @@ class RatchetVectorStore(VectorStore):
                 sources=[self.source],
                 exact=kwargs.get("exact", False),
                 ef=kwargs.get("ef"),
+                rerank=kwargs.get("rerank"),
             )
         )
         return [(_document(hit), float(hit.score)) for hit in hits]
@@ -311,7 +312,7 @@ class RatchetVectorStore(VectorStore):
         ``lambda_mult`` times its similarity to the query less ``1 - lambda_mult`` times
         its highest similarity to the picks so far (cosine similarity of the stored
         vectors; ``lambda_mult=1`` is plain similarity order, ``0`` the most diverse).
-        ``exact`` and ``ef`` are passed to the vector search."""
+        ``exact``, ``ef`` and ``rerank`` are passed to the vector search."""
         if k < 1:
             raise ValueError(f"k is {k}; it must be at least 1")
         if fetch_k < k:
@@ -329,6 +330,7 @@ class RatchetVectorStore(VectorStore):
                 sources=[self.source],
                 exact=kwargs.get("exact", False),
                 ef=kwargs.get("ef"),
+                rerank=kwargs.get("rerank"),
             )
         )
         if not hits:
@@ -424,7 +426,8 @@ class RatchetVectorStore(VectorStore):
         """The ``k`` best chunks by both ``query``'s embedding (nearest neighbours) and its
         words (BM25), merged by reciprocal rank fusion (``rrf_k``, default 60) or, with
         ``vector_weight`` (0: words only, 1: vectors only), by a weighted sum of the scaled
-        scores; with the fused scores, best first. ``ef`` is passed to the vector search."""
+        scores; with the fused scores, best first. ``ef`` and ``rerank`` are passed to the
+        vector search."""
         embedding = np.asarray(self.embedding.embed_query(query), dtype=np.float32)
         hits = self._hits(
             lambda: self.store.search_hybrid(
@@ -434,6 +437,7 @@ class RatchetVectorStore(VectorStore):
                 where=filter,
                 sources=[self.source],
                 ef=kwargs.get("ef"),
+                rerank=kwargs.get("rerank"),
                 rrf_k=rrf_k,
                 vector_weight=vector_weight,
             )

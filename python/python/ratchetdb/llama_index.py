@@ -371,7 +371,7 @@ class RatchetVectorStore(BasePydanticVectorStore):
         order picked; a candidate whose document was rewritten between the search and the
         read of its stored vector is left out). Any other mode raises ``ValueError``. A
         similarity is the store's score (cosine similarity, BM25 score or fused score).
-        ``exact`` and ``ef`` (keyword arguments) are passed to the vector search."""
+        ``exact``, ``ef`` and ``rerank`` (keyword arguments) are passed to the vector search."""
         mode = VectorStoreQueryMode(query.mode)
         if mode not in _MODES:
             raise ValueError(_mode_refusal(mode))
@@ -408,6 +408,7 @@ class RatchetVectorStore(BasePydanticVectorStore):
                     sources=sources,
                     exact=kwargs.get("exact", False),
                     ef=kwargs.get("ef"),
+                    rerank=kwargs.get("rerank"),
                 )
 
         elif mode == VectorStoreQueryMode.TEXT_SEARCH:
@@ -440,6 +441,7 @@ class RatchetVectorStore(BasePydanticVectorStore):
                     sources=sources,
                     exact=kwargs.get("exact", False),
                     ef=kwargs.get("ef"),
+                    rerank=kwargs.get("rerank"),
                 )
                 candidates = [
                     (hit, stored)
@@ -478,6 +480,7 @@ class RatchetVectorStore(BasePydanticVectorStore):
                     where=where,
                     sources=sources,
                     ef=kwargs.get("ef"),
+                    rerank=kwargs.get("rerank"),
                     vector_weight=alpha,
                 )
 
