@@ -4,11 +4,8 @@
 //! The budget still holds (the index's own accounting plus the page cache), and recall@10
 //! against exact search stays at least 0.95 with every hit's score exact.
 
-use crate::search_support::{
-    assert_verified, doc_index, dot, exact_top_k, ingest_one_chunk_docs, settle, Structured,
-};
-use crate::{open_budgeted, DIM, N};
-use ratchetdb::SearchOptions;
+use crate::search_support::{assert_verified, ingest_one_chunk_docs, settle, Structured};
+use crate::{open_budgeted, recall_at_10, DIM, N};
 
 /// 2.75 MiB: a little above the smallest budget for 5000 x 384-d.
 const TIGHT: u64 = 11 << 18;
@@ -35,26 +32,7 @@ fn a_tight_budget_keeps_recall_and_exact_scores() {
         "index {} + cache {cache} > {TIGHT}",
         info.budgeted_bytes
     );
-    let mut found = 0usize;
-    for query in &queries {
-        let truth = exact_top_k(&vectors, query, K);
-        let hits = store
-            .search(query, K, &SearchOptions::default().ef(64))
-            .expect("search");
-        assert_eq!(hits.len(), K);
-        for hit in &hits {
-            let exact = dot(&vectors[doc_index(hit)], query);
-            assert!(
-                (hit.score - exact).abs() < 1e-5,
-                "a hit's score is not exact"
-            );
-        }
-        found += hits
-            .iter()
-            .filter(|hit| truth.contains(&doc_index(hit)))
-            .count();
-    }
-    let recall = found as f64 / (QUERIES * K) as f64;
+    let recall = recall_at_10(&store, &vectors, &queries);
     println!("recall@{K} at a budget of {TIGHT} bytes, {N} x {DIM}: {recall:.4}");
     assert!(recall >= 0.95, "recall@{K} = {recall:.4} < 0.95");
     assert_verified(&store, "after the searches");

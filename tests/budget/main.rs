@@ -7,6 +7,9 @@
 #[path = "../search_support/mod.rs"]
 mod search_support;
 
+/// One writer racing searches (the racing writer scenarios).
+mod race;
+
 mod a_damaged_budgeted_snapshot_is_ignored_and_rebuilt;
 mod a_per_document_search_of_a_few_long_documents_finds_k_of_them;
 mod a_space_under_a_budget_is_scanned_from_the_file;
@@ -100,7 +103,7 @@ pub fn recall_at_10(store: &Store, vectors: &[Vec<f32>], queries: &[Vec<f32>]) -
     recall_at_10_with(store, vectors, queries, &SearchOptions::default().ef(64))
 }
 
-/// [`recall_at_10`] at `options`; every hit's score is checked to be the exact one.
+/// [`recall_at_10`] at `options`; every search must return 10 hits, each with the exact score.
 pub fn recall_at_10_with(
     store: &Store,
     vectors: &[Vec<f32>],
@@ -111,6 +114,7 @@ pub fn recall_at_10_with(
     for query in queries {
         let truth = exact_top_k(vectors, query, 10);
         let hits = store.search(query, 10, options).expect("search");
+        assert_eq!(hits.len(), 10, "fewer hits than asked for at {options:?}");
         for hit in &hits {
             let exact = search_support::dot(&vectors[doc_index(hit)], query);
             assert!(

@@ -3,31 +3,12 @@
 //! revision's vector), of a revision not older than the one acknowledged before the search
 //! began. Filters inside the traversal keep to the filtered documents.
 
-use crate::search_support::{dot, normalized, random_vector, settle, Rng};
+use crate::race::{self, revision, Race};
+use crate::search_support::settle;
 use crate::{open_budgeted, BUDGET};
-use ratchetdb::{Chunk, Document, Op, SearchOptions, Version};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-const DIM: usize = 64;
 const DOCS: u64 = 2000;
-const ROUNDS: u64 = 40;
-const SEARCHES: usize = 300;
-
-/// Revision `version` of document `doc`'s one vector.
-fn vector(doc: u64, version: u64) -> Vec<f32> {
-    normalized(random_vector(&mut Rng::new(doc * 1_000_003 + version), DIM))
-}
-
-fn revision(doc: u64, version: u64) -> Op {
-    Op::Upsert(
-        Document::new("s", format!("d{doc}"), Version::number(version)).with_chunk(Chunk::new(
-            format!("d{doc} v{version}"),
-            vector(doc, version),
-        )),
-    )
-}
 
 #[test]
 fn hits_are_whole_revisions_no_older_than_acknowledged() {
@@ -38,59 +19,14 @@ fn hits_are_whole_revisions_no_older_than_acknowledged() {
         .expect("first revisions");
     store.build_index().expect("build");
     settle(&store);
-    let acknowledged: Arc<Mutex<HashMap<u64, u64>>> =
-        Arc::new(Mutex::new((0..DOCS).map(|d| (d, 1)).collect()));
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (store, acknowledged, done) = (store.clone(), acknowledged.clone(), done.clone());
-        std::thread::spawn(move || {
-            let mut rng = Rng::new(5);
-            for round in 2..ROUNDS + 2 {
-                let docs: Vec<u64> = (0..100).map(|_| rng.below(DOCS)).collect();
-                let ops = docs.iter().map(|&d| revision(d, round)).collect();
-                for result in store.write_batch(ops).expect("write") {
-                    result.expect("a revision");
-                }
-                let mut acked = acknowledged.lock().expect("lock");
-                for d in docs {
-                    acked.insert(d, round);
-                }
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    let mut rng = Rng::new(9);
-    let mut searches = 0;
-    while searches < SEARCHES || !done.load(Ordering::SeqCst) {
-        let query = normalized(random_vector(&mut rng, DIM));
-        let before = acknowledged.lock().expect("lock").clone();
-        let filtered = searches.is_multiple_of(3);
-        let mut options = SearchOptions::default().ef(64);
-        if filtered {
-            for d in (0..DOCS).step_by(2) {
-                options = options.document("s", format!("d{d}"));
-            }
-        }
-        let hits = store.search(&query, 10, &options).expect("search");
-        assert_eq!(hits.len(), 10);
-        for hit in hits {
-            let doc: u64 = hit.id[1..].parse().expect("doc id");
-            let version = hit.version.value;
-            assert_eq!(hit.text, format!("d{doc} v{version}"), "a mixed revision");
-            assert!(
-                version >= before[&doc],
-                "d{doc}: v{version} is older than acknowledged"
-            );
-            assert!(
-                (dot(&vector(doc, version), &query) - hit.score).abs() < 1e-5,
-                "d{doc}: the score is not the exact one of v{version}"
-            );
-            assert!(
-                !filtered || doc.is_multiple_of(2),
-                "d{doc} passed a filter it fails"
-            );
-        }
-        searches += 1;
-    }
-    writer.join().expect("writer");
+    race::run(
+        &store,
+        Race {
+            docs: DOCS,
+            rounds: 40,
+            searches: 300,
+            seeds: (5, 9),
+            filter_every: Some(3),
+        },
+    );
 }
