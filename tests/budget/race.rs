@@ -80,7 +80,7 @@ pub fn run(store: &Arc<Store>, race: Race) {
     while searches < at_least || !done.load(Ordering::SeqCst) {
         let query = normalized(random_vector(&mut rng, DIM));
         let before = acknowledged.lock().expect("lock").clone();
-        let filtered = filter_every.is_some_and(|every| searches % every == 0);
+        let filtered = filter_every.is_some_and(|every| searches.is_multiple_of(every));
         let mut options = SearchOptions::default().ef(64);
         if filtered {
             for d in (0..docs).step_by(2) {
