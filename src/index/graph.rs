@@ -1657,10 +1657,10 @@ mod tests {
     }
 
     // Regression (a CI rehearsal, `outliers_pruned_out_of_the_graph_are_still_found`: 25
-    // points linked in parallel were left linked only among themselves and outward; one of
-    // them was on the top level, and a walk from every top-level point counted them all
-    // reached, so none was scored outside, and a search whose descent ended elsewhere
-    // could not find them at any width).
+    // points of one batch linked in parallel were found by no search at full width, yet
+    // not scored outside: the count took a point as reached when linked from the entry or
+    // from any top-level point, and a search widens only from where its descent ends).
+    // Here the island's top-level point made it count as reached.
     #[test]
     fn an_island_holding_a_top_level_point_is_not_reached() {
         // Layer 0: 0 (the entry) <-> 1 <-> 2; 3 <-> 4, and 3 -> 0. Layer 1: 0 <-> 3.
