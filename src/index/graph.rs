@@ -185,170 +185,35 @@ fn entry_of(saved: Option<u32>, levels: &[u8], present: &[bool]) -> Option<Optio
 
 /// [`reached_slots`] from a loaded graph's entry (`None`: an empty graph, or none of its
 /// points has a vector: nothing is reached).
-fn reached_from(links: &LinksView<'_>, entry: Option<usize>) -> Vec<bool> {
-    match entry.and_then(|e| Some((e, *links.levels.get(e)?))) {
-        Some((entry, top)) => reached_slots(links, entry as u32, usize::from(top)),
-        None => vec![false; links.levels.len()],
+fn reached_from(layer0: &[AtomicU32], m0: usize, levels: &[u8], entry: Option<usize>) -> Vec<bool> {
+    match entry.filter(|&e| e < levels.len()) {
+        Some(entry) => reached_slots(layer0, m0, levels.len(), entry as u32),
+        None => vec![false; levels.len()],
     }
 }
 
-/// A graph's links, as [`reached_slots`] reads them: layer 0 (`m0` + 1 words a row) and
-/// the rows above it (`upper[upper_at[slot]]`: per layer `1..=level`, `m` + 1 words).
-struct LinksView<'a> {
-    layer0: &'a [AtomicU32],
-    m0: usize,
-    levels: &'a [u8],
-    upper_at: &'a [u32],
-    upper: &'a [Box<[AtomicU32]>],
-    m: usize,
-}
-
-impl LinksView<'_> {
-    /// The slots linked from `slot` in any layer above 0.
-    fn upper_neighbours(&self, slot: u32, mut f: impl FnMut(u32)) {
-        let Some(rows) = self
-            .upper_at
-            .get(slot as usize)
-            .and_then(|&at| self.upper.get(at as usize))
-        else {
-            return;
-        };
-        for row in rows.chunks_exact(self.m + 1) {
-            Hnsw::neighbours(row).for_each(&mut f);
-        }
-    }
-
-    /// The slots linked from `slot` in layer 0.
-    fn layer0_row(&self, slot: u32) -> &[AtomicU32] {
-        let at = slot as usize * (self.m0 + 1);
-        self.layer0.get(at..at + self.m0 + 1).unwrap_or(&[])
-    }
-}
-
-/// Which slots every search reaches when its walk is wide enough to visit all it can.
-/// A search descends greedily from `entry` through the upper layers and then widens in
-/// layer 0 from the point its descent ended at: `entry` itself when `top` is 0, otherwise
-/// a point the upper layers' links lead to, which one depending on the query. From there
-/// it can only visit what the layer-0 links lead to. So a slot counts as reached when it
-/// is linked in layer 0 from `entry`, and also from every point a descent can end at that
-/// cannot reach `entry` itself (one that can reaches all `entry` reaches). A slot reached
-/// only from some of those starting points is not reached: the searches that start
-/// elsewhere would miss it.
+/// Which slots every search wide enough to visit all it can reaches: everything linked in
+/// layer 0 (`m0` + 1 words a row) from `entry`. A search widens in layer 0 from where its
+/// descent ended and from `entry` as well (`Hnsw::search_admitting`), so what `entry`'s
+/// links lead to is visited whatever the query. (Not from every point of the top level: a
+/// search may start from none of them.)
 ///
-/// Invariant: no search walking every point it can reach misses a slot marked reached.
-fn reached_slots(links: &LinksView<'_>, entry: u32, top: usize) -> Vec<bool> {
-    let n = links.levels.len();
-    let walk = |from: u32| -> Vec<bool> {
-        let mut reached = vec![false; n];
-        let Some(seen) = reached.get_mut(from as usize) else {
-            return reached;
-        };
-        *seen = true;
-        let mut stack: Vec<u32> = vec![from];
-        while let Some(slot) = stack.pop() {
-            for next in Hnsw::neighbours(links.layer0_row(slot)) {
-                if let Some(seen) = reached.get_mut(next as usize) {
-                    if !*seen {
-                        *seen = true;
-                        stack.push(next);
-                    }
-                }
-            }
-        }
-        reached
-    };
-    if top == 0 {
-        return walk(entry);
-    }
-    // Where a descent can end (the points the upper layers' links lead to from `entry`),
-    // and which of them reach `entry` in layer 0: beside the walk from `entry` on a large
-    // graph (they read the same rows, and write nothing shared).
-    let ends_reaching_entry = || {
-        let mut ends = vec![false; n];
-        let mut stack = vec![entry];
-        if let Some(seen) = ends.get_mut(entry as usize) {
-            *seen = true;
-        }
-        while let Some(slot) = stack.pop() {
-            links.upper_neighbours(slot, |next| {
-                if let Some(seen) = ends.get_mut(next as usize) {
-                    if !*seen {
-                        *seen = true;
-                        stack.push(next);
-                    }
-                }
-            });
-        }
-        let reaches_entry = reaching(links.layer0, links.m0, &ends, entry);
-        (ends, reaches_entry)
-    };
-    let (mut reached, (ends, reaches_entry)) = if n >= PARALLEL_MIN {
-        join_threads(|| walk(entry), ends_reaching_entry)
-    } else {
-        (walk(entry), ends_reaching_entry())
-    };
-    for (slot, &end) in ends.iter().enumerate() {
-        if end && !reaches_entry.get(slot).copied().unwrap_or(false) {
-            let from_there = walk(slot as u32);
-            for (kept, also) in reached.iter_mut().zip(from_there) {
-                *kept &= also;
-            }
-        }
-    }
-    reached
-}
-
-/// Which of `ends` reach `target` through layer-0 links (the other slots' marks say only
-/// that they do, when marked): a walk of the reversed links, gathered once (a word per
-/// link), ended as soon as every one of `ends` is found.
-fn reaching(layer0: &[AtomicU32], m0: usize, ends: &[bool], target: u32) -> Vec<bool> {
-    let n = ends.len();
-    let rows = || layer0.chunks_exact(m0 + 1).take(n);
-    // `first[v]..first[v + 1]`: where the slots linking to `v` go in `from`.
-    let mut first = vec![0usize; n + 1];
-    for row in rows() {
-        for next in Hnsw::neighbours(row) {
-            if let Some(count) = first.get_mut(next as usize + 1) {
-                *count += 1;
-            }
-        }
-    }
-    for v in 1..first.len() {
-        first[v] += first[v - 1];
-    }
-    let mut from = vec![0u32; first[n]];
-    let mut filled = first.clone();
-    for (slot, row) in rows().enumerate() {
-        for next in Hnsw::neighbours(row) {
-            let next = next as usize;
-            // (A row rewritten between the two passes could add links: those are skipped.)
-            if next >= n || filled[next] >= first[next + 1] {
-                continue;
-            }
-            from[filled[next]] = slot as u32;
-            filled[next] += 1;
-        }
-    }
+/// Invariant: a search whose walk visits every point it can reach misses no slot marked
+/// reached.
+fn reached_slots(layer0: &[AtomicU32], m0: usize, n: usize, entry: u32) -> Vec<bool> {
     let mut reached = vec![false; n];
-    let mut unfound = ends.iter().filter(|&&end| end).count();
-    let Some(seen) = reached.get_mut(target as usize) else {
-        return reached;
-    };
-    *seen = true;
-    unfound -= usize::from(ends[target as usize]);
-    let mut stack = vec![target];
-    while let Some(v) = stack.pop() {
-        if unfound == 0 {
-            break;
-        }
-        let v = v as usize;
-        let linking = from.get(first[v]..filled[v]).unwrap_or(&[]);
-        for &slot in linking {
-            if let Some(seen) = reached.get_mut(slot as usize) {
+    let mut stack: Vec<u32> = vec![entry];
+    if let Some(seen) = reached.get_mut(entry as usize) {
+        *seen = true;
+    }
+    while let Some(slot) = stack.pop() {
+        let at = slot as usize * (m0 + 1);
+        let row = layer0.get(at..at + m0 + 1).unwrap_or(&[]);
+        for next in Hnsw::neighbours(row) {
+            if let Some(seen) = reached.get_mut(next as usize) {
                 if !*seen {
                     *seen = true;
-                    unfound -= usize::from(ends[slot as usize]);
-                    stack.push(slot);
+                    stack.push(next);
                 }
             }
         }
@@ -1217,7 +1082,8 @@ impl Hnsw {
             Some(coded) => coded.distance(self.code(&points, slot)),
             None => exact(slot),
         };
-        let mut current = Near(dist(entry), entry);
+        let start = Near(dist(entry), entry);
+        let mut current = start;
         #[cfg(any(test, feature = "testkit"))]
         let mut descent = 1usize;
         for layer in (1..=top).rev() {
@@ -1256,6 +1122,19 @@ impl Hnsw {
             let mut best = BinaryHeap::with_capacity(ef.min(points_len).saturating_add(1));
             if admitted(current.1) {
                 best.push(current);
+            }
+            // The entry widens the walk too (its distance is known): a search wide enough
+            // then visits all that layer 0 links lead to from the entry, wherever its
+            // descent ended, which is what `reached_slots` counts on. A narrow search never
+            // expands it (it is far from where the descent led).
+            if start.1 != current.1 {
+                if let Some(mark_of) = visited.marks.get_mut(start.1 as usize) {
+                    *mark_of = mark;
+                    frontier.push(Reverse(start));
+                    if admitted(start.1) {
+                        keep_best(&mut best, start, ef);
+                    }
+                }
             }
             let mut ending = Ending::Drained;
             let mut distances = 0usize;
@@ -1352,25 +1231,16 @@ impl Hnsw {
     }
 
     /// Ids of the points some search would miss however wide: not linked through layer 0
-    /// (where every search ends, widening from the point its descent reached) from every
-    /// point a descent can end at ([`reached_slots`]). The heuristic drops a point from a
+    /// from the entry point ([`reached_slots`]). The heuristic drops a point from a
     /// neighbour's row when closer, more diverse points fill it, so an outlier can be left
-    /// with no incoming layer-0 link at all, and a batch linked in parallel can be left
-    /// linked only among itself and outward. A pass over the layer-0 links each way.
+    /// with no incoming layer-0 link at all, and a batch linked in parallel only among
+    /// itself and outward. One pass over the layer-0 rows the entry's links lead to.
     pub(crate) fn unreachable_ids(&self) -> Vec<u64> {
         let points = self.points.read();
-        let Some((entry, top)) = self.entry() else {
+        let Some((entry, _)) = self.entry() else {
             return points.ids.clone();
         };
-        let links = LinksView {
-            layer0: &points.layer0,
-            m0: self.m0,
-            levels: &points.levels,
-            upper_at: &points.upper_at,
-            upper: &points.upper,
-            m: self.m,
-        };
-        let reached = reached_slots(&links, entry, top);
+        let reached = reached_slots(&points.layer0, self.m0, points.ids.len(), entry);
         points
             .ids
             .iter()
@@ -1489,17 +1359,7 @@ impl Hnsw {
             let all = vec![true; n];
             let (upper_at, upper) = upper_rows(&levels, &upper_words, m, &all)?;
             let entry = entry_of(saved_entry, &levels, &all)?;
-            let reached = reached_from(
-                &LinksView {
-                    layer0: &layer0,
-                    m0,
-                    levels: &levels,
-                    upper_at: &upper_at,
-                    upper: &upper,
-                    m,
-                },
-                entry,
-            );
+            let reached = reached_from(&layer0, m0, &levels, entry);
             Some(Links {
                 layer0,
                 upper_at,
@@ -1527,17 +1387,7 @@ impl Hnsw {
             }
             let (upper_at, upper) = upper_rows(&levels, &upper_words, m, &present)?;
             let entry = entry_of(saved_entry, &levels, &present)?;
-            let reached = reached_from(
-                &LinksView {
-                    layer0: &layer0,
-                    m0,
-                    levels: &levels,
-                    upper_at: &upper_at,
-                    upper: &upper,
-                    m,
-                },
-                entry,
-            );
+            let reached = reached_from(&layer0, m0, &levels, entry);
             Links {
                 layer0,
                 upper_at,
@@ -1604,102 +1454,69 @@ impl Hnsw {
 
 #[cfg(test)]
 mod tests {
-    use super::{reached_slots, LinksView, Visited};
+    use super::{reached_slots, GraphParts, Hnsw, Visited};
+    use crate::index::Metric;
     use std::sync::atomic::AtomicU32;
 
-    /// Rows of `m` = 2 slots: a count, then the links, then unused zeros.
-    fn rows(links: &[&[u32]]) -> Vec<AtomicU32> {
-        links
-            .iter()
+    /// Rows of `m0` = 4 slots: a count, then the links, then unused zeros.
+    fn words(rows: &[&[u32]]) -> Vec<u32> {
+        rows.iter()
             .flat_map(|links| {
+                assert!(links.len() <= 4);
                 let mut row = vec![links.len() as u32];
                 row.extend_from_slice(links);
-                row.resize(3, 0);
+                row.resize(5, 0);
                 row
             })
-            .map(AtomicU32::new)
             .collect()
     }
 
-    /// [`reached_slots`] of a graph with `m` = 2 (`m0` = 2 too, for small rows): layer 0's
-    /// links, the levels, and each upper point's layer-1 links (its higher layers empty).
-    fn reached(
-        layer0: &[&[u32]],
-        levels: &[u8],
-        layer1: &[(u32, &[u32])],
-        top: usize,
-    ) -> Vec<bool> {
-        let mut upper_at = vec![u32::MAX; levels.len()];
-        let mut upper: Vec<Box<[AtomicU32]>> = Vec::new();
-        for (slot, &level) in levels.iter().enumerate() {
-            if level == 0 {
-                continue;
-            }
-            let links: &[u32] = layer1
-                .iter()
-                .find(|(at, _)| *at as usize == slot)
-                .map_or(&[], |(_, links)| links);
-            let mut layers = vec![links];
-            layers.resize(usize::from(level), &[]);
-            upper_at[slot] = upper.len() as u32;
-            upper.push(rows(&layers).into_boxed_slice());
-        }
-        let layer0 = rows(layer0);
-        let view = LinksView {
-            layer0: &layer0,
-            m0: 2,
-            levels,
-            upper_at: &upper_at,
-            upper: &upper,
-            m: 2,
-        };
-        reached_slots(&view, 0, top)
-    }
+    /// Layer 0: 0 (the entry) <-> 1 <-> 2; an island 3 <-> 4 linked neither to nor from
+    /// the rest (a batch whose own rows hold only each other: duplicates, say). Layer 1:
+    /// 0 <-> 3.
+    const LAYER0: [&[u32]; 5] = [&[1], &[0, 2], &[1], &[4], &[3]];
+    const LEVELS: [u8; 5] = [1, 0, 0, 1, 0];
 
     // Regression (a CI rehearsal, `outliers_pruned_out_of_the_graph_are_still_found`: 25
     // points of one batch linked in parallel were found by no search at full width, yet
-    // not scored outside: the count took a point as reached when linked from the entry or
-    // from any top-level point, and a search widens only from where its descent ends).
-    // Here the island's top-level point made it count as reached.
+    // not scored outside): the count took a point as reached when layer-0 links led to it
+    // from the entry or from any point of the top level, and a search widened only from
+    // where its descent ended. Here the island's point on the top level made it count.
     #[test]
     fn an_island_holding_a_top_level_point_is_not_reached() {
-        // Layer 0: 0 (the entry) <-> 1 <-> 2; 3 <-> 4, and 3 -> 0. Layer 1: 0 <-> 3.
-        let layer0: [&[u32]; 5] = [&[1], &[0, 2], &[1], &[4, 0], &[3]];
-        let reached = reached(&layer0, &[1, 0, 0, 1, 0], &[(0, &[3]), (3, &[0])], 1);
+        let layer0: Vec<AtomicU32> = words(&LAYER0).into_iter().map(AtomicU32::new).collect();
+        let reached = reached_slots(&layer0, 4, LEVELS.len(), 0);
         assert_eq!(reached, [true, true, true, false, false]);
     }
 
-    // A point a descent can end at that cannot reach the entry starts some searches: what
-    // counts as reached is only what both walks reach.
+    // A search whose descent ends in the island (the query sits there) still visits what
+    // the entry's links lead to when it is wide enough: every point counted reached is
+    // found, and the island (counted unreached, scored outside by the store) as well.
     #[test]
-    fn a_descent_end_that_cannot_reach_the_entry_narrows_what_is_reached() {
-        // Layer 0: 0 (the entry) -> 1 -> 2; 3 -> 1, nothing leads back to 0. Layer 1: 0 <-> 3.
-        let layer0: [&[u32]; 4] = [&[1], &[2], &[], &[1]];
-        let reached = reached(&layer0, &[1, 0, 0, 1], &[(0, &[3]), (3, &[0])], 1);
-        assert_eq!(reached, [false, true, true, false]);
-    }
-
-    // A point above layer 0 that no upper link leads to (one whose vector is gone, its
-    // links dropped on load) is no descent's end, and narrows nothing.
-    #[test]
-    fn an_upper_point_no_descent_reaches_narrows_nothing() {
-        let layer0: [&[u32]; 4] = [&[1], &[2], &[], &[1]];
-        let reached = reached(&layer0, &[1, 0, 0, 1], &[], 1);
-        assert_eq!(reached, [true, true, true, false]);
-    }
-
-    // Descent ends that reach the entry: everything the entry reaches counts, and a point
-    // nothing links to does not.
-    #[test]
-    fn descent_ends_that_reach_the_entry_keep_all_it_reaches() {
-        // Layer 0: a ring 0 -> 1 -> 2 -> 3 -> 0; 4 links into it, nothing to 4.
-        // Layer 1: 0 <-> 2 (0 is on level 2).
-        let layer0: [&[u32]; 5] = [&[1], &[2], &[3], &[0], &[0]];
-        let reached_up = reached(&layer0, &[2, 0, 1, 0, 0], &[(0, &[2]), (2, &[0])], 2);
-        assert_eq!(reached_up, [true, true, true, true, false]);
-        // With no upper layer the search starts at the entry itself.
-        let flat = reached(&layer0, &[0; 5], &[], 0);
-        assert_eq!(flat, [true, true, true, true, false]);
+    fn a_wide_search_whose_descent_ends_in_an_island_finds_what_the_entry_reaches() {
+        let parts = GraphParts {
+            m: 2,
+            ef_construction: 8,
+            ids: (10..15).collect(),
+            levels: LEVELS.to_vec(),
+            layer0: words(&LAYER0),
+            // Slot 0's layer-1 row, then slot 3's (`M` = 2).
+            upper: vec![1, 3, 0, 1, 0, 0],
+            entry: Some(0),
+            quant: None,
+        };
+        let vectors: [[f32; 1]; 5] = [[0.0], [1.0], [2.0], [100.0], [101.0]];
+        let (graph, unreached) = Hnsw::from_parts(Metric::L2, 1, parts, |slot| {
+            vectors.get(slot).map(|v| &v[..])
+        })
+        .expect("parts fit");
+        assert_eq!(unreached, [3, 4]);
+        let mut found: Vec<u64> = graph.search(&[100.0], 5, 5).iter().map(|h| h.0).collect();
+        found.sort_unstable();
+        assert_eq!(found, [10, 11, 12, 13, 14]);
+        // A narrow search stays where its descent led.
+        let near: Vec<u64> = graph.search(&[100.0], 1, 1).iter().map(|h| h.0).collect();
+        assert_eq!(near, [13]);
     }
 
     // The marks are 16-bit: they wrap every 65,535 traversals, and a mark reused from
