@@ -1125,8 +1125,8 @@ impl Hnsw {
             }
             // The entry widens the walk too (its distance is known): a search wide enough
             // then visits all that layer 0 links lead to from the entry, wherever its
-            // descent ended, which is what `reached_slots` counts on. A narrow search never
-            // expands it (it is far from where the descent led).
+            // descent ended, which is what `reached_slots` counts on. A narrow search expands
+            // it only if it is among the nearest found (it is usually far from the query).
             if start.1 != current.1 {
                 if let Some(mark_of) = visited.marks.get_mut(start.1 as usize) {
                     *mark_of = mark;
