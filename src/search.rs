@@ -11,9 +11,10 @@ use std::collections::HashSet;
 
 /// How to search. `SearchOptions::default()`: no filter, default effort, exact below the
 /// size where a scan is as fast as the graph. Read from serde (a config file), every field
-/// left out takes its default.
+/// left out takes its default, and a field it does not have is an error naming it (a
+/// misspelt option would otherwise be its default without a word).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SearchOptions {
     /// Graph search width (`ef`): higher is slower and finds more of the true neighbours.

@@ -469,6 +469,10 @@ fn bad_filters_and_search_bounds_are_refused_and_change_nothing() {
     let good_options: SearchOptions =
         serde_json::from_value(json!({"filter": {"lang": "en"}})).expect("a good filter alone");
     assert!(good_options.filter.is_some());
+    // A misspelt option is refused naming it, not read as the default.
+    let misspelt = serde_json::from_value::<SearchOptions>(json!({"filtr": {"lang": "en"}}))
+        .expect_err("an unknown option");
+    assert!(misspelt.to_string().contains("`filtr`"), "{misspelt}");
     let mut deep = json!({"lang": "en"});
     for _ in 0..100 {
         deep = json!({ "$not": deep });
