@@ -273,6 +273,12 @@ struct Inner {
     entry: Option<(u32, u8)>,
     live_count: usize,
     rng: u64,
+    /// Live points that the last [`Inner::walk`] did not reach through layer 0 from the
+    /// entry: a search seeds its layer-0 walk with them, as it does with every point
+    /// added since (`walked..`), so no point is out of a wide search's reach.
+    unreached: Vec<u32>,
+    /// Points in the graph at the last walk.
+    walked: usize,
 }
 
 /// See the module documentation.
@@ -312,9 +318,93 @@ impl Visited {
             _ => false,
         }
     }
+    /// Whether `slot` is marked.
+    fn contains(&self, slot: u32) -> bool {
+        self.0
+            .get(slot as usize / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
 }
 
+/// Points added since the last walk that start another: at least [`WALK_EVERY_MIN`], or
+/// 1/[`WALK_EVERY_SHARE`] of the graph, so a search seeds at most that many points besides
+/// the unreached ones and walks cost O(links) per that many inserts.
+fn walk_every(points: usize) -> usize {
+    (points / WALK_EVERY_SHARE).max(WALK_EVERY_MIN)
+}
+
+/// See [`walk_every`].
+const WALK_EVERY_MIN: usize = 1024;
+
+/// See [`walk_every`].
+const WALK_EVERY_SHARE: usize = 128;
+
+/// Rows a walk asks for ahead of the one it reads ([`Inner::walk`]).
+const WALK_PREFETCH: usize = 16;
+
 impl Inner {
+    /// Records which live points the entry's layer-0 links do not lead to. The neighbour
+    /// heuristic can leave a point with no incoming link, and a batch linked in parallel
+    /// only among itself and outward: no search from the entry could find them, however
+    /// wide. A search seeds its layer-0 walk with them instead (`search`).
+    fn walk(&mut self, m0: usize) {
+        let n = self.ids.len();
+        let mut reached = Visited::new(n);
+        // Breadth first, each point once in `queue`: the rows a few places ahead are asked
+        // for while this one is read (a row is a cache miss; depth first, the walk waited on
+        // each in turn: 280 ms at 1M points against 116 MB of links).
+        let mut queue: Vec<u32> = Vec::new();
+        if let Some((entry, _)) = self.entry {
+            if reached.insert(entry) {
+                queue.push(entry);
+            }
+        }
+        let row = |slot: u32| {
+            let at = slot as usize * m0;
+            self.layer0.get(at..at + m0).unwrap_or(&[])
+        };
+        let mut head = 0;
+        while let Some(&slot) = queue.get(head) {
+            if let Some(&ahead) = queue.get(head + WALK_PREFETCH) {
+                prefetch_lines(row(ahead), usize::MAX);
+            }
+            head += 1;
+            for &next in row(slot) {
+                if next == EMPTY {
+                    break;
+                }
+                if reached.insert(next) {
+                    queue.push(next);
+                }
+            }
+        }
+        drop(queue);
+        let unreached: Vec<u32> = (0..n as u32)
+            .filter(|&slot| self.is_live(slot) && !reached.contains(slot))
+            .collect();
+        self.unreached = unreached;
+        self.walked = n;
+    }
+
+    /// Walks ([`Self::walk`]) when [`walk_every`] points were added since the last walk.
+    fn walk_when_due(&mut self, m0: usize) {
+        if self.ids.len() - self.walked.min(self.ids.len()) >= walk_every(self.ids.len()) {
+            self.walk(m0);
+        }
+    }
+
+    /// The points a search seeds its layer-0 walk with besides its descent's end and the
+    /// entry: the live ones among those the last walk did not reach and those added since.
+    fn seeds(&self) -> impl Iterator<Item = u32> + '_ {
+        let n = self.ids.len() as u32;
+        let since = self.walked.min(self.ids.len()) as u32;
+        self.unreached
+            .iter()
+            .copied()
+            .chain(since..n)
+            .filter(|&slot| self.is_live(slot))
+    }
+
     fn is_live(&self, slot: u32) -> bool {
         self.live
             .get(slot as usize / 64)
@@ -397,6 +487,8 @@ impl BudgetIndex {
                 entry: None,
                 live_count: 0,
                 rng: 0x5EED,
+                unreached: Vec::new(),
+                walked: 0,
             }),
             closed: AtomicBool::new(false),
         })
@@ -538,6 +630,7 @@ impl BudgetIndex {
             + inner.levels.capacity()
             + inner.layer0.capacity() * 4
             + inner.live.capacity() * 8
+            + inner.unreached.capacity() * 4
             + upper
             + pending
             + inner.quantizer.as_ref().map_or(0, |q| q.heap_bytes())) as u64
@@ -597,6 +690,12 @@ impl BudgetIndex {
             }
         }
         Ok(())
+    }
+
+    /// Walks layer 0 from the entry now (see [`Inner::walk`]): a load ends with one, so
+    /// its searches seed no point added during it.
+    pub(crate) fn walk(&self) {
+        self.inner.write().walk(self.m0);
     }
 
     /// Removes `id`; returns whether it was live.
@@ -672,6 +771,7 @@ impl BudgetIndex {
         inner.slot_of.insert(id, slot);
         inner.live_count += 1;
         self.link(inner, slot, &table);
+        inner.walk_when_due(self.m0);
     }
 
     /// Links the appended point `slot`, whose query table is `table`, into the graph (it
@@ -885,14 +985,28 @@ impl BudgetIndex {
         }
         if let (Some(quantizer), Some((entry, top))) = (&inner.quantizer, inner.entry) {
             let table = quantizer.table(query);
-            let mut nearest = Near(table.distance(inner.code(entry, self.plan.code_len)), entry);
+            let start = Near(table.distance(inner.code(entry, self.plan.code_len)), entry);
+            let mut nearest = start;
             for layer in (1..=usize::from(top)).rev() {
                 nearest = self.greedy(&inner, &table, nearest, layer);
             }
             let admit = |slot: u32| {
                 inner.is_live(slot) && filter.is_none_or(|f| f(inner.ids[slot as usize]))
             };
-            let found = self.search_layer(&inner, &table, &[nearest], ef, 0, Some(&admit));
+            // Layer 0 is walked from the descent's end, from the entry (so a search wide
+            // enough visits all the entry's links lead to, wherever its descent ended) and
+            // from every point the last walk from the entry did not reach or that came
+            // since (so none is out of reach).
+            let mut entries = vec![nearest];
+            if nearest.1 != entry {
+                entries.push(start);
+            }
+            entries.extend(
+                inner
+                    .seeds()
+                    .map(|slot| Near(table.distance(inner.code(slot, self.plan.code_len)), slot)),
+            );
+            let found = self.search_layer(&inner, &table, &entries, ef, 0, Some(&admit));
             out.extend(found.into_iter().map(|n| (inner.ids[n.1 as usize], n.0)));
         }
         out.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -985,6 +1099,14 @@ mod tests {
         all.into_iter().take(k).map(|x| x.1).collect()
     }
 
+    /// `data` as a batch, each vector's id its position.
+    fn items(data: &[Vec<f32>]) -> Vec<(u64, &[f32])> {
+        data.iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v.as_slice()))
+            .collect()
+    }
+
     fn small_plan(code_len: usize) -> Plan {
         Plan {
             code_len,
@@ -1003,11 +1125,7 @@ mod tests {
         let dim = 64;
         let data = low_rank_vectors(7, 4000, dim);
         let index = BudgetIndex::new(dim, Metric::Cosine, 16, 100, small_plan(16)).unwrap();
-        let items: Vec<(u64, &[f32])> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u64, v.as_slice()))
-            .collect();
+        let items = items(&data);
         index.insert_batch(&items).unwrap();
         assert!(index.is_trained());
         assert_eq!(index.len_live(), 4000);
@@ -1034,16 +1152,153 @@ mod tests {
         assert!(found * 100 >= total * 95, "recall {found}/{total}");
     }
 
+    /// Cuts `island` off the rest of layer 0: no row outside it links into it, and its
+    /// rows link only inside it (to its other members, nearest first). Upper layers stay.
+    fn close_island(index: &BudgetIndex, data: &[Vec<f32>], island: &[u32]) {
+        let mut inner = index.inner.write();
+        let (m, m0) = (index.m, index.m0);
+        for slot in 0..inner.ids.len() as u32 {
+            let inside = island.contains(&slot);
+            let links: Vec<u32> = if inside {
+                let mut others: Vec<u32> = island.iter().copied().filter(|&o| o != slot).collect();
+                others.sort_by(|&a, &b| {
+                    let d =
+                        |o: u32| distance(Metric::Cosine, &data[slot as usize], &data[o as usize]);
+                    d(a).total_cmp(&d(b))
+                });
+                others
+            } else {
+                let row = inner.row(slot, 0, m, m0);
+                row.iter()
+                    .copied()
+                    .filter(|&l| l != EMPTY && !island.contains(&l))
+                    .collect()
+            };
+            let row = inner.row_mut(slot, 0, m, m0);
+            for (i, out) in row.iter_mut().enumerate() {
+                *out = links.get(i).copied().unwrap_or(EMPTY);
+            }
+        }
+    }
+
+    /// The 30 points nearest to `center` (itself first), as slots (ids are slots here).
+    fn island_around(data: &[Vec<f32>], center: usize) -> Vec<u32> {
+        exact_top(data, &data[center], 30)
+            .into_iter()
+            .map(|i| i as u32)
+            .collect()
+    }
+
+    fn indexed(data: &[Vec<f32>]) -> BudgetIndex {
+        let index = BudgetIndex::new(data[0].len(), Metric::Cosine, 8, 50, small_plan(8)).unwrap();
+        index.insert_batch(&items(data)).unwrap();
+        index.walk();
+        index
+    }
+
+    fn found_at_full_width(index: &BudgetIndex, query: &[f32]) -> std::collections::BTreeSet<u64> {
+        let n = index.len_live();
+        let hits = index.search(query, n, n, None).unwrap();
+        hits.into_iter().map(|(id, _)| id).collect()
+    }
+
+    // Regression (stop 59's note, "left"): the budgeted graph had no reachability check.
+    // A point no layer-0 link led to from the entry was returned by no search, however
+    // wide, and nothing scored it elsewhere.
+    #[test]
+    fn a_closed_island_of_layer_0_is_still_found_at_full_width() {
+        let data = low_rank_vectors(11, 2000, 16);
+        let index = indexed(&data);
+        let entry = index.inner.read().entry.unwrap().0 as usize;
+        let center = (0..data.len()).find(|&c| c != entry).unwrap();
+        let island = island_around(&data, center);
+        let island = island
+            .into_iter()
+            .filter(|&s| s as usize != entry)
+            .collect::<Vec<_>>();
+        close_island(&index, &data, &island);
+        let everyone: std::collections::BTreeSet<u64> = (0..data.len() as u64).collect();
+        // The island is real: before a walk records it, a full-width search from far
+        // away misses every point of it.
+        let far = exact_top(&data, &data[center], data.len())[data.len() - 1];
+        let missed: Vec<u64> = everyone
+            .difference(&found_at_full_width(&index, &data[far]))
+            .copied()
+            .collect();
+        assert_eq!(
+            missed,
+            island
+                .iter()
+                .map(|&s| u64::from(s))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        index.walk();
+        {
+            let inner = index.inner.read();
+            let mut unreached = inner.unreached.clone();
+            unreached.sort_unstable();
+            let mut want = island.clone();
+            want.sort_unstable();
+            assert_eq!(unreached, want);
+        }
+        for query in [&data[far], &data[center], &data[entry]] {
+            assert_eq!(found_at_full_width(&index, query), everyone);
+        }
+        index.verify().unwrap();
+    }
+
+    // Regression (the same bug, the budgeted graph's half of stop 59's fix): a search
+    // widened layer 0 only from where its descent ended; one ending in a closed island
+    // found nothing outside it at any width.
+    #[test]
+    fn a_search_whose_descent_ends_in_an_island_finds_the_rest() {
+        let data = low_rank_vectors(12, 2000, 16);
+        let index = indexed(&data);
+        let (entry, top) = index.inner.read().entry.unwrap();
+        // A point of an upper layer (not the entry) that a descent toward its own vector
+        // ends at.
+        let descent_end = |query: &[f32]| {
+            let inner = index.inner.read();
+            let table = inner.quantizer.as_ref().unwrap().table(query);
+            let mut at = Near(
+                table.distance(inner.code(entry, index.plan.code_len)),
+                entry,
+            );
+            for layer in (1..=usize::from(top)).rev() {
+                at = index.greedy(&inner, &table, at, layer);
+            }
+            at.1
+        };
+        let center = (0..data.len() as u32)
+            .find(|&s| {
+                s != entry
+                    && index.inner.read().levels[s as usize] > 0
+                    && descent_end(&data[s as usize]) == s
+            })
+            .expect("an upper-layer point its own descent ends at");
+        let island: Vec<u32> = island_around(&data, center as usize)
+            .into_iter()
+            .filter(|&s| s != entry)
+            .collect();
+        close_island(&index, &data, &island);
+        index.walk();
+        let query = &data[center as usize];
+        assert_eq!(descent_end(query), center);
+        let everyone: std::collections::BTreeSet<u64> = (0..data.len() as u64).collect();
+        assert_eq!(found_at_full_width(&index, query), everyone);
+        // A narrow search still answers from the island (the query's own neighbourhood).
+        let narrow = index.search(query, 10, 10, None).unwrap();
+        assert_eq!(narrow[0].0, u64::from(center));
+    }
+
     #[test]
     fn removed_and_filtered_ids_are_never_returned() {
         let dim = 32;
         let data = low_rank_vectors(8, 2000, dim);
         let index = BudgetIndex::new(dim, Metric::Cosine, 8, 50, small_plan(8)).unwrap();
-        let items: Vec<(u64, &[f32])> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u64, v.as_slice()))
-            .collect();
+        let items = items(&data);
         index.insert_batch(&items).unwrap();
         for id in (0..2000u64).step_by(2) {
             assert!(index.remove(id));
@@ -1066,11 +1321,7 @@ mod tests {
         let dim = 16;
         let data = low_rank_vectors(9, 100, dim);
         let index = BudgetIndex::new(dim, Metric::Cosine, 8, 50, small_plan(4)).unwrap();
-        let items: Vec<(u64, &[f32])> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u64, v.as_slice()))
-            .collect();
+        let items = items(&data);
         index.insert_batch(&items).unwrap();
         assert!(!index.is_trained());
         let hits = index.search(&data[3], 5, 5, None).unwrap();
@@ -1152,11 +1403,7 @@ mod tests {
         assert!(plan.code_len >= min_code_len(dim) && plan.code_len <= max_code_len(dim));
         let data = low_rank_vectors(10, live, dim);
         let index = BudgetIndex::new(dim, Metric::Cosine, m, 64, plan).unwrap();
-        let items: Vec<(u64, &[f32])> = data
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u64, v.as_slice()))
-            .collect();
+        let items = items(&data);
         index.insert_batch(&items).unwrap();
         assert!(
             index.resident_bytes() + plan.cache_bytes <= smallest * 3,

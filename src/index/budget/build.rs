@@ -153,6 +153,7 @@ impl BudgetIndex {
             .into_iter()
             .map(|(slot, rows)| (slot, rows.into_iter().map(AtomicU32::into_inner).collect()))
             .collect();
+        inner.walk_when_due(self.m0);
     }
 
     /// Links the appended point `slot` (the entry fixed, its level at most the top's) with

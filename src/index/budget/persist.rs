@@ -595,7 +595,11 @@ impl BudgetIndex {
                 slot_of,
                 entry: header.entry,
                 rng: super::mix(0x5EED ^ header.stamp ^ n as u64),
+                unreached: Vec::new(),
+                walked: 0,
             };
+            // What no walk from the entry reaches is not saved: found again.
+            inner.walk(index.m0);
         }
         Ok(index)
     }
@@ -665,6 +669,9 @@ mod tests {
         let back = loaded(&parts).expect("loaded");
         back.verify().expect("verify");
         assert_eq!(back.live_ids(), index.live_ids());
+        // A load ends with a walk from the entry (what it does not reach is not saved):
+        // the index saved, walked too, seeds its searches with the same points.
+        index.walk();
         for query in &data[..30] {
             assert_eq!(
                 back.search(query, 10, 40, None).expect("search"),

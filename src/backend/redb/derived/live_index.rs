@@ -132,6 +132,10 @@ impl LiveIndex {
             }
         }
         live.insert_rows(&ids, &floats, dimension)?;
+        if let Some(budget) = &live.budget {
+            // Its searches then seed none of the points the load added since the last walk.
+            budget.walk();
+        }
         Ok(live)
     }
 
