@@ -7,85 +7,26 @@
 //! less than a quarter of its pages is spare and it takes fewer pages, and every document,
 //! the listing, `verify`, searches and the guard read as before.
 
-use ratchetdb::{Chunk, Document, Op, Options, Outcome, SearchOptions, Store, Version};
-use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
-use std::path::Path;
+use crate::repack::{repacked, vector, Load};
+use ratchetdb::{Chunk, Document, Options, Outcome, SearchOptions, Store, Version};
 
-/// Enough one-chunk documents for a documents table of a few MB.
-const DOCS: u64 = 30_000;
-const DIM: usize = 4;
-const DOCS_TABLE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
-
-fn vector(n: u64) -> Vec<f32> {
-    (0..DIM as u64)
-        .map(|d| 1.0 + ((n * 31 + d * 7) % 13) as f32)
-        .collect()
-}
+/// Enough one-chunk documents (`s/d0` … `s/d29999`) for a documents table of a few MB.
+const LOAD: Load = Load {
+    source: "s",
+    prefix: "d",
+    docs: 30_000,
+    meta: false,
+};
+const DOCS: u64 = LOAD.docs;
 
 fn id(n: u64) -> String {
-    format!("d{n}")
-}
-
-/// Writes documents `d0` … `d29999` in numeric order (not their byte order), then closes.
-fn load(path: &Path, options: Options) {
-    let store = Store::open(path, options.dimension(DIM)).expect("open");
-    let ids: Vec<u64> = (0..DOCS).collect();
-    for batch in ids.chunks(1000) {
-        let ops = batch
-            .iter()
-            .map(|&n| {
-                Op::Upsert(
-                    Document::new("s", id(n), Version::number(1))
-                        .with_chunk(Chunk::new(format!("word {n}"), vector(n))),
-                )
-            })
-            .collect();
-        for outcome in store.write_batch(ops).expect("batch") {
-            outcome.expect("upsert");
-        }
-    }
-}
-
-/// The documents table's spare bytes and all the bytes of its pages, from the closed file.
-fn docs_table_pages(path: &Path) -> (u64, u64) {
-    let db = redb::Database::open(path).expect("redb open");
-    let txn = db.begin_read().expect("read");
-    let stats = txn
-        .open_table(DOCS_TABLE)
-        .expect("docs table")
-        .stats()
-        .expect("stats");
-    let spare = stats.fragmented_bytes();
-    (spare, stats.stored_bytes() + stats.metadata_bytes() + spare)
+    LOAD.id(n)
 }
 
 #[test]
 fn closing_a_store_repacks_a_documents_table_left_half_empty() {
     let dir = tempfile::tempdir().expect("tempdir");
-
-    // The premise: without the close's work the table is sparse.
-    let kept = dir.path().join("kept.redb");
-    load(&kept, Options::default().compact_on_close(false));
-    let (spare_kept, pages_kept) = docs_table_pages(&kept);
-    println!("without repack: {spare_kept} of {pages_kept} bytes spare");
-    assert!(
-        spare_kept * 4 >= pages_kept,
-        "the load did not leave the table sparse ({spare_kept} of {pages_kept}): the test \
-         shows nothing"
-    );
-
-    let path = dir.path().join("db.redb");
-    load(&path, Options::default());
-    let (spare, pages) = docs_table_pages(&path);
-    println!("after close: {spare} of {pages} bytes spare");
-    assert!(
-        spare * 4 < pages,
-        "the table is still sparse after close: {spare} of {pages} bytes spare"
-    );
-    assert!(
-        pages < pages_kept,
-        "the repacked table takes {pages} bytes against {pages_kept}"
-    );
+    let path = repacked(dir.path(), &LOAD);
 
     // Everything reads as before.
     let store = Store::open(&path, Options::default().compact_on_close(false)).expect("reopen");

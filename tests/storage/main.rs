@@ -46,6 +46,7 @@ mod older_schema_version_is_refused_with_export_advice;
 mod one_chunk_384_d_documents_take_a_third_of_a_leaf_each;
 mod page_cache_size_changes_nothing_stored;
 mod persistence_across_reopen;
+mod repack;
 mod schema_1_file_is_converted_on_open;
 mod schema_2_file_is_converted_on_open;
 mod schema_3_file_is_converted_on_open;
