@@ -274,11 +274,18 @@ struct Inner {
     live_count: usize,
     rng: u64,
     /// Live points that the last [`Inner::walk`] did not reach through layer 0 from the
-    /// entry: a search seeds its layer-0 walk with them, as it does with every point
-    /// added since (`walked..`), so no point is out of a wide search's reach.
+    /// entry: every search seeds its layer-0 walk with them.
     unreached: Vec<u32>,
-    /// Points in the graph at the last walk.
+    /// Points in the graph at the last walk: those added since (`walked..`) may have no
+    /// incoming link either.
     walked: usize,
+    /// Points a layer-0 row dropped since the last walk (a row pruned when it took a new
+    /// link), and entries replaced since: each may have lost its last incoming link, and
+    /// with it what only it led to.
+    suspects: Vec<u32>,
+    /// While a load inserts (no search runs on it until it ends with a walk): no walk, no
+    /// suspect recorded.
+    loading: bool,
 }
 
 /// See the module documentation.
@@ -327,17 +334,21 @@ impl Visited {
 }
 
 /// Points added since the last walk that start another: at least [`WALK_EVERY_MIN`], or
-/// 1/[`WALK_EVERY_SHARE`] of the graph, so a search seeds at most that many points besides
-/// the unreached ones and walks cost O(links) per that many inserts.
+/// 1/[`WALK_EVERY_SHARE`] of the graph; or [`SUSPECTS_PER_WALK`] times as many suspects
+/// (an insert drops about one point from each of a dozen or more rows). A search whose
+/// walk runs out seeds at most those more points, and walks cost O(links) per that many.
 fn walk_every(points: usize) -> usize {
     (points / WALK_EVERY_SHARE).max(WALK_EVERY_MIN)
 }
 
 /// See [`walk_every`].
+const SUSPECTS_PER_WALK: usize = 4;
+
+/// See [`walk_every`].
 const WALK_EVERY_MIN: usize = 1024;
 
 /// See [`walk_every`].
-const WALK_EVERY_SHARE: usize = 128;
+const WALK_EVERY_SHARE: usize = 16;
 
 /// Rows a walk asks for ahead of the one it reads ([`Inner::walk`]).
 const WALK_PREFETCH: usize = 16;
@@ -345,15 +356,15 @@ const WALK_PREFETCH: usize = 16;
 impl Inner {
     /// Records which live points the entry's layer-0 links do not lead to. The neighbour
     /// heuristic can leave a point with no incoming link, and a batch linked in parallel
-    /// only among itself and outward: no search from the entry could find them, however
-    /// wide. A search seeds its layer-0 walk with them instead (`search`).
+    /// can be linked only among itself and outward: no search from the entry could find
+    /// them, however wide. A search seeds its layer-0 walk with them instead (`search`).
     fn walk(&mut self, m0: usize) {
         let n = self.ids.len();
         let mut reached = Visited::new(n);
         // Breadth first, each point once in `queue`: the rows a few places ahead are asked
         // for while this one is read (a row is a cache miss; depth first, the walk waited on
         // each in turn: 280 ms at 1M points against 116 MB of links).
-        let mut queue: Vec<u32> = Vec::new();
+        let mut queue: Vec<u32> = Vec::with_capacity(n);
         if let Some((entry, _)) = self.entry {
             if reached.insert(entry) {
                 queue.push(entry);
@@ -384,25 +395,34 @@ impl Inner {
             .collect();
         self.unreached = unreached;
         self.walked = n;
+        self.suspects = Vec::new();
     }
 
-    /// Walks ([`Self::walk`]) when [`walk_every`] points were added since the last walk.
+    /// Walks ([`Self::walk`]) when [`walk_every`] says (never while loading).
     fn walk_when_due(&mut self, m0: usize) {
-        if self.ids.len() - self.walked.min(self.ids.len()) >= walk_every(self.ids.len()) {
+        let since = self.ids.len() - self.walked.min(self.ids.len());
+        let every = walk_every(self.ids.len());
+        if !self.loading
+            && (since >= every || self.suspects.len() >= every.saturating_mul(SUSPECTS_PER_WALK))
+        {
             self.walk(m0);
         }
     }
 
-    /// The points a search seeds its layer-0 walk with besides its descent's end and the
-    /// entry: the live ones among those the last walk did not reach and those added since.
-    fn seeds(&self) -> impl Iterator<Item = u32> + '_ {
+    /// Records that `slot` may have lost its last incoming layer-0 link (see `suspects`).
+    fn suspect(&mut self, slot: u32) {
+        if !self.loading {
+            self.suspects.push(slot);
+        }
+    }
+
+    /// The points a search whose layer-0 walk ran out seeds it with (`search_layer`): those
+    /// added and those suspected since the last walk. With the entry and the unreached
+    /// points (seeded first), a walk seeded with them reaches every point.
+    fn later_seeds(&self) -> impl Iterator<Item = u32> + '_ {
         let n = self.ids.len() as u32;
         let since = self.walked.min(self.ids.len()) as u32;
-        self.unreached
-            .iter()
-            .copied()
-            .chain(since..n)
-            .filter(|&slot| self.is_live(slot))
+        (since..n).chain(self.suspects.iter().copied())
     }
 
     fn is_live(&self, slot: u32) -> bool {
@@ -489,6 +509,8 @@ impl BudgetIndex {
                 rng: 0x5EED,
                 unreached: Vec::new(),
                 walked: 0,
+                suspects: Vec::new(),
+                loading: false,
             }),
             closed: AtomicBool::new(false),
         })
@@ -630,7 +652,7 @@ impl BudgetIndex {
             + inner.levels.capacity()
             + inner.layer0.capacity() * 4
             + inner.live.capacity() * 8
-            + inner.unreached.capacity() * 4
+            + (inner.unreached.capacity() + inner.suspects.capacity()) * 4
             + upper
             + pending
             + inner.quantizer.as_ref().map_or(0, |q| q.heap_bytes())) as u64
@@ -692,10 +714,18 @@ impl BudgetIndex {
         Ok(())
     }
 
-    /// Walks layer 0 from the entry now (see [`Inner::walk`]): a load ends with one, so
-    /// its searches seed no point added during it.
+    /// A load is about to insert every vector: no walk runs and no suspect is recorded
+    /// until [`Self::walk`] ends it (no search runs on the index meanwhile).
+    pub(crate) fn hold_walks(&self) {
+        self.inner.write().loading = true;
+    }
+
+    /// Walks layer 0 from the entry now (see [`Inner::walk`]), and from now on whenever
+    /// one is due: a load ends with one.
     pub(crate) fn walk(&self) {
-        self.inner.write().walk(self.m0);
+        let mut inner = self.inner.write();
+        inner.loading = false;
+        inner.walk(self.m0);
     }
 
     /// Removes `id`; returns whether it was live.
@@ -790,8 +820,15 @@ impl BudgetIndex {
         let mut entries = vec![nearest];
         let mut scratch = Scratch::new(self.dim);
         for layer in (0..=usize::from(level.min(top))).rev() {
-            let found =
-                self.search_layer(inner, table, &entries, self.ef_construction, layer, None);
+            let found = self.search_layer(
+                inner,
+                table,
+                &entries,
+                self.ef_construction,
+                layer,
+                None,
+                false,
+            );
             let cap = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(inner, &found, cap, &mut scratch);
             {
@@ -806,6 +843,8 @@ impl BudgetIndex {
             entries = found;
         }
         if level > top {
+            // The old entry needed no incoming link to be reached.
+            inner.suspect(entry);
             inner.entry = Some((slot, level));
         }
     }
@@ -830,7 +869,10 @@ impl BudgetIndex {
     }
 
     /// The `ef` nearest points reached from `entries` in `layer`, ascending; with `admit`,
-    /// only points it admits are kept (all are walked).
+    /// only points it admits are kept (all are walked). With `reseed`, a walk that runs out
+    /// of points to expand before it holds `ef` goes on from [`Inner::later_seeds`] (once),
+    /// so a search as wide as the graph reaches every point.
+    #[allow(clippy::too_many_arguments)]
     fn search_layer(
         &self,
         inner: &Inner,
@@ -839,6 +881,7 @@ impl BudgetIndex {
         ef: usize,
         layer: usize,
         admit: Option<&dyn Fn(u32) -> bool>,
+        reseed: bool,
     ) -> Vec<Near> {
         let mut visited = Visited::new(inner.ids.len());
         let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
@@ -858,7 +901,27 @@ impl BudgetIndex {
         // The unvisited neighbours of the point being expanded: their codes are asked for
         // (prefetched) together before the first is compared, so their cache misses overlap.
         let mut fresh: Vec<u32> = Vec::with_capacity(self.m0);
-        while let Some(std::cmp::Reverse(current)) = frontier.pop() {
+        let mut reseeded = !reseed;
+        loop {
+            let Some(std::cmp::Reverse(current)) = frontier.pop() else {
+                if reseeded || best.len() >= ef {
+                    break;
+                }
+                reseeded = true;
+                for n in inner.later_seeds() {
+                    if visited.insert(n) {
+                        let near = Near(table.distance(inner.code(n, code_len)), n);
+                        frontier.push(std::cmp::Reverse(near));
+                        if admit.is_none_or(|a| a(n)) {
+                            best.push(near);
+                            if best.len() > ef {
+                                best.pop();
+                            }
+                        }
+                    }
+                }
+                continue;
+            };
             if best.len() >= ef && best.peek().is_some_and(|w| current.0 > w.0) {
                 break;
             }
@@ -953,6 +1016,15 @@ impl BudgetIndex {
         candidates.sort_unstable();
         let cap = if layer == 0 { m0 } else { m };
         let chosen = self.select(inner, &candidates, cap, scratch);
+        if layer == 0 {
+            // (`to` is new since the last walk: seeded anyway.)
+            for dropped in candidates
+                .iter()
+                .filter(|c| c.1 != to && !chosen.iter().any(|kept| kept.1 == c.1))
+            {
+                inner.suspect(dropped.1);
+            }
+        }
         let row = inner.row_mut(from, layer, m, m0);
         for (i, out) in row.iter_mut().enumerate() {
             *out = chosen.get(i).map_or(EMPTY, |n| n.1);
@@ -994,19 +1066,22 @@ impl BudgetIndex {
                 inner.is_live(slot) && filter.is_none_or(|f| f(inner.ids[slot as usize]))
             };
             // Layer 0 is walked from the descent's end, from the entry (so a search wide
-            // enough visits all the entry's links lead to, wherever its descent ended) and
-            // from every point the last walk from the entry did not reach or that came
-            // since (so none is out of reach).
+            // enough visits everything reachable from the entry, wherever its descent
+            // ended) and from every live point the last walk from the entry did not reach;
+            // a walk that runs out goes on from the points added and suspected since
+            // (`search_layer`).
             let mut entries = vec![nearest];
             if nearest.1 != entry {
                 entries.push(start);
             }
             entries.extend(
                 inner
-                    .seeds()
-                    .map(|slot| Near(table.distance(inner.code(slot, self.plan.code_len)), slot)),
+                    .unreached
+                    .iter()
+                    .filter(|&&slot| inner.is_live(slot))
+                    .map(|&slot| Near(table.distance(inner.code(slot, self.plan.code_len)), slot)),
             );
-            let found = self.search_layer(&inner, &table, &entries, ef, 0, Some(&admit));
+            let found = self.search_layer(&inner, &table, &entries, ef, 0, Some(&admit), true);
             out.extend(found.into_iter().map(|n| (inner.ids[n.1 as usize], n.0)));
         }
         out.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -1291,6 +1366,105 @@ mod tests {
         // A narrow search still answers from the island (the query's own neighbourhood).
         let narrow = index.search(query, 10, 10, None).unwrap();
         assert_eq!(narrow[0].0, u64::from(center));
+    }
+
+    /// A batch this long links in parallel.
+    const PARALLEL: usize = build::PARALLEL_BATCH;
+
+    /// Live points that a walk over layer 0 from the entry and the unreached points alone
+    /// (what every search seeds) does not reach.
+    fn beyond_the_first_seeds(index: &BudgetIndex) -> Vec<u32> {
+        let inner = index.inner.read();
+        let n = inner.ids.len();
+        let mut reached = Visited::new(n);
+        let mut queue: Vec<u32> = inner.entry.map(|e| e.0).into_iter().collect();
+        queue.extend(inner.unreached.iter().copied());
+        queue.retain(|&slot| reached.insert(slot));
+        while let Some(slot) = queue.pop() {
+            for &next in inner.row(slot, 0, index.m, index.m0) {
+                if next != EMPTY && reached.insert(next) {
+                    queue.push(next);
+                }
+            }
+        }
+        (0..n as u32)
+            .filter(|&slot| inner.is_live(slot) && !reached.contains(slot))
+            .collect()
+    }
+
+    // Regression (review of the fix above): a walk records the unreached points once; a
+    // later insert's pruning can drop an old point's last incoming link, and a search as
+    // wide as the graph missed it until the next walk (82 of 3,500 points at m = 2).
+    #[test]
+    fn points_orphaned_between_walks_are_found_at_full_width() {
+        let data = low_rank_vectors(1, 3500 + 24 * PARALLEL, 16);
+        let index = BudgetIndex::new(16, Metric::Cosine, 2, 32, small_plan(8)).unwrap();
+        let items = items(&data);
+        index.insert_batch(&items[..2500]).unwrap();
+        index.walk();
+        let mut orphaned_at = Vec::new();
+        // One at a time (linked serially), then in batches linked in parallel.
+        let batches = (2500..3500).map(|i| i..i + 1).chain(
+            (3500..data.len())
+                .step_by(PARALLEL)
+                .map(|i| i..i + PARALLEL),
+        );
+        for batch in batches {
+            let i = batch.start;
+            index.insert_batch(&items[batch]).unwrap();
+            let beyond = beyond_the_first_seeds(&index);
+            if beyond.is_empty() {
+                continue;
+            }
+            orphaned_at.push(i);
+            let n = index.len_live();
+            let found: std::collections::BTreeSet<u64> = index
+                .search(&data[0], n, n, None)
+                .unwrap()
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            assert_eq!(found.len(), n, "after insert {i}: {beyond:?} not all found");
+        }
+        // The scenario shows something: inserts did leave points beyond the first seeds,
+        // linked one at a time and in parallel.
+        let parallel = orphaned_at.iter().filter(|&&i| i >= 3500).count();
+        assert!(
+            orphaned_at.len() - parallel >= 10 && parallel >= 3,
+            "only {} inserts and {parallel} parallel batches left a point beyond the first \
+             seeds",
+            orphaned_at.len() - parallel
+        );
+    }
+
+    // Regression (review of the fix above): the points added since the last walk were
+    // seeded, but no test removed one's incoming links.
+    #[test]
+    fn a_point_added_since_the_last_walk_with_no_incoming_link_is_found() {
+        let data = low_rank_vectors(13, 2100, 16);
+        let index = indexed(&data[..2000]);
+        for i in 2000..2100 {
+            index.insert_batch(&items(&data)[i..=i]).unwrap();
+        }
+        let lonely = 2050u32;
+        {
+            let mut inner = index.inner.write();
+            assert_eq!(
+                inner.walked, 2000,
+                "a walk ran: the test would show nothing"
+            );
+            let (m, m0) = (index.m, index.m0);
+            for slot in 0..inner.ids.len() as u32 {
+                let row = inner.row_mut(slot, 0, m, m0);
+                let kept: Vec<u32> = row.iter().copied().filter(|&l| l != lonely).collect();
+                for (i, out) in row.iter_mut().enumerate() {
+                    *out = kept.get(i).copied().unwrap_or(EMPTY);
+                }
+            }
+        }
+        assert!(beyond_the_first_seeds(&index).contains(&lonely));
+        let everyone: std::collections::BTreeSet<u64> = (0..2100).collect();
+        assert_eq!(found_at_full_width(&index, &data[7]), everyone);
     }
 
     #[test]

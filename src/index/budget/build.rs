@@ -39,6 +39,9 @@ struct Links {
     locks: Vec<Mutex<()>>,
     m: usize,
     m0: usize,
+    /// Points a pruned layer-0 row dropped (`Inner::suspects`), unless loading.
+    dropped: Mutex<Vec<u32>>,
+    loading: bool,
 }
 
 impl Links {
@@ -131,6 +134,8 @@ impl BudgetIndex {
             locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             m: self.m,
             m0: self.m0,
+            dropped: Mutex::new(Vec::new()),
+            loading: inner.loading,
         };
         {
             let inner: &Inner = inner;
@@ -153,6 +158,7 @@ impl BudgetIndex {
             .into_iter()
             .map(|(slot, rows)| (slot, rows.into_iter().map(AtomicU32::into_inner).collect()))
             .collect();
+        inner.suspects.append(&mut links.dropped.into_inner());
         inner.walk_when_due(self.m0);
     }
 
@@ -308,6 +314,16 @@ impl BudgetIndex {
         candidates.push(Near(d, to));
         candidates.sort_unstable();
         let chosen = self.select(inner, &candidates, row.len(), scratch);
+        if layer == 0 && !links.loading {
+            let mut dropped = links.dropped.lock();
+            // (`to` is new since the last walk: seeded anyway.)
+            for c in candidates
+                .iter()
+                .filter(|c| c.1 != to && !chosen.iter().any(|kept| kept.1 == c.1))
+            {
+                dropped.push(c.1);
+            }
+        }
         for (i, out) in row.iter().enumerate() {
             out.store(chosen.get(i).map_or(EMPTY, |n| n.1), Relaxed);
         }

@@ -597,6 +597,8 @@ impl BudgetIndex {
                 rng: super::mix(0x5EED ^ header.stamp ^ n as u64),
                 unreached: Vec::new(),
                 walked: 0,
+                suspects: Vec::new(),
+                loading: false,
             };
             // What no walk from the entry reaches is not saved: found again.
             inner.walk(index.m0);
@@ -672,6 +674,7 @@ mod tests {
         // A load ends with a walk from the entry (what it does not reach is not saved):
         // the index saved, walked too, seeds its searches with the same points.
         index.walk();
+        assert_eq!(back.inner.read().unreached, index.inner.read().unreached);
         for query in &data[..30] {
             assert_eq!(
                 back.search(query, 10, 40, None).expect("search"),

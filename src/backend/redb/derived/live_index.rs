@@ -133,7 +133,7 @@ impl LiveIndex {
         }
         live.insert_rows(&ids, &floats, dimension)?;
         if let Some(budget) = &live.budget {
-            // Its searches then seed none of the points the load added since the last walk.
+            // Walks were held while it loaded (`budgeted`).
             budget.walk();
         }
         Ok(live)
@@ -513,6 +513,8 @@ fn budgeted(
     drop(sample);
     // Reserved once the sample is freed: the arrays fill as the vectors stream in.
     index.reserve(count);
+    // No search runs on it before the load's end walks it (`LiveIndex::load`).
+    index.hold_walks();
     Ok(index)
 }
 
