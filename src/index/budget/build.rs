@@ -39,9 +39,11 @@ struct Links {
     locks: Vec<Mutex<()>>,
     m: usize,
     m0: usize,
-    /// Points a pruned layer-0 row dropped (`Inner::suspects`), unless loading.
+    /// Points a pruned layer-0 row dropped (`Inner::suspects`), when `record`.
     dropped: Mutex<Vec<u32>>,
-    loading: bool,
+    /// Not while loading, nor when the batch makes a walk due (it ends with that walk):
+    /// a large batch would record up to `m0` points per insert.
+    record: bool,
 }
 
 impl Links {
@@ -135,7 +137,7 @@ impl BudgetIndex {
             m: self.m,
             m0: self.m0,
             dropped: Mutex::new(Vec::new()),
-            loading: inner.loading,
+            record: !inner.loading && !inner.walk_due(first + items.len()),
         };
         {
             let inner: &Inner = inner;
@@ -189,6 +191,9 @@ impl BudgetIndex {
             let cap = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select(inner, &found, cap, scratch);
             {
+                // (Overwrites links other threads may have put in this row: all to points
+                // of this batch, added since the last walk, which a search that runs out
+                // seeds anyway.)
                 let _row = links.lock(slot);
                 for (i, out) in links.row(slot, layer).iter().enumerate() {
                     out.store(chosen.get(i).map_or(EMPTY, |n| n.1), Relaxed);
@@ -314,7 +319,7 @@ impl BudgetIndex {
         candidates.push(Near(d, to));
         candidates.sort_unstable();
         let chosen = self.select(inner, &candidates, row.len(), scratch);
-        if layer == 0 && !links.loading {
+        if layer == 0 && links.record {
             let mut dropped = links.dropped.lock();
             // (`to` is new since the last walk: seeded anyway.)
             for c in candidates
