@@ -1462,6 +1462,49 @@ mod tests {
         );
     }
 
+    // Regression (review of the fix above): a point that raised the top level replaced the
+    // entry, and the old entry needed no incoming link to be reached until then.
+    #[test]
+    fn an_entry_replaced_after_the_walk_is_found_at_full_width() {
+        let data = low_rank_vectors(14, 2001, 16);
+        let index = indexed(&data[..2000]);
+        let (old, top) = index.inner.read().entry.unwrap();
+        {
+            let mut inner = index.inner.write();
+            // Nothing links to the old entry any more: only being the entry reached it.
+            let (m, m0) = (index.m, index.m0);
+            for slot in 0..inner.ids.len() as u32 {
+                let row = inner.row_mut(slot, 0, m, m0);
+                let kept: Vec<u32> = row.iter().copied().filter(|&l| l != old).collect();
+                for (i, out) in row.iter_mut().enumerate() {
+                    *out = kept.get(i).copied().unwrap_or(EMPTY);
+                }
+            }
+            // The next point drawn above the top level.
+            let rng = (0u64..)
+                .find(|&x| {
+                    inner.rng = x;
+                    index.random_level(&mut inner) > top
+                })
+                .unwrap();
+            inner.rng = rng;
+        }
+        // A point far from the old entry, so its own links do not lead back to it.
+        let far = exact_top(&data[..2000], &data[old as usize], 2000)[1999];
+        index.insert_batch(&[(2000, data[far].as_slice())]).unwrap();
+        assert_eq!(
+            index.inner.read().entry.unwrap().0,
+            2000,
+            "the entry did not move"
+        );
+        assert!(
+            beyond_the_first_seeds(&index).contains(&old),
+            "the old entry is still reached from the new one: the test shows nothing"
+        );
+        let everyone: std::collections::BTreeSet<u64> = (0..2001).collect();
+        assert_eq!(found_at_full_width(&index, &data[far]), everyone);
+    }
+
     // Regression (review of the fix above): the points added since the last walk were
     // seeded, but no test removed one's incoming links.
     #[test]
