@@ -201,24 +201,12 @@ fn reached_from(layer0: &[AtomicU32], m0: usize, levels: &[u8], entry: Option<us
 /// Invariant: a search whose walk visits every point it can reach misses no slot marked
 /// reached.
 fn reached_slots(layer0: &[AtomicU32], m0: usize, n: usize, entry: u32) -> Vec<bool> {
-    let mut reached = vec![false; n];
-    let mut stack: Vec<u32> = vec![entry];
-    if let Some(seen) = reached.get_mut(entry as usize) {
-        *seen = true;
-    }
-    while let Some(slot) = stack.pop() {
+    let row = |slot: u32| {
         let at = slot as usize * (m0 + 1);
-        let row = layer0.get(at..at + m0 + 1).unwrap_or(&[]);
-        for next in Hnsw::neighbours(row) {
-            if let Some(seen) = reached.get_mut(next as usize) {
-                if !*seen {
-                    *seen = true;
-                    stack.push(next);
-                }
-            }
-        }
-    }
-    reached
+        layer0.get(at..at + m0 + 1).unwrap_or(&[])
+    };
+    let reached = super::reach::reached(n, [entry], row, Hnsw::neighbours);
+    (0..n as u32).map(|slot| reached.contains(slot)).collect()
 }
 
 /// A graph quantises its vectors for the traversal ([`super::quantize`]) once it holds this

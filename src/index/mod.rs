@@ -13,6 +13,8 @@
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
 //! - [`quantize`]: 8-bit codes of the graph's vectors, which its traversal reads (the
 //!   hits are scored again exactly).
+//! - [`reach`]: which points a walk over layer-0 links from the entry reaches (both graphs
+//!   count on it).
 //! - [`graph`]: the HNSW graph itself: links as `u32` slots in flat arrays, the vectors
 //!   it was built on, parallel insertion, and the search (a filter applied inside the
 //!   traversal).
@@ -47,6 +49,7 @@ mod membership;
 mod persisted;
 mod pq;
 mod quantize;
+mod reach;
 mod workers;
 // After `pq` and `workers`, whose codes and threads it uses.
 pub(crate) mod budget;
