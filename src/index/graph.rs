@@ -40,6 +40,7 @@ use super::distance::distance;
 use super::quantize::Quantizer;
 use super::workers::{join_threads, PARALLEL_MIN};
 use super::Metric;
+use crate::simd::codes::code_len;
 use crate::simd::prefetch_lines;
 use crate::sys::advise_huge_pages;
 
@@ -53,10 +54,10 @@ const PREFETCH_LINES: usize = 16;
 /// Cache lines of a vector [`Hnsw::prefetch`] asks for (the first ones).
 const PREFETCH_VECTOR_LINES: usize = 4;
 
-/// Cache lines of a code [`Hnsw::prefetch_code`] asks for (the first ones): all 7 lines a
-/// 384-dimension code spans. A code's bytes are a quarter of its vector's, so asking for
-/// all of them does not fill the line-fill buffers (the choice is measured in
-/// docs/benchmarks.md).
+/// Cache lines of a code [`Hnsw::prefetch_code`] asks for (the first ones): every line of
+/// a code up to 1,024 dimensions (a 384-d code spans 3 or 4). A code's bytes are an eighth
+/// of its vector's, so asking for all of them does not fill the line-fill buffers (the
+/// choice is measured in docs/benchmarks.md).
 const PREFETCH_CODE_LINES: usize = 8;
 
 /// Adds `candidate` to `best`, a traversal's `ef` nearest points so far (a max-heap), keeping
@@ -383,14 +384,15 @@ struct Points {
 /// rows, in one allocation filled in place: pieces joined afterwards left a second copy's
 /// worth in the threads' malloc arenas); returns the codes and how many values were clamped.
 fn code_rows(quant: &Quantizer, vectors: &[f32], dim: usize) -> (Vec<u8>, usize) {
-    let mut codes = vec![0u8; vectors.len() / dim * dim];
+    let len = quant.code_len();
+    let mut codes = vec![0u8; vectors.len() / dim * len];
     advise_huge_pages(codes.as_ptr(), codes.capacity());
     let clamped = codes
-        .par_chunks_mut(dim * 4096)
+        .par_chunks_mut(len * 4096)
         .zip(vectors.par_chunks(dim * 4096))
         .map(|(codes, vectors)| {
             codes
-                .chunks_exact_mut(dim)
+                .chunks_exact_mut(len)
                 .zip(vectors.chunks_exact(dim))
                 .map(|(code, vector)| quant.encode_into(vector, code))
                 .sum::<usize>()
@@ -420,11 +422,12 @@ impl Points {
         (self.codes, self.clamped) = code_rows(quant, &self.vectors, dim.get());
     }
 
-    /// Whether the codes no longer track the vectors ([`REFIT_CLAMPED_SHARE`],
-    /// [`REFIT_GROWTH`]).
-    fn refit_due(&self) -> bool {
+    /// Whether the codes of these `dim`-dimensional vectors no longer track them
+    /// ([`REFIT_CLAMPED_SHARE`], [`REFIT_GROWTH`]).
+    fn refit_due(&self, dim: usize) -> bool {
+        let values = self.vectors.len().min(self.ids.len().saturating_mul(dim));
         self.quant.is_some()
-            && (self.clamped as f64 > self.codes.len() as f64 * REFIT_CLAMPED_SHARE
+            && (self.clamped as f64 > values as f64 * REFIT_CLAMPED_SHARE
                 || self.ids.len() >= self.fitted_at.max(1).saturating_mul(REFIT_GROWTH))
     }
 }
@@ -657,12 +660,13 @@ impl Hnsw {
     /// The code of `slot`'s vector (empty before the graph is quantised).
     #[inline]
     fn code<'a>(&self, points: &'a Points, slot: u32) -> &'a [u8] {
-        let at = slot as usize * self.dim;
-        points.codes.get(at..at + self.dim).unwrap_or(&[])
+        let len = code_len(self.dim);
+        let at = slot as usize * len;
+        points.codes.get(at..at + len).unwrap_or(&[])
     }
 
     /// [`Self::prefetch`] for the code of `slot`'s vector: up to [`PREFETCH_CODE_LINES`]
-    /// lines, every line of a 384-d code.
+    /// lines, every line of a 384-d one.
     #[inline(always)]
     fn prefetch_code(&self, points: &Points, slot: u32) {
         prefetch_lines(self.code(points, slot), PREFETCH_CODE_LINES);
@@ -756,7 +760,7 @@ impl Hnsw {
         } = &mut *points;
         match quant {
             Some(quant) => {
-                codes.reserve(items.len() * self.dim);
+                codes.reserve(items.len() * quant.code_len());
                 advise_huge_pages(codes.as_ptr(), codes.capacity());
                 for &(_, vector) in items {
                     *clamped += quant.encode(vector, codes);
@@ -808,7 +812,7 @@ impl Hnsw {
         let dim = self.dim;
         let (quant, mut codes, mut clamped, fitted) = {
             let points = self.points.read();
-            if !points.refit_due() {
+            if !points.refit_due(dim) {
                 return;
             }
             let n = points.ids.len();
@@ -823,7 +827,7 @@ impl Hnsw {
         };
         let mut points = self.points.write();
         let tail = points.vectors.get(fitted * dim..).unwrap_or(&[]);
-        codes.reserve(tail.len());
+        codes.reserve(tail.len() / dim.max(1) * quant.code_len());
         advise_huge_pages(codes.as_ptr(), codes.capacity());
         for vector in tail.chunks_exact(dim) {
             clamped += quant.encode(vector, &mut codes);
@@ -1128,7 +1132,7 @@ impl Hnsw {
             let mut distances = 0usize;
             // About `PREFETCH_LINES` cache lines asked for at a time.
             let (item_bytes, item_lines) = if coded.is_some() {
-                (self.dim, PREFETCH_CODE_LINES)
+                (code_len(self.dim), PREFETCH_CODE_LINES)
             } else {
                 (self.dim * 4, PREFETCH_VECTOR_LINES)
             };

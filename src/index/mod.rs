@@ -11,7 +11,7 @@
 //! - [`candidates`]: what a search collects and filters by (a candidate, the `k` best, the
 //!   predicate on ids).
 //! - [`workers`]: where heavy index work runs (a low-priority pool for background work).
-//! - [`quantize`]: 8-bit codes of the graph's vectors, which its traversal reads (the
+//! - [`quantize`]: 4-bit codes of the graph's vectors, which its traversal reads (the
 //!   hits are scored again exactly).
 //! - [`reach`]: which points a walk over layer-0 links from the entry reaches (both graphs
 //!   count on it).

@@ -30,7 +30,8 @@
 //!     links: every layer-0 row's neighbour slots in slot order, then every upper row's in
 //!       the counts' order, each slot w bytes (the fewest that hold n - 1)
 //!   format 6, last: the traversal's quantiser (see `quantize`): when present, its low
-//!     then step values, f32 x dim each; then one byte, 1 if present, 0 if not
+//!     then step values, f32 x dim each; then one byte: 2 if present (4-bit codes), 1 if
+//!     present but for the 8-bit codes of earlier builds, 0 if not
 //!   format 3 (earlier builds):
 //!     layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
 //!     upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
@@ -39,7 +40,8 @@
 //!
 //! Format 6 is format 5 with the quantiser at the end, so that a loaded graph codes its
 //! vectors as the graph that was saved did and answers every search identically; a format-5
-//! snapshot loads with a quantiser fitted anew to the loaded vectors.
+//! snapshot, or a format-6 one holding an 8-bit quantiser (byte 1), loads with a quantiser
+//! fitted anew to the loaded vectors.
 //!
 //! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
 //! `2M` slots of 4 bytes at layer 0, whether used or not). A slot keeps a fixed width, so a
@@ -217,7 +219,7 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     match &quant {
         Some(quant) => {
             quant.to_bytes(&mut quant_bytes);
-            quant_bytes.push(1);
+            quant_bytes.push(QUANTIZER_4_BIT);
         }
         None => quant_bytes.push(0),
     }
@@ -584,15 +586,21 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
     })
 }
 
+/// Format 6's last byte when the quantiser that precedes it codes 4 bits a value.
+const QUANTIZER_4_BIT: u8 = 2;
+/// ... when it codes 8 (earlier builds): its bytes are checked and skipped, and the graph
+/// loads with a quantiser fitted anew (the 4-bit codes need their own steps).
+const QUANTIZER_8_BIT: u8 = 1;
+
 /// Format 6's quantiser, at the end of `rest`: the links before it, and the quantiser if
-/// the snapshot has one.
+/// the snapshot has one this build codes with.
 fn quantizer_at_end(rest: &[u8], dim: usize) -> Result<(&[u8], Option<Quantizer>), IndexError> {
     let Some((&flag, rest)) = rest.split_last() else {
         return Err(corrupted("no quantiser byte"));
     };
     match flag {
         0 => Ok((rest, None)),
-        1 => {
+        QUANTIZER_8_BIT | QUANTIZER_4_BIT => {
             let len = dim
                 .checked_mul(8)
                 .filter(|&len| len <= rest.len())
@@ -600,7 +608,7 @@ fn quantizer_at_end(rest: &[u8], dim: usize) -> Result<(&[u8], Option<Quantizer>
             let (rest, bytes) = rest.split_at(rest.len() - len);
             let quant = Quantizer::from_bytes(dim, bytes)
                 .ok_or_else(|| corrupted("the quantiser holds values no fit makes"))?;
-            Ok((rest, Some(quant)))
+            Ok((rest, (flag == QUANTIZER_4_BIT).then_some(quant)))
         }
         other => Err(corrupted(format!("quantiser byte {other}"))),
     }

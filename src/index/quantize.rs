@@ -1,29 +1,36 @@
-//! 8-bit scalar quantisation of the graph's vectors, for its traversal only.
+//! 4-bit scalar quantisation of the graph's vectors, for its traversal only.
 //!
 //! A graph search is memory-bound: most of its time waits for the vectors of the points it
 //! reaches, scattered over the whole array (a 384-d vector is 24 cache lines). The graph
-//! therefore keeps, beside each vector, a code of one byte per dimension: per dimension
-//! `x ≈ low + step * code`, with `low` and `step` fitted to the range the graph's vectors
-//! span ([`Quantizer::fit`]). The traversal compares the query, kept in `f32`, with the
-//! codes (an asymmetric distance: only the stored side is rounded), reading a quarter of
-//! the bytes; the points it ends with are then scored again with the exact kernel, and
-//! ranked by that. So a search's hits carry exactly the distance the exact scan gives
-//! (the kernels' bit-identity holds), and the quantisation can only change which points
-//! the beam visits, which is what recall measures.
+//! therefore keeps, beside each vector, a code of half a byte per dimension: per dimension
+//! `x ≈ low + step * code`, `code` in `0..=15`, with `low` and `step` fitted to the range
+//! the graph's vectors span, its rarest extremes left out ([`Quantizer::fit`]). The
+//! traversal compares the query, kept in `f32`, with the codes (an asymmetric distance:
+//! only the stored side is rounded), reading an eighth of the bytes; the points it ends with
+//! (its whole beam, `ef` of them) are then scored again with the exact kernel, and ranked by
+//! that. So a search's hits carry exactly the distance the exact scan gives (the kernels'
+//! bit-identity holds), and the quantisation can only change which points the beam visits,
+//! which is what recall measures. Half a byte rather than a byte: the codes are the one
+//! array an in-memory index holds beside its vectors and links, and a beam of `ef` reranked
+//! exactly needs them only to order candidates roughly (the choice is measured in
+//! docs/benchmarks.md, "Codes of half a byte").
 //!
 //! The codes are not persisted: they are derived from the vectors when a graph is loaded,
 //! as the graph itself is derived from the vectors table. The quantiser (`low`, `step`) is
-//! saved with the links (snapshot format 6, [`Quantizer::to_bytes`]), so a reloaded graph
+//! saved with the links (snapshot format 7, [`Quantizer::to_bytes`]), so a reloaded graph
 //! codes its vectors as the saved one did and answers every search identically.
 
 use super::distance::dot_distance;
 use super::Metric;
 use crate::simd::codes as kernels;
 
-/// Fraction of a dimension's observed span added below and above it, so that vectors
-/// inserted after the fit rarely fall outside the range (they are clamped if they do:
-/// only the traversal's estimate suffers, never a hit's distance).
-const MARGIN: f32 = 1.0 / 32.0;
+/// The largest code: 4 bits.
+const TOP: f32 = 15.0;
+
+/// The share of a dimension's sampled values left outside the fitted range at each end
+/// (clamped to its edge): an outlier stretching the range would otherwise leave the other
+/// values a handful of the 16 codes.
+const CLIP: f64 = 1.0 / 1024.0;
 
 /// A quantiser read back with a graph is refused ([`Quantizer::represents`]) when more
 /// than this share of the vectors' values fall outside its range. A graph refits its codes
@@ -31,13 +38,13 @@ const MARGIN: f32 = 1.0 / 32.0;
 const LOADED_CLAMPED_SHARE: f64 = 1.0 / 8.0;
 
 /// ... or when most varying dimensions span fewer than this many of its steps (a fit spans
-/// about 240).
+/// at least 15).
 const LOADED_MIN_LEVELS: f32 = 8.0;
 
 /// At most this many vectors are read to fit a quantiser (evenly spaced over the slots).
 const FIT_SAMPLE: usize = 16_384;
 
-/// Per-dimension affine map between `f32` values and 8-bit codes.
+/// Per-dimension affine map between `f32` values and 4-bit codes.
 #[derive(Debug, Clone)]
 pub(crate) struct Quantizer {
     low: Vec<f32>,
@@ -46,9 +53,31 @@ pub(crate) struct Quantizer {
     inverse: Vec<f32>,
 }
 
+/// The [`CLIP`] and `1 - CLIP` quantiles of `values` (reordered); `(0, 0)` for none.
+fn clipped_range(values: &mut [f32]) -> (f32, f32) {
+    let n = values.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let cut = (n as f64 * CLIP) as usize;
+    let (_, &mut lo, above) = values.select_nth_unstable_by(cut, f32::total_cmp);
+    let upper = n - 1 - cut;
+    let hi = if upper == cut {
+        lo
+    } else {
+        // The upper quantile is among the values above the lower one.
+        let at = upper - cut - 1;
+        *above.select_nth_unstable_by(at, f32::total_cmp).1
+    };
+    (lo, hi)
+}
+
 impl Quantizer {
     /// A quantiser for the `dim`-dimensional `rows` (slot-major, `dim` floats each),
-    /// fitted to at most [`FIT_SAMPLE`] of them evenly spaced. `None` without rows.
+    /// fitted to at most [`FIT_SAMPLE`] of them evenly spaced: per dimension, the range
+    /// from the sampled values' [`CLIP`] quantile to their `1 - CLIP` one (the extremes
+    /// themselves below 1,024 rows), cut into 15 steps. Values that are not finite are
+    /// left out. `None` without rows.
     pub(crate) fn fit<'a>(
         dim: usize,
         count: usize,
@@ -58,28 +87,22 @@ impl Quantizer {
             return None;
         }
         let stride = count.div_ceil(FIT_SAMPLE).max(1);
-        let mut min = vec![f32::INFINITY; dim];
-        let mut max = vec![f32::NEG_INFINITY; dim];
-        let mut seen = false;
-        for slot in (0..count).step_by(stride) {
-            let Some(v) = row(slot).filter(|v| v.len() == dim) else {
-                continue;
-            };
-            seen = true;
-            for ((lo, hi), &x) in min.iter_mut().zip(max.iter_mut()).zip(v) {
-                *lo = lo.min(x);
-                *hi = hi.max(x);
-            }
-        }
-        if !seen {
+        let rows: Vec<&[f32]> = (0..count)
+            .step_by(stride)
+            .filter_map(|slot| row(slot).filter(|v| v.len() == dim))
+            .collect();
+        if rows.is_empty() {
             return None;
         }
         let (mut low, mut step) = (Vec::with_capacity(dim), Vec::with_capacity(dim));
-        for (lo, hi) in min.into_iter().zip(max) {
+        let mut values = Vec::with_capacity(rows.len());
+        for d in 0..dim {
+            values.clear();
+            values.extend(rows.iter().map(|v| v[d]).filter(|x| x.is_finite()));
+            let (lo, hi) = clipped_range(&mut values);
             let span = hi - lo;
             let (l, s) = if span.is_finite() && span > 0.0 {
-                let margin = span * MARGIN;
-                (lo - margin, (span + 2.0 * margin) / 255.0)
+                (lo, span / TOP)
             } else {
                 // One value seen (or none finite): every code decodes to it.
                 (if lo.is_finite() { lo } else { 0.0 }, 1.0)
@@ -122,31 +145,39 @@ impl Quantizer {
         sound.then(|| Quantizer::new(low.to_vec(), step.to_vec()))
     }
 
-    /// Appends `vector`'s code (one byte per dimension, clamped to the range); returns how
+    /// Bytes of a code: half a byte per dimension ([`kernels::code_len`]).
+    pub(crate) fn code_len(&self) -> usize {
+        kernels::code_len(self.low.len())
+    }
+
+    /// Appends `vector`'s code ([`Self::code_len`] bytes, clamped to the range); returns how
     /// many of its values were clamped (see [`Quantizer::encode_into`]).
     pub(crate) fn encode(&self, vector: &[f32], out: &mut Vec<u8>) -> usize {
         let at = out.len();
-        out.resize(at + vector.len().min(self.low.len()), 0);
+        out.resize(at + self.code_len(), 0);
         self.encode_into(vector, &mut out[at..])
     }
 
-    /// Writes `vector`'s code into `code` (as many values as both hold); returns how many
-    /// values lay more than half a step outside the range (clamped: their code says only
-    /// "at the edge", which is what makes a stale quantiser lose recall).
+    /// Writes `vector`'s code into `code` (as many values as both hold; a missing value
+    /// codes as 0); returns how many values lay more than half a step outside the range
+    /// (clamped: their code says only "at the edge", which is what makes a stale quantiser
+    /// lose recall).
     pub(crate) fn encode_into(&self, vector: &[f32], code: &mut [u8]) -> usize {
         let mut clamped = 0usize;
-        for ((out, &x), (&low, &inverse)) in code
-            .iter_mut()
-            .zip(vector)
-            .zip(self.low.iter().zip(&self.inverse))
-        {
+        let (low, inverse) = (&self.low, &self.inverse);
+        kernels::pack(low.len(), code, |d| {
+            let (Some(&x), Some(&low), Some(&inverse)) =
+                (vector.get(d), low.get(d), inverse.get(d))
+            else {
+                return 0;
+            };
             // Rounded half up: `as u8` truncates, which for the clamped, non-negative value
             // is the floor (and maps NaN to 0). No `round()`: without SSE4.1 it is a call per
             // value, and a load codes every value of every vector.
             let at = (x - low) * inverse + 0.5;
-            clamped += usize::from(!(0.0..=256.0).contains(&at));
-            *out = at.clamp(0.0, 255.0) as u8;
-        }
+            clamped += usize::from(!(0.0..=TOP + 1.0).contains(&at));
+            at.clamp(0.0, TOP) as u8
+        });
         clamped
     }
 
@@ -170,7 +201,7 @@ impl Quantizer {
         let mut min = vec![f32::INFINITY; dim];
         let mut max = vec![f32::NEG_INFINITY; dim];
         let (mut values, mut clamped) = (0usize, 0usize);
-        let mut code = vec![0u8; dim];
+        let mut code = vec![0u8; self.code_len()];
         for slot in (0..count).step_by(stride) {
             let Some(v) = row(slot).filter(|v| v.len() == dim) else {
                 continue;
@@ -272,26 +303,65 @@ mod tests {
             .collect()
     }
 
+    /// Each estimate is within what half a step per value allows: a coded value is at most
+    /// `step / 2` from its value when it lies inside the range (every value does here: below
+    /// 1,024 rows the range is the extremes).
     #[test]
-    fn estimates_stay_close_to_the_exact_distances_for_every_metric() {
-        let dim = 50;
-        let data = rows(500, dim);
-        let q = Quantizer::fit(dim, 500, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
-        for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
-            let query = &data[7 * dim..8 * dim];
-            let prepared = q.query(metric, query);
-            for slot in 0..500 {
-                let v = &data[slot * dim..(slot + 1) * dim];
-                let mut code = Vec::new();
-                q.encode(v, &mut code);
-                let exact = distance(metric, query, v);
-                let estimate = prepared.distance(&code);
-                assert!(
-                    (exact - estimate).abs() <= 0.01 * exact.abs().max(1.0),
-                    "{metric:?} slot {slot}: exact {exact}, estimate {estimate}"
-                );
+    fn estimates_stay_within_half_a_step_per_value_for_every_metric() {
+        for dim in [50, 64, 384] {
+            let data = rows(500, dim);
+            let q = Quantizer::fit(dim, 500, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+            for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+                let query = &data[7 * dim..8 * dim];
+                let prepared = q.query(metric, query);
+                for slot in 0..500 {
+                    let v = &data[slot * dim..(slot + 1) * dim];
+                    let mut code = Vec::new();
+                    assert_eq!(q.encode(v, &mut code), 0, "nothing clamped");
+                    assert_eq!(code.len(), dim.div_ceil(2));
+                    let exact = distance(metric, query, v);
+                    let estimate = prepared.distance(&code);
+                    // Cosine and Dot: 1-Lipschitz in the dot product, which moves by at most
+                    // Σ |q| · step / 2. L2: (a + e)² - a² = 2ae + e².
+                    let bound: f32 = query
+                        .iter()
+                        .zip(v)
+                        .zip(&q.step)
+                        .map(|((&qv, &x), &step)| {
+                            let e = step / 2.0;
+                            match metric {
+                                Metric::L2 => 2.0 * (qv - x).abs() * e + e * e,
+                                _ => qv.abs() * e,
+                            }
+                        })
+                        .sum();
+                    assert!(
+                        (exact - estimate).abs() <= bound * 1.001 + 1e-5,
+                        "{metric:?} dim {dim} slot {slot}: exact {exact}, estimate {estimate}, \
+                         bound {bound}"
+                    );
+                }
             }
         }
+    }
+
+    #[test]
+    fn an_outlier_leaves_the_other_values_the_whole_range() {
+        // 4,096 values spread over [0, 1), and four at 1,000: the range is fitted to the
+        // spread ones, and the outliers are clamped to its top.
+        let mut data: Vec<f32> = (0..4096).map(|i| i as f32 / 4096.0).collect();
+        data[..4].copy_from_slice(&[1000.0; 4]);
+        let q = Quantizer::fit(1, data.len(), |s| data.get(s..s + 1)).expect("rows");
+        assert!(q.step[0] < 1.0 / 14.0, "step {}", q.step[0]);
+        let codes: std::collections::BTreeSet<u8> = data
+            .iter()
+            .map(|&x| {
+                let mut code = Vec::new();
+                q.encode(&[x], &mut code);
+                code[0]
+            })
+            .collect();
+        assert_eq!(codes.len(), 16, "every code in use: {codes:?}");
     }
 
     #[test]
@@ -304,7 +374,7 @@ mod tests {
         q.encode(&[10.0], &mut hi);
         let mut nan = Vec::new();
         q.encode(&[f32::NAN], &mut nan);
-        assert_eq!((lo[0], hi[0], nan[0]), (0, 255, 0));
+        assert_eq!((lo[0], hi[0], nan[0]), (0, 15, 0));
     }
 
     #[test]

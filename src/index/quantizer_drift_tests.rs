@@ -1,4 +1,4 @@
-//! Regression: the graph's 8-bit quantiser was fitted once, when the graph
+//! Regression: the graph's quantiser (8 bits a value then) was fitted once, when the graph
 //! first reached `QUANTIZE_AT` points, and never refitted. Data that drifted away after
 //! the first build (near-identical vectors first, clustered ones later) was coded all at
 //! the range's edges, and the traversal on those codes lost most of its recall (0.45
@@ -130,7 +130,7 @@ fn recall_after_the_data_drifts_matches_a_one_shot_build() {
 fn with_quantizer_values(blobs: &[Vec<u8>], step: bool, value: f32) -> Vec<Vec<u8>> {
     let mut payload: Vec<u8> = blobs[1..].concat();
     let len = payload.len();
-    assert_eq!(payload[len - 1], 1, "the quantiser is present");
+    assert_eq!(payload[len - 1], 2, "the quantiser is present");
     let start = len - 1 - 8 * DIM + if step { 4 * DIM } else { 0 };
     for at in (start..start + 4 * DIM).step_by(4) {
         payload[at..at + 4].copy_from_slice(&value.to_le_bytes());

@@ -1453,7 +1453,7 @@ fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
     let (index, vectors) = grown_quantized_graph(Metric::Cosine);
     let blobs = index.snapshot_blobs().unwrap().unwrap();
     let mut payload: Vec<u8> = blobs[1..].concat();
-    assert_eq!(payload.last(), Some(&1), "the quantiser is present");
+    assert_eq!(payload.last(), Some(&2), "the quantiser is present");
     payload.truncate(payload.len() - 1 - 8 * QDIM);
     // Format 5's fingerprints are blake3's (format 6's are CRC-32s).
     let n = vectors.len();
@@ -1473,6 +1473,46 @@ fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
     assert!(graph.links().is_quantized(), "fitted anew on load");
     let mut same = 0usize;
     let queries = low_rank_vectors(45, 60, QDIM);
+    for q in &queries {
+        let hits = reloaded.search(q, 10, ANN, None).unwrap();
+        let every = exact_scores(&reloaded, q, vectors.len());
+        for &(id, score) in &hits {
+            assert_eq!(score.to_bits(), every[&id].to_bits(), "id {id}");
+        }
+        same += usize::from(hits == index.search(q, 10, ANN, None).unwrap());
+    }
+    assert!(
+        same * 10 >= queries.len() * 8,
+        "{same} of {} alike",
+        queries.len()
+    );
+}
+
+/// A format-6 snapshot of an earlier build, whose quantiser coded 8 bits a value (its last
+/// byte 1), loads: that quantiser's steps do not fit 4-bit codes, so it is fitted anew to
+/// the loaded vectors, and the hits keep their exact distances.
+#[test]
+fn a_snapshot_with_an_8_bit_quantizer_loads_with_one_fitted_anew() {
+    let (index, vectors) = grown_quantized_graph(Metric::Cosine);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let mut payload: Vec<u8> = blobs[1..].concat();
+    let last = payload.len() - 1;
+    assert_eq!(payload[last], 2, "the quantiser is present");
+    // An 8-bit fit of the same range: 255 steps where the 4-bit one has 15.
+    let steps = last - 4 * QDIM..last;
+    for at in steps.step_by(4) {
+        let step = f32::from_le_bytes(payload[at..at + 4].try_into().unwrap());
+        payload[at..at + 4].copy_from_slice(&(step * 15.0 / 255.0).to_le_bytes());
+    }
+    payload[last] = 1;
+    let old = reseal(&blobs[0], &payload);
+    let reloaded = filled_q(Metric::Cosine, &vectors);
+    reloaded.load_snapshot(&old).unwrap();
+    assert_consistent(&reloaded);
+    let graph = reloaded.graph.read().clone().unwrap();
+    assert!(graph.links().is_quantized(), "fitted anew on load");
+    let mut same = 0usize;
+    let queries = low_rank_vectors(46, 60, QDIM);
     for q in &queries {
         let hits = reloaded.search(q, 10, ANN, None).unwrap();
         let every = exact_scores(&reloaded, q, vectors.len());

@@ -1,61 +1,94 @@
-//! The kernels over 8-bit codes the graph's traversal reads (`index::quantize`), compiled for
-//! the baseline and again with AVX2 (picked at run time, the same bits either way).
+//! The kernels over the 4-bit codes the graph's traversal reads (`index::quantize`),
+//! compiled for the baseline and again with AVX2 (picked at run time, the same bits either
+//! way).
+//!
+//! A code packs two dimensions a byte, in blocks of 32 dimensions (16 bytes): byte `i` of a
+//! block holds dimension `i` in its low nibble and dimension `16 + i` in its high one, so
+//! that both halves of a block are read as 16 contiguous lanes. The last block, of `r < 32`
+//! dimensions, splits at `h = ceil(r / 2)` the same way (byte `i`: dimensions `i` and
+//! `h + i`). [`code_len`] bytes in all.
 
 /// Accumulator width, as the `f32` kernels' ([`super::floats`]).
 const LANES: usize = 16;
 
+/// Dimensions of a full block (two lanes' worth a byte).
+pub(crate) const BLOCK: usize = 2 * LANES;
+
+/// Bytes of a `dim`-dimensional code.
+pub(crate) const fn code_len(dim: usize) -> usize {
+    dim.div_ceil(2)
+}
+
 /// `(weights, step, codes) -> sum`.
 pub(crate) type Kernel = fn(&[f32], &[f32], &[u8]) -> f32;
+
+/// The two values a code byte holds.
+#[inline(always)]
+fn nibbles(byte: u8) -> (f32, f32) {
+    (f32::from(byte & 15), f32::from(byte >> 4))
+}
+
+/// The last block's sum: its `r` dimensions `tail` (weights, with `step` for the L2 form)
+/// and its `ceil(r / 2)` code bytes `bytes`; `term(weight, step, value)` one dimension's.
+#[inline(always)]
+fn tail_sum(tail: &[f32], step: &[f32], bytes: &[u8], term: impl Fn(f32, f32, f32) -> f32) -> f32 {
+    let half = tail.len().div_ceil(2);
+    let mut sum = 0.0;
+    for (i, &byte) in bytes.iter().enumerate().take(half) {
+        let (lo, hi) = nibbles(byte);
+        if let (Some(&w), Some(&s)) = (tail.get(i), step.get(i)) {
+            sum += term(w, s, lo);
+        }
+        if let (Some(&w), Some(&s)) = (tail.get(half + i), step.get(half + i)) {
+            sum += term(w, s, hi);
+        }
+    }
+    sum
+}
 
 /// Σ w·code.
 #[inline(always)]
 fn weighted_body(w: &[f32], _step: &[f32], c: &[u8]) -> f32 {
-    let n = w.len().min(c.len());
-    let (w, c) = (&w[..n], &c[..n]);
     let mut acc = [0f32; LANES];
-    let (cw, cc) = (w.chunks_exact(LANES), c.chunks_exact(LANES));
-    let tail: f32 = cw
-        .remainder()
-        .iter()
-        .zip(cc.remainder())
-        .map(|(w, &c)| w * f32::from(c))
-        .sum();
-    for (w, c) in cw.zip(cc) {
+    let blocks = w.chunks_exact(BLOCK);
+    let tail = blocks.remainder();
+    let full = w.len() / BLOCK;
+    for (w, c) in blocks.zip(c.chunks_exact(LANES)) {
+        let (w_lo, w_hi) = w.split_at(LANES);
         for i in 0..LANES {
-            acc[i] += w[i] * f32::from(c[i]);
+            let (lo, hi) = nibbles(c[i]);
+            acc[i] += w_lo[i] * lo + w_hi[i] * hi;
         }
     }
-    acc.iter().sum::<f32>() + tail
+    let bytes = c.get(full * LANES..).unwrap_or(&[]);
+    acc.iter().sum::<f32>() + tail_sum(tail, tail, bytes, |w, _, x| w * x)
 }
 
 /// Σ (r - step·code)², with `r = q - low`.
 #[inline(always)]
 fn l2_body(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
-    let n = r.len().min(step.len()).min(c.len());
-    let (r, step, c) = (&r[..n], &step[..n], &c[..n]);
+    let n = r.len().min(step.len());
+    let (r, step) = (&r[..n], &step[..n]);
     let mut acc = [0f32; LANES];
-    let (cr, cs, cc) = (
-        r.chunks_exact(LANES),
-        step.chunks_exact(LANES),
-        c.chunks_exact(LANES),
-    );
-    let tail: f32 = cr
-        .remainder()
-        .iter()
-        .zip(cs.remainder())
-        .zip(cc.remainder())
-        .map(|((r, s), &c)| {
-            let d = r - s * f32::from(c);
-            d * d
-        })
-        .sum();
-    for ((r, s), c) in cr.zip(cs).zip(cc) {
+    let (blocks, steps) = (r.chunks_exact(BLOCK), step.chunks_exact(BLOCK));
+    let (tail, tail_step) = (blocks.remainder(), steps.remainder());
+    let full = n / BLOCK;
+    for ((r, s), c) in blocks.zip(steps).zip(c.chunks_exact(LANES)) {
+        let (r_lo, r_hi) = r.split_at(LANES);
+        let (s_lo, s_hi) = s.split_at(LANES);
         for i in 0..LANES {
-            let d = r[i] - s[i] * f32::from(c[i]);
-            acc[i] += d * d;
+            let (lo, hi) = nibbles(c[i]);
+            let a = r_lo[i] - s_lo[i] * lo;
+            let b = r_hi[i] - s_hi[i] * hi;
+            acc[i] += a * a + b * b;
         }
     }
-    acc.iter().sum::<f32>() + tail
+    let bytes = c.get(full * LANES..).unwrap_or(&[]);
+    acc.iter().sum::<f32>()
+        + tail_sum(tail, tail_step, bytes, |r, s, x| {
+            let d = r - s * x;
+            d * d
+        })
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -88,4 +121,93 @@ pub(crate) fn l2() -> Kernel {
         return |r, s, c| unsafe { avx2::l2(r, s, c) };
     }
     l2_body
+}
+
+/// Writes the code of `dim` values into `code` ([`code_len`]`(dim)` bytes, or as many as it
+/// holds), in the layout the kernels read (see the module docs); `value(d)` is dimension
+/// `d`'s 4-bit value (only its low nibble is kept).
+#[inline]
+pub(crate) fn pack(dim: usize, code: &mut [u8], mut value: impl FnMut(usize) -> u8) {
+    let mut start = 0;
+    while start < dim {
+        let r = (dim - start).min(BLOCK);
+        let half = r.div_ceil(2);
+        let end = (start / 2 + half).min(code.len());
+        let Some(bytes) = code.get_mut(start / 2..end) else {
+            return;
+        };
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            let lo = value(start + i) & 15;
+            let hi = if half + i < r {
+                value(start + half + i) & 15
+            } else {
+                0
+            };
+            *byte = lo | (hi << 4);
+        }
+        start += r;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{code_len, l2, l2_body, pack, weighted, weighted_body};
+
+    /// The values of a code, unpacked by the layout's definition, not by the kernels.
+    fn values(dim: usize, seed: u32) -> Vec<u8> {
+        (0..dim as u32)
+            .map(|d| ((d.wrapping_mul(2654435761).wrapping_add(seed) >> 7) % 16) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn kernels_match_the_unpacked_sums_for_every_length() {
+        for dim in 0..100 {
+            let v = values(dim, 17);
+            let mut code = vec![0u8; code_len(dim)];
+            pack(dim, &mut code, |d| v[d]);
+            let w: Vec<f32> = (0..dim).map(|i| (i as f32 * 0.37).sin()).collect();
+            let s: Vec<f32> = (0..dim)
+                .map(|i| 0.01 + (i as f32 * 0.11).cos().abs())
+                .collect();
+            let want_weighted: f64 = w.iter().zip(&v).map(|(w, &x)| *w as f64 * x as f64).sum();
+            let want_l2: f64 = w
+                .iter()
+                .zip(&s)
+                .zip(&v)
+                .map(|((r, s), &x)| (*r as f64 - *s as f64 * x as f64).powi(2))
+                .sum();
+            let got = weighted()(&w, &s, &code);
+            assert!(
+                (got as f64 - want_weighted).abs() < 1e-3,
+                "dim {dim}: {got} {want_weighted}"
+            );
+            let got = l2()(&w, &s, &code);
+            assert!(
+                (got as f64 - want_l2).abs() < 1e-2 * want_l2.max(1.0),
+                "dim {dim}"
+            );
+            // The dispatched and the baseline bodies agree to the bit.
+            assert_eq!(
+                weighted()(&w, &s, &code).to_bits(),
+                weighted_body(&w, &s, &code).to_bits()
+            );
+            assert_eq!(
+                l2()(&w, &s, &code).to_bits(),
+                l2_body(&w, &s, &code).to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_code_gives_a_short_sum_not_a_panic() {
+        let w = vec![1.0f32; 70];
+        assert_eq!(weighted()(&w, &w, &[]), 0.0);
+        assert_eq!(l2()(&w, &w, &[]), 0.0);
+        assert!(weighted()(&w, &w, &[0x21; 3]).is_finite());
+        assert!(l2()(&w, &w[..5], &[0x21; 40]).is_finite());
+        let mut short = [0u8; 2];
+        pack(70, &mut short, |_| 3);
+        assert_eq!(short, [0x33, 0x33]);
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`floats`]: the `f32` distance kernels (a dot product, a squared Euclidean distance,
 //!   the exact scan's block kernel), compiled for the baseline and again with AVX2.
-//! - [`codes`]: the kernels over 8-bit codes the graph's traversal reads, likewise.
+//! - [`codes`]: the kernels over 4-bit codes the graph's traversal reads, likewise.
 //! - [`ascii`]: the whitespace, alphanumeric and upper-case classes of 64 ASCII bytes, with
 //!   SSE2.
 //! - [`prefetch`]: a cache prefetch hint.
