@@ -55,7 +55,7 @@ const PREFETCH_LINES: usize = 16;
 const PREFETCH_VECTOR_LINES: usize = 4;
 
 /// Cache lines of a code [`Hnsw::prefetch_code`] asks for (the first ones): every line of
-/// a code up to 1,024 dimensions (a 384-d code spans 3 or 4). A code's bytes are an eighth
+/// a code of up to 960 dimensions, wherever it starts (a 384-d code spans 3 or 4). A code's bytes are an eighth
 /// of its vector's, so asking for all of them does not fill the line-fill buffers (the
 /// choice is measured in docs/benchmarks.md).
 const PREFETCH_CODE_LINES: usize = 8;
@@ -372,7 +372,7 @@ struct Points {
     /// The traversal's quantiser, once the graph has [`QUANTIZE_AT`] points (of at least
     /// [`QUANTIZE_MIN_DIM`] dimensions).
     quant: Option<Quantizer>,
-    /// Slot-major codes of the vectors under `quant` (`dim` bytes each), or empty.
+    /// Slot-major codes of the vectors under `quant` (`code_len(dim)` bytes each), or empty.
     codes: Vec<u8>,
     /// How many values of `codes` were clamped ([`Quantizer::encode_into`]).
     clamped: usize,

@@ -17,7 +17,7 @@
 //!
 //! The codes are not persisted: they are derived from the vectors when a graph is loaded,
 //! as the graph itself is derived from the vectors table. The quantiser (`low`, `step`) is
-//! saved with the links (snapshot format 7, [`Quantizer::to_bytes`]), so a reloaded graph
+//! saved with the links (snapshot format 6, its last byte 2, [`Quantizer::to_bytes`]), so a reloaded graph
 //! codes its vectors as the saved one did and answers every search identically.
 
 use super::distance::dot_distance;
@@ -38,8 +38,14 @@ const CLIP: f64 = 1.0 / 1024.0;
 const LOADED_CLAMPED_SHARE: f64 = 1.0 / 8.0;
 
 /// ... or when most varying dimensions span fewer than this many of its steps (a fit spans
-/// at least 15).
-const LOADED_MIN_LEVELS: f32 = 8.0;
+/// at least 15: the values between its quantiles span 15, and all of them at least that).
+/// Low, so that a store whose live vectors narrowed (most deleted, one cluster kept) still
+/// loads its snapshot: what this catches is a quantiser fitted to other data altogether.
+const LOADED_MIN_LEVELS: f32 = 2.0;
+
+/// Dimensions whose sampled values [`Quantizer::fit`] gathers per pass over the sample rows
+/// (16 floats: one cache line of each row).
+const FIT_COLUMNS: usize = 16;
 
 /// At most this many vectors are read to fit a quantiser (evenly spaced over the slots).
 const FIT_SAMPLE: usize = 16_384;
@@ -51,6 +57,25 @@ pub(crate) struct Quantizer {
     step: Vec<f32>,
     /// `1 / step`, for coding (derived, not persisted).
     inverse: Vec<f32>,
+}
+
+/// `low` and `step` for one dimension's finite sampled `values` (reordered): 15 steps
+/// between their [`CLIP`] quantiles, or between their extremes when those quantiles are
+/// equal (a dimension that is zero in all but a few rows keeps the scale of those), or a
+/// step of 1 from the one value there is (every code then decodes to it).
+fn fitted_range(values: &mut [f32]) -> (f32, f32) {
+    let (mut lo, mut hi) = clipped_range(values);
+    if hi - lo <= 0.0 {
+        (lo, hi) = values
+            .iter()
+            .fold((lo, hi), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    }
+    let span = hi - lo;
+    if span.is_finite() && span > 0.0 {
+        (lo, span / TOP)
+    } else {
+        (if lo.is_finite() { lo } else { 0.0 }, 1.0)
+    }
 }
 
 /// The [`CLIP`] and `1 - CLIP` quantiles of `values` (reordered); `(0, 0)` for none.
@@ -95,20 +120,28 @@ impl Quantizer {
             return None;
         }
         let (mut low, mut step) = (Vec::with_capacity(dim), Vec::with_capacity(dim));
-        let mut values = Vec::with_capacity(rows.len());
-        for d in 0..dim {
-            values.clear();
-            values.extend(rows.iter().map(|v| v[d]).filter(|x| x.is_finite()));
-            let (lo, hi) = clipped_range(&mut values);
-            let span = hi - lo;
-            let (l, s) = if span.is_finite() && span > 0.0 {
-                (lo, span / TOP)
-            } else {
-                // One value seen (or none finite): every code decodes to it.
-                (if lo.is_finite() { lo } else { 0.0 }, 1.0)
-            };
-            low.push(l);
-            step.push(s.max(f32::MIN_POSITIVE));
+        // Columns gathered a few at a time, in one pass over the rows each: a row's next
+        // values share its cache line (a pass per dimension read a line per value).
+        let mut columns: Vec<Vec<f32>> = (0..FIT_COLUMNS)
+            .map(|_| Vec::with_capacity(rows.len()))
+            .collect();
+        for first in (0..dim).step_by(FIT_COLUMNS) {
+            let width = FIT_COLUMNS.min(dim - first);
+            for column in &mut columns {
+                column.clear();
+            }
+            for v in &rows {
+                for (column, &x) in columns.iter_mut().zip(&v[first..first + width]) {
+                    if x.is_finite() {
+                        column.push(x);
+                    }
+                }
+            }
+            for values in &mut columns[..width] {
+                let (l, s) = fitted_range(values);
+                low.push(l);
+                step.push(s.max(f32::MIN_POSITIVE));
+            }
         }
         Some(Quantizer::new(low, step))
     }
@@ -346,22 +379,55 @@ mod tests {
     }
 
     #[test]
-    fn an_outlier_leaves_the_other_values_the_whole_range() {
-        // 4,096 values spread over [0, 1), and four at 1,000: the range is fitted to the
-        // spread ones, and the outliers are clamped to its top.
+    fn outliers_leave_the_other_values_the_whole_range() {
+        // 4,096 values spread over [0, 1), four at 1,000 and four at -1,000: the range is
+        // fitted to the spread ones, and the outliers are clamped to its edges.
         let mut data: Vec<f32> = (0..4096).map(|i| i as f32 / 4096.0).collect();
         data[..4].copy_from_slice(&[1000.0; 4]);
+        data[4..8].copy_from_slice(&[-1000.0; 4]);
         let q = Quantizer::fit(1, data.len(), |s| data.get(s..s + 1)).expect("rows");
+        assert!(q.low[0] >= 0.0, "low {}", q.low[0]);
         assert!(q.step[0] < 1.0 / 14.0, "step {}", q.step[0]);
-        let codes: std::collections::BTreeSet<u8> = data
-            .iter()
-            .map(|&x| {
-                let mut code = Vec::new();
-                q.encode(&[x], &mut code);
-                code[0]
-            })
-            .collect();
+        let code = |x: f32| {
+            let mut code = Vec::new();
+            q.encode(&[x], &mut code);
+            code[0]
+        };
+        let codes: std::collections::BTreeSet<u8> = data.iter().map(|&x| code(x)).collect();
         assert_eq!(codes.len(), 16, "every code in use: {codes:?}");
+        assert_eq!((code(-1000.0), code(1000.0)), (0, 15));
+    }
+
+    /// A dimension that is zero in all but a few rows: its quantiles are both 0, and the
+    /// range falls back to its extremes (a step of 1 lost the values' scale, and a loaded
+    /// quantiser of such vectors was refused as not fitted to them).
+    #[test]
+    fn a_dimension_zero_in_almost_every_row_keeps_the_scale_of_the_rest() {
+        let dim = 4;
+        let n = 4096;
+        let mut data = vec![0.0f32; n * dim];
+        for slot in 0..n {
+            // Every dimension is zero but in three rows.
+            if slot % 1500 == 7 {
+                for d in 0..dim {
+                    data[slot * dim + d] = 0.25 + 0.1 * d as f32 + 0.0001 * slot as f32;
+                }
+            }
+        }
+        let rows = |s: usize| data.get(s * dim..(s + 1) * dim);
+        let q = Quantizer::fit(dim, n, rows).expect("rows");
+        for d in 0..dim {
+            assert!(q.step[d] < 0.1, "dimension {d}: step {}", q.step[d]);
+        }
+        let mut zero = Vec::new();
+        q.encode(&[0.0; 4], &mut zero);
+        let mut some = Vec::new();
+        q.encode(&data[7 * dim..8 * dim], &mut some);
+        assert_ne!(zero, some, "the rare values code apart from zero");
+        assert!(
+            q.represents(dim, n, rows),
+            "the fit stands for its own rows"
+        );
     }
 
     #[test]

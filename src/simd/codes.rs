@@ -153,7 +153,7 @@ pub(crate) fn pack(dim: usize, code: &mut [u8], mut value: impl FnMut(usize) -> 
 mod tests {
     use super::{code_len, l2, l2_body, pack, weighted, weighted_body};
 
-    /// The values of a code, unpacked by the layout's definition, not by the kernels.
+    /// Seeded 4-bit values for a `dim`-dimensional code.
     fn values(dim: usize, seed: u32) -> Vec<u8> {
         (0..dim as u32)
             .map(|d| ((d.wrapping_mul(2654435761).wrapping_add(seed) >> 7) % 16) as u8)
@@ -197,6 +197,25 @@ mod tests {
                 l2_body(&w, &s, &code).to_bits()
             );
         }
+    }
+
+    #[test]
+    fn a_code_holds_dimensions_i_and_16_plus_i_in_byte_i_of_a_block() {
+        // 40 dimensions: a full block of 32, then a block of 8 split at 4.
+        let v: Vec<u8> = (0..40).map(|d| (d % 16) as u8).collect();
+        let mut code = vec![0u8; code_len(40)];
+        pack(40, &mut code, |d| v[d]);
+        assert_eq!(code.len(), 20);
+        for i in 0..16 {
+            assert_eq!(code[i], v[i] | (v[16 + i] << 4), "byte {i}");
+        }
+        for i in 0..4 {
+            assert_eq!(code[16 + i], v[32 + i] | (v[36 + i] << 4), "tail byte {i}");
+        }
+        // An odd tail: 35 dimensions end with a block of 3, split at 2.
+        let mut odd = vec![0u8; code_len(35)];
+        pack(35, &mut odd, |d| v[d]);
+        assert_eq!(&odd[16..], &[v[32] | (v[34] << 4), v[33]]);
     }
 
     #[test]
