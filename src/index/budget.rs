@@ -701,6 +701,14 @@ impl BudgetIndex {
         inner.suspects = Vec::new();
     }
 
+    /// Whether walks are held (a load inserting), the points the last walk covered, and
+    /// the points the graph holds.
+    #[cfg(test)]
+    pub(crate) fn walk_state(&self) -> (bool, usize, usize) {
+        let inner = self.inner.read();
+        (inner.loading, inner.walked, inner.ids.len())
+    }
+
     /// Walks layer 0 from the entry now (see [`Inner::walk`]), and from now on whenever
     /// one is due: a load ends with one.
     pub(crate) fn walk(&self) {

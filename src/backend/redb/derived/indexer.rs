@@ -1655,3 +1655,90 @@ mod background_panic_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod budgeted_load_tests {
+    //! A budgeted index loaded on open (from the index the file saved, or built from the
+    //! vectors rows) ends the load with a walk of layer 0: the load holds walks while it
+    //! inserts, and an index left holding them would never walk again, so a point some
+    //! later insert orphaned would be found by no search (the reachability walk of
+    //! `index::budget`; stop 60 noted that nothing tested this end).
+
+    use crate::backend::redb::schema::BUDGET_SNAPSHOT;
+    use crate::index::test_support::low_rank_vectors;
+    use crate::options::{Durability, Options};
+    use crate::{Chunk, Document, Op, Store, Version};
+    use std::path::Path;
+    use std::time::Duration;
+
+    const DIM: usize = 32;
+    const N: usize = 4000;
+    /// Small enough that the codes are trained below `N` points (at 2,048).
+    const BUDGET: u64 = 2 << 20;
+
+    fn open(path: &Path) -> Store {
+        let options = Options::default()
+            .durability(Durability::None)
+            .memory_budget(BUDGET);
+        Store::open(path, options).expect("open")
+    }
+
+    /// Once the index is ready: whether walks are held, the points the last walk covered,
+    /// the points the graph holds.
+    fn walk_state(store: &Store) -> (bool, usize, usize) {
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "index ready"
+        );
+        let live = store.indexer().live().expect("loaded");
+        live.budget.as_ref().expect("budgeted").walk_state()
+    }
+
+    #[test]
+    fn a_budgeted_load_ends_with_a_walk_from_the_saved_index_and_from_the_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("walk.redb");
+        let vectors = low_rank_vectors(61, N, DIM);
+        {
+            let store = open(&path);
+            for start in (0..N).step_by(1000) {
+                let ops = (start..start + 1000)
+                    .map(|i| {
+                        Op::Upsert(
+                            Document::new("s", format!("v{i}"), Version::number(1))
+                                .with_chunk(Chunk::new(format!("chunk {i}"), vectors[i].clone())),
+                        )
+                    })
+                    .collect();
+                for outcome in store.write_batch(ops).expect("write") {
+                    outcome.expect("document");
+                }
+            }
+            store.build_index().expect("build and save");
+            assert_eq!(walk_state(&store).2, N, "every point in the graph");
+        }
+        {
+            let store = open(&path);
+            let state = walk_state(&store);
+            assert!(
+                store.index_info().loaded_from_file,
+                "the saved index loaded"
+            );
+            assert_eq!(state, (false, N, N), "(holding walks, walked, points)");
+        }
+        // Without the saved index: the open builds it from the vectors rows.
+        {
+            let db = redb::Database::open(&path).expect("redb open");
+            let tx = db.begin_write().expect("write");
+            assert!(
+                tx.delete_table(BUDGET_SNAPSHOT).expect("delete"),
+                "it was saved"
+            );
+            tx.commit().expect("commit");
+        }
+        let store = open(&path);
+        let state = walk_state(&store);
+        assert!(!store.index_info().loaded_from_file, "built from the rows");
+        assert_eq!(state, (false, N, N), "(holding walks, walked, points)");
+    }
+}
