@@ -29,6 +29,7 @@ use parking_lot::RwLock;
 use super::candidates::IdFilter;
 use super::distance::distance;
 use super::pq::{ProductQuantizer, Table};
+use super::reach::SlotSet;
 use super::{IdMap, IndexError, Metric};
 use crate::options::Options;
 use crate::simd::prefetch_lines;
@@ -305,26 +306,6 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// A set of slots, one bit each.
-struct Visited(Vec<u64>);
-
-impl Visited {
-    fn new(n: usize) -> Visited {
-        Visited(vec![0; n.div_ceil(64)])
-    }
-    /// Marks `slot`; `true` if it was not marked.
-    fn insert(&mut self, slot: u32) -> bool {
-        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
-        match self.0.get_mut(word) {
-            Some(w) if *w & bit == 0 => {
-                *w |= bit;
-                true
-            }
-            _ => false,
-        }
-    }
 }
 
 /// Points added since the last walk that start another: at least [`WALK_EVERY_MIN`], or
@@ -872,7 +853,7 @@ impl BudgetIndex {
         admit: Option<&dyn Fn(u32) -> bool>,
         reseed: bool,
     ) -> Vec<Near> {
-        let mut visited = Visited::new(inner.ids.len());
+        let mut visited = SlotSet::new(inner.ids.len());
         let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
         let mut best: BinaryHeap<Near> = BinaryHeap::new();
         for &e in entries {

@@ -10,19 +10,27 @@ use crate::simd::prefetch_lines;
 /// first with the rows asked for 16 places ahead about 100 ms.
 const PREFETCH_AHEAD: usize = 16;
 
-/// The slots of `0..n` reached, one bit each.
-pub(crate) struct Reached(Vec<u64>);
+/// A set of the slots `0..n`, one bit each: what a walk reached, or what a search visited.
+pub(crate) struct SlotSet(Vec<u64>);
 
-impl Reached {
-    /// Whether `slot` was reached.
+impl SlotSet {
+    /// The empty set of `0..n`.
+    pub(crate) fn new(n: usize) -> SlotSet {
+        SlotSet(vec![0; n.div_ceil(64)])
+    }
+
+    /// Whether `slot` is marked.
+    #[inline]
     pub(crate) fn contains(&self, slot: u32) -> bool {
         self.0
             .get(slot as usize / 64)
             .is_some_and(|w| w & (1 << (slot % 64)) != 0)
     }
 
-    /// Marks `slot` (within `0..n`); `true` if it was not marked.
-    fn insert(&mut self, slot: u32) -> bool {
+    /// Marks `slot` (within `0..n`; a slot outside is never marked); `true` if it was not
+    /// marked.
+    #[inline]
+    pub(crate) fn insert(&mut self, slot: u32) -> bool {
         let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
         match self.0.get_mut(word) {
             Some(w) if *w & bit == 0 => {
@@ -42,8 +50,8 @@ pub(crate) fn reached<'a, T: 'a, I: IntoIterator<Item = u32>>(
     starts: impl IntoIterator<Item = u32>,
     row: impl Fn(u32) -> &'a [T],
     links: impl Fn(&'a [T]) -> I,
-) -> Reached {
-    let mut reached = Reached(vec![0; n.div_ceil(64)]);
+) -> SlotSet {
+    let mut reached = SlotSet::new(n);
     // Each reached slot once, in the order reached.
     let mut queue: Vec<u32> = Vec::with_capacity(n);
     for start in starts {

@@ -20,9 +20,10 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use super::{BudgetIndex, Inner, Near, Scratch, Visited, EMPTY};
+use super::{BudgetIndex, Inner, Near, Scratch, EMPTY};
 use crate::index::distance::distance;
 use crate::index::pq::Table;
+use crate::index::reach::SlotSet;
 use crate::index::workers::for_each_on_threads;
 use crate::index::IdMap;
 
@@ -243,7 +244,7 @@ impl BudgetIndex {
         ef: usize,
         layer: usize,
     ) -> Vec<Near> {
-        let mut visited = Visited::new(inner.ids.len());
+        let mut visited = SlotSet::new(inner.ids.len());
         let mut frontier: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
         let mut best: BinaryHeap<Near> = BinaryHeap::new();
         for &e in entries {
