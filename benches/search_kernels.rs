@@ -10,6 +10,9 @@
 //! - `exact_search/<set>`: the whole exact search of a `Store` without the store (scan,
 //!   top-10 with ids, split over every core above 32,768 rows), for the ratio to NumPy's
 //!   `base @ q` then `argpartition` on the same set (`benches/peers/peers.py`'s exact scan);
+//! - `code_distance/<set>` (sets of at least 128 dimensions): the graph traversal's
+//!   estimates over every row's 4-bit code into a top-10, through the `f32` weights'
+//!   kernel (`f32_weights`, before) and the integer weights' (`integer_weights`, now);
 //! - `chunk_decode/<n>_chunks`: a search hit's text from an encoded chunks row of `n`
 //!   chunks of ~500 bytes: the whole row decoded (`whole_row`, before) against only the
 //!   hit's chunk (`one_chunk`), the position varying over the row.
@@ -23,7 +26,7 @@ mod search_real;
 use criterion::{BenchmarkId, Criterion};
 use ratchetdb::testkit::{
     chunk_text_one_chunk, chunk_text_whole_row, encode_chunks_row, scan_rows_block,
-    scan_rows_one_by_one, ExactScan, SplitMix64,
+    scan_rows_one_by_one, CodedRows, ExactScan, SplitMix64,
 };
 use ratchetdb::Metric;
 use std::hint::black_box;
@@ -132,6 +135,29 @@ fn main() {
             })
         });
         g.finish();
+        // The traversal's code estimates (sets of at least 128 dimensions, which the graph
+        // codes), every row's in turn into a top-10: the `f32` kernel before, the integer
+        // one now.
+        if let Some(coded) = (dim >= 128).then(|| CodedRows::new(dim, &rows)).flatten() {
+            let mut g = c.benchmark_group(format!("code_distance/{name}"));
+            for (kernel, integer) in [("f32_weights", false), ("integer_weights", true)] {
+                let mut i = 0;
+                g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
+                    b.iter(|| {
+                        i += 1;
+                        let query = &queries[(i % count) * dim..(i % count + 1) * dim];
+                        let mut top = Top10(Vec::with_capacity(11));
+                        if integer {
+                            coded.scan_integer(query, |r, d| top.push(r, d));
+                        } else {
+                            coded.scan_f32(query, |r, d| top.push(r, d));
+                        }
+                        black_box(top.0)
+                    })
+                });
+            }
+            g.finish();
+        }
         // The whole exact search as a `Store` runs it (scan, top-10 with ids, on both
         // cores above 32,768 rows), for the ratio to NumPy's `base @ q` + argpartition.
         let scan = ExactScan::new(dim, &rows).expect("index");

@@ -48,7 +48,7 @@ mod hnsw;
 mod membership;
 mod persisted;
 mod pq;
-mod quantize;
+pub(crate) mod quantize;
 mod reach;
 mod workers;
 // After `pq` and `workers`, whose codes and threads it uses.

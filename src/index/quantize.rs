@@ -265,39 +265,100 @@ impl Quantizer {
 
     /// The query-side form of `query` for [`Query::distance`] under `metric`.
     pub(crate) fn query(&self, metric: Metric, query: &[f32]) -> Query<'_> {
-        match metric {
-            Metric::L2 => Query {
-                metric,
-                // ||q - x||² = Σ (q - low - step·code)²: the kernel needs q - low and step.
-                weights: query
+        let form = match metric {
+            // ||q - x||² = Σ (q - low - step·code)²: the kernel needs q - low and step.
+            Metric::L2 => Form::L2 {
+                r: query
                     .iter()
                     .zip(&self.low)
                     .map(|(q, low)| q - low)
                     .collect(),
-                base: 0.0,
                 step: &self.step,
                 kernel: kernels::l2(),
             },
-            Metric::Cosine | Metric::Dot => Query {
-                metric,
-                // q·x = Σ q·low + Σ (q·step)·code.
-                weights: query.iter().zip(&self.step).map(|(q, s)| q * s).collect(),
-                base: query.iter().zip(&self.low).map(|(q, low)| q * low).sum(),
-                step: &self.step,
-                kernel: kernels::weighted(),
-            },
+            // q·x = Σ q·low + Σ (q·step)·code, the second sum over integer weights.
+            Metric::Cosine | Metric::Dot => {
+                let weights: Vec<f32> = query.iter().zip(&self.step).map(|(q, s)| q * s).collect();
+                let (weights, scale) = integer_weights(&weights);
+                Form::Weighted {
+                    weights,
+                    scale,
+                    base: query.iter().zip(&self.low).map(|(q, low)| q * low).sum(),
+                    kernel: kernels::weighted_int(),
+                }
+            }
+        };
+        Query { metric, form }
+    }
+}
+
+#[cfg(any(test, feature = "testkit"))]
+impl Quantizer {
+    /// The cosine estimate of the traversal before the integer kernel: `q·step` kept as
+    /// `f32` weights and summed by the `f32` code kernel (`benches/search_kernels.rs`
+    /// measures the two side by side; a test holds them together).
+    pub(crate) fn cosine_estimate_f32(&self, query: &[f32]) -> impl Fn(&[u8]) -> f32 + '_ {
+        let weights: Vec<f32> = query.iter().zip(&self.step).map(|(q, s)| q * s).collect();
+        let base: f32 = query.iter().zip(&self.low).map(|(q, low)| q * low).sum();
+        let kernel = kernels::weighted();
+        move |codes| {
+            let d = 1.0 - (base + kernel(&weights, &self.step, codes));
+            if d.is_nan() {
+                f32::INFINITY
+            } else {
+                d.max(0.0)
+            }
         }
     }
+}
+
+/// `weights` as integers and the scale that takes them back (`w ≈ scale · integer`): the
+/// largest magnitude maps to [`kernels::int_weight_limit`], so each weight is rounded by
+/// at most `scale / 2` (a relative 1/65,534 of the largest up to 4,369 dimensions), far
+/// below what the codes' half step moves an estimate. All zero (and a scale of 0) when no
+/// weight is finite and non-zero.
+fn integer_weights(weights: &[f32]) -> (Vec<i16>, f32) {
+    let largest = weights
+        .iter()
+        .filter(|w| w.is_finite())
+        .fold(0f32, |m, w| m.max(w.abs()));
+    if largest == 0.0 {
+        return (vec![0; weights.len()], 0.0);
+    }
+    let limit = f32::from(kernels::int_weight_limit(weights.len()));
+    let scale = largest / limit;
+    let integers = weights
+        .iter()
+        .map(|&w| {
+            // `as` saturates (and maps NaN to 0); |w / scale| <= limit for finite w.
+            (w / scale).round().clamp(-limit, limit) as i16
+        })
+        .collect();
+    (integers, scale)
+}
+
+/// How a [`Query`] scores a code under its metric.
+enum Form<'a> {
+    /// L2: `q - low` per dimension, the quantiser's steps, the `f32` kernel.
+    L2 {
+        r: Vec<f32>,
+        step: &'a [f32],
+        kernel: kernels::Kernel,
+    },
+    /// Cosine and Dot: `q·step` as integers with their scale, `Σ q·low`, the integer kernel.
+    Weighted {
+        weights: Vec<i16>,
+        scale: f32,
+        base: f32,
+        kernel: kernels::IntKernel,
+    },
 }
 
 /// A query prepared against a [`Quantizer`]: estimates the internal distance (as
 /// [`super::distance::distance`] defines it for the metric) of a coded vector.
 pub(crate) struct Query<'a> {
     metric: Metric,
-    weights: Vec<f32>,
-    base: f32,
-    step: &'a [f32],
-    kernel: kernels::Kernel,
+    form: Form<'a>,
 }
 
 impl Query<'_> {
@@ -305,16 +366,37 @@ impl Query<'_> {
     /// negative, never NaN.
     #[inline]
     pub(crate) fn distance(&self, codes: &[u8]) -> f32 {
-        let sum = (self.kernel)(&self.weights, self.step, codes);
-        let d = match self.metric {
-            Metric::L2 => sum,
-            Metric::Cosine => 1.0 - (self.base + sum),
-            Metric::Dot => dot_distance(self.base + sum),
+        let d = match &self.form {
+            Form::L2 { r, step, kernel } => kernel(r, step, codes),
+            Form::Weighted {
+                weights,
+                scale,
+                base,
+                kernel,
+            } => {
+                let dot = base + kernel(weights, codes) as f32 * scale;
+                // Built for Cosine and Dot only.
+                if self.metric == Metric::Dot {
+                    dot_distance(dot)
+                } else {
+                    1.0 - dot
+                }
+            }
         };
         if d.is_nan() {
             f32::INFINITY
         } else {
             d.max(0.0)
+        }
+    }
+
+    /// How far rounding the weights to integers can move an estimate: half the scale per
+    /// dimension, times the largest code (0 for L2, whose weights stay `f32`).
+    #[cfg(test)]
+    fn rounding_bound(&self) -> f32 {
+        match &self.form {
+            Form::L2 { .. } => 0.0,
+            Form::Weighted { weights, scale, .. } => 7.5 * scale * weights.len() as f32,
         }
     }
 }
@@ -368,6 +450,7 @@ mod tests {
                             }
                         })
                         .sum();
+                    let bound = bound + prepared.rounding_bound();
                     assert!(
                         (exact - estimate).abs() <= bound * 1.001 + 1e-5,
                         "{metric:?} dim {dim} slot {slot}: exact {exact}, estimate {estimate}, \
@@ -376,6 +459,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The integer weights move an estimate by no more than their rounding allows from
+    /// the `f32` weights' estimate (the traversal's before), at every dimension count the
+    /// codes' layout treats differently.
+    #[test]
+    fn integer_weights_estimate_as_the_f32_weights_did() {
+        for dim in [1, 31, 50, 64, 384, 1000] {
+            let data = rows(300, dim);
+            let q = Quantizer::fit(dim, 300, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+            let query = &data[11 * dim..12 * dim];
+            let prepared = q.query(Metric::Cosine, query);
+            let before = q.cosine_estimate_f32(query);
+            let bound = prepared.rounding_bound();
+            // Under a hundredth of what the codes' half steps allow (Σ |q| · step / 2).
+            let codes_bound: f32 = query
+                .iter()
+                .zip(&q.step)
+                .map(|(x, s)| x.abs() * s / 2.0)
+                .sum();
+            assert!(
+                bound > 0.0 && bound < codes_bound / 100.0,
+                "dim {dim}: bound {bound}, the codes' {codes_bound}"
+            );
+            for slot in 0..300 {
+                let mut code = Vec::new();
+                q.encode(&data[slot * dim..(slot + 1) * dim], &mut code);
+                let (now, then) = (prepared.distance(&code), before(&code));
+                // The f32 sums' own rounding: a few ulps of the terms' magnitude.
+                assert!(
+                    (now - then).abs() <= bound + 1e-5,
+                    "dim {dim} slot {slot}: {now} against {then} (bound {bound})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_of_zeros_estimates_from_the_base_alone() {
+        let dim = 40;
+        let data = rows(50, dim);
+        let q = Quantizer::fit(dim, 50, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+        let zeros = vec![0.0f32; dim];
+        let prepared = q.query(Metric::Cosine, &zeros);
+        assert_eq!(prepared.rounding_bound(), 0.0);
+        let mut code = Vec::new();
+        q.encode(&data[..dim], &mut code);
+        assert_eq!(prepared.distance(&code), 1.0);
     }
 
     #[test]

@@ -91,3 +91,49 @@ impl ExactScan {
             .map_err(|e| e.to_string())
     }
 }
+
+/// Vectors coded as the graph's traversal codes them (4 bits a dimension, a quantiser
+/// fitted to the rows), for timing the traversal's code distances: the integer kernel it
+/// uses against the `f32` one it used before (`benches/search_kernels.rs`, group
+/// `code_distance`).
+pub struct CodedRows {
+    quantizer: crate::index::quantize::Quantizer,
+    code_len: usize,
+    codes: Vec<u8>,
+}
+
+impl CodedRows {
+    /// `rows` (row-major, `dim` floats each) coded; `None` without a whole row.
+    pub fn new(dim: usize, rows: &[f32]) -> Option<CodedRows> {
+        let count = rows.len() / dim.max(1);
+        let quantizer = crate::index::quantize::Quantizer::fit(dim, count, |s| {
+            rows.get(s * dim..(s + 1) * dim)
+        })?;
+        let mut codes = Vec::new();
+        for row in rows.chunks_exact(dim) {
+            quantizer.encode(row, &mut codes);
+        }
+        Some(CodedRows {
+            code_len: quantizer.code_len(),
+            quantizer,
+            codes,
+        })
+    }
+
+    /// Calls `on_row(row, estimate)` with every row's cosine estimate through the integer
+    /// kernel (the traversal's).
+    pub fn scan_integer(&self, query: &[f32], mut on_row: impl FnMut(usize, f32)) {
+        let prepared = self.quantizer.query(Metric::Cosine, query);
+        for (row, code) in self.codes.chunks_exact(self.code_len).enumerate() {
+            on_row(row, prepared.distance(code));
+        }
+    }
+
+    /// The same through the `f32` kernel (the traversal's before).
+    pub fn scan_f32(&self, query: &[f32], mut on_row: impl FnMut(usize, f32)) {
+        let estimate = self.quantizer.cosine_estimate_f32(query);
+        for (row, code) in self.codes.chunks_exact(self.code_len).enumerate() {
+            on_row(row, estimate(code));
+        }
+    }
+}
