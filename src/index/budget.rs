@@ -731,6 +731,25 @@ impl BudgetIndex {
         }
     }
 
+    /// Appends a point for `id` at slot `inner.ids.len()` (the caller has checked that it is
+    /// below [`EMPTY`], and put its code in place): its level, an empty layer-0 row and
+    /// upper rows, live, found by its id; not yet linked.
+    fn push_point(&self, inner: &mut Inner, id: u64) {
+        let slot = inner.ids.len() as u32;
+        let level = self.random_level(inner);
+        inner.ids.push(id);
+        inner.levels.push(level);
+        inner.layer0.resize(inner.layer0.len() + self.m0, EMPTY);
+        if level > 0 {
+            inner
+                .upper
+                .insert(u64::from(slot), vec![EMPTY; usize::from(level) * self.m]);
+        }
+        inner.set_live(slot, true);
+        inner.slot_of.insert(id, slot);
+        inner.live_count += 1;
+    }
+
     /// Adds a point for `id` (trained, not present).
     fn add(&self, inner: &mut Inner, id: u64, vector: &[f32]) {
         let code_len = self.plan.code_len;
@@ -758,18 +777,7 @@ impl BudgetIndex {
             inner.layer0.reserve_exact(grow * m0);
         }
         inner.codes.extend_from_slice(&code);
-        let level = self.random_level(inner);
-        inner.ids.push(id);
-        inner.levels.push(level);
-        inner.layer0.resize(inner.layer0.len() + self.m0, EMPTY);
-        if level > 0 {
-            inner
-                .upper
-                .insert(u64::from(slot), vec![EMPTY; usize::from(level) * self.m]);
-        }
-        inner.set_live(slot, true);
-        inner.slot_of.insert(id, slot);
-        inner.live_count += 1;
+        self.push_point(inner, id);
         self.link(inner, slot, &table);
         inner.walk_when_due(self.m0);
     }

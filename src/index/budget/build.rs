@@ -99,19 +99,7 @@ impl BudgetIndex {
             );
         }
         for &(id, _) in items {
-            let slot = inner.ids.len() as u32;
-            let level = self.random_level(inner);
-            inner.ids.push(id);
-            inner.levels.push(level);
-            inner.layer0.resize(inner.layer0.len() + self.m0, EMPTY);
-            if level > 0 {
-                inner
-                    .upper
-                    .insert(u64::from(slot), vec![EMPTY; usize::from(level) * self.m]);
-            }
-            inner.set_live(slot, true);
-            inner.slot_of.insert(id, slot);
-            inner.live_count += 1;
+            self.push_point(inner, id);
         }
         // Points that raise the top level (and the first point of an empty graph), one
         // after the other: afterwards the entry point stays fixed.
