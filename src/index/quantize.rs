@@ -313,10 +313,11 @@ impl Quantizer {
 }
 
 /// `weights` as integers and the scale that takes them back (`w ≈ scale · integer`): the
-/// largest magnitude maps to [`kernels::int_weight_limit`], so each weight is rounded by
-/// at most `scale / 2` (a relative 1/65,534 of the largest up to 4,369 dimensions), far
-/// below what the codes' half step moves an estimate. All zero (and a scale of 0) when no
-/// weight is finite and non-zero.
+/// largest finite magnitude maps to [`kernels::int_weight_limit`], so each weight is
+/// rounded by at most `scale / 2` (plus the division's own rounding; a relative 1/65,534 of
+/// the largest up to 4,369 dimensions). All zero (and a scale of 0) when no weight is
+/// finite and non-zero; a weight that is not finite (a validated query's never is) maps to
+/// the limit of its sign, NaN to 0.
 fn integer_weights(weights: &[f32]) -> (Vec<i16>, f32) {
     let largest = weights
         .iter()
@@ -390,20 +391,40 @@ impl Query<'_> {
         }
     }
 
-    /// How far rounding the weights to integers can move an estimate: half the scale per
-    /// dimension, times the largest code (0 for L2, whose weights stay `f32`).
+    /// How far rounding the weights to integers can move the sum `Σ w·code` (in exact
+    /// arithmetic): per dimension half the scale, plus the `f32` division's rounding of
+    /// `w / scale` (at most `limit · ε` units), times the largest code (0 for L2, whose
+    /// weights stay `f32`).
     #[cfg(test)]
-    fn rounding_bound(&self) -> f32 {
+    fn rounding_bound(&self) -> f64 {
         match &self.form {
             Form::L2 { .. } => 0.0,
-            Form::Weighted { weights, scale, .. } => 7.5 * scale * weights.len() as f32,
+            Form::Weighted { weights, scale, .. } => {
+                let limit = f64::from(kernels::int_weight_limit(weights.len()));
+                let per_unit = 0.5 + limit * f64::from(f32::EPSILON);
+                15.0 * per_unit * f64::from(*scale) * weights.len() as f64
+            }
+        }
+    }
+
+    /// The integer weights, their scale and the base, for the tests' exact sums.
+    #[cfg(test)]
+    fn integer_form(&self) -> Option<(&[i16], f32, f32)> {
+        match &self.form {
+            Form::L2 { .. } => None,
+            Form::Weighted {
+                weights,
+                scale,
+                base,
+                ..
+            } => Some((weights, *scale, *base)),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Metric, Quantizer};
+    use super::{kernels, Metric, Quantizer};
     use crate::index::distance::distance;
 
     fn rows(n: usize, dim: usize) -> Vec<f32> {
@@ -450,7 +471,7 @@ mod tests {
                             }
                         })
                         .sum();
-                    let bound = bound + prepared.rounding_bound();
+                    let bound = bound + prepared.rounding_bound() as f32;
                     assert!(
                         (exact - estimate).abs() <= bound * 1.001 + 1e-5,
                         "{metric:?} dim {dim} slot {slot}: exact {exact}, estimate {estimate}, \
@@ -461,9 +482,11 @@ mod tests {
         }
     }
 
-    /// The integer weights move an estimate by no more than their rounding allows from
-    /// the `f32` weights' estimate (the traversal's before), at every dimension count the
-    /// codes' layout treats differently.
+    /// The integer weights move the sum `Σ w·code` by no more than their rounding allows
+    /// (both sums in `f64`, so only the rounding is measured), and the estimate the kernel
+    /// gives is the `f32` weights' estimate (the traversal's before) within that bound plus
+    /// the `f32` sums' own rounding, at every dimension count the codes' layout treats
+    /// differently.
     #[test]
     fn integer_weights_estimate_as_the_f32_weights_did() {
         for dim in [1, 31, 50, 64, 384, 1000] {
@@ -473,24 +496,66 @@ mod tests {
             let prepared = q.query(Metric::Cosine, query);
             let before = q.cosine_estimate_f32(query);
             let bound = prepared.rounding_bound();
-            // Under a hundredth of what the codes' half steps allow (Σ |q| · step / 2).
-            let codes_bound: f32 = query
+            let (integers, scale, base) = prepared.integer_form().expect("cosine");
+            let weights: Vec<f64> = query
                 .iter()
                 .zip(&q.step)
-                .map(|(x, s)| x.abs() * s / 2.0)
-                .sum();
+                .map(|(&x, &s)| f64::from(x * s))
+                .collect();
+            // Each weight is rounded to the nearest unit (a floor or a truncation fails here).
+            let unit = f64::from(scale);
+            let limit = f64::from(kernels::int_weight_limit(dim));
+            for (w, &i) in weights.iter().zip(integers) {
+                let off = (w - f64::from(i) * unit).abs();
+                assert!(
+                    off <= unit * (0.5 + limit * f64::from(f32::EPSILON)),
+                    "dim {dim}: {w} coded {i} at scale {unit}"
+                );
+            }
+            // On this data (uniform values) the rounding is under a hundredth of what the
+            // codes' half steps allow; a query whose largest weight is far above its mean
+            // one would see a larger share.
+            let codes_bound: f64 = weights.iter().map(|w| w.abs() / 2.0).sum();
             assert!(
                 bound > 0.0 && bound < codes_bound / 100.0,
                 "dim {dim}: bound {bound}, the codes' {codes_bound}"
             );
+            // The f32 sums' rounding: sequential sums of at most dim / 16 + 18 terms each,
+            // every term at most base's or 15 |w| in magnitude.
+            let magnitude =
+                f64::from(base.abs()) + 15.0 * weights.iter().map(|w| w.abs()).sum::<f64>();
+            let f32_slack = (dim / 16 + 18) as f64 * f64::from(f32::EPSILON) * magnitude;
             for slot in 0..300 {
                 let mut code = Vec::new();
                 q.encode(&data[slot * dim..(slot + 1) * dim], &mut code);
-                let (now, then) = (prepared.distance(&code), before(&code));
-                // The f32 sums' own rounding: a few ulps of the terms' magnitude.
+                let values: Vec<f64> = (0..dim)
+                    .map(|d| {
+                        let block = d / 32 * 32;
+                        let r = (dim - block).min(32);
+                        let half = r.div_ceil(2);
+                        let (i, high) = if d - block < half {
+                            (d - block, false)
+                        } else {
+                            (d - block - half, true)
+                        };
+                        let byte = code[block / 2 + i];
+                        f64::from(if high { byte >> 4 } else { byte & 15 })
+                    })
+                    .collect();
+                let exact: f64 = weights.iter().zip(&values).map(|(w, c)| w * c).sum();
+                let rounded: f64 = integers
+                    .iter()
+                    .zip(&values)
+                    .map(|(&w, c)| f64::from(w) * f64::from(scale) * c)
+                    .sum();
                 assert!(
-                    (now - then).abs() <= bound + 1e-5,
-                    "dim {dim} slot {slot}: {now} against {then} (bound {bound})"
+                    (exact - rounded).abs() <= bound,
+                    "dim {dim} slot {slot}: {rounded} against {exact} (bound {bound})"
+                );
+                let (now, then) = (prepared.distance(&code), before(&code));
+                assert!(
+                    f64::from((now - then).abs()) <= bound + f32_slack,
+                    "dim {dim} slot {slot}: {now} against {then} (bound {bound} + {f32_slack})"
                 );
             }
         }

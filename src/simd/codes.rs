@@ -28,10 +28,12 @@ pub(crate) type IntKernel = fn(&[i16], &[u8]) -> i32;
 
 /// The largest weight magnitude [`IntKernel`]'s sum over `dim` dimensions may be given
 /// without overflowing: `15 · dim · limit` must fit an `i32` (every code at most 15), and a
-/// weight must fit an `i16` (32,767 up to 4,369 dimensions).
+/// weight must fit an `i16` (32,767 up to 4,369 dimensions; 1 at the least: beyond
+/// 143 million dimensions the sum may wrap, which only misorders a beam whose points are
+/// rescored exactly).
 pub(crate) fn int_weight_limit(dim: usize) -> i16 {
-    let fits = i32::MAX as usize / (15 * dim.max(1));
-    fits.min(i16::MAX as usize) as i16
+    let fits = i32::MAX as usize / dim.max(1).saturating_mul(15);
+    fits.clamp(1, i16::MAX as usize) as i16
 }
 
 /// The two values a code byte holds.
@@ -105,7 +107,7 @@ fn l2_body(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
         })
 }
 
-/// Σ w·code over integer weights: [`weighted_body`]'s layout and its short-code rule (the
+/// Σ w·code over integer weights: the `f32` kernel's layout and its short-code rule (the
 /// whole blocks both `w` and `c` hold, then the last block's dimensions `c` holds). Wrapping
 /// arithmetic keeps an out-of-limit weight from panicking; within
 /// [`int_weight_limit`] nothing wraps.
@@ -148,7 +150,7 @@ mod avx2 {
     /// [`super::weighted_int_body`] with AVX2 intrinsics: per block, the 16 code bytes
     /// split into their low and high nibbles, each widened to 16 `u16` lanes and multiplied
     /// with its 16 weights by `vpmaddwd` (adjacent products summed into 8 `i32` lanes; a
-    /// product is at most 15 · 32,767, so no pair saturates). An integer sum, so it equals
+    /// product is at most 15 · 32,768 in magnitude, so no pair overflows). An integer sum, so it equals
     /// the baseline body's exactly.
     #[target_feature(enable = "avx2")]
     pub(super) fn weighted_int(w: &[i16], c: &[u8]) -> i32 {
@@ -213,7 +215,7 @@ pub(crate) fn weighted() -> Kernel {
 pub(crate) fn weighted_int() -> IntKernel {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: as for `weighted`.
+        // SAFETY: the AVX2 body's only precondition is AVX2 support, detected above.
         return |w, c| unsafe { avx2::weighted_int(w, c) };
     }
     weighted_int_body
@@ -223,7 +225,7 @@ pub(crate) fn weighted_int() -> IntKernel {
 pub(crate) fn l2() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: as for `weighted`.
+        // SAFETY: as for `weighted_int`.
         return |r, s, c| unsafe { avx2::l2(r, s, c) };
     }
     l2_body
