@@ -56,8 +56,9 @@ pub struct SearchOptions {
     /// scored again exactly on their vectors in the file (each such score reads a vectors
     /// row). `None`: `40 x max(n, 10)` for a search needing `n` candidates (`k`; more for
     /// hybrid, filtered and per-document searches), which at 1M vectors kept recall@10
-    /// within 0.003 of scoring all `ef` candidates, at 2.0-2.9x the queries per second
-    /// (`docs/design.md`). Never fewer than the hits needed; no more than `ef`. Without a
+    /// within 0.003 of scoring all `ef` candidates, at 2.0-2.9x the queries per second;
+    /// `10 x max(n, 10)` where the budget leaves codes of at most 4 dimensions a byte,
+    /// which rank the candidates finely enough (`docs/design.md`). Never fewer than the hits needed; no more than `ef`. Without a
     /// budget the index holds the vectors and scores every candidate exactly; this is then
     /// unused, as it is by text search (no vectors) and on PostgreSQL. Bounded like `ef` on
     /// every search path: 0 or above [`Limits::max_k`] is an `InputError` naming `rerank`.
@@ -65,17 +66,38 @@ pub struct SearchOptions {
 }
 
 /// The candidates scored exactly per hit asked for under a memory budget, unless
-/// [`SearchOptions::rerank`] says otherwise.
+/// [`SearchOptions::rerank`] says otherwise: codes of more than
+/// [`FINE_CODE_DIMS_PER_BYTE`] dimensions a byte (at 1M x 384-d under 256 MiB, 8: scoring
+/// 200 of the candidates lost 0.008 of recall@10, 400 kept it within 0.003 of scoring all).
 pub(crate) const RERANK_PER_HIT: usize = 40;
+/// The same for codes of at most [`FINE_CODE_DIMS_PER_BYTE`] dimensions a byte, which rank
+/// the candidates finely enough to read a quarter as many rows (at 200k x 384-d under
+/// 64 MiB, 98-byte codes: 100, 150, 200, 300 and 400 gave the same recall@10 at every width
+/// from 512 to 800).
+pub(crate) const RERANK_PER_HIT_FINE_CODES: usize = 10;
+/// Dimensions a code byte (a product-quantisation subspace) spans at most for
+/// [`RERANK_PER_HIT_FINE_CODES`].
+pub(crate) const FINE_CODE_DIMS_PER_BYTE: usize = 4;
 /// Hits asked for below which the rerank width stays that of this many (the width measured).
 pub(crate) const RERANK_MIN_HITS: usize = 10;
 
+/// The default candidates scored exactly per hit for codes of `code_len` bytes of
+/// `dim`-dimensional vectors ([`RERANK_PER_HIT`], [`RERANK_PER_HIT_FINE_CODES`]).
+pub(crate) fn rerank_per_hit(dim: usize, code_len: usize) -> usize {
+    if dim <= FINE_CODE_DIMS_PER_BYTE.saturating_mul(code_len) {
+        RERANK_PER_HIT_FINE_CODES
+    } else {
+        RERANK_PER_HIT
+    }
+}
+
 /// How many of a budgeted search's candidates (best first by code distance) are scored
-/// exactly, when `fetch` hits are needed (see [`SearchOptions::rerank`]).
-pub(crate) fn rerank_width(options: &SearchOptions, fetch: usize) -> usize {
+/// exactly, when `fetch` hits are needed and the index's codes call for `per_hit` each
+/// ([`rerank_per_hit`]; see [`SearchOptions::rerank`]).
+pub(crate) fn rerank_width(options: &SearchOptions, fetch: usize, per_hit: usize) -> usize {
     options
         .rerank
-        .unwrap_or_else(|| RERANK_PER_HIT.saturating_mul(fetch.max(RERANK_MIN_HITS)))
+        .unwrap_or_else(|| per_hit.saturating_mul(fetch.max(RERANK_MIN_HITS)))
         .max(fetch)
 }
 
@@ -270,4 +292,30 @@ pub(crate) fn check_bounds(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        rerank_per_hit, rerank_width, SearchOptions, RERANK_PER_HIT, RERANK_PER_HIT_FINE_CODES,
+    };
+
+    #[test]
+    fn finer_codes_score_fewer_candidates_by_default() {
+        // 384 dimensions: 96 bytes or more span at most 4 a byte.
+        assert_eq!(rerank_per_hit(384, 98), RERANK_PER_HIT_FINE_CODES);
+        assert_eq!(rerank_per_hit(384, 96), RERANK_PER_HIT_FINE_CODES);
+        assert_eq!(rerank_per_hit(384, 95), RERANK_PER_HIT);
+        assert_eq!(rerank_per_hit(384, 48), RERANK_PER_HIT);
+        assert_eq!(rerank_per_hit(384, 0), RERANK_PER_HIT);
+        let default = SearchOptions::default();
+        assert_eq!(rerank_width(&default, 10, 10), 100);
+        assert_eq!(rerank_width(&default, 10, 40), 400);
+        // Fewer hits than 10 keep the width of 10; more widen it.
+        assert_eq!(rerank_width(&default, 3, 10), 100);
+        assert_eq!(rerank_width(&default, 50, 10), 500);
+        // The option overrides both, never below the hits needed.
+        assert_eq!(rerank_width(&default.clone().rerank(7), 10, 40), 10);
+        assert_eq!(rerank_width(&default.rerank(250), 10, 10), 250);
+    }
 }

@@ -408,11 +408,21 @@ pub fn sweep(store: &Store, set: &Set) -> Vec<(usize, f64, f64, f64)> {
     let stop_at: f64 = env_number("RATCHETDB_BENCH_SWEEP_TO", 0.999);
     // `RATCHETDB_BENCH_EFS=1280,1600`: these widths instead of [`EF_SWEEP`] (a graph of 1M
     // points of the random set stays below recall 0.95 at its widest).
+    // `RATCHETDB_BENCH_RERANK=300`: under a memory budget, score this many of each
+    // search's candidates exactly (`SearchOptions::rerank`; unset: the store's default).
+    let rerank = std::env::var("RATCHETDB_BENCH_RERANK").ok().map(|v| {
+        v.parse::<usize>()
+            .expect("RATCHETDB_BENCH_RERANK: a number")
+    });
     let mut out = Vec::new();
     for ef in sweep_widths() {
         let before = ratchetdb::testkit::graph_search_distances();
+        let mut options = SearchOptions::default().ef(ef);
+        if let Some(rerank) = rerank {
+            options = options.rerank(rerank);
+        }
         let passes: Vec<(f64, f64)> = (0..SWEEP_PASSES)
-            .map(|_| pass(store, set, &SearchOptions::default().ef(ef)))
+            .map(|_| pass(store, set, &options))
             .collect();
         let recall = passes[0].0;
         let mut rates: Vec<f64> = passes.iter().map(|p| p.1).collect();

@@ -1009,6 +1009,12 @@ impl BudgetIndex {
         }
     }
 
+    /// How many candidates a search scores exactly per hit by default: fewer for finer
+    /// codes (`search::rerank_per_hit`).
+    pub(crate) fn rerank_per_hit(&self) -> usize {
+        crate::search::rerank_per_hit(self.dim, self.plan.code_len)
+    }
+
     /// The best `ef` (at least `want`) live ids passing `filter`, nearest first, with
     /// estimated distances (exact ones for vectors still pending training). The caller
     /// scores them again exactly.

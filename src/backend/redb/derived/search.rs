@@ -455,7 +455,7 @@ pub(crate) fn search(
                     .map_err(ReadError::index_search)?;
                 // The pool is ranked by the codes' estimates; only its head is read from
                 // the file and scored exactly (each id a vectors row read).
-                let width = rerank_width(options, fetch);
+                let width = rerank_width(options, fetch, budget.rerank_per_hit());
                 let held = pool.len();
                 let ids = pool.into_iter().take(width).map(|(id, _)| id).collect();
                 let found = rerank(snapshot, query, metric, ids, fetch)?;
