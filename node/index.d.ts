@@ -158,7 +158,8 @@ export interface TextSearchOptions {
   ef?: number | null;
   /**
    * Under a memory budget: how many of the graph's best candidates (ranked by their compact
-   * codes) are scored again exactly on their vectors in the file (default 40 x max(k, 10)).
+   * codes) are scored again exactly on their vectors in the file (default 40 x max(k, 10);
+   * 10 x where the budget leaves codes of at most 4 dimensions a byte).
    */
   rerank?: number | null;
   /** One hit per document (its best chunk): `k` distinct documents. */

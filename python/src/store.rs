@@ -1311,7 +1311,8 @@ impl PyStore {
     /// $gt $gte $lt $lte $in $nin $exists $contains $and $or $not`); `sources`: only these
     /// sources; `exact`: scan every vector instead of the graph; `ef`: graph search width;
     /// `rerank`: under a memory budget, how many of the graph's best candidates (ranked by
-    /// their codes) are scored exactly on their vectors in the file (default 40 x max(k, 10));
+    /// their codes) are scored exactly on their vectors in the file (default 40 x max(k, 10),
+    /// 10 x where the budget leaves codes of at most 4 dimensions a byte);
     /// `group_by_document`: one hit per document (its best chunk), `k` distinct documents;
     /// `space`: the vector space searched (see `spaces()`; `None`: the active one), an
     /// unknown one an `InputError` naming `space`.
