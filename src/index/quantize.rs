@@ -331,8 +331,13 @@ fn integer_weights(weights: &[f32]) -> (Vec<i16>, f32) {
     let integers = weights
         .iter()
         .map(|&w| {
-            // `as` saturates (and maps NaN to 0); |w / scale| <= limit for finite w.
-            (w / scale).round().clamp(-limit, limit) as i16
+            // Rounded to the nearest integer (ties to even) by adding and subtracting
+            // 1.5 · 2^23, exact for magnitudes below 2^22 (these are at most `limit`):
+            // `f32::round` is a libm call on the baseline instruction set, and it kept the
+            // loop from vectorising (the loop and `roundf` held 3.5 % of a profile's
+            // samples at MiniLM-11k, `ef` 24). `as` saturates and maps NaN to 0.
+            const NEAREST: f32 = 12_582_912.0;
+            (((w / scale).clamp(-limit, limit) + NEAREST) - NEAREST) as i16
         })
         .collect();
     (integers, scale)
