@@ -23,7 +23,8 @@ mod common;
 #[allow(dead_code)]
 mod search_real;
 
-use criterion::{BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
 use ratchetdb::testkit::{
     chunk_text_one_chunk, chunk_text_whole_row, encode_chunks_row, scan_rows_block,
     scan_rows_one_by_one, CodedRows, ExactScan, SplitMix64,
@@ -79,6 +80,28 @@ fn scan_sets() -> Vec<(String, usize, Vec<f32>, Vec<f32>)> {
     out
 }
 
+/// Times `scan` (every row of a set into a top-10) as `id` in `group`, the queries taken in
+/// turn.
+fn bench_top10(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: &str,
+    queries: &[f32],
+    dim: usize,
+    mut scan: impl FnMut(&[f32], &mut Top10),
+) {
+    let count = queries.len() / dim;
+    let mut i = 0;
+    group.bench_function(BenchmarkId::from_parameter(id), |b| {
+        b.iter(|| {
+            i += 1;
+            let query = &queries[(i % count) * dim..(i % count + 1) * dim];
+            let mut top = Top10(Vec::with_capacity(11));
+            scan(query, &mut top);
+            black_box(top.0)
+        })
+    });
+}
+
 fn main() {
     let mut c = Criterion::default()
         .configure_from_args()
@@ -88,51 +111,33 @@ fn main() {
 
     for (name, dim, rows, queries) in scan_sets() {
         let mut g = c.benchmark_group(format!("exact_scan/{name}"));
-        let count = queries.len() / dim;
-        for (kernel, block) in [("one_by_one", false), ("block", true)] {
-            let mut i = 0;
-            g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
-                b.iter(|| {
-                    i += 1;
-                    let query = &queries[(i % count) * dim..(i % count + 1) * dim];
-                    let mut top = Top10(Vec::with_capacity(11));
-                    if block {
-                        scan_rows_block(Metric::Cosine, query, &rows, |r, d| top.push(r, d));
-                    } else {
-                        scan_rows_one_by_one(Metric::Cosine, query, &rows, |r, d| top.push(r, d));
-                    }
-                    black_box(top.0)
-                })
-            });
-        }
+        bench_top10(&mut g, "one_by_one", &queries, dim, |query, top| {
+            scan_rows_one_by_one(Metric::Cosine, query, &rows, |r, d| top.push(r, d))
+        });
+        bench_top10(&mut g, "block", &queries, dim, |query, top| {
+            scan_rows_block(Metric::Cosine, query, &rows, |r, d| top.push(r, d))
+        });
         // `block` on two threads, each over half the rows (as `ExactStore::search` splits
         // a scan above 32,768 rows: a thread spawned per half, the halves' top-10s merged).
-        let mut i = 0;
-        g.bench_function(BenchmarkId::from_parameter("block_2_threads"), |b| {
-            b.iter(|| {
-                i += 1;
-                let query = &queries[(i % count) * dim..(i % count + 1) * dim];
-                let half = rows.len() / dim / 2 * dim;
-                let (a, b) = rows.split_at(half);
-                let tops = std::thread::scope(|s| {
-                    let ha = s.spawn(|| {
-                        let mut top = Top10(Vec::with_capacity(11));
-                        scan_rows_block(Metric::Cosine, query, a, |r, d| top.push(r, d));
-                        top
-                    });
-                    let hb = s.spawn(|| {
-                        let mut top = Top10(Vec::with_capacity(11));
-                        scan_rows_block(Metric::Cosine, query, b, |r, d| top.push(r, d));
-                        top
-                    });
-                    (ha.join().expect("a"), hb.join().expect("b"))
+        bench_top10(&mut g, "block_2_threads", &queries, dim, |query, top| {
+            let half = rows.len() / dim / 2 * dim;
+            let (a, b) = rows.split_at(half);
+            let tops = std::thread::scope(|s| {
+                let ha = s.spawn(|| {
+                    let mut top = Top10(Vec::with_capacity(11));
+                    scan_rows_block(Metric::Cosine, query, a, |r, d| top.push(r, d));
+                    top
                 });
-                let mut top = tops.0;
-                for (d, r) in tops.1 .0 {
-                    top.push(r, d);
-                }
-                black_box(top.0)
-            })
+                let hb = s.spawn(|| {
+                    let mut top = Top10(Vec::with_capacity(11));
+                    scan_rows_block(Metric::Cosine, query, b, |r, d| top.push(r, d));
+                    top
+                });
+                (ha.join().expect("a"), hb.join().expect("b"))
+            });
+            for (d, r) in tops.0 .0.into_iter().chain(tops.1 .0) {
+                top.push(r, d);
+            }
         });
         g.finish();
         // The traversal's code estimates (sets of at least 128 dimensions, which the graph
@@ -140,28 +145,19 @@ fn main() {
         // one now.
         if let Some(coded) = (dim >= 128).then(|| CodedRows::new(dim, &rows)).flatten() {
             let mut g = c.benchmark_group(format!("code_distance/{name}"));
-            for (kernel, integer) in [("f32_weights", false), ("integer_weights", true)] {
-                let mut i = 0;
-                g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
-                    b.iter(|| {
-                        i += 1;
-                        let query = &queries[(i % count) * dim..(i % count + 1) * dim];
-                        let mut top = Top10(Vec::with_capacity(11));
-                        if integer {
-                            coded.scan_integer(query, |r, d| top.push(r, d));
-                        } else {
-                            coded.scan_f32(query, |r, d| top.push(r, d));
-                        }
-                        black_box(top.0)
-                    })
-                });
-            }
+            bench_top10(&mut g, "f32_weights", &queries, dim, |query, top| {
+                coded.scan_f32(query, |r, d| top.push(r, d))
+            });
+            bench_top10(&mut g, "integer_weights", &queries, dim, |query, top| {
+                coded.scan_integer(query, |r, d| top.push(r, d))
+            });
             g.finish();
         }
         // The whole exact search as a `Store` runs it (scan, top-10 with ids, on both
         // cores above 32,768 rows), for the ratio to NumPy's `base @ q` + argpartition.
         let scan = ExactScan::new(dim, &rows).expect("index");
         let mut g = c.benchmark_group(format!("exact_search/{name}"));
+        let count = queries.len() / dim;
         let mut i = 0;
         g.bench_function(BenchmarkId::from_parameter("top10"), |b| {
             b.iter(|| {
