@@ -65,35 +65,12 @@ pub struct SearchOptions {
     pub rerank: Option<usize>,
 }
 
-/// The candidates scored exactly per hit asked for under a memory budget, unless
-/// [`SearchOptions::rerank`] says otherwise: codes of more than
-/// [`FINE_CODE_DIMS_PER_BYTE`] dimensions a byte (at 1M x 384-d under 256 MiB, 8: scoring
-/// 200 of the candidates lost 0.008 of recall@10, 400 kept it within 0.003 of scoring all).
-pub(crate) const RERANK_PER_HIT: usize = 40;
-/// The same for codes of at most [`FINE_CODE_DIMS_PER_BYTE`] dimensions a byte, which rank
-/// the candidates finely enough to read a quarter as many rows (at 200k x 384-d under
-/// 64 MiB, 98-byte codes: 100, 150, 200, 300 and 400 gave the same recall@10 at every width
-/// from 512 to 800).
-pub(crate) const RERANK_PER_HIT_FINE_CODES: usize = 10;
-/// Dimensions a code byte (a product-quantisation subspace) spans at most for
-/// [`RERANK_PER_HIT_FINE_CODES`].
-pub(crate) const FINE_CODE_DIMS_PER_BYTE: usize = 4;
 /// Hits asked for below which the rerank width stays that of this many (the width measured).
 pub(crate) const RERANK_MIN_HITS: usize = 10;
 
-/// The default candidates scored exactly per hit for codes of `code_len` bytes of
-/// `dim`-dimensional vectors ([`RERANK_PER_HIT`], [`RERANK_PER_HIT_FINE_CODES`]).
-pub(crate) fn rerank_per_hit(dim: usize, code_len: usize) -> usize {
-    if dim <= FINE_CODE_DIMS_PER_BYTE.saturating_mul(code_len) {
-        RERANK_PER_HIT_FINE_CODES
-    } else {
-        RERANK_PER_HIT
-    }
-}
-
 /// How many of a budgeted search's candidates (best first by code distance) are scored
 /// exactly, when `fetch` hits are needed and the index's codes call for `per_hit` each
-/// ([`rerank_per_hit`]; see [`SearchOptions::rerank`]).
+/// (`index::budget::rerank_per_hit`; see [`SearchOptions::rerank`]).
 pub(crate) fn rerank_width(options: &SearchOptions, fetch: usize, per_hit: usize) -> usize {
     options
         .rerank
@@ -296,18 +273,10 @@ pub(crate) fn check_bounds(
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        rerank_per_hit, rerank_width, SearchOptions, RERANK_PER_HIT, RERANK_PER_HIT_FINE_CODES,
-    };
+    use super::{rerank_width, SearchOptions};
 
     #[test]
-    fn finer_codes_score_fewer_candidates_by_default() {
-        // 384 dimensions: 96 bytes or more span at most 4 a byte.
-        assert_eq!(rerank_per_hit(384, 98), RERANK_PER_HIT_FINE_CODES);
-        assert_eq!(rerank_per_hit(384, 96), RERANK_PER_HIT_FINE_CODES);
-        assert_eq!(rerank_per_hit(384, 95), RERANK_PER_HIT);
-        assert_eq!(rerank_per_hit(384, 48), RERANK_PER_HIT);
-        assert_eq!(rerank_per_hit(384, 0), RERANK_PER_HIT);
+    fn the_rerank_width_is_per_hit_times_the_hits_unless_the_option_says() {
         let default = SearchOptions::default();
         assert_eq!(rerank_width(&default, 10, 10), 100);
         assert_eq!(rerank_width(&default, 10, 40), 400);
