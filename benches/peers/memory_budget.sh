@@ -31,7 +31,9 @@
 # it; the JSON's `exact_queries` says how many ran); a knob set to something that is not a
 # number stops the child;
 # RATCHETDB_BENCH_WAIT_SECS bounds the wait for the index (default 3,600 s);
-# RATCHETDB_BENCH_EFS=1280,1600,2000 sweeps these widths instead of the usual 10-1000.
+# RATCHETDB_BENCH_EFS=1280,1600,2000 sweeps these widths instead of the usual 10-1000;
+# RATCHETDB_BENCH_RERANK=N has the sweep's searches score N candidates exactly under the
+# budget (`SearchOptions::rerank`; unset: the store's default).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/../.."

@@ -117,12 +117,14 @@ pub(crate) const RERANK_PER_HIT: usize = 40;
 /// from 512 to 800).
 pub(crate) const RERANK_PER_HIT_FINE_CODES: usize = 10;
 /// Dimensions a code byte (a product-quantisation subspace) spans at most for
-/// [`RERANK_PER_HIT_FINE_CODES`].
-pub(crate) const FINE_CODE_DIMS_PER_BYTE: usize = 4;
+/// [`RERANK_PER_HIT_FINE_CODES`]: the code a plan gives first below [`LINKS_FIRST_AT`]
+/// points ([`CODE_DIMS_PER_BYTE`]).
+pub(crate) const FINE_CODE_DIMS_PER_BYTE: usize = CODE_DIMS_PER_BYTE;
 /// The default candidates scored exactly per hit for codes of `code_len` bytes of
 /// `dim`-dimensional vectors ([`RERANK_PER_HIT`], [`RERANK_PER_HIT_FINE_CODES`]).
 pub(crate) fn rerank_per_hit(dim: usize, code_len: usize) -> usize {
-    if dim <= FINE_CODE_DIMS_PER_BYTE.saturating_mul(code_len) {
+    // `dim / 4` rounded down, as the plan sizes that code (50-d: 12 bytes are fine).
+    if code_len >= dim / FINE_CODE_DIMS_PER_BYTE {
         RERANK_PER_HIT_FINE_CODES
     } else {
         RERANK_PER_HIT
@@ -1170,6 +1172,22 @@ pub(crate) fn page_cache_bytes(options: &Options) -> usize {
 mod tests {
     use super::*;
 
+    /// The budgets of `tests/budget/the_rerank_width_bounds_the_candidates_scored_from_the_file.rs`
+    /// (5,000 x 384-d) plan codes on both sides of [`FINE_CODE_DIMS_PER_BYTE`], so that test
+    /// covers both default widths.
+    #[test]
+    fn the_rerank_tests_budgets_plan_fine_and_coarse_codes() {
+        let code = |budget: u64| plan(budget, 5000, 384, 16).map(|p| p.code_len);
+        assert_eq!(
+            rerank_per_hit(384, code(4 << 20).expect("4 MiB")),
+            RERANK_PER_HIT_FINE_CODES
+        );
+        assert_eq!(
+            rerank_per_hit(384, code(2500 << 10).expect("2,500 KiB")),
+            RERANK_PER_HIT
+        );
+    }
+
     #[test]
     fn finer_codes_score_fewer_candidates_by_default() {
         // 384 dimensions: 96 bytes or more span at most 4 a byte.
@@ -1178,6 +1196,8 @@ mod tests {
         assert_eq!(rerank_per_hit(384, 95), RERANK_PER_HIT);
         assert_eq!(rerank_per_hit(384, 48), RERANK_PER_HIT);
         assert_eq!(rerank_per_hit(384, 0), RERANK_PER_HIT);
+        assert_eq!(rerank_per_hit(50, 12), RERANK_PER_HIT_FINE_CODES);
+        assert_eq!(rerank_per_hit(50, 11), RERANK_PER_HIT);
     }
     use crate::index::test_support::low_rank_vectors;
 

@@ -51,7 +51,8 @@ pub struct SearchArgs {
     ef: Option<usize>,
     /// Under a memory budget: how many of the graph's best candidates (ranked by their
     /// compact codes) are scored again exactly on their vectors in the file. Default 40 x
-    /// max(K, 10); raise it with --ef for the last bit of recall.
+    /// max(K, 10), 10 x where the budget leaves codes of at most 4 dimensions a byte; raise
+    /// it with --ef for the last bit of recall.
     #[arg(long, value_name = "N", conflicts_with = "exact", value_parser = positive)]
     rerank: Option<usize>,
     /// Only chunks of this source (repeatable).
