@@ -27,18 +27,12 @@ fn the_rerank_width_bounds_the_candidates_scored_from_the_file() {
     let vectors = data.vectors(82, N);
     let queries = data.vectors(83, QUERIES);
     let coarse_dir = tempfile::tempdir().expect("tempdir");
-    let coarse = open_budgeted(coarse_dir.path(), COARSE);
-    ingest_one_chunk_docs(&coarse, "s", &vectors);
-    coarse.build_index().expect("build");
-    settle(&coarse);
+    let coarse = indexed(coarse_dir.path(), COARSE, &vectors);
     assert_default_width_keeps_recall(&coarse, &vectors, &queries, "coarse codes");
     drop(coarse);
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = open_budgeted(dir.path(), BUDGET);
-    ingest_one_chunk_docs(&store, "s", &vectors);
-    store.build_index().expect("build");
-    settle(&store);
+    let store = indexed(dir.path(), BUDGET, &vectors);
     assert_default_width_keeps_recall(&store, &vectors, &queries, "fine codes");
 
     for width in [0, ratchetdb::Limits::default().max_k + 1] {
@@ -61,6 +55,15 @@ fn the_rerank_width_bounds_the_candidates_scored_from_the_file() {
             hits(&SearchOptions::default().ef(200).rerank(K))
         );
     }
+}
+
+/// A store in `dir` under `budget` holding `vectors` (one-chunk documents), its index built.
+fn indexed(dir: &std::path::Path, budget: u64, vectors: &[Vec<f32>]) -> Store {
+    let store = open_budgeted(dir, budget);
+    ingest_one_chunk_docs(&store, "s", vectors);
+    store.build_index().expect("build");
+    settle(&store);
+    store
 }
 
 /// Recall@10 at `EF` scoring `K`, the default width and all the candidates: the width
