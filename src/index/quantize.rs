@@ -278,8 +278,7 @@ impl Quantizer {
             },
             // q·x = Σ q·low + Σ (q·step)·code, the second sum over integer weights.
             Metric::Cosine | Metric::Dot => {
-                let weights: Vec<f32> = query.iter().zip(&self.step).map(|(q, s)| q * s).collect();
-                let (weights, scale) = integer_weights(&weights);
+                let (weights, scale) = integer_weights(query, &self.step);
                 Form::Weighted {
                     weights,
                     scale,
@@ -312,25 +311,27 @@ impl Quantizer {
     }
 }
 
-/// `weights` as integers and the scale that takes them back (`w ≈ scale · integer`): the
-/// largest finite magnitude maps to [`kernels::int_weight_limit`], so each weight is
-/// rounded by at most `scale / 2` (plus the division's own rounding; a relative 1/65,534 of
-/// the largest up to 4,369 dimensions). All zero (and a scale of 0) when no weight is
-/// finite and non-zero; a weight that is not finite (a validated query's never is) maps to
-/// the limit of its sign, NaN to 0.
-fn integer_weights(weights: &[f32]) -> (Vec<i16>, f32) {
-    let largest = weights
-        .iter()
+/// The weights `q·step` as integers and the scale that takes them back
+/// (`q·step ≈ scale · integer`), computed in two passes over `query` and `step` without a
+/// `Vec` of the `f32` weights (this runs once per search): the largest finite magnitude
+/// maps to [`kernels::int_weight_limit`], so each weight is rounded by at most `scale / 2`
+/// (plus the division's own rounding; a relative 1/65,534 of the largest up to 4,369
+/// dimensions). All zero (and a scale of 0) when no weight is finite and non-zero; a
+/// weight that is not finite (a validated query's never is) maps to the limit of its sign,
+/// NaN to 0.
+fn integer_weights(query: &[f32], step: &[f32]) -> (Vec<i16>, f32) {
+    let weights = || query.iter().zip(step).map(|(q, s)| q * s);
+    let largest = weights()
         .filter(|w| w.is_finite())
         .fold(0f32, |m, w| m.max(w.abs()));
+    let dims = query.len().min(step.len());
     if largest == 0.0 {
-        return (vec![0; weights.len()], 0.0);
+        return (vec![0; dims], 0.0);
     }
-    let limit = f32::from(kernels::int_weight_limit(weights.len()));
+    let limit = f32::from(kernels::int_weight_limit(dims));
     let scale = largest / limit;
-    let integers = weights
-        .iter()
-        .map(|&w| {
+    let integers = weights()
+        .map(|w| {
             // Rounded to the nearest integer (ties to even) by adding and subtracting
             // 1.5 · 2^23, exact for magnitudes below 2^22 (these are at most `limit`):
             // `f32::round` is a libm call on the baseline instruction set, and it kept the
