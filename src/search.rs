@@ -59,9 +59,10 @@ pub struct SearchOptions {
     /// within 0.003 of scoring all `ef` candidates, at 2.0-2.9x the queries per second;
     /// `10 x max(n, 10)` where the budget leaves codes of at most 4 dimensions a byte,
     /// which rank the candidates finely enough (`docs/design.md`). Never fewer than the
-    /// hits needed; no more than `ef`. Without a budget the index holds the vectors and scores every candidate exactly; this is then
-    /// unused, as it is by text search (no vectors) and on PostgreSQL. Bounded like `ef` on
-    /// every search path: 0 or above [`Limits::max_k`] is an `InputError` naming `rerank`.
+    /// hits needed; no more than `ef`. Without a budget the index holds the vectors and
+    /// scores every candidate exactly; this is then unused, as it is by text search (no
+    /// vectors) and on PostgreSQL. Bounded like `ef` on every search path: 0 or above
+    /// [`Limits::max_k`] is an `InputError` naming `rerank`.
     pub rerank: Option<usize>,
 }
 

@@ -1171,9 +1171,11 @@ pub(crate) fn page_cache_bytes(options: &Options) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::test_support::low_rank_vectors;
 
-    /// The budgets of `tests/budget/the_rerank_width_bounds_the_candidates_scored_from_the_file.rs`
-    /// (5,000 x 384-d) plan codes on both sides of [`FINE_CODE_DIMS_PER_BYTE`], so that test
+    /// The budgets of the budget suite's rerank test
+    /// (`the_rerank_width_bounds_the_candidates_scored_from_the_file.rs`, 5,000 x 384-d) plan
+    /// codes on both sides of [`FINE_CODE_DIMS_PER_BYTE`], so that test
     /// covers both default widths.
     #[test]
     fn the_rerank_tests_budgets_plan_fine_and_coarse_codes() {
@@ -1199,7 +1201,6 @@ mod tests {
         assert_eq!(rerank_per_hit(50, 12), RERANK_PER_HIT_FINE_CODES);
         assert_eq!(rerank_per_hit(50, 11), RERANK_PER_HIT);
     }
-    use crate::index::test_support::low_rank_vectors;
 
     fn exact_top(data: &[Vec<f32>], query: &[f32], k: usize) -> Vec<usize> {
         let mut all: Vec<(f32, usize)> = data

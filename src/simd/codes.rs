@@ -150,8 +150,8 @@ mod avx2 {
     /// [`super::weighted_int_body`] with AVX2 intrinsics: per block, the 16 code bytes
     /// split into their low and high nibbles, each widened to 16 `u16` lanes and multiplied
     /// with its 16 weights by `vpmaddwd` (adjacent products summed into 8 `i32` lanes; a
-    /// product is at most 15 · 32,768 in magnitude, so no pair overflows). An integer sum, so it equals
-    /// the baseline body's exactly.
+    /// product is at most 15 · 32,768 in magnitude, so no pair overflows). An integer sum,
+    /// so it equals the baseline body's exactly.
     #[target_feature(enable = "avx2")]
     pub(super) fn weighted_int(w: &[i16], c: &[u8]) -> i32 {
         use super::{BLOCK, LANES};
