@@ -1225,9 +1225,11 @@ fn graph_params_set_the_links_per_point_of_new_graphs() {
         .map(|(i, v)| (i as u64, v.as_slice()))
         .collect();
     narrow.insert_batch(&items).unwrap();
-    narrow.build_graph().unwrap();
+    // On one thread, as the filter test below: the self-search rate (1,944-1,972 of 2,000
+    // in 60 parallel builds run four at a time) is the vectors' own, not thread timing's.
+    build_on_one_thread(&narrow);
     let wide = filled(Metric::Cosine, &vectors);
-    wide.build_graph().unwrap();
+    build_on_one_thread(&wide);
     assert!(max_links(&narrow) <= 8, "m 4: {}", max_links(&narrow));
     assert!(max_links(&wide) > 8, "m 16: {}", max_links(&wide));
     // The narrow graph still answers: every vector finds itself.
@@ -1246,6 +1248,11 @@ fn graph_params_set_the_links_per_point_of_new_graphs() {
     assert_consistent(&narrow);
 }
 
+// Regression (flaky test): built in parallel, the graph depended on thread timing; under a
+// loaded CI machine one build gave this traversal (which, unlike `VectorIndex::search`, does
+// not score the points no search reaches) a filtered recall below 0.95 (0.966 was seen
+// in 60 runs four at a time, 1.0 in every quiet one). Built on one thread, the graph is
+// the vectors' alone.
 #[test]
 fn the_view_applies_a_filter_inside_its_traversal() {
     // Ids passing 1 in 50, spread independently of the vectors: a post-filter of a width-10
@@ -1253,7 +1260,7 @@ fn the_view_applies_a_filter_inside_its_traversal() {
     // 10 admitted points, nearly all of them the true filtered top 10.
     let vectors = low_rank_vectors(61, N, DIM);
     let index = filled(Metric::Cosine, &vectors);
-    index.build_graph().unwrap();
+    build_on_one_thread(&index);
     let graph = index.graph.read().clone().unwrap();
     let view = graph.links();
     let admit = |id: u64| id.wrapping_mul(0x9E37_79B9_7F4A_7C15).is_multiple_of(50);
