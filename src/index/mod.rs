@@ -105,12 +105,15 @@ const UNIT_NORM_TOLERANCE: f32 = 1e-3;
 pub(crate) use crate::options::Metric;
 
 /// A map keyed by vector id. Ids are the store's own (document and slot counters), never
-/// chosen by a caller, and the hasher is seeded at random: foldhash instead of SipHash, which
-/// took a tenth of a reopen's time looking ids up (and, in the graph's membership and the
-/// snapshot's checks, a tenth of a 400k load).
-type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::RandomState>;
+/// chosen by a caller: foldhash instead of SipHash, which took a tenth of a reopen's time
+/// looking ids up (and, in the graph's membership and the snapshot's checks, a tenth of a
+/// 400k load), with a fixed seed, so that the same changes leave the same iteration order in
+/// every process. (Seeded at random per process, the order in which the absorber took the
+/// ids scored outside changed from run to run, and so did the links of a graph built on one
+/// thread: `quantizer_drift_tests` saw its recall vary by 0.04.)
+type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::FixedState>;
 /// A set of vector ids (see [`IdMap`]).
-type IdSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
+type IdSet = std::collections::HashSet<u64, foldhash::fast::FixedState>;
 
 /// Errors of the vector index.
 #[derive(Debug, thiserror::Error)]
@@ -808,6 +811,17 @@ pub(crate) mod test_support {
     //! Deterministic data for the index tests.
 
     use super::normalize;
+
+    /// Runs `work` on a one-thread rayon pool: a graph built or grown there links its
+    /// points in one order, so its links depend only on the vectors and the seeded levels
+    /// (see `tests::build_on_one_thread`).
+    pub(crate) fn on_one_thread<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(work)
+    }
 
     /// The crate's one SplitMix64 (`testkit`), with the draws these tests need.
     pub(crate) struct SplitMix64(crate::testkit::SplitMix64);

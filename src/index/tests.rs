@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::test_support::{low_rank_vectors, random_unit_vectors, SplitMix64};
+use super::test_support::{low_rank_vectors, on_one_thread, random_unit_vectors, SplitMix64};
 use super::*;
 
 const DIM: usize = 64;
@@ -33,15 +33,6 @@ fn filled_at(dim: usize, metric: Metric, vectors: &[Vec<f32>]) -> VectorIndex {
 /// self-search at the default `ef` missed, which HNSW never promises.)
 fn build_on_one_thread(index: &VectorIndex) {
     on_one_thread(|| index.build_graph()).unwrap();
-}
-
-/// Runs `work` on a one-thread rayon pool (see [`build_on_one_thread`]).
-fn on_one_thread<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-        .install(work)
 }
 
 fn ids(hits: &[(u64, f32)]) -> Vec<u64> {
