@@ -10,9 +10,10 @@
 //! - `exact_search/<set>`: the whole exact search of a `Store` without the store (scan,
 //!   top-10 with ids, split over every core above 32,768 rows), for the ratio to NumPy's
 //!   `base @ q` then `argpartition` on the same set (`benches/peers/peers.py`'s exact scan);
-//! - `code_distance/<set>` (sets of at least 128 dimensions): the graph traversal's
-//!   estimates over every row's 4-bit code into a top-10, through the `f32` weights'
-//!   kernel (`f32_weights`, before) and the integer weights' (`integer_weights`, now);
+//! - `code_distance/<set>` and `code_distance/<set>/l2` (sets of at least 128 dimensions):
+//!   the graph traversal's cosine (or L2) estimates over every row's 4-bit code into a
+//!   top-10, through the `f32` weights' kernel (`f32_weights`, before) and the integer
+//!   weights' (`integer_weights`, now);
 //! - `chunk_decode/<n>_chunks`: a search hit's text from an encoded chunks row of `n`
 //!   chunks of ~500 bytes: the whole row decoded (`whole_row`, before) against only the
 //!   hit's chunk (`one_chunk`), the position varying over the row.
@@ -143,8 +144,14 @@ fn main() {
         // The traversal's code estimates (sets of at least 128 dimensions, which the graph
         // codes), every row's in turn into a top-10: the `f32` kernel before, the integer
         // one now.
-        if let Some(coded) = (dim >= 128).then(|| CodedRows::new(dim, &rows)).flatten() {
-            let mut g = c.benchmark_group(format!("code_distance/{name}"));
+        for (metric, suffix) in [(Metric::Cosine, ""), (Metric::L2, "/l2")] {
+            let Some(coded) = (dim >= 128)
+                .then(|| CodedRows::new(dim, &rows, metric))
+                .flatten()
+            else {
+                continue;
+            };
+            let mut g = c.benchmark_group(format!("code_distance/{name}{suffix}"));
             bench_top10(&mut g, "f32_weights", &queries, dim, |query, top| {
                 coded.scan_f32(query, |r, d| top.push(r, d))
             });

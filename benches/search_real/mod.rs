@@ -226,8 +226,10 @@ pub fn reopen_options() -> Options {
 
 /// Options of the stores the bench writes: no fsync per commit (one `sync` at the end), the
 /// graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` and redb's
-/// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set, and `Options::memory_budget` from
-/// `RATCHETDB_MEMORY_BUDGET_MIB` if set (`benches/peers/memory_budget.sh`).
+/// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set, `Options::memory_budget` from
+/// `RATCHETDB_MEMORY_BUDGET_MIB` if set (`benches/peers/memory_budget.sh`), and the metric
+/// L2 if `RATCHETDB_BENCH_METRIC` is `l2` (cosine otherwise; the sets' vectors are unit
+/// length, so both rank alike and the cosine truth holds).
 pub fn options() -> Options {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
     let mut index = IndexOptions::default();
@@ -238,6 +240,10 @@ pub fn options() -> Options {
         index = index.ef_construction(ef);
     }
     let options = Options::default().durability(Durability::None).index(index);
+    let options = match std::env::var("RATCHETDB_BENCH_METRIC").as_deref() {
+        Ok("l2") => options.metric(ratchetdb::Metric::L2),
+        _ => options,
+    };
     let options = match var("RATCHETDB_MEMORY_BUDGET_MIB") {
         Some(mib) => options.memory_budget((mib as u64) << 20),
         None => options,

@@ -40,7 +40,6 @@ use super::distance::distance;
 use super::quantize::Quantizer;
 use super::workers::{join_threads, PARALLEL_MIN};
 use super::Metric;
-use crate::simd::codes::code_len;
 use crate::simd::prefetch_lines;
 use crate::sys::advise_huge_pages;
 
@@ -372,8 +371,11 @@ struct Points {
     /// The traversal's quantiser, once the graph has [`QUANTIZE_AT`] points (of at least
     /// [`QUANTIZE_MIN_DIM`] dimensions).
     quant: Option<Quantizer>,
-    /// Slot-major codes of the vectors under `quant` (`code_len(dim)` bytes each), or empty.
+    /// Slot-major codes of the vectors under `quant` (`code_len` bytes each), or empty.
     codes: Vec<u8>,
+    /// `quant`'s [`Quantizer::code_len`] (0 without one): set with it, so that the codes are
+    /// read at the stride they were written at.
+    code_len: usize,
     /// How many values of `codes` were clamped ([`Quantizer::encode_into`]).
     clamped: usize,
     /// Points the graph held when `quant` was fitted (or loaded).
@@ -403,15 +405,17 @@ fn code_rows(quant: &Quantizer, vectors: &[f32], dim: usize) -> (Vec<u8>, usize)
 
 impl Points {
     /// Fits the quantiser to the vectors held and codes them all.
-    fn quantize(&mut self, dim: usize) {
+    fn quantize(&mut self, dim: usize, metric: Metric) {
         let n = self.ids.len();
         let vectors = &self.vectors;
-        let quant = Quantizer::fit(dim, n, |slot| vectors.get(slot * dim..(slot + 1) * dim));
+        let quant = Quantizer::fit(dim, n, |slot| vectors.get(slot * dim..(slot + 1) * dim))
+            .map(|quant| quant.for_metric(metric));
         self.quantize_with(dim, quant);
     }
 
     /// Codes every vector held with `quant` (none: no codes).
     fn quantize_with(&mut self, dim: usize, quant: Option<Quantizer>) {
+        self.code_len = quant.as_ref().map_or(0, Quantizer::code_len);
         self.quant = quant;
         self.codes = Vec::new();
         self.clamped = 0;
@@ -537,6 +541,7 @@ impl Hnsw {
                 locks: Vec::new(),
                 quant: None,
                 codes: Vec::new(),
+                code_len: 0,
                 clamped: 0,
                 fitted_at: 0,
             }),
@@ -660,7 +665,7 @@ impl Hnsw {
     /// The code of `slot`'s vector (empty before the graph is quantised).
     #[inline]
     fn code<'a>(&self, points: &'a Points, slot: u32) -> &'a [u8] {
-        let len = code_len(self.dim);
+        let len = points.code_len;
         let at = slot as usize * len;
         points.codes.get(at..at + len).unwrap_or(&[])
     }
@@ -766,7 +771,7 @@ impl Hnsw {
                     *clamped += quant.encode(vector, codes);
                 }
             }
-            None if due_for_quantizer(end, self.dim) => points.quantize(self.dim),
+            None if due_for_quantizer(end, self.dim) => points.quantize(self.dim, self.metric),
             None => {}
         }
         Some(first_slot..end_slot)
@@ -822,6 +827,7 @@ impl Hnsw {
             else {
                 return;
             };
+            let quant = quant.for_metric(self.metric);
             let (codes, clamped) = code_rows(&quant, vectors, dim);
             (quant, codes, clamped, n)
         };
@@ -832,6 +838,7 @@ impl Hnsw {
         for vector in tail.chunks_exact(dim) {
             clamped += quant.encode(vector, &mut codes);
         }
+        points.code_len = quant.code_len();
         points.quant = Some(quant);
         points.codes = codes;
         points.clamped = clamped;
@@ -1132,7 +1139,7 @@ impl Hnsw {
             let mut distances = 0usize;
             // About `PREFETCH_LINES` cache lines asked for at a time.
             let (item_bytes, item_lines) = if coded.is_some() {
-                (code_len(self.dim), PREFETCH_CODE_LINES)
+                (points.code_len, PREFETCH_CODE_LINES)
             } else {
                 (self.dim * 4, PREFETCH_VECTOR_LINES)
             };
@@ -1420,8 +1427,8 @@ impl Hnsw {
             // searched with before it was saved; a snapshot of an earlier format has none:
             // fitted anew.
             match quant {
-                Some(quant) => points.quantize_with(dim, Some(quant)),
-                None if due_for_quantizer(n, dim) => points.quantize(dim),
+                Some(quant) => points.quantize_with(dim, Some(quant.for_metric(metric))),
+                None if due_for_quantizer(n, dim) => points.quantize(dim, metric),
                 None => {}
             }
             if let Some(entry) = links.entry {

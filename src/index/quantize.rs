@@ -57,6 +57,20 @@ pub(crate) struct Quantizer {
     step: Vec<f32>,
     /// `1 / step`, for coding (derived, not persisted).
     inverse: Vec<f32>,
+    /// Whether each code ends with its vector's [`NORM_BYTES`]-byte norm term, as an L2
+    /// graph's codes do ([`Quantizer::for_metric`]; not persisted: the graph's metric says).
+    norms: bool,
+}
+
+/// Bytes of the norm term an L2 code ends with: `Σ (step·code)²` as an `f32`,
+/// little-endian, so that the L2 estimate `Σ (r - step·code)²` (with `r = q - low`) is
+/// `Σ r² - 2 Σ (r·step)·code + Σ (step·code)²`: a query's part, an integer sum over the
+/// query's integer weights as for cosine, and this stored part.
+pub(crate) const NORM_BYTES: usize = 4;
+
+/// Bytes of a `dim`-dimensional code, with the norm term when `norms` (an L2 graph's).
+const fn code_len_for(dim: usize, norms: bool) -> usize {
+    kernels::code_len(dim) + if norms { NORM_BYTES } else { 0 }
 }
 
 /// `low` and `step` for one dimension's finite sampled `values` (reordered): 15 steps
@@ -148,7 +162,19 @@ impl Quantizer {
 
     fn new(low: Vec<f32>, step: Vec<f32>) -> Quantizer {
         let inverse = step.iter().map(|s| 1.0 / s).collect();
-        Quantizer { low, step, inverse }
+        Quantizer {
+            low,
+            step,
+            inverse,
+            norms: false,
+        }
+    }
+
+    /// This quantiser coding for a graph of `metric`: an L2 graph's codes end with their
+    /// norm term ([`NORM_BYTES`]), which its estimates read; cosine and dot codes do not.
+    pub(crate) fn for_metric(mut self, metric: Metric) -> Quantizer {
+        self.norms = metric == Metric::L2;
+        self
     }
 
     /// Appends the quantiser as it is persisted: `low` then `step`, `f32` little-endian,
@@ -178,9 +204,10 @@ impl Quantizer {
         sound.then(|| Quantizer::new(low.to_vec(), step.to_vec()))
     }
 
-    /// Bytes of a code: half a byte per dimension ([`kernels::code_len`]).
+    /// Bytes of a code: half a byte per dimension ([`kernels::code_len`]), then, for an L2
+    /// graph, the norm term ([`NORM_BYTES`]).
     pub(crate) fn code_len(&self) -> usize {
-        kernels::code_len(self.low.len())
+        code_len_for(self.low.len(), self.norms)
     }
 
     /// Appends `vector`'s code ([`Self::code_len`] bytes, clamped to the range); returns how
@@ -197,10 +224,14 @@ impl Quantizer {
     /// lose recall).
     pub(crate) fn encode_into(&self, vector: &[f32], code: &mut [u8]) -> usize {
         let mut clamped = 0usize;
-        let (low, inverse) = (&self.low, &self.inverse);
-        kernels::pack(low.len(), code, |d| {
-            let (Some(&x), Some(&low), Some(&inverse)) =
-                (vector.get(d), low.get(d), inverse.get(d))
+        // Σ (step·code)², summed in the order the values are packed.
+        let (mut norm_term, norms) = (0f32, self.norms);
+        let (low, step, inverse) = (&self.low, &self.step, &self.inverse);
+        let packed = kernels::code_len(low.len()).min(code.len());
+        let (values, norm) = code.split_at_mut(packed);
+        kernels::pack(low.len(), values, |d| {
+            let (Some(&x), Some(&low), Some(&step), Some(&inverse)) =
+                (vector.get(d), low.get(d), step.get(d), inverse.get(d))
             else {
                 return 0;
             };
@@ -209,8 +240,18 @@ impl Quantizer {
             // value, and a load codes every value of every vector.
             let at = (x - low) * inverse + 0.5;
             clamped += usize::from(!(0.0..=TOP + 1.0).contains(&at));
-            at.clamp(0.0, TOP) as u8
+            let value = at.clamp(0.0, TOP) as u8;
+            if norms {
+                let offset = step * f32::from(value);
+                norm_term += offset * offset;
+            }
+            value
         });
+        if norms {
+            if let Some(norm) = norm.get_mut(..NORM_BYTES) {
+                norm.copy_from_slice(&norm_term.to_le_bytes());
+            }
+        }
         clamped
     }
 
@@ -264,18 +305,25 @@ impl Quantizer {
     }
 
     /// The query-side form of `query` for [`Query::distance`] under `metric`.
-    pub(crate) fn query(&self, metric: Metric, query: &[f32]) -> Query<'_> {
+    pub(crate) fn query(&self, metric: Metric, query: &[f32]) -> Query {
         let form = match metric {
-            // ||q - x||² = Σ (q - low - step·code)²: the kernel needs q - low and step.
-            Metric::L2 => Form::L2 {
-                r: query
+            // ||q - x||² = Σ (r - step·code)² with r = q - low
+            // = Σ r² - 2 Σ (r·step)·code + Σ (step·code)², the last the code's norm term.
+            Metric::L2 => {
+                let r: Vec<f32> = query
                     .iter()
                     .zip(&self.low)
                     .map(|(q, low)| q - low)
-                    .collect(),
-                step: &self.step,
-                kernel: kernels::l2(),
-            },
+                    .collect();
+                let (weights, scale) = integer_weights(&r, &self.step);
+                Form::L2 {
+                    weights,
+                    scale,
+                    r_squared: r.iter().map(|x| x * x).sum(),
+                    packed: kernels::code_len(self.low.len()),
+                    kernel: kernels::weighted_int(),
+                }
+            }
             // q·x = Σ q·low + Σ (q·step)·code, the second sum over integer weights.
             Metric::Cosine | Metric::Dot => {
                 let (weights, scale) = integer_weights(query, &self.step);
@@ -302,6 +350,26 @@ impl Quantizer {
         let kernel = kernels::weighted();
         move |codes| {
             let d = 1.0 - (base + kernel(&weights, &self.step, codes));
+            if d.is_nan() {
+                f32::INFINITY
+            } else {
+                d.max(0.0)
+            }
+        }
+    }
+
+    /// The L2 estimate of the traversal before the integer kernel: `Σ (r - step·code)²`
+    /// over `f32` values by the `f32` code kernel, from a code's values alone (its norm term
+    /// unread).
+    pub(crate) fn l2_estimate_f32(&self, query: &[f32]) -> impl Fn(&[u8]) -> f32 + '_ {
+        let r: Vec<f32> = query
+            .iter()
+            .zip(&self.low)
+            .map(|(q, low)| q - low)
+            .collect();
+        let kernel = kernels::l2();
+        move |codes| {
+            let d = kernel(&r, &self.step, codes);
             if d.is_nan() {
                 f32::INFINITY
             } else {
@@ -345,12 +413,15 @@ fn integer_weights(query: &[f32], step: &[f32]) -> (Vec<i16>, f32) {
 }
 
 /// How a [`Query`] scores a code under its metric.
-enum Form<'a> {
-    /// L2: `q - low` per dimension, the quantiser's steps, the `f32` kernel.
+enum Form {
+    /// L2: `r·step` (with `r = q - low`) as integers with their scale, `Σ r²`, the bytes of
+    /// a code's values (its norm term follows them), the integer kernel.
     L2 {
-        r: Vec<f32>,
-        step: &'a [f32],
-        kernel: kernels::Kernel,
+        weights: Vec<i16>,
+        scale: f32,
+        r_squared: f32,
+        packed: usize,
+        kernel: kernels::IntKernel,
     },
     /// Cosine and Dot: `q·step` as integers with their scale, `Σ q·low`, the integer kernel.
     Weighted {
@@ -363,18 +434,33 @@ enum Form<'a> {
 
 /// A query prepared against a [`Quantizer`]: estimates the internal distance (as
 /// [`super::distance::distance`] defines it for the metric) of a coded vector.
-pub(crate) struct Query<'a> {
+pub(crate) struct Query {
     metric: Metric,
-    form: Form<'a>,
+    form: Form,
 }
 
-impl Query<'_> {
+impl Query {
     /// The estimated distance of the vector coded `codes`: lower is nearer, never
     /// negative, never NaN.
     #[inline]
     pub(crate) fn distance(&self, codes: &[u8]) -> f32 {
         let d = match &self.form {
-            Form::L2 { r, step, kernel } => kernel(r, step, codes),
+            Form::L2 {
+                weights,
+                scale,
+                r_squared,
+                packed,
+                kernel,
+            } => {
+                let (values, norm) = codes.split_at((*packed).min(codes.len()));
+                let norm = match norm.get(..NORM_BYTES) {
+                    Some(&[a, b, c, d]) => f32::from_le_bytes([a, b, c, d]),
+                    // A code without its norm term (a quantiser not made for L2): the
+                    // estimate is off by it, never unsafe.
+                    _ => 0.0,
+                };
+                r_squared - 2.0 * scale * kernel(weights, values) as f32 + norm
+            }
             Form::Weighted {
                 weights,
                 scale,
@@ -397,33 +483,39 @@ impl Query<'_> {
         }
     }
 
-    /// How far rounding the weights to integers can move the sum `Σ w·code` (in exact
+    /// How far rounding the weights to integers can move the estimate (in exact
     /// arithmetic): per dimension half the scale, plus the `f32` division's rounding of
-    /// `w / scale` (at most `limit · ε` units), times the largest code (0 for L2, whose
-    /// weights stay `f32`).
+    /// `w / scale` (at most `limit · ε` units), times the largest code; twice that for L2,
+    /// whose estimate holds the sum `Σ w·code` twice.
     #[cfg(test)]
     fn rounding_bound(&self) -> f64 {
-        match &self.form {
-            Form::L2 { .. } => 0.0,
-            Form::Weighted { weights, scale, .. } => {
-                let limit = f64::from(kernels::int_weight_limit(weights.len()));
-                let per_unit = 0.5 + limit * f64::from(f32::EPSILON);
-                15.0 * per_unit * f64::from(*scale) * weights.len() as f64
-            }
-        }
+        let (weights, scale, times) = match &self.form {
+            // The cross term is counted twice.
+            Form::L2 { weights, scale, .. } => (weights, scale, 2.0),
+            Form::Weighted { weights, scale, .. } => (weights, scale, 1.0),
+        };
+        let limit = f64::from(kernels::int_weight_limit(weights.len()));
+        let per_unit = 0.5 + limit * f64::from(f32::EPSILON);
+        times * 15.0 * per_unit * f64::from(*scale) * weights.len() as f64
     }
 
-    /// The integer weights, their scale and the base, for the tests' exact sums.
+    /// The integer weights, their scale and the base (L2: `Σ r²`), for the tests' exact
+    /// sums.
     #[cfg(test)]
-    fn integer_form(&self) -> Option<(&[i16], f32, f32)> {
+    fn integer_form(&self) -> (&[i16], f32, f32) {
         match &self.form {
-            Form::L2 { .. } => None,
+            Form::L2 {
+                weights,
+                scale,
+                r_squared,
+                ..
+            } => (weights, *scale, *r_squared),
             Form::Weighted {
                 weights,
                 scale,
                 base,
                 ..
-            } => Some((weights, *scale, *base)),
+            } => (weights, *scale, *base),
         }
     }
 }
@@ -454,13 +546,15 @@ mod tests {
             let data = rows(500, dim);
             let q = Quantizer::fit(dim, 500, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
             for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+                let q = q.clone().for_metric(metric);
                 let query = &data[7 * dim..8 * dim];
                 let prepared = q.query(metric, query);
                 for slot in 0..500 {
                     let v = &data[slot * dim..(slot + 1) * dim];
                     let mut code = Vec::new();
                     assert_eq!(q.encode(v, &mut code), 0, "nothing clamped");
-                    assert_eq!(code.len(), dim.div_ceil(2));
+                    let norm = if metric == Metric::L2 { 4 } else { 0 };
+                    assert_eq!(code.len(), dim.div_ceil(2) + norm);
                     let exact = distance(metric, query, v);
                     let estimate = prepared.distance(&code);
                     // Cosine and Dot: 1-Lipschitz in the dot product, which moves by at most
@@ -502,7 +596,7 @@ mod tests {
             let prepared = q.query(Metric::Cosine, query);
             let before = q.cosine_estimate_f32(query);
             let bound = prepared.rounding_bound();
-            let (integers, scale, base) = prepared.integer_form().expect("cosine");
+            let (integers, scale, base) = prepared.integer_form();
             let weights: Vec<f64> = query
                 .iter()
                 .zip(&q.step)
@@ -557,6 +651,81 @@ mod tests {
                 assert!(
                     (exact - rounded).abs() <= bound,
                     "dim {dim} slot {slot}: {rounded} against {exact} (bound {bound})"
+                );
+                let (now, then) = (prepared.distance(&code), before(&code));
+                assert!(
+                    f64::from((now - then).abs()) <= bound + f32_slack,
+                    "dim {dim} slot {slot}: {now} against {then} (bound {bound} + {f32_slack})"
+                );
+            }
+        }
+    }
+
+    /// The L2 estimate through the integer weights and the code's norm term is the `f32`
+    /// kernel's `Σ (r - step·code)²` (the L2 traversal's before) within the weights'
+    /// rounding, counted twice for the cross term, plus the `f32` sums' own rounding, at
+    /// every dimension count the codes' layout treats differently; and an L2 code ends
+    /// with its norm term, which a cosine code lacks.
+    #[test]
+    fn the_l2_estimate_from_integer_weights_and_norm_terms_is_the_f32_one() {
+        for dim in [1, 31, 50, 64, 384, 1000] {
+            let data = rows(300, dim);
+            let fitted =
+                Quantizer::fit(dim, 300, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+            let q = fitted.clone().for_metric(Metric::L2);
+            assert_eq!(q.code_len(), fitted.code_len() + super::NORM_BYTES);
+            let query = &data[13 * dim..14 * dim];
+            let prepared = q.query(Metric::L2, query);
+            let before = q.l2_estimate_f32(query);
+            let bound = prepared.rounding_bound();
+            // Each weight `(q - low)·step` is rounded to the nearest unit (a floor fails here).
+            let (integers, scale, _) = prepared.integer_form();
+            let (unit, limit) = (f64::from(scale), f64::from(kernels::int_weight_limit(dim)));
+            let steps = q.low.iter().zip(&q.step);
+            for ((&x, (&low, &step)), &i) in query.iter().zip(steps).zip(integers) {
+                let w = f64::from((x - low) * step);
+                let off = (w - f64::from(i) * unit).abs();
+                assert!(
+                    off <= unit * (0.5 + limit * f64::from(f32::EPSILON)),
+                    "dim {dim}: {w} coded {i} at scale {unit}"
+                );
+            }
+            // The f32 arithmetic's rounding: a sequential f32 sum of n terms errs by at most
+            // n·ε times the sum of their magnitudes. Σ r² and the norm term sum `dim` terms
+            // each, the f32 kernel's lanes and tail at most dim / 32 + 32, and a handful of
+            // operations join the parts; every part is at most Σ r², 2 · 15 Σ |r·step| or
+            // Σ (15 step)².
+            let r: Vec<f64> = query
+                .iter()
+                .zip(&q.low)
+                .map(|(&x, &low)| f64::from(x - low))
+                .collect();
+            let magnitude = r.iter().map(|r| r * r).sum::<f64>()
+                + 30.0
+                    * r.iter()
+                        .zip(&q.step)
+                        .map(|(r, &s)| (r * f64::from(s)).abs())
+                        .sum::<f64>()
+                + q.step
+                    .iter()
+                    .map(|&s| (15.0 * f64::from(s)).powi(2))
+                    .sum::<f64>();
+            let terms = (2 * dim + dim / 32 + 40) as f64;
+            let f32_slack = terms * f64::from(f32::EPSILON) * magnitude;
+            for slot in 0..300 {
+                let v = &data[slot * dim..(slot + 1) * dim];
+                let (mut code, mut plain) = (Vec::new(), Vec::new());
+                q.encode(v, &mut code);
+                fitted.encode(v, &mut plain);
+                let (values, norm) = code.split_at(plain.len());
+                assert_eq!(
+                    values, plain,
+                    "dim {dim}: the same values, then the norm term"
+                );
+                let norm = f32::from_le_bytes(norm.try_into().expect("4 bytes"));
+                assert!(
+                    norm.is_finite() && norm >= 0.0,
+                    "dim {dim}: norm term {norm}"
                 );
                 let (now, then) = (prepared.distance(&code), before(&code));
                 assert!(

@@ -19,7 +19,8 @@ pub(crate) const fn code_len(dim: usize) -> usize {
     dim.div_ceil(2)
 }
 
-/// `(weights, step, codes) -> sum`.
+/// `(weights, step, codes) -> sum` (the `f32` kernels', kept for the tests and benches).
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) type Kernel = fn(&[f32], &[f32], &[u8]) -> f32;
 
 /// `(weights, codes) -> Σ weight·code` over integer weights: an exact integer sum, so every
@@ -37,6 +38,7 @@ pub(crate) fn int_weight_limit(dim: usize) -> i16 {
 }
 
 /// The two values a code byte holds.
+#[cfg(any(test, feature = "testkit"))]
 #[inline(always)]
 fn nibbles(byte: u8) -> (f32, f32) {
     (f32::from(byte & 15), f32::from(byte >> 4))
@@ -44,6 +46,7 @@ fn nibbles(byte: u8) -> (f32, f32) {
 
 /// The last block's sum: its `r` dimensions `tail` (weights, with `step` for the L2 form)
 /// and its `ceil(r / 2)` code bytes `bytes`; `term(weight, step, value)` one dimension's.
+#[cfg(any(test, feature = "testkit"))]
 #[inline(always)]
 fn tail_sum(tail: &[f32], step: &[f32], bytes: &[u8], term: impl Fn(f32, f32, f32) -> f32) -> f32 {
     let half = tail.len().div_ceil(2);
@@ -80,7 +83,9 @@ fn weighted_body(w: &[f32], _step: &[f32], c: &[u8]) -> f32 {
     acc.iter().sum::<f32>() + tail_sum(tail, tail, bytes, |w, _, x| w * x)
 }
 
-/// Σ (r - step·code)², with `r = q - low`.
+/// Σ (r - step·code)², with `r = q - low` (the L2 traversal's kernel before the integer
+/// one; kept for the tests and the side-by-side bench).
+#[cfg(any(test, feature = "testkit"))]
 #[inline(always)]
 fn l2_body(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
     let n = r.len().min(step.len());
@@ -194,6 +199,7 @@ mod avx2 {
     pub(super) fn weighted(w: &[f32], step: &[f32], c: &[u8]) -> f32 {
         super::weighted_body(w, step, c)
     }
+    #[cfg(any(test, feature = "testkit"))]
     #[target_feature(enable = "avx2")]
     pub(super) fn l2(r: &[f32], step: &[f32], c: &[u8]) -> f32 {
         super::l2_body(r, step, c)
@@ -221,7 +227,8 @@ pub(crate) fn weighted_int() -> IntKernel {
     weighted_int_body
 }
 
-/// The Σ (r - step·code)² kernel for this CPU.
+/// The `f32` Σ (r - step·code)² kernel for this CPU.
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) fn l2() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {

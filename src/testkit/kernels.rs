@@ -98,17 +98,20 @@ impl ExactScan {
 /// `code_distance`).
 pub struct CodedRows {
     quantizer: crate::index::quantize::Quantizer,
+    metric: Metric,
     code_len: usize,
     codes: Vec<u8>,
 }
 
 impl CodedRows {
-    /// `rows` (row-major, `dim` floats each) coded; `None` without a whole row.
-    pub fn new(dim: usize, rows: &[f32]) -> Option<CodedRows> {
+    /// `rows` (row-major, `dim` floats each) coded as a graph of `metric` codes them;
+    /// `None` without a whole row.
+    pub fn new(dim: usize, rows: &[f32], metric: Metric) -> Option<CodedRows> {
         let count = rows.len() / dim.max(1);
         let quantizer = crate::index::quantize::Quantizer::fit(dim, count, |s| {
             rows.get(s * dim..(s + 1) * dim)
-        })?;
+        })?
+        .for_metric(metric);
         let mut codes = Vec::new();
         for row in rows.chunks_exact(dim) {
             quantizer.encode(row, &mut codes);
@@ -116,24 +119,30 @@ impl CodedRows {
         Some(CodedRows {
             code_len: quantizer.code_len(),
             quantizer,
+            metric,
             codes,
         })
     }
 
-    /// Calls `on_row(row, estimate)` with every row's cosine estimate through the integer
-    /// kernel (the traversal's).
+    /// Calls `on_row(row, estimate)` with every row's estimate through the integer kernel
+    /// (the traversal's).
     pub fn scan_integer(&self, query: &[f32], mut on_row: impl FnMut(usize, f32)) {
-        let prepared = self.quantizer.query(Metric::Cosine, query);
+        let prepared = self.quantizer.query(self.metric, query);
         for (row, code) in self.codes.chunks_exact(self.code_len).enumerate() {
             on_row(row, prepared.distance(code));
         }
     }
 
-    /// The same through the `f32` kernel (the traversal's before).
+    /// The same through the `f32` kernel (the traversal's before; cosine for every metric
+    /// but L2).
     pub fn scan_f32(&self, query: &[f32], mut on_row: impl FnMut(usize, f32)) {
-        let estimate = self.quantizer.cosine_estimate_f32(query);
-        for (row, code) in self.codes.chunks_exact(self.code_len).enumerate() {
-            on_row(row, estimate(code));
+        let codes = self.codes.chunks_exact(self.code_len).enumerate();
+        if self.metric == Metric::L2 {
+            let estimate = self.quantizer.l2_estimate_f32(query);
+            codes.for_each(|(row, code)| on_row(row, estimate(code)));
+        } else {
+            let estimate = self.quantizer.cosine_estimate_f32(query);
+            codes.for_each(|(row, code)| on_row(row, estimate(code)));
         }
     }
 }
