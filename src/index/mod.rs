@@ -105,15 +105,15 @@ const UNIT_NORM_TOLERANCE: f32 = 1e-3;
 pub(crate) use crate::options::Metric;
 
 /// A map keyed by vector id. Ids are the store's own (document and slot counters), never
-/// chosen by a caller: foldhash instead of SipHash, which took a tenth of a reopen's time
-/// looking ids up (and, in the graph's membership and the snapshot's checks, a tenth of a
-/// 400k load), with a fixed seed, so that the same changes leave the same iteration order in
-/// every process. (Seeded at random per process, the order in which the absorber took the
-/// ids scored outside changed from run to run, and so did the links of a graph built on one
-/// thread: `quantizer_drift_tests` saw its recall vary by 0.04.)
-type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::FixedState>;
+/// chosen by a caller, and the hasher is seeded at random: foldhash instead of SipHash, which
+/// took a tenth of a reopen's time looking ids up (and, in the graph's membership and the
+/// snapshot's checks, a tenth of a 400k load). At random per map, not fixed: one map's ids
+/// inserted in another's iteration order under the same seed pile up in its table (the
+/// "stable hash map trap"). Graphs are built and grown in id order, never in a map's
+/// iteration order, so the same vectors give the same graph on one thread in every process.
+type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::RandomState>;
 /// A set of vector ids (see [`IdMap`]).
-type IdSet = std::collections::HashSet<u64, foldhash::fast::FixedState>;
+type IdSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
 
 /// Errors of the vector index.
 #[derive(Debug, thiserror::Error)]
@@ -403,8 +403,11 @@ impl VectorIndex {
             let _mutation = self.mutation.lock();
             let exact = self.exact.read();
             let view = exact.view();
-            let items: Vec<(u64, Vec<f32>)> = graph
-                .outside_without_point(max)
+            // Linked in id order (the order the store gave them), not the outside set's
+            // iteration order, which its per-process hash seed makes differ from run to run.
+            let mut ids = graph.outside_without_point(max);
+            ids.sort_unstable();
+            let items: Vec<(u64, Vec<f32>)> = ids
                 .into_iter()
                 .filter_map(|id| view.get(id).map(|v| (id, v.to_vec())))
                 .collect();
@@ -609,7 +612,10 @@ impl VectorIndex {
     fn build_graph_with(&self, workers: Workers) -> Result<(), IndexError> {
         let _build = self.build.lock();
         let journal = self.start_journal();
-        let ids = self.exact.read().ids();
+        // In id order, as the absorber links: a rebuild's ids held by the old graph come
+        // from a map whose iteration order its per-process hash seed decides.
+        let mut ids = self.exact.read().ids();
+        ids.sort_unstable();
         let graph = Graph::new(self.metric, self.dim, self.params);
         graph.links().reserve(ids.len());
         #[cfg(test)]
