@@ -25,6 +25,10 @@ use super::membership::{Membership, NO_SLOT};
 use super::panic_message;
 use super::{IndexError, Metric};
 
+/// How many times a round's `max` outside ids [`Graph::outside_without_point`] reads from
+/// the outside set to pick the smallest `max` of.
+const ABSORB_SCAN: usize = 16;
+
 /// An HNSW graph over some of the vectors of an [`ExactStore`], plus its membership.
 pub(crate) struct Graph {
     metric: Metric,
@@ -218,16 +222,27 @@ impl Graph {
         Ok(())
     }
 
-    /// Up to `max` outside ids that have no point in the graph yet.
+    /// Up to `max` outside ids that have no point in the graph yet, ascending: the smallest
+    /// `max` of the first [`ABSORB_SCAN`] `× max` the outside set gives. So while at most
+    /// that many wait (every store but one whose writes outrun the absorber by more), a
+    /// round takes the same ids in every process, the ones the store gave first, whatever
+    /// the set's per-process hash seed; a longer backlog costs a round no more than that
+    /// scan (the smallest of all would cost a scan of all, per round).
     pub(crate) fn outside_without_point(&self, max: usize) -> Vec<u64> {
         let membership = self.membership.read();
-        membership
+        let mut ids: Vec<u64> = membership
             .outside
             .iter()
             .filter(|id| !membership.points.contains_key(id))
-            .take(max)
+            .take(max.saturating_mul(ABSORB_SCAN))
             .copied()
-            .collect()
+            .collect();
+        if ids.len() > max {
+            ids.select_nth_unstable(max);
+            ids.truncate(max);
+        }
+        ids.sort_unstable();
+        ids
     }
 
     /// Registers points about to be inserted for outside ids: dead until settled, so

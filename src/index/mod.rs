@@ -109,8 +109,10 @@ pub(crate) use crate::options::Metric;
 /// took a tenth of a reopen's time looking ids up (and, in the graph's membership and the
 /// snapshot's checks, a tenth of a 400k load). At random per map, not fixed: one map's ids
 /// inserted in another's iteration order under the same seed pile up in its table (the
-/// "stable hash map trap"). Graphs are built and grown in id order, never in a map's
-/// iteration order, so the same vectors give the same graph on one thread in every process.
+/// "stable hash map trap"). A build links its ids in id order, and an absorbing round takes
+/// and links its ids in id order too, unless more wait than it scans
+/// (`hnsw::ABSORB_SCAN`), so the same writes give the same graph on one thread in every
+/// process.
 type IdMap<V> = std::collections::HashMap<u64, V, foldhash::fast::RandomState>;
 /// A set of vector ids (see [`IdMap`]).
 type IdSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
@@ -403,11 +405,9 @@ impl VectorIndex {
             let _mutation = self.mutation.lock();
             let exact = self.exact.read();
             let view = exact.view();
-            // Linked in id order (the order the store gave them), not the outside set's
-            // iteration order, which its per-process hash seed makes differ from run to run.
-            let mut ids = graph.outside_without_point(max);
-            ids.sort_unstable();
-            let items: Vec<(u64, Vec<f32>)> = ids
+            // In id order (see `Graph::outside_without_point`).
+            let items: Vec<(u64, Vec<f32>)> = graph
+                .outside_without_point(max)
                 .into_iter()
                 .filter_map(|id| view.get(id).map(|v| (id, v.to_vec())))
                 .collect();

@@ -453,6 +453,10 @@ impl Query {
                 kernel,
             } => {
                 let (values, norm) = codes.split_at((*packed).min(codes.len()));
+                debug_assert!(
+                    norm.len() >= NORM_BYTES,
+                    "an L2 code without its norm term: a quantiser not made for L2"
+                );
                 let norm = match norm.get(..NORM_BYTES) {
                     Some(&[a, b, c, d]) => f32::from_le_bytes([a, b, c, d]),
                     // A code without its norm term (a quantiser not made for L2): the
@@ -842,7 +846,9 @@ mod tests {
     #[test]
     fn a_constant_dimension_and_no_rows_are_handled() {
         let data = [3.0f32, 3.0, 3.0];
-        let q = Quantizer::fit(1, 3, |s| data.get(s..s + 1)).expect("rows");
+        let q = Quantizer::fit(1, 3, |s| data.get(s..s + 1))
+            .expect("rows")
+            .for_metric(Metric::L2);
         let mut code = Vec::new();
         q.encode(&[3.0], &mut code);
         let d = q.query(Metric::L2, &[3.0]).distance(&code);

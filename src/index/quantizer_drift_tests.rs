@@ -88,12 +88,14 @@ fn recall(index: &VectorIndex, queries: &[Vec<f32>]) -> f64 {
 }
 
 // Regression (flaky test): built in parallel, and grown in rounds of 2,048 of the 3,000 later
-// vectors, each round's share picked in the outside set's iteration order (its hash seed
-// differs from process to process), the graphs depended on the run, and the drifted graph's
-// recall against the one-shot build's varied; one run in about thirty, alone or under load,
-// fell more than 0.05 below it (0.755 against 0.813, 0.764 against 0.817) and failed. Built
-// on one thread, the later vectors absorbed in one round (linked in id order), each graph
-// is its vectors' alone.
+// vectors, each round's share picked and linked in the outside set's iteration order (its
+// hash seed differs from process to process), the graphs depended on the run, and the
+// drifted graph's recall against the one-shot build's varied; one run in about thirty,
+// alone or under load, fell more than 0.05 below it (0.755 against 0.813, 0.764 against
+// 0.817) and failed. Built on one thread, and absorbed in id order (a round takes the
+// smallest outside ids), the drifted graph links its points in the one-shot build's order:
+// what differs is only the quantiser's history (fitted to the near-identical first
+// vectors, refitted as the clusters arrive), which is what this test is about.
 
 /// The drifted store: built on the first vectors, the later ones absorbed.
 fn drifted(vectors: &[Vec<f32>]) -> VectorIndex {
@@ -113,7 +115,7 @@ fn drifted_here(vectors: &[Vec<f32>]) -> VectorIndex {
         .collect();
     index.insert_batch(&later).unwrap();
     while index
-        .absorb_outside_with(usize::MAX, Workers::Foreground)
+        .absorb_outside_with(2048, Workers::Foreground)
         .unwrap()
         > 0
     {}

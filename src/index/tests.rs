@@ -1239,11 +1239,10 @@ fn graph_params_set_the_links_per_point_of_new_graphs() {
     assert_consistent(&narrow);
 }
 
-// Regression (flaky test): built in parallel, the graph depended on thread timing; under a
-// loaded CI machine one build gave this traversal (which, unlike `VectorIndex::search`, does
-// not score the points no search reaches) a filtered recall below 0.95 (0.966 was seen
-// in 60 runs four at a time, 1.0 in every quiet one). Built on one thread, the graph is
-// the vectors' alone.
+// Regression (flaky test): built in parallel, the graph depended on thread timing; one run
+// failed this traversal's filtered recall (it, unlike `VectorIndex::search`, does not score
+// the points no search reaches) below 0.95. Reproduced four runs at a time, the lowest of
+// 60 was 0.966 (every quiet run 1.0). Built on one thread, the graph is the vectors' alone.
 #[test]
 fn the_view_applies_a_filter_inside_its_traversal() {
     // Ids passing 1 in 50, spread independently of the vectors: a post-filter of a width-10
