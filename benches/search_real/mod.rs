@@ -242,7 +242,8 @@ pub fn options() -> Options {
     let options = Options::default().durability(Durability::None).index(index);
     let options = match std::env::var("RATCHETDB_BENCH_METRIC").as_deref() {
         Ok("l2") => options.metric(ratchetdb::Metric::L2),
-        _ => options,
+        Ok("cosine") | Err(_) => options,
+        Ok(other) => panic!("RATCHETDB_BENCH_METRIC={other}: l2 or cosine"),
     };
     let options = match var("RATCHETDB_MEMORY_BUDGET_MIB") {
         Some(mib) => options.memory_budget((mib as u64) << 20),

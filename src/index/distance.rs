@@ -36,12 +36,7 @@ pub(crate) fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
         Metric::L2 => l2_squared(a, b),
         Metric::Dot => dot_distance(dot(a, b)),
     };
-    // Test NaN before clamping: `f32::max` would turn NaN into 0, "nearest of all".
-    if d.is_nan() {
-        f32::INFINITY
-    } else {
-        d.max(0.0)
-    }
+    finish(d)
 }
 
 /// The internal distance ([`distance`]) from `query` to each row of `rows` (row-major,
@@ -62,21 +57,16 @@ pub(crate) fn scan_block(
             Metric::L2 => raw,
             Metric::Dot => dot_distance(raw),
         };
-        on_row(
-            row,
-            if d.is_nan() {
-                f32::INFINITY
-            } else {
-                d.max(0.0)
-            },
-        );
+        on_row(row, finish(d));
     };
     floats::scan(metric == Metric::L2, query, rows, &mut on_raw);
 }
 
-/// [`distance`]'s last step: NaN is +inf, and nothing is below 0.
+/// [`distance`]'s last step, and every estimate's (the codes', the budget's PQ tables'):
+/// NaN is +inf, and nothing is below 0. NaN is tested before clamping: `f32::max` would
+/// turn it into 0, "nearest of all".
 #[inline(always)]
-fn finish(d: f32) -> f32 {
+pub(crate) fn finish(d: f32) -> f32 {
     if d.is_nan() {
         f32::INFINITY
     } else {

@@ -81,11 +81,7 @@ fn finish(metric: Metric, raw: f32) -> f32 {
         Metric::L2 => raw,
         Metric::Dot => dot_distance(raw),
     };
-    if d.is_nan() {
-        f32::INFINITY
-    } else {
-        d.max(0.0)
-    }
+    super::distance::finish(d)
 }
 
 /// The subspace boundaries of `m` subspaces over `dim` dimensions (`m` clamped to

@@ -20,7 +20,7 @@
 //! saved with the links (snapshot format 6, its last byte 2, [`Quantizer::to_bytes`]), so a reloaded graph
 //! codes its vectors as the saved one did and answers every search identically.
 
-use super::distance::dot_distance;
+use super::distance::{dot_distance, finish};
 use super::Metric;
 use crate::simd::codes as kernels;
 
@@ -348,14 +348,7 @@ impl Quantizer {
         let weights: Vec<f32> = query.iter().zip(&self.step).map(|(q, s)| q * s).collect();
         let base: f32 = query.iter().zip(&self.low).map(|(q, low)| q * low).sum();
         let kernel = kernels::weighted();
-        move |codes| {
-            let d = 1.0 - (base + kernel(&weights, &self.step, codes));
-            if d.is_nan() {
-                f32::INFINITY
-            } else {
-                d.max(0.0)
-            }
-        }
+        move |codes| finish(1.0 - (base + kernel(&weights, &self.step, codes)))
     }
 
     /// The L2 estimate of the traversal before the integer kernel: `Σ (r - step·code)²`
@@ -368,14 +361,7 @@ impl Quantizer {
             .map(|(q, low)| q - low)
             .collect();
         let kernel = kernels::l2();
-        move |codes| {
-            let d = kernel(&r, &self.step, codes);
-            if d.is_nan() {
-                f32::INFINITY
-            } else {
-                d.max(0.0)
-            }
-        }
+        move |codes| finish(kernel(&r, &self.step, codes))
     }
 }
 
@@ -480,11 +466,7 @@ impl Query {
                 }
             }
         };
-        if d.is_nan() {
-            f32::INFINITY
-        } else {
-            d.max(0.0)
-        }
+        finish(d)
     }
 
     /// How far rounding the weights to integers can move the estimate (in exact
