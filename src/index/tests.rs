@@ -35,6 +35,18 @@ fn build_on_one_thread(index: &VectorIndex) {
     on_one_thread(|| index.build_graph()).unwrap();
 }
 
+/// Absorbs every outside id into `index`'s graph in rounds of `max`, calling `after_round`
+/// after each, on one thread as [`build_on_one_thread`] builds (the background pool's
+/// parallel inserts would make the links, and the recall the tests assert, depend on
+/// thread timing).
+fn absorb_on_one_thread(index: &VectorIndex, max: usize, mut after_round: impl FnMut() + Send) {
+    on_one_thread(|| {
+        while index.absorb_outside_with(max, Workers::Foreground).unwrap() > 0 {
+            after_round();
+        }
+    });
+}
+
 fn ids(hits: &[(u64, f32)]) -> Vec<u64> {
     hits.iter().map(|h| h.0).collect()
 }
@@ -441,9 +453,9 @@ fn an_old_snapshot_is_reconciled_with_the_live_vectors() {
     // make false: a point scored outside stays outside. CI once failed on id 1071.)
     let mut ever_unreachable: std::collections::HashSet<u64> =
         graph.unreachable_ids().into_iter().collect();
-    while reopened.absorb_outside(64).unwrap() > 0 {
-        ever_unreachable.extend(graph.unreachable_ids());
-    }
+    absorb_on_one_thread(&reopened, 64, || {
+        ever_unreachable.extend(graph.unreachable_ids())
+    });
     assert_consistent(&reopened);
     assert!(reopened
         .graph
@@ -886,9 +898,9 @@ fn points_absorbed_into_a_graph_are_searched_in_place() {
     // Ids ever unreachable: at the build, and after each absorb (when absorb re-checks).
     let mut ever_unreachable: std::collections::HashSet<u64> =
         graph.unreachable_ids().into_iter().collect();
-    while index.absorb_outside(256).unwrap() > 0 {
-        ever_unreachable.extend(graph.unreachable_ids());
-    }
+    absorb_on_one_thread(&index, 256, || {
+        ever_unreachable.extend(graph.unreachable_ids())
+    });
     assert_consistent(&index);
     // Every point was linked into the same graph (no export, no copy).
     assert_eq!(graph.links().linked_count(), N);
@@ -948,7 +960,7 @@ fn brute_force(expected: &std::collections::HashMap<u64, Vec<f32>>, query: &[f32
 fn a_scan_in_small_pieces_across_backed_runs_is_exact() {
     let vectors = low_rank_vectors(43, N, DIM);
     let index = graph_of_the_first_half(&vectors);
-    while index.absorb_outside(256).unwrap() > 0 {}
+    absorb_on_one_thread(&index, 256, || {});
     let mut expected: std::collections::HashMap<u64, Vec<f32>> = vectors
         .iter()
         .enumerate()
@@ -1021,7 +1033,7 @@ fn each_live_vector_is_held_once_and_scans_stay_exact() {
     // Absorbing moves them into the graph's array: their own rows are freed. Only ids
     // scored outside keep an own row (not all of them: a backed point a later absorb
     // leaves unreachable is scored outside and stays backed, its slot holding its vector).
-    while index.absorb_outside(256).unwrap() > 0 {}
+    absorb_on_one_thread(&index, 256, || {});
     let own_only_outside = |index: &VectorIndex| {
         let outside: HashSet<u64> = index
             .graph
@@ -1321,7 +1333,7 @@ fn dead_points_stay_out_of_results_by_their_slot_bits() {
     // removed before: it never gets a point. Absorbed on one thread, as the first half was
     // built, so the recall below is the same on every run (a parallel graph's links, and so
     // its recall and its missed self-searches, depend on thread timing).
-    on_one_thread(|| while index.absorb_outside_with(N, Workers::Foreground).unwrap() > 0 {});
+    absorb_on_one_thread(&index, N, || {});
     assert_consistent(&index);
     let graph = index.graph.read().clone().unwrap();
     assert!(graph.dead_count() > 0, "the test needs dead points");
@@ -1374,7 +1386,7 @@ fn grown_quantized_graph(metric: Metric) -> (VectorIndex, Vec<Vec<f32>>) {
         index.insert(id as u64, v).unwrap();
     }
     // (In the foreground: the background pool would not be the one-thread pool.)
-    on_one_thread(|| while index.absorb_outside_with(200, Workers::Foreground).unwrap() > 0 {});
+    absorb_on_one_thread(&index, 200, || {});
     let graph = index.graph.read().clone().unwrap();
     assert!(graph.links().is_quantized(), "1,600 points: quantised");
     (index, vectors)
