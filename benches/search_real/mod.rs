@@ -228,8 +228,9 @@ pub fn reopen_options() -> Options {
 /// graph parameters from `RATCHETDB_INDEX_M` / `RATCHETDB_INDEX_EF_CONSTRUCTION` and redb's
 /// page cache from `RATCHETDB_CACHE_SIZE` (bytes) if set, `Options::memory_budget` from
 /// `RATCHETDB_MEMORY_BUDGET_MIB` if set (`benches/peers/memory_budget.sh`), and the metric
-/// L2 if `RATCHETDB_BENCH_METRIC` is `l2` (cosine otherwise; the sets' vectors are unit
-/// length, so both rank alike and the cosine truth holds).
+/// L2 if `RATCHETDB_BENCH_METRIC` is `l2`, cosine if it is `cosine` or unset (any other
+/// value stops the bench; the sets' vectors are unit length, so both rank alike and the
+/// cosine truth holds).
 pub fn options() -> Options {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
     let mut index = IndexOptions::default();
@@ -242,8 +243,11 @@ pub fn options() -> Options {
     let options = Options::default().durability(Durability::None).index(index);
     let options = match std::env::var("RATCHETDB_BENCH_METRIC").as_deref() {
         Ok("l2") => options.metric(ratchetdb::Metric::L2),
-        Ok("cosine") | Err(_) => options,
+        Ok("cosine") | Err(std::env::VarError::NotPresent) => options,
         Ok(other) => panic!("RATCHETDB_BENCH_METRIC={other}: l2 or cosine"),
+        Err(std::env::VarError::NotUnicode(raw)) => {
+            panic!("RATCHETDB_BENCH_METRIC={raw:?}: l2 or cosine")
+        }
     };
     let options = match var("RATCHETDB_MEMORY_BUDGET_MIB") {
         Some(mib) => options.memory_budget((mib as u64) << 20),

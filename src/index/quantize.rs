@@ -656,8 +656,9 @@ mod tests {
     fn the_l2_estimate_from_integer_weights_and_norm_terms_is_the_f32_one() {
         for dim in [1, 31, 50, 64, 384, 1000] {
             let data = rows(300, dim);
-            let fitted =
-                Quantizer::fit(dim, 300, |s| data.get(s * dim..(s + 1) * dim)).expect("rows");
+            let fitted = Quantizer::fit(dim, 300, |s| data.get(s * dim..(s + 1) * dim))
+                .expect("rows")
+                .for_metric(Metric::Cosine);
             let q = fitted.clone().for_metric(Metric::L2);
             assert_eq!(q.code_len(), fitted.code_len() + super::NORM_BYTES);
             let query = &data[13 * dim..14 * dim];
@@ -719,6 +720,65 @@ mod tests {
                     "dim {dim} slot {slot}: {now} against {then} (bound {bound} + {f32_slack})"
                 );
             }
+        }
+    }
+
+    /// Dimensions whose ranges differ 900-fold, and a query far outside them: the integer
+    /// weights share one scale, set by the largest `|r·step|`, so the small dimensions'
+    /// weights are a few units each (a reviewer's concern: the L2 estimate then ranks codes
+    /// differently from the `f32` one). It stays within the rounding bound, and ranks the
+    /// nearest codes as the `f32` estimate does.
+    #[test]
+    fn mixed_scale_dimensions_and_a_far_query_rank_l2_codes_as_the_f32_estimate_does() {
+        let (n, dim) = (2000, 96);
+        let mut data = rows(n, dim);
+        for (i, x) in data.iter_mut().enumerate() {
+            *x *= [1.0, 30.0, 900.0][i % dim % 3];
+        }
+        let q = Quantizer::fit(dim, n, |s| data.get(s * dim..(s + 1) * dim))
+            .expect("rows")
+            .for_metric(Metric::L2);
+        for (far, seed) in [(1.0f32, 7usize), (4.0, 11), (40.0, 1234)] {
+            let query: Vec<f32> = data[seed * dim..(seed + 1) * dim]
+                .iter()
+                .map(|x| x * far)
+                .collect();
+            let prepared = q.query(Metric::L2, &query);
+            let before = q.l2_estimate_f32(&query);
+            let codes: Vec<Vec<u8>> = (0..n)
+                .map(|s| {
+                    let mut code = Vec::new();
+                    q.encode(&data[s * dim..(s + 1) * dim], &mut code);
+                    code
+                })
+                .collect();
+            let now: Vec<f32> = codes.iter().map(|c| prepared.distance(c)).collect();
+            let then: Vec<f32> = codes.iter().map(|c| before(c)).collect();
+            let worst = now
+                .iter()
+                .zip(&then)
+                .map(|(a, b)| f64::from((a - b).abs()))
+                .fold(0.0, f64::max);
+            let rank = |d: &[f32]| {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| d[a].total_cmp(&d[b]).then(a.cmp(&b)));
+                order.truncate(10);
+                order
+            };
+            let (a, b) = (rank(&now), rank(&then));
+            let kept = a.iter().filter(|s| b.contains(s)).count();
+            // The f32 sums' own rounding: 2·dim terms, none above the largest estimate.
+            let largest = then.iter().copied().fold(0.0f32, f32::max);
+            let f32_slack = (2 * dim) as f64 * f64::from(f32::EPSILON) * f64::from(largest);
+            assert!(
+                worst <= prepared.rounding_bound() + f32_slack,
+                "query x{far}: estimates {worst} apart (bound {} + {f32_slack})",
+                prepared.rounding_bound()
+            );
+            assert_eq!(
+                kept, 10,
+                "query x{far}: the nearest 10 codes by each estimate"
+            );
         }
     }
 
