@@ -56,6 +56,10 @@ impl Store {
     /// may read it meanwhile ([`Store::open_read_only`]). A `postgres://` URL opens a store on that
     /// server instead (the `postgres` feature, else [`OpenError::BackendNotBuilt`]; `schema=NAME`
     /// picks its schema): the same operations and errors, `Unsupported` for what a server lacks.
+    /// The scheme is read in any case (`POSTGRES://`). A URL of another scheme (`mysql://`) or a
+    /// libpq connection string of `key=value` pairs (`host=db password=...`) is refused with
+    /// [`OpenError::Input`] naming `path`, never quoted (it may hold a password), and nothing
+    /// is created.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         AnyBackend::open(path.as_ref(), options, false).map(Store::over)
     }
@@ -88,6 +92,9 @@ impl Store {
     /// committed write), without opening a store: `Ok(true)` if it needed it. A file that cannot
     /// be written is [`OpenError::NeedsRecovery`] and left as it was.
     pub fn recover(path: impl AsRef<Path>) -> Result<bool, OpenError> {
+        if let Some(refused) = crate::address::refused_address(path.as_ref()) {
+            return Err(OpenError::Input(refused));
+        }
         crate::backend::redb::open::recover(path.as_ref(), &Options::default())
     }
 
@@ -96,6 +103,9 @@ impl Store {
     /// (several processes open it at once), so an existing one is opened, not refused.
     pub fn create(path: impl AsRef<Path>, options: Options) -> Result<Store, OpenError> {
         let path = path.as_ref();
+        if let Some(refused) = crate::address::refused_address(path) {
+            return Err(OpenError::Input(refused));
+        }
         if crate::backend::postgres_url(path).is_none() {
             crate::backend::redb::open::refuse_existing(path)?;
         }

@@ -294,17 +294,16 @@ pub(crate) enum AnyBackend {
     Postgres(std::sync::Arc<postgres::PgStore>),
 }
 
-/// `path` as a PostgreSQL address (`postgres://` or `postgresql://`), if it is one.
-pub(crate) fn postgres_url(path: &Path) -> Option<&str> {
-    path.to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-}
+pub(crate) use crate::address::postgres_url;
 
 impl AnyBackend {
     /// Opens the store at `path` (a file, or a `postgres://` URL), for writing or read-only.
     pub(crate) fn open(path: &Path, options: Options, read_only: bool) -> Result<Self, OpenError> {
+        if let Some(refused) = crate::address::refused_address(path) {
+            return Err(OpenError::Input(refused));
+        }
         match postgres_url(path) {
-            Some(url) => Self::open_postgres(url, options, read_only),
+            Some(url) => Self::open_postgres(&url, options, read_only),
             None if read_only => redb::RedbBackend::open_read_only(path, options).map(Self::Redb),
             None => redb::RedbBackend::open(path, options).map(Self::Redb),
         }

@@ -52,6 +52,28 @@ fn stats_takes_a_budget_and_refuses_one_too_small() {
         "{}",
         refused.stderr
     );
+    // Regression (review): `verify --deep` and `reembed` opened the store with options of
+    // their own and ignored the budget.
+    for command in [
+        vec!["verify", "--deep", "--db", db, "--memory-budget", "1"],
+        vec![
+            "reembed",
+            "--db",
+            db,
+            "--hashing",
+            "16",
+            "--memory-budget",
+            "1",
+        ],
+    ] {
+        let refused = cli::run(&command, |_| {}, None, TIMEOUT);
+        assert_ne!(refused.code, Some(0), "{command:?}");
+        assert!(
+            refused.stderr.contains("memory_budget"),
+            "{command:?}: {}",
+            refused.stderr
+        );
+    }
     let stats = cli::run(
         &["stats", "--db", db, "--memory-budget", "64"],
         |_| {},

@@ -8,6 +8,7 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_addresses_that_may_hold_a_password_are_never_echoed;
 mod cli_copy_and_search_a_promoted_store;
 mod cli_copy_from_a_postgres_url_hides_its_password;
 mod cli_demo;

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod addresses_that_may_hold_a_password_are_refused_unquoted;
 mod adopted_tickets_above_2_63_are_refused;
 mod bad_input_changes_nothing;
 mod check_validates_without_writing;

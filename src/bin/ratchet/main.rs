@@ -213,7 +213,10 @@ pub fn recovered_notice(db: &Path) -> String {
 /// than a file; the library opens either through `Store::open`.
 pub fn is_postgres_url(db: &Path) -> bool {
     db.to_str()
-        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+        .and_then(|s| s.split_once("://"))
+        .is_some_and(|(scheme, _)| {
+            scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")
+        })
 }
 
 /// Whether a store is already there: the file exists, or the server holds the store the
@@ -341,8 +344,45 @@ pub fn open_failure(error: OpenError) -> Failure {
     }
 }
 
+/// `text` (a message clap rendered from the command line) with every password it may
+/// quote masked: a URL as [`ratchetdb::redact_address`] shows it, a `password=` pair's
+/// value as `***`. A store's URL given where clap wanted none (`ratchet stats URL`, without
+/// `--db`) was echoed whole in clap's "unexpected argument" error.
+fn mask_secrets(text: &str) -> String {
+    text.split_inclusive(char::is_whitespace)
+        .map(|piece| {
+            let word = piece.trim_end();
+            let space = &piece[word.len()..];
+            let quotes: &[char] = &['\'', '"', '`'];
+            let core = word.trim_start_matches(quotes);
+            let lead = &word[..word.len() - core.len()];
+            let core = core.trim_end_matches(quotes);
+            let trail = &word[lead.len() + core.len()..];
+            if core.contains("://") {
+                format!("{lead}{}{trail}{space}", ratchetdb::redact_address(core))
+            } else if let Some(at) = core.to_ascii_lowercase().find("password=") {
+                let name = &core[..at + "password=".len()];
+                format!("{lead}{name}***{trail}{space}")
+            } else {
+                piece.to_string()
+            }
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let rendered = error.render().to_string();
+            let masked = mask_secrets(&rendered);
+            if masked == rendered {
+                error.exit();
+            }
+            eprint!("{masked}");
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
     let result = match cli.command {
         Command::Demo(args) => commands::demo::run(args),
         Command::Ingest(args) => commands::ingest::run(args),

@@ -271,8 +271,11 @@ fn added(a: &Counters, b: &Counters) -> Result<Counters, Failure> {
     let mut sum = serde_json::Map::new();
     if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
         for (name, value) in a {
-            let total =
-                value.as_u64().unwrap_or(0) + b.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+            // Saturating: a damaged store's counters may be anything.
+            let total = value
+                .as_u64()
+                .unwrap_or(0)
+                .saturating_add(b.get(name).and_then(|v| v.as_u64()).unwrap_or(0));
             sum.insert(name.clone(), total.into());
         }
     }

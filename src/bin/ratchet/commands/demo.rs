@@ -71,10 +71,19 @@ pub type Embeddings = Vec<Vec<Vec<Vec<f32>>>>;
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, Failure> {
     let started = Instant::now();
+    let db = args.db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    // The demo writes (and clears) a store of its own: a file, never a server's schema, and
+    // an address that may hold a password is not printed in its summary.
+    if crate::is_postgres_url(&db) {
+        return Err(Failure(
+            "the demo writes a store of its own to a file (--db PATH); it does not take a \
+             PostgreSQL URL (not shown: it may hold a password)"
+                .into(),
+        ));
+    }
     let corpus = corpus::load().map_err(Failure)?;
     let model_dir = embedder::configured_model_dir(args.model.as_deref());
     let embedder = embedder::for_ingest(model_dir.as_deref())?;
-    let db = args.db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
     clear_previous_demo(&db)?;
     let embeddings = embed_corpus(&corpus, embedder.as_ref())?;
     let options = Options::default()

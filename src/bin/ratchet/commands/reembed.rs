@@ -68,8 +68,12 @@ pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
         (None, Some(dir)) => embedder::for_ingest(Some(dir))?,
         (None, None) => return Err(Failure("give --model DIR or --hashing DIM".into())),
     };
-    let store = Store::open(&args.db.db, Options::default().wait_for_lock(args.db.wait))
-        .map_err(crate::open_failure)?;
+    // An existing store only: a mistyped path is refused, not created empty.
+    let store = Store::open(
+        &args.db.db,
+        args.db.options(Options::default().must_exist()),
+    )
+    .map_err(crate::open_failure)?;
     let name = args
         .space
         .clone()

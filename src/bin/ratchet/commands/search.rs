@@ -320,6 +320,9 @@ pub fn run(args: SearchArgs) -> Result<ExitCode, Failure> {
             if hits.is_empty() {
                 let why = if options.filter.is_some() {
                     "no hits: no live chunk matches the filter"
+                } else if matches!(mode, Mode::Text) {
+                    "no hits: no live chunk holds a word of the query (stop words such as \
+                     \"the\" and empty queries match nothing)"
                 } else {
                     "no hits: the store holds no live chunk (for these sources)"
                 };

@@ -50,8 +50,9 @@ pub fn run(args: SpacesArgs) -> Result<ExitCode, Failure> {
             print_spaces(&crate::open_existing(&db)?)?;
         }
         Action::Drop { name, db } => {
-            let store =
-                Store::open(&db.db, db.options(Options::default())).map_err(crate::open_failure)?;
+            // An existing store only: a mistyped path is refused, not created empty.
+            let store = Store::open(&db.db, db.options(Options::default().must_exist()))
+                .map_err(crate::open_failure)?;
             drop_space(&store, &name)?;
             print_spaces(&store)?;
         }

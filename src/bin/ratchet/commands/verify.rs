@@ -34,10 +34,11 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode, Failure> {
         // lock (waiting up to `--wait`) and is refused beside a running ingest.
         Store::open(
             &args.db.db,
-            Options::default()
-                .must_exist()
-                .check_integrity_on_open(true)
-                .wait_for_lock(args.db.wait),
+            args.db.options(
+                Options::default()
+                    .must_exist()
+                    .check_integrity_on_open(true),
+            ),
         )
         .map_err(open_failure)?
     } else {
