@@ -98,6 +98,10 @@ pub enum Durability {
     None,
 }
 
+/// The default [`Limits::max_dimension`]: the widest vector a store takes unless raised, and
+/// the most buckets a [`HashingEmbedder`](crate::HashingEmbedder) makes.
+pub(crate) const DEFAULT_MAX_DIMENSION: usize = 8192;
+
 /// Size limits on input. Anything larger gets an [`InputError`](crate::InputError) naming the
 /// field. The defaults suit text chunks of RAG pipelines.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,7 +156,7 @@ impl Default for Limits {
             max_chunk_text_bytes: 1 << 20,
             max_meta_bytes: 64 << 10,
             max_meta_depth: default_max_meta_depth(),
-            max_dimension: 8192,
+            max_dimension: DEFAULT_MAX_DIMENSION,
             max_listing_ids: 10_000_000,
             max_k: default_max_k(),
         }

@@ -45,9 +45,11 @@ pub struct HashingEmbedder {
 }
 
 impl HashingEmbedder {
-    /// Creates an embedder with `dimension` buckets. Fails if `dimension` is 0.
+    /// Creates an embedder with `dimension` buckets. Fails if `dimension` is 0 or above 8,192
+    /// (the default [`Limits::max_dimension`](crate::Limits::max_dimension)): every vector
+    /// it makes holds `dimension` floats, and one of 2^32 buckets took 16 GiB.
     pub fn new(dimension: usize) -> Result<Self, EmbedError> {
-        if dimension == 0 {
+        if dimension == 0 || dimension > crate::options::DEFAULT_MAX_DIMENSION {
             return Err(EmbedError::InvalidDimension { dimension });
         }
         Ok(Self {
@@ -214,6 +216,15 @@ mod tests {
             HashingEmbedder::new(0),
             Err(EmbedError::InvalidDimension { dimension: 0 })
         ));
+        // Regression (review): any width was taken, and one of 2^32 - 1 buckets allocated
+        // 16 GiB a vector.
+        assert!(HashingEmbedder::new(8192).is_ok());
+        for dimension in [8193, u32::MAX as usize] {
+            assert!(matches!(
+                HashingEmbedder::new(dimension),
+                Err(EmbedError::InvalidDimension { .. })
+            ));
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub trait Embedder: Send + Sync {
 #[non_exhaustive]
 pub enum EmbedError {
     /// A requested vector dimension is unusable.
-    #[error("embedding dimension must be at least 1 (got {dimension})")]
+    #[error("embedding dimension must be from 1 to 8192 (got {dimension})")]
     InvalidDimension {
         /// The dimension that was asked for.
         dimension: usize,
