@@ -245,9 +245,50 @@ function vector(value, field) {
   throw bad(field, 'must be a Float32Array or an array of numbers');
 }
 
+// How deep `jsonValue` walks before refusing: past the store's own limit on metadata (64
+// levels by default, which refuses deeper with an InputError of its own), short of napi's
+// conversion, which refuses past 128 levels of the whole argument.
+const MAX_JSON_DEPTH = 100;
+
+// Checks that `value` (under `field`) is JSON that napi's conversion carries as it is: finite
+// numbers, strings, booleans, null, arrays and plain objects of them. Anything else napi
+// refused with a plain Error naming `serde_json::Value` (NaN, Infinity, undefined in an
+// array, a function) or turned into `{}` (a Date, a Map), found by a review.
+function jsonValue(value, field, depth = 0) {
+  if (depth > MAX_JSON_DEPTH) throw bad(field, `nests deeper than ${MAX_JSON_DEPTH} levels`);
+  // A bigint is kept as a 64-bit integer (napi's conversion; read back as a bigint).
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw bad(field, `is ${value}: JSON has only finite numbers`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) jsonValue(value[i], `${field}[${i}]`, depth + 1);
+    return;
+  }
+  if (value instanceof Date) {
+    throw bad(field, 'is a Date, which JSON does not hold: give date.toISOString() or date.getTime()');
+  }
+  if (isPlainObject(value)) {
+    // A plain object of this realm or another (a vm context's): its prototype is null or an
+    // Object.prototype, whose own prototype is null; a Map's or a class's is not.
+    const proto = Object.getPrototypeOf(value);
+    if (proto === null || Object.getPrototypeOf(proto) === null) {
+      for (const [key, item] of Object.entries(value)) {
+        if (item === undefined) throw bad(`${field}.${key}`, 'is undefined: leave the key out, or give null');
+        jsonValue(item, `${field}.${key}`, depth + 1);
+      }
+      return;
+    }
+  }
+  const what = value === undefined ? 'undefined' : typeof value === 'object' ? `a ${value.constructor?.name ?? 'non-plain object'}` : `a ${typeof value}`;
+  throw bad(field, `is ${what}, not a JSON value`);
+}
+
 function meta(value, field) {
   if (value === undefined || value === null) return undefined;
   if (!isPlainObject(value)) throw bad(field, 'must be a plain object');
+  jsonValue(value, field);
   return value;
 }
 
@@ -333,6 +374,7 @@ function searchOptions(options, kind) {
   const set = (key, value) => { (out || (out = {}))[key] = value; };
   if (options.where !== undefined && options.where !== null) {
     if (!isPlainObject(options.where)) throw bad('where', 'must be a filter object ({ lang: "en" }, { year: { $gte: 2020 } })');
+    jsonValue(options.where, 'where');
     set('where', options.where);
   }
   if (options.sources !== undefined && options.sources !== null) {
@@ -404,13 +446,30 @@ const parseTimed = (text) => {
   return { innerNs: Number(text.slice(0, comma)), hits: decodeHits(text, comma + 1) };
 };
 
+const LITTLE_ENDIAN = require('node:os').endianness() === 'LE';
+
+// A stored vector as the addon hands it over (the base64 of its little-endian floats: one
+// value where an array of numbers took one per number, past napi's limit of 1,000,000 for
+// a page of an export) as a Float32Array.
+function floatsOut(encoded) {
+  const bytes = Buffer.from(encoded, 'base64');
+  const out = new Float32Array(bytes.length >>> 2);
+  if (LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes.subarray(0, out.length * 4));
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+    for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+  }
+  return out;
+}
+
 function documentOut(raw) {
   if (raw == null) return null;
   const doc = { ...raw, version: fromVersion(raw.version) };
   doc.chunks = raw.chunks.map((chunk) => {
-    const out = chunk.vector ? { ...chunk, vector: Float32Array.from(chunk.vector) } : { ...chunk };
+    const out = chunk.vector ? { ...chunk, vector: floatsOut(chunk.vector) } : { ...chunk };
     if (chunk.spaceVectors) {
-      out.spaceVectors = Object.fromEntries(Object.entries(chunk.spaceVectors).map(([name, v]) => [name, Float32Array.from(v)]));
+      out.spaceVectors = Object.fromEntries(Object.entries(chunk.spaceVectors).map(([name, v]) => [name, floatsOut(v)]));
     }
     return out;
   });

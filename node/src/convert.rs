@@ -188,7 +188,27 @@ pub fn outcome_json(outcome: &OpOutcome, incoming: Version) -> Value {
     }
 }
 
-/// A stored document (a tombstone has `deleted: true` and no chunks).
+/// A vector as [`document_json`] hands it over: the base64 of its little-endian `f32`s, which
+/// JavaScript decodes into a `Float32Array` (`floatsOut` in `index.js`). As a JSON array it
+/// took one value per number, and napi's conversion refuses more than 1,000,000 values, so a
+/// page of an export with vectors (or one document of a few thousand 384-d chunks) failed.
+fn vector_json(vector: &[f32]) -> Value {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+    Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// How many values napi's conversion counts in `value` (each one, containers included).
+pub fn json_values(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(json_values).sum(),
+        Value::Object(map) => map.values().map(json_values).sum(),
+        _ => 0,
+    }
+}
+
+/// A stored document (a tombstone has `deleted: true` and no chunks); its vectors as
+/// [`vector_json`] gives them.
 pub fn document_json(doc: StoredDocument) -> Value {
     let chunks: Vec<Value> = doc
         .chunks
@@ -199,11 +219,16 @@ pub fn document_json(doc: StoredDocument) -> Value {
             });
             if let Some(map) = out.as_object_mut() {
                 if let Some(vector) = chunk.vector {
-                    map.insert("vector".into(), json!(vector));
+                    map.insert("vector".into(), vector_json(&vector));
                 }
                 // Its vectors in the other vector spaces, as a chunk's `spaceVectors`.
                 if !chunk.spaces.is_empty() {
-                    map.insert("spaceVectors".into(), json!(chunk.spaces));
+                    let spaces: serde_json::Map<String, Value> = chunk
+                        .spaces
+                        .iter()
+                        .map(|(name, vector)| (name.clone(), vector_json(vector)))
+                        .collect();
+                    map.insert("spaceVectors".into(), Value::Object(spaces));
                 }
             }
             out

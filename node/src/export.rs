@@ -4,7 +4,7 @@
 //! each `next(n)` takes up to `n` of them off the event loop. At most a few pages are held
 //! at once, whatever the store's size.
 
-use crate::convert::document_json;
+use crate::convert::{document_json, json_values};
 use crate::errors::{from_read, internal};
 use crate::task::{Job, Json};
 use crossbeam_channel::{bounded, Receiver};
@@ -15,6 +15,12 @@ use serde_json::Value;
 use std::sync::Arc;
 
 type Item = napi::Result<Value>;
+
+/// A page stops taking documents once it holds this many JSON values: napi's conversion
+/// refuses a value of more than 1,000,000, and a page of 256 documents of many chunks (their
+/// metadata, each vector a string) could pass that. A document of more values than the
+/// limit alone still fails its page with napi's error.
+const PAGE_VALUES: usize = 500_000;
 
 /// The documents of one snapshot, read page by page.
 #[napi]
@@ -54,16 +60,22 @@ impl NativeExport {
 
 #[napi]
 impl NativeExport {
-    /// Up to `count` more documents; an empty array when every document has been read.
+    /// Up to `count` more documents, fewer where their values would pass [`PAGE_VALUES`] (at
+    /// least one); an empty array when every document has been read.
     #[napi]
     pub fn next(&self, count: u32) -> AsyncTask<Job<Json>> {
         let documents = Arc::clone(&self.documents);
         AsyncTask::new(Job::new(move || {
             let documents = documents.lock();
             let mut page = Vec::new();
-            while page.len() < count as usize {
+            let mut values = 1;
+            while page.len() < count as usize && values < PAGE_VALUES {
                 match documents.recv() {
-                    Ok(item) => page.push(item?),
+                    Ok(item) => {
+                        let document = item?;
+                        values += json_values(&document);
+                        page.push(document);
+                    }
                     Err(_) => break,
                 }
             }

@@ -118,7 +118,7 @@ fn options(given: &OpenOptions) -> napi::Result<Options> {
         if !(wait.is_finite() && wait >= 0.0) {
             return Err(input("waitForLockMs", "must be a non-negative number"));
         }
-        options = options.wait_for_lock(Duration::from_secs_f64(wait / 1000.0));
+        options = options.wait_for_lock(duration_of_ms(wait));
     }
     if let Some(allowed) = given.allow_readers {
         options = options.allow_readers(allowed);
@@ -615,6 +615,14 @@ impl NativeStore {
         if count == 0 || !vectors.len().is_multiple_of(count) {
             return Err(input("vectors", "every query must have the same length"));
         }
+        // Regression (review): queries of no numbers passed the check above and split into
+        // chunks of 0, which panics, on a reader thread whose promise then never settled.
+        if vectors.is_empty() {
+            return Err(input(
+                "vectors[0]",
+                "a query vector must hold at least one number",
+            ));
+        }
         let vectors = vectors.to_vec();
         self.reading(id, move || {
             let width = vectors.len() / count;
@@ -747,8 +755,9 @@ impl NativeStore {
     #[napi]
     pub fn wait_for_index(&self, timeout_ms: f64) -> napi::Result<AsyncTask<Job<bool>>> {
         let store = self.store()?;
-        let timeout = if timeout_ms.is_finite() && timeout_ms >= 0.0 {
-            Duration::from_secs_f64(timeout_ms / 1000.0)
+        // Infinity waits for good (as long as a `Duration` can say).
+        let timeout = if timeout_ms >= 0.0 {
+            duration_of_ms(timeout_ms)
         } else {
             return Err(input("timeoutMs", "must be a non-negative number"));
         };
@@ -779,4 +788,11 @@ impl NativeStore {
             Ok(())
         }))
     }
+}
+
+/// `ms` milliseconds (non-negative, not NaN) as a `Duration`: one too long for a `Duration`
+/// (`1e30`, `Infinity`) is the longest there is, where `Duration::from_secs_f64` panicked and
+/// the panic, inside napi's callback, aborted the process (a review's finding).
+fn duration_of_ms(ms: f64) -> Duration {
+    Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX)
 }

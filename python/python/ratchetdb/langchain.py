@@ -210,6 +210,23 @@ class RatchetVectorStore(VectorStore):
     def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
         """Deletes these ids (versioned tombstones at a new ticket); ``ids=None`` deletes
         every document of this store's source."""
+        if ids is not None:
+            # Regression (review): a search hit's id "<id>#<n>" names one chunk of an
+            # ``index``-written source, which is one document: deleting it wrote a tombstone
+            # for a document "<id>#<n>" that never existed and left the chunk. Refused before
+            # anything is written; the source's own id deletes the whole source.
+            for i, id_ in enumerate(ids):
+                if self.store.get(self.source, id_) is not None:
+                    continue
+                named = self._stored_chunk(id_)
+                if named is not None:
+                    source_id, chunk = named
+                    raise _input_error(
+                        f"ids[{i}]",
+                        f"{id_!r} is chunk {chunk['position']} of the source {source_id!r}, "
+                        "which index() wrote as one document: delete the source (its id), "
+                        "or index() it again without the chunk",
+                    )
         version = self.store.ticket()
         if ids is None:
             self.store.retain(self.source, [], version)
@@ -229,7 +246,16 @@ class RatchetVectorStore(VectorStore):
         documents = []
         for id_ in ids:
             stored = self.store.get(self.source, id_)
-            if stored is None or stored["deleted"]:
+            if stored is None:
+                # A chunk id of an ``index``-written source: that chunk.
+                named = self._stored_chunk(id_)
+                if named is not None:
+                    chunk = named[1]
+                    documents.append(
+                        Document(id=id_, page_content=chunk["text"], metadata=chunk["meta"] or {})
+                    )
+                continue
+            if stored["deleted"]:
                 continue
             for chunk in stored["chunks"]:
                 documents.append(
@@ -240,6 +266,21 @@ class RatchetVectorStore(VectorStore):
                     )
                 )
         return documents
+
+    def _stored_chunk(self, id_: str) -> Optional[tuple[str, dict]]:
+        """Chunk ``n`` of the live document ``<id>`` of this store's source that the chunk id
+        ``"<id>#<n>"`` names (``n`` at least 1), with that document's id; ``None`` for any
+        other id."""
+        source_id, sep, position = id_.rpartition("#")
+        if not sep or not position.isdigit() or position.startswith("0"):
+            return None
+        stored = self.store.get(self.source, source_id)
+        if stored is None or stored["deleted"]:
+            return None
+        for chunk in stored["chunks"]:
+            if chunk["position"] == int(position):
+                return source_id, chunk
+        return None
 
     def _hits(self, call: Callable[[], list]) -> list:
         """Runs a store search, returning no hit when the store holds no document of this
@@ -539,6 +580,14 @@ def _document(hit: Any) -> Document:
         page_content=hit.text,
         metadata=hit.meta or {},
     )
+
+
+def _input_error(field: str, problem: str) -> InputError:
+    """An ``InputError`` naming ``field``, as the store's own are."""
+    error = InputError(f"invalid {field}: {problem}")
+    error.field = field
+    error.problem = problem
+    return error
 
 
 def _chunk_id(doc_id: str, position: int) -> str:
