@@ -83,34 +83,42 @@ fn url_scheme(text: &str) -> Option<&str> {
 /// anywhere, so `postgres://app:2024/pw@db/rag` holds the password `2024/pw` for it and
 /// none for the URL parser), the masked URL may show what the client sends as a password.
 fn client_reads_the_same(text: &str, masked: &[Vec<u8>]) -> bool {
-    match client_password(text) {
+    // The address as the backend hands it to the client: the scheme in lower case (the
+    // client knows no other), without its `schema=`.
+    let Some(url) = postgres_url(Path::new(text)) else {
         // Not an address the client takes: no password of it is ever sent, and the URL
         // parser's masking stands.
-        None => true,
-        Some(Some(password)) => masked.contains(&password),
-        Some(None) => masked.is_empty(),
+        return true;
+    };
+    match client_password(&url) {
+        Some(password) => masked.contains(&password),
+        None => masked.is_empty(),
     }
 }
 
-/// The password the PostgreSQL client reads from `text` (`None` inside: none), or `None` if
-/// the client does not take `text` as an address.
+/// The password the PostgreSQL client reads from the PostgreSQL URL `url`, if any: its own
+/// reading; where it refuses the URL (an `sslmode` it does not know, say) the reading of
+/// [`url_password`], so that such an address is masked as carefully as one it takes.
 #[cfg(feature = "postgres")]
-fn client_password(text: &str) -> Option<Option<Vec<u8>>> {
-    // The address as the backend hands it to the client (without its `schema=`).
-    let (address, _) = split_schema(text);
-    let config = address.parse::<postgres::Config>().ok()?;
-    Some(config.get_password().map(<[u8]>::to_vec))
+fn client_password(url: &str) -> Option<Vec<u8>> {
+    let (address, _) = split_schema(url);
+    match address.parse::<postgres::Config>() {
+        Ok(config) => config.get_password().map(<[u8]>::to_vec),
+        Err(_) => url_password(url),
+    }
 }
 
-/// [`client_password`] in a build without the client: its URL reading, as
-/// `tokio-postgres` 0.7 does it (credentials up to the first `@` anywhere, the password
-/// after their first `:`; a `password` parameter after the first `?` past them replaces it),
-/// so that a build without the `postgres` feature masks as one with it does.
+/// [`client_password`] in a build without the client: [`url_password`].
 #[cfg(not(feature = "postgres"))]
-fn client_password(text: &str) -> Option<Option<Vec<u8>>> {
-    let rest = text
-        .strip_prefix("postgres://")
-        .or_else(|| text.strip_prefix("postgresql://"))?;
+fn client_password(url: &str) -> Option<Vec<u8>> {
+    url_password(url)
+}
+
+/// The password of a PostgreSQL URL as `tokio-postgres` 0.7 reads it: the credentials up to
+/// the first `@` anywhere, the password after their first `:`; a `password` parameter after
+/// the first `?` past them replaces it.
+fn url_password(url: &str) -> Option<Vec<u8>> {
+    let (_, rest) = url.split_once("://")?;
     let mut password = None;
     let rest = match rest.split_once('@') {
         Some((credentials, rest)) => {
@@ -128,15 +136,15 @@ fn client_password(text: &str) -> Option<Option<Vec<u8>>> {
             }
         }
     }
-    Some(password)
+    password
 }
 
 /// How [`redact_address`] shows a libpq connection string of `key=value` pairs.
 const CONNINFO_SHOWN: &str = "(a key=value connection string; not shown)";
 
-/// The keywords of a libpq connection string (`host=db user=app password=...`) that tell one
-/// from a file name.
-const CONNINFO_KEYS: [&str; 12] = [
+/// libpq's connection keywords: a string of `key=value` pairs whose first key is one of
+/// these, or with a `password`, is a connection string, not a file name.
+const CONNINFO_KEYS: [&str; 37] = [
     "host",
     "hostaddr",
     "port",
@@ -144,36 +152,87 @@ const CONNINFO_KEYS: [&str; 12] = [
     "user",
     "password",
     "passfile",
-    "sslmode",
+    "require_auth",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
     "options",
     "application_name",
-    "connect_timeout",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "sslnegotiation",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "krbsrvname",
+    "service",
     "target_session_attrs",
+    "load_balance_hosts",
 ];
 
-/// Whether `text` reads as a libpq connection string: whitespace-separated `key=value`
-/// pairs (spaces around `=` allowed), every key one of [`CONNINFO_KEYS`].
-fn looks_like_conninfo(text: &str) -> bool {
-    // `host = db` is `host=db`: spaces beside `=` dropped first.
-    let mut joined = String::with_capacity(text.len());
-    let mut chars = text.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_whitespace() {
-            while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                chars.next();
+/// `text` read as libpq reads a connection string: `key = value` pairs separated by
+/// whitespace, a value either bare (a backslash escapes the next character) or in single
+/// quotes (a backslash escapes a quote or backslash); `None` if it is not one.
+fn conninfo_pairs(text: &str) -> Option<Vec<(String, String)>> {
+    let mut chars = text.chars().peekable();
+    let mut pairs = Vec::new();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Some(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        chars.next_if_eq(&'=')?;
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next()? {
+                    '\'' => break,
+                    '\\' => value.push(chars.next()?),
+                    c => value.push(c),
+                }
             }
-            if chars.peek() == Some(&'=') || joined.ends_with('=') {
-                continue;
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.push(chars.next()?);
+                } else {
+                    value.push(c);
+                }
             }
         }
-        joined.push(c);
+        pairs.push((key, value));
     }
-    let mut pairs = joined.split_whitespace().peekable();
-    pairs.peek().is_some()
-        && pairs.all(|pair| {
-            pair.split_once('=')
-                .is_some_and(|(key, _)| CONNINFO_KEYS.contains(&key))
-        })
+}
+
+/// Whether `text` reads as a libpq connection string ([`conninfo_pairs`]) whose first key is
+/// a libpq keyword, or which holds a `password`.
+fn looks_like_conninfo(text: &str) -> bool {
+    conninfo_pairs(text).is_some_and(|pairs| {
+        pairs
+            .first()
+            .is_some_and(|(key, _)| CONNINFO_KEYS.contains(&key.as_str()))
+            || pairs.iter().any(|(key, _)| key == "password")
+    })
 }
 
 /// Why `address` is not one a store opens, as an [`InputError`] naming `path` that never

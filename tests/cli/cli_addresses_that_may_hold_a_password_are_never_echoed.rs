@@ -56,7 +56,7 @@ const JSONL: &str = r#"{"op":"upsert","source":"s","id":"a","version":1,"chunks"
 fn addresses_a_url_parser_misreads_are_never_printed() {
     let dir = tempfile::tempdir().unwrap();
     // Nothing listens on port 1: the connection fails at once.
-    let cases: [(&str, &str); 5] = [
+    let cases: [(&str, &str); 9] = [
         (
             "postgres://app:2024/Slash-Secret-1@127.0.0.1:1/rag",
             "Slash-Secret-1",
@@ -64,6 +64,14 @@ fn addresses_a_url_parser_misreads_are_never_printed() {
         (
             "POSTGRES://app:Upper-Secret-2@127.0.0.1:1/rag",
             "Upper-Secret-2",
+        ),
+        (
+            "POSTGRES://app:2024/Upper-Slash-Secret@127.0.0.1:1/rag",
+            "Upper-Slash-Secret",
+        ),
+        (
+            "postgres://app:2024/Sslmode-Secret@127.0.0.1:1/rag?sslmode=verify-full",
+            "Sslmode-Secret",
         ),
         (
             "mysql://app:Other-Secret-3@127.0.0.1:1/rag",
@@ -76,6 +84,11 @@ fn addresses_a_url_parser_misreads_are_never_printed() {
         (
             "host = 127.0.0.1 password = Spaced-Secret-5",
             "Spaced-Secret-5",
+        ),
+        ("host=db password='Quoted Secret-11'", "Secret-11"),
+        (
+            "sslmode=disable service=x password=a\\ Escaped-Secret-12",
+            "Escaped-Secret-12",
         ),
     ];
     for (address, secret) in cases {
@@ -104,11 +117,39 @@ fn a_url_where_clap_wanted_none_is_not_echoed() {
     for args in [
         vec!["stats", "postgres://app:Clap-Secret-6@127.0.0.1:1/rag"],
         vec!["stats", "--db", "x.redb", "password=Clap-Secret-7"],
+        vec![
+            "stats",
+            "--db",
+            "x.redb",
+            "x,postgres://app:Clap-Secret-8@h/db",
+        ],
+        vec![
+            "stats",
+            "--db",
+            "x.redb",
+            "(POSTGRES://app:2024/Clap-Secret-9@h/db)",
+        ],
+        vec![
+            "stats",
+            "--db",
+            "x.redb",
+            "host=db PASSWORD = 'Clap-Secret-10 and more'",
+        ],
     ] {
         let run = ratchet(&args, dir.path(), None);
         assert_eq!(run.code, Some(2), "{args:?}: a usage error\n{}", run.stderr);
         assert!(run.stderr.contains("unexpected argument"), "{}", run.stderr);
         assert_hidden(&run, "Clap-Secret", &args);
+        assert!(
+            !run.stderr.contains("and more"),
+            "a quoted value whole: {}",
+            run.stderr
+        );
+    }
+    // Help still goes to stdout, whole (it quotes an example URL, which is no secret).
+    let help = ratchet(&["copy", "--help"], dir.path(), None);
+    if help.code == Some(0) {
+        assert!(help.stdout.contains("postgres://"), "{}", help.stdout);
     }
 }
 

@@ -345,35 +345,94 @@ pub fn open_failure(error: OpenError) -> Failure {
 }
 
 /// `text` (a message clap rendered from the command line) with every password it may
-/// quote masked: a URL as [`ratchetdb::redact_address`] shows it, a `password=` pair's
-/// value as `***`. A store's URL given where clap wanted none (`ratchet stats URL`, without
-/// `--db`) was echoed whole in clap's "unexpected argument" error.
+/// quote masked: each URL (`scheme://...`, wherever it starts in a word) as
+/// [`ratchetdb::redact_address`] shows it, and the value of each `password = value` (any
+/// case, a quoted value whole) as `***`. A store's URL given where clap wanted none
+/// (`ratchet stats URL`, without `--db`) was echoed whole in clap's "unexpected argument"
+/// error.
 fn mask_secrets(text: &str) -> String {
-    text.split_inclusive(char::is_whitespace)
-        .map(|piece| {
-            let word = piece.trim_end();
-            let space = &piece[word.len()..];
-            let quotes: &[char] = &['\'', '"', '`'];
-            let core = word.trim_start_matches(quotes);
-            let lead = &word[..word.len() - core.len()];
-            let core = core.trim_end_matches(quotes);
-            let trail = &word[lead.len() + core.len()..];
-            if core.contains("://") {
-                format!("{lead}{}{trail}{space}", ratchetdb::redact_address(core))
-            } else if let Some(at) = core.to_ascii_lowercase().find("password=") {
-                let name = &core[..at + "password=".len()];
-                format!("{lead}{name}***{trail}{space}")
-            } else {
-                piece.to_string()
+    mask_passwords(&mask_urls(text))
+}
+
+/// [`mask_secrets`]' URLs: from the scheme's first character before each `://` to the next
+/// whitespace or quote.
+fn mask_urls(text: &str) -> String {
+    let is_scheme = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
+    let ends = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| is_scheme(*c))
+            .last()
+            .map_or(at, |(i, _)| i);
+        let end = rest[at..].find(ends).map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..start]);
+        if start == at {
+            // No scheme before it: not a URL.
+            out.push_str(&rest[at..end]);
+        } else {
+            out.push_str(&ratchetdb::redact_address(&rest[start..end]));
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`mask_secrets`]' `password = value` pairs.
+fn mask_passwords(text: &str) -> String {
+    const NAME: &str = "password";
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(NAME) {
+        let name_end = from + found + NAME.len();
+        let after = &text[name_end..];
+        let spaced = after.len() - after.trim_start().len();
+        let Some(value) = after.trim_start().strip_prefix('=') else {
+            from = name_end;
+            continue;
+        };
+        let value_at = name_end + spaced + 1 + (value.len() - value.trim_start().len());
+        let value = &text[value_at..];
+        let len = match value.strip_prefix('\'') {
+            // A quoted value, to its closing quote (a backslash escapes the next character).
+            Some(quoted) => {
+                let mut escaped = false;
+                quoted
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        let closes = c == '\'' && !escaped;
+                        escaped = c == '\\' && !escaped;
+                        closes
+                    })
+                    .map_or(value.len(), |(i, _)| i + 2)
             }
-        })
-        .collect()
+            None => value
+                .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '&'))
+                .unwrap_or(value.len()),
+        };
+        out.push_str(&text[done..value_at]);
+        out.push_str("***");
+        done = value_at + len;
+        from = done.max(name_end);
+    }
+    out.push_str(&text[done..]);
+    out
 }
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
+            // `--help` and `--version` go to stdout as clap prints them: they quote no input.
+            if !error.use_stderr() {
+                error.exit();
+            }
             let rendered = error.render().to_string();
             let masked = mask_secrets(&rendered);
             if masked == rendered {
