@@ -467,7 +467,8 @@ function documentOut(raw) {
   if (raw == null) return null;
   const doc = { ...raw, version: fromVersion(raw.version) };
   doc.chunks = raw.chunks.map((chunk) => {
-    const out = chunk.vector ? { ...chunk, vector: floatsOut(chunk.vector) } : { ...chunk };
+    // (`!= null`: an empty vector's base64 is '', which is falsy.)
+    const out = chunk.vector != null ? { ...chunk, vector: floatsOut(chunk.vector) } : { ...chunk };
     if (chunk.spaceVectors) {
       out.spaceVectors = Object.fromEntries(Object.entries(chunk.spaceVectors).map(([name, v]) => [name, floatsOut(v)]));
     }

@@ -16,16 +16,23 @@ use std::sync::Arc;
 
 type Item = napi::Result<Value>;
 
-/// A page stops taking documents once it holds this many JSON values: napi's conversion
-/// refuses a value of more than 1,000,000, and a page of 256 documents of many chunks (their
-/// metadata, each vector a string) could pass that. A document of more values than the
-/// limit alone still fails its page with napi's error.
+/// A page takes no document that would bring it past this many JSON values (but for its
+/// first): napi's conversion refuses a value of more than 1,000,000, and a page of 256
+/// documents of many chunks (their metadata, each vector a string) could pass that. A
+/// document of more values than the limit alone still fails its page with napi's error.
 const PAGE_VALUES: usize = 500_000;
 
 /// The documents of one snapshot, read page by page.
 #[napi]
 pub struct NativeExport {
-    documents: Arc<Mutex<Receiver<Item>>>,
+    documents: Arc<Mutex<Pages>>,
+}
+
+/// The documents still to hand over: the reading thread's channel, and a document taken off
+/// it that would have taken its page past [`PAGE_VALUES`], which opens the next page.
+struct Pages {
+    receive: Receiver<Item>,
+    held: Option<Value>,
 }
 
 impl NativeExport {
@@ -53,31 +60,40 @@ impl NativeExport {
             })
             .map_err(|error| internal(&format!("cannot start the export thread: {error}")))?;
         Ok(NativeExport {
-            documents: Arc::new(Mutex::new(receive)),
+            documents: Arc::new(Mutex::new(Pages {
+                receive,
+                held: None,
+            })),
         })
     }
 }
 
 #[napi]
 impl NativeExport {
-    /// Up to `count` more documents, fewer where their values would pass [`PAGE_VALUES`] (at
-    /// least one); an empty array when every document has been read.
+    /// Up to `count` more documents, fewer where their values would pass [`PAGE_VALUES`]
+    /// (a page holds at least one); an empty array when every document has been read.
     #[napi]
     pub fn next(&self, count: u32) -> AsyncTask<Job<Json>> {
         let documents = Arc::clone(&self.documents);
         AsyncTask::new(Job::new(move || {
-            let documents = documents.lock();
+            let mut pages = documents.lock();
             let mut page = Vec::new();
             let mut values = 1;
-            while page.len() < count as usize && values < PAGE_VALUES {
-                match documents.recv() {
-                    Ok(item) => {
-                        let document = item?;
-                        values += json_values(&document);
-                        page.push(document);
-                    }
-                    Err(_) => break,
+            while page.len() < count.max(1) as usize {
+                let document = match pages.held.take() {
+                    Some(document) => document,
+                    None => match pages.receive.recv() {
+                        Ok(item) => item?,
+                        Err(_) => break,
+                    },
+                };
+                let more = json_values(&document);
+                if !page.is_empty() && values + more > PAGE_VALUES {
+                    pages.held = Some(document);
+                    break;
                 }
+                values += more;
+                page.push(document);
             }
             Ok(Json(Value::Array(page)))
         }))

@@ -109,19 +109,28 @@ pub(crate) fn version(value: &Bound<'_, PyAny>, field: &str) -> PyResult<Version
     ))
 }
 
-/// A version as Python sees it: `int`, `datetime` (UTC) or `Ticket`.
+/// A version as Python sees it: `int`, `datetime` (UTC) or `Ticket`. A timestamp past
+/// `datetime`'s year 9999 (Node writes dates to the year 275760, the CLI any microseconds)
+/// is its microseconds since 1970 as an `int`: raising `OverflowError` instead stopped an
+/// export halfway and failed a write whose batch had committed (a review's finding).
 pub(crate) fn version_to_py(py: Python<'_>, version: Version) -> PyResult<Py<PyAny>> {
     Ok(match version.kind {
         VersionKind::TimestampMicros => {
             let types = datetime_types(py)?;
             let kwargs = PyDict::new(py);
             kwargs.set_item("microseconds", version.value)?;
-            let delta = types.timedelta.bind(py).call((), Some(&kwargs))?;
-            types
-                .epoch
+            let at = types
+                .timedelta
                 .bind(py)
-                .call_method1("__add__", (delta,))?
-                .unbind()
+                .call((), Some(&kwargs))
+                .and_then(|delta| types.epoch.bind(py).call_method1("__add__", (delta,)));
+            match at {
+                Ok(at) => at.unbind(),
+                Err(error) if error.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+                    version.value.into_pyobject(py)?.into_any().unbind()
+                }
+                Err(error) => return Err(error),
+            }
         }
         VersionKind::Ticket => Py::new(
             py,
@@ -149,8 +158,16 @@ pub(crate) fn json(value: &Bound<'_, PyAny>, field: &str) -> PyResult<serde_json
 /// and shallow enough that converting it never exhausts the stack.
 const MAX_JSON_DEPTH: usize = 128;
 
-/// Refuses what JSON cannot hold faithfully (NaN and infinite floats, which would become
-/// `null`) and nesting deeper than [`MAX_JSON_DEPTH`], before anything is converted.
+/// Refuses what JSON cannot hold faithfully, before anything is converted: NaN and infinite
+/// floats (which would become `null`), nesting deeper than [`MAX_JSON_DEPTH`], and any type
+/// but `None`, `bool`, `int`, `float`, `str`, `dict`, `list` and `tuple` (and their
+/// subclasses).
+///
+/// Regression (review): only dicts, lists and tuples were walked, while the conversion also
+/// takes sets, any `Sequence` or `Mapping` (`UserList`, `deque`, `UserDict`) and dataclasses:
+/// a NaN inside one became `null` unnoticed, a `UserList` holding itself recursed until the
+/// stack overflowed, and a set's order (its hash seed's) made the same metadata hash
+/// differently in another process, so a redelivery was refused as a conflict.
 fn check_json(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<()> {
     if depth > MAX_JSON_DEPTH {
         return Err(input(
@@ -177,6 +194,19 @@ fn check_json(value: &Bound<'_, PyAny>, field: &str, depth: usize) -> PyResult<(
         for item in tuple.iter() {
             check_json(&item, field, depth + 1)?;
         }
+    } else if !(value.is_none()
+        || value.is_instance_of::<PyBool>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyString>())
+    {
+        return Err(input(
+            field,
+            format!(
+                "holds a {}, which JSON cannot hold: give dicts, lists, tuples, str, int, \
+                 float, bool and None",
+                value.get_type().name()?
+            ),
+        ));
     }
     Ok(())
 }

@@ -53,12 +53,27 @@ impl Drop for PyStore {
     /// In a forked child the store's file, locks and threads belong to the parent: it is
     /// forgotten, never closed (closing would write to the parent's file or wait for a
     /// writer thread the child does not have).
+    ///
+    /// Otherwise it is closed as `close()` closes it, with the GIL released: closing commits,
+    /// syncs, saves the graph and may compact the file, and a store that is only collected
+    /// (a LangChain vector store rarely sees `close()`) held every Python thread meanwhile (a
+    /// review's finding).
     fn drop(&mut self) {
+        let Some(open) = self.open.get_mut().take() else {
+            return;
+        };
         if self.origin.forked_strict() {
-            if let Some(open) = self.open.get_mut().take() {
-                std::mem::forget(open);
-            }
+            std::mem::forget(open);
+            return;
         }
+        Python::attach(|py| {
+            py.detach(move || {
+                if let Some(writer) = &open.writer {
+                    writer.shutdown();
+                }
+                drop(open);
+            })
+        });
     }
 }
 
@@ -857,9 +872,12 @@ impl PyStore {
                 {
                     store
                 } else {
-                    drop(store);
-                    py.detach(|| ratchetdb::Store::open(&path, recorded(options, e.as_ref())))
-                        .map_err(from_open)?
+                    // Closing the first open and the reopen, both without the GIL.
+                    py.detach(move || {
+                        drop(store);
+                        ratchetdb::Store::open(&path, recorded(options, e.as_ref()))
+                    })
+                    .map_err(from_open)?
                 }
             }
             None => store,
@@ -1691,8 +1709,11 @@ impl PyStore {
     fn wait_for_index(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let store = self.store()?;
         let timeout = convert::real_opt(timeout, "timeout")?.unwrap_or(60.0);
-        let timeout = Duration::try_from_secs_f64(timeout)
-            .map_err(|_| input("timeout", "must be a non-negative number of seconds"))?;
+        // A wait too long for a `Duration` (`1e30`, `math.inf`) is the longest there is.
+        if timeout.is_nan() || timeout < 0.0 {
+            return Err(input("timeout", "must be a non-negative number of seconds"));
+        }
+        let timeout = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::MAX);
         Ok(py.detach(|| store.wait_for_index(timeout)))
     }
 

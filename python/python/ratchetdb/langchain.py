@@ -175,6 +175,10 @@ class RatchetVectorStore(VectorStore):
             else _matrix(self.embedding.embed_documents(texts))
         )
         version = self.store.ticket()
+        # One ticket for the call: of two texts under one id the last is written (LangChain's
+        # last write wins). Regression (review): both were sent at that ticket, and the second
+        # came back skipped as a conflict, unnoticed, while its id was returned as added.
+        last = {id_: i for i, id_ in enumerate(ids)}
         ops = [
             {
                 "op": "upsert",
@@ -183,12 +187,11 @@ class RatchetVectorStore(VectorStore):
                 "version": version,
                 "texts": [text],
                 "metas": [metadata or {}],
+                **({} if vectors is None else {"vectors": vectors[i : i + 1]}),
             }
-            for id_, text, metadata in zip(ids, texts, metadatas)
+            for i, (id_, text, metadata) in enumerate(zip(ids, texts, metadatas))
+            if last[id_] == i
         ]
-        if vectors is not None:
-            for i, op in enumerate(ops):
-                op["vectors"] = vectors[i : i + 1]
         for result in self.store.write_batch(ops):
             if isinstance(result, BaseException):
                 raise result
@@ -272,7 +275,8 @@ class RatchetVectorStore(VectorStore):
         ``"<id>#<n>"`` names (``n`` at least 1), with that document's id; ``None`` for any
         other id."""
         source_id, sep, position = id_.rpartition("#")
-        if not sep or not position.isdigit() or position.startswith("0"):
+        # ASCII digits only (`isdigit` alone takes "²", which `int` refuses, and "١").
+        if not sep or not (position.isascii() and position.isdigit()) or position.startswith("0"):
             return None
         stored = self.store.get(self.source, source_id)
         if stored is None or stored["deleted"]:
