@@ -225,14 +225,19 @@ fn conninfo_pairs(text: &str) -> Option<Vec<(String, String)>> {
 }
 
 /// Whether `text` reads as a libpq connection string ([`conninfo_pairs`]) whose first key is
-/// a libpq keyword, or which holds a `password`.
+/// a libpq keyword, or holds `password =` anywhere (in any case: a malformed connection
+/// string, an unclosed quote say, is still never shown or made a file of).
 fn looks_like_conninfo(text: &str) -> bool {
-    conninfo_pairs(text).is_some_and(|pairs| {
-        pairs
-            .first()
-            .is_some_and(|(key, _)| CONNINFO_KEYS.contains(&key.as_str()))
-            || pairs.iter().any(|(key, _)| key == "password")
-    })
+    let lower = text.to_ascii_lowercase();
+    let assigns_password = lower
+        .match_indices("password")
+        .any(|(at, name)| lower[at + name.len()..].trim_start().starts_with('='));
+    assigns_password
+        || conninfo_pairs(text).is_some_and(|pairs| {
+            pairs
+                .first()
+                .is_some_and(|(key, _)| CONNINFO_KEYS.contains(&key.as_str()))
+        })
 }
 
 /// Why `address` is not one a store opens, as an [`InputError`] naming `path` that never

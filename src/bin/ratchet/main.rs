@@ -362,12 +362,16 @@ fn mask_urls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
-        let start = rest[..at]
+        let run = rest[..at]
             .char_indices()
             .rev()
             .take_while(|(_, c)| is_scheme(*c))
             .last()
             .map_or(at, |(i, _)| i);
+        // A scheme starts with a letter (`1postgres://` is `postgres://` after a `1`).
+        let start = rest[run..at]
+            .find(|c: char| c.is_ascii_alphabetic())
+            .map_or(at, |i| run + i);
         let end = rest[at..].find(ends).map_or(rest.len(), |i| at + i);
         out.push_str(&rest[..start]);
         if start == at {
@@ -399,22 +403,31 @@ fn mask_passwords(text: &str) -> String {
         };
         let value_at = name_end + spaced + 1 + (value.len() - value.trim_start().len());
         let value = &text[value_at..];
-        let len = match value.strip_prefix('\'') {
+        let mut escaped = false;
+        let len = match value
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))
+        {
             // A quoted value, to its closing quote (a backslash escapes the next character).
-            Some(quoted) => {
-                let mut escaped = false;
-                quoted
-                    .char_indices()
-                    .find(|&(_, c)| {
-                        let closes = c == '\'' && !escaped;
-                        escaped = c == '\\' && !escaped;
-                        closes
-                    })
-                    .map_or(value.len(), |(i, _)| i + 2)
-            }
+            Some(quote) => value[1..]
+                .char_indices()
+                .find(|&(_, c)| {
+                    let closes = c == quote && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    closes
+                })
+                .map_or(value.len(), |(i, _)| i + 2),
+            // A bare value, to the next space or quote (a backslash escapes the next
+            // character: `a\ b` is one value).
             None => value
-                .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '&'))
-                .unwrap_or(value.len()),
+                .char_indices()
+                .find(|&(_, c)| {
+                    let ends = !escaped && (c.is_whitespace() || matches!(c, '\'' | '"' | '`'));
+                    escaped = c == '\\' && !escaped;
+                    ends
+                })
+                .map_or(value.len(), |(i, _)| i),
         };
         out.push_str(&text[done..value_at]);
         out.push_str("***");
