@@ -8,13 +8,15 @@ use crate::error::InputError;
 /// A store's address as messages show it: a URL (`postgres://...`, or any `scheme://`)
 /// with every password masked as `***`, the one in the user information
 /// (`user:PASSWORD@host`) and every query parameter whose name contains `password`
-/// (`?password=...`, which the PostgreSQL client accepts); a path is shown as it is.
+/// (`?password=...`, which the PostgreSQL client accepts); a libpq connection string (or
+/// any text with `password =` in it) as a note that it is not shown; a path as it is.
 ///
 /// The URL is read by a URL parser, never by searching for `@`, so an `@` in the query keeps
-/// the message whole. An address the parser cannot read, or (with the `postgres` feature)
-/// one the PostgreSQL client reads differently, is shown as its scheme alone: a password
-/// is never printed. Every message of the library and of the `ratchet` command line that
-/// names a store goes through this function.
+/// the message whole. An address the parser cannot read, or one from which the PostgreSQL
+/// client would read a password other than those masked (it takes the credentials up to
+/// the first `@` anywhere), is shown as its scheme alone: a password is never printed.
+/// Every message of the library and of the `ratchet` command line that names a store goes
+/// through this function.
 pub fn redact_address(address: impl AsRef<Path>) -> String {
     let address = address.as_ref();
     let Some(text) = address.to_str() else {
@@ -66,6 +68,11 @@ pub fn redact_address(address: impl AsRef<Path>) -> String {
         return hidden();
     }
     url.to_string()
+}
+
+/// Whether `scheme` is PostgreSQL's (`postgres` or `postgresql`, in any case).
+fn is_postgres_scheme(scheme: &str) -> bool {
+    scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")
 }
 
 /// The scheme of `text` if it starts as a URL does (`scheme://`).
@@ -243,18 +250,14 @@ fn looks_like_conninfo(text: &str) -> bool {
 /// Why `address` is not one a store opens, as an [`InputError`] naming `path` that never
 /// quotes it (it may hold a password): a URL of a scheme other than PostgreSQL's
 /// (`mysql://...`, `file://...`), which a file path would otherwise take for directories and
-/// print in its errors, or a libpq connection string of `key=value` pairs, which would
-/// become a file named after it, password and all. A PostgreSQL URL's scheme is read in any
+/// print in its errors, or a libpq connection string of `key=value` pairs (or any text with
+/// `password =` in it), which would become a file named after it, password and all. A PostgreSQL URL's scheme is read in any
 /// case (`POSTGRES://`), as URL schemes are.
 pub(crate) fn refused_address(address: &Path) -> Option<InputError> {
     let text = address.to_str()?;
     if let Some(scheme) = url_scheme(text) {
         // A one-letter scheme is a drive (`C://...`).
-        let known = matches!(
-            scheme.to_ascii_lowercase().as_str(),
-            "postgres" | "postgresql"
-        );
-        return (!known && scheme.len() > 1).then(|| {
+        return (!is_postgres_scheme(scheme) && scheme.len() > 1).then(|| {
             InputError::new(
                 "path",
                 format!(
@@ -278,11 +281,8 @@ pub(crate) fn refused_address(address: &Path) -> Option<InputError> {
 /// given to the client in lower case), if it is one.
 pub(crate) fn postgres_url(address: &Path) -> Option<std::borrow::Cow<'_, str>> {
     let text = address.to_str()?;
-    let scheme = url_scheme(text)?;
+    let scheme = url_scheme(text).filter(|scheme| is_postgres_scheme(scheme))?;
     let lower = scheme.to_ascii_lowercase();
-    if lower != "postgres" && lower != "postgresql" {
-        return None;
-    }
     Some(if scheme == lower {
         std::borrow::Cow::Borrowed(text)
     } else {
