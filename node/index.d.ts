@@ -4,8 +4,11 @@
 // tests/typescript_declarations_cover_the_api.test.js checks that every method and getter of
 // `Store` is declared here and type-checks tests/types/usage.ts against this file.
 
-/** A version: an integer (a `bigint` above 2^53), a `Date` (source timestamps), or a `Ticket`. */
-export type Version = number | bigint | Date | Ticket;
+/**
+ * A version: an integer (a `bigint` above 2^53), a `Date` (source timestamps; a `Timestamp`
+ * to the microsecond), or a `Ticket`. Reads give a timestamp version as a `Timestamp`.
+ */
+export type Version = number | bigint | Date | Timestamp | Ticket;
 
 /** A JSON object of metadata. */
 export type Meta = Record<string, unknown>;
@@ -19,6 +22,19 @@ export declare class Ticket {
   readonly value: bigint;
   toString(): string;
   toJSON(): { ticket: string };
+}
+
+/**
+ * A timestamp version to the microsecond: a `Date` (its millisecond) that also carries the
+ * exact microseconds since the epoch. Reads (`get`, `export`, hits, outcomes) give one for
+ * every timestamp version, so a version read back writes back unchanged (a plain `Date` holds
+ * only milliseconds). Past a `Date`'s range the Date is invalid but `micros` still holds.
+ */
+export declare class Timestamp extends Date {
+  /** @param micros microseconds since 1970-01-01T00:00:00Z, in 0..2^64-1 */
+  constructor(micros: bigint);
+  /** The version: microseconds since the epoch. */
+  readonly micros: bigint;
 }
 
 /** How `Store.open` opens a store. */

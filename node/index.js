@@ -188,8 +188,42 @@ class Ticket {
 
 const MAX_U64 = (1n << 64n) - 1n;
 
+// The milliseconds of `micros` microseconds since the epoch (a Date's time; NaN, an invalid
+// Date, past a Date's range of 8.64e15 ms).
+const msOf = (micros) => (micros <= 8640000000000000000n ? Number(micros / 1000n) : NaN);
+
+/**
+ * A timestamp version to the microsecond: a `Date` (its millisecond) that also carries the
+ * exact microseconds since the epoch, `micros`. Reads return one for every timestamp version
+ * (`get`, `export`, hits, outcomes), so a version read back is written back unchanged; write
+ * one to give a source time finer than a Date holds (`new Timestamp(1767225600123456n)`).
+ * Past a Date's range (after the year 275760) the Date is invalid but `micros` still holds.
+ */
+class Timestamp extends Date {
+  /** @param {bigint} micros microseconds since 1970-01-01T00:00:00Z, in 0..2^64-1 */
+  constructor(micros) {
+    if (typeof micros !== 'bigint' || micros < 0n || micros > MAX_U64) {
+      throw bad('timestamp', 'must be a bigint of microseconds since 1970 in 0..2^64-1');
+    }
+    super(msOf(micros));
+    Object.defineProperty(this, 'micros', { value: micros, enumerable: true });
+  }
+}
+
+// A Timestamp's microseconds while its Date still shows them (a Date setter, setTime say,
+// moves the Date: the Date's time is then the version, as for any Date).
+function microsOf(timestamp) {
+  const ms = msOf(timestamp.micros);
+  const shown = timestamp.getTime();
+  return shown === ms || (Number.isNaN(shown) && Number.isNaN(ms)) ? timestamp.micros : null;
+}
+
 function toVersion(version, field) {
   if (version instanceof Ticket) return { kind: 'ticket', value: version.value };
+  if (version instanceof Timestamp) {
+    const micros = microsOf(version);
+    if (micros !== null) return { kind: 'timestamp', value: micros };
+  }
   if (version instanceof Date) {
     const ms = version.getTime();
     if (!Number.isFinite(ms)) throw bad(field, 'is an invalid Date');
@@ -206,14 +240,18 @@ function toVersion(version, field) {
     if (version < 0n || version > MAX_U64) throw bad(field, 'must be a bigint in 0..2^64-1');
     return { kind: 'number', value: version };
   }
-  throw bad(field, 'must be an integer, a bigint, a Date or a Ticket');
+  throw bad(field, 'must be an integer, a bigint, a Date, a Timestamp or a Ticket');
 }
 
+// A version from the addon (`{ kind, value }`, the value in decimal) as this API gives it: a
+// timestamp as a Timestamp, whose microseconds are the stored ones. (It was a Date, which
+// cut them to the millisecond, so a version written to the microsecond read back lower than
+// stored and wrote back as an older one; a review's finding.)
 function fromVersion(version) {
   if (version == null) return version;
   const value = BigInt(version.value);
   switch (version.kind) {
-    case 'timestamp': return new Date(Number(value / 1000n));
+    case 'timestamp': return new Timestamp(value);
     case 'ticket': return new Ticket(value);
     default: return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
   }
@@ -929,6 +967,7 @@ class Store {
 module.exports = {
   Store,
   Ticket,
+  Timestamp,
   Embedder,
   HashingEmbedder,
   MiniLM,

@@ -5,7 +5,7 @@ const require = createRequire(import.meta.url);
 const ratchetdb = require('./index.js');
 
 export const {
-  Store, Ticket, Embedder, HashingEmbedder, MiniLM, ModelNotFoundError, EmbedError, RatchetError, InputError, DimensionMismatchError, VersionKindMismatchError,
+  Store, Ticket, Timestamp, Embedder, HashingEmbedder, MiniLM, ModelNotFoundError, EmbedError, RatchetError, InputError, DimensionMismatchError, VersionKindMismatchError,
   MissingVectorError, StoreOpenError, StoreLockedError, StoreNotFoundError, MismatchError,
   NeedsRecoveryError, CorruptedError, StorageError, PoisonedError, ReadOnlyError, ClosedError,
   UnsupportedError, NoTextIndexError,

@@ -61,6 +61,8 @@ function ownId(doc) {
 }
 
 function sameVersion(a, b) {
+  // (Timestamps, as reads give timestamp versions, by their microseconds.)
+  if (typeof a?.micros === 'bigint' && typeof b?.micros === 'bigint') return a.micros === b.micros;
   if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
   if (a && typeof a === 'object' && b && typeof b === 'object') return a.value === b.value; // tickets
   return a === b;

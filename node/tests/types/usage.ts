@@ -4,7 +4,7 @@
 // JavaScript API (as when 8bce661 replaced it with the addon's generated declarations),
 // this file no longer compiles.
 import {
-  Store, Ticket, Embedder, HashingEmbedder, MiniLM,
+  Store, Ticket, Timestamp, Embedder, HashingEmbedder, MiniLM,
   RatchetError, InputError, DimensionMismatchError, VersionKindMismatchError, MissingVectorError,
   StoreOpenError, StoreLockedError, StoreNotFoundError, MismatchError, NeedsRecoveryError,
   CorruptedError, StorageError, PoisonedError, ReadOnlyError, ClosedError, UnsupportedError,
@@ -45,7 +45,9 @@ export async function storeApi(path: string): Promise<void> {
   const tv: bigint = ticket.value;
   const ts: string = ticket.toString();
   const tj: { ticket: string } = ticket.toJSON();
-  const versions: Version[] = [1, 2n, new Date(), ticket, new Ticket(5n)];
+  const versions: Version[] = [1, 2n, new Date(), ticket, new Ticket(5n), new Timestamp(1767225600123456n)];
+  const micros: bigint = new Timestamp(5n).micros;
+  const asDate: Date = new Timestamp(5n);
 
   const chunk: ChunkInput = {
     text: 'hello', vector: vectors[0], meta: { lang: 'en' },
