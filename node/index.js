@@ -111,8 +111,25 @@ const PLAIN = {
 
 const camel = (snake) => snake.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 
+// The library's version kinds (`VersionKind::as_str`) in this API's terms: one version of the
+// kind, and versions of it.
+const KINDS = {
+  number: ['a number (or bigint)', 'numbers (or bigints)'],
+  timestamp_micros: ['a timestamp (a Date or Timestamp)', 'timestamps (Dates or Timestamps)'],
+  ticket: ['a Ticket (from store.ticket())', 'Tickets (from store.ticket())'],
+};
+const KIND = '(number|timestamp_micros|ticket)';
+
+// The Rust `Store` methods this API has, by their JavaScript names.
+const STORE_METHODS = new Set(['upsert', 'delete', 'retain', 'writeBatch', 'ticket', 'search',
+  'searchMany', 'searchText', 'searchHybrid', 'get', 'stats', 'spaces', 'verify', 'waitForIndex',
+  'close']);
+
 // The library's messages name Rust calls; a JavaScript user gets the names of this API
-// instead.
+// instead. Every Rust item a message reachable from here names has its rewrite below (found
+// by a review: `(Limits::max_k)`, `timestamp_micros`, `Chunk::vector` and `store.addSpace`, a
+// method this API does not have, reached JavaScript); the general rules after them keep any
+// other `Options::`, `Store::` or `Limits::` name out.
 function inJavaScriptWords(message) {
   return message
     .replace(/\(Options::wait_for_lock\)/g, '(the waitForLockMs option of Store.open)')
@@ -125,12 +142,40 @@ function inJavaScriptWords(message) {
     .replace(/Store::(open|create)(\(\))?/g, 'Store.open')
     .replace(/Options::allow_readers\(false\)/g, 'allowReaders: false')
     .replace(/Options::text_index\(false\)/g, 'textIndex: false')
+    .replace(/ \(open it with `Options::check_integrity_on_open`\)/g, " (with the ratchet CLI's deep verify)")
     .replace(/Durability::None/g, "durability: 'none'")
     .replace(/Durability::Immediate/g, "durability: 'immediate'")
+    // Limits this API does not set: said as what they are.
+    .replace(/ hits can be asked for \(Limits::max_k\)/g, ' hits can be asked for')
+    .replace(/; at most (\d+) \(Limits::max_k\)/g, '; it may be at most $1, the most hits a search can ask for')
+    .replace(/ may be at most (\d+) \(Limits::max_chunk_text_bytes\)/g, " may be at most $1 bytes of UTF-8, as long as a chunk's text may be")
+    .replace(/ ?\(Limits::[a-z_]+\)/g, '')
+    .replace(/Limits::([a-z_]+)/g, (_, name) => `the limit on ${name.replace(/_/g, ' ')}`)
+    // Version kinds, as the values that carry them.
+    .replace(new RegExp(`is versioned by ${KIND}, but this write carries an? ${KIND} version`, 'g'),
+      (_, stored, incoming) => `is versioned by ${KINDS[stored][1]}, but this write's version is ${KINDS[incoming][0]}; a document keeps one kind of version`)
+    .replace(new RegExp(`is an? ${KIND} version; the document is versioned by ${KIND}`, 'g'),
+      (_, incoming, stored) => `is ${KINDS[incoming][0]}, but the document is versioned by ${KINDS[stored][1]}; a document keeps one kind of version`)
+    .replace(/\btimestamp_micros\b/g, 'timestamp')
+    // A chunk's vectors: its `vector` (the default space) and `spaceVectors` (the others).
+    .replace(/, whose vector is Chunk::vector/g, ": give this vector as the chunk's own vector")
+    .replace(/as the chunk's own \(Chunk::vector\)/g, "as the chunk's own vector")
+    .replace(/ \(Chunk::vector\)/g, " (each chunk's vector)")
+    .replace(/are Chunk::vector/g, "are each chunk's vector")
+    .replace(/Chunk::vector/g, "a chunk's vector")
+    .replace(/Chunk::with_space_vector/g, "a chunk's spaceVectors")
+    // Vector spaces are added by the CLI (`ratchet reembed`); this API lists them.
+    .replace(/Store::add_space adds ("(?:[^"\\]|\\.)*")/g, "the ratchet CLI's reembed adds a space")
+    .replace(/Store::drop_space removes it/g, "the ratchet CLI's spaces drop removes it")
+    .replace(/Store::add_space/g, "adding a space (the ratchet CLI's reembed)")
+    .replace(/SearchOptions::([a-z_]+)/g, (_, name) => `a search's ${camel(name)} option`)
     .replace(/Options::([a-z_]+)(\([^)]*\))?/g, (_, name) => `the ${camel(name)} option of Store.open`)
-    .replace(/Store::([a-z_]+)(\(\))?/g, (_, name) => `store.${camel(name)}()`)
+    .replace(/Store::([a-z_]+)(\(\))?/g, (_, name) => (STORE_METHODS.has(camel(name))
+      ? `store.${camel(name)}()`
+      : `the Rust API's ${name.replace(/_/g, ' ')} (not in this package)`))
+    .replace(/\bembed_batch\b/g, 'the embedder')
     .replace(/\bmemory_budget\b/g, 'memoryBudget')
-    .replace(/\(\s*\)/g, '')
+    .replace(/ \(\s*\)/g, '')
     .replace(/ {2,}/g, ' ');
 }
 

@@ -2,7 +2,7 @@
 //! all-MiniLM-L6-v2. A store opened with one embeds the chunks written without a vector and
 //! the questions of `searchQuery`.
 
-use crate::errors::{from_read, input, tagged};
+use crate::errors::{from_plan, input, tagged};
 use crate::task::Job;
 use napi::bindgen_prelude::{AsyncTask, Float32Array};
 use napi_derive::napi;
@@ -153,7 +153,7 @@ pub fn embed_missing(
     let positions: Vec<usize> = if all {
         lacking
     } else {
-        let plan = store.plan(doc).map_err(from_read)?;
+        let plan = store.plan(doc).map_err(from_plan)?;
         match plan.action {
             PlannedAction::Write => lacking
                 .into_iter()
@@ -210,7 +210,7 @@ pub fn embed_spaces(
     if !doc.chunks.iter().any(lacking) {
         return Ok(());
     }
-    let plan = store.plan(doc).map_err(from_read)?;
+    let plan = store.plan(doc).map_err(from_plan)?;
     let positions: Vec<usize> = match plan.action {
         PlannedAction::Write => plan
             .to_embed

@@ -110,6 +110,23 @@ pub fn from_write(error: WriteError) -> Error {
     }
 }
 
+/// The JavaScript error for a refused [`ratchetdb::Store::plan`] (run before embedding an
+/// upsert's chunks): a version of another kind than the document's is a
+/// `VersionKindMismatchError`, as the write's own refusal is, where it was a plain
+/// `InputError` (a store with an embedder, a chunk without a vector).
+pub fn from_plan(error: ReadError) -> Error {
+    if let ReadError::Input(input) = &error {
+        if input.field == "version" && input.problem.contains("the document is versioned by") {
+            return tagged(
+                "VersionKindMismatchError",
+                Some("version"),
+                &input.to_string(),
+            );
+        }
+    }
+    from_read(error)
+}
+
 /// The JavaScript error for a read error.
 pub fn from_read(error: ReadError) -> Error {
     let message = error.to_string();
