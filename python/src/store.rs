@@ -5,7 +5,7 @@
 //! converted back. Upserts, deletes and retains go through one `ratchetdb::Writer` per store,
 //! so writes from many Python threads are committed together (group commit).
 
-use crate::convert::{self, json, sequence, strings, text, vector_rows, version, Ticket};
+use crate::convert::{self, json, sequence, strings, text, vector_rows, version, RowsArg, Ticket};
 use crate::embed::{embed_released, PyEmbedder};
 use crate::errors::{from_open, from_read, from_write, input, mismatch, ClosedError};
 use crate::fork;
@@ -191,6 +191,7 @@ impl PyStore {
     /// `InputError` naming `field` (what the caller should have given).
     fn embedder_for(
         &self,
+        py: Python<'_>,
         store: &ratchetdb::Store,
         field: &str,
         instead: &str,
@@ -205,7 +206,7 @@ impl PyStore {
             ));
         };
         // A read-only store learns what its writer records after it opened.
-        check_recorded(store, embedder.as_ref(), &self.path)?;
+        check_recorded(py, store, embedder.as_ref(), &self.path)?;
         Ok(Arc::clone(embedder))
     }
 
@@ -223,7 +224,7 @@ impl PyStore {
         field: &str,
         instead: &str,
     ) -> PyResult<Vec<f32>> {
-        let embedder = self.space_embedder(store, options, field, instead)?;
+        let embedder = self.space_embedder(py, store, options, field, instead)?;
         embed_released(py, &embedder, &[question])?
             .pop()
             .ok_or_else(|| crate::errors::EmbedError::new_err("the embedder returned no vector"))
@@ -233,17 +234,19 @@ impl PyStore {
     /// the default space's recorded model, or another space's model and dimension.
     fn space_embedder(
         &self,
+        py: Python<'_>,
         store: &ratchetdb::Store,
         options: &mut SearchOptions,
         field: &str,
         instead: &str,
     ) -> PyResult<Arc<dyn ratchetdb::Embedder>> {
         let Some((_, embedder)) = &self.embedder else {
-            return self.embedder_for(store, field, instead);
+            return self.embedder_for(py, store, field, instead);
         };
-        // A store without spaces (PostgreSQL) has only its default one.
-        let Ok(spaces) = store.spaces() else {
-            return self.embedder_for(store, field, instead);
+        // A store without spaces (PostgreSQL) has only its default one. Read with the GIL
+        // released: a snapshot waits for a commit recording the dimension or model.
+        let Ok(spaces) = py.detach(|| store.spaces()) else {
+            return self.embedder_for(py, store, field, instead);
         };
         let wanted = options.space.clone();
         let space = spaces.into_iter().find(|s| match &wanted {
@@ -256,10 +259,10 @@ impl PyStore {
         };
         options.space = Some(space.name.clone());
         let matches = if space.name == ratchetdb::DEFAULT_SPACE {
-            match check_recorded(store, embedder.as_ref(), &self.path) {
+            match check_recorded(py, store, embedder.as_ref(), &self.path) {
                 Ok(()) => true,
                 // The embedder of another space: said so, naming `space`.
-                Err(_) if extra_space_of(store, embedder.as_ref()).is_some() => false,
+                Err(_) if extra_space_of(py, store, embedder.as_ref()).is_some() => false,
                 Err(refused) => return Err(refused),
             }
         } else {
@@ -287,10 +290,10 @@ impl PyStore {
 
     /// Whether the Store's embedder makes the default space's vectors (it may be another
     /// space's: see `Store(embedder=...)`).
-    fn embeds_default(&self, store: &ratchetdb::Store) -> bool {
+    fn embeds_default(&self, py: Python<'_>, store: &ratchetdb::Store) -> bool {
         self.embedder
             .as_ref()
-            .is_some_and(|(_, e)| check_recorded(store, e.as_ref(), &self.path).is_ok())
+            .is_some_and(|(_, e)| check_recorded(py, store, e.as_ref(), &self.path).is_ok())
     }
 
     /// Embeds, for every vector space besides the default one whose model and dimension are
@@ -306,7 +309,7 @@ impl PyStore {
         let Some((_, embedder)) = &self.embedder else {
             return Ok(());
         };
-        let Ok(spaces) = store.spaces() else {
+        let Ok(spaces) = py.detach(|| store.spaces()) else {
             return Ok(());
         };
         let names: Vec<String> = spaces
@@ -383,7 +386,7 @@ impl PyStore {
         if which.is_empty() {
             return Ok(Vec::new());
         }
-        let embedder = self.embedder_for(store, field, "pass one vector per text")?;
+        let embedder = self.embedder_for(py, store, field, "pass one vector per text")?;
         // Positions to embed per listed document; a document the plan cannot judge (bad
         // input the write will name) is embedded whole.
         let positions: Vec<Vec<usize>> = py.detach(|| {
@@ -461,23 +464,32 @@ impl PyStore {
     }
 }
 
+/// The model and dimension `store` recorded, read with the GIL released: the dimension's
+/// lock is held by a commit that records them (a first write, a promotion) across its
+/// fsync, and another Python thread keeps running meanwhile.
+fn recorded(py: Python<'_>, store: &ratchetdb::Store) -> (Option<String>, Option<usize>) {
+    py.detach(|| (store.model().map(str::to_string), store.dimension()))
+}
+
 /// Refuses `embedder` for `store` if the store recorded another model or dimension, or
 /// holds vectors of an unrecorded model (`MismatchError` naming `model` or `dimension`).
 fn check_recorded(
+    py: Python<'_>,
     store: &ratchetdb::Store,
     embedder: &dyn ratchetdb::Embedder,
     path: &str,
 ) -> PyResult<()> {
     let (model, dimension) = (embedder.name(), embedder.dimension());
-    match store.model() {
+    let (stored_model, stored_dimension) = recorded(py, store);
+    match stored_model {
         Some(stored) if stored != model => {
             return Err(from_open(ratchetdb::OpenError::Mismatch {
                 field: "model",
-                stored: stored.to_string(),
+                stored,
                 requested: model.to_string(),
             }))
         }
-        None if store.dimension().is_some() => {
+        None if stored_dimension.is_some() => {
             return Err(mismatch(
                 "model",
                 format!(
@@ -489,7 +501,7 @@ fn check_recorded(
         }
         _ => {}
     }
-    match store.dimension() {
+    match stored_dimension {
         Some(stored) if stored != dimension => Err(from_open(ratchetdb::OpenError::Mismatch {
             field: "dimension",
             stored: stored.to_string(),
@@ -500,9 +512,14 @@ fn check_recorded(
 }
 
 /// The first vector space besides the default one whose model and dimension are
-/// `embedder`'s (`None` on a store without spaces).
-fn extra_space_of(store: &ratchetdb::Store, embedder: &dyn ratchetdb::Embedder) -> Option<String> {
-    let spaces = store.spaces().ok()?;
+/// `embedder`'s (`None` on a store without spaces); the spaces are read with the GIL
+/// released.
+fn extra_space_of(
+    py: Python<'_>,
+    store: &ratchetdb::Store,
+    embedder: &dyn ratchetdb::Embedder,
+) -> Option<String> {
+    let spaces = py.detach(|| store.spaces()).ok()?;
     spaces
         .into_iter()
         // The default space first: after a promotion it is listed under the promoted
@@ -837,20 +854,21 @@ impl PyStore {
         let display = path.display().to_string();
         // With an embedder, a new file records its model and dimension; an existing one is
         // opened as it is, checked, and reopened to record them if it has not yet.
-        let recorded = |options: Options, embedder: &dyn ratchetdb::Embedder| {
+        let recording = |options: Options, embedder: &dyn ratchetdb::Embedder| {
             options
                 .model(embedder.name())
                 .dimension(embedder.dimension())
         };
-        let fresh = !read_only && !path.exists();
         let store = py
             .detach(|| {
+                // A stat of the path: with the GIL released, as any file system call.
+                let fresh = !read_only && !path.exists();
                 if read_only {
                     ratchetdb::Store::open_read_only(&path)
                 } else {
                     match (&embedder, fresh) {
                         (Some((_, e)), true) => {
-                            ratchetdb::Store::open(&path, recorded(options.clone(), e.as_ref()))
+                            ratchetdb::Store::open(&path, recording(options.clone(), e.as_ref()))
                         }
                         _ => ratchetdb::Store::open(&path, options.clone()),
                     }
@@ -861,21 +879,19 @@ impl PyStore {
             Some((_, e)) => {
                 // An embedder of another vector space's model is accepted: it embeds that
                 // space's vectors and questions (a store moving to a new model).
-                let of_default = match check_recorded(&store, e.as_ref(), &display) {
+                let of_default = match check_recorded(py, &store, e.as_ref(), &display) {
                     Ok(()) => true,
-                    Err(_) if extra_space_of(&store, e.as_ref()).is_some() => false,
+                    Err(_) if extra_space_of(py, &store, e.as_ref()).is_some() => false,
                     Err(refused) => return Err(refused),
                 };
-                if read_only
-                    || !of_default
-                    || (store.model().is_some() && store.dimension().is_some())
-                {
+                let (model, dimension) = recorded(py, &store);
+                if read_only || !of_default || (model.is_some() && dimension.is_some()) {
                     store
                 } else {
                     // Closing the first open and the reopen, both without the GIL.
                     py.detach(move || {
                         drop(store);
-                        ratchetdb::Store::open(&path, recorded(options, e.as_ref()))
+                        ratchetdb::Store::open(&path, recording(options, e.as_ref()))
                     })
                     .map_err(from_open)?
                 }
@@ -938,8 +954,11 @@ impl PyStore {
 
     /// The vector dimension, once fixed (`None` before the first vector).
     #[getter]
-    fn dimension(&self) -> PyResult<Option<usize>> {
-        Ok(self.store()?.dimension())
+    fn dimension(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        let store = self.store()?;
+        // With the GIL released: a commit that fixes the dimension holds its lock across its
+        // fsync (regression: this read waited on the writer with every Python thread held).
+        Ok(py.detach(|| store.dimension()))
     }
 
     /// The metric: `"cosine"`, `"dot"` or `"l2"`.
@@ -1003,7 +1022,7 @@ impl PyStore {
         // Without an embedder, no vectors means: reuse the stored revision's vectors of the
         // same texts (the store refuses the write when a text has none).
         let store = self.store()?;
-        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
+        let to_embed = self.embeds_default(py, &store) && vectors.is_none_or(|v| v.is_none());
         let mut doc = document(
             source,
             id,
@@ -1142,7 +1161,7 @@ impl PyStore {
             }
         };
         let store = self.store()?;
-        let to_embed = self.embeds_default(&store) && vectors.is_none_or(|v| v.is_none());
+        let to_embed = self.embeds_default(py, &store) && vectors.is_none_or(|v| v.is_none());
         let vectors = match vectors.filter(|v| !v.is_none()) {
             Some(vectors) => vector_rows(vectors, n, "vectors")?,
             None => vec![None; n],
@@ -1165,7 +1184,7 @@ impl PyStore {
             }
             None => vec![serde_json::Value::Null; n],
         };
-        let mut dimension = store.dimension();
+        let mut dimension = py.detach(|| store.dimension());
         let mut docs = Vec::with_capacity(n);
         let mut incoming = Vec::with_capacity(n);
         for (i, (((id, text_), vector), meta)) in ids
@@ -1243,8 +1262,10 @@ impl PyStore {
     /// "source", "id", "version", "texts", "vectors", "metas"?, "meta"?}`, `{"op": "delete",
     /// "source", "id", "version"}`, `{"op": "retain", "source", "ids", "version"}`. Returns
     /// one result per operation, in order: an `Outcome`, a `RetainOutcome`, or the exception
-    /// (not raised) of an operation refused for its input, which changed nothing. A storage
-    /// failure raises: nothing of the batch is acknowledged. An upsert without `"vectors"`
+    /// (not raised) of an operation refused for its input, which changed nothing (the others
+    /// are applied). Every input error, raised or returned, names its operation's place:
+    /// `.field` is `ops[3].vectors[0][1]`, `ops[3].version`. A storage failure raises:
+    /// nothing of the batch is acknowledged. An upsert without `"vectors"`
     /// is embedded with the Store's embedder (see `upsert`); its `"space_vectors"` are as
     /// `upsert`'s.
     fn write_batch(&self, py: Python<'_>, ops: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
@@ -1257,7 +1278,7 @@ impl PyStore {
         // Without an embedder, an upsert without vectors reuses the stored ones (as before
         // embedders existed): the store refuses it when a text has none.
         let store = self.store()?;
-        let embed: Vec<usize> = if self.embeds_default(&store) {
+        let embed: Vec<usize> = if self.embeds_default(py, &store) {
             (0..converted.len()).filter(|&i| converted[i].2).collect()
         } else {
             Vec::new()
@@ -1307,9 +1328,16 @@ impl PyStore {
         results
             .into_iter()
             .zip(versions)
-            .map(|(result, version)| match result {
+            .enumerate()
+            .map(|(i, (result, version))| match result {
                 Ok(outcome) => op_outcome(py, outcome, version),
-                Err(error) => Ok(from_write(error).into_value(py).into_any()),
+                // The store answers each operation in its place, its error naming a field of
+                // the operation (`chunks[0].vector`, Python's `vectors[0]`): named here as the
+                // batch's (`ops[3].vectors[0]`). Regression: the operation's place was left
+                // out, so a refusal named `vectors[0]` or `version` of no operation.
+                Err(error) => Ok(prefix(py, from_write(error), &format!("ops[{i}]"))
+                    .into_value(py)
+                    .into_any()),
             })
             .collect()
     }
@@ -1517,7 +1545,8 @@ impl PyStore {
         hits_to_py(py, hits)
     }
 
-    /// `search` for every row of `matrix` (a 2-D array), spread over the cores; one list of
+    /// `search` for every row of `matrix` (a 2-D array, or a sequence or any iterable of
+    /// vectors, a generator included: it is read once), spread over the cores; one list of
     /// hits per row (`space` as for `search`).
     #[pyo3(signature = (matrix, k=None, *, r#where=None, sources=None, exact=None, ef=None, rerank=None, group_by_document=None, space=None), text_signature = "($self, matrix, k=10, *, where=None, sources=None, exact=False, ef=None, rerank=None, group_by_document=False, space=None)")]
     #[allow(clippy::too_many_arguments)]
@@ -1544,8 +1573,11 @@ impl PyStore {
             group_by_document,
             space,
         )?;
-        let rows = sequence(matrix, "matrix")?.len();
-        let queries: Vec<Vec<f32>> = vector_rows(matrix, rows, "matrix")?
+        // Read once: a generator or any other one-shot iterable of rows is consumed here
+        // (regression: its rows were counted by one pass and converted by a second, which
+        // found it exhausted); a 2-D array is read without a Python object per row.
+        let queries: Vec<Vec<f32>> = RowsArg::read(matrix, "matrix")?
+            .vectors("matrix")?
             .into_iter()
             .enumerate()
             .map(|(i, row)| row.ok_or_else(|| input(format!("matrix[{i}]"), "is None")))

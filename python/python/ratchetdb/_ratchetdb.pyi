@@ -2,7 +2,7 @@
 
 import datetime
 import os
-from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -227,7 +227,7 @@ class Store:
     ) -> list[Hit]: ...
     def search_many(
         self,
-        matrix: VectorsLike,
+        matrix: Union[VectorsLike, Iterable[VectorLike]],
         k: int = 10,
         *,
         where: Optional[Where] = None,
