@@ -170,6 +170,17 @@ pub(crate) fn add_space(
         )
         .into());
     }
+    // A space's row records its dimension in 32 bits (`Limits::max_dimension` may allow
+    // more).
+    let dimension32 = u32::try_from(dimension).map_err(|_| {
+        InputError::new(
+            "dimension",
+            format!(
+                "is {dimension}; a space's dimension is at most {}",
+                u32::MAX
+            ),
+        )
+    })?;
     engine.write_txn(DURABLE, |txn| {
         let meta = txn.open_table(META).map_err(WriteError::storage)?;
         if default_name_in(&meta)
@@ -210,7 +221,7 @@ pub(crate) fn add_space(
         let row = SpaceRow {
             id: id32,
             model: model.to_owned(),
-            dimension: dimension as u32,
+            dimension: dimension32,
             created_commit: read(&counters, seq_key::COMMIT)?,
             vectors: 0,
         };
