@@ -98,18 +98,17 @@ impl Store {
         Ok(outcome)
     }
 
-    /// Space `space`'s listing entry; an unknown one is an `InputError` naming `space`.
+    /// Space `space`'s listing entry; an unknown one is an `InputError` naming `space`, a
+    /// damaged one (left out of the listing) the walk's `Corrupted` naming it.
     fn space_info(&self, space: &str) -> Result<crate::SpaceInfo, ReadError> {
-        self.spaces()?
-            .into_iter()
-            .find(|s| s.name == space)
-            .ok_or_else(|| {
-                ReadError::Input(InputError::new(
-                    "space",
-                    format!(
-                        "{space:?} names no vector space of this store (Store::spaces lists them)"
-                    ),
-                ))
-            })
+        if let Some(info) = self.spaces()?.into_iter().find(|s| s.name == space) {
+            return Ok(info);
+        }
+        // Not listed: unknown, or damaged (the walk says which, naming it).
+        self.chunks_missing_vectors(space, None, 1)?;
+        Err(ReadError::Input(InputError::new(
+            "space",
+            format!("{space:?} names no vector space of this store (Store::spaces lists them)"),
+        )))
     }
 }

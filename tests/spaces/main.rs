@@ -10,6 +10,7 @@
 mod common;
 
 mod a_backup_keeps_every_space;
+mod a_damaged_space_row_stops_only_what_needs_that_space;
 mod a_promoted_space_replaces_the_default_one;
 mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
 mod a_reader_forgets_a_space_another_process_dropped;

@@ -60,7 +60,10 @@ impl Snapshot {
         })
     }
 
-    /// The vector spaces besides the default one, as (name, id, dimension), by name.
+    /// The vector spaces besides the default one, as (name, id, dimension), by name. A
+    /// damaged space (its row does not decode) is left out, as `Store::spaces` leaves it
+    /// out: its vectors cannot be read without its dimension, and every other space's can
+    /// (`Store::verify` reports it).
     fn other_spaces(&self) -> Result<&[(String, u32, usize)], ReadError> {
         if let Some(spaces) = self.other_spaces.get() {
             return Ok(spaces);
@@ -70,7 +73,11 @@ impl Snapshot {
             Ok(table) => {
                 for entry in table.iter().map_err(ReadError::storage)? {
                     let (name, value) = entry.map_err(ReadError::storage)?;
-                    let row: schema::SpaceRow = schema::decode("space row", value.value())?;
+                    let Ok(row) =
+                        crate::backend::redb::spaces::decode_row(name.value(), value.value())
+                    else {
+                        continue;
+                    };
                     spaces.push((name.value().to_owned(), row.id, row.dimension as usize));
                 }
             }

@@ -19,6 +19,13 @@
 //! Invariant: the active space is complete (activation is refused otherwise, and every
 //! later revision must bring its vectors), so a search without a space never misses a
 //! live chunk.
+//!
+//! A space whose row does not decode (a damaged file) is a *damaged space*: nothing of it
+//! can be read, so it is left out of [`spaces`] and the exports, every use of it by name
+//! (a search, activation, a guarded write, a revision's vector for it) is refused naming it,
+//! writes that do not name it go on without keeping its rows (its count cannot be read,
+//! so it is never reported complete again), [`verify`] reports it, and [`drop_space`]
+//! removes it with its rows.
 
 use crate::backend::redb::engine::{Engine, Finish};
 use crate::backend::redb::read::Snapshot;
@@ -90,12 +97,37 @@ pub(crate) fn space_row(snapshot: &Snapshot, name: &str) -> Result<Option<SpaceR
         Err(e) => return Err(ReadError::storage(e)),
     };
     match table.get(name).map_err(ReadError::storage)? {
-        Some(bytes) => Ok(Some(schema::decode("space row", bytes.value())?)),
+        Some(bytes) => Ok(Some(decode_row(name, bytes.value())?)),
         None => Ok(None),
     }
 }
 
-/// Every space of `snapshot`, the default one first, then by name.
+/// Space `name`'s row from its bytes; one that does not decode is a [`Corruption`] of
+/// `space row` naming the space (a damaged space: see the module documentation).
+///
+/// [`Corruption`]: crate::error::Corruption
+pub(crate) fn decode_row(name: &str, bytes: &[u8]) -> Result<SpaceRow, crate::error::Corruption> {
+    schema::decode("space row", bytes).map_err(|c| {
+        crate::error::Corruption::new(
+            "space row",
+            format!(
+                "space {name:?}: {} (Store::verify reports it; Store::drop_space removes it)",
+                c.detail
+            ),
+        )
+    })
+}
+
+/// The space id a damaged row's first bytes still give (the row's first field), if any:
+/// what [`drop_space`] removes that space's rows by.
+fn damaged_row_id(bytes: &[u8]) -> Option<u32> {
+    bincode::serde::decode_from_slice::<u32, _>(bytes, bincode::config::standard())
+        .ok()
+        .map(|(id, _)| id)
+}
+
+/// Every space of `snapshot`, the default one first, then by name; a damaged space (its row
+/// does not decode) is left out ([`verify`] reports it).
 pub(crate) fn spaces(snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
     let counters = snapshot
         .txn
@@ -125,7 +157,9 @@ pub(crate) fn spaces(snapshot: &Snapshot) -> Result<Vec<SpaceInfo>, ReadError> {
     };
     for entry in table.iter().map_err(ReadError::storage)? {
         let (name, value) = entry.map_err(ReadError::storage)?;
-        let row: SpaceRow = schema::decode("space row", value.value())?;
+        let Ok(row) = decode_row(name.value(), value.value()) else {
+            continue;
+        };
         spaces.push(SpaceInfo {
             name: name.value().to_owned(),
             model: row.model,
@@ -196,11 +230,17 @@ pub(crate) fn add_space(
         }
         drop(meta);
         let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
-        if spaces.get(name).map_err(WriteError::storage)?.is_some() {
+        if let Some(bytes) = spaces.get(name).map_err(WriteError::storage)? {
+            let damaged = if decode_row(name, bytes.value()).is_err() {
+                " whose row is damaged"
+            } else {
+                ""
+            };
             return Err(InputError::new(
                 "name",
                 format!(
-                    "the store already has a space named {name:?} (Store::drop_space removes it)"
+                    "the store already has a space named {name:?}{damaged} (Store::drop_space \
+                     removes it)"
                 ),
             )
             .into());
@@ -261,7 +301,7 @@ pub(crate) fn activate(engine: &Engine, name: &str) -> Result<(), WriteError> {
                     "name", name,
                 ));
             };
-            let row: SpaceRow = schema::decode("space row", bytes.value())?;
+            let row = decode_row(name, bytes.value())?;
             let counters = txn.open_table(COUNTERS).map_err(WriteError::storage)?;
             let live = counters
                 .get(counter::LIVE_CHUNKS)
@@ -307,8 +347,8 @@ pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<Dropped, WriteEr
             return promote(txn, name, &active);
         }
         let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
-        let row: SpaceRow = match spaces.get(name).map_err(WriteError::storage)? {
-            Some(bytes) => schema::decode("space row", bytes.value())?,
+        let bytes = match spaces.get(name).map_err(WriteError::storage)? {
+            Some(bytes) => bytes.value().to_vec(),
             None => {
                 return Err(crate::backend::redb::write::spaces::unknown_space(
                     "name", name,
@@ -324,13 +364,63 @@ pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<Dropped, WriteEr
         }
         let mut vectors = txn.open_table(SPACE_VECTORS).map_err(WriteError::storage)?;
         let before = vectors.len().map_err(WriteError::storage)?;
-        vectors
-            .retain_in((row.id, 0u64)..=(row.id, u64::MAX), |_, _| false)
-            .map_err(WriteError::storage)?;
+        let id = match decode_row(name, &bytes) {
+            Ok(row) => {
+                vectors
+                    .retain_in((row.id, 0u64)..=(row.id, u64::MAX), |_, _| false)
+                    .map_err(WriteError::storage)?;
+                row.id
+            }
+            Err(_) => drop_damaged_rows(&spaces, &mut vectors, name, &bytes)?,
+        };
         let freed = before - vectors.len().map_err(WriteError::storage)?;
         spaces.remove(name).map_err(WriteError::storage)?;
-        Ok(Finish::Commit(Dropped::Space { id: row.id, freed }))
+        Ok(Finish::Commit(Dropped::Space { id, freed }))
     })
+}
+
+/// The rows of damaged space `name` (its row `bytes` does not decode), removed from
+/// `vectors`: those under the id the row's first bytes still give, unless a readable space
+/// or another damaged one claims it; and, when no other damaged space remains, every row
+/// under an id no space claims (this space's, when its id cannot be read; nothing else
+/// puts rows there). Returns the id removed (0, the default space's, which no space index
+/// holds, when none could be read).
+fn drop_damaged_rows(
+    spaces: &redb::Table<'_, &'static str, &'static [u8]>,
+    vectors: &mut redb::Table<'_, (u32, u64), &'static [u8]>,
+    name: &str,
+    bytes: &[u8],
+) -> Result<u32, WriteError> {
+    use std::collections::HashSet;
+    let mut claimed = HashSet::new();
+    let mut others_damaged = false;
+    for entry in spaces.iter().map_err(WriteError::storage)? {
+        let (other, value) = entry.map_err(WriteError::storage)?;
+        if other.value() == name {
+            continue;
+        }
+        match decode_row(other.value(), value.value()) {
+            Ok(row) => {
+                claimed.insert(row.id);
+            }
+            Err(_) => {
+                others_damaged = true;
+                claimed.extend(damaged_row_id(value.value()));
+            }
+        }
+    }
+    let own = damaged_row_id(bytes).filter(|id| *id != 0 && !claimed.contains(id));
+    if let Some(id) = own {
+        vectors
+            .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
+            .map_err(WriteError::storage)?;
+    }
+    if !others_damaged {
+        vectors
+            .retain(|(space, _), _| claimed.contains(&space))
+            .map_err(WriteError::storage)?;
+    }
+    Ok(own.unwrap_or(0))
 }
 
 /// Drops the default space (named `name`: `default` or its promoted name) by promoting the
@@ -367,7 +457,7 @@ fn promote(
     }
     let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
     let row: SpaceRow = match spaces.get(active).map_err(WriteError::storage)? {
-        Some(bytes) => schema::decode("space row", bytes.value())?,
+        Some(bytes) => decode_row(active, bytes.value())?,
         None => {
             return Err(WriteError::Corrupted {
                 what: "meta".into(),
@@ -639,7 +729,8 @@ pub(crate) fn write_space_vectors(
 }
 
 /// The vector spaces' invariants in `snapshot`, each violation naming its space: the
-/// active space exists and is complete; every row of a space is the vector of a live chunk
+/// active space exists and is complete; every space's row decodes (a damaged one is
+/// reported once, its rows unchecked); every row of a space is the vector of a live chunk
 /// (its id in its document's vectors row), of the space's dimension, under a space that
 /// exists; each space's row count is what its row records, and at most the live chunks.
 pub(crate) fn verify(
@@ -654,7 +745,13 @@ pub(crate) fn verify(
     } else {
         active.clone()
     };
+    let damaged =
+        |name: &str| matches!(space_row(snapshot, name), Err(ReadError::Corrupted { .. }));
     match spaces.iter().find(|s| s.name == lookup) {
+        // Its row is reported below as well.
+        None if damaged(&lookup) => report.store(format!(
+            "the active space {active:?} cannot be read: its row is damaged"
+        )),
         None => report.store(format!("the active space {active:?} does not exist")),
         Some(space) if !space.is_complete() => report.store(format!(
             "the active space {active:?} lacks a vector for {} live chunks",
@@ -668,6 +765,9 @@ pub(crate) fn verify(
         Err(e) => return Err(ReadError::storage(e)),
     };
     let mut by_id: HashMap<u32, (String, SpaceRow)> = HashMap::new();
+    // The damaged spaces (rows that do not decode): name, what is wrong, and the id the
+    // row's first bytes still give.
+    let mut damaged_rows: Vec<(String, String, Option<u32>)> = Vec::new();
     for entry in table.iter().map_err(ReadError::storage)? {
         let (name, value) = entry.map_err(ReadError::storage)?;
         match schema::decode::<SpaceRow>("space row", value.value()) {
@@ -681,13 +781,19 @@ pub(crate) fn verify(
                 }
                 by_id.insert(row.id, (name.value().to_owned(), row));
             }
-            Err(c) => report.store(format!(
-                "space {:?}: undecodable row: {}",
-                name.value(),
-                c.detail
+            Err(c) => damaged_rows.push((
+                name.value().to_owned(),
+                c.detail,
+                damaged_row_id(value.value()),
             )),
         }
     }
+    // A damaged space's rows cannot be checked (its dimension is unknown): they are counted
+    // under its report, not reported one by one as rows of no space.
+    let damaged_ids: HashSet<u32> = damaged_rows
+        .iter()
+        .filter_map(|(_, _, id)| id.filter(|id| !by_id.contains_key(id)))
+        .collect();
     let live_chunks = spaces.first().map_or(0, |s| s.live_chunks);
     let vectors = snapshot
         .txn
@@ -703,6 +809,9 @@ pub(crate) fn verify(
         let (key, value) = entry.map_err(ReadError::storage)?;
         let (space, id) = key.value();
         *counted.entry(space).or_default() += 1;
+        if damaged_ids.contains(&space) {
+            continue;
+        }
         let Some((name, row)) = by_id.get(&space) else {
             report.store(format!(
                 "space_vectors holds a row of space id {space}, which no space has"
@@ -735,6 +844,15 @@ pub(crate) fn verify(
                 "space {name:?}: vector {id} belongs to no live chunk (document {owner}, slot {slot})"
             ));
         }
+    }
+    for (name, detail, id) in &damaged_rows {
+        let rows = id
+            .filter(|id| damaged_ids.contains(id))
+            .map_or(0, |id| counted.get(&id).copied().unwrap_or(0));
+        report.store(format!(
+            "space {name:?}: undecodable row: {detail}; its {rows} vectors are not checked \
+             (Store::drop_space removes the space)"
+        ));
     }
     for (id, (name, row)) in &by_id {
         let found = counted.get(id).copied().unwrap_or(0);

@@ -7,6 +7,7 @@ use super::{read_counter, Batch};
 use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, SpaceRow, VectorsRow, SPACES,
 };
+use crate::backend::redb::spaces::decode_row;
 use crate::error::{InputError, WriteError};
 use crate::policy::prepare::PreparedDoc;
 use crate::policy::space::{self, NewChunkVector, SpaceVectorDecision};
@@ -20,7 +21,9 @@ use std::collections::HashMap;
 #[derive(Debug)]
 pub(crate) struct BatchSpace {
     pub name: String,
-    pub row: SpaceRow,
+    /// Its row; `Err` (what is wrong with it) for a damaged space, whose row does not
+    /// decode.
+    pub row: Result<SpaceRow, String>,
     pub complete: bool,
     pub delta: i64,
 }
@@ -29,6 +32,13 @@ pub(crate) struct BatchSpace {
 /// complete when it holds a vector for every live chunk; every operation of the batch
 /// keeps a complete space complete (or is refused), so deciding it once is exact for the
 /// whole batch.
+///
+/// A damaged space (its row does not decode) is listed but not kept: an operation that
+/// names it (a chunk's vector for it) is refused naming it, every other one is written
+/// without touching its rows. Refusing every write instead would stop a store over one
+/// row; keeping its rows is impossible without its row, and harmless to skip: its count
+/// cannot be read, so it is never taken as complete (nor searched, activated or filled)
+/// again, and dropping it removes every row it has (`spaces::drop_space`).
 pub(crate) fn load_spaces(
     txn: &WriteTransaction,
     counters: &Table<'_, &'static str, u64>,
@@ -38,10 +48,10 @@ pub(crate) fn load_spaces(
     let mut spaces = Vec::new();
     for entry in table.iter().map_err(WriteError::storage)? {
         let (name, value) = entry.map_err(WriteError::storage)?;
-        let row: SpaceRow = schema::decode("space row", value.value())?;
+        let row = decode_row(name.value(), value.value()).map_err(|c| c.detail);
         spaces.push(BatchSpace {
             name: name.value().to_owned(),
-            complete: row.vectors >= live_chunks,
+            complete: row.as_ref().is_ok_and(|row| row.vectors >= live_chunks),
             row,
             delta: 0,
         });
@@ -108,13 +118,26 @@ impl Batch<'_> {
                     )
                     .into());
                 };
-                if vector.len() != space.row.dimension as usize {
+                let row = match &space.row {
+                    Ok(row) => row,
+                    Err(_) => {
+                        return Err(InputError::new(
+                            field(),
+                            format!(
+                                "space {name:?} cannot take vectors: its row in the file is \
+                                 damaged (Store::verify reports it; Store::drop_space removes it)"
+                            ),
+                        )
+                        .into())
+                    }
+                };
+                if vector.len() != row.dimension as usize {
                     return Err(InputError::new(
                         field(),
                         format!(
                             "has {} dimensions; space {name:?} holds {}-dimensional vectors",
                             vector.len(),
-                            space.row.dimension
+                            row.dimension
                         ),
                     )
                     .into());
@@ -123,6 +146,8 @@ impl Batch<'_> {
         }
         let mut rows = Vec::new();
         for (index, space) in self.spaces.iter().enumerate() {
+            // A damaged space is not kept (see `load_spaces`).
+            let Ok(row) = &space.row else { continue };
             for (position, chunk) in doc.chunks.iter().enumerate() {
                 let (is_fresh, from_slot) = fresh[position];
                 if !is_fresh {
@@ -136,7 +161,7 @@ impl Batch<'_> {
                 let reused = match (&incoming, old_owner, from_slot) {
                     (None, Some(owner), Some(slot)) => self
                         .space_vectors
-                        .get((space.row.id, vector_id(owner, slot)))
+                        .get((row.id, vector_id(owner, slot)))
                         .map_err(WriteError::storage)?
                         .map(|b| b.value().to_vec()),
                     _ => None,
@@ -165,10 +190,12 @@ impl Batch<'_> {
     /// Removes the rows of vector ids `removed` from every space.
     pub(super) fn remove_space_rows(&mut self, removed: &[u64]) -> Result<(), WriteError> {
         for space in &mut self.spaces {
+            // A damaged space is not kept (see `load_spaces`).
+            let Ok(row) = &space.row else { continue };
             for &id in removed {
                 if self
                     .space_vectors
-                    .remove((space.row.id, id))
+                    .remove((row.id, id))
                     .map_err(WriteError::storage)?
                     .is_some()
                 {
@@ -188,15 +215,17 @@ impl Batch<'_> {
     ) -> Result<(), WriteError> {
         for (index, position, bytes) in inserts.rows {
             let space = &mut self.spaces[index];
+            // Planned for readable spaces only.
+            let Ok(row) = &space.row else { continue };
             let id = ids[position];
             let before = self
                 .space_vectors
-                .insert((space.row.id, id), bytes.as_slice())
+                .insert((row.id, id), bytes.as_slice())
                 .map_err(WriteError::storage)?;
             if before.is_none() {
                 space.delta += 1;
             }
-            self.space_change.added.push((space.row.id, id));
+            self.space_change.added.push((row.id, id));
         }
         Ok(())
     }
@@ -204,7 +233,8 @@ impl Batch<'_> {
     /// The guarded re-embed write: each of `vectors` (vector id, floats already checked and
     /// normalised), made from a chunk of document `(source, id)` as it was read, is written
     /// into space `name` only while that chunk is still stored as it was read and has no
-    /// vector there (`policy::space::decide_space_vector`); the others are counted.
+    /// vector there (`policy::space::decide_space_vector`); the others are counted. A
+    /// damaged space is `Corrupted`, naming it.
     pub(crate) fn write_space_vectors(
         &mut self,
         name: &str,
@@ -223,7 +253,17 @@ impl Batch<'_> {
             }
             return Err(unknown_space("space", name));
         };
-        let dimension = self.spaces[index].row.dimension as usize;
+        let row = match &self.spaces[index].row {
+            Ok(row) => row,
+            Err(detail) => {
+                return Err(WriteError::Corrupted {
+                    what: "space row".into(),
+                    detail: detail.clone(),
+                })
+            }
+        };
+        let dimension = row.dimension as usize;
+        let space_id = row.id;
         for (i, (_, _, _, vector)) in vectors.iter().enumerate() {
             if vector.len() != dimension {
                 return Err(InputError::new(
@@ -236,7 +276,6 @@ impl Batch<'_> {
                 .into());
             }
         }
-        let space_id = self.spaces[index].row.id;
         let mut outcome = SpaceWriteOutcome::default();
         // Each document's live slots, read once.
         let mut live: HashMap<(&str, &str), LiveSlots> = HashMap::new();
@@ -297,14 +336,15 @@ impl Batch<'_> {
             .spaces
             .iter()
             .filter(|s| s.delta != 0)
-            .map(|s| {
-                let mut row = s.row.clone();
+            .filter_map(|s| s.row.as_ref().ok().map(|row| (s, row)))
+            .map(|(s, row)| {
+                let mut row = row.clone();
                 row.vectors = row.vectors.checked_add_signed(s.delta).ok_or_else(|| {
                     crate::error::Corruption::new(
                         "space row",
                         format!(
                             "space {:?} holds {} vectors, which cannot change by {}",
-                            s.name, s.row.vectors, s.delta
+                            s.name, row.vectors, s.delta
                         ),
                     )
                 })?;
