@@ -1,6 +1,8 @@
 //! Vector spaces on the embedded store (issue 46): re-embedding online under readers and
 //! writers, a re-embed stopped anywhere and resumed, a rewrite racing a re-embed, and the
-//! input a space refuses; the default space dropped by promoting the active one in its place,
+//! input a space refuses; what a re-embed refuses of its embedder (another model, a wrong
+//! count of vectors, a refused vector) and of its space (replaced meanwhile, chunks no write
+//! takes); a damaged space row; the default space dropped by promoting the active one in its place,
 //! under racing readers and writers, a reader of its own, and refused when there is nothing
 //! to promote. (What holds on both backends, and PostgreSQL's `Unsupported`, is
 //! `tests/conformance/vector_spaces_are_added_filled_activated_and_dropped.rs`; the schema-6
@@ -16,9 +18,14 @@ mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
 mod a_reader_forgets_a_space_another_process_dropped;
 mod a_reader_opened_before_a_promotion_follows_it;
 mod a_reader_settles_after_each_of_many_promotions;
+mod a_reembed_never_writes_into_a_space_added_again_under_its_name;
 mod a_reembed_stopped_at_random_points_resumes_without_repeating;
+mod a_reembed_that_can_write_nothing_stops_instead_of_walking_for_ever;
+mod a_reembed_with_another_model_than_its_space_s_is_refused;
 mod a_rewrite_during_a_reembed_is_never_overwritten_by_an_older_vector;
 mod a_space_dimension_past_32_bits_is_refused_not_wrapped;
+mod a_vector_the_store_refuses_names_the_chunk_it_was_made_for;
+mod an_embedder_returning_too_few_vectors_stops_the_reembed;
 mod bad_space_input_is_refused_and_changes_nothing;
 mod dropping_the_default_space_while_it_is_active_changes_nothing;
 mod readers_never_see_a_stale_chunk_while_a_promotion_races_writers;

@@ -722,10 +722,35 @@ pub(crate) fn write_space_vectors(
         })?;
         prepared.push((v.source, v.id, v.revision.0, vector));
     }
+    // Read on the caller's thread, where `expecting_space` set it.
+    let expected = EXPECTED_SPACE.with(std::cell::Cell::take);
     engine.run(engine.options().durability, |batch| {
-        let outcome = batch.write_space_vectors(name, &prepared)?;
+        let outcome = batch.write_space_vectors(name, expected, &prepared)?;
         Ok((outcome, outcome.written > 0, false))
     })
+}
+
+thread_local! {
+    /// The id the space named by the next [`write_space_vectors`] on this thread must have
+    /// (set by [`expecting_space`]).
+    static EXPECTED_SPACE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `write`, in which a [`write_space_vectors`] (through the public
+/// `Store::write_space_vectors`, which names its space by name alone) writes only if the
+/// name still resolves to space id `id` in its own transaction: a re-embed follows the
+/// space it began on, not a space dropped and added again under its name meanwhile (an
+/// `InputError` naming `space` otherwise, nothing written). `None`: no expectation.
+pub(crate) fn expecting_space<T>(id: Option<u32>, write: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            EXPECTED_SPACE.with(|e| e.set(None));
+        }
+    }
+    EXPECTED_SPACE.with(|e| e.set(id));
+    let _reset = Reset;
+    write()
 }
 
 /// The vector spaces' invariants in `snapshot`, each violation naming its space: the

@@ -233,11 +233,14 @@ impl Batch<'_> {
     /// The guarded re-embed write: each of `vectors` (vector id, floats already checked and
     /// normalised), made from a chunk of document `(source, id)` as it was read, is written
     /// into space `name` only while that chunk is still stored as it was read and has no
-    /// vector there (`policy::space::decide_space_vector`); the others are counted. A
+    /// vector there (`policy::space::decide_space_vector`); the others are counted. With
+    /// `expected`, only while `name` is still the space of that id (a re-embed's space, not
+    /// one added again under its name since): an `InputError` naming `space` otherwise. A
     /// damaged space is `Corrupted`, naming it.
     pub(crate) fn write_space_vectors(
         &mut self,
         name: &str,
+        expected: Option<u32>,
         vectors: &[(String, String, u64, Vec<f32>)],
     ) -> Result<SpaceWriteOutcome, WriteError> {
         let Some(index) = self.spaces.iter().position(|s| s.name == name) else {
@@ -262,6 +265,18 @@ impl Batch<'_> {
                 })
             }
         };
+        if let Some(expected) = expected.filter(|id| *id != row.id) {
+            return Err(InputError::new(
+                "space",
+                format!(
+                    "{name:?} is another space than the one this write was made for: that one \
+                     (id {expected}) was dropped and a space of the same name (id {}) added \
+                     since; nothing written",
+                    row.id
+                ),
+            )
+            .into());
+        }
         let dimension = row.dimension as usize;
         let space_id = row.id;
         for (i, (_, _, _, vector)) in vectors.iter().enumerate() {
