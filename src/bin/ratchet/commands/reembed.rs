@@ -23,14 +23,20 @@ The space is named after the embedder unless --space names it; a space that exis
 continued. Each batch is committed as it is embedded, and a chunk whose document is rewritten
 meanwhile is not overwritten (it is counted as superseded, and embedded again from its new
 text): stop it at any time (Ctrl-C, a kill) and run the same command again to go on from
-where it stopped, nothing embedded twice. `ratchet ingest` embeds new revisions for every
-space whose embedder it can load; `ratchet stats` shows each space's coverage.
+where it stopped; only the batch in flight when it stopped (at most --batch chunks) is
+embedded again. `ratchet ingest` embeds new revisions for every space whose embedder it can
+load; `ratchet stats` shows each space's coverage. The store takes one writer at a time:
+while this runs, `search` works and `ingest` waits or is refused (`--wait`).
 
 `--drop-old` (with --activate) then drops the space that was active before: when that is the
 default space (the store's own vectors), the new space is promoted in its place (one
 transaction: every chunk's vector becomes the new one, the store records the new model and
 dimension), so `ingest` embeds with the new embedder alone from then on (`ratchet spaces
-drop` does the same step on its own).";
+drop` does the same step on its own). Run again after a stop between the activation and
+the drop, it finishes the drop: the space was active already, so the default space is
+dropped when it is the only other one (and nothing when the space is the default one
+already); with other spaces beside it, which one was active before is not known, and it
+says so and drops nothing.";
 
 #[derive(Args, Debug)]
 pub struct ReembedArgs {
@@ -47,12 +53,18 @@ pub struct ReembedArgs {
     /// The built-in lexical hashing embedder, DIM wide.
     #[arg(long, value_name = "DIM")]
     hashing: Option<usize>,
-    /// The space's name (default: the embedder's name).
-    #[arg(long, value_name = "NAME")]
+    /// The space's name (default: the embedder's name): 1 to 64 ASCII letters, digits,
+    /// '-', '_' and '.'.
+    #[arg(long, value_name = "NAME", value_parser = space_name)]
     space: Option<String>,
-    /// Chunks embedded and written per batch (one transaction each).
-    #[arg(long, value_name = "N", default_value = "64")]
-    batch: usize,
+    /// Chunks embedded and written per batch (one transaction each), 1 to 100,000.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "64",
+        value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH)
+    )]
+    batch: u32,
     /// Make the space the one searches use once it covers every chunk.
     #[arg(long)]
     activate: bool,
@@ -60,6 +72,35 @@ pub struct ReembedArgs {
     /// the new space in its place, so the old model is never needed again).
     #[arg(long, requires = "activate")]
     drop_old: bool,
+}
+
+/// The largest `--batch` (the store's largest walk step, `Store::reembed`'s `batch_size`).
+const MAX_BATCH: i64 = 100_000;
+
+/// The longest space name, in bytes (as the store checks it).
+const MAX_SPACE_NAME_BYTES: usize = 64;
+
+/// Checks `--space` as the store checks a space name, before the store is opened: a bad
+/// name is a usage error naming `--space`, and the store is left as it was.
+fn space_name(name: &str) -> Result<String, String> {
+    if name.is_empty() {
+        return Err("a space name must not be empty".into());
+    }
+    if name.len() > MAX_SPACE_NAME_BYTES {
+        return Err(format!(
+            "is {} bytes; a space name is at most {MAX_SPACE_NAME_BYTES}",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "contains {c:?}; a space name is ASCII letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
@@ -120,7 +161,7 @@ pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
         }
         reported = p.embedded;
     };
-    let outcome = store.reembed(&name, embedder.as_ref(), args.batch, &mut on_batch);
+    let outcome = store.reembed(&name, embedder.as_ref(), args.batch as usize, &mut on_batch);
     progress.finish();
     let outcome = outcome?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -141,21 +182,11 @@ pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
         after.live_chunks
     );
     if args.activate {
-        let before = store.spaces()?.into_iter().find(|s| s.active);
+        let spaces = store.spaces()?;
         store.activate(&name)?;
         eprintln!("reembed: space {name:?} is active: searches use it");
-        match before {
-            Some(old) if args.drop_old && old.name != name => {
-                // The default space is dropped by its first name whatever it answers to.
-                let first = store.spaces()?.into_iter().next().map(|s| s.name);
-                let old_name = if first.as_deref() == Some(old.name.as_str()) {
-                    ratchetdb::DEFAULT_SPACE.to_owned()
-                } else {
-                    old.name
-                };
-                crate::commands::spaces::drop_space(&store, &old_name)?;
-            }
-            _ => {}
+        if args.drop_old {
+            drop_old(&store, &name, &spaces)?;
         }
     } else if !after.active {
         eprintln!(
@@ -169,4 +200,56 @@ pub fn run(args: ReembedArgs) -> Result<ExitCode, Failure> {
         );
     }
     Ok(exit::ok())
+}
+
+/// `--drop-old`: drops the space that was active before space `name` (`spaces`: the spaces
+/// as they were before it was activated). When `name` was active already (a run stopped
+/// between the activation and the drop, or an earlier `--activate`), the space active before
+/// it is not recorded: the default space is dropped when it is the only other one (it was
+/// active before, or no space still there was), nothing when `name` is the default space
+/// already, and with other spaces beside them nothing is dropped and the run fails saying
+/// so.
+fn drop_old(store: &Store, name: &str, spaces: &[ratchetdb::SpaceInfo]) -> Result<(), Failure> {
+    // The default space is dropped by its first name whatever it answers to.
+    let default = spaces.first().map(|s| s.name.as_str());
+    let old = match spaces.iter().find(|s| s.active) {
+        Some(old) if old.name != name => old.name.as_str(),
+        _ if default == Some(name) => {
+            eprintln!("reembed: space {name:?} is the default space already: nothing to drop");
+            return Ok(());
+        }
+        _ => {
+            let others: Vec<&str> = spaces
+                .iter()
+                .skip(1)
+                .map(|s| s.name.as_str())
+                .filter(|s| *s != name)
+                .collect();
+            if !others.is_empty() {
+                return Err(Failure(format!(
+                    "space {name:?} was active before this run, so the space active before it \
+                     is not known (besides the default space the store has {}); nothing was \
+                     dropped: `{} spaces drop NAME` drops one (`spaces drop default` promotes \
+                     {name:?} in the default space's place)",
+                    others
+                        .iter()
+                        .map(|s| format!("{s:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    crate::program_name()
+                )));
+            }
+            eprintln!(
+                "reembed: space {name:?} was active already; the space active before it was \
+                 the default one (the only other): dropping it now"
+            );
+            default.unwrap_or(ratchetdb::DEFAULT_SPACE)
+        }
+    };
+    let old = if Some(old) == default {
+        ratchetdb::DEFAULT_SPACE
+    } else {
+        old
+    };
+    crate::commands::spaces::drop_space(store, old)
 }
