@@ -7,7 +7,9 @@
 //! `search` alike: the model name it recorded says which embedder made its vectors, and for
 //! MiniLM the model folder is found the same way (`--model`, `RATCHET_MODEL`, then the
 //! installed model). An explicit `--model` that does not exist, or that a hashing store
-//! cannot use, is an error rather than ignored.
+//! cannot use, is an error rather than ignored. A hashing store with a MiniLM space (after
+//! `ratchet reembed --model DIR`) takes `--model` for that space: its default space keeps
+//! the hashing embedder, and the space's vectors come from the model in DIR.
 
 use crate::Failure;
 pub use ratchetdb::MINILM_NAME;
@@ -73,7 +75,14 @@ pub fn for_folder_ingest(
             .filter(|name| is_lexical(name) || *name == MINILM_NAME)
             .map(str::to_string);
         if let Some(recorded) = runnable {
-            let embedder = for_store(db, Some(&recorded), model_flag)?;
+            // `--model` on a hashing store is for its MiniLM space, when it has one
+            // (`for_spaces` loads it); the default space keeps the hashing embedder.
+            let flag = if is_lexical(&recorded) && has_minilm_space(&existing) {
+                None
+            } else {
+                model_flag
+            };
+            let embedder = for_store(db, Some(&recorded), flag)?;
             if let Some(stored) = existing.dimension().filter(|d| *d != embedder.dimension()) {
                 return Err(open_failure(
                     db,
@@ -94,6 +103,13 @@ pub fn for_folder_ingest(
     let embedder = for_ingest(configured_model_dir(model_flag).as_deref())?;
     let store = open_store(db, embedder.as_ref(), base)?;
     Ok((store, embedder))
+}
+
+/// Whether `store` has a vector space of MiniLM vectors besides its default one.
+fn has_minilm_space(store: &Store) -> bool {
+    store
+        .spaces()
+        .is_ok_and(|spaces| spaces.iter().skip(1).any(|s| s.model == MINILM_NAME))
 }
 
 #[cfg(feature = "minilm")]
@@ -276,19 +292,24 @@ fn open_failure(db: &Path, name: &str, error: OpenError) -> Failure {
     }
 }
 
+/// A vector space's name and the embedder of its model.
+pub type SpaceEmbedder = (String, Box<dyn Embedder>);
+
 /// The embedders of `store`'s vector spaces beside the default one that ratchet can run (the
 /// hashing embedder of any width; MiniLM, found as for a search), by space name, for
 /// `ingest` to embed new chunks for them too. A space whose model cannot be loaded is left
 /// out with a warning: a new revision needs its vectors only once it is complete (then the
-/// write is refused and reported), and `ratchet reembed` fills it in otherwise.
+/// write is refused and reported), and `ratchet reembed` fills it in otherwise. An explicit
+/// `--model` (`model_flag`) is for the MiniLM spaces: one it cannot load for them is an
+/// error, as it is for a MiniLM store, not a warning.
 pub fn for_spaces(
     store: &Store,
     db: &Path,
     model_flag: Option<&Path>,
     progress: &crate::progress::Progress,
-) -> Vec<(String, Box<dyn Embedder>)> {
+) -> Result<Vec<SpaceEmbedder>, Failure> {
     let Ok(spaces) = store.spaces() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for space in spaces.into_iter().skip(1) {
@@ -301,6 +322,18 @@ pub fn for_spaces(
             Ok(embedder) if Some(embedder.dimension()) == space.dimension => {
                 out.push((space.name, embedder))
             }
+            Err(Failure(why)) if flag.is_some() && space.model == MINILM_NAME => {
+                let why = if cfg!(feature = "minilm") {
+                    why
+                } else {
+                    format!("this ratchet was built without MiniLM support: {BUILD_HINT}")
+                };
+                return Err(Failure(format!(
+                    "--model is for the space {:?} ({MINILM_NAME}) of {}, but {why}",
+                    space.name,
+                    ratchetdb::redact_address(db)
+                )));
+            }
             Ok(_) | Err(_) => progress.println(&format!(
                 "warning: the space {:?} ({}) cannot be embedded by this ratchet: new chunks get no \
                  vector there (`{} reembed` fills them in)",
@@ -310,5 +343,5 @@ pub fn for_spaces(
             )),
         }
     }
-    out
+    Ok(out)
 }

@@ -277,7 +277,7 @@ pub fn run(args: FolderArgs) -> Result<ExitCode, Failure> {
         None => Sink::Direct(store.clone()),
     };
     let embedded_so_far = AtomicU64::new(0);
-    let spaces = embedder::for_spaces(&store, &args.db, args.model.as_deref(), &progress);
+    let spaces = embedder::for_spaces(&store, &args.db, args.model.as_deref(), &progress)?;
     let context = Context {
         roots: &roots,
         store: &store,
