@@ -22,7 +22,7 @@
 //! points in parallel under it, see `build.rs`).
 
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -179,8 +179,10 @@ fn links0_range(m: usize) -> (usize, usize) {
 }
 
 /// Bytes that do not grow with the points: the centroids and one query's lookup table.
-/// (The vectors held before training, or the training sample of a load, are at most an
-/// eighth of the budget and gone once the graph fills: they are not counted against it.)
+/// (The vectors held before training, or the training sample of a load, are an eighth of
+/// the budget, but never fewer than [`MIN_TRAIN_AT`] vectors, which under a budget near
+/// the smallest is more than an eighth; they are gone once the graph fills and are not
+/// counted against it.)
 fn fixed_bytes(dim: usize) -> u64 {
     let dim = dim as u64;
     let centroids = super::pq::CENTROIDS as u64 * dim * 4;
@@ -201,11 +203,12 @@ fn max_code_len(dim: usize) -> usize {
 pub(crate) fn smallest_budget(live: usize, dim: usize, m: usize) -> u64 {
     let capacity = capacity_for(live) as u64;
     let fixed = fixed_bytes(dim);
-    let points = capacity * (point_overhead(m, links0_range(m).0) + min_code_len(dim) as u64);
+    let points =
+        capacity.saturating_mul(point_overhead(m, links0_range(m).0) + min_code_len(dim) as u64);
     // The index gets (CACHE_SHARE - 1) / CACHE_SHARE of the budget.
-    let index = fixed + points;
+    let index = fixed.saturating_add(points);
     let budget = index.saturating_mul(CACHE_SHARE).div_ceil(CACHE_SHARE - 1);
-    budget.max(index + MIN_CACHE_BYTES)
+    budget.max(index.saturating_add(MIN_CACHE_BYTES))
 }
 
 /// The points planned for when `live` are live: room to grow by an eighth (the index is
@@ -324,6 +327,9 @@ pub(crate) struct BudgetIndex {
     plan: Plan,
     inner: RwLock<Inner>,
     closed: AtomicBool,
+    /// [`Self::resident_bytes`] when the last load ended ([`Self::walk`], or a saved index
+    /// read back): what the plan's points really took (see [`Self::outgrown`]).
+    loaded_bytes: AtomicU64,
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -495,6 +501,7 @@ impl BudgetIndex {
                 loading: false,
             }),
             closed: AtomicBool::new(false),
+            loaded_bytes: AtomicU64::new(0),
         })
     }
 
@@ -561,12 +568,26 @@ impl BudgetIndex {
     }
 
     /// Whether `adding` more points would take the index past its plan: past twice the
-    /// points planned for, or (grown since the plan) its bytes (by [`Self::resident_bytes`], each new point
-    /// counted at its code and links) past the budget less the page cache's share. The
-    /// owner then loads it again with a plan for its size.
+    /// points planned for, or (grown since the plan) its bytes (by [`Self::resident_bytes`],
+    /// each new point counted at its code and links) past the budget less the page cache's
+    /// share. The owner then loads it again with a plan for its size.
+    ///
+    /// Points are counted live or dead: a removed point keeps its code and links until the
+    /// next load, so a store whose chunks are replaced over and over (its live count flat)
+    /// is reloaded, and its dead points dropped, as one that grows is.
+    ///
+    /// The load itself may come out above the budget's share (hashbrown sizes the id map
+    /// by powers of two: up to about twice the entries the plan counts): the index then
+    /// grows by the plan's room for growth (`capacity - planned` points) past what the load
+    /// took before it is reloaded, since loading the same points again would take the same
+    /// bytes and reload it again at every commit.
     pub(crate) fn outgrown(&self, adding: usize) -> bool {
         let plan = self.plan;
-        let after = self.len_live().saturating_add(adding);
+        let points = {
+            let inner = self.inner.read();
+            inner.ids.len().saturating_add(inner.pending.len())
+        };
+        let after = points.saturating_add(adding);
         if after > plan.capacity.saturating_mul(2) {
             return true;
         }
@@ -578,8 +599,14 @@ impl BudgetIndex {
         let per_point = plan.code_len as u64 + point_overhead(self.m, self.m0);
         let bytes = self
             .resident_bytes()
-            .saturating_add(adding as u64 * per_point);
-        self.is_trained() && bytes > plan.budget.saturating_sub(plan.cache_bytes)
+            .saturating_add((adding as u64).saturating_mul(per_point));
+        let room = (plan.capacity.saturating_sub(plan.planned) as u64).saturating_mul(per_point);
+        let limit = plan.budget.saturating_sub(plan.cache_bytes).max(
+            self.loaded_bytes
+                .load(Ordering::SeqCst)
+                .saturating_add(room),
+        );
+        self.is_trained() && bytes > limit
     }
 
     /// Number of live vectors.
@@ -718,9 +745,18 @@ impl BudgetIndex {
     /// Walks layer 0 from the entry now (see [`Inner::walk`]), and from now on whenever
     /// one is due: a load ends with one.
     pub(crate) fn walk(&self) {
-        let mut inner = self.inner.write();
-        inner.loading = false;
-        inner.walk(self.m0);
+        {
+            let mut inner = self.inner.write();
+            inner.loading = false;
+            inner.walk(self.m0);
+        }
+        self.note_loaded();
+    }
+
+    /// Records what the index takes now, as its load left it (see [`Self::outgrown`]).
+    fn note_loaded(&self) {
+        self.loaded_bytes
+            .store(self.resident_bytes(), Ordering::SeqCst);
     }
 
     /// Removes `id`; returns whether it was live.
@@ -1188,6 +1224,42 @@ mod tests {
             rerank_per_hit(384, code(2500 << 10).expect("2,500 KiB")),
             RERANK_PER_HIT
         );
+    }
+
+    // Regression (review of issue 48, 2026-12-07): hashbrown sizes the id map by powers of
+    // two, so a load of 1,800 points maps up to about twice the entries the plan counts,
+    // and under the smallest budget the loaded index came out above its share. Every
+    // commit that added a vector then found it "outgrown" and reloaded it, and the reload
+    // came out the same. Growth now counts from what the load took.
+    #[test]
+    fn a_load_above_its_share_grows_by_the_plans_room_before_a_reload() {
+        let (live, dim, m) = (1800, 32, 8);
+        let plan = plan(smallest_budget(live, dim, m), live, dim, m).expect("plan");
+        let data = low_rank_vectors(21, live + plan.capacity, dim);
+        let index = BudgetIndex::new(dim, Metric::Cosine, m, 50, plan).expect("index");
+        index.reserve(live);
+        index.hold_walks();
+        index.insert_batch(&items(&data[..live])).expect("load");
+        index.walk();
+        let share = plan.budget - plan.cache_bytes;
+        assert!(
+            index.resident_bytes() > share,
+            "the case needs a load above its share: {} bytes, share {share}",
+            index.resident_bytes()
+        );
+        // One more vector, as a commit brings it: not a reason to load the same again.
+        assert!(!index.outgrown(1));
+        index
+            .insert_batch(&[(live as u64, data[live].as_slice())])
+            .expect("add");
+        assert!(!index.outgrown(1));
+        // Past the plan's room for growth (its capacity, an eighth over), it is.
+        let room = plan.capacity - plan.planned;
+        let more: Vec<(u64, &[f32])> = (live + 1..live + room + 1)
+            .map(|i| (i as u64, data[i].as_slice()))
+            .collect();
+        index.insert_batch(&more).expect("grow");
+        assert!(index.outgrown(1));
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod racing_writers_under_a_budget_never_return_a_superseded_chunk;
 mod recall_at_a_budget_against_exact_search;
 mod reopen_under_a_budget_scores_hits_exactly;
 mod reopening_under_the_same_budget_loads_the_saved_index;
+mod replacing_chunks_under_a_budget_keeps_the_dead_points_bounded;
 mod the_rerank_width_bounds_the_candidates_scored_from_the_file;
 
 use ratchetdb::{Options, SearchOptions, Store};

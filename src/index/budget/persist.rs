@@ -603,6 +603,7 @@ impl BudgetIndex {
             // What no walk from the entry reaches is not saved: found again.
             inner.walk(index.m0);
         }
+        index.note_loaded();
         Ok(index)
     }
 }
