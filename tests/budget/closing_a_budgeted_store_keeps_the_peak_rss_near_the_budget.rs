@@ -30,7 +30,9 @@ const TEXT_BYTES: usize = 3000;
 /// The child: fills a store at `dir` with `n` one-chunk documents under `budget` (drawn a
 /// batch at a time), waits for its index, then closes it. Prints how far the peak resident
 /// set rose above the resident set before the close, and the file's length before and after.
+#[cfg(target_os = "linux")]
 fn measure(dir: &std::path::Path, budget: u64, n: usize) {
+    pin_to_one_cpu();
     let vectors = Structured::new(81, DIM);
     let mut rng = Rng::new(82);
     let filler = "lorem ipsum dolor sit amet ".repeat(TEXT_BYTES / 27 + 1);
@@ -55,6 +57,30 @@ fn measure(dir: &std::path::Path, budget: u64, n: usize) {
         "\nclose_growth={} file_before={file_before} file_after={file_after}",
         peak.saturating_sub(before)
     );
+}
+
+/// Pins this thread, and the threads it starts from here on (the store's), to the CPU it
+/// runs on. The kernel counts a process's resident pages per CPU and folds each CPU's
+/// count into the total that `VmRSS` and `VmHWM` read in steps of up to 32 pages a
+/// counter (anonymous, file and shared pages), so a reading on two CPUs may be off by up
+/// to 2 x 32 pages a counter, 768 KiB in all, more than the bound this test checks (one
+/// run under load measured 832 KiB of growth where runs alone measured 0-96 KiB). On one
+/// CPU a reading is off by at most half that, and in practice by the anonymous pages'
+/// share of it.
+#[cfg(target_os = "linux")]
+fn pin_to_one_cpu() {
+    // SAFETY: `sched_getcpu` takes nothing; `set` is a zeroed `cpu_set_t` that `CPU_SET`
+    // marks one CPU of (an index below `CPU_SETSIZE`, as `sched_getcpu` returns), and
+    // `sched_setaffinity` reads `size_of::<cpu_set_t>()` bytes of it.
+    unsafe {
+        let cpu = libc::sched_getcpu();
+        if cpu < 0 {
+            return;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 #[test]
