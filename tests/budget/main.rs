@@ -9,14 +9,20 @@ mod search_support;
 
 /// One writer racing searches (the racing writer scenarios).
 mod race;
+/// Every row of a closed store file (the refused opens' scenarios).
+mod store_rows;
 
 mod a_damaged_budgeted_snapshot_is_ignored_and_rebuilt;
+mod a_first_vector_of_a_dimension_the_budget_cannot_hold_is_refused;
 mod a_per_document_search_of_a_few_long_documents_finds_k_of_them;
 mod a_space_under_a_budget_is_scanned_from_the_file;
 mod a_store_filled_from_empty_under_a_budget_settles;
 mod a_tight_budget_thins_layer_0_for_the_codes_and_keeps_recall;
 mod alternating_budgeted_and_unbudgeted_opens_each_keep_their_index;
 mod an_impossible_budget_is_refused_naming_the_smallest_that_works;
+mod an_impossible_budget_leaves_an_older_schema_unconverted;
+mod an_impossible_budget_records_no_dimension_the_options_give;
+mod an_impossible_budget_with_the_text_index_off_leaves_the_file_as_it_was;
 mod an_old_format_budgeted_snapshot_is_rebuilt_not_served;
 mod budgeted_index_memory_stays_within_the_budget;
 mod build_refuses_a_budget_the_store_has_outgrown;

@@ -121,27 +121,11 @@ impl RedbBackend {
         if recognised.converted {
             open::compact_after_conversion(&mut db);
         }
-        let budgeted = options.memory_budget.is_some();
+        // (A budget too small for the live vectors was refused by `recognise`, before it
+        // wrote anything.)
         let engine = Arc::new(Engine::new(
             db, storage, path, is_file, shared, options, recognised,
         ));
-        if budgeted {
-            // A budget too small for the live chunks is refused before anything is loaded
-            // (nothing has been written: the checks above only read).
-            if let Some(dim) = engine.dimension() {
-                let live = engine
-                    .snapshot()
-                    .and_then(|snapshot| snapshot.live_vectors())
-                    .unwrap_or(0);
-                if let Some((field, why)) = crate::index::budget::refusal(
-                    engine.options(),
-                    usize::try_from(live).unwrap_or(usize::MAX),
-                    dim,
-                ) {
-                    return Err(crate::error::InputError::new(field, why).into());
-                }
-            }
-        }
         let gate = Arc::new(Gate::default());
         let indexer = Indexer::start(engine.clone(), gate.clone());
         let weak = Arc::downgrade(&indexer);
@@ -282,6 +266,7 @@ impl Backend for RedbBackend {
     }
 
     fn upsert(&self, doc: Document) -> Result<Outcome, WriteError> {
+        refuse_dimension_over_budget(&self.engine, &doc)?;
         let doc = self.engine.prepare_document(doc)?;
         self.engine.run_one(DocumentOp::Upsert(doc))
     }
@@ -308,7 +293,31 @@ impl Backend for RedbBackend {
     }
 
     fn write_batch(&self, ops: Vec<Op>) -> Result<GroupOutcomes, WriteError> {
-        self.engine.write_batch(ops)
+        if !may_refuse_a_dimension(&self.engine) {
+            return self.engine.write_batch(ops);
+        }
+        // An operation refused for the budget keeps its place in the answers and never
+        // reaches the batch, as one refused while being validated does.
+        let mut refused = Vec::with_capacity(ops.len());
+        let mut passed = Vec::with_capacity(ops.len());
+        for op in ops {
+            let refusal = match &op {
+                Op::Upsert(doc) => refuse_dimension_over_budget(&self.engine, doc).err(),
+                _ => None,
+            };
+            if refusal.is_none() {
+                passed.push(op);
+            }
+            refused.push(refusal);
+        }
+        let mut applied = self.engine.write_batch(passed)?.into_iter();
+        Ok(refused
+            .into_iter()
+            .filter_map(|refusal| match refusal {
+                Some(error) => Some(Err(error)),
+                None => applied.next(),
+            })
+            .collect())
     }
 
     fn sync(&self) -> Result<(), WriteError> {
@@ -423,6 +432,50 @@ impl Backend for RedbBackend {
     }
 }
 
+/// Whether [`refuse_dimension_over_budget`] may refuse anything now: the store is under
+/// a budget and has no dimension yet.
+fn may_refuse_a_dimension(engine: &Engine) -> bool {
+    engine.options().memory_budget.is_some() && engine.dimension().is_none()
+}
+
+/// Refuses an upsert whose vectors would fix the store's dimension at one that
+/// [`Options::memory_budget`] cannot hold even for an empty store: an [`InputError`] on
+/// `memory_budget` naming the smallest budget that works, and nothing written. The open
+/// refuses such a budget for a dimension the file records or the options give; without
+/// this, a store opened with neither took its dimension from its first write, and its
+/// budgeted index then ran over the budget (planned at the smallest budget that works)
+/// until the next open refused it.
+///
+/// Once a dimension is recorded this refuses nothing: the open (or the first write) checked
+/// it, and a vector of another dimension is a `DimensionMismatch`. Checked before the
+/// document is validated, and against no transaction: whether a dimension is refused
+/// depends on the budget alone, so a write racing the one that fixes the dimension is
+/// either refused here (its dimension is impossible) or passes with a possible one.
+///
+/// [`InputError`]: crate::error::InputError
+fn refuse_dimension_over_budget(engine: &Engine, doc: &Document) -> Result<(), WriteError> {
+    if !may_refuse_a_dimension(engine) {
+        return Ok(());
+    }
+    let Some(dimension) = doc
+        .chunks
+        .iter()
+        .find_map(|chunk| chunk.vector.as_ref().map(Vec::len))
+    else {
+        return Ok(());
+    };
+    match crate::index::budget::refusal(engine.options(), 0, dimension) {
+        Some((field, why)) => Err(crate::error::InputError::new(
+            field,
+            format!(
+                "a first vector of {dimension} dimensions would fix the store's dimension: {why}"
+            ),
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
 impl GroupCommit for Engine {
     fn path(&self) -> &Path {
         Engine::path(self)
@@ -433,6 +486,9 @@ impl GroupCommit for Engine {
     }
 
     fn prepare(&self, op: Op) -> Result<PreparedOp, WriteError> {
+        if let Op::Upsert(doc) = &op {
+            refuse_dimension_over_budget(self, doc)?;
+        }
         Engine::prepare(self, op)
     }
 

@@ -83,13 +83,10 @@ pub(crate) fn as_writer<T>(
         || {
             check_options(options)?;
             // A budget too small for even an empty store creates no file (one for an
-            // existing file is checked against its live vectors once it is open).
+            // existing file is checked against its live vectors by `recognise`, before
+            // anything is written to it).
             if !path.exists() {
-                if let Some((field, why)) =
-                    crate::index::budget::refusal(options, 0, options.dimension.unwrap_or(1))
-                {
-                    return Err(InputError::new(field, why).into());
-                }
+                refuse_impossible_budget(options, 0, options.dimension)?;
             }
             with_lock_wait(
                 options.wait_for_lock,
@@ -355,6 +352,16 @@ pub(crate) fn recognise(
 ) -> Result<Recognised, OpenError> {
     initialise_if_new(db, path, options)?;
     let recorded = read_recorded(db, path, options)?;
+    // A budget too small for the live vectors is refused before anything is written: no
+    // conversion (nor its backup file), no dimension or model recorded, no text index
+    // built or removed. The dimension is the recorded one, or the one the options would
+    // record; the live count is the file's own (its `live.vectors` gauge, which every
+    // schema keeps).
+    refuse_impossible_budget(
+        options,
+        recorded.live_vectors,
+        recorded.dimension.or(options.dimension),
+    )?;
     let mut converted = false;
     if let Some(version) = recorded.convert_from {
         match db.writable() {
@@ -592,13 +599,34 @@ fn initialise_if_new(db: &Db, path: &Path, options: &Options) -> Result<(), Open
         return Ok(());
     }
     match db.writable() {
-        Some(writable) => initialise(writable, options).map_err(err),
+        Some(writable) => {
+            // A budget too small for even an empty store leaves a new database as it was
+            // (a caller's backend; a new file was refused before it was created).
+            refuse_impossible_budget(options, 0, options.dimension)?;
+            initialise(writable, options).map_err(err)
+        }
         // Creating a store commits its tables before the file gets its name, so a store
         // never lacks them; a read-only open does not add them.
         None => Err(OpenError::NotAStore {
             path: path.to_path_buf(),
             detail: "it is a redb file without any tables (no ratchetdb store)".to_string(),
         }),
+    }
+}
+
+/// [`InputError`] on `memory_budget` naming the smallest budget that works, if
+/// [`Options::memory_budget`] cannot hold the index of `live` vectors of `dimension`
+/// dimensions (`None`: none recorded or given yet, where a store of any dimension needs
+/// at least what one of a single dimension does); see `index::budget::refusal`.
+fn refuse_impossible_budget(
+    options: &Options,
+    live: u64,
+    dimension: Option<usize>,
+) -> Result<(), OpenError> {
+    let live = usize::try_from(live).unwrap_or(usize::MAX);
+    match crate::index::budget::refusal(options, live, dimension.unwrap_or(1)) {
+        Some((field, why)) => Err(InputError::new(field, why).into()),
+        None => Ok(()),
     }
 }
 
@@ -610,10 +638,12 @@ struct Recorded {
     dimension: Option<usize>,
     model: Option<String>,
     high_water: u64,
+    /// The `live.vectors` gauge: the vectors the default space's index holds.
+    live_vectors: u64,
 }
 
 /// Reads the meta table (format marker, schema version, metric, dimension, model) and the
-/// ticket high water, refusing what contradicts `options`.
+/// ticket high water and live vector count, refusing what contradicts `options`.
 fn read_recorded(db: &Db, path: &Path, options: &Options) -> Result<Recorded, OpenError> {
     let err = |e: redb::Error| open_error(path, e);
     let txn = db.begin_read().map_err(|e| err(e.into()))?;
@@ -634,13 +664,19 @@ fn read_recorded(db: &Db, path: &Path, options: &Options) -> Result<Recorded, Op
     let convert_from = check_schema_version(&meta, path)?;
     let metric = recorded_metric(&meta, path, options)?;
     let (dimension, model) = recorded_dimension_and_model(&meta, path, options)?;
-    let high_water = {
+    let (high_water, live_vectors) = {
         let counters = txn.open_table(COUNTERS).map_err(|e| err(e.into()))?;
-        counters
-            .get(seq_key::TICKET_HIGH_WATER)
-            .map_err(|e| err(e.into()))?
-            .map(|v| v.value())
-            .unwrap_or(0)
+        let read = |key: &str| -> Result<u64, OpenError> {
+            Ok(counters
+                .get(key)
+                .map_err(|e| err(e.into()))?
+                .map(|v| v.value())
+                .unwrap_or(0))
+        };
+        (
+            read(seq_key::TICKET_HIGH_WATER)?,
+            read(crate::types::counters::name::LIVE_VECTORS)?,
+        )
     };
     Ok(Recorded {
         convert_from,
@@ -648,6 +684,7 @@ fn read_recorded(db: &Db, path: &Path, options: &Options) -> Result<Recorded, Op
         dimension,
         model,
         high_water,
+        live_vectors,
     })
 }
 
