@@ -80,9 +80,27 @@ fn resolved<'a>(chunk: &'a Value, doc: &'a Value) -> Vec<(Vec<String>, &'a Value
     out
 }
 
+/// Filter indexes built on this thread so far (the crate's own tests: a search that builds
+/// one per query holds a whole-store index beside the shared one, see
+/// `indexer::filtered_space_search_tests`). Per thread, so tests running beside each other
+/// in one process do not count each other's.
+#[cfg(test)]
+pub(crate) fn builds_on_this_thread() -> u64 {
+    BUILDS.with(std::cell::Cell::get)
+}
+
+#[cfg(test)]
+thread_local! {
+    static BUILDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl FilterIndex {
-    /// Builds the index from every live document of `snapshot`.
+    /// Builds the index from every live document of `snapshot`: a posting and a row for
+    /// every live chunk, so a search builds one for itself only when the shared one
+    /// ([`FilterCache`]) cannot answer for its snapshot.
     pub(crate) fn build(snapshot: &Snapshot) -> Result<FilterIndex, ReadError> {
+        #[cfg(test)]
+        BUILDS.with(|builds| builds.set(builds.get() + 1));
         let mut index = FilterIndex {
             covered: snapshot.commit()?,
             docs: HashMap::new(),
@@ -386,7 +404,10 @@ pub(crate) struct Matching<'a> {
 }
 
 impl Matching<'_> {
-    /// Evaluates `filter` on an index built from `snapshot` for this search alone.
+    /// Evaluates `filter` on an index built from `snapshot` for this search alone: a whole
+    /// index of the store's live chunks, outside any memory budget, so searches ask the
+    /// shared one first ([`FilterCache::evaluate`]) and come here only when it has moved
+    /// past their snapshot on their last attempt.
     pub(crate) fn from_snapshot(
         snapshot: &Snapshot,
         filter: &Filter,

@@ -103,6 +103,24 @@ pub(crate) struct Indexer {
     apply_done: AtomicU64,
     /// Held by each applier or follower pass (see [`Indexer::apply_pass`]).
     passes: Mutex<()>,
+    /// Held by a `build_index` under a memory budget (see [`Indexer::build_budgeted`]).
+    budgeted_builds: Mutex<()>,
+    /// The budgeted indexes this store held at once, at most (the crate's own tests).
+    #[cfg(test)]
+    pub(crate) budgeted: Arc<BudgetedGauge>,
+    /// Told when a budgeted `build_index` begins (the crate's own tests).
+    #[cfg(test)]
+    pub(crate) build_entered: Mutex<Option<crossbeam_channel::Sender<()>>>,
+    /// Where a budgeted `build_index` waits after its load, before it publishes and catches
+    /// up (the crate's own tests: what it signals, and what it waits for).
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub(crate) build_pause: Mutex<
+        Option<(
+            crossbeam_channel::Sender<()>,
+            crossbeam_channel::Receiver<()>,
+        )>,
+    >,
     gate: Arc<Gate>,
     /// Last, so it drops last: the store's last handle drops the indexer, whose engine is
     /// then the last reference, and the engine's drop compacts the file
@@ -132,6 +150,13 @@ impl Indexer {
             apply_requested: AtomicU64::new(0),
             apply_done: AtomicU64::new(0),
             passes: Mutex::new(()),
+            budgeted_builds: Mutex::new(()),
+            #[cfg(test)]
+            budgeted: Default::default(),
+            #[cfg(test)]
+            build_entered: Mutex::new(None),
+            #[cfg(test)]
+            build_pause: Mutex::new(None),
             gate,
         });
         let hook = Arc::downgrade(&indexer);
@@ -157,6 +182,15 @@ impl Indexer {
             }
         }
         self.spaces.close();
+    }
+
+    /// Unpublishes `live` if it is the index published (`Unloaded`: the next commit or
+    /// search may start a load).
+    fn unpublish(&self, live: &Arc<LiveIndex>) {
+        let mut state = self.state.write();
+        if matches!(&*state, IndexState::Loaded(now) if Arc::ptr_eq(now, live)) {
+            *state = IndexState::Unloaded;
+        }
     }
 
     /// A loader ended without publishing an index: the next commit or search may start one.
@@ -223,7 +257,10 @@ impl Indexer {
         });
         if !matches!(caught_up, Ok(true)) {
             // The changelog could not bring it up to date: load it again from the vectors.
-            *self.state.write() = IndexState::Unloaded;
+            // Only this index: a budgeted build may have unpublished it meanwhile, and its
+            // `Loading` is its own (a second load beside it would hold two indexes).
+            self.unpublish(&live);
+            drop(live);
             self.start_index();
             return;
         }
@@ -338,30 +375,31 @@ impl Indexer {
         for _ in 0..SEARCH_ATTEMPTS {
             let snapshot = self.engine.search_snapshot()?;
             let query = query_at(&snapshot)?;
-            let Some(live) = self.live() else {
+            let live = match self.live() {
+                Some(live) if !live.catch_up(&snapshot)? => None,
+                live => live,
+            };
+            let Some(live) = live else {
+                // No index that can serve (loading, or loading again): the snapshot is
+                // scanned, its filter evaluated on the shared filter index (one built for
+                // each search was a whole index of the store's chunks per query, for as
+                // long as the index loads, under a budget too).
+                let Some(matching) = self.shared_matching(&snapshot, options)? else {
+                    continue;
+                };
                 let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, None, &query, k, options, metric, None, None,
+                    &snapshot, None, None, &query, k, options, metric, matching, None,
                 )?;
                 return then(&snapshot, hits);
             };
-            if !live.catch_up(&snapshot)? {
-                let hits = crate::backend::redb::derived::search::search(
-                    &snapshot, None, None, &query, k, options, metric, None, None,
-                )?;
-                return then(&snapshot, hits);
-            }
             let seq = snapshot.commit()?;
             if live.applied() != seq {
                 continue;
             }
             // The filter index, brought up to the snapshot too (a newer search may have
             // taken it past it: then retry on a newer snapshot, as for the vector index).
-            let matching = match &options.filter {
-                Some(filter) => match self.filters.evaluate(&snapshot, filter)? {
-                    Some(matching) => Some(matching),
-                    None => continue,
-                },
-                None => None,
+            let Some(matching) = self.shared_matching(&snapshot, options)? else {
+                continue;
             };
             let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
@@ -440,7 +478,16 @@ impl Indexer {
             })?;
             if self.engine.options().memory_budget.is_some() {
                 // Under a memory budget no space's vectors are held in memory: its rows are
-                // scanned in this snapshot (exact), within the page cache's share.
+                // scanned in this snapshot (exact), within the page cache's share. A filter
+                // is evaluated on the shared filter index, as the unbudgeted search does:
+                // one built for the search (what `search` does without one) was a whole
+                // index of the store's chunks per query, outside the budget.
+                let matching = match self.shared_matching(&snapshot, options)? {
+                    Some(matching) => matching,
+                    // Commits kept landing: this last snapshot's own.
+                    None if attempt == SEARCH_ATTEMPTS => None,
+                    None => continue,
+                };
                 let hits = crate::backend::redb::derived::search::search(
                     &snapshot,
                     None,
@@ -449,7 +496,7 @@ impl Indexer {
                     k,
                     options,
                     metric,
-                    None,
+                    matching,
                     Some(row.id),
                 )?;
                 return then(&snapshot, hits).map(Some);
@@ -464,13 +511,10 @@ impl Indexer {
             };
             let Some(index) = index else { continue };
             let seq = snapshot.commit()?;
-            let matching = match &options.filter {
-                Some(filter) => match self.filters.evaluate(&snapshot, filter)? {
-                    Some(matching) => Some(matching),
-                    None if attempt == SEARCH_ATTEMPTS => None,
-                    None => continue,
-                },
-                None => None,
+            let matching = match self.shared_matching(&snapshot, options)? {
+                Some(matching) => matching,
+                None if attempt == SEARCH_ATTEMPTS => None,
+                None => continue,
             };
             let hits = crate::backend::redb::derived::search::search(
                 &snapshot,
@@ -491,6 +535,22 @@ impl Indexer {
             what: "vector space index".into(),
             detail: "a space's index loaded for one snapshot covers another".into(),
         })
+    }
+
+    /// The chunks `options.filter` matches at `snapshot`'s commit, on the shared filter
+    /// index: `Some(None)` without a filter, `None` when the index covers a newer commit
+    /// (the caller retries on a newer snapshot).
+    #[allow(clippy::type_complexity)]
+    fn shared_matching<'s>(
+        &'s self,
+        snapshot: &Snapshot,
+        options: &SearchOptions,
+    ) -> Result<Option<Option<crate::backend::redb::derived::filter_index::Matching<'s>>>, ReadError>
+    {
+        match &options.filter {
+            Some(filter) => Ok(self.filters.evaluate(snapshot, filter)?.map(Some)),
+            None => Ok(Some(None)),
+        }
     }
 
     /// The filter index's chunks matching `filter` at `snapshot`'s commit (`None`: it
@@ -623,54 +683,7 @@ impl Indexer {
             return Ok(());
         };
         if let Some(budget) = self.engine.options().memory_budget {
-            // Under a budget, building is loading: planned for today's vectors, codes
-            // trained on them, every vector streamed in, then saved whole. A budget the
-            // store has outgrown is refused here as it is at open (the index that serves
-            // is left as it is).
-            // Read through the bulk handle, as the background loader does: every vectors
-            // row read once must not fill the store's page cache.
-            let snapshot = self.engine.bulk_snapshot()?;
-            let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
-            if let Some((field, why)) =
-                crate::index::budget::refusal(self.engine.options(), live, dimension)
-            {
-                return Err(crate::error::InputError::new(field, why).into());
-            }
-            // The index that serves is unpublished first, so the process never holds two
-            // budgeted indexes at once: until the new one is published, searches scan the
-            // file (exact), as they do while an index loads after open.
-            *self.state.write() = IndexState::Loading;
-            crate::sys::release_free_heap();
-            let loaded = LiveIndex::load(
-                &snapshot,
-                dimension,
-                self.engine.metric(),
-                self.engine.options().index,
-                Some(budget),
-            );
-            drop(snapshot);
-            let live = match loaded {
-                Ok(live) => Arc::new(live),
-                Err(e) => {
-                    // Nothing is published: the background loader brings one up again.
-                    self.loading_failed();
-                    self.start_index();
-                    return Err(e);
-                }
-            };
-            // What the load's pool threads freed goes back to the system now, not when
-            // they next allocate.
-            crate::sys::release_free_heap();
-            *self.state.write() = IndexState::Loaded(live.clone());
-            live.catch_up(&self.engine.snapshot()?)?;
-            while live.building.swap(true, Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let persisted = persist_budget(&self.background(), &live);
-            live.building.store(false, Ordering::SeqCst);
-            return persisted.map_err(|e| ReadError::IndexPersist {
-                detail: e.to_string(),
-            });
+            return self.build_budgeted(dimension, budget);
         }
         let live = match self.live() {
             Some(live) => live,
@@ -726,6 +739,175 @@ impl Indexer {
         persisted.map_err(|e| ReadError::IndexPersist {
             detail: e.to_string(),
         })
+    }
+
+    /// [`Indexer::build_index`] under a memory budget, where building is loading: planned
+    /// for today's vectors, codes trained on them, every vector streamed in, then saved
+    /// whole. A budget the store has outgrown is refused here as it is at open (the index
+    /// that serves is left as it is).
+    ///
+    /// The process never holds two budgeted indexes at once: a background load under way
+    /// (the one an open starts) is waited for, and so is background work holding the index
+    /// that serves (a save); then that index is unpublished and freed (once the searches
+    /// still holding it end) before the new one loads. Until the new one is published,
+    /// searches scan the file (exact), as they do while an index loads after open. Commits
+    /// made during the load that it cannot catch up with (another space promoted, or its
+    /// plan outgrown) unpublish it and load again, as the background loader does.
+    fn build_budgeted(&self, dimension: usize, budget: u64) -> Result<(), ReadError> {
+        #[cfg(test)]
+        self.signal_build_entered();
+        // One build at a time: each loads a whole index. While it is held, `Loading` is a
+        // background loader's.
+        let _one_build = self.budgeted_builds.lock();
+        // Whether this build holds the state (`Loading`, no index published).
+        let mut held = false;
+        for _ in 0..BUILD_ATTEMPTS {
+            let snapshot = if held {
+                match self.build_snapshot(dimension) {
+                    Ok(snapshot) => snapshot,
+                    Err(e) => {
+                        self.loading_failed();
+                        self.start_index();
+                        return Err(e);
+                    }
+                }
+            } else {
+                self.unpublish_for_build(dimension)?
+            };
+            #[cfg(test)]
+            let ticket = self.budgeted.load_started();
+            crate::sys::release_free_heap();
+            let loaded = LiveIndex::load(
+                &snapshot,
+                dimension,
+                self.engine.metric(),
+                self.engine.options().index,
+                Some(budget),
+            );
+            drop(snapshot);
+            let live = match loaded {
+                Ok(live) => Arc::new(live),
+                Err(e) => {
+                    // Nothing is published: the background loader brings one up again.
+                    self.loading_failed();
+                    self.start_index();
+                    return Err(e);
+                }
+            };
+            #[cfg(test)]
+            ticket.loaded(&live);
+            #[cfg(test)]
+            self.pause_after_build_load();
+            // What the load's pool threads freed goes back to the system now, not when
+            // they next allocate.
+            crate::sys::release_free_heap();
+            // Published building, so that no background save of it starts before its own.
+            live.building.store(true, Ordering::SeqCst);
+            *self.state.write() = IndexState::Loaded(live.clone());
+            match self.engine.snapshot().and_then(|s| live.catch_up(&s)) {
+                Ok(true) => {
+                    let persisted = persist_budget(&self.background(), &live);
+                    live.building.store(false, Ordering::SeqCst);
+                    return persisted.map_err(|e| ReadError::IndexPersist {
+                        detail: e.to_string(),
+                    });
+                }
+                Err(e) => {
+                    live.building.store(false, Ordering::SeqCst);
+                    return Err(e);
+                }
+                // It cannot serve (every search would scan the file until some commit
+                // reloaded it): unpublished, and loaded again.
+                Ok(false) => {}
+            }
+            held = {
+                let mut state = self.state.write();
+                let ours = matches!(&*state, IndexState::Loaded(now) if Arc::ptr_eq(now, &live));
+                if ours {
+                    *state = IndexState::Loading;
+                }
+                ours
+            };
+            // Otherwise an applier pass unpublished it first (and started a load, which
+            // the next attempt waits for).
+            wait_until_freed(live);
+        }
+        if held {
+            self.loading_failed();
+            self.start_index();
+        }
+        Err(ReadError::IndexBuild {
+            detail: format!(
+                "commits made while the index loaded outgrew it or replaced its vectors \
+                 {BUILD_ATTEMPTS} times in a row; it loads again in the background"
+            ),
+        })
+    }
+
+    /// The snapshot a budgeted build loads from, read through the bulk handle as the
+    /// background loader does (every vectors row read once must not fill the store's page
+    /// cache); refused when the store has outgrown the budget.
+    fn build_snapshot(&self, dimension: usize) -> Result<Snapshot, ReadError> {
+        let snapshot = self.engine.bulk_snapshot()?;
+        let live = usize::try_from(snapshot.live_vectors()?).unwrap_or(usize::MAX);
+        let dimension = snapshot.dimension.unwrap_or(dimension);
+        match crate::index::budget::refusal(self.engine.options(), live, dimension) {
+            Some((field, why)) => Err(crate::error::InputError::new(field, why).into()),
+            None => Ok(snapshot),
+        }
+    }
+
+    /// Takes the index's place for a budgeted build (the caller holds `budgeted_builds`):
+    /// waits until no background loader runs and no background work (a save, absorbing)
+    /// holds the index that serves, then, unless the store has outgrown the budget,
+    /// unpublishes it (`Loading`, this build's) and waits until it is freed. Returns the
+    /// snapshot to load from.
+    fn unpublish_for_build(&self, dimension: usize) -> Result<Snapshot, ReadError> {
+        loop {
+            // `building` taken on the index that serves: no background work starts on it.
+            let serving = loop {
+                match &*self.state.read() {
+                    IndexState::Unloaded => break None,
+                    IndexState::Loaded(live) if !live.building.swap(true, Ordering::SeqCst) => {
+                        break Some(live.clone())
+                    }
+                    // A background loader, or background work on the index that serves.
+                    IndexState::Loading | IndexState::Loaded(_) => {}
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            let release = |serving: &Option<Arc<LiveIndex>>| {
+                if let Some(live) = serving {
+                    live.building.store(false, Ordering::SeqCst);
+                }
+            };
+            let snapshot = match self.build_snapshot(dimension) {
+                Ok(snapshot) => snapshot,
+                Err(e) => {
+                    release(&serving);
+                    return Err(e);
+                }
+            };
+            {
+                let mut state = self.state.write();
+                let unchanged = match (&*state, &serving) {
+                    (IndexState::Unloaded, None) => true,
+                    (IndexState::Loaded(now), Some(old)) => Arc::ptr_eq(now, old),
+                    _ => false,
+                };
+                if !unchanged {
+                    // An applier pass unpublished it, or a commit started a load: again.
+                    drop(state);
+                    release(&serving);
+                    continue;
+                }
+                *state = IndexState::Loading;
+            }
+            if let Some(old) = serving {
+                wait_until_freed(old);
+            }
+            return Ok(snapshot);
+        }
     }
 
     /// A read-only store: a thread that brings the index up to the writer's latest commit
@@ -999,10 +1181,27 @@ const PERSIST_MIN_POINTS: usize = 4096;
 /// before falling back to scanning the snapshot.
 const SEARCH_ATTEMPTS: usize = 8;
 
+/// Loads a budgeted `build_index` makes when commits made during one leave it unable to
+/// serve (another space promoted, or its plan outgrown), before it leaves the load to the
+/// background loader.
+const BUILD_ATTEMPTS: usize = 3;
+
+/// Waits until `live`, unpublished, is freed: the last holders are searches that took it
+/// before it was unpublished (or the applier pass that unpublished it), each about to
+/// drop it.
+fn wait_until_freed(live: Arc<LiveIndex>) {
+    let weak = Arc::downgrade(&live);
+    drop(live);
+    while weak.strong_count() > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The background loader: every vector into memory and, at the same time on a second
 /// thread, the persisted graph parsed; then the graph is installed (or, without a usable
 /// one, built), vectors it lacks are absorbed, and the snapshot refreshed if they were many.
 fn load_index(background: Background, dimension: usize, metric: Metric) {
+    let _unwinding = LoaderUnwinding(&background);
     let started =
         background.with(
             |ix| match (ix.engine.bulk_snapshot(), ix.engine.bulk_snapshot()) {
@@ -1021,6 +1220,16 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
     let Some(Some((vectors, graph_snapshot, params, memory_budget))) = started else {
         return;
     };
+    #[cfg(test)]
+    let ticket = match memory_budget {
+        Some(_) => background.with(|ix| ix.budgeted.load_started()),
+        None => None,
+    };
+    // Outside the gate's section: a paused loader must not hold the store's close.
+    #[cfg(test)]
+    if let Some(Some(wait)) = background.with(Indexer::take_loader_pause) {
+        let _ = wait.recv();
+    }
     // The read snapshots do not keep the file open: if the store closes meanwhile, the
     // reads fail and this thread ends.
     let (loaded, parsed) = std::thread::scope(|scope| {
@@ -1072,6 +1281,10 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
             return None;
         };
         let live = Arc::new(live);
+        #[cfg(test)]
+        if let Some(ticket) = ticket {
+            ticket.loaded(&live);
+        }
         {
             // `build_index` may have loaded and published its own meanwhile (with the graph
             // it built): keep that one.
@@ -1085,20 +1298,23 @@ fn load_index(background: Background, dimension: usize, metric: Metric) {
         // Commits that landed while loading. One that found no index to wake the applier
         // for committed before the index was published, so this snapshot, taken after,
         // covers it (catching up before publishing could miss it for good).
-        {
+        let cannot_serve = {
             let _clear = ClearBuildingOnUnwind(&live.building);
-            if let Ok(snapshot) = ix.engine.snapshot() {
+            ix.engine.snapshot().is_ok_and(|snapshot| {
                 let _ = ix.forget_dropped_spaces(&snapshot);
-                // The changelog cannot bring it up to date (or, under a memory budget, the
-                // commits made while it loaded outgrew its plan): load again, as an applier
-                // pass would, or nothing would until the next commit.
-                if let Ok(false) = live.catch_up(&snapshot) {
-                    live.building.store(false, Ordering::SeqCst);
-                    *ix.state.write() = IndexState::Unloaded;
-                    ix.start_index();
-                    return None;
-                }
-            }
+                matches!(live.catch_up(&snapshot), Ok(false))
+            })
+        };
+        if cannot_serve {
+            // The changelog cannot bring it up to date (or, under a memory budget, the
+            // commits made while it loaded outgrew its plan): load again, as an applier
+            // pass would, or nothing would until the next commit. Dropped first, so that
+            // (unless a search still holds it) it is freed before the next load starts.
+            live.building.store(false, Ordering::SeqCst);
+            ix.unpublish(&live);
+            drop(live);
+            ix.start_index();
+            return None;
         }
         Some(live)
     });
@@ -1181,6 +1397,19 @@ impl Drop for ClearBuildingOnUnwind<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A background loader unwinding (a bug) before it published its index gives up the
+/// `Loading` state, as a failed load does: left set, no later commit would start a load,
+/// and a budgeted `build_index`, which waits for the loader, would wait for ever.
+struct LoaderUnwinding<'a>(&'a Background);
+
+impl Drop for LoaderUnwinding<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.with(Indexer::loading_failed);
         }
     }
 }
@@ -1451,6 +1680,124 @@ fn persist_budget(background: &Background, live: &LiveIndex) -> Result<(), Write
         Err(error) => {
             live.persist_due.store(true, Ordering::SeqCst);
             Err(error)
+        }
+    }
+}
+
+/// How many budgeted indexes a store held at once, at most: loads under way (each an index
+/// filling) and indexes loaded and not freed yet, counted as each load starts and ends (the
+/// crate's own tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct BudgetedGauge {
+    /// Loads under way, and every index loaded (alive while resident).
+    held: Mutex<(usize, Vec<Weak<LiveIndex>>)>,
+    most: AtomicU64,
+    loads: AtomicU64,
+}
+
+#[cfg(test)]
+impl BudgetedGauge {
+    /// The most held at once so far.
+    pub(crate) fn most(&self) -> u64 {
+        self.most.load(Ordering::SeqCst)
+    }
+
+    /// Budgeted loads started so far.
+    pub(crate) fn loads(&self) -> u64 {
+        self.loads.load(Ordering::SeqCst)
+    }
+
+    fn count(&self, held: &(usize, Vec<Weak<LiveIndex>>)) {
+        let resident = held.1.iter().filter(|w| w.strong_count() > 0).count();
+        self.most
+            .fetch_max((held.0 + resident) as u64, Ordering::SeqCst);
+    }
+
+    /// A load starts: counted until its ticket is dropped or loaded.
+    pub(crate) fn load_started(self: &Arc<Self>) -> LoadTicket {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        let mut held = self.held.lock();
+        held.0 += 1;
+        self.count(&held);
+        LoadTicket(Some(self.clone()))
+    }
+}
+
+/// A budgeted load under way (see [`BudgetedGauge`]).
+#[cfg(test)]
+pub(crate) struct LoadTicket(Option<Arc<BudgetedGauge>>);
+
+#[cfg(test)]
+impl LoadTicket {
+    /// The load ended with `live`, resident until it is freed.
+    fn loaded(mut self, live: &Arc<LiveIndex>) {
+        if let Some(gauge) = self.0.take() {
+            let mut held = gauge.held.lock();
+            held.0 -= 1;
+            held.1.push(Arc::downgrade(live));
+            gauge.count(&held);
+        }
+    }
+}
+
+#[cfg(test)]
+impl Drop for LoadTicket {
+    fn drop(&mut self) {
+        if let Some(gauge) = self.0.take() {
+            gauge.held.lock().0 -= 1;
+        }
+    }
+}
+
+/// Where the background loader of the store at a path waits once its load is counted,
+/// until told to go on (the sender dropped: at once). The crate's own tests; keyed by path,
+/// since the loader starts inside `Store::open` (and tests running beside each other in one
+/// process must not take each other's).
+#[cfg(test)]
+static LOADER_PAUSES: Mutex<Vec<(std::path::PathBuf, crossbeam_channel::Receiver<()>)>> =
+    Mutex::new(Vec::new());
+
+/// Makes the next background loader of the store at `path` wait (see [`LOADER_PAUSES`]);
+/// send or drop the sender to let it go on.
+#[cfg(test)]
+pub(crate) fn pause_next_loader_of(path: &std::path::Path) -> crossbeam_channel::Sender<()> {
+    let (go_on, wait) = crossbeam_channel::bounded(1);
+    LOADER_PAUSES.lock().push((path.to_owned(), wait));
+    go_on
+}
+
+#[cfg(test)]
+impl Indexer {
+    /// What a background loader of this store waits on, if a test paused it (see
+    /// [`LOADER_PAUSES`]).
+    fn take_loader_pause(&self) -> Option<crossbeam_channel::Receiver<()>> {
+        let mut pauses = LOADER_PAUSES.lock();
+        let same = |path: &std::path::Path| {
+            path == self.engine.path()
+                || matches!(
+                    (std::fs::canonicalize(path), std::fs::canonicalize(self.engine.path())),
+                    (Ok(a), Ok(b)) if a == b
+                )
+        };
+        let at = pauses.iter().position(|(path, _)| same(path))?;
+        Some(pauses.swap_remove(at).1)
+    }
+
+    /// Signals a test that a budgeted `build_index` has begun (before it waits for anything).
+    fn signal_build_entered(&self) {
+        if let Some(entered) = self.build_entered.lock().take() {
+            let _ = entered.send(());
+        }
+    }
+
+    /// Signals a test waiting at `build_pause` and waits for its go-ahead (no pause set: at
+    /// once).
+    fn pause_after_build_load(&self) {
+        let pause = self.build_pause.lock().take();
+        if let Some((reached, go_on)) = pause {
+            let _ = reached.send(());
+            let _ = go_on.recv();
         }
     }
 }
@@ -1740,5 +2087,257 @@ mod budgeted_load_tests {
         let state = walk_state(&store);
         assert!(!store.index_info().loaded_from_file, "built from the rows");
         assert_eq!(state, (false, N, N), "(holding walks, walked, points)");
+    }
+}
+
+/// Writes one-chunk documents `s/v{i}` (`vectors[i]`, chunk metadata `{"group": i % 4}`)
+/// into `store`, for the tests below.
+#[cfg(test)]
+fn write_documents(store: &crate::Store, vectors: &[Vec<f32>]) {
+    use crate::{Chunk, Document, Op, Version};
+    for start in (0..vectors.len()).step_by(1000) {
+        let ops = (start..vectors.len().min(start + 1000))
+            .map(|i| {
+                Op::Upsert(
+                    Document::new("s", format!("v{i}"), Version::number(1)).with_chunk(
+                        Chunk::new(format!("chunk {i}"), vectors[i].clone())
+                            .with_meta(serde_json::json!({ "group": i % 4 })),
+                    ),
+                )
+            })
+            .collect();
+        for outcome in store.write_batch(ops).expect("write a batch") {
+            outcome.expect("write a document");
+        }
+    }
+}
+
+/// Adds space `space` to `store` and gives the chunk of each document `s/v{i}` vector
+/// `vectors[i]` there, for the tests below.
+#[cfg(test)]
+fn fill_space(store: &crate::Store, space: &str, vectors: &[Vec<f32>]) {
+    use crate::SpaceVector;
+    store
+        .add_space(space, "test-model", vectors[0].len())
+        .expect("add the space");
+    let mut after = None;
+    loop {
+        let missing = store
+            .chunks_missing_vectors(space, after, 1000)
+            .expect("walk the chunks");
+        let Some(last) = missing.last() else { break };
+        after = Some(last.revision);
+        let batch = missing
+            .into_iter()
+            .map(|chunk| {
+                let i: usize = chunk.id[1..].parse().expect("a document v{i}");
+                SpaceVector::for_chunk(&chunk, vectors[i].clone())
+            })
+            .collect();
+        store
+            .write_space_vectors(space, batch)
+            .expect("write the space's vectors");
+    }
+}
+
+#[cfg(test)]
+mod filtered_space_search_tests {
+    //! Regression: under a memory budget, a filtered search of a space other than the
+    //! default one passed no filter index to the scan, which then built one of the whole
+    //! store for the search alone (a posting, a row and an entry for every live chunk:
+    //! tens of MB at a million chunks, outside the budget), on every query. It now
+    //! evaluates the filter on the store's shared filter index, as every other search does.
+
+    use super::{fill_space, write_documents};
+    use crate::backend::redb::derived::filter_index::builds_on_this_thread;
+    use crate::index::test_support::low_rank_vectors;
+    use crate::options::{Durability, Options};
+    use crate::{Filter, SearchOptions, Store};
+
+    const N: usize = 1200;
+
+    #[test]
+    fn a_filtered_search_of_a_space_under_a_budget_builds_no_filter_index_of_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default()
+            .durability(Durability::None)
+            .memory_budget(4 << 20);
+        let store = Store::open(dir.path().join("spaces.redb"), options).expect("open");
+        let wide = low_rank_vectors(72, N, 24);
+        write_documents(&store, &low_rank_vectors(71, N, 32));
+        fill_space(&store, "wide", &wide);
+        let metric = store.metric();
+        let filter = Filter::parse(&serde_json::json!({ "group": 1 })).expect("filter");
+        let options = SearchOptions::default().space("wide").filter(filter);
+        // The exact top 5 of group 1 in the space.
+        let expected = |query: &[f32], deleted: &[usize]| {
+            let mut scored: Vec<(f32, usize)> = (0..N)
+                .filter(|i| i % 4 == 1 && !deleted.contains(i))
+                .map(|i| (crate::index::distance::distance(metric, query, &wide[i]), i))
+                .collect();
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            scored
+                .into_iter()
+                .take(5)
+                .map(|(_, i)| format!("v{i}"))
+                .collect::<Vec<_>>()
+        };
+        let ids = |hits: Vec<crate::Hit>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+
+        let before = builds_on_this_thread();
+        for query in &wide[..20] {
+            let hits = store.search(query, 5, &options).expect("search the space");
+            assert_eq!(ids(hits), expected(query, &[]));
+        }
+        assert_eq!(
+            builds_on_this_thread() - before,
+            1,
+            "the shared filter index, built by the first search, and no other"
+        );
+
+        // A commit: the shared index catches up from the changelog, not rebuilt.
+        let nearest = expected(&wide[0], &[]);
+        let gone: usize = nearest[0][1..].parse().expect("v{i}");
+        store
+            .delete("s", &nearest[0], crate::Version::number(2))
+            .expect("delete");
+        for query in &wide[..20] {
+            let hits = store.search(query, 5, &options).expect("search the space");
+            assert_eq!(ids(hits), expected(query, &[gone]));
+        }
+        assert_eq!(
+            builds_on_this_thread() - before,
+            1,
+            "caught up, not rebuilt"
+        );
+    }
+}
+
+#[cfg(test)]
+mod budgeted_build_tests {
+    //! `Store::build_index` under a memory budget.
+
+    use super::{fill_space, pause_next_loader_of, write_documents};
+    use crate::backend::redb::schema::BUDGET_SNAPSHOT;
+    use crate::index::test_support::low_rank_vectors;
+    use crate::options::{Durability, Options};
+    use crate::{SearchOptions, Store};
+    use std::path::Path;
+    use std::time::Duration;
+
+    const DIM: usize = 32;
+    const N: usize = 4000;
+    /// Small enough that the codes are trained below `N` points.
+    const BUDGET: u64 = 2 << 20;
+
+    fn open(path: &Path) -> Store {
+        let options = Options::default()
+            .durability(Durability::None)
+            .memory_budget(BUDGET);
+        Store::open(path, options).expect("open")
+    }
+
+    fn settle(store: &Store) {
+        assert!(
+            store.wait_for_index(Duration::from_secs(120)),
+            "index ready: {:?}",
+            store.index_info()
+        );
+    }
+
+    /// Regression: `build_index` under a budget unpublished the index and loaded a new
+    /// one at once, while the background load an open starts (with no saved index that
+    /// fits, from the vectors rows) was still loading its own: two full budgeted loads ran
+    /// side by side, about twice the budget. It now waits for the background load (and
+    /// for background work holding the index that serves) and frees that index first.
+    #[test]
+    fn build_index_during_the_load_after_open_never_holds_two_budgeted_indexes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("build.redb");
+        let vectors = low_rank_vectors(81, N, DIM);
+        {
+            let store = open(&path);
+            write_documents(&store, &vectors);
+            store.build_index().expect("build and save");
+        }
+        // No usable saved index: the next open loads from the vectors rows.
+        {
+            let db = redb::Database::open(&path).expect("redb open");
+            let tx = db.begin_write().expect("write");
+            assert!(tx.delete_table(BUDGET_SNAPSHOT).expect("delete"), "saved");
+            tx.commit().expect("commit");
+        }
+        // The open's loader, counted, waits until `build_index` has begun.
+        let loader = pause_next_loader_of(&path);
+        let store = open(&path);
+        let (entered, build_began) = crossbeam_channel::bounded(1);
+        *store.indexer().build_entered.lock() = Some(entered);
+        std::thread::scope(|scope| {
+            let build = scope.spawn(|| store.build_index());
+            build_began.recv().expect("build_index began");
+            drop(loader);
+            build.join().expect("no panic").expect("build");
+        });
+        settle(&store);
+        let gauge = &store.indexer().budgeted;
+        assert_eq!(gauge.loads(), 2, "the open's load and the build's");
+        assert_eq!(gauge.most(), 1, "budgeted indexes held at once");
+        let info = store.index_info();
+        assert!(info.loaded && !info.loaded_from_file, "{info:?}");
+        assert_eq!(info.live_vectors, N as u64, "{info:?}");
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        let hits = store
+            .search(&vectors[7], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v7"));
+    }
+
+    /// Regression: a commit made while `build_index` loaded under a budget that the
+    /// loaded index could not catch up with (here a promotion, which replaces every
+    /// vector) left it published all the same: it could not serve, so every search
+    /// scanned the file until some later commit happened to reload it. It is now
+    /// unpublished and loaded again, and `build_index` returns with an index that serves.
+    #[test]
+    fn build_index_loads_again_when_a_promotion_lands_during_its_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("promote.redb");
+        let store = open(&path);
+        let next = low_rank_vectors(92, N, 16);
+        write_documents(&store, &low_rank_vectors(91, N, DIM));
+        fill_space(&store, "next", &next);
+        store.activate("next").expect("activate");
+        settle(&store);
+        let (reached, load_done) = crossbeam_channel::bounded(1);
+        let (go_on, wait) = crossbeam_channel::bounded(1);
+        *store.indexer().build_pause.lock() = Some((reached, wait));
+        std::thread::scope(|scope| {
+            let build = scope.spawn(|| store.build_index());
+            load_done.recv().expect("the build's load ended");
+            // Commits the vectors of `next` in place of the default ones.
+            store.drop_space("default").expect("promote");
+            go_on.send(()).expect("go on");
+            build.join().expect("no panic").expect("build");
+        });
+        // At once, no commit since: the index published covers the latest commit.
+        let latest = store
+            .indexer()
+            .engine
+            .snapshot()
+            .and_then(|s| s.commit())
+            .expect("latest");
+        let live = store.indexer().live().expect("an index published");
+        assert_eq!(live.applied(), latest, "the index covers the promotion");
+        assert_eq!(live.len_live(), N);
+        drop(live);
+        assert_eq!(store.dimension(), Some(16));
+        assert_eq!(store.indexer().budgeted.most(), 1);
+        settle(&store);
+        let report = store.verify().expect("verify");
+        assert!(report.is_ok(), "{:#?}", report.violations);
+        let hits = store
+            .search(&next[11], 1, &SearchOptions::default())
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("v11"));
     }
 }

@@ -364,7 +364,9 @@ pub(crate) fn scan_is_cheaper(matching: u64, live: usize, want: usize) -> bool {
 /// Runs a search on `snapshot` with `live` (a space's index, brought up to the snapshot by
 /// the caller) or, without one, by scanning the snapshot's vectors: space `scan_space`'s
 /// rows when given, else the default vectors. `matching`: the chunks `options.filter` matches,
-/// from the store's filter index (`None`: evaluated here on an index of the snapshot).
+/// from the store's filter index (`None`: evaluated here on an index of the snapshot built
+/// for this search alone, a whole index of the store's chunks outside any memory budget:
+/// callers pass the shared one's whenever it covers the snapshot).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
     snapshot: &Snapshot,
