@@ -445,14 +445,23 @@ impl Indexer {
             } else {
                 self.engine.search_snapshot()?
             };
-            let name = match &options.space {
-                Some(name) => name.clone(),
-                None => spaces::active_space(&snapshot)?,
+            let (name, named) = match &options.space {
+                Some(name) => (name.clone(), true),
+                None => (spaces::active_space(&snapshot)?, false),
             };
             if spaces::is_default(&snapshot, &name)? {
                 return Ok(None);
             }
             let Some(row) = spaces::space_row(&snapshot, &name)? else {
+                if !named {
+                    // The file's active space names no space: the caller gave no `space`,
+                    // so this is the file's fault, not an input to correct.
+                    return Err(crate::error::Corruption::new(
+                        "meta table",
+                        format!("the active space {name:?} names no vector space of this store"),
+                    )
+                    .into());
+                }
                 return Err(crate::error::InputError::new(
                     "space",
                     format!(
@@ -1005,7 +1014,12 @@ impl Indexer {
                 let mut ids = Vec::new();
                 for entry in table.iter().map_err(ReadError::storage)? {
                     let (_, value) = entry.map_err(ReadError::storage)?;
-                    ids.push(schema::decode::<schema::SpaceRow>("space row", value.value())?.id);
+                    // A row that does not decode is left to `verify`, which reports it; the
+                    // spaces it does not name are still forgotten.
+                    if let Ok(row) = schema::decode::<schema::SpaceRow>("space row", value.value())
+                    {
+                        ids.push(row.id);
+                    }
                 }
                 ids
             }
@@ -1573,18 +1587,10 @@ fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteE
             .inspect(|()| live.persisted_points.store(0, Ordering::SeqCst))?;
         ix.engine
             .write_txn_derived(redb::Durability::Immediate, |txn| {
-                {
-                    // A graph of vectors a promotion replaced since (`spaces::promote`)
-                    // is not written: the next load builds one of the vectors it finds.
-                    let meta = txn.open_table(META).map_err(WriteError::storage)?;
-                    let replaced =
-                        crate::backend::redb::open::meta_u64(&meta, meta_key::VECTORS_REPLACED)
-                            .map_err(WriteError::storage)?;
-                    if matches!(replaced, Some(Ok(commit)) if commit > applied)
-                        || matches!(replaced, Some(Err(_)))
-                    {
-                        return Ok(Finish::Abort(()));
-                    }
+                // A graph of vectors a promotion replaced since (`spaces::promote`) is not
+                // written: the next load builds one of the vectors it finds.
+                if vectors_replaced_since(txn, applied)? {
+                    return Ok(Finish::Abort(()));
                 }
                 let mut table = txn
                     .open_table(schema::INDEX_SNAPSHOT)
@@ -1621,6 +1627,19 @@ fn persist_graph(background: &Background, live: &LiveIndex) -> Result<(), WriteE
     written
 }
 
+/// Whether a promotion (`spaces::promote`) replaced the default space's vectors after commit
+/// `applied` (or the file's record of it is damaged): an index covering `applied` holds
+/// vectors the file no longer has, and is not saved.
+fn vectors_replaced_since(txn: &redb::WriteTransaction, applied: u64) -> Result<bool, WriteError> {
+    let meta = txn.open_table(META).map_err(WriteError::storage)?;
+    let replaced = crate::backend::redb::open::meta_u64(&meta, meta_key::VECTORS_REPLACED)
+        .map_err(WriteError::storage)?;
+    Ok(
+        matches!(replaced, Some(Ok(commit)) if commit > applied)
+            || matches!(replaced, Some(Err(_))),
+    )
+}
+
 /// Writes the budgeted index whole into the file (`budget_snapshot`), replacing the one
 /// saved before, on the same terms as [`persist_graph`]: the old one deleted in one
 /// transaction, the new one written in the next (which clears the table again, so two
@@ -1649,11 +1668,14 @@ fn persist_budget(background: &Background, live: &LiveIndex) -> Result<(), Write
             .inspect(|()| live.persisted_points.store(0, Ordering::SeqCst))?;
         ix.engine
             .write_txn_derived(redb::Durability::Immediate, |txn| {
+                let stamp = live.applied();
+                if vectors_replaced_since(txn, stamp)? {
+                    return Ok(Finish::Abort(None));
+                }
                 let mut table = txn
                     .open_table(schema::BUDGET_SNAPSHOT)
                     .map_err(WriteError::storage)?;
                 table.retain(|_, _| false).map_err(WriteError::storage)?;
-                let stamp = live.applied();
                 let saved = budget.save(stamp, |part, bytes| {
                     table
                         .insert(part, bytes)
