@@ -74,7 +74,7 @@ impl Snapshot {
                 for entry in table.iter().map_err(ReadError::storage)? {
                     let (name, value) = entry.map_err(ReadError::storage)?;
                     let Ok(row) =
-                        crate::backend::redb::spaces::decode_row(name.value(), value.value())
+                        crate::backend::redb::schema::decode_row(name.value(), value.value())
                     else {
                         continue;
                     };

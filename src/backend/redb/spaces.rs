@@ -30,8 +30,8 @@
 use crate::backend::redb::engine::{Engine, Finish};
 use crate::backend::redb::read::Snapshot;
 use crate::backend::redb::schema::{
-    self, meta_key, seq_key, split_vector_id, vector_id, SpaceRow, VectorsRow, CHANGELOG, CHUNKS,
-    COUNTERS, META, SPACES, SPACE_VECTORS, VECTORS,
+    self, decode_row, meta_key, seq_key, split_vector_id, vector_id, SpaceRow, VectorsRow,
+    CHANGELOG, CHUNKS, COUNTERS, META, SPACES, SPACE_VECTORS, VECTORS,
 };
 use crate::error::{InputError, ReadError, WriteError};
 use crate::policy::space::check_space_name;
@@ -100,22 +100,6 @@ pub(crate) fn space_row(snapshot: &Snapshot, name: &str) -> Result<Option<SpaceR
         Some(bytes) => Ok(Some(decode_row(name, bytes.value())?)),
         None => Ok(None),
     }
-}
-
-/// Space `name`'s row from its bytes; one that does not decode is a [`Corruption`] of
-/// `space row` naming the space (a damaged space: see the module documentation).
-///
-/// [`Corruption`]: crate::error::Corruption
-pub(crate) fn decode_row(name: &str, bytes: &[u8]) -> Result<SpaceRow, crate::error::Corruption> {
-    schema::decode("space row", bytes).map_err(|c| {
-        crate::error::Corruption::new(
-            "space row",
-            format!(
-                "space {name:?}: {} (Store::verify reports it; Store::drop_space removes it)",
-                c.detail
-            ),
-        )
-    })
 }
 
 /// The space id a damaged row's first bytes still give (the row's first field), if any:

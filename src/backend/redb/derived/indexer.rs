@@ -2112,53 +2112,55 @@ mod budgeted_load_tests {
     }
 }
 
-/// Writes one-chunk documents `s/v{i}` (`vectors[i]`, chunk metadata `{"group": i % 4}`)
-/// into `store`, for the tests below.
+/// Writes the crate tests below share.
 #[cfg(test)]
-fn write_documents(store: &crate::Store, vectors: &[Vec<f32>]) {
-    use crate::{Chunk, Document, Op, Version};
-    for start in (0..vectors.len()).step_by(1000) {
-        let ops = (start..vectors.len().min(start + 1000))
-            .map(|i| {
-                Op::Upsert(
-                    Document::new("s", format!("v{i}"), Version::number(1)).with_chunk(
-                        Chunk::new(format!("chunk {i}"), vectors[i].clone())
-                            .with_meta(serde_json::json!({ "group": i % 4 })),
-                    ),
-                )
-            })
-            .collect();
-        for outcome in store.write_batch(ops).expect("write a batch") {
-            outcome.expect("write a document");
+mod test_writes {
+    /// Writes one-chunk documents `s/v{i}` (`vectors[i]`, chunk metadata `{"group": i % 4}`)
+    /// into `store`, for the tests below.
+    pub(super) fn write_documents(store: &crate::Store, vectors: &[Vec<f32>]) {
+        use crate::{Chunk, Document, Op, Version};
+        for start in (0..vectors.len()).step_by(1000) {
+            let ops = (start..vectors.len().min(start + 1000))
+                .map(|i| {
+                    Op::Upsert(
+                        Document::new("s", format!("v{i}"), Version::number(1)).with_chunk(
+                            Chunk::new(format!("chunk {i}"), vectors[i].clone())
+                                .with_meta(serde_json::json!({ "group": i % 4 })),
+                        ),
+                    )
+                })
+                .collect();
+            for outcome in store.write_batch(ops).expect("write a batch") {
+                outcome.expect("write a document");
+            }
         }
     }
-}
 
-/// Adds space `space` to `store` and gives the chunk of each document `s/v{i}` vector
-/// `vectors[i]` there, for the tests below.
-#[cfg(test)]
-fn fill_space(store: &crate::Store, space: &str, vectors: &[Vec<f32>]) {
-    use crate::SpaceVector;
-    store
-        .add_space(space, "test-model", vectors[0].len())
-        .expect("add the space");
-    let mut after = None;
-    loop {
-        let missing = store
-            .chunks_missing_vectors(space, after, 1000)
-            .expect("walk the chunks");
-        let Some(last) = missing.last() else { break };
-        after = Some(last.revision);
-        let batch = missing
-            .into_iter()
-            .map(|chunk| {
-                let i: usize = chunk.id[1..].parse().expect("a document v{i}");
-                SpaceVector::for_chunk(&chunk, vectors[i].clone())
-            })
-            .collect();
+    /// Adds space `space` to `store` and gives the chunk of each document `s/v{i}` vector
+    /// `vectors[i]` there, for the tests below.
+    pub(super) fn fill_space(store: &crate::Store, space: &str, vectors: &[Vec<f32>]) {
+        use crate::SpaceVector;
         store
-            .write_space_vectors(space, batch)
-            .expect("write the space's vectors");
+            .add_space(space, "test-model", vectors[0].len())
+            .expect("add the space");
+        let mut after = None;
+        loop {
+            let missing = store
+                .chunks_missing_vectors(space, after, 1000)
+                .expect("walk the chunks");
+            let Some(last) = missing.last() else { break };
+            after = Some(last.revision);
+            let batch = missing
+                .into_iter()
+                .map(|chunk| {
+                    let i: usize = chunk.id[1..].parse().expect("a document v{i}");
+                    SpaceVector::for_chunk(&chunk, vectors[i].clone())
+                })
+                .collect();
+            store
+                .write_space_vectors(space, batch)
+                .expect("write the space's vectors");
+        }
     }
 }
 
@@ -2170,7 +2172,7 @@ mod filtered_space_search_tests {
     //! tens of MB at a million chunks, outside the budget), on every query. It now
     //! evaluates the filter on the store's shared filter index, as every other search does.
 
-    use super::{fill_space, write_documents};
+    use super::test_writes::{fill_space, write_documents};
     use crate::backend::redb::derived::filter_index::builds_on_this_thread;
     use crate::index::test_support::low_rank_vectors;
     use crate::options::{Durability, Options};
@@ -2239,7 +2241,8 @@ mod filtered_space_search_tests {
 mod budgeted_build_tests {
     //! `Store::build_index` under a memory budget.
 
-    use super::{fill_space, pause_next_loader_of, write_documents};
+    use super::pause_next_loader_of;
+    use super::test_writes::{fill_space, write_documents};
     use crate::backend::redb::schema::BUDGET_SNAPSHOT;
     use crate::index::test_support::low_rank_vectors;
     use crate::options::{Durability, Options};

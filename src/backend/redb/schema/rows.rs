@@ -421,6 +421,20 @@ pub(crate) struct SpaceRow {
     pub vectors: u64,
 }
 
+/// Space `name`'s row from its bytes; one that does not decode is a [`Corruption`] of
+/// `space row` naming the space (a damaged space: see `spaces.rs`).
+pub(crate) fn decode_row(name: &str, bytes: &[u8]) -> Result<SpaceRow, Corruption> {
+    decode("space row", bytes).map_err(|c| {
+        Corruption::new(
+            "space row",
+            format!(
+                "space {name:?}: {} (Store::verify reports it; Store::drop_space removes it)",
+                c.detail
+            ),
+        )
+    })
+}
+
 /// The space vectors one commit added, `(space id, vector id)`, for the spaces' derived
 /// indexes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 //! the guarded re-embed writes (`policy::space`).
 
 use super::{read_counter, Batch};
+use crate::backend::redb::schema::decode_row;
 use crate::backend::redb::schema::{
     self, split_vector_id, vector_id, SpaceRow, VectorsRow, SPACES,
 };
-use crate::backend::redb::spaces::decode_row;
 use crate::error::{InputError, WriteError};
 use crate::policy::prepare::PreparedDoc;
 use crate::policy::space::{self, NewChunkVector, SpaceVectorDecision};
