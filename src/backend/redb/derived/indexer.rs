@@ -485,7 +485,10 @@ impl Indexer {
                 )),
                 other => other,
             })?;
-            if self.engine.options().memory_budget.is_some() {
+            // The last attempt, too, scans: commits kept landing, and an index loaded for
+            // its snapshot alone (a whole copy of the space, with a graph build behind it
+            // that nothing stopped) was thrown away after one search.
+            if self.engine.options().memory_budget.is_some() || attempt == SEARCH_ATTEMPTS {
                 // Under a memory budget no space's vectors are held in memory: its rows are
                 // scanned in this snapshot (exact), within the page cache's share. A filter
                 // is evaluated on the shared filter index, as the unbudgeted search does:
@@ -510,15 +513,12 @@ impl Indexer {
                 )?;
                 return then(&snapshot, hits).map(Some);
             }
-            let index = if attempt == SEARCH_ATTEMPTS {
-                // Not shared: loaded for this snapshot alone.
-                let spaces = crate::backend::redb::derived::space_index::SpaceIndexes::default();
-                spaces.at(&snapshot, row.id, dimension, metric, params)?
-            } else {
-                self.spaces
-                    .at(&snapshot, row.id, dimension, metric, params)?
+            let Some(index) = self
+                .spaces
+                .at(&snapshot, row.id, dimension, metric, params)?
+            else {
+                continue;
             };
-            let Some(index) = index else { continue };
             let seq = snapshot.commit()?;
             let matching = match self.shared_matching(&snapshot, options)? {
                 Some(matching) => matching,

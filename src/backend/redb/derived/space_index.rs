@@ -215,7 +215,12 @@ impl SpaceIndexes {
         let existing = self.loaded.lock().get(&space).cloned();
         let index = match existing {
             Some(index) if index.dimension == dimension && index.catch_up(snapshot)? => index,
-            _ => {
+            stale => {
+                // A replaced index's graph build stops (a search holding it still answers):
+                // left running, it built a graph nothing would use.
+                if let Some(stale) = stale {
+                    stale.index.close();
+                }
                 let index = Arc::new(SpaceIndex::load(
                     snapshot, space, dimension, metric, params,
                 )?);
