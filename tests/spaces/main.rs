@@ -14,6 +14,7 @@ mod common;
 mod a_backup_keeps_every_space;
 mod a_damaged_space_row_stops_only_what_needs_that_space;
 mod a_promoted_space_replaces_the_default_one;
+mod a_promotion_the_memory_budget_cannot_hold_is_refused_and_changes_nothing;
 mod a_promotion_under_a_memory_budget_loads_the_budgeted_index_again;
 mod a_reader_forgets_a_space_another_process_dropped;
 mod a_reader_opened_before_a_promotion_follows_it;

@@ -328,7 +328,7 @@ pub(crate) fn drop_space(engine: &Engine, name: &str) -> Result<Dropped, WriteEr
             .unwrap_or_else(|| DEFAULT_SPACE.to_owned());
         drop(meta);
         if name == DEFAULT_SPACE || promoted.as_deref() == Some(name) {
-            return promote(txn, name, &active);
+            return promote(txn, name, &active, engine.options());
         }
         let mut spaces = txn.open_table(SPACES).map_err(WriteError::storage)?;
         let bytes = match spaces.get(name).map_err(WriteError::storage)? {
@@ -424,6 +424,7 @@ fn promote(
     txn: &mut redb::WriteTransaction,
     name: &str,
     active: &str,
+    options: &crate::options::Options,
 ) -> Result<Finish<Dropped>, WriteError> {
     use crate::backend::redb::schema::{
         join_chunk_bytes, text_key, RevisionRows, VectorData, INDEX_SNAPSHOT,
@@ -464,6 +465,15 @@ fn promote(
         });
     }
     let dimension = row.dimension as usize;
+    // Under a memory budget the promoted space's vectors become the default index's: a
+    // budget that cannot hold them is refused here, as the next open would refuse it
+    // (before, the promotion committed and the same options could not open the store).
+    let live_vectors = read(&counters, counter::LIVE_VECTORS)?;
+    let live_vectors = usize::try_from(live_vectors).unwrap_or(usize::MAX);
+    if let Some((field, problem)) = crate::index::budget::refusal(options, live_vectors, dimension)
+    {
+        return Err(InputError::new(field, problem).into());
+    }
     let mut space_vectors = txn.open_table(SPACE_VECTORS).map_err(WriteError::storage)?;
     let mut chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
     let mut vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
