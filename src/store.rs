@@ -338,9 +338,12 @@ forward! {
     pub fn wait_for_index(&self, timeout: Duration) -> bool;
 
     /// Builds the ANN graph now (in this thread) and persists it, so the next open loads it. A
-    /// failed build is [`ReadError::IndexBuild`] (nothing changes; searches go on); a graph whose
-    /// snapshot could not be written is [`ReadError::IndexPersist`] (it serves, and is written
-    /// again later). Nothing to do on PostgreSQL.
+    /// failed build is [`ReadError::IndexBuild`] (searches go on: on the index that served,
+    /// or, under [`Options::memory_budget`](crate::Options::memory_budget), whose index is
+    /// let go before the new one loads, exactly from the file until the background load
+    /// that then starts publishes one); a graph whose snapshot could not be written is
+    /// [`ReadError::IndexPersist`] (it serves, and is written again later). Nothing to do on
+    /// PostgreSQL.
     pub fn build_index(&self) -> Result<(), ReadError>;
 
     /// Counts every ticket up to `through` as issued, so writes carrying them are accepted and
@@ -435,11 +438,17 @@ forward! {
     /// caller embeds with the recorded model from then on (one of the old model and the same
     /// dimension cannot be told apart). Refused with an `InputError` naming `name`,
     /// changing nothing, while the default space is the active one (there is nothing to
-    /// promote: [`Store::activate`] a complete space first). `Unsupported` on PostgreSQL.
+    /// promote: [`Store::activate`] a complete space first), and under
+    /// [`Options::memory_budget`](crate::Options::memory_budget) refused with an `InputError`
+    /// naming `memory_budget` when the budget cannot hold the live vectors at the promoted
+    /// space's dimension. A space whose row in the file no longer decodes (a damaged file)
+    /// is dropped too, with its vectors. `Unsupported` on PostgreSQL.
     pub fn drop_space(&self, name: &str) -> Result<u64, WriteError>;
 
     /// Every vector space, the default one first, with its model, dimension and coverage,
-    /// from one snapshot. `Unsupported` on PostgreSQL (whose only space is the default).
+    /// from one snapshot; a space whose row no longer decodes (a damaged file) is left out
+    /// ([`Store::verify`] reports it, [`Store::drop_space`] removes it). `Unsupported` on
+    /// PostgreSQL (whose only space is the default).
     pub fn spaces(&self) -> Result<Vec<crate::SpaceInfo>, ReadError>;
 
     /// The first `limit` (1 to 100 000) live chunks without a vector in space `space`,
