@@ -609,6 +609,12 @@ impl BudgetIndex {
         self.is_trained() && bytes > limit
     }
 
+    /// Vectors a load or a catch-up decodes and inserts at a time under this index's
+    /// budget ([`stream_batch`]).
+    pub(crate) fn stream_batch(&self) -> usize {
+        stream_batch(self.plan.budget, self.dim)
+    }
+
     /// Number of live vectors.
     pub(crate) fn len_live(&self) -> usize {
         self.inner.read().live_count
