@@ -7,11 +7,9 @@
 //! could be written is written. It runs on a thread of its own, so a loop fails the test
 //! instead of hanging it.
 
-use super::{open, revision, Wide, WIDE};
+use super::{open, reembed_within_a_minute, revision, Wide, WIDE};
 use ratchetdb::ReembedError;
 use redb::TableDefinition;
-use std::sync::mpsc;
-use std::time::Duration;
 
 const DOCS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("docs");
 
@@ -40,14 +38,13 @@ fn a_reembed_that_can_write_nothing_stops_instead_of_walking_for_ever() {
     }
 
     let store = open(dir.path());
-    let (done, result) = mpsc::channel();
-    let running = store.clone();
-    std::thread::spawn(move || {
-        let _ = done.send(running.reembed("wide", &Wide, 4, &mut |_| {}));
-    });
-    let result = result
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the re-embed returns (it walked the unwritable chunks for ever)");
+    let result = reembed_within_a_minute(
+        &store,
+        "wide",
+        Wide,
+        4,
+        "it walked the unwritable chunks for ever",
+    );
     match result {
         Err(ReembedError::NoProgress { space, chunks }) => {
             assert_eq!((space.as_str(), chunks), ("wide", 3));

@@ -6,10 +6,8 @@
 //! batch is written. The re-embed runs on a thread of its own here, so a loop fails the
 //! test instead of hanging it.
 
-use super::{open, revision, wide, WIDE};
+use super::{open, reembed_within_a_minute, revision, wide, WIDE};
 use ratchetdb::{EmbedError, Embedder, ReembedError};
-use std::sync::mpsc;
-use std::time::Duration;
 
 /// Returns one vector fewer than it is given texts.
 struct OneShort;
@@ -39,14 +37,13 @@ fn an_embedder_returning_too_few_vectors_stops_the_reembed() {
     }
     store.add_space("wide", "one-short", WIDE).expect("add");
 
-    let (done, result) = mpsc::channel();
-    let running = store.clone();
-    std::thread::spawn(move || {
-        let _ = done.send(running.reembed("wide", &OneShort, 5, &mut |_| {}));
-    });
-    let result = result
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the re-embed returns (it looped handing out the dropped chunks for ever)");
+    let result = reembed_within_a_minute(
+        &store,
+        "wide",
+        OneShort,
+        5,
+        "it looped handing out the dropped chunks for ever",
+    );
     match result {
         Err(ReembedError::VectorCount {
             embedder,

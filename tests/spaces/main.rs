@@ -65,6 +65,26 @@ impl Embedder for Wide {
     }
 }
 
+/// `store.reembed(space, embedder, batch)` on a thread of its own, its result within a
+/// minute: a re-embed that does not return by then fails the test, saying `stuck` (what a
+/// re-embed that never returns was doing).
+pub fn reembed_within_a_minute<E: Embedder + Send + Sync + 'static>(
+    store: &Store,
+    space: &str,
+    embedder: E,
+    batch: usize,
+    stuck: &str,
+) -> Result<ratchetdb::ReembedOutcome, ratchetdb::ReembedError> {
+    let (done, result) = std::sync::mpsc::channel();
+    let (running, space) = (store.clone(), space.to_owned());
+    std::thread::spawn(move || {
+        let _ = done.send(running.reembed(&space, &embedder, batch, &mut |_| {}));
+    });
+    result
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("the re-embed returns ({stuck})"))
+}
+
 /// The store `db.redb` in `dir` (3 dimensions, see `common::vector`).
 pub fn open(dir: &Path) -> Store {
     Store::open(dir.join("db.redb"), Options::default().dimension(3)).expect("open")

@@ -2033,24 +2033,11 @@ mod budgeted_load_tests {
     //! later insert orphaned would be found by no search (the reachability walk of
     //! `index::budget`; stop 60 noted that nothing tested this end).
 
+    use super::test_support::{open_budgeted as open, DIM, N};
     use crate::backend::redb::schema::BUDGET_SNAPSHOT;
     use crate::index::test_support::low_rank_vectors;
-    use crate::options::{Durability, Options};
     use crate::{Chunk, Document, Op, Store, Version};
-    use std::path::Path;
     use std::time::Duration;
-
-    const DIM: usize = 32;
-    const N: usize = 4000;
-    /// Small enough that the codes are trained below `N` points (at 2,048).
-    const BUDGET: u64 = 2 << 20;
-
-    fn open(path: &Path) -> Store {
-        let options = Options::default()
-            .durability(Durability::None)
-            .memory_budget(BUDGET);
-        Store::open(path, options).expect("open")
-    }
 
     /// Once the index is ready: whether walks are held, the points the last walk covered,
     /// the points the graph holds.
@@ -2112,9 +2099,27 @@ mod budgeted_load_tests {
     }
 }
 
-/// Writes the crate tests below share.
+/// What the crate tests below share: a budgeted store and its writes.
 #[cfg(test)]
-mod test_writes {
+mod test_support {
+    use crate::options::{Durability, Options};
+    use crate::Store;
+    use std::path::Path;
+
+    /// The budgeted stores' dimension and documents.
+    pub(super) const DIM: usize = 32;
+    pub(super) const N: usize = 4000;
+    /// Small enough that the codes are trained below `N` points (at 2,048).
+    pub(super) const BUDGET: u64 = 2 << 20;
+
+    /// The store at `path` under [`BUDGET`], not durable.
+    pub(super) fn open_budgeted(path: &Path) -> Store {
+        let options = Options::default()
+            .durability(Durability::None)
+            .memory_budget(BUDGET);
+        Store::open(path, options).expect("open")
+    }
+
     /// Writes one-chunk documents `s/v{i}` (`vectors[i]`, chunk metadata `{"group": i % 4}`)
     /// into `store`, for the tests below.
     pub(super) fn write_documents(store: &crate::Store, vectors: &[Vec<f32>]) {
@@ -2172,7 +2177,7 @@ mod filtered_space_search_tests {
     //! tens of MB at a million chunks, outside the budget), on every query. It now
     //! evaluates the filter on the store's shared filter index, as every other search does.
 
-    use super::test_writes::{fill_space, write_documents};
+    use super::test_support::{fill_space, write_documents};
     use crate::backend::redb::derived::filter_index::builds_on_this_thread;
     use crate::index::test_support::low_rank_vectors;
     use crate::options::{Durability, Options};
@@ -2242,25 +2247,11 @@ mod budgeted_build_tests {
     //! `Store::build_index` under a memory budget.
 
     use super::pause_next_loader_of;
-    use super::test_writes::{fill_space, write_documents};
+    use super::test_support::{fill_space, open_budgeted as open, write_documents, DIM, N};
     use crate::backend::redb::schema::BUDGET_SNAPSHOT;
     use crate::index::test_support::low_rank_vectors;
-    use crate::options::{Durability, Options};
     use crate::{SearchOptions, Store};
-    use std::path::Path;
     use std::time::Duration;
-
-    const DIM: usize = 32;
-    const N: usize = 4000;
-    /// Small enough that the codes are trained below `N` points.
-    const BUDGET: u64 = 2 << 20;
-
-    fn open(path: &Path) -> Store {
-        let options = Options::default()
-            .durability(Durability::None)
-            .memory_budget(BUDGET);
-        Store::open(path, options).expect("open")
-    }
 
     fn settle(store: &Store) {
         assert!(
