@@ -13,22 +13,13 @@
 //! `--model` that cannot be used for it, is an error naming the space and why (this build
 //! lacks MiniLM, or the folder is missing), not "does not apply".
 
-use crate::common::cli::{assert_no_panic, run, Run};
+use crate::common::cli::{ratchet_without_model, Run};
 use ratchetdb::{Store, MINILM_NAME};
 use std::path::Path;
 use std::time::Duration;
 
 fn ratchet(args: &[&str]) -> Run {
-    let out = run(
-        args,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(600),
-    );
-    assert_no_panic(&out, args);
-    out
+    ratchet_without_model(args, Duration::from_secs(600))
 }
 
 fn ingest(db: &Path, docs: &Path, model: &Path) -> Run {

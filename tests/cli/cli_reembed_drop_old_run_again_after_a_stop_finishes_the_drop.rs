@@ -6,53 +6,25 @@
 //! new one in its place), since it is the only other space; a third run says there is
 //! nothing left to drop.
 
-use crate::common::cli::{assert_no_panic, run, Run};
-use ratchetdb::{Chunk, Document, Embedder, HashingEmbedder, Metric, Options, Store, Version};
+use crate::common::cli::{
+    fill_and_activate_hashing_space, hashing_store, ratchet_without_model, Run,
+};
+use ratchetdb::{Embedder, HashingEmbedder, Store};
 use std::path::Path;
 use std::time::Duration;
 
 fn ratchet(args: &[&str]) -> Run {
-    let out = run(
-        args,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(120),
-    );
-    assert_no_panic(&out, args);
-    out
+    ratchet_without_model(args, Duration::from_secs(120))
 }
 
 /// A store of the 32-wide hashing embedder with the 96-wide one's space filled and active:
 /// where `reembed --hashing 96 --activate --drop-old` stands when killed between its
 /// activation and its drop.
 fn stopped_before_the_drop(db: &Path) {
-    let narrow = HashingEmbedder::new(32).expect("embedder");
-    let wide = HashingEmbedder::new(96).expect("embedder");
-    let store = Store::open(
-        db,
-        Options::default()
-            .model(narrow.name())
-            .dimension(32)
-            .metric(Metric::Cosine),
-    )
-    .expect("create");
-    for d in 0..20 {
-        let text = format!("note {d} about the pawl and the wheel");
-        let vector = narrow.embed(&text).expect("embed");
-        store
-            .upsert(
-                Document::new("notes", format!("d{d}"), Version::number(1))
-                    .with_chunk(Chunk::new(text, vector)),
-            )
-            .expect("write");
-    }
-    store.add_space(wide.name(), wide.name(), 96).expect("add");
-    store
-        .reembed(wide.name(), &wide, 8, &mut |_| {})
-        .expect("reembed");
-    store.activate(wide.name()).expect("activate");
+    let texts: Vec<String> = (0..20)
+        .map(|d| format!("note {d} about the pawl and the wheel"))
+        .collect();
+    fill_and_activate_hashing_space(&hashing_store(db, 32, &texts), 96);
 }
 
 #[test]

@@ -6,43 +6,23 @@
 //! the only other one, the run finishes the drop:
 //! `cli_reembed_drop_old_run_again_after_a_stop_finishes_the_drop.rs`.)
 
-use crate::common::cli::{assert_no_panic, run};
-use ratchetdb::{Chunk, Document, Embedder, HashingEmbedder, Metric, Options, Store, Version};
+use crate::common::cli::{fill_and_activate_hashing_space, hashing_store, ratchet_without_model};
+use ratchetdb::Store;
 use std::time::Duration;
 
 #[test]
 fn cli_reembed_drop_old_run_again_beside_another_space_drops_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("index.redb");
-    let narrow = HashingEmbedder::new(32).expect("embedder");
-    let wide = HashingEmbedder::new(96).expect("embedder");
     {
-        let store = Store::open(
-            &db,
-            Options::default()
-                .model(narrow.name())
-                .dimension(32)
-                .metric(Metric::Cosine),
-        )
-        .expect("create");
-        for d in 0..10 {
-            let text = format!("note {d} about the pawl");
-            let vector = narrow.embed(&text).expect("embed");
-            store
-                .upsert(
-                    Document::new("notes", format!("d{d}"), Version::number(1))
-                        .with_chunk(Chunk::new(text, vector)),
-                )
-                .expect("write");
-        }
+        let texts: Vec<String> = (0..10)
+            .map(|d| format!("note {d} about the pawl"))
+            .collect();
+        let store = hashing_store(&db, 32, &texts);
         store
             .add_space("third", "some-model", 8)
             .expect("add third");
-        store.add_space(wide.name(), wide.name(), 96).expect("add");
-        store
-            .reembed(wide.name(), &wide, 8, &mut |_| {})
-            .expect("reembed");
-        store.activate(wide.name()).expect("activate");
+        fill_and_activate_hashing_space(&store, 96);
     }
     let before = format!(
         "{:?}",
@@ -61,15 +41,7 @@ fn cli_reembed_drop_old_run_again_beside_another_space_drops_nothing() {
         "--activate",
         "--drop-old",
     ];
-    let out = run(
-        &args,
-        |c| {
-            c.env_remove("RATCHET_MODEL");
-        },
-        None,
-        Duration::from_secs(120),
-    );
-    assert_no_panic(&out, &args);
+    let out = ratchet_without_model(&args, Duration::from_secs(120));
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("nothing was dropped")

@@ -89,16 +89,61 @@ pub fn ingest_folder(db: &std::path::Path, dir: &std::path::Path, extra: &[&str]
     let (db, dir) = (db.to_string_lossy(), dir.to_string_lossy());
     let mut args = vec!["ingest", "--db", db.as_ref(), dir.as_ref()];
     args.extend_from_slice(extra);
-    let run = run(
-        &args,
+    ratchet_without_model(&args, Duration::from_secs(60))
+}
+
+/// `ratchet ARGS` with no `RATCHET_MODEL` (so no model is found unasked), killed and failed
+/// after `timeout`; panics on a panic in the child, leaves the exit status to the caller.
+pub fn ratchet_without_model(args: &[&str], timeout: Duration) -> Run {
+    let out = run(
+        args,
         |c| {
             c.env_remove("RATCHET_MODEL");
         },
         None,
-        Duration::from_secs(60),
+        timeout,
     );
-    assert_no_panic(&run, &args);
-    run
+    assert_no_panic(&out, args);
+    out
+}
+
+/// A store at `db` of the `width`-wide hashing embedder (the model the CLI records for it,
+/// cosine) holding one-chunk documents `notes/d{i}` of `texts[i]`, version 1.
+pub fn hashing_store(db: &std::path::Path, width: usize, texts: &[String]) -> ratchetdb::Store {
+    use ratchetdb::{Chunk, Document, Embedder, HashingEmbedder, Metric, Options, Store, Version};
+    let embedder = HashingEmbedder::new(width).expect("embedder");
+    let store = Store::open(
+        db,
+        Options::default()
+            .model(embedder.name())
+            .dimension(width)
+            .metric(Metric::Cosine),
+    )
+    .expect("create");
+    for (d, text) in texts.iter().enumerate() {
+        let vector = embedder.embed(text).expect("embed");
+        store
+            .upsert(
+                Document::new("notes", format!("d{d}"), Version::number(1))
+                    .with_chunk(Chunk::new(text.clone(), vector)),
+            )
+            .expect("write");
+    }
+    store
+}
+
+/// Adds the `width`-wide hashing embedder's space to `store` (named for it), fills it and
+/// activates it, as `ratchet reembed --hashing WIDTH --activate` does.
+pub fn fill_and_activate_hashing_space(store: &ratchetdb::Store, width: usize) {
+    use ratchetdb::{Embedder, HashingEmbedder};
+    let embedder = HashingEmbedder::new(width).expect("embedder");
+    store
+        .add_space(embedder.name(), embedder.name(), width)
+        .expect("add");
+    store
+        .reembed(embedder.name(), &embedder, 8, &mut |_| {})
+        .expect("reembed");
+    store.activate(embedder.name()).expect("activate");
 }
 
 /// Writes `text` to `file` and sets its modification time to `secs` after the epoch (folder
