@@ -88,8 +88,8 @@ const LARGE_ALLOCATION: i32 = 1 << 20;
 /// default glibc raises that threshold as large blocks are freed (up to 32 MiB), after which
 /// a budgeted index's arrays, its training sample and its load's batches come from the heap:
 /// freed, they stay resident beside the next index; grown, both copies are resident at
-/// once. Called when a budgeted index loads; takes effect once per process. Other targets:
-/// nothing.
+/// once. Called when a budgeted store opens and when a budgeted index loads; takes effect
+/// once per process. Other targets: nothing.
 pub(crate) fn bound_large_allocations() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -4,7 +4,8 @@
 use super::disk::{Disk, FaultMode};
 use super::model::{store_rows, verify_clean, Model, ModelOutcome};
 use crate::backend::redb::schema::{
-    self, ChangelogRow, ChunkEntry, ChunksRow, DocRow, ListingRow, SkipRow, VectorData, VectorsRow,
+    self, ChangelogRow, ChunkEntry, ChunksRow, DocRow, ListingRow, SkipRow, TextCodec, VectorData,
+    VectorsRow,
 };
 use crate::error::WriteError;
 use crate::options::Options;
@@ -13,6 +14,25 @@ use crate::types::Version;
 use crate::types::{Chunk, Document, Op, OpOutcome};
 use crate::writer::WriterOptions;
 use std::sync::OnceLock;
+
+/// The text codec the row-decoding target reads compressed texts with: one trained on a
+/// fixed corpus of English sentences, as a store trains its own.
+fn fuzz_codec() -> &'static TextCodec {
+    static CODEC: OnceLock<TextCodec> = OnceLock::new();
+    CODEC.get_or_init(|| {
+        let texts: Vec<String> = (0..400)
+            .map(|i| {
+                format!(
+                    "Ratchets turn one way; revision {i} of the notes replaces what the \
+                     pipeline delivered before, never backwards. Page {}.",
+                    i * 3
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        TextCodec::train(&refs)
+    })
+}
 
 /// Runs every row decoder of the file format on `data` (and on the row types' accessors when a
 /// decode succeeds). Each must return a value or a `Corruption`, never panic; a decoded row
@@ -37,9 +57,19 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let _ = row.stored();
         round_trip("document row", &row)?;
     }
-    if let Ok(row) = schema::decode::<ChunksRow>("chunks row", data) {
+    let codec = Some(fuzz_codec());
+    if let Ok(row) = schema::decode_chunks_row("chunks row", data, codec) {
         accepted += 1;
-        round_trip("chunks row", &row)?;
+        // The round trip re-encodes with the codec (a raw text may come back compressed):
+        // the row read back must be the same row.
+        let again =
+            schema::decode_chunks_row("chunks row", &schema::encode_chunks_row(&row, codec), codec)
+                .map_err(|c| format!("chunks row: re-decoding failed: {}", c.detail))?;
+        if again != row {
+            return Err(format!(
+                "chunks row: round trip changed {row:?} into {again:?}"
+            ));
+        }
         // A search's one-chunk decode agrees with the whole row for every slot it holds
         // (a row whose slots repeat is refused by it: `verify` reports such a row).
         let mut slots: Vec<u32> = row.chunks.iter().map(|c| c.slot).collect();
@@ -47,7 +77,7 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         let repeated = slots.windows(2).any(|w| w[0] == w[1]);
         let absent = slots.last().map_or(0, |s| s.wrapping_add(1));
         for slot in slots.iter().copied().chain([absent]) {
-            let at = match schema::decode_chunk_of_slot(data, slot) {
+            let at = match schema::decode_chunk_of_slot(data, slot, codec) {
                 Ok(at) => at,
                 Err(_) if repeated => continue,
                 Err(c) => return Err(format!("slot {slot} of a decodable row: {}", c.detail)),
@@ -60,6 +90,10 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
                 )
             });
             let header = (at.generation, at.version_kind, at.version, at.source, at.id);
+            let chunk = at
+                .chunk
+                .as_ref()
+                .map(|(p, c)| (*p, c.text.as_ref(), c.meta));
             let row_header = (
                 row.generation,
                 row.version_kind,
@@ -67,17 +101,14 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
                 row.source.as_str(),
                 row.id.as_str(),
             );
-            if header != row_header
-                || at.count != row.chunks.len()
-                || at.chunk.map(|(p, c)| (p, c.text, c.meta)) != want
-            {
+            if header != row_header || at.count != row.chunks.len() || chunk != want {
                 return Err(format!("slot {slot}: {at:?} against {row:?}"));
             }
         }
     } else {
         // A row the whole decode refuses may still have a readable chunk (its others are
         // skipped unchecked); the one-chunk decode must answer without panicking.
-        let _ = schema::decode_chunk_of_slot(data, 0);
+        let _ = schema::decode_chunk_of_slot(data, 0, codec);
     }
     if let Ok(row) = schema::decode::<ChangelogRow>("changelog row", data) {
         accepted += 1;
@@ -106,7 +137,7 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
             };
             let _ = row.same_vector(position, &[0.0]);
         }
-        let _ = schema::join_chunks(data, &row);
+        let _ = schema::join_chunks(data, &row, codec);
         if row.reencode().as_deref() != Ok(data) {
             return Err("vectors row: re-encoding changed the bytes".to_string());
         }
@@ -695,7 +726,11 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     };
     let rows = [
         ("doc", schema::encode(&doc)),
-        ("chunk", schema::encode(&chunk)),
+        ("chunk", schema::encode_chunks_row(&chunk, None)),
+        (
+            "chunk-compressed",
+            schema::encode_chunks_row(&chunk, Some(fuzz_codec())),
+        ),
         ("changelog", schema::encode(&changelog)),
         ("skip", schema::encode(&skip)),
         ("listing", schema::encode(&listing)),
@@ -706,7 +741,7 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                     (0, VectorData::Floats(&[0.5, -1.0, f32::MIN_POSITIVE])),
                     (7, VectorData::Floats(&[1.0, 0.0, -0.0])),
                 ],
-                &schema::encode(&chunk)[..9],
+                &schema::encode_chunks_row(&chunk, None)[..9],
             )
             .unwrap_or_default(),
         ),
@@ -720,7 +755,7 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                     ),
                     (7, VectorData::Floats(&[1.0, 0.0, -0.0, 0.75, -0.5])),
                 ],
-                &schema::encode(&chunk)[..9],
+                &schema::encode_chunks_row(&chunk, None)[..9],
             )
             .unwrap_or_default(),
         ),

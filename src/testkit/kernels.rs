@@ -34,34 +34,37 @@ pub fn scan_rows_block(
 /// An encoded chunks row of `texts` (each chunk's metadata `meta`), as the write path
 /// encodes it; each chunk's vector slot is its position.
 pub fn encode_chunks_row(generation: u64, texts: &[String], meta: &str) -> Vec<u8> {
-    schema::encode(&ChunksRow {
-        generation,
-        version_kind: 0,
-        version: generation,
-        source: "bench".to_string(),
-        id: format!("doc-{generation}"),
-        chunks: (0u32..)
-            .zip(texts)
-            .map(|(slot, text)| ChunkEntry {
-                slot,
-                text: text.clone(),
-                meta: meta.to_string(),
-            })
-            .collect(),
-    })
+    schema::encode_chunks_row(
+        &ChunksRow {
+            generation,
+            version_kind: 0,
+            version: generation,
+            source: "bench".to_string(),
+            id: format!("doc-{generation}"),
+            chunks: (0u32..)
+                .zip(texts)
+                .map(|(slot, text)| ChunkEntry {
+                    slot,
+                    text: text.clone(),
+                    meta: meta.to_string(),
+                })
+                .collect(),
+        },
+        None,
+    )
 }
 
 /// The text of chunk `position`, as a search hit got it before: the whole row decoded.
 pub fn chunk_text_whole_row(bytes: &[u8], position: usize) -> Option<String> {
-    let row: ChunksRow = schema::decode("chunks row", bytes).ok()?;
+    let row = schema::decode_chunks_row("chunks row", bytes, None).ok()?;
     row.chunks.into_iter().nth(position).map(|c| c.text)
 }
 
 /// The text of chunk `position` of a row from [`encode_chunks_row`], as a search hit gets
 /// it now: only the chunk of that vector slot decoded (`schema::decode_chunk_of_slot`).
 pub fn chunk_text_one_chunk(bytes: &[u8], position: usize) -> Option<String> {
-    let at = schema::decode_chunk_of_slot(bytes, u32::try_from(position).ok()?).ok()?;
-    at.chunk.map(|(_, c)| c.text.to_owned())
+    let at = schema::decode_chunk_of_slot(bytes, u32::try_from(position).ok()?, None).ok()?;
+    at.chunk.map(|(_, c)| c.text.into_owned())
 }
 
 /// A vector index of `rows` (row-major, `dim` floats each; ids are row numbers), cosine,

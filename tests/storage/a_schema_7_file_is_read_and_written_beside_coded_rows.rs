@@ -1,7 +1,7 @@
 //! A file written by a schema-7 build (raw vectors rows only; made here by rewriting a
 //! store's rows as that build writes them, `testkit::rewrite_as_schema_7`) is read by a
 //! read-only open as it is, the file untouched and still schema 7. A writable open stamps it
-//! schema 8 (the original kept beside it as a backup, as every conversion does) and rewrites
+//! this build's schema (the original kept beside it as a backup, as every conversion does) and rewrites
 //! no row: its raw rows stay raw until a revision rewrites them, and the rows written from
 //! then on are coded. The store then holds both layouts: every vector reads back bit for
 //! bit, `verify` passes, and the file reopens clean.
@@ -72,7 +72,7 @@ fn a_schema_7_file_is_read_and_written_beside_coded_rows() {
     // Writable: stamped 8, a backup kept, no row rewritten.
     let store = Store::open(&path, Options::default()).expect("open schema 7");
     drop(store);
-    assert_eq!(support::schema_version(&path), 8);
+    assert_eq!(support::schema_version(&path), 9);
     let backup = dir.path().join("seven.redb.schema7-backup");
     assert_eq!(support::schema_version(&backup), 7, "the backup's schema");
     assert_eq!(

@@ -10,7 +10,8 @@
 //! documents and one of 64, each written in one transaction, which cancels the fixed cost of
 //! an empty store. The stores keep no text index (`Options::text_index(false)`): its postings
 //! are pages of their own, proportional to the distinct words (0.75 pages a document here),
-//! and not what this layout is about.
+//! and not what this layout is about. The texts are drawn printable characters, which the
+//! store's text compression (schema 9) leaves as they are: this is about the rows' layout.
 
 use ratchetdb::{Chunk, Document, Version};
 
@@ -21,13 +22,26 @@ fn document(d: usize) -> Document {
     let mut doc = Document::new("wiki", format!("doc-{d:04}"), Version::number(1));
     for c in 0..CHUNKS {
         let head = format!("document {d} chunk {c}: ");
-        let text = format!("{head}{}", "ratchets turn one way. ".repeat(44));
+        let text = format!("{head}{}", drawn_text((d * CHUNKS + c) as u64, 44 * 23));
         let vector = (0..DIMENSION)
             .map(|i| ((i * 31 + c * 7 + d * 3) % 97) as f32 - 48.0)
             .collect();
         doc = doc.with_chunk(Chunk::new(text, vector));
     }
     doc
+}
+
+/// `len` printable ASCII characters drawn from `seed`: text FSST does not shorten.
+fn drawn_text(seed: u64, len: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b' ' + (x % 95) as u8)
+        })
+        .collect()
 }
 
 /// redb's allocated pages (in units of its page size) after writing `documents` documents

@@ -107,6 +107,8 @@ pub(crate) struct Engine {
     text: Option<Arc<crate::text::Analyzer>>,
     /// The analyzer text searches last read from the file.
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
+    /// The text codec the last batch used (`write.rs` checks it against the file's row).
+    text_codec: Mutex<Option<Arc<crate::backend::redb::schema::TextCodec>>>,
     /// The database's file as it was when the engine was made (`None`: a caller's
     /// backend).
     file: Option<OpenedFile>,
@@ -236,6 +238,7 @@ impl Engine {
             on_change: OnceLock::new(),
             text: recognised.text,
             text_analyzer: Mutex::new(None),
+            text_codec: Mutex::new(None),
             file,
             bulk: OnceLock::new(),
             shared_snapshot: Mutex::default(),
@@ -492,6 +495,7 @@ impl Engine {
             skip_log_capacity: self.options.skip_log_capacity,
             tickets_issued: self.tickets_issued.clone(),
             text: self.text.clone(),
+            text_codec: self.text_codec.lock().clone(),
         }
     }
 
@@ -584,6 +588,9 @@ impl Engine {
         if let Some(effects) = effects {
             if let Some(dimension) = effects.dimension_fixed {
                 *self.dimension.write() = Some(dimension);
+            }
+            if let Some(codec) = effects.text_codec {
+                *self.text_codec.lock() = Some(codec);
             }
             if effects.changelog.is_some() {
                 self.changed();

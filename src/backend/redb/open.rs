@@ -362,6 +362,14 @@ pub(crate) fn recognise(
         recorded.live_vectors,
         recorded.dimension.or(options.dimension),
     )?;
+    // A budgeted store's process maps large blocks on their own from the start
+    // (`sys::bound_large_allocations`), not only once its index loads: the first write may
+    // train the text codec (`schema/text_code.rs`), whose 2 MiB counter, freed, would raise
+    // glibc's thresholds first (a close then measured 1.07 MB above the resident set, against
+    // 0.02 MB).
+    if options.memory_budget.is_some() {
+        crate::sys::bound_large_allocations();
+    }
     let mut converted = false;
     if let Some(version) = recorded.convert_from {
         match db.writable() {
@@ -1035,7 +1043,7 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
     Ok(())
 }
 
-/// Converts a file of schema `version` (1 to 7) in one durable write transaction
+/// Converts a file of schema `version` (1 to 8) in one durable write transaction
 /// (`migrate.rs`).
 fn convert(
     db: &Database,
@@ -1051,6 +1059,7 @@ fn convert(
         1 => crate::backend::redb::schema::migrate::schema_1(&txn, dimension),
         6 => crate::backend::redb::schema::migrate::schema_6(&txn).map(|()| 0),
         7 => crate::backend::redb::schema::migrate::schema_7(&txn).map(|()| 0),
+        8 => crate::backend::redb::schema::migrate::schema_8(&txn).map(|()| 0),
         from => crate::backend::redb::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {

@@ -1,8 +1,8 @@
 //! Reading from one MVCC snapshot: documents, the export stream, and what `plan` needs.
 
 use crate::backend::redb::schema::{
-    self, vector_id, ChunkAt, ChunksRow, DocRow, ListingRow, VectorsRow, CHUNKS, DOCS, LISTINGS,
-    LISTING_MEMBERS, VECTORS,
+    self, vector_id, ChunkAt, ChunksRow, DocRow, ListingRow, TextCodec, VectorsRow, CHUNKS, DOCS,
+    LISTINGS, LISTING_MEMBERS, META, VECTORS,
 };
 use crate::error::{Corruption, ReadError};
 use crate::options::Metric;
@@ -36,6 +36,20 @@ pub struct Snapshot {
     /// The vector spaces besides the default one (name, id, dimension), read once by the
     /// first read that returns vectors.
     other_spaces: std::sync::OnceLock<Vec<(String, u32, usize)>>,
+    /// The file's text codec (`meta["text_codec"]`), read once by the first read of a chunk
+    /// text.
+    text_codec: std::sync::OnceLock<Option<Box<TextCodec>>>,
+}
+
+/// The text codec `meta` records (`None`: none trained, every text raw); a row that does
+/// not read is a [`Corruption`] (the inner error).
+pub(crate) fn stored_text_codec(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Result<Option<TextCodec>, Corruption>, redb::StorageError> {
+    Ok(match meta.get(schema::meta_key::TEXT_CODEC)? {
+        Some(bytes) => TextCodec::from_bytes(bytes.value()).map(Some),
+        None => Ok(None),
+    })
 }
 
 impl Snapshot {
@@ -57,7 +71,22 @@ impl Snapshot {
             active_space: std::sync::OnceLock::new(),
             default_name: std::sync::OnceLock::new(),
             other_spaces: std::sync::OnceLock::new(),
+            text_codec: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The file's text codec at this snapshot, which decodes its compressed chunk texts
+    /// (`None`: the file has none, and every text is raw).
+    pub(crate) fn text_codec(&self) -> Result<Option<&TextCodec>, ReadError> {
+        if let Some(codec) = self.text_codec.get() {
+            return Ok(codec.as_deref());
+        }
+        let meta = self.txn.open_table(META).map_err(ReadError::storage)?;
+        let codec = stored_text_codec(&meta).map_err(ReadError::storage)??;
+        Ok(self
+            .text_codec
+            .get_or_init(|| codec.map(Box::new))
+            .as_deref())
     }
 
     /// The vector spaces besides the default one, as (name, id, dimension), by name. A
@@ -206,7 +235,7 @@ impl Snapshot {
         vectors: &VectorsRow<'_>,
     ) -> Result<ChunksRow, ReadError> {
         let bytes = self.chunks_bytes(row)?;
-        let chunks = schema::join_chunks(bytes.value(), vectors)?;
+        let chunks = schema::join_chunks(bytes.value(), vectors, self.text_codec()?)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",
@@ -241,9 +270,10 @@ impl Snapshot {
             return Ok(None);
         };
         // An empty chunks row: the whole row rides in its vectors row.
+        let codec = self.text_codec()?;
         let alone = match bytes.value() {
             [] => None,
-            kept => match schema::decode_chunk_of_slot(kept, slot) {
+            kept => match schema::decode_chunk_of_slot(kept, slot, codec) {
                 Ok(at) => return Ok(Some(read(at))),
                 Err(c) => Some(c),
             },
@@ -266,6 +296,7 @@ impl Snapshot {
             bytes.value(),
             &vectors,
             slot,
+            codec,
             read,
         )?))
     }

@@ -655,7 +655,11 @@ pub(crate) fn chunks_missing_vectors(
             )
             .into());
         };
-        let row = schema::join_chunks(bytes.value(), &VectorsRow::parse(vector_bytes.value())?)?;
+        let row = schema::join_chunks(
+            bytes.value(),
+            &VectorsRow::parse(vector_bytes.value())?,
+            snapshot.text_codec()?,
+        )?;
         let mut own: Vec<(u64, usize)> = row
             .chunks
             .iter()

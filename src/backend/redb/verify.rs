@@ -94,9 +94,12 @@ impl Snapshot {
         }
         // Without a readable vectors row, the chunks row is decoded alone: whole if it
         // carried nothing, a reported corruption if it did.
+        // A damaged codec row is reported once (`check_side_tables`); its texts are then
+        // reported as texts without a codec.
+        let codec = self.text_codec().ok().flatten();
         let joined = revision.chunks.map(|b| match &vectors {
-            Some(Ok(vectors)) => schema::join_chunks(&b, vectors),
-            _ => schema::decode("chunks row", &b),
+            Some(Ok(vectors)) => schema::join_chunks(&b, vectors, codec),
+            _ => schema::decode_chunks_row("chunks row", &b, codec),
         });
         let stored: ChunksRow = match joined {
             None => return doc.add("the chunks row is missing"),
@@ -116,6 +119,13 @@ impl Snapshot {
     /// Decodes every listing, skip-log and changelog row (what `stats`, `retain` and the index
     /// read).
     fn check_side_tables(&self, report: &mut VerifyReport) -> Result<(), ReadError> {
+        match self.text_codec() {
+            Err(ReadError::Corrupted { detail, .. }) => {
+                report.store(format!("the text codec does not read: {detail}"))
+            }
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
         let listings = self.txn.open_table(LISTINGS).map_err(ReadError::storage)?;
         for entry in listings.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;

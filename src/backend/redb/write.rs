@@ -9,8 +9,9 @@
 
 use crate::backend::redb::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
-    DocRow, Layout, ListingRow, RevisionRows, SkipRow, VectorData, VectorsRow, CHANGELOG, CHUNKS,
-    COUNTERS, DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, VECTORS,
+    DocRow, Layout, ListingRow, RevisionRows, SkipRow, TextCodec, VectorData, VectorsRow,
+    CHANGELOG, CHUNKS, COUNTERS, DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, TRAIN_BYTES,
+    TRAIN_TEXTS, VECTORS,
 };
 use crate::error::{Corruption, WriteError};
 use crate::options::ConflictPolicy;
@@ -53,6 +54,33 @@ pub(crate) struct BatchSettings {
     pub tickets_issued: Arc<AtomicU64>,
     /// The text index's analyzer (`None`: the store keeps no text index).
     pub text: Option<Arc<crate::text::Analyzer>>,
+    /// The text codec the engine last learned from a batch (`None`: none yet), reused while
+    /// the file's row is the same table.
+    pub text_codec: Option<Arc<TextCodec>>,
+}
+
+/// The texts gathered to train a store's text codec (`schema/text_code.rs`) while it has
+/// none: the stored ones first, then the ones this batch writes.
+#[derive(Default)]
+struct Training {
+    texts: Vec<String>,
+    bytes: usize,
+    sampled_store: bool,
+}
+
+impl Training {
+    /// Whether enough has been gathered to decide: [`TRAIN_BYTES`] of text, or
+    /// [`TRAIN_TEXTS`] texts (too short, then, to be worth a table).
+    fn is_full(&self) -> bool {
+        self.bytes >= TRAIN_BYTES || self.texts.len() >= TRAIN_TEXTS
+    }
+
+    fn add(&mut self, text: &str) {
+        if !self.is_full() && !text.is_empty() {
+            self.bytes += text.len();
+            self.texts.push(text.to_owned());
+        }
+    }
 }
 
 /// One write transaction's worth of guarded operations.
@@ -81,6 +109,10 @@ pub(crate) struct Batch<'txn> {
     skips: Vec<SkipRow>,
     dimension: Option<usize>,
     dimension_fixed_here: bool,
+    /// The file's text codec (`None`: none trained yet; texts are written raw).
+    codec: Option<Arc<TextCodec>>,
+    /// Texts gathered to train one, while there is none.
+    training: Training,
 }
 
 /// What a committed batch changed that the in-memory side must learn.
@@ -88,6 +120,9 @@ pub(crate) struct Batch<'txn> {
 pub(crate) struct BatchEffects {
     /// The dimension, if this batch fixed it.
     pub dimension_fixed: Option<usize>,
+    /// The file's text codec, if the batch read or trained it (the engine keeps it for the
+    /// batches after).
+    pub text_codec: Option<Arc<TextCodec>>,
     /// The commit sequence of this batch's changelog entry, and the entry.
     pub changelog: Option<(u64, ChangelogRow)>,
 }
@@ -150,7 +185,21 @@ impl<'txn> Batch<'txn> {
                 }
                 _ => dimension,
             };
+        // The file's own codec row, every batch (one lookup): the engine's copy is reused
+        // only while it is the same table (it saves rebuilding the compressor).
+        let codec = match meta
+            .get(schema::meta_key::TEXT_CODEC)
+            .map_err(WriteError::storage)?
+        {
+            None => None,
+            Some(bytes) => match &settings.text_codec {
+                Some(known) if known.to_bytes() == bytes.value() => Some(known.clone()),
+                _ => Some(Arc::new(TextCodec::from_bytes(bytes.value())?)),
+            },
+        };
         Ok(Batch {
+            codec,
+            training: Training::default(),
             spaces,
             spaces_table: txn.open_table(schema::SPACES).map_err(open_err)?,
             space_vectors: txn.open_table(schema::SPACE_VECTORS).map_err(open_err)?,
@@ -460,7 +509,7 @@ impl<'txn> Batch<'txn> {
             id: doc.id.clone(),
             chunks,
         };
-        let chunks_bytes = schema::encode(&stamped);
+        let chunks_bytes = schema::encode_chunks_row(&stamped, self.codec.as_deref());
         let entries: Vec<(u32, VectorData<'_>)> = vectors
             .raw_entries()?
             .into_iter()
@@ -514,7 +563,7 @@ impl<'txn> Batch<'txn> {
         };
         let parsed = VectorsRow::parse(&vectors)?;
         let chunks: ChunksRow = match self.chunks.get(id).map_err(WriteError::storage)? {
-            Some(bytes) => schema::join_chunks(bytes.value(), &parsed)?,
+            Some(bytes) => schema::join_chunks(bytes.value(), &parsed, self.codec.as_deref())?,
             None => {
                 return Err(Corruption::new(
                     "chunk table",
@@ -621,7 +670,8 @@ impl<'txn> Batch<'txn> {
         // The two rows as `schema::RevisionRows` splits them; the vectors are encoded
         // straight into their reserved place in a redb page, unless every vector stayed in
         // place and the vectors row already carries the same chunks-row bytes.
-        let chunks_bytes = schema::encode_chunks(&chunks_row);
+        let codec = self.codec_for(doc)?;
+        let chunks_bytes = schema::encode_chunks(&chunks_row, codec.as_deref());
         let rows = RevisionRows::split(&chunks_bytes, &entries);
         if !(plan.vectors_in_place && rows.spill_matches(&old_vectors)) {
             let mut slot = self
@@ -657,6 +707,56 @@ impl<'txn> Batch<'txn> {
             chunks_reused: plan.chunks_reused,
             chunks_removed: plan.chunks_removed,
         })
+    }
+
+    /// The text codec to write `doc`'s texts with. While the file has none, the texts stored
+    /// and then those this batch writes are gathered; once they decide
+    /// ([`Training::is_full`]) a codec is trained from them and recorded in this
+    /// transaction, and `doc` is the first revision written with it.
+    fn codec_for(&mut self, doc: &PreparedDoc) -> Result<Option<Arc<TextCodec>>, WriteError> {
+        if self.codec.is_some() {
+            return Ok(self.codec.clone());
+        }
+        if !self.training.sampled_store {
+            self.training.sampled_store = true;
+            self.sample_stored_texts()?;
+        }
+        for chunk in &doc.chunks {
+            self.training.add(&chunk.text);
+        }
+        if self.training.is_full() {
+            let texts = std::mem::take(&mut self.training.texts);
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let codec = Arc::new(TextCodec::train(&refs));
+            self.meta
+                .insert(schema::meta_key::TEXT_CODEC, codec.to_bytes().as_slice())
+                .map_err(WriteError::storage)?;
+            self.codec = Some(codec);
+        }
+        Ok(self.codec.clone())
+    }
+
+    /// Adds the texts of the first live revisions in the file to the training set (until it
+    /// is full). A row that does not decode is left out: training only samples.
+    fn sample_stored_texts(&mut self) -> Result<(), WriteError> {
+        for entry in self.chunks.iter().map_err(WriteError::storage)? {
+            if self.training.is_full() {
+                break;
+            }
+            let (id, bytes) = entry.map_err(WriteError::storage)?;
+            let Some(vectors) = self.vectors.get(id.value()).map_err(WriteError::storage)? else {
+                continue;
+            };
+            let Ok(parsed) = VectorsRow::parse(vectors.value()) else {
+                continue;
+            };
+            if let Ok(row) = schema::join_chunks(bytes.value(), &parsed, None) {
+                for chunk in &row.chunks {
+                    self.training.add(&chunk.text);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The text index's changes for a revision (when the store keeps one): the chunks under
@@ -1086,6 +1186,7 @@ impl<'txn> Batch<'txn> {
                 effects.dimension_fixed = Some(dimension);
             }
         }
+        effects.text_codec = self.codec.take();
         Ok(effects)
     }
 }

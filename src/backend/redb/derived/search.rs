@@ -88,8 +88,8 @@ pub(crate) fn resolve(
     filter: Option<&Filter>,
 ) -> Result<Option<Hit>, ReadError> {
     let (owner, slot) = split_vector_id(vector_id);
-    let hit = snapshot.chunk_of(owner, slot, |at| {
-        let Some((position, chunk)) = at.chunk else {
+    let hit = snapshot.chunk_of(owner, slot, |mut at| {
+        let Some((position, chunk)) = at.chunk.take() else {
             return Ok(None);
         };
         // Metadata that does not decode is a corruption, as it is for `get`.
@@ -106,7 +106,7 @@ pub(crate) fn resolve(
             version: at.version()?,
             generation: at.generation,
             meta,
-            text: chunk.text.to_owned(),
+            text: chunk.text.into_owned(),
             source: at.source.to_owned(),
             id: at.id.to_owned(),
             position,

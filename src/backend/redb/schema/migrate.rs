@@ -32,6 +32,10 @@
 //! only stamped ([`schema_7`]), its raw rows read as they are, and a read-only open reads it
 //! unconverted.
 //!
+//! Schema 9 compresses chunk texts with the store's FSST table (`text_code.rs`): a schema-8
+//! file is only stamped ([`schema_8`]), its raw texts read as they are; so is a schema-7
+//! one.
+//!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
@@ -155,6 +159,14 @@ pub(crate) fn schema_6(txn: &WriteTransaction) -> Result<(), MigrationError> {
 /// an older build cannot read; the file's raw rows stay as they are, and revisions written
 /// from now on may be coded.
 pub(crate) fn schema_7(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    stamp_schema_version(txn)
+}
+
+/// Converts a schema-8 file to this schema inside `txn` (the caller commits): the version is
+/// stamped and nothing else changes. Schema 9 compresses chunk texts, which an older build
+/// cannot read; the file's raw texts stay as they are, and revisions written from now on
+/// may be compressed.
+pub(crate) fn schema_8(txn: &WriteTransaction) -> Result<(), MigrationError> {
     stamp_schema_version(txn)
 }
 
@@ -340,7 +352,8 @@ fn put_revision_v1(
 ) -> Result<(), MigrationError> {
     // One row must stay readable (rows decode under `MAX_ROW_BYTES`): a document schema 1
     // held in many rows may not fit in one.
-    let len = schema::encoded_len(&row);
+    let bytes = schema::encode_chunks_row(&row, None);
+    let len = bytes.len();
     if len > schema::MAX_ROW_BYTES {
         return Err(MigrationError::TooLarge(format!(
             "{source}/{id} holds {len} bytes of chunk text and metadata; one row holds at most {}",
@@ -359,13 +372,7 @@ fn put_revision_v1(
     let slotted: Vec<(u32, VectorData<'_>)> = (0u32..)
         .zip(floats.iter().map(|f| VectorData::Raw(f)))
         .collect();
-    put_revision(
-        chunks,
-        vectors,
-        internal_id,
-        &schema::encode(&row),
-        &slotted,
-    )
+    put_revision(chunks, vectors, internal_id, &bytes, &slotted)
 }
 
 /// A schema-2 vectors row: `count u32 LE | slot u32 LE * count | f32 LE * dimension * count`
@@ -677,7 +684,8 @@ fn revisions_to_schema_5(
                 })
                 .collect(),
         };
-        let len = schema::encoded_len(&row);
+        let bytes = schema::encode_chunks_row(&row, None);
+        let len = bytes.len();
         if len > schema::MAX_ROW_BYTES {
             return Err(MigrationError::TooLarge(format!(
                 "{}/{} holds {len} bytes of chunk text and metadata; one row holds at most {}",
@@ -686,13 +694,7 @@ fn revisions_to_schema_5(
                 schema::MAX_ROW_BYTES
             )));
         }
-        put_revision(
-            &mut chunks,
-            &mut vectors,
-            id,
-            &schema::encode(&row),
-            &entries,
-        )?;
+        put_revision(&mut chunks, &mut vectors, id, &bytes, &entries)?;
         converted += 1;
     }
     drop((chunks, vectors));

@@ -1,7 +1,7 @@
 //! The file format, in one place: every table and key (`tables`), the row codecs (`rows`),
 //! a live revision's vectors row and the chunks-row bytes it carries (`spill`), and the
-//! conversions of files of schemas 1 to 7 (`migrate`), and the coded layout of a vectors
-//! row's floats (`vector_code`).
+//! conversions of files of schemas 1 to 8 (`migrate`), the coded layout of a vectors
+//! row's floats (`vector_code`) and the compressed chunk texts (`text_code`).
 //!
 //! Rows are encoded with bincode (standard configuration, serde) except vectors, which are raw
 //! little-endian bytes behind a small header, or (schema 8) coded losslessly where that
@@ -29,18 +29,21 @@ pub(crate) mod migrate;
 mod rows;
 mod spill;
 mod tables;
+mod text_code;
 mod vector_code;
 
 pub(crate) use rows::*;
 pub(crate) use spill::*;
 pub(crate) use tables::*;
+pub(crate) use text_code::{TextCodec, TRAIN_BYTES, TRAIN_TEXTS};
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 8;
+pub(crate) const SCHEMA_VERSION: u32 = 9;
 
 /// The oldest schema whose files this build reads without converting them (a read-only
 /// open reads them as they are; a writable one stamps them [`SCHEMA_VERSION`]): schema 8
-/// only adds the coded layout of a vectors row, which schema 7's raw rows are not.
+/// only adds the coded layout of a vectors row, which schema 7's raw rows are not, and
+/// schema 9 compressed chunk texts, which schema 8's raw texts are not.
 pub(crate) const READ_AS_IS_FROM: u32 = 7;
 
 /// The marker stored under `meta["format"]`.

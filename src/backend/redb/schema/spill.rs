@@ -7,7 +7,8 @@
 //! also decides a vectors row's layout, raw or coded (schema 8, `vector_code.rs`), from the
 //! same page arithmetic ([`Layout::for_entries`]), and reads either ([`VectorsRow`]).
 
-use super::rows::{decode, decode_chunk_of_slot, ChunkAt, ChunksRow};
+use super::rows::{decode_chunk_of_slot, decode_chunks_row, ChunkAt, ChunksRow};
+use super::text_code::TextCodec;
 use super::vector_code::{self, Table};
 use crate::error::Corruption;
 
@@ -175,18 +176,22 @@ pub(crate) fn spill_len_for_harness(vectors_len: usize, chunks_len: usize) -> us
 }
 
 /// A document's chunks row from its chunks row's bytes and the bytes its vectors row
-/// carries (the encoded row's last [`spill_len`] bytes).
-fn decode_chunks(rest: &[u8], spill: &[u8]) -> Result<ChunksRow, Corruption> {
+/// carries (the encoded row's last [`spill_len`] bytes), its texts decoded with `codec`.
+fn decode_chunks(
+    rest: &[u8],
+    spill: &[u8],
+    codec: Option<&TextCodec>,
+) -> Result<ChunksRow, Corruption> {
     if spill.is_empty() {
-        return decode("chunks row", rest);
+        return decode_chunks_row("chunks row", rest, codec);
     }
     if rest.is_empty() {
-        return decode("chunks row", spill);
+        return decode_chunks_row("chunks row", spill, codec);
     }
     let mut bytes = Vec::with_capacity(rest.len() + spill.len());
     bytes.extend_from_slice(rest);
     bytes.extend_from_slice(spill);
-    decode("chunks row", &bytes)
+    decode_chunks_row("chunks row", &bytes, codec)
 }
 
 /// Splits an encoded chunks row into what the chunks row keeps and what rides at the end of
@@ -201,13 +206,15 @@ fn split_chunks(chunks_bytes: &[u8], vectors_len: usize) -> (&[u8], &[u8]) {
 }
 
 /// A live document's chunks row, read back: the chunks table's bytes for the document
-/// joined with the bytes its vectors row carries after its vectors. Every reader of a
-/// chunks row (reads, search, `verify`, the next revision's write) goes through this.
+/// joined with the bytes its vectors row carries after its vectors, its texts decoded with
+/// `codec` (the store's table). Every reader of a chunks row (reads, search, `verify`, the
+/// next revision's write) goes through this.
 pub(crate) fn join_chunks(
     chunks_row: &[u8],
     vectors: &VectorsRow<'_>,
+    codec: Option<&TextCodec>,
 ) -> Result<ChunksRow, Corruption> {
-    decode_chunks(chunks_row, vectors.spill())
+    decode_chunks(chunks_row, vectors.spill(), codec)
 }
 
 /// A live document's encoded chunks row, joined as [`join_chunks`] joins it but not
@@ -225,19 +232,20 @@ pub(crate) fn join_chunk_of_slot<R>(
     chunks_row: &[u8],
     vectors: &VectorsRow<'_>,
     slot: u32,
+    codec: Option<&TextCodec>,
     read: impl FnOnce(ChunkAt<'_>) -> R,
 ) -> Result<R, Corruption> {
     let spill = vectors.spill();
     if spill.is_empty() {
-        return decode_chunk_of_slot(chunks_row, slot).map(read);
+        return decode_chunk_of_slot(chunks_row, slot, codec).map(read);
     }
     if chunks_row.is_empty() {
-        return decode_chunk_of_slot(spill, slot).map(read);
+        return decode_chunk_of_slot(spill, slot, codec).map(read);
     }
     let mut bytes = Vec::with_capacity(chunks_row.len() + spill.len());
     bytes.extend_from_slice(chunks_row);
     bytes.extend_from_slice(spill);
-    decode_chunk_of_slot(&bytes, slot).map(read)
+    decode_chunk_of_slot(&bytes, slot, codec).map(read)
 }
 
 /// A revision's two rows as they are written: the encoded chunks row split between the
@@ -876,7 +884,7 @@ pub(crate) fn extend_floats(bytes: &[u8], out: &mut Vec<f32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::redb::schema::{encode, ChunkEntry};
+    use crate::backend::redb::schema::ChunkEntry;
 
     #[test]
     fn vectors_rows_round_trip() {
@@ -935,13 +943,17 @@ mod tests {
                 meta: "{}".into(),
             }],
         };
-        let bytes = encode(&row);
+        let bytes = super::super::rows::encode_chunks_row(&row, None);
         for at in [0, 1, 40, bytes.len() - 1, bytes.len()] {
             let (rest, spill) = bytes.split_at(at);
-            assert_eq!(decode_chunks(rest, spill).ok().as_ref(), Some(&row), "{at}");
+            assert_eq!(
+                decode_chunks(rest, spill, None).ok().as_ref(),
+                Some(&row),
+                "{at}"
+            );
         }
         // A row with its spill missing is a corruption, not a panic.
-        assert!(decode_chunks(&bytes[..100], &[]).is_err());
+        assert!(decode_chunks(&bytes[..100], &[], None).is_err());
         // The split keeps the tail for the vectors row.
         let (rest, spill) = split_chunks(&bytes, 12_328);
         assert_eq!(spill.len(), spill_len(12_328, bytes.len()));
@@ -964,7 +976,7 @@ mod tests {
                 })
                 .collect(),
         };
-        let bytes = encode(&row);
+        let bytes = super::super::rows::encode_chunks_row(&row, None);
         let floats = [1.0; 1100];
         let vectors: Vec<(u32, VectorData<'_>)> = row
             .chunks
@@ -978,11 +990,11 @@ mod tests {
                 panic!("vectors row");
             };
             for (position, chunk) in row.chunks.iter().enumerate() {
-                let text = join_chunk_of_slot(rest, &parsed, chunk.slot, |at| {
+                let text = join_chunk_of_slot(rest, &parsed, chunk.slot, None, |at| {
                     (
                         at.generation,
                         at.count,
-                        at.chunk.map(|(p, c)| (p, c.text.to_owned())),
+                        at.chunk.map(|(p, c)| (p, c.text.into_owned())),
                     )
                 });
                 assert_eq!(

@@ -111,6 +111,9 @@ pub(crate) mod meta_key {
     /// The same, recorded by builds whose text index was `text_chunks` (a writer's open
     /// removes it with those tables).
     pub(crate) const LEGACY_TEXT_ANALYZER: &str = "text_analyzer";
+    /// The FSST symbol table chunk texts are compressed with (schema 9, `text_code.rs`);
+    /// absent: none trained yet, every text raw.
+    pub(crate) const TEXT_CODEC: &str = "text_codec";
 }
 
 /// Names of the sequences in the `counters` table.

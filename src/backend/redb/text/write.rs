@@ -230,6 +230,7 @@ fn for_each_live_document<D, C, V>(
     docs: &D,
     chunks: &C,
     vectors: &V,
+    codec: Option<&crate::backend::redb::schema::TextCodec>,
     mut f: impl FnMut(u64, &[(u32, &str)]) -> Result<(), WriteError>,
 ) -> Result<(), WriteError>
 where
@@ -257,7 +258,7 @@ where
                 Corruption::new("chunk table", format!("document {id} has no chunks row")).into(),
             );
         };
-        let row_chunks: ChunksRow = schema::join_chunks(chunk_bytes.value(), &parsed)?;
+        let row_chunks: ChunksRow = schema::join_chunks(chunk_bytes.value(), &parsed, codec)?;
         let mut slotted = Vec::with_capacity(row_chunks.chunks.len());
         for (position, chunk) in row_chunks.chunks.iter().enumerate() {
             let Some(slot) = parsed.slot(position) else {
@@ -286,7 +287,11 @@ pub(crate) fn rebuild(txn: &WriteTransaction, analyzer: Arc<Analyzer>) -> Result
         let docs = txn.open_table(DOCS).map_err(WriteError::storage)?;
         let chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
         let vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
-        for_each_live_document(&docs, &chunks, &vectors, |id, chunks| {
+        let codec = {
+            let meta = txn.open_table(META).map_err(WriteError::storage)?;
+            crate::backend::redb::read::stored_text_codec(&meta).map_err(WriteError::storage)??
+        };
+        for_each_live_document(&docs, &chunks, &vectors, codec.as_ref(), |id, chunks| {
             writer.revise(None, &[], id, chunks, false)
         })?;
     }
