@@ -219,19 +219,21 @@ impl TextCodec {
         Cow::Owned(out)
     }
 
-    /// The bytes `codes` stand for.
+    /// The bytes `codes` stand for. A first pass checks every code and sums the length; the
+    /// second copies each symbol's eight bytes whole and steps past only its length (the
+    /// buffer has eight bytes of room past the end), as FSST's own decoder does.
     fn expand(&self, codes: &[u8]) -> Result<Vec<u8>, Corruption> {
-        let mut out = Vec::with_capacity(codes.len() * 3);
+        let mut length = 0usize;
         let mut at = 0;
         while let Some(&code) = codes.get(at) {
             if code == ESCAPE {
-                let Some(&byte) = codes.get(at + 1) else {
+                if at + 1 >= codes.len() {
                     return Err(Corruption::new(
                         "chunk text",
                         "a compressed text ends in an escape",
                     ));
-                };
-                out.push(byte);
+                }
+                length += 1;
                 at += 2;
             } else {
                 let code = usize::from(code);
@@ -244,10 +246,25 @@ impl TextCodec {
                         ),
                     ));
                 }
-                out.extend_from_slice(&self.symbols[code][..usize::from(self.lengths[code])]);
+                length += usize::from(self.lengths[code]);
                 at += 1;
             }
         }
+        let mut out = vec![0u8; length + 8];
+        let (mut written, mut at) = (0, 0);
+        while let Some(&code) = codes.get(at) {
+            if code == ESCAPE {
+                out[written] = codes[at + 1];
+                written += 1;
+                at += 2;
+            } else {
+                let code = usize::from(code);
+                out[written..written + 8].copy_from_slice(&self.symbols[code]);
+                written += usize::from(self.lengths[code]);
+                at += 1;
+            }
+        }
+        out.truncate(length);
         Ok(out)
     }
 }
