@@ -109,6 +109,8 @@ pub(crate) struct Engine {
     pub(crate) text_analyzer: Mutex<Option<Arc<crate::text::Analyzer>>>,
     /// The text codec the last batch used (`write.rs` checks it against the file's row).
     text_codec: Mutex<Option<Arc<crate::backend::redb::schema::TextCodec>>>,
+    /// The texts gathered to train the text codec while the file has none (`write.rs`).
+    training: Arc<Mutex<crate::backend::redb::write::Training>>,
     /// The database's file as it was when the engine was made (`None`: a caller's
     /// backend).
     file: Option<OpenedFile>,
@@ -239,6 +241,7 @@ impl Engine {
             text: recognised.text,
             text_analyzer: Mutex::new(None),
             text_codec: Mutex::new(None),
+            training: Arc::default(),
             file,
             bulk: OnceLock::new(),
             shared_snapshot: Mutex::default(),
@@ -496,6 +499,7 @@ impl Engine {
             tickets_issued: self.tickets_issued.clone(),
             text: self.text.clone(),
             text_codec: self.text_codec.lock().clone(),
+            training: self.training.clone(),
         }
     }
 

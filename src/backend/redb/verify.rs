@@ -96,7 +96,7 @@ impl Snapshot {
         // carried nothing, a reported corruption if it did.
         // A damaged codec row is reported once (`check_side_tables`); its texts are then
         // reported as texts without a codec.
-        let codec = self.text_codec().ok().flatten();
+        let codec = self.text_codec_for_reads();
         let joined = revision.chunks.map(|b| match &vectors {
             Some(Ok(vectors)) => schema::join_chunks(&b, vectors, codec),
             _ => schema::decode_chunks_row("chunks row", &b, codec),

@@ -11,7 +11,7 @@ use crate::backend::redb::schema::{
     self, seq_key, vector_id, ChangelogRow, ChunkEntry, ChunkEntryRef, ChunksRow, ChunksRowRef,
     DocRow, Layout, ListingRow, RevisionRows, SkipRow, TextCodec, VectorData, VectorsRow,
     CHANGELOG, CHUNKS, COUNTERS, DOCS, LISTINGS, LISTING_MEMBERS, META, SKIP_LOG, TRAIN_BYTES,
-    TRAIN_TEXTS, VECTORS,
+    VECTORS,
 };
 use crate::error::{Corruption, WriteError};
 use crate::options::ConflictPolicy;
@@ -57,22 +57,40 @@ pub(crate) struct BatchSettings {
     /// The text codec the engine last learned from a batch (`None`: none yet), reused while
     /// the file's row is the same table.
     pub text_codec: Option<Arc<TextCodec>>,
+    /// The texts gathered to train the text codec while the file has none, kept by the
+    /// engine across batches.
+    pub training: Arc<parking_lot::Mutex<Training>>,
 }
 
+/// The rows of the file a writer reads once, after it opens, for texts to train a text codec
+/// with: bounded, so a store of empty or short texts costs a bounded read however large.
+const SAMPLE_ROWS: usize = 4096;
+
 /// The texts gathered to train a store's text codec (`schema/text_code.rs`) while it has
-/// none: the stored ones first, then the ones this batch writes.
+/// none: those of the file's first live revisions (read once, after the writer opens), then
+/// those the batches write, until [`TRAIN_BYTES`] of them.
 #[derive(Default)]
-struct Training {
+pub(crate) struct Training {
     texts: Vec<String>,
     bytes: usize,
     sampled_store: bool,
 }
 
+/// Without the texts: they are the user's.
+impl std::fmt::Debug for Training {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Training")
+            .field("texts", &self.texts.len())
+            .field("bytes", &self.bytes)
+            .field("sampled_store", &self.sampled_store)
+            .finish()
+    }
+}
+
 impl Training {
-    /// Whether enough has been gathered to decide: [`TRAIN_BYTES`] of text, or
-    /// [`TRAIN_TEXTS`] texts (too short, then, to be worth a table).
+    /// Whether [`TRAIN_BYTES`] of text have been gathered.
     fn is_full(&self) -> bool {
-        self.bytes >= TRAIN_BYTES || self.texts.len() >= TRAIN_TEXTS
+        self.bytes >= TRAIN_BYTES
     }
 
     fn add(&mut self, text: &str) {
@@ -109,10 +127,13 @@ pub(crate) struct Batch<'txn> {
     skips: Vec<SkipRow>,
     dimension: Option<usize>,
     dimension_fixed_here: bool,
-    /// The file's text codec (`None`: none trained yet; texts are written raw).
+    /// The file's text codec (`None`: none trained yet, or its row is damaged; texts are
+    /// written raw).
     codec: Option<Arc<TextCodec>>,
-    /// Texts gathered to train one, while there is none.
-    training: Training,
+    /// The file's codec row does not read: texts are written raw and no codec is trained
+    /// (one over the row would leave the texts compressed with it unreadable for good;
+    /// `verify` reports the row).
+    codec_damaged: bool,
 }
 
 /// What a committed batch changed that the in-memory side must learn.
@@ -187,19 +208,22 @@ impl<'txn> Batch<'txn> {
             };
         // The file's own codec row, every batch (one lookup): the engine's copy is reused
         // only while it is the same table (it saves rebuilding the compressor).
-        let codec = match meta
+        let (codec, codec_damaged) = match meta
             .get(schema::meta_key::TEXT_CODEC)
             .map_err(WriteError::storage)?
         {
-            None => None,
+            None => (None, false),
             Some(bytes) => match &settings.text_codec {
-                Some(known) if known.to_bytes() == bytes.value() => Some(known.clone()),
-                _ => Some(Arc::new(TextCodec::from_bytes(bytes.value())?)),
+                Some(known) if known.to_bytes() == bytes.value() => (Some(known.clone()), false),
+                _ => match TextCodec::from_bytes(bytes.value()) {
+                    Ok(codec) => (Some(Arc::new(codec)), false),
+                    Err(_) => (None, true),
+                },
             },
         };
         Ok(Batch {
             codec,
-            training: Training::default(),
+            codec_damaged,
             spaces,
             spaces_table: txn.open_table(schema::SPACES).map_err(open_err)?,
             space_vectors: txn.open_table(schema::SPACE_VECTORS).map_err(open_err)?,
@@ -709,23 +733,26 @@ impl<'txn> Batch<'txn> {
         })
     }
 
-    /// The text codec to write `doc`'s texts with. While the file has none, the texts stored
-    /// and then those this batch writes are gathered; once they decide
-    /// ([`Training::is_full`]) a codec is trained from them and recorded in this
-    /// transaction, and `doc` is the first revision written with it.
+    /// The text codec to write `doc`'s texts with. While the file has none, texts are
+    /// gathered ([`Training`]); once there are [`TRAIN_BYTES`] of them a codec is trained and
+    /// recorded in this transaction, and `doc` is the first revision written with it.
     fn codec_for(&mut self, doc: &PreparedDoc) -> Result<Option<Arc<TextCodec>>, WriteError> {
-        if self.codec.is_some() {
+        if self.codec.is_some() || self.codec_damaged {
             return Ok(self.codec.clone());
         }
-        if !self.training.sampled_store {
-            self.training.sampled_store = true;
-            self.sample_stored_texts()?;
+        let training = self.settings.training.clone();
+        let mut training = training.lock();
+        if !training.sampled_store {
+            training.sampled_store = true;
+            self.sample_stored_texts(&mut training)?;
         }
         for chunk in &doc.chunks {
-            self.training.add(&chunk.text);
+            training.add(&chunk.text);
         }
-        if self.training.is_full() {
-            let texts = std::mem::take(&mut self.training.texts);
+        if training.is_full() {
+            let texts = std::mem::take(&mut training.texts);
+            training.bytes = 0;
+            drop(training);
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let codec = Arc::new(TextCodec::train(&refs));
             self.meta
@@ -736,11 +763,17 @@ impl<'txn> Batch<'txn> {
         Ok(self.codec.clone())
     }
 
-    /// Adds the texts of the first live revisions in the file to the training set (until it
-    /// is full). A row that does not decode is left out: training only samples.
-    fn sample_stored_texts(&mut self) -> Result<(), WriteError> {
-        for entry in self.chunks.iter().map_err(WriteError::storage)? {
-            if self.training.is_full() {
+    /// Adds the texts of the file's first live revisions (at most [`SAMPLE_ROWS`] rows) to
+    /// `training`, until it is full. A row that does not decode is left out: training only
+    /// samples.
+    fn sample_stored_texts(&self, training: &mut Training) -> Result<(), WriteError> {
+        for entry in self
+            .chunks
+            .iter()
+            .map_err(WriteError::storage)?
+            .take(SAMPLE_ROWS)
+        {
+            if training.is_full() {
                 break;
             }
             let (id, bytes) = entry.map_err(WriteError::storage)?;
@@ -752,7 +785,7 @@ impl<'txn> Batch<'txn> {
             };
             if let Ok(row) = schema::join_chunks(bytes.value(), &parsed, None) {
                 for chunk in &row.chunks {
-                    self.training.add(&chunk.text);
+                    training.add(&chunk.text);
                 }
             }
         }

@@ -35,7 +35,7 @@ mod vector_code;
 pub(crate) use rows::*;
 pub(crate) use spill::*;
 pub(crate) use tables::*;
-pub(crate) use text_code::{TextCodec, TRAIN_BYTES, TRAIN_TEXTS};
+pub(crate) use text_code::{TextCodec, TRAIN_BYTES};
 
 /// The schema version this build writes and the newest it reads.
 pub(crate) const SCHEMA_VERSION: u32 = 9;

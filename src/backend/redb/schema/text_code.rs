@@ -33,10 +33,6 @@ const ESCAPE: u8 = 255;
 const FORMAT: u8 = 1;
 /// How much text a table is trained from (FSST's own sample target).
 pub(crate) const TRAIN_BYTES: usize = 16 * 1024;
-/// How many chunk texts at most are gathered for training: a store whose first this many
-/// texts hold less than [`TRAIN_BYTES`] records an empty table (its texts are too short for
-/// symbols to pay for themselves).
-pub(crate) const TRAIN_TEXTS: usize = 1024;
 
 /// A store's text symbol table: what decodes its compressed texts and compresses new ones.
 pub(crate) struct TextCodec {
@@ -281,7 +277,8 @@ pub(crate) fn decode_text<'a>(
             let Some(codec) = codec else {
                 return Err(Corruption::new(
                     "chunk text",
-                    "a compressed text in a file without a text codec",
+                    "a compressed text, and the file's text codec is missing or does not read \
+                     (Store::verify reports it)",
                 ));
             };
             String::from_utf8(codec.expand(codes)?)
