@@ -58,15 +58,11 @@ const WORDS: &[&str] = &[
 
 /// Sentence `i`: eight to twenty words of [`WORDS`], and its number.
 fn sentence(i: u64) -> String {
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let len = 8 + (x % 13) as usize;
-    let mut words = Vec::with_capacity(len + 1);
-    for _ in 0..len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        words.push(WORDS[(x % WORDS.len() as u64) as usize]);
-    }
+    let mut rng = ratchetdb::testkit::SplitMix64::new(i);
+    let len = 8 + rng.below(13) as usize;
+    let words: Vec<&str> = (0..len)
+        .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+        .collect();
     format!("{} number {i}.", words.join(" "))
 }
 

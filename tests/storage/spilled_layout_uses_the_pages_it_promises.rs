@@ -33,14 +33,9 @@ fn document(d: usize) -> Document {
 
 /// `len` printable ASCII characters drawn from `seed`: text FSST does not shorten.
 fn drawn_text(seed: u64, len: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = ratchetdb::testkit::SplitMix64::new(seed);
     (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from(b' ' + (x % 95) as u8)
-        })
+        .map(|_| char::from(b' ' + rng.below(95) as u8))
         .collect()
 }
 

@@ -214,7 +214,7 @@ impl<'txn> Batch<'txn> {
         {
             None => (None, false),
             Some(bytes) => match &settings.text_codec {
-                Some(known) if known.to_bytes() == bytes.value() => (Some(known.clone()), false),
+                Some(known) if known.is_row(bytes.value()) => (Some(known.clone()), false),
                 _ => match TextCodec::from_bytes(bytes.value()) {
                     Ok(codec) => (Some(Arc::new(codec)), false),
                     Err(_) => (None, true),

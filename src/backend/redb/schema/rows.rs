@@ -89,13 +89,11 @@ pub(crate) fn decode_chunks_row(
     let wire: ChunksWire = decode(what, bytes)?;
     let mut chunks = Vec::with_capacity(wire.chunks.len());
     for chunk in wire.chunks {
-        let text = match decode_text(&chunk.text.0, codec)? {
-            std::borrow::Cow::Borrowed(_) => {
-                // Checked UTF-8 above: the bytes move into the String without a copy.
-                String::from_utf8(chunk.text.0.into_owned())
-                    .map_err(|_| Corruption::new("chunk text", "not UTF-8"))?
-            }
-            std::borrow::Cow::Owned(text) => text,
+        // A raw text's bytes move into the String (checked once, without a copy); a
+        // compressed one is decoded.
+        let text = match String::from_utf8(chunk.text.0.into_owned()) {
+            Ok(text) => text,
+            Err(e) => decode_text(e.as_bytes(), codec)?.into_owned(),
         };
         chunks.push(ChunkEntry {
             slot: chunk.slot,

@@ -138,6 +138,18 @@ impl TextCodec {
         out
     }
 
+    /// Whether `bytes` is this table's row ([`TextCodec::to_bytes`]), compared in place.
+    pub(crate) fn is_row(&self, bytes: &[u8]) -> bool {
+        let count = self.count;
+        bytes.len() == 2 + count * 9
+            && bytes[..2] == [FORMAT, count as u8]
+            && bytes[2..2 + count] == self.lengths[..count]
+            && bytes[2 + count..]
+                .chunks_exact(8)
+                .zip(&self.symbols[..count])
+                .all(|(row, symbol)| row == symbol)
+    }
+
     /// The table from its row, every length checked (1 to 8 bytes, nothing stored past a
     /// symbol's length).
     pub(crate) fn from_bytes(bytes: &[u8]) -> Result<TextCodec, Corruption> {
@@ -314,6 +326,10 @@ mod tests {
         let codec = TextCodec::train(&refs);
         assert!(codec.symbols() > 0);
         let read = TextCodec::from_bytes(&codec.to_bytes()).unwrap();
+        assert!(codec.is_row(&codec.to_bytes()) && read.is_row(&codec.to_bytes()));
+        let mut other = codec.to_bytes();
+        *other.last_mut().unwrap() ^= 1;
+        assert!(!codec.is_row(&other) && !codec.is_row(&[FORMAT, 0]));
         let (mut raw, mut stored) = (0, 0);
         for text in refs
             .iter()
