@@ -1,6 +1,8 @@
 //! A store's text codec (`meta["text_codec"]`, schema 9) damaged on disk: its compressed texts
 //! cannot be decoded, and every read of one is `ReadError::Corrupted` naming the chunk text
-//! and the codec, never a panic and never a wrong text, while its raw texts still read;
+//! and the codec, never a panic and never a wrong text, while its raw texts still read; a
+//! text search, whose index holds terms compressed with the same table (schema 10), is
+//! `Corrupted` naming the text row and the codec;
 //! `verify` reports the codec row. Writes go on with raw texts and train no codec over the
 //! damaged row (which would leave the compressed texts unreadable for good): a new document
 //! reads back, a compressed one can be deleted. Each of the row's bytes changed in turn, and
@@ -8,7 +10,7 @@
 //! same texts or a reported corruption, never a panic.
 
 use crate::support;
-use ratchetdb::{Chunk, Document, Options, ReadError, Store, Version};
+use ratchetdb::{Chunk, Document, Options, ReadError, SearchOptions, Store, Version};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::Path;
 
@@ -76,6 +78,16 @@ fn a_damaged_text_codec_is_corruption_not_a_panic() {
                 if what == "chunk text" && detail.contains("text codec")),
             "{read:?}"
         );
+        // The text index's terms written since the table was trained are compressed with
+        // it (schema 10): a text search is corrupted too, never a panic or a partial answer.
+        let search = support::no_panic("search_text", || {
+            store.search_text("pipeline", 10, &SearchOptions::default())
+        });
+        assert!(
+            matches!(&search, Err(ReadError::Corrupted { what, detail, .. })
+                if what == "text row" && detail.contains("text codec")),
+            "{search:?}"
+        );
         // The first texts, written before the table was trained, are raw: they still read.
         let first = store.get("notes", "n000").expect("a raw text reads");
         assert_eq!(first.expect("present").chunks[0].text, texts[0]);
@@ -128,6 +140,13 @@ fn a_damaged_text_codec_is_corruption_not_a_panic() {
                 Err(e) => panic!("byte {at}: {e}"),
             }
         }
+        let search = support::no_panic("search_text", || {
+            store.search_text("pipeline", 10, &SearchOptions::default())
+        });
+        assert!(
+            matches!(search, Ok(_) | Err(ReadError::Corrupted { .. })),
+            "byte {at}: {search:?}"
+        );
         support::no_panic("verify", || store.verify()).expect("verify");
     }
     set_codec_row(&path, &good);
@@ -137,5 +156,9 @@ fn a_damaged_text_codec_is_corruption_not_a_panic() {
         .expect("get")
         .expect("present");
     assert_eq!(doc.chunks[0].text, texts[last as usize - 1]);
+    let hits = store
+        .search_text("pipeline", 300, &SearchOptions::default())
+        .expect("search_text");
+    assert_eq!(hits.len(), 300, "every live note has the word");
     assert!(store.verify().expect("verify").is_ok());
 }

@@ -4,7 +4,7 @@
 //! that crosses the mark records one, and the texts written from then on take fewer bytes
 //! in the file. Through all of it every read returns each text exactly: `get`, the export,
 //! a vector search's hits, a text search, a revision that keeps some chunks, and a reopen;
-//! `verify` passes. A schema-8 file (raw texts, no table) is stamped schema 9 on a writable
+//! `verify` passes. A schema-8 file (raw texts, no table) is stamped this build's schema (10) on a writable
 //! open and reads beside the compressed texts written after it.
 
 use crate::support;
@@ -151,7 +151,7 @@ fn chunk_texts_are_compressed_once_the_store_holds_enough_text() {
     assert!(!codec, "a table was trained from {raw_bytes} bytes");
 
     // Marked schema 8 (what a schema-8 build wrote: raw texts, no table), then opened by
-    // this build: stamped schema 9, its raw texts read as they are.
+    // this build: stamped schema 10, its raw texts read as they are.
     support::set_schema_version(&path, 8);
     {
         let store = Store::open(&path, options.clone()).expect("open a schema-8 file");
@@ -168,7 +168,7 @@ fn chunk_texts_are_compressed_once_the_store_holds_enough_text() {
         }
         assert_reads_back(&store, &written);
     }
-    assert_eq!(support::schema_version(&path), 9);
+    assert_eq!(support::schema_version(&path), 10);
     let (codec, stored) = file_state(&path);
     assert!(codec, "no table after 400 documents");
     let text: usize = written

@@ -13,7 +13,7 @@ use support::{no_panic, schema_version, set_schema_version};
 #[test]
 fn a_future_schema_version_is_refused_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (i, future) in [10u64, 11, u64::from(u32::MAX) + 5].into_iter().enumerate() {
+    for (i, future) in [11u64, 12, u64::from(u32::MAX) + 5].into_iter().enumerate() {
         let path = dir.path().join(format!("future-{i}.redb"));
         {
             let store = Store::open(&path, harness_options()).expect("create");
@@ -32,10 +32,10 @@ fn a_future_schema_version_is_refused_with_a_clear_message() {
                     unreachable!()
                 };
                 assert_eq!(u64::from(*found), future.min(u64::from(u32::MAX)));
-                assert_eq!(*supported, 9);
+                assert_eq!(*supported, 10);
                 let message = e.to_string();
                 assert!(message.contains("upgrade ratchetdb"), "{message}");
-                assert!(message.contains("reads up to 9"), "{message}");
+                assert!(message.contains("reads up to 10"), "{message}");
             }
             other => panic!("schema {future}: expected SchemaTooNew, got {other:?}"),
         }
@@ -45,8 +45,8 @@ fn a_future_schema_version_is_refused_with_a_clear_message() {
             "the schema version was changed"
         );
         // The current version opens again once the marker is put back.
-        set_schema_version(&path, 9);
-        let store = Store::open(&path, harness_options()).expect("schema 9 opens");
+        set_schema_version(&path, 10);
+        let store = Store::open(&path, harness_options()).expect("schema 10 opens");
         assert!(store.get("wiki", "a").expect("get").is_some());
     }
 }

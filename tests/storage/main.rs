@@ -61,6 +61,7 @@ mod slot_space_exhausted_moves_document_to_new_id;
 mod spilled_layout_uses_the_pages_it_promises;
 mod stale_revision_with_wrong_dimension;
 mod text_index_is_built_for_existing_stores;
+mod text_index_terms_are_compressed_with_the_store_text_codec;
 mod verify_decodes_every_metadata_value;
 mod verify_deep_finds_a_changed_vector;
 mod verify_finds_a_chunks_row_that_disagrees;

@@ -21,7 +21,7 @@ use support::{no_panic, schema_version, set_schema_version};
 
 type Rows = BTreeMap<(String, String), ModelRow>;
 
-/// A schema-9 store of one document at `path`; returns its rows.
+/// A schema-10 store of one document at `path`; returns its rows.
 fn one_document_store(path: &Path) -> Rows {
     let store = Store::open(path, harness_options()).expect("create");
     store
@@ -30,10 +30,10 @@ fn one_document_store(path: &Path) -> Rows {
     store_rows(&store).expect("rows")
 }
 
-/// Marks the file schema 9 again and checks that its rows are still `rows`.
+/// Marks the file schema 10 again and checks that its rows are still `rows`.
 fn assert_rows_unchanged(path: &Path, rows: &Rows) {
-    set_schema_version(path, 9);
-    let store = Store::open(path, harness_options()).expect("schema 9 opens");
+    set_schema_version(path, 10);
+    let store = Store::open(path, harness_options()).expect("schema 10 opens");
     assert_eq!(
         &store_rows(&store).expect("rows"),
         rows,
@@ -58,7 +58,7 @@ fn older_schema_version_is_refused_with_export_advice() {
                 unreachable!()
             };
             assert_eq!(u64::from(*found), old);
-            assert_eq!(*supported, 9);
+            assert_eq!(*supported, 10);
             let message = e.to_string();
             assert!(message.contains("schema version"), "{message}");
             assert!(message.contains("with their vectors"), "{message}");
@@ -71,7 +71,7 @@ fn older_schema_version_is_refused_with_export_advice() {
     assert_rows_unchanged(&path, &rows);
 }
 
-/// A file of this schema (9) whose marker says 1 to 5 does not hold that schema's rows: the
+/// A file of this schema (10) whose marker says 1 to 5 does not hold that schema's rows: the
 /// conversion finds that out and refuses the file as corrupted, changing nothing.
 #[test]
 fn a_current_file_marked_older_is_refused_and_left_alone() {

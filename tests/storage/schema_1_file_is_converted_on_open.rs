@@ -83,7 +83,7 @@ fn schema_1_file_is_converted_on_open() {
     // Converted straight to this schema: the file is stamped 7, its chunks rows are schema 5's
     // (unchanged in 6), and its document rows schema 6's, each with the first 16 bytes of
     // the content hash the export shows.
-    assert_eq!(schema_version(&path), 9, "the file is stamped schema 9");
+    assert_eq!(schema_version(&path), 10, "the file is stamped schema 10");
     assert_chunks_rows_are_schema_5(&path);
     support::assert_docs_rows_are_schema_6(&path, EXPORT);
     let store = Store::open(&path, Options::default()).expect("reopen");

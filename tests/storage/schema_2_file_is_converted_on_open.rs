@@ -1,5 +1,5 @@
 //! A file written by the schema-2 build (each revision as one chunks row and one vectors row)
-//! is converted to schema 9 when this build opens it: the vectors row gains its dimension
+//! is converted to schema 10 when this build opens it: the vectors row gains its dimension
 //! and carries the last bytes of the chunks row in the slack of its pages, the chunks row
 //! gains its document's version and key and each chunk's vector slot and loses its chunks'
 //! text hashes, each document row keeps the first 16 bytes of its content hash, and nothing
@@ -43,7 +43,7 @@ fn schema_2_file_is_converted_on_open() {
     // Vector and text searches find the converted chunks, and only live ones.
     assert_searches_find_converted_chunks(&store, EXPORT);
     drop(store);
-    assert_eq!(schema_version(&path), 9);
+    assert_eq!(schema_version(&path), 10);
     support::assert_docs_rows_are_schema_6(&path, EXPORT);
 
     // The changelog (addressed by vector ids, which did not change) is kept whole.

@@ -1,7 +1,7 @@
 //! A file written by the schema-3 build (each live revision as one chunks row and one
 //! vectors row, the vectors row with its dimension and the last bytes of the chunks row in
 //! the slack of its pages; the chunks row without the document's version, key or slots),
-//! with a text index and a persisted graph snapshot, is converted to schema 9 when this
+//! with a text index and a persisted graph snapshot, is converted to schema 10 when this
 //! build opens it (the original kept beside it as a backup): the chunks row gains its
 //! document's version and key and each chunk's vector slot and loses its chunks' text
 //! hashes, and is split again beside its vectors; each document row keeps the first 16

@@ -1,6 +1,6 @@
 //! A file written by the schema-4 build (each chunk of the chunks row with a 32-byte blake3
 //! hash of its text), with a text index, a changelog and a persisted graph snapshot, is
-//! converted to schema 9 when this build opens it (the original kept beside it as a backup):
+//! converted to schema 10 when this build opens it (the original kept beside it as a backup):
 //! each chunks row loses its chunks' text hashes, 32 bytes a chunk, and is split again beside
 //! its vectors, and each document row keeps the first 16 bytes of its content hash; nothing
 //! else changes. Every document, version, generation, content hash,

@@ -1,6 +1,6 @@
 //! A file written by the schema-5 build (each document row with its whole 32-byte blake3
 //! content hash), with a text index, a changelog and a persisted graph snapshot, is converted
-//! to schema 9 when this build opens it (the original kept beside it as a backup): each
+//! to schema 10 when this build opens it (the original kept beside it as a backup): each
 //! document row keeps the first 16 bytes of its content hash, what the guard compares, and is
 //! 16 bytes shorter; nothing else changes. The chunks and vectors rows are kept byte for byte,
 //! and with them every chunk text, slot, metadata and vector; every document, version,

@@ -1,5 +1,5 @@
 //! A file written by the schema-6 build (one vector space: the store's own vectors) is
-//! converted to schema 9 when this build opens it (the original kept beside it as a
+//! converted to schema 10 when this build opens it (the original kept beside it as a
 //! backup): the conversion only adds the vector spaces' tables, so every document row, the
 //! chunks and vectors rows, the changelog and the graph snapshot are kept byte for byte,
 //! and the store's vectors are its `default` space, active and complete. A second space
@@ -63,8 +63,8 @@ fn schema_6_file_is_converted_on_open() {
 
     assert_eq!(
         support::schema_version(&path),
-        9,
-        "the file is stamped schema 9"
+        10,
+        "the file is stamped schema 10"
     );
     let backup = dir.path().join("old.redb.schema6-backup");
     assert_eq!(support::schema_version(&backup), 6, "the backup's schema");

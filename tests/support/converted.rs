@@ -314,8 +314,8 @@ pub fn convert_keeping_ids(
     drop(store);
     assert_eq!(
         super::schema_version(&path),
-        9,
-        "the file is stamped schema 9"
+        10,
+        "the file is stamped schema 10"
     );
     // Each document row is the old one with the first 16 bytes of its content hash.
     super::assert_docs_rows_are_schema_6(&path, export);

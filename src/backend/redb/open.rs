@@ -1043,7 +1043,7 @@ fn backup_before_conversion(path: &Path, version: u32) -> Result<(), OpenError> 
     Ok(())
 }
 
-/// Converts a file of schema `version` (1 to 8) in one durable write transaction
+/// Converts a file of schema `version` (1 to 9) in one durable write transaction
 /// (`migrate.rs`).
 fn convert(
     db: &Database,
@@ -1060,6 +1060,7 @@ fn convert(
         6 => crate::backend::redb::schema::migrate::schema_6(&txn).map(|()| 0),
         7 => crate::backend::redb::schema::migrate::schema_7(&txn).map(|()| 0),
         8 => crate::backend::redb::schema::migrate::schema_8(&txn).map(|()| 0),
+        9 => crate::backend::redb::schema::migrate::schema_9(&txn).map(|()| 0),
         from => crate::backend::redb::schema::migrate::schema_2_to_5(&txn, from, dimension),
     };
     match converted {

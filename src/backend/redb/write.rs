@@ -221,6 +221,14 @@ impl<'txn> Batch<'txn> {
                 },
             },
         };
+        let text = match &settings.text {
+            Some(analyzer) => Some(crate::backend::redb::text::TextWriter::open(
+                txn,
+                analyzer.clone(),
+                codec.clone(),
+            )?),
+            None => None,
+        };
         Ok(Batch {
             codec,
             codec_damaged,
@@ -237,13 +245,7 @@ impl<'txn> Batch<'txn> {
             meta,
             changelog: txn.open_table(CHANGELOG).map_err(open_err)?,
             skip_log: txn.open_table(SKIP_LOG).map_err(open_err)?,
-            text: match &settings.text {
-                Some(analyzer) => Some(crate::backend::redb::text::TextWriter::open(
-                    txn,
-                    analyzer.clone(),
-                )?),
-                None => None,
-            },
+            text,
             counters,
             settings,
             seq,
@@ -758,6 +760,9 @@ impl<'txn> Batch<'txn> {
             self.meta
                 .insert(schema::meta_key::TEXT_CODEC, codec.to_bytes().as_slice())
                 .map_err(WriteError::storage)?;
+            if let Some(text) = &mut self.text {
+                text.compress_with(codec.clone());
+            }
             self.codec = Some(codec);
         }
         Ok(self.codec.clone())

@@ -25,7 +25,7 @@
 
 use super::{CatchUp, Changes, Derived};
 use crate::backend::redb::read::Snapshot;
-use crate::backend::redb::schema::{split_vector_id, vector_id, TEXT_DOCS};
+use crate::backend::redb::schema::{split_vector_id, vector_id, TextCodec, TEXT_DOCS};
 use crate::backend::redb::text::row;
 use crate::error::ReadError;
 use crate::text::TextOptions;
@@ -46,8 +46,26 @@ const TAIL_MIN: usize = if cfg!(test) { 4 } else { 4096 };
 /// The index is rebuilt when more chunks than this, and than live ones, are dead in it.
 const DEAD_MIN: u64 = if cfg!(test) { 6 } else { 1024 };
 
-/// The text rows a search's snapshot holds.
-pub(crate) type Rows = ReadOnlyTable<u64, &'static [u8]>;
+/// The text rows a search's snapshot holds, with the text codec their compressed terms
+/// decode with (schema 10: `text/row.rs`).
+pub(crate) struct Rows<'s> {
+    table: ReadOnlyTable<u64, &'static [u8]>,
+    codec: Option<&'s TextCodec>,
+}
+
+impl<'s> Rows<'s> {
+    /// The text rows of `snapshot`. A codec row that does not read leaves raw terms
+    /// readable and compressed ones a corruption (`Store::verify` reports the row).
+    pub(crate) fn open(snapshot: &'s Snapshot) -> Result<Rows<'s>, ReadError> {
+        Ok(Rows {
+            table: snapshot
+                .txn
+                .open_table(TEXT_DOCS)
+                .map_err(ReadError::storage)?,
+            codec: snapshot.text_codec_for_reads(),
+        })
+    }
+}
 
 /// A term of a common fingerprint.
 #[derive(Debug)]
@@ -144,15 +162,12 @@ impl InvertedIndex {
             options: options.clone(),
             ..InvertedIndex::default()
         };
-        let rows = snapshot
-            .txn
-            .open_table(TEXT_DOCS)
-            .map_err(ReadError::storage)?;
+        let rows = Rows::open(snapshot)?;
         let mut counts: HashMap<u32, u32, RandomState> = HashMap::default();
-        for entry in rows.iter().map_err(ReadError::storage)? {
+        for entry in rows.table.iter().map_err(ReadError::storage)? {
             let (_, value) = entry.map_err(ReadError::storage)?;
             for segment in row::segments(value.value())? {
-                for (term, _) in segment.terms()? {
+                for (term, _) in segment.terms(rows.codec)?.list() {
                     let count = counts.entry(index.fp(index.hash(term))).or_insert(0);
                     *count = count.saturating_add(1);
                 }
@@ -169,14 +184,14 @@ impl InvertedIndex {
         drop(counts);
         index.rare.reserve_exact(rare);
         // Rows come in document order and segments in slot order.
-        for entry in rows.iter().map_err(ReadError::storage)? {
+        for entry in rows.table.iter().map_err(ReadError::storage)? {
             let (key, value) = entry.map_err(ReadError::storage)?;
             let doc = key.value();
             for segment in row::segments(value.value())? {
                 index.insert(
                     vector_id(doc, segment.slot),
                     segment.len,
-                    &segment.terms()?,
+                    &segment.terms(rows.codec)?.list(),
                     RareTarget::Main,
                 )?;
             }
@@ -337,14 +352,14 @@ impl InvertedIndex {
         self.common_fps.insert(fp);
         for number in numbers {
             let (doc, slot) = split_vector_id(self.vector_id(number));
-            let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
+            let Some(bytes) = rows.table.get(doc).map_err(ReadError::storage)? else {
                 continue;
             };
             let segments = row::segments(bytes.value())?;
             let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) else {
                 continue;
             };
-            for (term, count) in segments[at].terms()? {
+            for (term, count) in segments[at].terms(rows.codec)?.list() {
                 let hash = self.hash(term);
                 if self.fp(hash) == fp {
                     let at = self.common_term(hash, term);
@@ -409,14 +424,19 @@ impl InvertedIndex {
         candidates.dedup();
         for number in candidates {
             let (doc, slot) = split_vector_id(self.vector_id(number));
-            let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
+            let Some(bytes) = rows.table.get(doc).map_err(ReadError::storage)? else {
                 continue;
             };
             let segments = row::segments(bytes.value())?;
             let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) else {
                 continue;
             };
-            if let Some(&(_, count)) = segments[at].terms()?.iter().find(|(t, _)| *t == term) {
+            if let Some(&(_, count)) = segments[at]
+                .terms(rows.codec)?
+                .list()
+                .iter()
+                .find(|(t, _)| *t == term)
+            {
                 out.push((number, count));
             }
         }
@@ -456,11 +476,7 @@ impl Derived for InvertedIndex {
 
     /// [`CatchUp::Rebuild`] also when too many chunks are dead (or numbered) in it.
     fn catch_up(&mut self, changes: &Changes<'_>) -> Result<CatchUp, ReadError> {
-        let rows = changes
-            .snapshot()
-            .txn
-            .open_table(TEXT_DOCS)
-            .map_err(ReadError::storage)?;
+        let rows = Rows::open(changes.snapshot())?;
         for change in changes.rows() {
             for &id in &change.removed {
                 self.remove_chunk(id);
@@ -472,7 +488,7 @@ impl Derived for InvertedIndex {
             {
                 let doc = split_vector_id(run[0]).0;
                 // Absent: removed again by a later commit up to the snapshot.
-                let Some(bytes) = rows.get(doc).map_err(ReadError::storage)? else {
+                let Some(bytes) = rows.table.get(doc).map_err(ReadError::storage)? else {
                     continue;
                 };
                 let segments = row::segments(bytes.value())?;
@@ -483,7 +499,12 @@ impl Derived for InvertedIndex {
                     let slot = split_vector_id(id).1;
                     if let Ok(at) = segments.binary_search_by_key(&slot, |s| s.slot) {
                         let segment = &segments[at];
-                        self.insert(id, segment.len, &segment.terms()?, RareTarget::Fresh)?;
+                        self.insert(
+                            id,
+                            segment.len,
+                            &segment.terms(rows.codec)?.list(),
+                            RareTarget::Fresh,
+                        )?;
                     }
                 }
             }

@@ -149,10 +149,7 @@ pub(crate) fn search_text(
                 .as_ref()
                 .is_none_or(|docs| docs.contains(&split_vector_id(id).0))
     };
-    let rows = snapshot
-        .txn
-        .open_table(crate::backend::redb::schema::TEXT_DOCS)
-        .map_err(ReadError::storage)?;
+    let rows = Rows::open(snapshot)?;
     let ranked = cache.with(snapshot, analyzer.options(), |index| {
         score(index, &rows, analyzer, query, &options.bm25, &keep)
     })??;

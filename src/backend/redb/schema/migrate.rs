@@ -36,6 +36,10 @@
 //! file is only stamped ([`schema_8`]), its raw texts read as they are; so is a schema-7
 //! one.
 //!
+//! Schema 10 compresses the text index's terms with the same table (`text/row.rs`): a
+//! schema-9 file is only stamped ([`schema_9`]), its raw terms read as they are; so are
+//! schema-7 and -8 ones.
+//!
 //! Invariant: a conversion commits whole or not at all, so a crash during it leaves the old
 //! file as it was, to be converted on the next open.
 
@@ -167,6 +171,14 @@ pub(crate) fn schema_7(txn: &WriteTransaction) -> Result<(), MigrationError> {
 /// cannot read; the file's raw texts stay as they are, and revisions written from now on
 /// may be compressed.
 pub(crate) fn schema_8(txn: &WriteTransaction) -> Result<(), MigrationError> {
+    stamp_schema_version(txn)
+}
+
+/// Converts a schema-9 file to this schema inside `txn` (the caller commits): the version is
+/// stamped and nothing else changes. Schema 10 compresses the text index's terms, which an
+/// older build cannot read; the file's raw terms stay as they are, and segments written from
+/// now on may be compressed.
+pub(crate) fn schema_9(txn: &WriteTransaction) -> Result<(), MigrationError> {
     stamp_schema_version(txn)
 }
 

@@ -35,15 +35,16 @@ mod vector_code;
 pub(crate) use rows::*;
 pub(crate) use spill::*;
 pub(crate) use tables::*;
-pub(crate) use text_code::{TextCodec, TRAIN_BYTES};
+pub(crate) use text_code::{decode_stored, TextCodec, TRAIN_BYTES};
 
 /// The schema version this build writes and the newest it reads.
-pub(crate) const SCHEMA_VERSION: u32 = 9;
+pub(crate) const SCHEMA_VERSION: u32 = 10;
 
 /// The oldest schema whose files this build reads without converting them (a read-only
 /// open reads them as they are; a writable one stamps them [`SCHEMA_VERSION`]): schema 8
 /// only adds the coded layout of a vectors row, which schema 7's raw rows are not, and
-/// schema 9 compressed chunk texts, which schema 8's raw texts are not.
+/// schema 9 compressed chunk texts, which schema 8's raw texts are not, and schema 10 the
+/// text index's terms, which schema 9's raw terms are not.
 pub(crate) const READ_AS_IS_FROM: u32 = 7;
 
 /// The marker stored under `meta["format"]`.

@@ -44,9 +44,14 @@ pub(crate) struct TextCodec {
 }
 
 /// The codes by their symbol's first byte, each byte's longest first: byte `b`'s are
-/// `by_first[starts[b]..starts[b + 1]]` (what the compressor's greedy match tries).
+/// entries `starts[b]..starts[b + 1]` (what the compressor's greedy match tries), each a
+/// symbol's eight bytes as a little-endian word, the mask of its length, its code and its
+/// length, side by side so that a match is tried with one masked compare of words.
 struct MatchIndex {
-    by_first: [u8; 255],
+    words: [u64; 255],
+    masks: [u64; 255],
+    codes: [u8; 255],
+    lengths: [u8; 255],
     starts: [u16; 257],
 }
 
@@ -103,10 +108,20 @@ impl TextCodec {
                 (self.symbols[c][0], std::cmp::Reverse(self.lengths[c]))
             });
             let mut index = MatchIndex {
-                by_first: [0; 255],
+                words: [0; 255],
+                masks: [0; 255],
+                codes: [0; 255],
+                lengths: [0; 255],
                 starts: [0; 257],
             };
-            index.by_first[..codes.len()].copy_from_slice(&codes);
+            for (i, &code) in codes.iter().enumerate() {
+                let c = usize::from(code);
+                let length = u32::from(self.lengths[c]);
+                index.words[i] = u64::from_le_bytes(self.symbols[c]);
+                index.masks[i] = u64::MAX.checked_shr(64 - 8 * length).unwrap_or(0);
+                index.codes[i] = code;
+                index.lengths[i] = self.lengths[c];
+            }
             let mut at = 0;
             for byte in 0..=256usize {
                 while at < codes.len()
@@ -190,7 +205,11 @@ impl TextCodec {
     /// else its own bytes. At each position the longest symbol that matches is taken, as
     /// FSST's own compressor does; a byte no symbol starts with is escaped.
     pub(crate) fn compress<'a>(&self, text: &'a str) -> Cow<'a, [u8]> {
-        let bytes = text.as_bytes();
+        self.compress_bytes(text.as_bytes())
+    }
+
+    /// [`TextCodec::compress`] of UTF-8 bytes (a text index segment's terms, end to end).
+    pub(crate) fn compress_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
         if self.count == 0 || bytes.len() < 4 {
             return Cow::Borrowed(bytes);
         }
@@ -198,25 +217,37 @@ impl TextCodec {
         let mut out = Vec::with_capacity(bytes.len());
         out.push(MARKER);
         let mut at = 0;
-        while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+        while at < bytes.len() {
             if out.len() >= bytes.len() {
                 return Cow::Borrowed(bytes);
             }
-            let first = usize::from(rest[0]);
-            let candidates = &index.by_first
-                [usize::from(index.starts[first])..usize::from(index.starts[first + 1])];
-            let matched = candidates.iter().find(|&&code| {
-                let length = usize::from(self.lengths[usize::from(code)]);
-                rest.len() >= length && rest[..length] == self.symbols[usize::from(code)][..length]
+            // The next eight bytes as a word (zeros past the end, which no match may use).
+            let left = bytes.len() - at;
+            let word = match bytes.get(at..at + 8) {
+                Some(eight) => u64::from_le_bytes(eight.try_into().unwrap_or_default()),
+                None => {
+                    let mut tail = [0u8; 8];
+                    tail[..left].copy_from_slice(&bytes[at..]);
+                    u64::from_le_bytes(tail)
+                }
+            };
+            let first = (word & 0xFF) as usize;
+            let (from, to) = (
+                usize::from(index.starts[first]),
+                usize::from(index.starts[first + 1]),
+            );
+            let matched = (from..to).find(|&i| {
+                (word ^ index.words[i]) & index.masks[i] == 0
+                    && usize::from(index.lengths[i]) <= left
             });
             match matched {
-                Some(&code) => {
-                    out.push(code);
-                    at += usize::from(self.lengths[usize::from(code)]);
+                Some(i) => {
+                    out.push(index.codes[i]);
+                    at += usize::from(index.lengths[i]);
                 }
                 None => {
                     out.push(ESCAPE);
-                    out.push(rest[0]);
+                    out.push(word as u8);
                     at += 1;
                 }
             }
@@ -230,16 +261,13 @@ impl TextCodec {
     /// The bytes `codes` stand for. A first pass checks every code and sums the length; the
     /// second copies each symbol's eight bytes whole and steps past only its length (the
     /// buffer has eight bytes of room past the end), as FSST's own decoder does.
-    fn expand(&self, codes: &[u8]) -> Result<Vec<u8>, Corruption> {
+    fn expand(&self, codes: &[u8], what: &'static str) -> Result<Vec<u8>, Corruption> {
         let mut length = 0usize;
         let mut at = 0;
         while let Some(&code) = codes.get(at) {
             if code == ESCAPE {
                 if at + 1 >= codes.len() {
-                    return Err(Corruption::new(
-                        "chunk text",
-                        "a compressed text ends in an escape",
-                    ));
+                    return Err(Corruption::new(what, "a compressed text ends in an escape"));
                 }
                 length += 1;
                 at += 2;
@@ -247,7 +275,7 @@ impl TextCodec {
                 let code = usize::from(code);
                 if code >= self.count {
                     return Err(Corruption::new(
-                        "chunk text",
+                        what,
                         format!(
                             "code {code} is not in the store's table of {} symbols",
                             self.count
@@ -284,22 +312,32 @@ pub(crate) fn decode_text<'a>(
     stored: &'a [u8],
     codec: Option<&TextCodec>,
 ) -> Result<Cow<'a, str>, Corruption> {
+    decode_stored(stored, codec, "chunk text")
+}
+
+/// [`decode_text`] of bytes stored for `what` (a chunk text, or a text row's terms), which
+/// its errors name.
+pub(crate) fn decode_stored<'a>(
+    stored: &'a [u8],
+    codec: Option<&TextCodec>,
+    what: &'static str,
+) -> Result<Cow<'a, str>, Corruption> {
     match stored.split_first() {
         Some((&MARKER, codes)) => {
             let Some(codec) = codec else {
                 return Err(Corruption::new(
-                    "chunk text",
-                    "a compressed text, and the file's text codec is missing or does not read \
+                    what,
+                    "compressed, and the file's text codec is missing or does not read \
                      (Store::verify reports it)",
                 ));
             };
-            String::from_utf8(codec.expand(codes)?)
+            String::from_utf8(codec.expand(codes, what)?)
                 .map(Cow::Owned)
-                .map_err(|_| Corruption::new("chunk text", "a compressed text is not UTF-8"))
+                .map_err(|_| Corruption::new(what, "compressed bytes that are not UTF-8"))
         }
         _ => std::str::from_utf8(stored)
             .map(Cow::Borrowed)
-            .map_err(|_| Corruption::new("chunk text", "not UTF-8")),
+            .map_err(|_| Corruption::new(what, "not UTF-8")),
     }
 }
 
@@ -343,6 +381,58 @@ mod tests {
             assert_eq!(decode_text(&bytes, Some(&read)).unwrap(), text);
         }
         assert!(stored * 2 < raw, "{stored} of {raw} bytes");
+    }
+
+    /// The greedy parse in its plainest form: at each position the longest symbol that
+    /// matches (the lowest code among equals), else an escape.
+    fn reference(codec: &TextCodec, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![MARKER];
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            let best = (0..codec.count)
+                .filter(|&c| {
+                    let n = usize::from(codec.lengths[c]);
+                    rest.len() >= n && rest[..n] == codec.symbols[c][..n]
+                })
+                .max_by_key(|&c| (codec.lengths[c], std::cmp::Reverse(c)));
+            match best {
+                Some(c) => {
+                    out.push(c as u8);
+                    at += usize::from(codec.lengths[c]);
+                }
+                None => {
+                    out.extend_from_slice(&[ESCAPE, rest[0]]);
+                    at += 1;
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// The compressor (a masked compare of words per candidate) makes the plain greedy
+        /// parse's output wherever that is shorter than the text, and the text otherwise;
+        /// its output decodes to the text.
+        #[test]
+        fn the_compressor_takes_the_longest_match_at_each_position(
+            text in "(Document|ingestion|pipeline|revision|the|store| |[a-z0-9.,é]){0,60}",
+        ) {
+            static CODEC: std::sync::OnceLock<TextCodec> = std::sync::OnceLock::new();
+            let codec = CODEC.get_or_init(|| {
+                let texts = corpus();
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                TextCodec::train(&refs)
+            });
+            let stored = codec.compress(&text);
+            let plain = reference(codec, text.as_bytes());
+            if text.len() >= 4 && plain.len() < text.len() {
+                proptest::prop_assert_eq!(stored.as_ref(), plain.as_slice());
+            } else {
+                proptest::prop_assert_eq!(stored.as_ref(), text.as_bytes());
+            }
+            proptest::prop_assert_eq!(decode_text(&stored, Some(codec)).unwrap(), text.as_str());
+        }
     }
 
     #[test]

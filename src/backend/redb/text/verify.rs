@@ -144,12 +144,12 @@ fn check_live_chunks(
                 continue;
             };
             let segment = &segments[at];
-            match segment.terms() {
+            match segment.terms(snapshot.text_codec_for_reads()) {
                 Err(c) => problems.push("undecodable row", || {
                     format!("{source}/{id} chunk {position}: {}", c.detail)
                 }),
                 Ok(terms) => {
-                    let stored = Analysis::of_segment(segment.len, &terms);
+                    let stored = Analysis::of_segment(segment.len, &terms.list());
                     if stored != expected {
                         problems.push("wrong row", || {
                             format!(

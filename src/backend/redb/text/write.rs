@@ -12,8 +12,8 @@
 
 use super::row;
 use crate::backend::redb::schema::{
-    self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, VectorsRow, CHUNKS, COUNTERS,
-    DOCS, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS, META, TEXT_DOCS, VECTORS,
+    self, meta_key, seq_key, text_key, vector_id, ChunksRow, DocRow, TextCodec, VectorsRow, CHUNKS,
+    COUNTERS, DOCS, LEGACY_TEXT_CHUNKS, LEGACY_TEXT_TOTALS, META, TEXT_DOCS, VECTORS,
 };
 use crate::error::{Corruption, WriteError};
 use crate::text::{Analyzer, WriteBuffers};
@@ -25,6 +25,9 @@ use std::sync::Arc;
 /// to the analyzer for the next transaction when the writer is dropped).
 pub(crate) struct TextWriter<'txn> {
     analyzer: Arc<Analyzer>,
+    /// The store's text codec, which new segments' terms are compressed with (`None`: none
+    /// yet, or its row does not read: terms are written raw).
+    codec: Option<Arc<TextCodec>>,
     rows: Table<'txn, u64, &'static [u8]>,
     chunks_delta: i64,
     terms_delta: i64,
@@ -86,18 +89,27 @@ fn not_indexed(doc: u64, slot: u32) -> WriteError {
 }
 
 impl<'txn> TextWriter<'txn> {
-    /// Opens the text tables of `txn`.
+    /// Opens the text tables of `txn`; new segments' terms are compressed with `codec` (the
+    /// file's text codec, as the batch read it).
     pub(crate) fn open(
         txn: &'txn WriteTransaction,
         analyzer: Arc<Analyzer>,
+        codec: Option<Arc<TextCodec>>,
     ) -> Result<TextWriter<'txn>, WriteError> {
         Ok(TextWriter {
+            codec,
             rows: txn.open_table(TEXT_DOCS).map_err(WriteError::storage)?,
             chunks_delta: 0,
             terms_delta: 0,
             buffers: analyzer.take_buffers(),
             analyzer,
         })
+    }
+
+    /// From now on, compresses new segments' terms with `codec` (the table the batch just
+    /// trained and recorded).
+    pub(crate) fn compress_with(&mut self, codec: Arc<TextCodec>) {
+        self.codec = Some(codec);
     }
 
     /// Re-indexes a revision of the document now under internal id `id`: the chunks at
@@ -160,7 +172,7 @@ impl<'txn> TextWriter<'txn> {
             terms.analyze(&self.analyzer, text);
             let len = terms.len();
             let (arena, spans) = terms.spans();
-            row::put_segment(row, slot, len, arena, spans);
+            row::put_segment(row, slot, len, arena, spans, self.codec.as_deref());
             last_kept = Some(slot);
             self.chunks_delta += 1;
             self.terms_delta += i64::from(len);
@@ -282,16 +294,17 @@ where
 pub(crate) fn rebuild(txn: &WriteTransaction, analyzer: Arc<Analyzer>) -> Result<(), WriteError> {
     delete_tables(txn)?;
     let json = serde_json::to_vec(analyzer.options()).unwrap_or_default();
-    let mut writer = TextWriter::open(txn, analyzer)?;
+    let codec = {
+        let meta = txn.open_table(META).map_err(WriteError::storage)?;
+        crate::backend::redb::read::stored_text_codec(&meta).map_err(WriteError::storage)??
+    }
+    .map(Arc::new);
+    let mut writer = TextWriter::open(txn, analyzer, codec.clone())?;
     {
         let docs = txn.open_table(DOCS).map_err(WriteError::storage)?;
         let chunks = txn.open_table(CHUNKS).map_err(WriteError::storage)?;
         let vectors = txn.open_table(VECTORS).map_err(WriteError::storage)?;
-        let codec = {
-            let meta = txn.open_table(META).map_err(WriteError::storage)?;
-            crate::backend::redb::read::stored_text_codec(&meta).map_err(WriteError::storage)??
-        };
-        for_each_live_document(&docs, &chunks, &vectors, codec.as_ref(), |id, chunks| {
+        for_each_live_document(&docs, &chunks, &vectors, codec.as_deref(), |id, chunks| {
             writer.revise(None, &[], id, chunks, false)
         })?;
     }
