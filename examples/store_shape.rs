@@ -2,11 +2,13 @@
 //! ratchetdb's child): 10,000 one-chunk documents of the MiniLM set's base vectors with their
 //! texts (`minilm.texts.txt`) and a `group` metadata field, written by `write_batch` in
 //! batches of 1,000 into a store of default options, the index awaited, 1,000 queries with
-//! and without a filter, closed. Prints the file's size after the close and each table's
-//! pages (redb's statistics), and how many vectors rows are coded.
+//! and without a filter, closed. Prints the file's size after the close, redb's allocated
+//! pages, each table's pages (redb's statistics), and how many vectors rows are coded.
 //!
 //! By hand: `cargo run --release --features testkit --example store_shape -- <sets dir>
-//! [n]` (the sets `bash benches/data/fetch.sh minilm` fetches into `benches/data/sets`).
+//! [n] [no-text]` (the sets `bash benches/data/fetch.sh minilm` fetches into
+//! `benches/data/sets`; `no-text`: the store opened with `Options::text_index(false)`, the
+//! side-by-side's `ratchetdb-no-text`).
 
 use ratchetdb::{Chunk, Document, Op, Options, SearchOptions, Store, Version};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
@@ -40,6 +42,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let sets = Path::new(args.get(1).map_or("benches/data/sets", String::as_str));
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    // A third argument `no-text`: the store opened without its text index.
+    let text_index = args.get(3).is_none_or(|a| a != "no-text");
     let (rows, dim, base) = read_npy(&sets.join("minilm.base.npy"));
     let (queries, _, query_floats) = read_npy(&sets.join("minilm.queries.npy"));
     assert!(rows >= n, "{rows} rows");
@@ -48,7 +52,8 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.redb");
     {
-        let store = Store::open(&path, Options::default().dimension(dim)).expect("open");
+        let options = Options::default().dimension(dim).text_index(text_index);
+        let store = Store::open(&path, options).expect("open");
         let docs: Vec<Op> = (0..n)
             .map(|i| {
                 Op::Upsert(
@@ -93,6 +98,15 @@ fn main() {
         file as f64 / 1e6
     );
     let db = redb::Database::open(&path).expect("redb");
+    {
+        let stats = db.begin_write().expect("write").stats().expect("stats");
+        println!(
+            "allocated pages {}, fragmented bytes {}, metadata bytes {}",
+            stats.allocated_pages(),
+            stats.fragmented_bytes(),
+            stats.metadata_bytes()
+        );
+    }
     let txn = db.begin_read().expect("read");
     for table in txn.list_tables().expect("tables") {
         let name = table.name().to_string();

@@ -52,9 +52,10 @@ pub fn vector_owner(vector_id: u64) -> u64 {
 /// Rewrites every coded vectors row of the closed store at `path` as a schema-7 build writes
 /// the revision (raw, the chunks row split by the raw row's length) and stamps the file
 /// schema 7, leaving every other row as it is: the file a schema-7 build would have written.
-/// Returns how many rows it rewrote. A store that trained a text codec (schema 9) keeps it
-/// and its compressed texts, which no schema-7 build reads (this build does, a schema-7 file
-/// being read as it is): use a store of less than 16 KiB of text for a schema-7 build's file.
+/// Returns how many rows it rewrote. A store that trained a text codec (schema 9) keeps it,
+/// its compressed texts and its text index's compressed terms (schema 10), which no schema-7
+/// build reads (this build does, a schema-7 file being read as it is): use a store of less
+/// than 16 KiB of text for a schema-7 build's file.
 pub fn rewrite_as_schema_7(path: &Path) -> Result<u64, String> {
     use redb::ReadableTable;
     let err = |e: redb::Error| e.to_string();

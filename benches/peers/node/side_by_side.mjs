@@ -6,8 +6,9 @@
 //                                                   [--rounds 2] [--texts real|short]
 //                                                   [--text-index]
 //
-// Libraries: ratchetdb (graph search, default ef; and `ratchetdb-exact`, the exact scan, for
-// recall 1.0), LanceDB without an index (a flat scan, recall 1.0; what it recommends below
+// Libraries: ratchetdb (graph search, default ef; `ratchetdb-exact`, the exact scan, for
+// recall 1.0; and `ratchetdb-no-text`, opened with `textIndex: false`: no BM25 index, what
+// LanceDB's tables hold without `--text-index`), LanceDB without an index (a flat scan, recall 1.0; what it recommends below
 // about 100k rows) and LanceDB with an HNSW-SQ index built after the add (`lancedb-hnsw`).
 // Each library runs in its own child process (so each RSS is its own): add N chunks of the
 // 384-d MiniLM set with metadata, then the queries with and without a filter. Reported: add
@@ -92,7 +93,8 @@ async function child(lib) {
   let addStart;
   if (lib.startsWith('ratchetdb')) {
     const { Store } = await import('ratchetdb');
-    const store = await Store.open(path.join(dir, 'store.redb'), { dimension: base.dim });
+    const store = await Store.open(path.join(dir, 'store.redb'), {
+      dimension: base.dim, textIndex: lib !== 'ratchetdb-no-text' });
     addStart = performance.now();
     const ops = [];
     for (let i = 0; i < n; i++) {
@@ -157,7 +159,7 @@ async function main() {
   const env = { ...process.env, TRUTH_ALL: toArrays(truth(base, queries, false)), TRUTH_FILTERED: toArrays(truth(base, queries, true)) };
   const results = [];
   for (let r = 0; r < rounds; r++) {
-    const libs = ['ratchetdb', 'ratchetdb-exact', 'lancedb', 'lancedb-hnsw'];
+    const libs = ['ratchetdb', 'ratchetdb-exact', 'ratchetdb-no-text', 'lancedb', 'lancedb-hnsw'];
     for (const lib of r % 2 === 0 ? libs : [...libs].reverse()) {
       const args = [fileURLToPath(import.meta.url), '--child', lib, '--n', String(n), '--queries', String(nq)];
       if (process.argv.includes('--text-index')) args.push('--text-index');
