@@ -75,11 +75,15 @@ impl Snapshot {
         })
     }
 
-    /// The codec reads of chunk texts use: [`Snapshot::text_codec`], or `None` where its row
-    /// does not read, so that raw texts still read and only compressed ones are a
-    /// `Corruption` (which `verify` explains: it reports the codec row).
-    pub(crate) fn text_codec_for_reads(&self) -> Option<&TextCodec> {
-        self.text_codec().ok().flatten()
+    /// The codec reads of chunk texts and text rows use: [`Snapshot::text_codec`], or `None`
+    /// where its row does not read, so that raw texts still read and only compressed ones
+    /// are a `Corruption` (which `verify` explains: it reports the codec row). An error
+    /// reading the row (storage) is passed on.
+    pub(crate) fn text_codec_for_reads(&self) -> Result<Option<&TextCodec>, ReadError> {
+        match self.text_codec() {
+            Err(ReadError::Corrupted { .. }) => Ok(None),
+            other => other,
+        }
     }
 
     /// The file's text codec at this snapshot, which decodes its compressed chunk texts
@@ -242,7 +246,7 @@ impl Snapshot {
         vectors: &VectorsRow<'_>,
     ) -> Result<ChunksRow, ReadError> {
         let bytes = self.chunks_bytes(row)?;
-        let chunks = schema::join_chunks(bytes.value(), vectors, self.text_codec_for_reads())?;
+        let chunks = schema::join_chunks(bytes.value(), vectors, self.text_codec_for_reads()?)?;
         if chunks.chunks.len() != row.chunk_count as usize {
             return Err(Corruption::new(
                 "chunk table",
@@ -277,7 +281,7 @@ impl Snapshot {
             return Ok(None);
         };
         // An empty chunks row: the whole row rides in its vectors row.
-        let codec = self.text_codec_for_reads();
+        let codec = self.text_codec_for_reads()?;
         let alone = match bytes.value() {
             [] => None,
             kept => match schema::decode_chunk_of_slot(kept, slot, codec) {

@@ -658,7 +658,7 @@ pub(crate) fn chunks_missing_vectors(
         let row = schema::join_chunks(
             bytes.value(),
             &VectorsRow::parse(vector_bytes.value())?,
-            snapshot.text_codec_for_reads(),
+            snapshot.text_codec_for_reads()?,
         )?;
         let mut own: Vec<(u64, usize)> = row
             .chunks

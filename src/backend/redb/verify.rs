@@ -95,8 +95,9 @@ impl Snapshot {
         // Without a readable vectors row, the chunks row is decoded alone: whole if it
         // carried nothing, a reported corruption if it did.
         // A damaged codec row is reported once (`check_side_tables`); its texts are then
-        // reported as texts without a codec.
-        let codec = self.text_codec_for_reads();
+        // reported as texts without a codec. (An error reading the row fails the whole
+        // verify there.)
+        let codec = self.text_codec_for_reads().ok().flatten();
         let joined = revision.chunks.map(|b| match &vectors {
             Some(Ok(vectors)) => schema::join_chunks(&b, vectors, codec),
             _ => schema::decode_chunks_row("chunks row", &b, codec),

@@ -62,7 +62,7 @@ impl<'s> Rows<'s> {
                 .txn
                 .open_table(TEXT_DOCS)
                 .map_err(ReadError::storage)?,
-            codec: snapshot.text_codec_for_reads(),
+            codec: snapshot.text_codec_for_reads()?,
         })
     }
 }

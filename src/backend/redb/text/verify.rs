@@ -144,7 +144,7 @@ fn check_live_chunks(
                 continue;
             };
             let segment = &segments[at];
-            match segment.terms(snapshot.text_codec_for_reads()) {
+            match segment.terms(snapshot.text_codec_for_reads()?) {
                 Err(c) => problems.push("undecodable row", || {
                     format!("{source}/{id} chunk {position}: {}", c.detail)
                 }),
