@@ -149,7 +149,16 @@ where
             what,
             format!("{} trailing bytes after the row", bytes.len() - used),
         )),
-        Err(e) => Err(Corruption::new(what, e.to_string())),
+        Err(e) => Err(Corruption::new(what, decode_error_text(e))),
+    }
+}
+
+/// What a bincode decode error says: a message of the row's own decoder (a compressed text
+/// that does not decode) as it is, not wrapped in bincode's variant name.
+fn decode_error_text(e: bincode::error::DecodeError) -> String {
+    match e {
+        bincode::error::DecodeError::OtherString(message) => message,
+        e => e.to_string(),
     }
 }
 
@@ -557,7 +566,7 @@ pub(crate) fn decode_chunk_of_slot<'a>(
             "chunks row",
             format!("{} trailing bytes after the row", bytes.len() - used),
         )),
-        Err(e) => Err(Corruption::new("chunks row", e.to_string())),
+        Err(e) => Err(Corruption::new("chunks row", decode_error_text(e))),
     }
 }
 
