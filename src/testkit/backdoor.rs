@@ -2,6 +2,7 @@
 //! tests only.
 
 use crate::backend::redb::schema::{self, DocRow, Layout, RevisionRows, VectorData, VectorsRow};
+use crate::backend::redb::text::row as text_row;
 use std::path::Path;
 
 /// Slots per document: the size of a document's vector id space.
@@ -196,4 +197,77 @@ fn rewrite_document_row(
             .map_err(|e| e.to_string())?;
     }
     txn.commit().map_err(|e| e.to_string())
+}
+
+/// How many of the text index's segments in the closed store at `path` keep their terms
+/// compressed (schema 10), and how many raw.
+pub fn text_row_segments(path: &Path) -> Result<(u64, u64), String> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let err = |e: redb::Error| e.to_string();
+    let db = redb::Database::open(path).map_err(|e| err(e.into()))?;
+    let txn = db.begin_read().map_err(|e| err(e.into()))?;
+    let rows = txn
+        .open_table(schema::TEXT_DOCS)
+        .map_err(|e| err(e.into()))?;
+    let (mut compressed, mut raw) = (0, 0);
+    for entry in rows.iter().map_err(|e| err(e.into()))? {
+        let (_, value) = entry.map_err(|e| err(e.into()))?;
+        for segment in text_row::segments(value.value()).map_err(|c| c.detail)? {
+            if segment.terms_compressed().map_err(|c| c.detail)? {
+                compressed += 1;
+            } else {
+                raw += 1;
+            }
+        }
+    }
+    Ok((compressed, raw))
+}
+
+/// Rewrites every text index segment of the closed store at `path` with its terms raw and
+/// stamps the file schema 9, leaving every other row (the text codec and compressed chunk
+/// texts included) as it is: the file a schema-9 build would have written. Returns how
+/// many segments it rewrote.
+pub fn rewrite_as_schema_9(path: &Path) -> Result<u64, String> {
+    use redb::ReadableTable;
+    let err = |e: redb::Error| e.to_string();
+    let db = redb::Database::open(path).map_err(|e| err(e.into()))?;
+    let txn = db.begin_write().map_err(|e| err(e.into()))?;
+    let mut rewritten = 0;
+    {
+        let mut meta = txn.open_table(schema::META).map_err(|e| err(e.into()))?;
+        let codec = crate::backend::redb::read::stored_text_codec(&meta)
+            .map_err(|e| err(e.into()))?
+            .map_err(|c| c.detail)?;
+        let mut rows = txn
+            .open_table(schema::TEXT_DOCS)
+            .map_err(|e| err(e.into()))?;
+        let mut raw_rows = Vec::new();
+        for entry in rows.iter().map_err(|e| err(e.into()))? {
+            let (key, value) = entry.map_err(|e| err(e.into()))?;
+            let mut row = Vec::new();
+            for segment in text_row::segments(value.value()).map_err(|c| c.detail)? {
+                let terms = segment.terms(codec.as_ref()).map_err(|c| c.detail)?;
+                let (mut arena, mut spans) = (Vec::new(), Vec::new());
+                for (term, count) in terms.list() {
+                    let start = arena.len() as u32;
+                    arena.extend_from_slice(term.as_bytes());
+                    spans.push((start, arena.len() as u32, count));
+                }
+                text_row::put_segment(&mut row, segment.slot, segment.len, &arena, &spans, None);
+                rewritten += 1;
+            }
+            raw_rows.push((key.value(), row));
+        }
+        for (key, row) in raw_rows {
+            rows.insert(key, row.as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
+        meta.insert(
+            schema::meta_key::SCHEMA_VERSION,
+            9u64.to_le_bytes().as_slice(),
+        )
+        .map_err(|e| err(e.into()))?;
+    }
+    txn.commit().map_err(|e| err(e.into()))?;
+    Ok(rewritten)
 }

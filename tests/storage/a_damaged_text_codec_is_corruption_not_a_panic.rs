@@ -88,6 +88,20 @@ fn a_damaged_text_codec_is_corruption_not_a_panic() {
                 if what == "text row" && detail.contains("text codec")),
             "{search:?}"
         );
+        let hybrid = support::no_panic("search_hybrid", || {
+            store.search_hybrid(
+                "pipeline",
+                &support::minilm_like(3, DIMENSION),
+                10,
+                &SearchOptions::default(),
+            )
+        });
+        // (Its vector half meets a compressed chunk text first.)
+        assert!(
+            matches!(&hybrid, Err(ReadError::Corrupted { detail, .. })
+                if detail.starts_with("compressed, and the file's text codec")),
+            "{hybrid:?}"
+        );
         // The first texts, written before the table was trained, are raw: they still read.
         let first = store.get("notes", "n000").expect("a raw text reads");
         assert_eq!(first.expect("present").chunks[0].text, texts[0]);

@@ -5,11 +5,15 @@
 //! `verify` (which re-analyses every live chunk and compares its stored terms) is clean.
 //! Rebuilding the text index (opened once without it, then with it) compresses every row:
 //! no row grows, the early ones shrink, and every search answers exactly as before, from a
-//! read-only open too. A schema-9 file (raw terms) is stamped 10 and its raw terms read as
-//! they are.
+//! read-only open too. The batch that trains the table compresses its later revisions'
+//! terms. A schema-9 file (raw terms beside a trained table) reads as it is, then is
+//! stamped 10 with a backup; its raw terms read as they are. A text row damaged on disk
+//! gives `Corrupted` or an answer from text and hybrid search, never a panic, and `verify`
+//! reports it.
 
 use crate::support;
-use ratchetdb::{Chunk, Document, Hit, Options, SearchOptions, Store, Version};
+use ratchetdb::testkit;
+use ratchetdb::{Chunk, Document, Hit, Op, Options, ReadError, SearchOptions, Store, Version};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -128,6 +132,11 @@ fn text_index_terms_are_compressed_with_the_store_text_codec() {
     assert!(has_codec(&path), "no table after {documents} documents");
     let mixed = text_rows(&path);
     assert_eq!(mixed.len(), documents as usize);
+    let (compressed, raw) = testkit::text_row_segments(&path).expect("segments");
+    assert!(
+        compressed >= 200 && raw >= 20,
+        "{compressed} compressed, {raw} raw"
+    );
 
     // The index dropped, then rebuilt from the chunks: every row compressed.
     drop(Store::open(&path, options.clone().text_index(false)).expect("open without"));
@@ -138,6 +147,11 @@ fn text_index_terms_are_compressed_with_the_store_text_codec() {
         assert!(report.is_ok(), "{report:?}");
         assert_eq!(answers(&store, documents), before, "a search changed");
     }
+    assert_eq!(
+        testkit::text_row_segments(&path).expect("segments"),
+        (documents, 0),
+        "a rebuilt row kept raw terms"
+    );
     let rebuilt = text_rows(&path);
     assert_eq!(
         rebuilt.keys().collect::<Vec<_>>(),
@@ -146,15 +160,16 @@ fn text_index_terms_are_compressed_with_the_store_text_codec() {
     let grew: Vec<_> = rebuilt.iter().filter(|(k, &n)| n > mixed[k]).collect();
     assert!(grew.is_empty(), "rows grew: {grew:?}");
     let shrank = rebuilt.iter().filter(|(k, &n)| n < mixed[k]).count();
-    assert!(
-        shrank >= 20,
-        "only {shrank} rows shrank: the first documents' terms were not compressed"
+    assert_eq!(
+        shrank as u64, raw,
+        "the rows that were raw shrank, and only they"
     );
-    // The rows written after the table was trained were compressed already.
-    let same = rebuilt.iter().filter(|(k, &n)| n == mixed[k]).count();
-    assert!(same >= 200, "only {same} rows were written compressed");
-    let (raw, compressed): (usize, usize) = (mixed.values().sum(), rebuilt.values().sum::<usize>());
-    assert!(compressed < raw, "{compressed} >= {raw}");
+    let (raw_bytes, compressed_bytes): (usize, usize) =
+        (mixed.values().sum(), rebuilt.values().sum::<usize>());
+    assert!(
+        compressed_bytes < raw_bytes,
+        "{compressed_bytes} >= {raw_bytes}"
+    );
 
     let reader = Store::open_read_only(&path).expect("read-only");
     assert_eq!(
@@ -164,24 +179,120 @@ fn text_index_terms_are_compressed_with_the_store_text_codec() {
     );
     drop(reader);
 
-    // Marked schema 9 (raw terms: what a schema-9 build wrote), then opened by this build:
-    // stamped 10; its rows read as they are, and new ones are compressed.
-    let path9 = dir.path().join("nine.redb");
+    // Regression (first build of schema 10): the batch that trains the table compressed
+    // the terms of its later revisions only from the next batch on. All in one batch: the
+    // revisions after the one that trains the table are compressed.
+    let batched = dir.path().join("batched.redb");
     {
-        let store = Store::open(&path9, options.clone()).expect("open");
-        for d in 0..20 {
-            store.upsert(document(d)).expect("upsert");
-        }
-    }
-    assert!(!has_codec(&path9), "a table from 20 short documents");
-    support::set_schema_version(&path9, 9);
-    {
-        let store = Store::open(&path9, options).expect("open schema 9");
-        for d in 20..documents {
-            store.upsert(document(d)).expect("upsert");
+        let store = Store::open(&batched, options.clone()).expect("open");
+        let ops = (0..documents).map(|d| Op::Upsert(document(d))).collect();
+        for outcome in store.write_batch(ops).expect("write_batch") {
+            assert!(outcome.is_ok(), "{outcome:?}");
         }
         assert_eq!(answers(&store, documents), before, "a search changed");
         assert!(store.verify().expect("verify").is_ok());
     }
-    assert_eq!(support::schema_version(&path9), 10);
+    let (compressed, raw) = testkit::text_row_segments(&batched).expect("segments");
+    assert!(
+        compressed >= 200 && compressed + raw == documents,
+        "one batch: {compressed} compressed, {raw} raw"
+    );
+
+    // A schema-9 file (raw terms beside a trained table and compressed texts: what a
+    // schema-9 build wrote) reads as it is, then is stamped 10 with a backup kept; its raw
+    // terms read as they are and new ones are compressed.
+    let nine = dir.path().join("nine.redb");
+    std::fs::copy(&path, &nine).expect("copy");
+    assert_eq!(
+        testkit::rewrite_as_schema_9(&nine).expect("rewrite"),
+        documents
+    );
+    assert_eq!(
+        testkit::text_row_segments(&nine).expect("segments"),
+        (0, documents)
+    );
+    {
+        let reader = Store::open_read_only(&nine).expect("read-only schema 9");
+        assert_eq!(
+            answers(&reader, documents),
+            before,
+            "a schema-9 read changed"
+        );
+    }
+    assert_eq!(
+        support::schema_version(&nine),
+        9,
+        "a read-only open converted"
+    );
+    {
+        let store = Store::open(&nine, options).expect("open schema 9");
+        assert_eq!(answers(&store, documents), before, "a search changed");
+        for d in documents..documents + 50 {
+            store.upsert(document(d)).expect("upsert");
+        }
+        assert!(store.verify().expect("verify").is_ok());
+    }
+    assert_eq!(support::schema_version(&nine), 10);
+    assert!(
+        dir.path().join("nine.redb.schema9-backup").exists(),
+        "no backup of the schema-9 file"
+    );
+    assert_eq!(
+        testkit::text_row_segments(&nine).expect("segments"),
+        (50, documents)
+    );
+
+    // A text row damaged on disk: the last byte of every row (a code of its last
+    // segment's terms) changed. Text and hybrid searches answer or are `Corrupted`, never
+    // a panic, and `verify` reports the rows.
+    let damaged = dir.path().join("damaged.redb");
+    std::fs::copy(&path, &damaged).expect("copy");
+    flip_last_byte_of_every_text_row(&damaged);
+    let store = Store::open_read_only(&damaged).expect("read-only");
+    for word in WORDS {
+        let text = support::no_panic("search_text", || {
+            store.search_text(word, 10, &SearchOptions::default())
+        });
+        assert!(
+            matches!(text, Ok(_) | Err(ReadError::Corrupted { .. })),
+            "{text:?}"
+        );
+        let hybrid = support::no_panic("search_hybrid", || {
+            store.search_hybrid(
+                word,
+                &support::minilm_like(1, DIMENSION),
+                10,
+                &SearchOptions::default(),
+            )
+        });
+        assert!(
+            matches!(hybrid, Ok(_) | Err(ReadError::Corrupted { .. })),
+            "{hybrid:?}"
+        );
+    }
+    let report = support::no_panic("verify", || store.verify()).expect("verify");
+    assert!(!report.is_ok(), "verify found no damaged text row");
+}
+
+fn flip_last_byte_of_every_text_row(path: &Path) {
+    let db = redb::Database::open(path).expect("redb");
+    let txn = db.begin_write().expect("write");
+    {
+        let mut rows = txn.open_table(TEXT_DOCS).expect("text_docs");
+        let all: Vec<(u64, Vec<u8>)> = rows
+            .iter()
+            .expect("iter")
+            .map(|entry| {
+                let (key, value) = entry.expect("row");
+                (key.value(), value.value().to_vec())
+            })
+            .collect();
+        for (key, mut row) in all {
+            if let Some(last) = row.last_mut() {
+                *last ^= 0x01;
+            }
+            rows.insert(key, row.as_slice()).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
 }

@@ -435,6 +435,28 @@ mod tests {
         }
     }
 
+    /// Regression (review of schema 10): the compressor loads eight bytes past the end as
+    /// zeros, so a symbol ending in a zero byte must not match there. `ab\0` at the end of
+    /// `...ab` would decode to one byte too many.
+    #[test]
+    fn a_symbol_is_never_matched_past_the_end_of_the_text() {
+        let mut row = vec![FORMAT, 2, 3, 8];
+        row.extend_from_slice(b"ab\0\0\0\0\0\0");
+        row.extend_from_slice(b"zzzzzzzz");
+        let codec = TextCodec::from_bytes(&row).unwrap();
+        for text in [
+            "zzzzzzzzzzzzzzzzab",
+            "zzzzzzzzzzzzzzzza",
+            "zzzzzzzzzzzzzzzzab\0",
+        ] {
+            let stored = codec.compress(text);
+            assert_eq!(stored[0], MARKER, "{text:?} was not compressed");
+            assert_eq!(decode_text(&stored, Some(&codec)).unwrap(), text);
+        }
+        // The symbol does match where the text has its zero byte.
+        assert_eq!(codec.compress("zzzzzzzzzzzzzzzzab\0").len(), 4);
+    }
+
     #[test]
     fn too_little_text_trains_an_empty_table_that_compresses_nothing() {
         let codec = TextCodec::train(&["short", "texts"]);

@@ -185,6 +185,21 @@ impl<'a> Segment<'a> {
     }
 }
 
+impl Segment<'_> {
+    /// Whether the segment keeps its terms compressed (schema 10).
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn terms_compressed(&self) -> Result<bool, Corruption> {
+        let mut cursor = Cursor {
+            bytes: self.payload,
+        };
+        let count = cursor.varint()?;
+        for _ in 0..count.saturating_mul(2) {
+            cursor.varint()?;
+        }
+        Ok(cursor.bytes.first() == Some(&0xFF))
+    }
+}
+
 /// A segment's terms, decoded ([`Segment::terms`]).
 pub(crate) struct SegmentTerms<'a> {
     /// The terms end to end: borrowed from the row when stored raw.
