@@ -1,7 +1,8 @@
 //! A file written by the schema-1 build (a row per chunk and a row per vector) is converted
-//! straight to the current schema, 6, when this build opens it: every document, version,
-//! generation, content hash, chunk text and metadata, every vector bit for bit, every
-//! counter, listing and skip-log row survive; only vector ids change. Each live revision
+//! straight to schema 6's rows (stamped with this build's schema, 10; the later schemas add
+//! only tables and row layouts that raw rows need not take) when this build opens it: every
+//! document, version, generation, content hash, chunk text and metadata, every vector bit
+//! for bit, every counter, listing and skip-log row survive; only vector ids change. Each live revision
 //! becomes one schema-5 chunks row (its document's version and key, each chunk's vector slot,
 //! no text hashes) beside one vectors row, and each document row keeps the first 16 bytes of
 //! its content hash (schema 6). The guard goes on deciding against the converted
