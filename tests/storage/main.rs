@@ -11,6 +11,7 @@ mod search_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a_batch_that_fails_after_training_its_codec_leaves_the_next_to_train;
 mod a_closed_store_with_a_graph_snapshot_keeps_no_free_pages;
 mod a_coded_vectors_row_carrying_a_spill_is_revised_in_place;
 mod a_damaged_coded_vectors_row_is_corruption_not_a_panic;

@@ -595,6 +595,11 @@ impl Engine {
             }
             if let Some(codec) = effects.text_codec {
                 *self.text_codec.lock() = Some(codec);
+                // The file has its table for good: the texts gathered to train one go.
+                let mut training = self.training.lock();
+                if training.is_gathering() {
+                    *training = crate::backend::redb::write::Training::default();
+                }
             }
             if effects.changelog.is_some() {
                 self.changed();

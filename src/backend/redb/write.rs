@@ -58,7 +58,7 @@ pub(crate) struct BatchSettings {
     /// the file's row is the same table.
     pub text_codec: Option<Arc<TextCodec>>,
     /// The texts gathered to train the text codec while the file has none, kept by the
-    /// engine across batches.
+    /// engine across batches until a committed batch has a codec.
     pub training: Arc<parking_lot::Mutex<Training>>,
 }
 
@@ -88,6 +88,12 @@ impl std::fmt::Debug for Training {
 }
 
 impl Training {
+    /// Whether it holds texts or has sampled the file (what a store with its table no
+    /// longer needs).
+    pub(crate) fn is_gathering(&self) -> bool {
+        self.sampled_store || !self.texts.is_empty()
+    }
+
     /// Whether [`TRAIN_BYTES`] of text have been gathered.
     fn is_full(&self) -> bool {
         self.bytes >= TRAIN_BYTES
@@ -752,11 +758,12 @@ impl<'txn> Batch<'txn> {
             training.add(&chunk.text);
         }
         if training.is_full() {
-            let texts = std::mem::take(&mut training.texts);
-            training.bytes = 0;
-            drop(training);
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            // The texts stay gathered until the table commits (the engine drops them then):
+            // a batch that fails after training leaves the next one to train again.
+            let refs: Vec<&str> = training.texts.iter().map(String::as_str).collect();
             let codec = Arc::new(TextCodec::train(&refs));
+            drop(refs);
+            drop(training);
             self.meta
                 .insert(schema::meta_key::TEXT_CODEC, codec.to_bytes().as_slice())
                 .map_err(WriteError::storage)?;
