@@ -3,18 +3,20 @@
 //! Only the links are written: the vectors are already in the file (the `vectors` rows,
 //! loaded into the exact store at open), so a point's vector comes from there when the
 //! snapshot is loaded. Each point carries a fingerprint of the vector it was inserted with
-//! (format 6: the CRC-32 of its bytes; formats 5 and 3: the first 8 bytes of its blake3
-//! hash), so a point whose id now has another vector is recognised and marked dead (its id
-//! scored outside the graph), as is a point whose id is gone. A fingerprint decides only
-//! that: a loaded point is given its id's current vector either way, so a replaced vector
-//! a fingerprint failed to tell apart would leave a point whose links were chosen for the
-//! old vector, never a wrong distance. That is why a fast checksum (CRC-32,
+//! (formats 7 and 6: the CRC-32 of its bytes; formats 5 and 3: the first 8 bytes of its
+//! blake3 hash), so a point whose id now has another vector is recognised and marked dead
+//! (its id scored outside the graph), as is a point whose id is gone. A fingerprint decides
+//! only that: a loaded point is given its id's current vector either way, so a replaced
+//! vector a fingerprint failed to tell apart would leave a point whose links were chosen
+//! for the old vector, never a wrong distance. That is why a fast checksum (CRC-32,
 //! hardware-assisted, `crc32fast`) suffices where formats 5 and 3 hashed with blake3.
 //!
 //! ```text
 //! blob 0: header (HEADER_LEN bytes, little-endian)
-//!   0  magic "RATCHNSW"              8  format version u32 (6; 5 and 3 are read too)
-//!   12 metric u8 (0 cosine, 1 l2, 2 dot)   13 slot width w u8 (formats 5, 6; 0 in 3)
+//!   0  magic "RATCHNSW"              8  format version u32 (7; 6, 5 and 3 are read too)
+//!   12 metric u8 (0 cosine, 1 l2, 2 dot)
+//!   13 slot width u8: format 7, in bits (the fewest that hold n - 1, at least 1);
+//!      formats 5 and 6, in bytes; 0 in format 3
 //!   14 reserved 2 bytes (0)
 //!   16 dimension u64                24 number of points n u64
 //!   32 M u32                        36 ef_construction u32
@@ -22,30 +24,40 @@
 //!   48 payload bytes u64 (format 3: upper-layer words)   56 reserved u64 (0)
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
 //! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (one page with its leaf):
-//!   ids u64 x n, fingerprints u64 x n (format 6: CRC-32 in the low 4 bytes), levels u8 x n,
-//!   formats 5 and 6:
-//!     layer-0 link counts u16 x n,
-//!     upper link counts u16 x (sum of levels): per point of level L > 0, in slot order,
-//!       L counts (layer 1 first),
-//!     links: every layer-0 row's neighbour slots in slot order, then every upper row's in
-//!       the counts' order, each slot w bytes (the fewest that hold n - 1)
-//!   format 6, last: the traversal's quantiser (see `quantize`): when present, its low
-//!     then step values, f32 x dim each; then one byte: 2 if present (4-bit codes), 1 if
-//!     present but for the 8-bit codes of earlier builds, 0 if not
-//!   format 3 (earlier builds):
+//!   format 7:
+//!     ids: n varints (LEB128), in slot order, each the difference from the previous id
+//!       (the first: from 0) zigzagged, then rotated: its trailing zero bits z moved out,
+//!       the value written is (rest << 6) | z (a new document's first vector id is a
+//!       multiple of 2^24 past its predecessor's: one byte, where a plain varint took 4)
+//!     fingerprints u32 x n (CRC-32), levels u8 x n,
+//!     link counts, varints: the n layer-0 rows', then the upper rows' (per point of
+//!       level L > 0, in slot order, L counts, layer 1 first),
+//!     links, one bit stream (least significant bit first), the rows in the counts'
+//!       order: a row's slots sorted ascending, the first in `w` bits (header byte 13);
+//!       if it has more, a 6-bit width g, then each next slot's distance from the one
+//!       before in g bits; the stream padded with zero bits to a whole byte
+//!   formats 5 and 6 (earlier builds):
+//!     ids u64 x n, fingerprints u64 x n (format 6: CRC-32 in the low 4 bytes),
+//!     levels u8 x n, layer-0 link counts u16 x n, upper link counts u16 x (sum of
+//!     levels), links: every row's used slots in the counts' order, w bytes each
+//!   formats 6 and 7, last: the traversal's quantiser (see `quantize`): when present, its
+//!     low then step values, f32 x dim each; then one byte: 2 if present (4-bit codes), 1
+//!     if present but for the 8-bit codes of earlier builds, 0 if not
+//!   format 3 (earlier builds): ids and fingerprints as in 5, levels u8 x n,
 //!     layer 0 rows u32 x n x (2M + 1)  (count, then 2M neighbour slots),
 //!     upper rows u32 x (upper-layer words): per point of level L > 0, in slot order,
 //!     L rows of (count, then M neighbour slots)
 //! ```
 //!
+//! Format 7 is format 6 written smaller (about 0.6 of its bytes on 10,000 MiniLM
+//! vectors; `docs/design.md`, "The graph snapshot"). A row's slots are stored sorted: the
+//! traversal's result does not depend on the order of a row (every candidate is ranked by
+//! distance, then slot), so a reloaded graph answers every search as the saved one did.
 //! Format 6 is format 5 with the quantiser at the end, so that a loaded graph codes its
-//! vectors as the graph that was saved did and answers every search identically; a format-5
-//! snapshot, or a format-6 one holding an 8-bit quantiser (byte 1), loads with a quantiser
-//! fitted anew to the loaded vectors.
-//!
-//! Format 5 writes only the links a row has (format 3 wrote every row at its capacity,
-//! `2M` slots of 4 bytes at layer 0, whether used or not). A slot keeps a fixed width, so a
-//! damaged byte changes one link, never the reading of the rows after it.
+//! vectors as the graph that was saved did; a format-5 snapshot, or one holding an 8-bit
+//! quantiser (byte 1), loads with a quantiser fitted anew to the loaded vectors. Format 5
+//! writes only the links a row has (format 3 wrote every row at its capacity, `2M` slots
+//! of 4 bytes at layer 0, whether used or not).
 //!
 //! Each part fills one page with its leaf's header, so every page of the snapshot is a
 //! single page, which compaction can move into any free page (compaction moves a run of
@@ -53,10 +65,11 @@
 //! the free pages below). Parts of any size are read, as earlier builds wrote larger ones.
 //!
 //! Loading checks the lengths and the checksum before trusting any other field, then
-//! every field the graph relies on (counts within their rows, neighbour slots below n,
-//! levels, the entry, unique ids); any failure is [`IndexError::Corrupted`]. A snapshot of
-//! another format version (among them version 2, the `hnsw_rs` dump earlier builds wrote,
-//! and version 4, the layout of a branch that was merged and reverted) is
+//! every field the graph relies on (ids and counts that decode, counts within their rows,
+//! neighbour slots below n, a link stream that ends where the payload does, levels, the
+//! entry, unique ids); any failure is [`IndexError::Corrupted`]. A snapshot of another
+//! format version (among them version 2, the `hnsw_rs` dump earlier builds wrote, and
+//! version 4, the layout of a branch that was merged and reverted) is
 //! [`IndexError::Incompatible`]: the store ignores it and rebuilds the graph.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -73,7 +86,10 @@ use crate::sys::advise_huge_pages;
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
 /// Version of the envelope and of the links layout it carries (written).
-pub(crate) const FORMAT_VERSION: u32 = 6;
+pub(crate) const FORMAT_VERSION: u32 = 7;
+/// Fixed-width ids, fingerprints, counts and slots, with the quantiser (earlier builds):
+/// still read.
+const FIXED_WIDTH_VERSION: u32 = 6;
 /// Format 6's links without the quantiser (earlier builds): still read.
 const NO_QUANTIZER_VERSION: u32 = 5;
 /// The fixed-width layout of earlier builds (every row at its capacity): still read.
@@ -158,31 +174,207 @@ pub(crate) fn fingerprint_blake3(vector: &[f32]) -> u64 {
     u64::from_le_bytes(first)
 }
 
-/// The fewest bytes that hold every slot below `n` (at least 1).
+/// The fewest bytes that hold every slot below `n` (at least 1): formats 5 and 6.
+#[cfg(test)]
 fn slot_width(n: usize) -> usize {
-    let largest = n.saturating_sub(1) as u64;
-    (8 - largest.leading_zeros() as usize / 8).clamp(1, 8)
+    slot_bits(n).div_ceil(8)
 }
 
-/// A row of links (a count, then `cap` slots): its count appended to `counts`, and its
-/// used slots to `links` in `width` bytes each.
+/// The fewest bits that hold every slot below `n` (at least 1): format 7's `w`.
+fn slot_bits(n: usize) -> usize {
+    let largest = n.saturating_sub(1) as u64;
+    (64 - largest.leading_zeros() as usize).max(1)
+}
+
+/// The fewest bits that hold `value` (0 for 0).
+fn bits_of(value: u32) -> usize {
+    32 - value.leading_zeros() as usize
+}
+
+/// Bits of format 7's per-row width of the distances between sorted slots (it is at most
+/// 32).
+const GAP_WIDTH_BITS: usize = 6;
+
+/// Appends `value` as a LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut value: u128) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The LEB128 varint at the start of `bytes`, of at most `max_bits` bits, and what follows
+/// it; `None` if it is cut short or longer.
+fn take_varint(bytes: &[u8], max_bits: u32) -> Option<(u128, &[u8])> {
+    let mut value = 0u128;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let shift = 7 * i as u32;
+        if shift >= max_bits {
+            return None;
+        }
+        let part = u128::from(byte & 0x7f);
+        if part >> (max_bits - shift).min(7) != 0 {
+            return None;
+        }
+        value |= part << shift;
+        if byte & 0x80 == 0 {
+            return Some((value, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Bits of a rotated id difference: 64 of the difference and 6 of its trailing zero count.
+const ID_VARINT_BITS: u32 = 70;
+
+/// Format 7's varint of `id` after `previous`: the difference zigzagged, its trailing zero
+/// bits moved to a 6-bit count at the bottom.
+fn put_id(out: &mut Vec<u8>, previous: u64, id: u64) {
+    let delta = id.wrapping_sub(previous) as i64;
+    let zigzag = ((delta << 1) ^ (delta >> 63)) as u64;
+    let zeros = if zigzag == 0 {
+        0
+    } else {
+        zigzag.trailing_zeros()
+    };
+    put_varint(out, (u128::from(zigzag >> zeros) << 6) | u128::from(zeros));
+}
+
+/// Reverses [`put_id`]: the id after `previous` at the start of `bytes`, and what follows.
+fn take_id(bytes: &[u8], previous: u64) -> Option<(u64, &[u8])> {
+    let (value, rest) = take_varint(bytes, ID_VARINT_BITS)?;
+    let zeros = (value & 63) as u32;
+    let rest_bits = u64::try_from(value >> 6).ok()?;
+    if zeros >= 64 || rest_bits.leading_zeros() < zeros {
+        return None;
+    }
+    let zigzag = rest_bits << zeros;
+    let delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+    Some((previous.wrapping_add(delta as u64), rest))
+}
+
+/// A bit stream written least significant bit first (format 7's links).
+struct BitWriter {
+    bytes: Vec<u8>,
+    pending: u64,
+    pending_bits: usize,
+}
+
+impl BitWriter {
+    fn new() -> BitWriter {
+        BitWriter {
+            bytes: Vec::new(),
+            pending: 0,
+            pending_bits: 0,
+        }
+    }
+
+    /// Appends the low `bits` (at most 32) of `value`.
+    fn put(&mut self, value: u32, bits: usize) {
+        debug_assert!(bits <= 32 && (bits == 32 || value >> bits == 0));
+        self.pending |= u64::from(value) << self.pending_bits;
+        self.pending_bits += bits;
+        while self.pending_bits >= 8 {
+            self.bytes.push(self.pending as u8);
+            self.pending >>= 8;
+            self.pending_bits -= 8;
+        }
+    }
+
+    /// The stream, padded with zero bits to a whole byte.
+    fn finish(mut self) -> Vec<u8> {
+        if self.pending_bits > 0 {
+            self.bytes.push(self.pending as u8);
+        }
+        self.bytes
+    }
+}
+
+/// Reads a [`BitWriter`]'s stream.
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    next: usize,
+    pending: u64,
+    pending_bits: usize,
+}
+
+impl<'a> BitReader<'a> {
+    fn new(bytes: &'a [u8]) -> BitReader<'a> {
+        BitReader {
+            bytes,
+            next: 0,
+            pending: 0,
+            pending_bits: 0,
+        }
+    }
+
+    /// The next `bits` (at most 32) bits; `None` past the stream's end.
+    fn take(&mut self, bits: usize) -> Option<u32> {
+        while self.pending_bits < bits {
+            let byte = *self.bytes.get(self.next)?;
+            self.next += 1;
+            self.pending |= u64::from(byte) << self.pending_bits;
+            self.pending_bits += 8;
+        }
+        let value = (self.pending & ((1u64 << bits) - 1)) as u32;
+        self.pending >>= bits;
+        self.pending_bits -= bits;
+        Some(value)
+    }
+
+    /// Whether the stream ended here: every byte read, and the padding bits zero.
+    fn at_end(&self) -> bool {
+        self.next == self.bytes.len() && self.pending_bits < 8 && self.pending == 0
+    }
+}
+
+/// A row of links (a count, then `cap` slots), in format 7: its count appended to
+/// `counts`, and its used slots, sorted (in `scratch`), to `links` (`bits`: format 7's
+/// `w`). Returns `false`, writing nothing, for a row linking to a slot `bits` cannot hold
+/// (no graph has one: the snapshot is refused rather than written unreadable).
 fn encode_row(
     row: &[AtomicU32],
     cap: usize,
-    width: usize,
+    bits: usize,
+    scratch: &mut Vec<u32>,
     counts: &mut Vec<u8>,
-    links: &mut Vec<u8>,
-) {
+    links: &mut BitWriter,
+) -> bool {
     let Some((count, slots)) = row.split_first() else {
-        return;
+        return true;
     };
     let count = (count.load(Ordering::Relaxed) as usize)
         .min(cap)
         .min(slots.len());
-    counts.extend_from_slice(&(count as u16).to_le_bytes());
-    for slot in &slots[..count] {
-        links.extend_from_slice(&slot.load(Ordering::Relaxed).to_le_bytes()[..width]);
+    scratch.clear();
+    scratch.extend(slots[..count].iter().map(|s| s.load(Ordering::Relaxed)));
+    scratch.sort_unstable();
+    if scratch
+        .last()
+        .is_some_and(|&slot| bits < 32 && slot >> bits != 0)
+    {
+        return false;
     }
+    put_varint(counts, scratch.len() as u128);
+    let Some((&first, more)) = scratch.split_first() else {
+        return true;
+    };
+    links.put(first, bits);
+    if more.is_empty() {
+        return true;
+    }
+    let widest = scratch
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .max()
+        .unwrap_or(0);
+    let gap_bits = bits_of(widest);
+    links.put(gap_bits as u32, GAP_WIDTH_BITS);
+    for pair in scratch.windows(2) {
+        links.put(pair[1] - pair[0], gap_bits);
+    }
+    true
 }
 
 /// Serialises `graph`'s links into blobs (header first), in format [`FORMAT_VERSION`]. The
@@ -205,16 +397,32 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     let too_large = |what: &str| IndexError::Graph {
         detail: format!("{what} does not fit the snapshot format"),
     };
-    // Counts are u16: M is at most MAX_M, so a row holds at most 2 * MAX_M links.
+    // A row holds at most 2 * MAX_M links.
     if m > MAX_M as usize {
         return Err(too_large("M"));
     }
-    let width = slot_width(n);
-    let mut counts = Vec::new();
-    let mut link_bytes = Vec::new();
+    let bits = slot_bits(n);
+    let mut id_bytes = Vec::with_capacity(n * 2);
+    let mut previous = 0;
+    for &id in &ids {
+        put_id(&mut id_bytes, previous, id);
+        previous = id;
+    }
+    let mut counts = Vec::with_capacity(n);
+    let mut stream = BitWriter::new();
+    let mut scratch = Vec::with_capacity(2 * m);
     // Encoded from the graph's rows in place (a plain copy of every link first was 53 MB
     // of a 400k build's peak).
-    links.for_each_row(|row, cap| encode_row(row, cap, width, &mut counts, &mut link_bytes));
+    let mut fits = true;
+    links.for_each_row(|row, cap| {
+        fits &= encode_row(row, cap, bits, &mut scratch, &mut counts, &mut stream);
+    });
+    if !fits {
+        return Err(IndexError::Graph {
+            detail: format!("a link past the graph's {n} points"),
+        });
+    }
+    let link_bytes = stream.finish();
     let mut quant_bytes = Vec::new();
     match &quant {
         Some(quant) => {
@@ -223,13 +431,13 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
         }
         None => quant_bytes.push(0),
     }
-    let payload_len = n * 17 + counts.len() + link_bytes.len() + quant_bytes.len();
+    let payload_len = id_bytes.len() + n * 5 + counts.len() + link_bytes.len() + quant_bytes.len();
     let part_count = payload_len.div_ceil(MAX_PART_BYTES);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(&MAGIC);
     header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     header.push(graph.metric().tag());
-    header.push(width as u8);
+    header.push(bits as u8);
     header.extend_from_slice(&[0, 0]);
     header.extend_from_slice(&(graph.dim() as u64).to_le_bytes());
     header.extend_from_slice(&(n as u64).to_le_bytes());
@@ -251,11 +459,11 @@ pub(crate) fn to_blobs(graph: &Graph) -> Result<Vec<Vec<u8>>, IndexError> {
     // The payload is written straight into its parts (never whole in one buffer, then
     // copied into them), hashed as it goes.
     let mut parts = Parts::new(&header, payload_len);
-    for id in &ids {
-        parts.write(&id.to_le_bytes());
-    }
-    for fp in &fingerprints {
-        parts.write(&fp.to_le_bytes());
+    parts.write(&id_bytes);
+    drop(id_bytes);
+    for &fp in &fingerprints {
+        // CRC-32s: the high half is zero.
+        parts.write(&(fp as u32).to_le_bytes());
     }
     parts.write(&levels);
     parts.write(&counts);
@@ -423,10 +631,17 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "format version 2 (an hnsw_rs dump of an earlier build): rebuilt",
         ));
     }
-    if ![FORMAT_VERSION, NO_QUANTIZER_VERSION, FIXED_ROWS_VERSION].contains(&version) {
+    if ![
+        FORMAT_VERSION,
+        FIXED_WIDTH_VERSION,
+        NO_QUANTIZER_VERSION,
+        FIXED_ROWS_VERSION,
+    ]
+    .contains(&version)
+    {
         return Err(incompatible(format!(
             "format version {version}, this build reads {FIXED_ROWS_VERSION}, \
-             {NO_QUANTIZER_VERSION} and {FORMAT_VERSION}"
+             {NO_QUANTIZER_VERSION}, {FIXED_WIDTH_VERSION} and {FORMAT_VERSION}"
         )));
     }
     let counted = version != FIXED_ROWS_VERSION;
@@ -485,49 +700,22 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             "payload is {payload_len} bytes, header announces {announced}"
         )));
     }
-    let head = n.checked_mul(17).ok_or_else(too_large)?;
-    if payload_len < head {
-        return Err(corrupted(format!(
-            "payload is {payload_len} bytes, {n} points need at least {head}"
-        )));
-    }
     let mut payload = Vec::with_capacity(payload_len);
     for part in parts {
         payload.extend_from_slice(part.as_ref());
     }
-    let (id_bytes, rest) = payload.split_at(n * 8);
-    let (fp_bytes, rest) = rest.split_at(n * 8);
-    let (levels, rest) = rest.split_at(n);
-    if let Some(level) = levels.iter().find(|&&l| usize::from(l) > MAX_LEVEL) {
-        return Err(corrupted(format!("level {level} above {MAX_LEVEL}")));
-    }
-    let upper_rows: usize = levels.iter().map(|&l| usize::from(l)).sum();
-    // A point's level is at least L with probability M^-L, so the levels of n points sum
-    // to about n / (M - 1), at most n: a sum far above that is no graph's, and in format 5
-    // (two bytes a row) it would make a small payload expand into rows of gigabytes.
-    if upper_rows > n.saturating_mul(2).saturating_add(MAX_LEVEL) {
-        return Err(corrupted(format!(
-            "levels of {n} points sum to {upper_rows}"
-        )));
-    }
-    let (rest, quant) = if version == FORMAT_VERSION {
-        quantizer_at_end(rest, dim)?
-    } else {
-        (rest, None)
+    let width = usize::from(header[13]);
+    let Sections {
+        ids,
+        fingerprints,
+        levels,
+        layer0,
+        upper,
+        quant,
+    } = match version {
+        FORMAT_VERSION => sorted_sections(&payload, n, m, dim, width)?,
+        _ => fixed_sections(&payload, n, m, dim, version, width, announced)?,
     };
-    let (layer0, upper) = if counted {
-        counted_rows(rest, n, m, upper_rows, usize::from(header[13]))?
-    } else {
-        fixed_rows(rest, n, m, upper_rows, announced)?
-    };
-    let u64s = |bytes: &[u8]| -> Vec<u64> {
-        bytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect()
-    };
-    let ids = u64s(id_bytes);
-    let fingerprints = u64s(fp_bytes);
     let distinct: IdSet = ids.iter().copied().collect();
     if distinct.len() != n {
         return Err(corrupted("an id has two points"));
@@ -571,18 +759,212 @@ pub(crate) fn from_blobs<B: AsRef<[u8]>>(
             m,
             ef_construction,
             ids,
-            levels: levels.to_vec(),
+            levels,
             layer0,
             upper,
             entry,
             quant,
         },
         fingerprints,
-        kind: if version == FORMAT_VERSION {
+        kind: if version == FORMAT_VERSION || version == FIXED_WIDTH_VERSION {
             Fingerprint::Crc32
         } else {
             Fingerprint::Blake3
         },
+    })
+}
+
+/// A payload's fields, parsed (the links expanded into rows at their capacity: count,
+/// then the slots, zero-padded, as the graph holds them).
+struct Sections {
+    ids: Vec<u64>,
+    fingerprints: Vec<u64>,
+    levels: Vec<u8>,
+    layer0: Vec<u32>,
+    upper: Vec<u32>,
+    quant: Option<Quantizer>,
+}
+
+/// The number of upper rows `levels` (of `n` points) ask for, if they are levels a graph
+/// can have.
+fn upper_rows_of(levels: &[u8], n: usize) -> Result<usize, IndexError> {
+    if let Some(level) = levels.iter().find(|&&l| usize::from(l) > MAX_LEVEL) {
+        return Err(corrupted(format!("level {level} above {MAX_LEVEL}")));
+    }
+    let upper_rows: usize = levels.iter().map(|&l| usize::from(l)).sum();
+    // A point's level is at least L with probability M^-L, so the levels of n points sum
+    // to about n / (M - 1), at most n: a sum far above that is no graph's, and (a count
+    // of a byte or two a row) it would make a small payload expand into rows of
+    // gigabytes.
+    if upper_rows > n.saturating_mul(2).saturating_add(MAX_LEVEL) {
+        return Err(corrupted(format!(
+            "levels of {n} points sum to {upper_rows}"
+        )));
+    }
+    Ok(upper_rows)
+}
+
+/// Room for `words` link words, or `Corrupted` if it cannot be had; layer 0's become the
+/// graph's own (`Hnsw::from_parts`): huge pages from their first touch, as the graph's
+/// arrays have.
+fn link_words(words: usize) -> Result<Vec<u32>, IndexError> {
+    let mut rows = Vec::new();
+    rows.try_reserve_exact(words)
+        .map_err(|_| corrupted(format!("{words} link words do not fit in memory")))?;
+    advise_huge_pages(rows.as_ptr(), rows.capacity());
+    Ok(rows)
+}
+
+/// Format 7's payload (see the module docs) of `n` points.
+fn sorted_sections(
+    payload: &[u8],
+    n: usize,
+    m: usize,
+    dim: usize,
+    bits: usize,
+) -> Result<Sections, IndexError> {
+    if bits != slot_bits(n) {
+        return Err(corrupted(format!("slot width {bits} bits for {n} points")));
+    }
+    let (rest, quant) = quantizer_at_end(payload, dim)?;
+    let too_large = || corrupted("snapshot too large for this platform");
+    let head = n.checked_mul(6).ok_or_else(too_large)?;
+    if rest.len() < head {
+        return Err(corrupted(format!(
+            "payload is {} bytes, {n} points need at least {head}",
+            payload.len()
+        )));
+    }
+    let mut ids = Vec::with_capacity(n);
+    let mut rest = rest;
+    let mut previous = 0;
+    for _ in 0..n {
+        let (id, after) =
+            take_id(rest, previous).ok_or_else(|| corrupted("an id does not decode"))?;
+        ids.push(id);
+        previous = id;
+        rest = after;
+    }
+    if rest.len() < n * 5 {
+        return Err(corrupted("the fingerprints and levels are cut short"));
+    }
+    let (fp_bytes, rest) = rest.split_at(n * 4);
+    let fingerprints = fp_bytes
+        .chunks_exact(4)
+        .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect();
+    let (levels, mut rest) = rest.split_at(n);
+    let upper_rows = upper_rows_of(levels, n)?;
+    let rows = n.checked_add(upper_rows).ok_or_else(too_large)?;
+    let mut counts = Vec::with_capacity(rows);
+    for row in 0..rows {
+        let cap = if row < n { 2 * m } else { m };
+        let (count, after) =
+            take_varint(rest, 32).ok_or_else(|| corrupted("a link count does not decode"))?;
+        // At most 2 * MAX_M: the cast cannot truncate.
+        let count = count as usize;
+        if count > cap {
+            return Err(corrupted(format!("a row of {count} links, at most {cap}")));
+        }
+        counts.push(count);
+        rest = after;
+    }
+    let mut stream = BitReader::new(rest);
+    let cut_short = || corrupted("the links are cut short");
+    let mut expand = |counts: &[usize], cap: usize| -> Result<Vec<u32>, IndexError> {
+        let words = counts.len().checked_mul(cap + 1).ok_or_else(too_large)?;
+        let mut rows = link_words(words)?;
+        for &count in counts {
+            rows.push(count as u32);
+            if count > 0 {
+                let mut slot = stream.take(bits).ok_or_else(cut_short)?;
+                let gap_bits = if count > 1 {
+                    stream.take(GAP_WIDTH_BITS).ok_or_else(cut_short)? as usize
+                } else {
+                    0
+                };
+                if gap_bits > 32 {
+                    return Err(corrupted(format!("a gap width of {gap_bits} bits")));
+                }
+                for i in 0..count {
+                    if i > 0 {
+                        let gap = stream.take(gap_bits).ok_or_else(cut_short)?;
+                        slot = slot
+                            .checked_add(gap)
+                            .ok_or_else(|| corrupted("a link past the last slot"))?;
+                    }
+                    if slot as usize >= n {
+                        return Err(corrupted(format!("link to slot {slot} of {n}")));
+                    }
+                    rows.push(slot);
+                }
+            }
+            rows.resize(rows.len() + cap - count, 0);
+        }
+        Ok(rows)
+    };
+    let (layer0_counts, upper_counts) = counts.split_at(n);
+    let layer0 = expand(layer0_counts, 2 * m)?;
+    let upper = expand(upper_counts, m)?;
+    if !stream.at_end() {
+        return Err(corrupted("the links do not end where the payload does"));
+    }
+    Ok(Sections {
+        ids,
+        fingerprints,
+        levels: levels.to_vec(),
+        layer0,
+        upper,
+        quant,
+    })
+}
+
+/// The payload of formats 3, 5 and 6 (see the module docs) of `n` points; `width` and
+/// `announced` are header bytes 13 and 48.
+fn fixed_sections(
+    payload: &[u8],
+    n: usize,
+    m: usize,
+    dim: usize,
+    version: u32,
+    width: usize,
+    announced: usize,
+) -> Result<Sections, IndexError> {
+    let too_large = || corrupted("snapshot too large for this platform");
+    let head = n.checked_mul(17).ok_or_else(too_large)?;
+    if payload.len() < head {
+        return Err(corrupted(format!(
+            "payload is {} bytes, {n} points need at least {head}",
+            payload.len()
+        )));
+    }
+    let (id_bytes, rest) = payload.split_at(n * 8);
+    let (fp_bytes, rest) = rest.split_at(n * 8);
+    let (levels, rest) = rest.split_at(n);
+    let upper_rows = upper_rows_of(levels, n)?;
+    let (rest, quant) = if version == FIXED_WIDTH_VERSION {
+        quantizer_at_end(rest, dim)?
+    } else {
+        (rest, None)
+    };
+    let (layer0, upper) = if version == FIXED_ROWS_VERSION {
+        fixed_rows(rest, n, m, upper_rows, announced)?
+    } else {
+        counted_rows(rest, n, m, upper_rows, width)?
+    };
+    let u64s = |bytes: &[u8]| -> Vec<u64> {
+        bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect()
+    };
+    Ok(Sections {
+        ids: u64s(id_bytes),
+        fingerprints: u64s(fp_bytes),
+        levels: levels.to_vec(),
+        layer0,
+        upper,
+        quant,
     })
 }
 
@@ -684,12 +1066,7 @@ fn counted_rows(
     }
     let mut expand = |counts: &[usize], cap: usize| -> Result<Vec<u32>, IndexError> {
         let words = counts.len().checked_mul(cap + 1).ok_or_else(too_large)?;
-        let mut rows = Vec::new();
-        rows.try_reserve_exact(words)
-            .map_err(|_| corrupted(format!("{words} link words do not fit in memory")))?;
-        // Layer 0's words become the graph's own (`Hnsw::from_parts`): huge pages from
-        // their first touch, as the graph's arrays have.
-        advise_huge_pages(rows.as_ptr(), rows.capacity());
+        let mut rows = link_words(words)?;
         for &count in counts {
             if count > cap {
                 return Err(corrupted(format!("a row of {count} links, at most {cap}")));
@@ -712,7 +1089,7 @@ fn counted_rows(
     Ok((layer0, upper))
 }
 
-/// Test support: `blobs` (format 6) written again as format 3, the layout of earlier
+/// Test support: `blobs` (format 7) written again as format 3, the layout of earlier
 /// builds (every row at its capacity; `header[48]` the number of upper-layer words).
 #[cfg(test)]
 pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
@@ -721,7 +1098,7 @@ pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
     dim: usize,
     vector_of: impl Fn(u64) -> Vec<f32>,
 ) -> Vec<Vec<u8>> {
-    let parsed = from_blobs(blobs, metric, dim).expect("a format-6 snapshot");
+    let parsed = from_blobs(blobs, metric, dim).expect("a format-7 snapshot");
     let parts = &parsed.parts;
     let mut payload = Vec::new();
     for id in &parts.ids {
@@ -747,6 +1124,71 @@ pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
     vec![header, payload]
 }
 
+/// Test support: where a format-7 payload (its parts joined) of `n` points keeps its
+/// levels (after the ids and fingerprints).
+#[cfg(test)]
+pub(crate) fn levels_at(payload: &[u8], n: usize) -> std::ops::Range<usize> {
+    let mut rest = payload;
+    let mut previous = 0;
+    for _ in 0..n {
+        let (id, after) = take_id(rest, previous).expect("an id");
+        previous = id;
+        rest = after;
+    }
+    let start = payload.len() - rest.len() + 4 * n;
+    start..start + n
+}
+
+/// Test support: `blobs` (format 7) written again as format 6, the layout of earlier
+/// builds (ids and fingerprints in 8 bytes, counts in 2, each slot in the fewest bytes,
+/// every row in the graph's order as loaded).
+#[cfg(test)]
+pub(crate) fn as_format_6<B: AsRef<[u8]>>(blobs: &[B], metric: Metric, dim: usize) -> Vec<Vec<u8>> {
+    let parsed = from_blobs(blobs, metric, dim).expect("a format-7 snapshot");
+    let parts = &parsed.parts;
+    let n = parts.ids.len();
+    let width = slot_width(n);
+    let mut payload = Vec::new();
+    for id in &parts.ids {
+        payload.extend_from_slice(&id.to_le_bytes());
+    }
+    for fp in &parsed.fingerprints {
+        payload.extend_from_slice(&fp.to_le_bytes());
+    }
+    payload.extend_from_slice(&parts.levels);
+    let rows = || {
+        parts
+            .layer0
+            .chunks_exact(2 * parts.m + 1)
+            .chain(parts.upper.chunks_exact(parts.m + 1))
+    };
+    for row in rows() {
+        payload.extend_from_slice(&(row[0] as u16).to_le_bytes());
+    }
+    for row in rows() {
+        for slot in &row[1..=row[0] as usize] {
+            payload.extend_from_slice(&slot.to_le_bytes()[..width]);
+        }
+    }
+    match &parts.quant {
+        Some(quant) => {
+            quant.to_bytes(&mut payload);
+            payload.push(QUANTIZER_4_BIT);
+        }
+        None => payload.push(0),
+    }
+    let mut header = blobs[0].as_ref()[..CHECKSUM_AT].to_vec();
+    header[8..12].copy_from_slice(&FIXED_WIDTH_VERSION.to_le_bytes());
+    header[13] = width as u8;
+    header[44..48].copy_from_slice(&1u32.to_le_bytes());
+    header[48..56].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&header);
+    hasher.update(&payload);
+    header.extend_from_slice(hasher.finalize().as_bytes());
+    vec![header, payload]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,6 +1207,100 @@ mod tests {
         ] {
             assert_eq!(slot_width(n), width, "{n} points");
         }
+    }
+
+    /// Format 7's ids: each the rotated zigzag difference from the one before, so ids
+    /// in any order come back as they were, and the steps a store's vector ids take (one
+    /// slot; a new document's first slot, a multiple of 2^24 on) take one byte.
+    #[test]
+    fn ids_round_trip_and_a_store_s_steps_take_one_byte() {
+        let ids = [
+            0,
+            1,
+            2,
+            1 << 24,
+            2 << 24,
+            (2 << 24) + 1,
+            7,
+            u64::MAX,
+            0,
+            u64::MAX / 3,
+            1 << 63,
+            (1 << 63) - 1,
+        ];
+        let mut bytes = Vec::new();
+        let mut previous = 0;
+        for &id in &ids {
+            put_id(&mut bytes, previous, id);
+            previous = id;
+        }
+        let mut rest = &bytes[..];
+        let mut previous = 0;
+        for &id in &ids {
+            let (got, after) = take_id(rest, previous).expect("decodes");
+            assert_eq!(got, id);
+            previous = got;
+            rest = after;
+        }
+        assert!(rest.is_empty());
+        for (previous, id) in [(0, 1), (5, 6), (3 << 24, 4 << 24), (0, 1 << 24)] {
+            let mut one = Vec::new();
+            put_id(&mut one, previous, id);
+            assert_eq!(one.len(), 1, "{previous} -> {id}");
+        }
+    }
+
+    /// A varint longer than its field, or cut short, does not decode.
+    #[test]
+    fn an_overlong_or_cut_varint_does_not_decode() {
+        assert_eq!(take_varint(&[0x80, 0x01], 32), Some((128, &[][..])));
+        assert_eq!(take_varint(&[0x80], 32), None);
+        assert_eq!(take_varint(&[], 32), None);
+        // 2^32 in a 32-bit field, and an eleventh byte of a 70-bit one.
+        assert_eq!(take_varint(&[0x80, 0x80, 0x80, 0x80, 0x10], 32), None);
+        assert_eq!(take_varint(&[0xff; 11], ID_VARINT_BITS), None);
+        // The largest rotated difference: 64 bits, then the 6-bit count.
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, (u128::from(u64::MAX) << 6) | 63);
+        assert_eq!(bytes.len(), 10);
+        assert!(take_varint(&bytes, ID_VARINT_BITS).is_some());
+        // ... which no id difference makes: 2^64 - 1 shifted 63 places does not fit.
+        assert_eq!(take_id(&bytes, 0), None);
+    }
+
+    /// The bit stream gives back what was put, at every width, and ends only where it was
+    /// finished with zero padding.
+    #[test]
+    fn the_bit_stream_round_trips_and_ends_where_written() {
+        let values: Vec<(u32, usize)> = (0..200u32)
+            .map(|i| {
+                let bits = (i as usize * 7) % 33;
+                let value = if bits == 0 {
+                    0
+                } else {
+                    i.wrapping_mul(2_654_435_761) >> (32 - bits)
+                };
+                (value, bits)
+            })
+            .collect();
+        let mut writer = BitWriter::new();
+        for &(value, bits) in &values {
+            writer.put(value, bits);
+        }
+        let bytes = writer.finish();
+        let mut reader = BitReader::new(&bytes);
+        for &(value, bits) in &values {
+            assert_eq!(reader.take(bits), Some(value));
+        }
+        assert!(reader.at_end());
+        assert_eq!(reader.take(8), None);
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let mut reader = BitReader::new(&longer);
+        for &(_, bits) in &values {
+            reader.take(bits);
+        }
+        assert!(!reader.at_end(), "a byte left over");
     }
 
     /// The fingerprints are blake3 (formats 3 and 5, which earlier builds wrote) and CRC-32

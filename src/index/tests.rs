@@ -641,6 +641,65 @@ fn a_format_3_snapshot_of_an_earlier_build_still_loads() {
     }
 }
 
+/// Format 7 (varint ids, 4-byte fingerprints, varint counts, each row's slots sorted and
+/// stored as bit-packed differences) writes the graph in fewer bytes than format 6 did,
+/// and a format-6 snapshot of an earlier build still loads: both to the same rows (as
+/// sets) and the same answers as the graph saved.
+#[test]
+fn format_7_is_smaller_than_format_6_and_both_load_the_same_graph() {
+    let dim = 8;
+    let vectors = low_rank_vectors(79, 8000, dim);
+    let index = filled_at(dim, Metric::Cosine, &vectors);
+    build_on_one_thread(&index);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    assert_eq!(blobs[0][8..12], 7u32.to_le_bytes());
+    let old = persisted::as_format_6(&blobs, Metric::Cosine, dim);
+    assert_eq!(old[0][8..12], 6u32.to_le_bytes());
+    let payload = |b: &[Vec<u8>]| b[1..].iter().map(Vec::len).sum::<usize>();
+    let (new_bytes, old_bytes) = (payload(&blobs), payload(&old));
+    assert!(
+        new_bytes * 4 <= old_bytes * 3,
+        "format 7: {new_bytes} bytes, format 6: {old_bytes}"
+    );
+    // Each row's slots as a set (sorted), every row in the graph's order.
+    let sorted_rows = |index: &VectorIndex| {
+        let graph = index.graph.read().clone().unwrap();
+        let mut rows = Vec::new();
+        graph.links().for_each_row(|row, _| {
+            let count = row[0].load(std::sync::atomic::Ordering::Relaxed) as usize;
+            let mut slots: Vec<u32> = row[1..=count]
+                .iter()
+                .map(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+                .collect();
+            slots.sort_unstable();
+            rows.push(slots);
+        });
+        rows
+    };
+    let loaded = |blobs: &[Vec<u8>]| {
+        let index = filled_at(dim, Metric::Cosine, &vectors);
+        index
+            .install_snapshot(parse_snapshot(blobs, Metric::Cosine, dim).unwrap())
+            .unwrap();
+        index
+    };
+    let (from_new, from_old) = (loaded(&blobs), loaded(&old));
+    let saved_rows = sorted_rows(&index);
+    assert_eq!(sorted_rows(&from_new), saved_rows);
+    assert_eq!(sorted_rows(&from_old), saved_rows);
+    for loaded in [&from_new, &from_old] {
+        assert_consistent(loaded);
+    }
+    for q in low_rank_vectors(80, 60, dim)
+        .iter()
+        .chain(vectors.iter().step_by(131))
+    {
+        let expected = index.search(q, 10, ANN, None).unwrap();
+        assert_eq!(from_new.search(q, 10, ANN, None).unwrap(), expected);
+        assert_eq!(from_old.search(q, 10, ANN, None).unwrap(), expected);
+    }
+}
+
 /// Format 5 spends two bytes on a row that the graph holds at its capacity (`M + 1` words
 /// in an upper layer): levels that sum far above what `n` points can have would make a
 /// small, well-sealed payload ask for rows of gigabytes. Refused before anything is
@@ -648,16 +707,24 @@ fn a_format_3_snapshot_of_an_earlier_build_still_loads() {
 #[test]
 fn a_snapshot_whose_levels_no_graph_has_is_refused() {
     let (_, blobs) = small_snapshot();
-    let mut payload: Vec<u8> = blobs[1..].concat();
     let n = 150;
-    for level in &mut payload[16 * n..17 * n] {
-        *level = graph::MAX_LEVEL as u8;
-    }
-    match filled(Metric::Cosine, &low_rank_vectors(31, n, DIM))
-        .load_snapshot(&reseal(&blobs[0], &payload))
-    {
-        Err(IndexError::Corrupted { detail }) => assert!(detail.contains("levels"), "{detail}"),
-        other => panic!("expected Corrupted, got {other:?}"),
+    let format_6 = persisted::as_format_6(&blobs, Metric::Cosine, DIM);
+    for (format, blobs, levels) in [
+        (7, &blobs, persisted::levels_at(&blobs[1..].concat(), n)),
+        (6, &format_6, 16 * n..17 * n),
+    ] {
+        let mut payload: Vec<u8> = blobs[1..].concat();
+        for level in &mut payload[levels] {
+            *level = graph::MAX_LEVEL as u8;
+        }
+        match filled(Metric::Cosine, &low_rank_vectors(31, n, DIM))
+            .load_snapshot(&reseal(&blobs[0], &payload))
+        {
+            Err(IndexError::Corrupted { detail }) => {
+                assert!(detail.contains("levels"), "format {format}: {detail}")
+            }
+            other => panic!("format {format}: expected Corrupted, got {other:?}"),
+        }
     }
 }
 
@@ -732,13 +799,14 @@ fn a_well_sealed_but_malformed_snapshot_is_refused_or_loads_consistently() {
 
     let vectors = low_rank_vectors(31, n, DIM);
     let mut rng = SplitMix64::new(1234);
+    let levels = persisted::levels_at(&payload, n);
     let (mut refused, mut loaded, mut misses) = (0, 0, 0);
     for round in 0..300 {
         let mut damaged = payload.clone();
         // Ids and fingerprints, then the levels, then anywhere (mostly links).
         let at = match round % 3 {
-            0 => rng.below(16 * n),
-            1 => 16 * n + rng.below(n),
+            0 => rng.below(levels.start),
+            1 => levels.start + rng.below(n),
             _ => rng.below(damaged.len()),
         };
         damaged[at] = damaged[at].wrapping_add(1 + rng.below(255) as u8);
@@ -783,7 +851,7 @@ fn a_well_sealed_but_malformed_snapshot_is_refused_or_loads_consistently() {
         "only {refused} of 300 malformed snapshots refused"
     );
     // Truncations anywhere.
-    for cut in [0, 1, 4, 30, 16 * n, 17 * n + 3, payload.len() - 1] {
+    for cut in [0, 1, 4, 30, levels.start, levels.end + 3, payload.len() - 1] {
         assert!(fresh()
             .load_snapshot(&reseal(&blobs[0], &payload[..cut]))
             .is_err());
@@ -1467,7 +1535,11 @@ fn a_reloaded_quantized_graph_answers_identically() {
 #[test]
 fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
     let (index, vectors) = grown_quantized_graph(Metric::Cosine);
-    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let blobs = persisted::as_format_6(
+        &index.snapshot_blobs().unwrap().unwrap(),
+        Metric::Cosine,
+        QDIM,
+    );
     let mut payload: Vec<u8> = blobs[1..].concat();
     assert_eq!(payload.last(), Some(&2), "the quantiser is present");
     payload.truncate(payload.len() - 1 - 8 * QDIM);
