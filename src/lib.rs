@@ -80,8 +80,9 @@ pub use crate::{
     error::{Error, InputError, OpenError, ReadError, WriteError},
     options::{
         ConflictPolicy, Durability, IndexOptions, Limits, Metric, Options,
-        COMPACT_ON_CLOSE_MIN_FREE, DEFAULT_CACHE_SIZE, DEFAULT_INDEX_EF_CONSTRUCTION,
-        DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M, MIN_INDEX_M,
+        COMPACT_ON_CLOSE_MIN_FREE, COMPACT_ON_CLOSE_SMALL_FILE, DEFAULT_CACHE_SIZE,
+        DEFAULT_INDEX_EF_CONSTRUCTION, DEFAULT_INDEX_M, MAX_INDEX_EF_CONSTRUCTION, MAX_INDEX_M,
+        MIN_INDEX_M,
     },
     policy::{
         filter::{Filter, MAX_FILTER_DEPTH, MAX_FILTER_TERMS},

@@ -299,8 +299,10 @@ pub struct Options {
     #[serde(default)]
     pub memory_budget: Option<u64>,
     /// Compact the file when the store closes, if the store grew the file while it was
-    /// open and at least an eighth of it (and at least [`COMPACT_ON_CLOSE_MIN_FREE`],
-    /// 4 MiB) is now free pages. Default `true`.
+    /// open and at least [`COMPACT_ON_CLOSE_MIN_FREE`] (1 MiB) of it is now free pages,
+    /// and, for a file larger than [`COMPACT_ON_CLOSE_SMALL_FILE`] (64 MiB), at least an
+    /// eighth of it. Default `true`. (A small file compacts in tens of milliseconds; a
+    /// large one takes seconds, so it waits until the space is worth it.)
     ///
     /// redb writes copy-on-write, grows the file by doubling it, and keeps the pages it
     /// frees inside the file for later writes, so a bulk load leaves part of the file free.
@@ -328,7 +330,12 @@ pub struct Options {
 
 /// The least free space that makes a closing store compact its file (see
 /// [`Options::compact_on_close`]).
-pub const COMPACT_ON_CLOSE_MIN_FREE: u64 = 4 << 20;
+pub const COMPACT_ON_CLOSE_MIN_FREE: u64 = 1 << 20;
+
+/// The largest file a closing store compacts for any free space of at least
+/// [`COMPACT_ON_CLOSE_MIN_FREE`]; a larger one is compacted once an eighth of it is free
+/// (see [`Options::compact_on_close`]).
+pub const COMPACT_ON_CLOSE_SMALL_FILE: u64 = 64 << 20;
 
 fn default_compact_on_close() -> bool {
     true

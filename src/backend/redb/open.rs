@@ -439,10 +439,19 @@ pub(crate) fn compact_after_conversion(db: &mut Db) {
     }
 }
 
+/// Whether a closing store compacts a file of `file` bytes of which `free` are free pages
+/// (see [`Options::compact_on_close`]): at least
+/// [`COMPACT_ON_CLOSE_MIN_FREE`](crate::options::COMPACT_ON_CLOSE_MIN_FREE), and an eighth
+/// of a file larger than
+/// [`COMPACT_ON_CLOSE_SMALL_FILE`](crate::options::COMPACT_ON_CLOSE_SMALL_FILE).
+pub(crate) fn compaction_due(file: u64, free: u64) -> bool {
+    free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE
+        && (file <= crate::options::COMPACT_ON_CLOSE_SMALL_FILE || free.saturating_mul(8) >= file)
+}
+
 /// The closing half of [`Options::compact_on_close`]: compacts the writable file at
 /// `path` (canonical) if this session grew it past `len_at_open` and its free pages are
-/// now at least an eighth of it and at least
-/// [`COMPACT_ON_CLOSE_MIN_FREE`](crate::options::COMPACT_ON_CLOSE_MIN_FREE).
+/// now enough ([`compaction_due`]).
 ///
 /// redb's count of allocated pages comes with statistics that walk every table, so a
 /// session that did not grow the file (free pages come in bulk from redb doubling the
@@ -470,7 +479,7 @@ pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
         || {
             // Trimming and repacking first: the pages they free are then compacted away
             // with the rest.
-            let _ = trim_changelog(db);
+            let _ = trim_changelog(db, file);
             let _ = repack_sparse_tables(db);
             // redb frees the pages a commit releases only at a later commit: the last
             // batches' (a large delete's) are counted as allocated until then.
@@ -484,7 +493,7 @@ pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
             let stats = stats.map_err(|_| ())?;
             let allocated = stats.allocated_pages() * stats.page_size() as u64;
             let free = file.saturating_sub(allocated);
-            if free >= crate::options::COMPACT_ON_CLOSE_MIN_FREE && free.saturating_mul(8) >= file {
+            if compaction_due(file, free) {
                 let _ = db.compact();
                 // The compaction's page paths, freed, would stay resident in the
                 // allocator after the store has closed.
@@ -495,35 +504,57 @@ pub(crate) fn compact_on_close(db: &mut Db, path: &Path, len_at_open: u64) {
     );
 }
 
-/// The changelog rows a closing store keeps (see [`trim_changelog`]).
+/// The changelog rows a closing store keeps at most (see [`trim_changelog`]).
 pub(crate) const CHANGELOG_KEEP_ON_CLOSE: u64 = 16;
+/// The bytes of changelog rows a closing store keeps at least room for: more in a file
+/// over 16 MiB, a thousandth of it (see [`trim_changelog`]).
+pub(crate) const CHANGELOG_KEEP_BYTES_ON_CLOSE: usize = 16 << 10;
 
-/// Removes all but the last [`CHANGELOG_KEEP_ON_CLOSE`] changelog rows, in one transaction
-/// (none if there is nothing to remove); returns whether it removed any.
+/// Removes all but the last changelog rows of a file of `file` bytes, in one transaction
+/// (none if there is nothing to remove); returns whether it removed any. It keeps the last
+/// row, and before it as many, up to [`CHANGELOG_KEEP_ON_CLOSE`] rows in all, as hold
+/// together at most [`CHANGELOG_KEEP_BYTES_ON_CLOSE`] or a thousandth (1/1024) of the
+/// file, whichever is more.
 ///
 /// The changelog serves indexes that follow the commits as they happen: this store's own
 /// (gone once it closes) and those of reader processes beside it. A reopen does not read
-/// it (the persisted graph is reconciled with the vectors rows by id and fingerprint), and
-/// a reader more than the kept rows behind reloads its index from the vectors rows, as it
-/// does when it falls behind the window writes keep. A batch's row names every vector id
-/// it added or removed (9 bytes each), so a bulk load's rows are a run of pages each, and
-/// the runs also hold compaction back.
-fn trim_changelog(db: &Database) -> Result<bool, redb::Error> {
+/// it (the persisted graph is reconciled with the vectors rows by id and fingerprint; a
+/// budgeted index is saved at the close's last commit), and a reader more than the kept
+/// rows behind reloads its index from the vectors rows, as it does when it falls behind
+/// the window writes keep. A batch's row names every vector id it added or removed (9
+/// bytes each), so a bulk load's rows are a run of pages each (a batch of 1,000 one-chunk
+/// documents: 9 KB), and the runs also hold compaction back. The bytes kept grow with the
+/// file, as what a lagging reader's reload costs does: a small file keeps a bulk load's
+/// last row or two (16 sentence documents' rows were 89 KB of a 16 MB file), a large one
+/// its last 16 rows.
+fn trim_changelog(db: &Database, file: u64) -> Result<bool, redb::Error> {
     use redb::ReadableTable;
+    let keep_bytes = usize::try_from(file / 1024)
+        .unwrap_or(usize::MAX)
+        .max(CHANGELOG_KEEP_BYTES_ON_CLOSE);
     let txn = db.begin_write()?;
     let trimmed = {
         let mut changelog = txn.open_table(schema::CHANGELOG)?;
-        let last = changelog.last()?.map(|(key, _)| key.value());
-        match last.and_then(|last| last.checked_sub(CHANGELOG_KEEP_ON_CLOSE)) {
-            Some(keep_after)
-                if changelog
-                    .first()?
-                    .is_some_and(|(k, _)| k.value() <= keep_after) =>
+        // The last key to remove: the one before the earliest row kept.
+        let mut keep_after = None;
+        let mut kept_bytes = 0usize;
+        for (kept, row) in (0u64..).zip(changelog.iter()?.rev()) {
+            let (key, value) = row?;
+            let len = value.value().len();
+            if kept > 0
+                && (kept == CHANGELOG_KEEP_ON_CLOSE || kept_bytes.saturating_add(len) > keep_bytes)
             {
+                keep_after = Some(key.value());
+                break;
+            }
+            kept_bytes = kept_bytes.saturating_add(len);
+        }
+        match keep_after {
+            Some(keep_after) => {
                 changelog.retain_in(..=keep_after, |_, _| false)?;
                 true
             }
-            _ => false,
+            None => false,
         }
     };
     if trimmed {
@@ -1174,5 +1205,27 @@ fn not_writable(path: &Path, error: OpenError) -> OpenError {
             }
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compaction_due;
+
+    const MB: u64 = 1_000_000;
+
+    /// A small file compacts at any 1 MiB free (the 10,000-sentence store of the Node
+    /// side-by-side closed with 1.19 MB free in 17.83 MB, a fifteenth of it, and kept them
+    /// under the eighth-of-the-file rule); a large one only once an eighth of it is free.
+    #[test]
+    fn a_small_file_compacts_at_a_mebibyte_free_and_a_large_one_at_an_eighth() {
+        assert!(compaction_due(17_829_888, 1_187_840));
+        assert!(!compaction_due(17_829_888, 1_000_000));
+        assert!(compaction_due(64 << 20, 1 << 20));
+        assert!(!compaction_due((64 << 20) + 4096, 1 << 20));
+        assert!(!compaction_due(1_000 * MB, 120 * MB));
+        assert!(compaction_due(1_000 * MB, 125 * MB));
+        assert!(!compaction_due(4 * MB, 512 << 10));
+        assert!(!compaction_due(0, 0));
     }
 }
