@@ -1124,6 +1124,33 @@ pub(crate) fn as_fixed_rows<B: AsRef<[u8]>>(
     vec![header, payload]
 }
 
+/// Test and fuzz support: `payload` under a well-formed format-7 header of `n` points, `M`
+/// `m`, `dim` dimensions, the cosine metric and the `entry` slot (none if `n` is 0), the
+/// checksum matching: what a bug in the writer would produce, for the parser to refuse or
+/// load consistently.
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) fn sealed(payload: &[u8], n: usize, m: u32, dim: usize, entry: u32) -> Vec<Vec<u8>> {
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(&MAGIC);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.push(Metric::Cosine.tag());
+    header.push(slot_bits(n) as u8);
+    header.extend_from_slice(&[0, 0]);
+    header.extend_from_slice(&(dim as u64).to_le_bytes());
+    header.extend_from_slice(&(n as u64).to_le_bytes());
+    header.extend_from_slice(&m.to_le_bytes());
+    header.extend_from_slice(&100u32.to_le_bytes());
+    header.extend_from_slice(&(if n == 0 { u32::MAX } else { entry }).to_le_bytes());
+    header.extend_from_slice(&1u32.to_le_bytes());
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    header.extend_from_slice(&0u64.to_le_bytes());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&header);
+    hasher.update(payload);
+    header.extend_from_slice(hasher.finalize().as_bytes());
+    vec![header, payload.to_vec()]
+}
+
 /// Test support: where a format-7 payload (its parts joined) of `n` points keeps its
 /// levels (after the ids and fingerprints).
 #[cfg(test)]

@@ -700,6 +700,29 @@ fn format_7_is_smaller_than_format_6_and_both_load_the_same_graph() {
     }
 }
 
+/// The fuzz target's sealing (`persisted::sealed`: a payload under a well-formed format-7
+/// header, as `testkit::row_decoding` reads its bytes) gives a real snapshot's payload back
+/// its graph, so the target's seed reaches past the header into the links.
+#[test]
+fn a_real_payload_sealed_as_the_fuzz_target_seals_it_loads() {
+    let vectors = low_rank_vectors(60, 60, 8);
+    let index = filled_at(8, Metric::Cosine, &vectors);
+    build_on_one_thread(&index);
+    let blobs = index.snapshot_blobs().unwrap().unwrap();
+    let m = u32::from_le_bytes(blobs[0][32..36].try_into().unwrap());
+    let entry = u32::from_le_bytes(blobs[0][40..44].try_into().unwrap());
+    let sealed = persisted::sealed(&blobs[1..].concat(), 60, m, 8, entry);
+    assert_eq!(sealed[0], blobs[0], "the same header");
+    let reloaded = filled_at(8, Metric::Cosine, &vectors);
+    reloaded.load_snapshot(&sealed).unwrap();
+    for q in &vectors {
+        assert_eq!(
+            reloaded.search(q, 5, ANN, None).unwrap(),
+            index.search(q, 5, ANN, None).unwrap()
+        );
+    }
+}
+
 /// Format 5 spends two bytes on a row that the graph holds at its capacity (`M + 1` words
 /// in an upper layer): levels that sum far above what `n` points can have would make a
 /// small, well-sealed payload ask for rows of gigabytes. Refused before anything is
