@@ -310,9 +310,11 @@ pub struct Options {
     /// crash-safe transactions; sizes and times are measured in docs/benchmarks.md). Before
     /// it compacts, a table keyed by the caller's ids (documents, listings) whose pages a
     /// load left at least a quarter empty is copied in key order, packed full, in one
-    /// transaction, and the changelog is cut to its last 16 rows (it serves indexes
-    /// following commits as they happen; a reader process further behind reloads its index
-    /// from the vectors). The graph snapshot is written in one-page parts, so compaction can
+    /// transaction, and the changelog is cut to its last row and as many before it, at most
+    /// 16 in all, as hold 16 KiB or a thousandth of the file (it serves indexes following
+    /// commits as they happen; a reader process further behind reloads its index from the
+    /// vectors). This trimming and repacking happen whenever the session grew the file,
+    /// compaction or not. The graph snapshot is written in one-page parts, so compaction can
     /// move every one of its pages. A close after a session that did not grow the
     /// file does nothing (finding the free pages reads the whole file).
     ///

@@ -890,7 +890,10 @@ impl Hnsw {
                 self.copy_row(points, current, layer, &mut row);
                 for &next in &row {
                     let d = distance(self.metric, query, self.vector(points, next));
-                    if d < current_dist {
+                    // Ranked as the searches rank (distance, then slot), so the descent
+                    // ends where it does whatever the order of the row (a snapshot stores
+                    // rows sorted by slot).
+                    if Near(d, next) < Near(current_dist, current) {
                         current_dist = d;
                         current = next;
                         moved = true;

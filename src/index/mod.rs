@@ -67,12 +67,12 @@ use hnsw::Graph;
 pub(crate) use persisted::ParsedSnapshot;
 pub(crate) use workers::Workers;
 
-/// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
-/// any index (it can run while the exact store is being filled). Install the result
-/// with [`VectorIndex::install_snapshot`].
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use persisted::sealed as sealed_snapshot;
 
+/// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
+/// any index (it can run while the exact store is being filled). Install the result
+/// with [`VectorIndex::install_snapshot`].
 pub(crate) fn parse_snapshot<B: AsRef<[u8]>>(
     blobs: &[B],
     metric: Metric,

@@ -25,10 +25,12 @@
 //!   64 blake3(header[0..64] ++ payload), 32 bytes
 //! blob 1..: payload, cut into parts of at most MAX_PART_BYTES (one page with its leaf):
 //!   format 7:
-//!     ids: n varints (LEB128), in slot order, each the difference from the previous id
-//!       (the first: from 0) zigzagged, then rotated: its trailing zero bits z moved out,
-//!       the value written is (rest << 6) | z (a new document's first vector id is a
-//!       multiple of 2^24 past its predecessor's: one byte, where a plain varint took 4)
+//!     ids: in slot order, each after the one before (the first: after 0), split into a
+//!       high part (bits 24 and up: a store's document) and a low part (its slot): one
+//!       varint (LEB128) of (zigzagged difference << 2) | tag: tag 0, the same high part
+//!       and the difference of the low parts; tag 1, the difference of the high parts and
+//!       a low part of 0; tag 2, the same followed by a varint of the low part (a
+//!       document's next slot, and the next document's first, take one byte)
 //!     fingerprints u32 x n (CRC-32), levels u8 x n,
 //!     link counts, varints: the n layer-0 rows', then the upper rows' (per point of
 //!       level L > 0, in slot order, L counts, layer 1 first),
@@ -196,7 +198,7 @@ fn bits_of(value: u32) -> usize {
 const GAP_WIDTH_BITS: usize = 6;
 
 /// Appends `value` as a LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut value: u128) {
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -204,16 +206,16 @@ fn put_varint(out: &mut Vec<u8>, mut value: u128) {
     out.push(value as u8);
 }
 
-/// The LEB128 varint at the start of `bytes`, of at most `max_bits` bits, and what follows
-/// it; `None` if it is cut short or longer.
-fn take_varint(bytes: &[u8], max_bits: u32) -> Option<(u128, &[u8])> {
-    let mut value = 0u128;
+/// The LEB128 varint at the start of `bytes`, of at most `max_bits` (at most 64) bits, and
+/// what follows it; `None` if it is cut short or longer.
+fn take_varint(bytes: &[u8], max_bits: u32) -> Option<(u64, &[u8])> {
+    let mut value = 0u64;
     for (i, &byte) in bytes.iter().enumerate() {
         let shift = 7 * i as u32;
         if shift >= max_bits {
             return None;
         }
-        let part = u128::from(byte & 0x7f);
+        let part = u64::from(byte & 0x7f);
         if part >> (max_bits - shift).min(7) != 0 {
             return None;
         }
@@ -225,33 +227,80 @@ fn take_varint(bytes: &[u8], max_bits: u32) -> Option<(u128, &[u8])> {
     None
 }
 
-/// Bits of a rotated id difference: 64 of the difference and 6 of its trailing zero count.
-const ID_VARINT_BITS: u32 = 70;
+/// Where format 7 splits an id: a store's vector id keeps its document in the bits above
+/// and the document's slot in the 24 below (`schema::SLOT_BITS`).
+const ID_LOW_BITS: u32 = 24;
+const ID_LOW_MASK: u64 = (1 << ID_LOW_BITS) - 1;
 
-/// Format 7's varint of `id` after `previous`: the difference zigzagged, its trailing zero
-/// bits moved to a 6-bit count at the bottom.
-fn put_id(out: &mut Vec<u8>, previous: u64, id: u64) {
-    let delta = id.wrapping_sub(previous) as i64;
-    let zigzag = ((delta << 1) ^ (delta >> 63)) as u64;
-    let zeros = if zigzag == 0 {
-        0
-    } else {
-        zigzag.trailing_zeros()
-    };
-    put_varint(out, (u128::from(zigzag >> zeros) << 6) | u128::from(zeros));
+/// The two bits at the bottom of a format-7 id's varint: how the id follows the one before.
+const SAME_HIGH: u64 = 0;
+/// ... a new high part, the low part 0 (a new document's first slot).
+const NEW_HIGH_LOW_ZERO: u64 = 1;
+/// ... a new high part, the low part in a varint of its own.
+const NEW_HIGH: u64 = 2;
+
+fn zigzag(delta: i64) -> u64 {
+    ((delta << 1) ^ (delta >> 63)) as u64
 }
 
-/// Reverses [`put_id`]: the id after `previous` at the start of `bytes`, and what follows.
-fn take_id(bytes: &[u8], previous: u64) -> Option<(u64, &[u8])> {
-    let (value, rest) = take_varint(bytes, ID_VARINT_BITS)?;
-    let zeros = (value & 63) as u32;
-    let rest_bits = u64::try_from(value >> 6).ok()?;
-    if zeros >= 64 || rest_bits.leading_zeros() < zeros {
-        return None;
+fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Format 7's bytes of `id` after `previous` (the ids of the points in slot order): split
+/// at [`ID_LOW_BITS`], one varint of `(difference << 2) | tag`: the zigzagged difference of
+/// the low parts when the high parts are equal ([`SAME_HIGH`]), else of the high parts
+/// ([`NEW_HIGH_LOW_ZERO`], or [`NEW_HIGH`] followed by the low part's own varint). A
+/// document's next slot, and the next document's first slot, take one byte each.
+fn put_id(out: &mut Vec<u8>, previous: u64, id: u64) {
+    let (high, low) = (id >> ID_LOW_BITS, id & ID_LOW_MASK);
+    let (previous_high, previous_low) = (previous >> ID_LOW_BITS, previous & ID_LOW_MASK);
+    // Both parts are below 2^40, so their differences and the shifted tags fit.
+    if high == previous_high {
+        put_varint(
+            out,
+            zigzag(low as i64 - previous_low as i64) << 2 | SAME_HIGH,
+        );
+    } else {
+        let step = zigzag(high as i64 - previous_high as i64) << 2;
+        if low == 0 {
+            put_varint(out, step | NEW_HIGH_LOW_ZERO);
+        } else {
+            put_varint(out, step | NEW_HIGH);
+            put_varint(out, low);
+        }
     }
-    let zigzag = rest_bits << zeros;
-    let delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-    Some((previous.wrapping_add(delta as u64), rest))
+}
+
+/// Reverses [`put_id`]: the id after `previous` at the start of `bytes`, and what follows;
+/// `None` for bytes no id makes.
+fn take_id(bytes: &[u8], previous: u64) -> Option<(u64, &[u8])> {
+    let (value, rest) = take_varint(bytes, 64)?;
+    let (previous_high, previous_low) = (previous >> ID_LOW_BITS, previous & ID_LOW_MASK);
+    let step = unzigzag(value >> 2);
+    let part = |previous: u64, limit: u64| {
+        i64::try_from(previous)
+            .ok()?
+            .checked_add(step)
+            .and_then(|part| u64::try_from(part).ok())
+            .filter(|&part| part <= limit)
+    };
+    match value & 3 {
+        SAME_HIGH => {
+            let low = part(previous_low, ID_LOW_MASK)?;
+            Some(((previous_high << ID_LOW_BITS) | low, rest))
+        }
+        NEW_HIGH_LOW_ZERO => {
+            let high = part(previous_high, u64::MAX >> ID_LOW_BITS)?;
+            Some((high << ID_LOW_BITS, rest))
+        }
+        NEW_HIGH => {
+            let high = part(previous_high, u64::MAX >> ID_LOW_BITS)?;
+            let (low, rest) = take_varint(rest, ID_LOW_BITS)?;
+            Some(((high << ID_LOW_BITS) | low, rest))
+        }
+        _ => None,
+    }
 }
 
 /// A bit stream written least significant bit first (format 7's links).
@@ -311,11 +360,25 @@ impl<'a> BitReader<'a> {
 
     /// The next `bits` (at most 32) bits; `None` past the stream's end.
     fn take(&mut self, bits: usize) -> Option<u32> {
-        while self.pending_bits < bits {
-            let byte = *self.bytes.get(self.next)?;
-            self.next += 1;
-            self.pending |= u64::from(byte) << self.pending_bits;
-            self.pending_bits += 8;
+        if self.pending_bits < bits {
+            // Four bytes at a time where the stream has them (fewer than 32 bits pending,
+            // so they fit), else byte by byte.
+            match self.bytes.get(self.next..self.next + 4) {
+                Some(&[a, b, c, d]) => {
+                    self.pending |=
+                        u64::from(u32::from_le_bytes([a, b, c, d])) << self.pending_bits;
+                    self.pending_bits += 32;
+                    self.next += 4;
+                }
+                _ => {
+                    while self.pending_bits < bits {
+                        let byte = *self.bytes.get(self.next)?;
+                        self.next += 1;
+                        self.pending |= u64::from(byte) << self.pending_bits;
+                        self.pending_bits += 8;
+                    }
+                }
+            }
         }
         let value = (self.pending & ((1u64 << bits) - 1)) as u32;
         self.pending >>= bits;
@@ -323,7 +386,8 @@ impl<'a> BitReader<'a> {
         Some(value)
     }
 
-    /// Whether the stream ended here: every byte read, and the padding bits zero.
+    /// Whether the stream ended here: every byte read, and what is left of the last one
+    /// zero padding.
     fn at_end(&self) -> bool {
         self.next == self.bytes.len() && self.pending_bits < 8 && self.pending == 0
     }
@@ -356,7 +420,7 @@ fn encode_row(
     {
         return false;
     }
-    put_varint(counts, scratch.len() as u128);
+    put_varint(counts, scratch.len() as u64);
     let Some((&first, more)) = scratch.split_first() else {
         return true;
     };
@@ -1236,24 +1300,30 @@ mod tests {
         }
     }
 
-    /// Format 7's ids: each the rotated zigzag difference from the one before, so ids
-    /// in any order come back as they were, and the steps a store's vector ids take (one
-    /// slot; a new document's first slot, a multiple of 2^24 on) take one byte.
+    /// Format 7's ids: split at bit 24, each written as the difference from the one before
+    /// (of the low parts within a high part, else of the high parts, with the low part),
+    /// so ids in any order come back as they were, and the steps a store's vector ids take
+    /// (a document's next slot; the next document's first) take one byte whatever the
+    /// documents' sizes.
     #[test]
     fn ids_round_trip_and_a_store_s_steps_take_one_byte() {
+        let doc = |d: u64, slot: u64| (d << 24) | slot;
         let ids = [
             0,
             1,
             2,
-            1 << 24,
-            2 << 24,
-            (2 << 24) + 1,
+            doc(1, 0),
+            doc(2, 0),
+            doc(2, 1),
             7,
             u64::MAX,
             0,
             u64::MAX / 3,
             1 << 63,
             (1 << 63) - 1,
+            doc(5, 9),
+            doc(3, (1 << 24) - 1),
+            doc(3, 0),
         ];
         let mut bytes = Vec::new();
         let mut previous = 0;
@@ -1270,28 +1340,48 @@ mod tests {
             rest = after;
         }
         assert!(rest.is_empty());
-        for (previous, id) in [(0, 1), (5, 6), (3 << 24, 4 << 24), (0, 1 << 24)] {
-            let mut one = Vec::new();
-            put_id(&mut one, previous, id);
-            assert_eq!(one.len(), 1, "{previous} -> {id}");
+        // Documents of 1, 2, 3 and 10 chunks, one after another: one byte an id.
+        for chunks in [1, 2, 3, 10] {
+            let ids: Vec<u64> = (1..=50)
+                .flat_map(|d| (0..chunks).map(move |slot| doc(d, slot)))
+                .collect();
+            let mut bytes = Vec::new();
+            let mut previous = 0;
+            for &id in &ids {
+                put_id(&mut bytes, previous, id);
+                previous = id;
+            }
+            assert_eq!(bytes.len(), ids.len(), "{chunks} chunks a document");
         }
     }
 
-    /// A varint longer than its field, or cut short, does not decode.
+    /// A varint longer than its field, or cut short, does not decode; nor does an id whose
+    /// parts would leave their ranges.
     #[test]
-    fn an_overlong_or_cut_varint_does_not_decode() {
+    fn an_overlong_or_cut_varint_or_id_does_not_decode() {
         assert_eq!(take_varint(&[0x80, 0x01], 32), Some((128, &[][..])));
         assert_eq!(take_varint(&[0x80], 32), None);
         assert_eq!(take_varint(&[], 32), None);
-        // 2^32 in a 32-bit field, and an eleventh byte of a 70-bit one.
+        // 2^32 in a 32-bit field, and an eleventh byte of a 64-bit one.
         assert_eq!(take_varint(&[0x80, 0x80, 0x80, 0x80, 0x10], 32), None);
-        assert_eq!(take_varint(&[0xff; 11], ID_VARINT_BITS), None);
-        // The largest rotated difference: 64 bits, then the 6-bit count.
+        assert_eq!(take_varint(&[0xff; 11], 64), None);
+        let mut max = Vec::new();
+        put_varint(&mut max, u64::MAX);
+        assert_eq!(take_varint(&max, 64), Some((u64::MAX, &[][..])));
+        // The low part below 0, past 2^24, or a high part past 2^40; tag 3.
         let mut bytes = Vec::new();
-        put_varint(&mut bytes, (u128::from(u64::MAX) << 6) | 63);
-        assert_eq!(bytes.len(), 10);
-        assert!(take_varint(&bytes, ID_VARINT_BITS).is_some());
-        // ... which no id difference makes: 2^64 - 1 shifted 63 places does not fit.
+        put_varint(&mut bytes, zigzag(-1) << 2 | SAME_HIGH);
+        assert_eq!(take_id(&bytes, 0), None);
+        bytes.clear();
+        put_varint(&mut bytes, zigzag(1) << 2 | SAME_HIGH);
+        assert_eq!(take_id(&bytes, ID_LOW_MASK), None);
+        bytes.clear();
+        put_varint(&mut bytes, zigzag(1) << 2 | NEW_HIGH_LOW_ZERO);
+        assert_eq!(take_id(&bytes, u64::MAX), None);
+        assert_eq!(take_id(&[3], 0), None);
+        // A new high part whose low part is cut short.
+        bytes.clear();
+        put_varint(&mut bytes, zigzag(1) << 2 | NEW_HIGH);
         assert_eq!(take_id(&bytes, 0), None);
     }
 

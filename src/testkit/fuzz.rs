@@ -189,11 +189,17 @@ pub fn row_decoding(data: &[u8]) -> Result<usize, String> {
         }
     }
     // The bytes as a graph snapshot's payload (format 7) under a well-sealed header: its
-    // first byte the number of points, its second `M`, its third the entry slot; parsed,
-    // and a parsed graph built over one vector for every id.
-    if let [n, m, entry, payload @ ..] = data {
-        let (n, m, dim) = (usize::from(*n), u32::from(*m % 15) + 2, 8);
-        let blobs = crate::index::sealed_snapshot(payload, n, m, dim, u32::from(*entry));
+    // first two bytes the number of points (little-endian: slots up to 16 bits wide), its
+    // third `M`, its fourth and fifth the entry slot; parsed, and a parsed graph built over
+    // one vector for every id.
+    if let [n0, n1, m, e0, e1, payload @ ..] = data {
+        let (n, m, dim) = (
+            usize::from(u16::from_le_bytes([*n0, *n1])),
+            u32::from(*m % 15) + 2,
+            8,
+        );
+        let entry = u32::from(u16::from_le_bytes([*e0, *e1]));
+        let blobs = crate::index::sealed_snapshot(payload, n, m, dim, entry);
         if let Ok(parsed) = crate::index::parse_snapshot(&blobs, crate::index::Metric::Cosine, dim)
         {
             accepted += 1;
@@ -842,10 +848,13 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             bytes[..bytes.len() / 2].to_vec(),
         );
     }
-    // A graph snapshot's payload (format 7) of 60 points of 8 dimensions, `M` 16 (the
-    // target reads `M` as its second byte % 15 + 2) and its entry, whole and cut short.
+    // A graph snapshot's payload (format 7) of 300 points of 8 dimensions (slots of 9
+    // bits), `M` 16 (the target reads `M` as its third byte % 15 + 2) and its entry, whole
+    // and cut short.
     if let Some((entry, payload)) = snapshot_payload() {
-        let mut bytes = vec![60u8, 14, entry];
+        let mut bytes = 300u16.to_le_bytes().to_vec();
+        bytes.push(14);
+        bytes.extend_from_slice(&entry.to_le_bytes());
         bytes.extend_from_slice(&payload);
         add("row_decoding", "snapshot", bytes.clone());
         add(
@@ -865,14 +874,17 @@ fn row_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     seeds
 }
 
-/// The entry slot and the payload of a graph snapshot (format 7) of 60 points of 8
-/// dimensions (ids `0..60`, `M` 16), built on one thread so that it is the same on every
-/// machine.
-fn snapshot_payload() -> Option<(u8, Vec<u8>)> {
+/// The entry slot and the payload of a graph snapshot (format 7) of 300 points of 8
+/// dimensions (ids: 100 documents of 3 slots, as a store numbers them; `M` 16), built on one
+/// thread so that it is the same on every machine.
+fn snapshot_payload() -> Option<(u16, Vec<u8>)> {
     let index = crate::index::VectorIndex::new(8, crate::index::Metric::Cosine).ok()?;
     let mut rng = super::SplitMix64::new(60);
-    let vectors: Vec<Vec<f32>> = (0..60).map(|_| rng.minilm_like(8)).collect();
-    let items: Vec<(u64, &[f32])> = (0u64..).zip(vectors.iter().map(Vec::as_slice)).collect();
+    let vectors: Vec<Vec<f32>> = (0..300).map(|_| rng.minilm_like(8)).collect();
+    let items: Vec<(u64, &[f32])> = (0u64..300)
+        .map(|i| ((i / 3 + 1) << 24) | (i % 3))
+        .zip(vectors.iter().map(Vec::as_slice))
+        .collect();
     index.insert_batch(&items).ok()?;
     // On one thread: the links then depend only on the vectors and the seeded levels.
     rayon::ThreadPoolBuilder::new()
@@ -882,7 +894,7 @@ fn snapshot_payload() -> Option<(u8, Vec<u8>)> {
         .install(|| index.build_graph())
         .ok()?;
     let blobs = index.snapshot_blobs().ok()??;
-    let entry = u8::try_from(u32::from_le_bytes(blobs[0].get(40..44)?.try_into().ok()?)).ok()?;
+    let entry = u16::try_from(u32::from_le_bytes(blobs[0].get(40..44)?.try_into().ok()?)).ok()?;
     Some((entry, blobs[1..].concat()))
 }
 

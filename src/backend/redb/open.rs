@@ -525,7 +525,7 @@ pub(crate) const CHANGELOG_KEEP_BYTES_ON_CLOSE: usize = 16 << 10;
 /// bytes each), so a bulk load's rows are a run of pages each (a batch of 1,000 one-chunk
 /// documents: 9 KB), and the runs also hold compaction back. The bytes kept grow with the
 /// file, as what a lagging reader's reload costs does: a small file keeps a bulk load's
-/// last row or two (16 sentence documents' rows were 89 KB of a 16 MB file), a large one
+/// last row or two (a bulk load's last 16 rows were 89 KB of a 16 MB file), a large one
 /// its last 16 rows.
 fn trim_changelog(db: &Database, file: u64) -> Result<bool, redb::Error> {
     use redb::ReadableTable;
