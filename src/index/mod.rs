@@ -68,7 +68,7 @@ pub(crate) use persisted::ParsedSnapshot;
 pub(crate) use workers::Workers;
 
 #[cfg(any(test, feature = "testkit"))]
-pub(crate) use persisted::sealed as sealed_snapshot;
+pub(crate) use persisted::{as_format_6 as snapshot_as_format_6, sealed as sealed_snapshot};
 
 /// Checks and parses snapshot blobs for an index of `dim` and `metric`, without touching
 /// any index (it can run while the exact store is being filled). Install the result

@@ -177,7 +177,7 @@ pub(crate) fn fingerprint_blake3(vector: &[f32]) -> u64 {
 }
 
 /// The fewest bytes that hold every slot below `n` (at least 1): formats 5 and 6.
-#[cfg(test)]
+#[cfg(any(test, feature = "testkit"))]
 fn slot_width(n: usize) -> usize {
     slot_bits(n).div_ceil(8)
 }
@@ -1230,12 +1230,16 @@ pub(crate) fn levels_at(payload: &[u8], n: usize) -> std::ops::Range<usize> {
     start..start + n
 }
 
-/// Test support: `blobs` (format 7) written again as format 6, the layout of earlier
-/// builds (ids and fingerprints in 8 bytes, counts in 2, each slot in the fewest bytes,
-/// every row in the graph's order as loaded).
-#[cfg(test)]
-pub(crate) fn as_format_6<B: AsRef<[u8]>>(blobs: &[B], metric: Metric, dim: usize) -> Vec<Vec<u8>> {
-    let parsed = from_blobs(blobs, metric, dim).expect("a format-7 snapshot");
+/// Test and bench support: `blobs` (format 7) written again as format 6, the layout of
+/// earlier builds (ids and fingerprints in 8 bytes, counts in 2, each slot in the fewest
+/// bytes, every row in the graph's order as loaded); `None` if `blobs` do not parse.
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) fn as_format_6<B: AsRef<[u8]>>(
+    blobs: &[B],
+    metric: Metric,
+    dim: usize,
+) -> Option<Vec<Vec<u8>>> {
+    let parsed = from_blobs(blobs, metric, dim).ok()?;
     let parts = &parsed.parts;
     let n = parts.ids.len();
     let width = slot_width(n);
@@ -1277,7 +1281,7 @@ pub(crate) fn as_format_6<B: AsRef<[u8]>>(blobs: &[B], metric: Metric, dim: usiz
     hasher.update(&header);
     hasher.update(&payload);
     header.extend_from_slice(hasher.finalize().as_bytes());
-    vec![header, payload]
+    Some(vec![header, payload])
 }
 
 #[cfg(test)]

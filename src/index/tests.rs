@@ -653,7 +653,7 @@ fn format_7_is_smaller_than_format_6_and_both_load_the_same_graph() {
     build_on_one_thread(&index);
     let blobs = index.snapshot_blobs().unwrap().unwrap();
     assert_eq!(blobs[0][8..12], 7u32.to_le_bytes());
-    let old = persisted::as_format_6(&blobs, Metric::Cosine, dim);
+    let old = persisted::as_format_6(&blobs, Metric::Cosine, dim).unwrap();
     assert_eq!(old[0][8..12], 6u32.to_le_bytes());
     let payload = |b: &[Vec<u8>]| b[1..].iter().map(Vec::len).sum::<usize>();
     let (new_bytes, old_bytes) = (payload(&blobs), payload(&old));
@@ -731,7 +731,7 @@ fn a_real_payload_sealed_as_the_fuzz_target_seals_it_loads() {
 fn a_snapshot_whose_levels_no_graph_has_is_refused() {
     let (_, blobs) = small_snapshot();
     let n = 150;
-    let format_6 = persisted::as_format_6(&blobs, Metric::Cosine, DIM);
+    let format_6 = persisted::as_format_6(&blobs, Metric::Cosine, DIM).unwrap();
     for (format, blobs, levels) in [
         (7, &blobs, persisted::levels_at(&blobs[1..].concat(), n)),
         (6, &format_6, 16 * n..17 * n),
@@ -1564,7 +1564,8 @@ fn a_format_5_snapshot_loads_with_a_quantizer_fitted_anew() {
         &index.snapshot_blobs().unwrap().unwrap(),
         Metric::Cosine,
         QDIM,
-    );
+    )
+    .unwrap();
     let mut payload: Vec<u8> = blobs[1..].concat();
     assert_eq!(payload.last(), Some(&2), "the quantiser is present");
     payload.truncate(payload.len() - 1 - 8 * QDIM);

@@ -149,3 +149,37 @@ impl CodedRows {
         }
     }
 }
+
+/// A graph snapshot (format 7 blobs, as the `index_snapshot` table holds them) of `n`
+/// MiniLM-like vectors of `dim` dimensions drawn from `seed`, their ids numbered as a store
+/// numbers one-chunk documents (document `i + 1`, slot 0), the graph built on every core.
+pub fn graph_snapshot(n: usize, dim: usize, seed: u64) -> Result<Vec<Vec<u8>>, String> {
+    let index = crate::index::VectorIndex::new(dim, Metric::Cosine).map_err(|e| e.to_string())?;
+    let mut rng = super::SplitMix64::new(seed);
+    let vectors: Vec<Vec<f32>> = (0..n).map(|_| rng.minilm_like(dim)).collect();
+    let items: Vec<(u64, &[f32])> = (1u64..)
+        .map(|doc| doc << 24)
+        .zip(vectors.iter().map(Vec::as_slice))
+        .collect();
+    index.insert_batch(&items).map_err(|e| e.to_string())?;
+    index.build_graph().map_err(|e| e.to_string())?;
+    index
+        .snapshot_blobs()
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "no graph to snapshot".to_string())
+}
+
+/// `blobs` (format 7, of `dim` dimensions) written again as format 6, the fixed-width layout
+/// earlier builds wrote.
+pub fn graph_snapshot_as_format_6(blobs: &[Vec<u8>], dim: usize) -> Result<Vec<Vec<u8>>, String> {
+    crate::index::snapshot_as_format_6(blobs, Metric::Cosine, dim)
+        .ok_or_else(|| "not a snapshot this build reads".to_string())
+}
+
+/// Checks and parses snapshot `blobs` of `dim` dimensions as a reopen does (before the
+/// vectors are joined to the links); returns the number of points.
+pub fn parse_graph_snapshot(blobs: &[Vec<u8>], dim: usize) -> Result<usize, String> {
+    crate::index::parse_snapshot(blobs, Metric::Cosine, dim)
+        .map(|parsed| parsed.point_count())
+        .map_err(|e| e.to_string())
+}
