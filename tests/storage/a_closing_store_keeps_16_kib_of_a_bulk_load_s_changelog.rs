@@ -7,54 +7,12 @@
 //! (whose index can no longer follow the trimmed rows) still finds every document, and the
 //! reopened writer finds them all with a clean `verify`.
 
-use ratchetdb::{Chunk, Document, Op, Options, SearchOptions, Store, Version};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use std::path::Path;
+use crate::support::changelog::{changelog_rows, doc, finds};
+use ratchetdb::{Op, Options, Store};
 
-const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 const BATCHES: u64 = 8;
 const DOCS_PER_BATCH: u64 = 500;
-const DIM: usize = 8;
 const KEEP_BYTES: usize = 16 << 10;
-
-fn vector(n: u64) -> Vec<f32> {
-    (0..DIM as u64)
-        .map(|d| {
-            let mut z = (n * DIM as u64 + d).wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect()
-}
-
-fn doc(n: u64) -> Document {
-    Document::new("s", format!("d{n}"), Version::number(1))
-        .with_chunk(Chunk::new(format!("chunk of d{n}"), vector(n)))
-}
-
-/// Each changelog row's key and length.
-fn changelog_rows(path: &Path) -> Vec<(u64, usize)> {
-    let db = redb::Database::open(path).expect("redb open");
-    let txn = db.begin_read().expect("read");
-    let table = txn.open_table(CHANGELOG).expect("changelog");
-    table
-        .iter()
-        .expect("iter")
-        .map(|row| {
-            let (key, value) = row.expect("row");
-            (key.value(), value.value().len())
-        })
-        .collect()
-}
-
-fn finds(store: &Store, n: u64) -> bool {
-    store
-        .search(&vector(n), 1, &SearchOptions::default().exact(true))
-        .expect("search")
-        .first()
-        .is_some_and(|hit| hit.id == format!("d{n}"))
-}
 
 #[test]
 fn a_closing_store_keeps_16_kib_of_a_bulk_load_s_changelog() {

@@ -3,6 +3,7 @@
 //! the environment may set.
 #![allow(dead_code)]
 
+pub mod changelog;
 pub mod converted;
 
 use std::cell::RefCell;
