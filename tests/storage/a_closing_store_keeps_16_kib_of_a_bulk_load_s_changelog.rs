@@ -7,8 +7,10 @@
 //! (whose index can no longer follow the trimmed rows) still finds every document, and the
 //! reopened writer finds them all with a clean `verify`.
 
-use crate::support::changelog::{changelog_rows, doc, finds};
-use ratchetdb::{Op, Options, Store};
+use crate::support::changelog::{
+    assert_reopened_whole, changelog_rows, doc, finds, finds_probes, write_in_batches,
+};
+use ratchetdb::{Options, Store};
 
 const BATCHES: u64 = 8;
 const DOCS_PER_BATCH: u64 = 500;
@@ -22,28 +24,14 @@ fn a_closing_store_keeps_16_kib_of_a_bulk_load_s_changelog() {
     writer.upsert(doc(0)).expect("the first document");
     let reader = Store::open_read_only(&path).expect("reader");
     assert!(finds(&reader, 0));
-    let mut n = 1;
-    for _ in 0..BATCHES {
-        let ops = (0..DOCS_PER_BATCH)
-            .map(|_| {
-                n += 1;
-                Op::Upsert(doc(n - 1))
-            })
-            .collect();
-        for outcome in writer.write_batch(ops).expect("batch") {
-            outcome.expect("upsert");
-        }
-    }
-    let last = n - 1;
+    let last = write_in_batches(&writer, BATCHES, DOCS_PER_BATCH);
     // The close sizes what it keeps from the file as it finds it (a thousandth of it above
     // 16 MiB): this one is small, so the cap is 16 KiB.
     let open_len = std::fs::metadata(&path).expect("file").len();
     assert!(open_len < 16 << 20, "the open file is {open_len} bytes");
     drop(writer);
 
-    for probe in [0, 1, last / 2, last] {
-        assert!(finds(&reader, probe), "the reader lost d{probe}");
-    }
+    assert!(finds_probes(&reader, last), "the reader lost a document");
     drop(reader);
 
     let rows = changelog_rows(&path);
@@ -65,11 +53,5 @@ fn a_closing_store_keeps_16_kib_of_a_bulk_load_s_changelog() {
         "the kept rows are the last, in a run: {keys:?}"
     );
 
-    let store = Store::open(&path, Options::default()).expect("reopen");
-    for probe in [0, 1, last / 2, last] {
-        assert!(finds(&store, probe), "the reopened store lost d{probe}");
-    }
-    assert_eq!(store.stats().expect("stats").documents, last + 1);
-    let report = store.verify().expect("verify");
-    assert!(report.violations.is_empty(), "{report:?}");
+    assert_reopened_whole(&path, last);
 }

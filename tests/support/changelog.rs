@@ -52,3 +52,35 @@ pub fn finds(store: &Store, n: u64) -> bool {
         .first()
         .is_some_and(|hit| hit.id == format!("d{n}"))
 }
+
+/// Writes documents `d1` on in `batches` batches of `per_batch` (`d0` is the caller's);
+/// returns the last document's number.
+pub fn write_in_batches(writer: &Store, batches: u64, per_batch: u64) -> u64 {
+    for batch in 0..batches {
+        let ops = (1..=per_batch)
+            .map(|i| ratchetdb::Op::Upsert(doc(batch * per_batch + i)))
+            .collect();
+        for outcome in writer.write_batch(ops).expect("batch") {
+            outcome.expect("upsert");
+        }
+    }
+    batches * per_batch
+}
+
+/// Whether `store` finds the first document, the second, one halfway and the `last`.
+pub fn finds_probes(store: &Store, last: u64) -> bool {
+    [0, 1, last / 2, last].into_iter().all(|n| finds(store, n))
+}
+
+/// The store at `path`, reopened for writing, finds every probe, counts `last + 1`
+/// documents and verifies clean.
+pub fn assert_reopened_whole(path: &Path, last: u64) {
+    let store = Store::open(path, ratchetdb::Options::default()).expect("reopen");
+    assert!(
+        finds_probes(&store, last),
+        "the reopened store lost a document"
+    );
+    assert_eq!(store.stats().expect("stats").documents, last + 1);
+    let report = store.verify().expect("verify");
+    assert!(report.violations.is_empty(), "{report:?}");
+}
