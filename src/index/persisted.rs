@@ -107,8 +107,9 @@ pub(crate) const HEADER_LEN: usize = 96;
 pub(crate) const MAX_PART_BYTES: usize = 4096 - 12;
 /// Offset of the checksum in the header.
 const CHECKSUM_AT: usize = 64;
-/// Largest `M` a snapshot may announce (`Options::index` refuses more).
-const MAX_M: u32 = 256;
+/// Largest `M` a snapshot may announce: what `Options::index` allows (a larger one is no
+/// store's, and would size every row's link words from a small payload).
+const MAX_M: u32 = crate::options::MAX_INDEX_M as u32;
 
 fn corrupted(detail: impl Into<String>) -> IndexError {
     IndexError::Corrupted {

@@ -723,6 +723,27 @@ fn a_real_payload_sealed_as_the_fuzz_target_seals_it_loads() {
     }
 }
 
+/// A snapshot announcing an `M` no store option allows (above `MAX_INDEX_M`) is refused
+/// before its rows are sized from it: at `M` 256 a resealed payload of a few bytes a point
+/// asked for about 4 KB of link words a point.
+#[test]
+fn a_snapshot_announcing_an_m_no_option_allows_is_refused() {
+    let (_, blobs) = small_snapshot();
+    let payload: Vec<u8> = blobs[1..].concat();
+    for m in [crate::options::MAX_INDEX_M as u32 + 1, 256] {
+        let mut header = blobs[0].clone();
+        header[32..36].copy_from_slice(&m.to_le_bytes());
+        match filled(Metric::Cosine, &low_rank_vectors(31, 150, DIM))
+            .load_snapshot(&reseal(&header, &payload))
+        {
+            Err(IndexError::Corrupted { detail }) => {
+                assert_eq!(detail, format!("M {m}"))
+            }
+            other => panic!("M {m}: expected Corrupted, got {other:?}"),
+        }
+    }
+}
+
 /// Format 5 spends two bytes on a row that the graph holds at its capacity (`M + 1` words
 /// in an upper layer): levels that sum far above what `n` points can have would make a
 /// small, well-sealed payload ask for rows of gigabytes. Refused before anything is
