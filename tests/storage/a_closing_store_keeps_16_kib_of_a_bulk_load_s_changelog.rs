@@ -8,7 +8,8 @@
 //! reopened writer finds them all with a clean `verify`.
 
 use crate::support::changelog::{
-    assert_reopened_whole, changelog_rows, doc, finds, finds_probes, write_in_batches,
+    assert_reader_index_holds, assert_reopened_whole, changelog_rows, doc, finds, finds_probes,
+    write_in_batches,
 };
 use ratchetdb::{Options, Store};
 
@@ -32,6 +33,7 @@ fn a_closing_store_keeps_16_kib_of_a_bulk_load_s_changelog() {
     drop(writer);
 
     assert!(finds_probes(&reader, last), "the reader lost a document");
+    assert_reader_index_holds(&reader, last + 1);
     drop(reader);
 
     let rows = changelog_rows(&path);

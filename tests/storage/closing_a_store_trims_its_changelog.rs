@@ -7,7 +7,8 @@
 //! finds them all and `verify` is clean.
 
 use crate::support::changelog::{
-    assert_reopened_whole, changelog_rows, doc, finds, finds_probes, write_in_batches,
+    assert_reader_index_holds, assert_reopened_whole, changelog_rows, doc, finds, finds_probes,
+    write_in_batches,
 };
 use ratchetdb::{Options, Store};
 
@@ -29,6 +30,7 @@ fn a_closing_store_keeps_the_last_changelog_rows_and_lagging_readers_reload() {
     // The reader is 40 commits behind, past the kept rows: it reloads, and finds the first
     // document, one from the trimmed commits and the last.
     assert!(finds_probes(&reader, last), "the reader lost a document");
+    assert_reader_index_holds(&reader, last + 1);
     drop(reader);
 
     let keys: Vec<u64> = changelog_rows(&path)

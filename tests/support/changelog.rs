@@ -84,3 +84,23 @@ pub fn assert_reopened_whole(path: &Path, last: u64) {
     let report = store.verify().expect("verify");
     assert!(report.violations.is_empty(), "{report:?}");
 }
+
+/// Waits (up to 60 s) until `reader`'s own index holds `live` vectors, whether it followed
+/// the commits as they came or reloaded from the vectors rows where the changelog it
+/// needed was trimmed (a search meanwhile scans the file, so finding the documents alone
+/// does not show that the index caught up).
+pub fn assert_reader_index_holds(reader: &Store, live: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info = reader.index_info();
+        if info.live_vectors == live {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reader's index holds {} vectors, {live} are live: {info:?}",
+            info.live_vectors
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
