@@ -56,6 +56,7 @@ mod store;
 mod sys;
 mod text;
 mod types;
+mod varint;
 mod writer;
 
 /// The test harness (simulated disk, reference model, fuzz entry points): only in the crate's

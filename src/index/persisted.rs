@@ -27,7 +27,7 @@
 //!   format 7:
 //!     ids: in slot order, each after the one before (the first: after 0), split into a
 //!       high part (bits 24 and up: a store's document) and a low part (its slot): one
-//!       varint (LEB128) of (zigzagged difference << 2) | tag: tag 0, the same high part
+//!       varint (bincode's layout, `crate::varint`) of (zigzagged difference << 2) | tag: tag 0, the same high part
 //!       and the difference of the low parts; tag 1, the difference of the high parts and
 //!       a low part of 0; tag 2, the same followed by a varint of the low part (a
 //!       document's next slot, and the next document's first, take one byte)
@@ -84,6 +84,7 @@ use super::workers::{map_in_halves, PARALLEL_MIN};
 use super::{IdSet, IndexError, Metric};
 use crate::options::MAX_INDEX_EF_CONSTRUCTION;
 use crate::sys::advise_huge_pages;
+use crate::varint::{self, put as put_varint};
 
 /// First bytes of a snapshot header.
 pub(crate) const MAGIC: [u8; 8] = *b"RATCHNSW";
@@ -198,34 +199,10 @@ fn bits_of(value: u32) -> usize {
 /// 32).
 const GAP_WIDTH_BITS: usize = 6;
 
-/// Appends `value` as a LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// The LEB128 varint at the start of `bytes`, of at most `max_bits` (at most 64) bits, and
-/// what follows it; `None` if it is cut short or longer.
-fn take_varint(bytes: &[u8], max_bits: u32) -> Option<(u64, &[u8])> {
-    let mut value = 0u64;
-    for (i, &byte) in bytes.iter().enumerate() {
-        let shift = 7 * i as u32;
-        if shift >= max_bits {
-            return None;
-        }
-        let part = u64::from(byte & 0x7f);
-        if part >> (max_bits - shift).min(7) != 0 {
-            return None;
-        }
-        value |= part << shift;
-        if byte & 0x80 == 0 {
-            return Some((value, &bytes[i + 1..]));
-        }
-    }
-    None
+/// The varint at the start of `bytes` (`crate::varint`), and what follows it; `None` if it
+/// does not read.
+fn take_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    varint::take(bytes).ok()
 }
 
 /// Where format 7 splits an id: a store's vector id keeps its document in the bits above
@@ -276,7 +253,7 @@ fn put_id(out: &mut Vec<u8>, previous: u64, id: u64) {
 /// Reverses [`put_id`]: the id after `previous` at the start of `bytes`, and what follows;
 /// `None` for bytes no id makes.
 fn take_id(bytes: &[u8], previous: u64) -> Option<(u64, &[u8])> {
-    let (value, rest) = take_varint(bytes, 64)?;
+    let (value, rest) = take_varint(bytes)?;
     let (previous_high, previous_low) = (previous >> ID_LOW_BITS, previous & ID_LOW_MASK);
     let step = unzigzag(value >> 2);
     let part = |previous: u64, limit: u64| {
@@ -297,8 +274,8 @@ fn take_id(bytes: &[u8], previous: u64) -> Option<(u64, &[u8])> {
         }
         NEW_HIGH => {
             let high = part(previous_high, u64::MAX >> ID_LOW_BITS)?;
-            let (low, rest) = take_varint(rest, ID_LOW_BITS)?;
-            Some(((high << ID_LOW_BITS) | low, rest))
+            let (low, rest) = take_varint(rest)?;
+            (low <= ID_LOW_MASK).then_some(((high << ID_LOW_BITS) | low, rest))
         }
         _ => None,
     }
@@ -925,9 +902,8 @@ fn sorted_sections(
     for row in 0..rows {
         let cap = if row < n { 2 * m } else { m };
         let (count, after) =
-            take_varint(rest, 32).ok_or_else(|| corrupted("a link count does not decode"))?;
-        // At most 2 * MAX_M: the cast cannot truncate.
-        let count = count as usize;
+            take_varint(rest).ok_or_else(|| corrupted("a link count does not decode"))?;
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
         if count > cap {
             return Err(corrupted(format!("a row of {count} links, at most {cap}")));
         }
@@ -1360,21 +1336,19 @@ mod tests {
         }
     }
 
-    /// A varint longer than its field, or cut short, does not decode; nor does an id whose
-    /// parts would leave their ranges.
+    /// An id whose parts would leave their ranges, or whose varint is cut short or has no
+    /// marker, does not decode (the varints themselves: `crate::varint`).
     #[test]
-    fn an_overlong_or_cut_varint_or_id_does_not_decode() {
-        assert_eq!(take_varint(&[0x80, 0x01], 32), Some((128, &[][..])));
-        assert_eq!(take_varint(&[0x80], 32), None);
-        assert_eq!(take_varint(&[], 32), None);
-        // 2^32 in a 32-bit field, and an eleventh byte of a 64-bit one.
-        assert_eq!(take_varint(&[0x80, 0x80, 0x80, 0x80, 0x10], 32), None);
-        assert_eq!(take_varint(&[0xff; 11], 64), None);
-        let mut max = Vec::new();
-        put_varint(&mut max, u64::MAX);
-        assert_eq!(take_varint(&max, 64), Some((u64::MAX, &[][..])));
-        // The low part below 0, past 2^24, or a high part past 2^40; tag 3.
+    fn an_id_out_of_range_or_cut_does_not_decode() {
+        assert_eq!(take_id(&[], 0), None);
+        assert_eq!(take_id(&[254], 0), None);
+        // A slot past 2^24 - 1 after a new high part.
         let mut bytes = Vec::new();
+        put_varint(&mut bytes, zigzag(1) << 2 | NEW_HIGH);
+        put_varint(&mut bytes, ID_LOW_MASK + 1);
+        assert_eq!(take_id(&bytes, 0), None);
+        // The low part below 0, past 2^24, or a high part past 2^40; tag 3.
+        bytes.clear();
         put_varint(&mut bytes, zigzag(-1) << 2 | SAME_HIGH);
         assert_eq!(take_id(&bytes, 0), None);
         bytes.clear();

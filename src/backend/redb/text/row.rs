@@ -28,47 +28,18 @@ use crate::backend::redb::schema::{decode_stored, TextCodec};
 use crate::error::Corruption;
 use std::borrow::Cow;
 
-const U16_MARKER: u8 = 251;
-const U32_MARKER: u8 = 252;
-const U64_MARKER: u8 = 253;
+use crate::varint::{self, VarintError};
 
-/// Appends `value` as a bincode varint.
+/// Appends `value` as a varint (bincode's layout: `crate::varint`).
 #[inline(always)]
 pub(crate) fn put_varint(out: &mut Vec<u8>, value: u64) {
-    if value < u64::from(U16_MARKER) {
-        out.push(value as u8);
-    } else {
-        put_wide_varint(out, value);
-    }
-}
-
-/// [`put_varint`] of a value of 251 or more (rare in a text row: kept out of line).
-#[inline(never)]
-fn put_wide_varint(out: &mut Vec<u8>, value: u64) {
-    if let Ok(v) = u16::try_from(value) {
-        out.push(U16_MARKER);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else if let Ok(v) = u32::try_from(value) {
-        out.push(U32_MARKER);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else {
-        out.push(U64_MARKER);
-        out.extend_from_slice(&value.to_le_bytes());
-    }
+    varint::put(out, value);
 }
 
 /// The bytes [`put_varint`] writes for `value`.
 #[inline(always)]
 fn varint_len(value: u64) -> usize {
-    if value < u64::from(U16_MARKER) {
-        1
-    } else if value <= u64::from(u16::MAX) {
-        3
-    } else if value <= u64::from(u32::MAX) {
-        5
-    } else {
-        9
-    }
+    varint::len(value)
 }
 
 /// A reader of varints and byte runs over a row, refusing to run past its end.
@@ -82,27 +53,17 @@ impl<'a> Cursor<'a> {
     }
 
     fn varint(&mut self) -> Result<u64, Corruption> {
-        let (&first, rest) = self.bytes.split_first().ok_or_else(Self::short)?;
-        let width = match first {
-            U16_MARKER => 2,
-            U32_MARKER => 4,
-            U64_MARKER => 8,
-            b if b < U16_MARKER => {
+        match varint::take(self.bytes) {
+            Ok((value, rest)) => {
                 self.bytes = rest;
-                return Ok(u64::from(b));
+                Ok(value)
             }
-            b => {
-                return Err(Corruption::new(
-                    "text row",
-                    format!("{b} is no varint marker"),
-                ))
-            }
-        };
-        let raw = rest.get(..width).ok_or_else(Self::short)?;
-        let mut le = [0u8; 8];
-        le[..width].copy_from_slice(raw);
-        self.bytes = &rest[width..];
-        Ok(u64::from_le_bytes(le))
+            Err(VarintError::Short) => Err(Self::short()),
+            Err(VarintError::Marker(b)) => Err(Corruption::new(
+                "text row",
+                format!("{b} is no varint marker"),
+            )),
+        }
     }
 
     fn u32(&mut self, what: &str) -> Result<u32, Corruption> {
@@ -329,7 +290,7 @@ fn put_small_segment(
     let Some(whole) = arena.get(..next as usize) else {
         return false;
     };
-    if wide >= u32::from(U16_MARKER) {
+    if wide >= u32::from(varint::U16_MARKER) {
         return false;
     }
     let stored = stored_terms(whole, codec);
@@ -539,7 +500,7 @@ mod tests {
             }
         }
         assert!(segments(&[254]).is_err());
-        let mut huge = vec![0, 0, U64_MARKER];
+        let mut huge = vec![0, 0, 253]; // the 8-byte varint marker
         huge.extend_from_slice(&u64::MAX.to_le_bytes());
         assert!(segments(&huge).is_err());
         // Slots out of order.
